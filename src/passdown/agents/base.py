@@ -1,0 +1,130 @@
+"""The interface every agent module implements."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
+from passdown.transcript import SessionRef, Transcript
+
+
+@dataclass(slots=True)
+class LaunchSpec:
+    """How to start an agent: an argv list (never a shell string) and extra env."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
+    """A session belongs to a workspace when it ran in it or in a folder below it."""
+    if workspace is None:
+        return True
+    if not cwd:
+        return False
+    ws = os.path.normpath(str(workspace))
+    c = os.path.normpath(cwd)
+    return c == ws or c.startswith(ws.rstrip("/") + "/")
+
+
+class Agent(ABC):
+    """One coding agent: where its sessions are, how to read them, how to launch it."""
+
+    name: str  # short id used on the command line: "claude"
+    display_name: str  # "Claude Code"
+    program: str  # the executable: "claude"
+
+    # -- sessions -----------------------------------------------------------------
+    @abstractmethod
+    def store_roots(self) -> list[Path]:
+        """Folders that hold this agent's session files (honouring its env vars)."""
+
+    @abstractmethod
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        """Sessions that ran in `workspace` (all sessions when None), in any order."""
+
+    @abstractmethod
+    def read(self, ref: SessionRef) -> Transcript:
+        """Open a session for streaming; never loads the whole file."""
+
+    @abstractmethod
+    def ref_for_path(self, path: Path) -> SessionRef:
+        """Describe one session file (used for `--session PATH`)."""
+
+    # -- launching ----------------------------------------------------------------
+    @abstractmethod
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        """The argv that starts this agent on `prompt` in `workspace`."""
+
+    def executable(self) -> str | None:
+        return shutil.which(self.program)
+
+    def is_installed(self) -> bool:
+        return self.executable() is not None
+
+    # -- selection (shared by every agent) ------------------------------------------
+    def sessions(self, workspace: Path | None) -> list[SessionRef]:
+        """Sessions for `workspace`, newest first."""
+        return sorted(self.discover(workspace), key=lambda r: r.updated_at, reverse=True)
+
+    def newest(self, workspace: Path | None) -> SessionRef | None:
+        return max(self.discover(workspace), key=lambda r: r.updated_at, default=None)
+
+    def resolve(self, spec: str, workspace: Path | None) -> SessionRef:
+        """A session from an id, an id prefix, or a path inside this agent's store."""
+        if not spec or "\x00" in spec:
+            raise UsageError("empty or invalid session id")
+        if _looks_like_path(spec):
+            return self._resolve_path(Path(spec))
+        matches = _match_id(spec, self.discover(None))
+        if not matches:
+            raise SessionNotFound(f"no {self.display_name} session with id {spec!r}")
+        if len(matches) > 1:
+            ids = ", ".join(sorted(m.session_id for m in matches)[:5])
+            raise AmbiguousSession(
+                f"session id prefix {spec!r} matches {len(matches)} {self.display_name} sessions",
+                hint=f"use more characters of the id ({ids})",
+            )
+        return matches[0]
+
+    def _resolve_path(self, path: Path) -> SessionRef:
+        try:
+            real = path.expanduser().resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise SessionNotFound(f"session file not found: {path}") from None
+        roots = [r.resolve() for r in self.store_roots() if r.exists()]
+        if not any(real.is_relative_to(root) for root in roots):
+            where = ", ".join(str(r) for r in self.store_roots()) or "(none)"
+            raise UsageError(
+                f"{path} is outside {self.display_name}'s session store",
+                hint=f"session files live under {where}",
+            )
+        if not real.is_file():
+            raise SessionNotFound(f"not a session file: {path}")
+        return self.ref_for_path(real)
+
+
+def _looks_like_path(spec: str) -> bool:
+    return "/" in spec or "\\" in spec or spec.startswith(".") or spec.endswith((".jsonl", ".zst"))
+
+
+def _match_id(spec: str, refs: Iterable[SessionRef]) -> list[SessionRef]:
+    exact: list[SessionRef] = []
+    prefix: list[SessionRef] = []
+    seen: set[str] = set()
+    for ref in refs:
+        if ref.session_id in seen:
+            continue
+        if ref.session_id == spec:
+            exact.append(ref)
+            seen.add(ref.session_id)
+        elif ref.session_id.startswith(spec):
+            prefix.append(ref)
+            seen.add(ref.session_id)
+    return exact or prefix

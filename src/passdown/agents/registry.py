@@ -1,0 +1,60 @@
+"""Find agents through the `passdown.agents` entry-point group, lazily and once."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from importlib.metadata import entry_points
+
+from passdown.agents.base import Agent
+from passdown.errors import UnknownAgent
+
+ENTRY_POINT_GROUP = "passdown.agents"
+
+# Used when passdown runs from a source tree that was never installed.
+_BUILTINS = {
+    "claude": "passdown.agents.claude:ClaudeCode",
+    "codex": "passdown.agents.codex:CodexCLI",
+}
+
+
+def _load_path(dotted: str) -> type[Agent]:
+    module_name, _, attr = dotted.partition(":")
+    module = __import__(module_name, fromlist=[attr])
+    return getattr(module, attr)
+
+
+@cache
+def load_agents() -> dict[str, Agent]:
+    """All registered agents by name; `PASSDOWN_AGENTS=a,b` limits which load."""
+    wanted = {n.strip() for n in os.environ.get("PASSDOWN_AGENTS", "").split(",") if n.strip()}
+    found: dict[str, Agent] = {}
+    sources = {name: path for name, path in _BUILTINS.items()}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        sources[ep.name] = ep.value
+    for name, path in sources.items():
+        if wanted and name not in wanted:
+            continue
+        try:
+            agent_cls = _load_path(path)
+            agent = agent_cls()
+        except Exception as exc:  # a broken plugin must not break passdown
+            import warnings
+
+            warnings.warn(f"passdown: agent plugin {name!r} failed to load: {exc}", stacklevel=2)
+            continue
+        found[agent.name] = agent
+    return found
+
+
+def agent_names() -> list[str]:
+    return sorted(load_agents())
+
+
+def get_agent(name: str) -> Agent:
+    agents = load_agents()
+    try:
+        return agents[name]
+    except KeyError:
+        known = ", ".join(sorted(agents)) or "none"
+        raise UnknownAgent(f"unknown agent {name!r} (known: {known})") from None

@@ -1,0 +1,173 @@
+"""The normalised transcript: what every agent adapter produces and extraction consumes.
+
+Adapters stream a session file and yield `Event`s in conversation order (for agents
+whose history is a tree, only the active branch). Events are agent-neutral: a tool
+call says what it *does* (edit files, run a command, change the plan), so extraction
+never needs to know which agent wrote the session.
+
+Events are plain slotted dataclasses rather than pydantic models because a large
+session yields millions of them; the handoff model (`passdown.handoff`) is the
+validated, published shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+ToolAction = Literal["edit", "write", "delete", "command", "plan", "subagent", "read", "other"]
+PlanStatus = Literal["pending", "in_progress", "completed", "deleted", "blocked", "cancelled"]
+
+
+@dataclass(slots=True)
+class SessionRef:
+    """A session found on disk: enough to list and select it without reading it."""
+
+    agent: str
+    session_id: str
+    path: Path
+    cwd: str | None = None
+    started_at: str | None = None  # ISO 8601, as the agent wrote it
+    updated_at: float = 0.0  # file mtime (epoch seconds): what "newest" means
+    size: int = 0
+    title: str | None = None
+
+
+@dataclass(slots=True)
+class PlanItem:
+    id: str
+    subject: str
+    status: PlanStatus = "pending"
+    description: str | None = None
+    active_form: str | None = None
+    blocked_by: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class PlanOp:
+    """A change to the plan: replace the whole list, create one item, or update one."""
+
+    op: Literal["replace", "create", "update"]
+    items: tuple[PlanItem, ...] = ()  # replace: the whole list; create: one item
+    item_id: str | None = None  # update: which item
+    status: PlanStatus | None = None  # update: its new status
+    subject: str | None = None  # update: a new subject, if changed
+
+
+@dataclass(slots=True)
+class Message:
+    role: Literal["user", "assistant"]
+    text: str
+    timestamp: str | None = None
+    # a user message that is really a compaction summary, a command wrapper, etc.
+    synthetic: bool = False
+
+
+@dataclass(slots=True)
+class ToolCall:
+    call_id: str
+    name: str
+    action: ToolAction = "other"
+    paths: tuple[str, ...] = ()
+    command: str | None = None
+    plan: PlanOp | None = None
+    timestamp: str | None = None
+
+
+@dataclass(slots=True)
+class ToolResult:
+    call_id: str
+    is_error: bool = False
+    exit_code: int | None = None
+    # first error line(s), only for failures; never the raw output of a success
+    error: str | None = None
+    # for plan tools whose result names the created item (Claude TaskCreate)
+    created_item_id: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(slots=True)
+class Compaction:
+    """The agent compacted its context; `summary` is the prior context it kept."""
+
+    summary: str | None
+    trigger: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(slots=True)
+class SubagentNote:
+    """A sub-agent ran; its transcript is not part of this session."""
+
+    agent_id: str
+    path: str | None = None
+    description: str | None = None
+
+
+Event = Message | ToolCall | ToolResult | Compaction | PlanOp | SubagentNote
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """Facts about the session, filled in by the adapter while it reads."""
+
+    agent: str
+    session_id: str
+    path: Path
+    cwd: str | None = None
+    agent_version: str | None = None
+    models: list[str] = field(default_factory=list)
+    started_at: str | None = None
+    updated_at: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+
+    def add_model(self, model: str | None) -> None:
+        if model and model != "<synthetic>" and model not in self.models:
+            self.models.append(model)
+
+
+@dataclass(slots=True)
+class Diagnostics:
+    """What the reader skipped or could not read; surfaced as warnings, never raised."""
+
+    lines: int = 0
+    bad_lines: int = 0
+    torn_last_line: bool = False
+    oversized_lines: int = 0
+    unknown_types: dict[str, int] = field(default_factory=dict)
+    off_branch_records: int = 0
+    sidechain_records: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def unknown(self, record_type: str) -> None:
+        self.unknown_types[record_type] = self.unknown_types.get(record_type, 0) + 1
+
+    def summary(self) -> list[str]:
+        out = list(self.warnings)
+        if self.torn_last_line:
+            out.append("the last line of the session file was incomplete and was ignored")
+        if self.bad_lines:
+            out.append(f"{self.bad_lines} unreadable line(s) were skipped")
+        if self.oversized_lines:
+            out.append(f"{self.oversized_lines} oversized line(s) were skipped")
+        if self.unknown_types:
+            kinds = ", ".join(f"{k} x{v}" for k, v in sorted(self.unknown_types.items()))
+            out.append(f"unknown record types skipped: {kinds}")
+        return out
+
+
+@dataclass(slots=True)
+class Transcript:
+    """A session being read. Iterate `events()` once; `info` and `diagnostics` are
+    complete after the iteration ends."""
+
+    info: SessionInfo
+    diagnostics: Diagnostics
+    _events: Iterator[Event]
+    sha256: str | None = None  # filled by the reader once the whole file was hashed
+
+    def events(self) -> Iterator[Event]:
+        return self._events

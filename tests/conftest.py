@@ -1,0 +1,18 @@
+"""Shared fixtures. Every test runs with its own passdown data folder and agent homes,
+so nothing touches the user's real agent data or handoff store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(home / "passdown-data"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.delenv("PASSDOWN_STORE", raising=False)
+    return home
