@@ -1,0 +1,3 @@
+from passdown.cli import run
+
+run()

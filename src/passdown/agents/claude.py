@@ -1,0 +1,623 @@
+"""Claude Code: sessions under `$CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<id>.jsonl`.
+
+The conversation is a tree (uuid/parentUuid): rewinds and forks leave dead branches in
+the file. Reading takes two streaming passes so memory stays flat however large the
+file is: pass 1 walks the file *backwards* from the newest leaf, following parent links
+(parents are always written before children), and keeps only the byte offsets of the
+active branch; pass 2 reads forwards and decodes just those lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._common import (
+    decode_line,
+    file_mtime,
+    first_error_line,
+    parse_exit_code,
+    read_head,
+)
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SessionInfo,
+    SessionRef,
+    SubagentNote,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+# Records that belong to the conversation tree.
+_CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+# Records we know and deliberately ignore (everything else is counted as unknown).
+_KNOWN_OTHER = frozenset(
+    {
+        "summary",
+        "last-prompt",
+        "file-history-snapshot",
+        "queue-operation",
+        "permission-mode",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "tag",
+        "pr-link",
+        "mode",
+        "worktree-state",
+    }
+)
+_WRAPPER_TAGS = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+)
+_INTERRUPTED = re.compile(r"^\[Request interrupted by user.*\]$")
+_EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
+_READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"})
+
+
+_NULL = msgspec.Raw(b"null")
+
+
+class _Envelope(msgspec.Struct):
+    type: str = ""
+    subtype: str | None = None
+    uuid: str | None = None
+    parentUuid: str | None = None
+    logicalParentUuid: str | None = None
+    leafUuid: str | None = None
+    isSidechain: bool = False
+    summary: str | None = None
+    customTitle: str | None = None
+    aiTitle: str | None = None
+    title: str | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: msgspec.Raw = _NULL
+    tool_use_id: str | None = None
+    content: msgspec.Raw = _NULL
+    is_error: bool | None = None
+
+
+class _Message(msgspec.Struct):
+    role: str = ""
+    content: msgspec.Raw = _NULL
+    model: str | None = None
+    id: str | None = None
+
+
+class _Record(msgspec.Struct):
+    type: str = ""
+    subtype: str | None = None
+    timestamp: str | None = None
+    cwd: str | None = None
+    version: str | None = None
+    gitBranch: str | None = None
+    sessionId: str | None = None
+    message: _Message | None = None
+    isMeta: bool = False
+    isCompactSummary: bool = False
+    toolUseResult: msgspec.Raw = _NULL
+    compactMetadata: dict[str, object] | None = None
+
+
+class _Head(msgspec.Struct):
+    cwd: str | None = None
+    timestamp: str | None = None
+    sessionId: str | None = None
+
+
+class _TaskFile(msgspec.Struct):
+    id: str | int = ""
+    subject: str = ""
+    description: str | None = None
+    activeForm: str | None = None
+    status: str = "pending"
+    blockedBy: list[str | int] = []
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_RECORD = msgspec.json.Decoder(_Record)
+_HEAD = msgspec.json.Decoder(_Head)
+_BLOCKS = msgspec.json.Decoder(str | list[_Block])
+_ANY = msgspec.json.Decoder()
+_TASK = msgspec.json.Decoder(_TaskFile)
+_PLAN_STATUSES = {"pending", "in_progress", "completed", "deleted", "blocked", "cancelled"}
+
+
+def encode_cwd(cwd: str) -> str:
+    """Claude's folder name for a cwd: every non-alphanumeric character becomes '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+class ClaudeCode(Agent):
+    name = "claude"
+    display_name = "Claude Code"
+    program = "claude"
+
+    def config_dir(self) -> Path:
+        configured = os.environ.get("CLAUDE_CONFIG_DIR")
+        return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+    def store_roots(self) -> list[Path]:
+        return [self.config_dir() / "projects"]
+
+    # -- discovery ----------------------------------------------------------------
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        projects = self.config_dir() / "projects"
+        try:
+            folders = [p for p in projects.iterdir() if p.is_dir()]
+        except OSError:
+            return
+        if workspace is not None:
+            # The encoding is lossy: preselect by name, then confirm with the records' cwd.
+            prefix = encode_cwd(str(workspace))
+            folders = [f for f in folders if f.name == prefix or f.name.startswith(prefix + "-")]
+        for folder in folders:
+            for path in _session_files(folder):
+                ref = self.ref_for_path(path)
+                if cwd_in_workspace(ref.cwd, workspace):
+                    yield ref
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        head = _read_head_fields(path)
+        session_id = _strip_suffixes(path.name)
+        return SessionRef(
+            agent=self.name,
+            session_id=session_id,
+            path=path,
+            cwd=head.cwd,
+            started_at=head.timestamp,
+            updated_at=mtime,
+            size=size,
+        )
+
+    # -- reading ------------------------------------------------------------------
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        diag = Diagnostics()
+        transcript = Transcript(info=info, diagnostics=diag, _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        info, diag = transcript.info, transcript.diagnostics
+        active, whole_file = _active_branch(ref.path, info, diag)
+        diag.lines = 0  # pass 2 counts again; report lines once
+        yield from _ActiveReader(ref.path, info, diag, active, whole_file).events()
+        yield from self._subagents(ref)
+        plan = self._task_files(ref.session_id)
+        if plan is not None:
+            yield plan
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    def _subagents(self, ref: SessionRef) -> Iterator[SubagentNote]:
+        folder = ref.path.parent / ref.session_id / "subagents"
+        try:
+            files = sorted(folder.glob("agent-*.jsonl*"))
+        except OSError:
+            return
+        for path in files:
+            yield SubagentNote(agent_id=_strip_suffixes(path.name).removeprefix("agent-"), path=str(path))
+
+    def _task_files(self, session_id: str) -> PlanOp | None:
+        """Claude keeps each task's final state in ~/.claude/tasks/<session>/<n>.json."""
+        folder = self.config_dir() / "tasks" / session_id
+        if not session_id or "/" in session_id or ".." in session_id:
+            return None
+        try:
+            files = [p for p in folder.iterdir() if p.suffix == ".json"]
+        except OSError:
+            return None
+        items: list[tuple[tuple[int, str], PlanItem]] = []
+        for path in files:
+            try:
+                task = _TASK.decode(path.read_bytes())
+            except (OSError, msgspec.DecodeError):
+                continue
+            task_id = str(task.id or path.stem)
+            status = task.status if task.status in _PLAN_STATUSES else "pending"
+            item = PlanItem(
+                id=task_id,
+                subject=task.subject,
+                status=status,  # type: ignore[arg-type]
+                description=task.description,
+                active_form=task.activeForm,
+                blocked_by=tuple(str(b) for b in task.blockedBy),
+            )
+            items.append(((int(task_id) if task_id.isdigit() else 1 << 30, task_id), item))
+        if not items:
+            return None
+        items.sort(key=lambda pair: pair[0])
+        return PlanOp(op="replace", items=tuple(item for _, item in items))
+
+    # -- launching ----------------------------------------------------------------
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        # "--" ends the options, so a prompt starting with "-" is still the prompt.
+        if interactive:
+            return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
+        return LaunchSpec(argv=[self.program, "-p", "--", prompt], cwd=workspace)
+
+
+def _strip_suffixes(name: str) -> str:
+    for suffix in (".zst", ".jsonl"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _session_files(folder: Path) -> list[Path]:
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    plain = {p.name for p in entries if p.name.endswith(".jsonl")}
+    files = []
+    for path in entries:
+        name = path.name
+        if name.startswith("agent-") or not path.is_file():
+            continue  # older builds kept sub-agent transcripts beside sessions
+        if name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in plain):
+            files.append(path)
+    return files
+
+
+def _read_head_fields(path: Path) -> _Head:
+    """cwd and start time from the first records that carry them."""
+    found = _Head()
+    for line in read_head(path).split(b"\n")[:200]:
+        if b'"cwd"' not in line and b'"timestamp"' not in line:
+            continue
+        try:
+            head = _HEAD.decode(line)
+        except msgspec.DecodeError:
+            continue
+        found.timestamp = found.timestamp or head.timestamp
+        found.cwd = found.cwd or head.cwd
+        if found.cwd and found.timestamp:
+            break
+    return found
+
+
+def _active_branch(path: Path, info: SessionInfo, diag: Diagnostics) -> tuple[array, bool]:
+    """Pass 1: offsets of the active branch, newest leaf back to the root.
+
+    Returns the offsets (descending) and whether to fall back to reading every
+    main-chain record in file order (when the tree is broken).
+    """
+    reader = LineReader(path, diag)
+    active = array("q")
+    wanted: str | None = None
+    started = False
+    leaf_hint: str | None = None
+    for offset, line in reader.backward():
+        env = decode_line(_ENVELOPE, line, offset, reader.tail_offset, diag)
+        if not isinstance(env, _Envelope):
+            continue
+        kind = env.type
+        if kind not in _CHAIN_TYPES:
+            _note_title(env, info)
+            if kind in ("last-prompt", "summary") and not started and leaf_hint is None:
+                leaf_hint = env.leafUuid
+            elif kind not in _KNOWN_OTHER:
+                diag.unknown(kind or "(no type)")
+            continue
+        if env.isSidechain:
+            diag.sidechain_records += 1
+            continue
+        if not env.uuid:
+            continue
+        if not started:
+            started = True
+            wanted = leaf_hint or env.uuid
+        if env.uuid == wanted:
+            active.append(offset)
+            wanted = env.parentUuid
+            if wanted is None and kind == "system" and env.logicalParentUuid:
+                wanted = env.logicalParentUuid  # across a compaction
+        else:
+            diag.off_branch_records += 1
+    if wanted is not None:
+        diag.warnings.append(
+            "the conversation tree is broken (a parent record is missing); read in file order"
+        )
+        return active, True
+    return active, False
+
+
+def _note_title(env: _Envelope, info: SessionInfo) -> None:
+    # Backwards: the first title seen is the newest.
+    if info.title is None:
+        info.title = env.customTitle or env.aiTitle or env.title or (
+            env.summary if env.type == "summary" else None
+        )
+
+
+class _ActiveReader:
+    """Pass 2: decode the active branch's records in order and emit events."""
+
+    def __init__(
+        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.active = active
+        self.whole_file = whole_file
+        self.calls: dict[str, ToolCall] = {}
+        self.pending_trigger: str | None = None
+        self.assistant_id: str | None = None
+        self.assistant_text: list[str] = []
+        self.assistant_ts: str | None = None
+        self.plan_counter = 0
+
+    def events(self) -> Iterator[Event]:
+        reader = LineReader(self.path, self.diag)
+        active = self.active
+        index = len(active) - 1  # offsets are stored newest first
+        for offset, line in reader.forward():
+            if not self.whole_file:
+                if index < 0:
+                    break
+                if offset != active[index]:
+                    continue
+                index -= 1
+            record = decode_line(_RECORD, line, offset, reader.tail_offset, self.diag)
+            if not isinstance(record, _Record):
+                continue
+            yield from self._record(record)
+        yield from self._flush_assistant()
+
+    def _record(self, rec: _Record) -> Iterator[Event]:
+        info = self.info
+        if rec.timestamp:
+            info.started_at = info.started_at or rec.timestamp
+            info.updated_at = rec.timestamp
+        info.cwd = info.cwd or rec.cwd
+        info.agent_version = rec.version or info.agent_version
+        info.git_branch = rec.gitBranch or info.git_branch
+        if rec.type == "assistant":
+            yield from self._assistant(rec)
+            return
+        yield from self._flush_assistant()
+        if rec.type == "user":
+            yield from self._user(rec)
+        elif rec.type == "system" and rec.subtype == "compact_boundary":
+            trigger = (rec.compactMetadata or {}).get("trigger")
+            self.pending_trigger = str(trigger) if trigger else "unknown"
+
+    # assistant -------------------------------------------------------------------
+    def _assistant(self, rec: _Record) -> Iterator[Event]:
+        msg = rec.message
+        if msg is None:
+            return
+        if msg.model == "<synthetic>":
+            return  # "No response requested." and the like: not the agent speaking
+        self.info.add_model(msg.model)
+        if msg.id != self.assistant_id:
+            yield from self._flush_assistant()
+            self.assistant_id = msg.id
+        for block in _blocks(msg.content):
+            if block.type == "text" and block.text:
+                self.assistant_text.append(block.text)
+                self.assistant_ts = self.assistant_ts or rec.timestamp
+            elif block.type == "tool_use" and block.id:
+                call = self._tool_call(block, rec.timestamp)
+                self.calls[block.id] = call
+                yield call
+
+    def _flush_assistant(self) -> Iterator[Event]:
+        if self.assistant_text:
+            text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
+            if text:
+                yield Message(role="assistant", text=text, timestamp=self.assistant_ts)
+        self.assistant_text = []
+        self.assistant_ts = None
+        self.assistant_id = None
+
+    def _tool_call(self, block: _Block, timestamp: str | None) -> ToolCall:
+        name = block.name or ""
+        args = _decode_input(block.input)
+        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp)
+        if name in _EDIT_TOOLS:
+            call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+            target = args.get("file_path") or args.get("notebook_path") or args.get("path")
+            call.paths = (str(target),) if target else ()
+        elif name == "Bash":
+            call.action = "command"
+            call.command = str(args.get("command") or "")
+        elif name == "TaskCreate":
+            call.action = "plan"
+            item = PlanItem(
+                id="",
+                subject=str(args.get("subject") or ""),
+                description=_opt_str(args.get("description")),
+                active_form=_opt_str(args.get("activeForm")),
+            )
+            call.plan = PlanOp(op="create", items=(item,))
+        elif name == "TaskUpdate":
+            call.action = "plan"
+            status = args.get("status")
+            call.plan = PlanOp(
+                op="update",
+                item_id=str(args.get("taskId") or args.get("id") or ""),
+                status=status if status in _PLAN_STATUSES else None,  # type: ignore[arg-type]
+                subject=_opt_str(args.get("subject")),
+            )
+        elif name == "TodoWrite":
+            call.action = "plan"
+            call.plan = PlanOp(op="replace", items=_todo_items(args.get("todos")))
+        elif name in ("Task", "Agent"):
+            call.action = "subagent"
+        elif name in _READ_TOOLS:
+            call.action = "read"
+        return call
+
+    # user --------------------------------------------------------------------------
+    def _user(self, rec: _Record) -> Iterator[Event]:
+        msg = rec.message
+        if msg is None:
+            return
+        if rec.isCompactSummary:
+            yield Compaction(
+                summary=_joined_text(msg.content), trigger=self.pending_trigger, timestamp=rec.timestamp
+            )
+            self.pending_trigger = None
+            return
+        content = _blocks(msg.content)
+        texts = []
+        for block in content:
+            if block.type == "text" and block.text:
+                texts.append(block.text)
+            elif block.type == "tool_result" and block.tool_use_id:
+                yield self._tool_result(block, rec)
+        text = "\n\n".join(t.strip() for t in texts if t.strip())
+        if text:
+            synthetic = rec.isMeta or _is_wrapper(text)
+            yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
+
+    def _tool_result(self, block: _Block, rec: _Record) -> ToolResult:
+        call = self.calls.pop(block.tool_use_id or "", None)
+        is_error = bool(block.is_error)
+        result = ToolResult(call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp)
+        if is_error:
+            text = _joined_text(block.content)
+            result.exit_code = parse_exit_code(text)
+            result.error = first_error_line(text) or (text or "").strip()[:300] or None
+            return result
+        if call is None:
+            return result
+        if call.action == "command":
+            result.exit_code = _bash_exit_code(rec.toolUseResult)
+        elif call.plan is not None and call.plan.op == "create":
+            result.created_item_id = _created_task_id(rec.toolUseResult)
+        return result
+
+
+def _decode_input(raw: msgspec.Raw) -> dict[str, object]:
+    if _is_null(raw):
+        return {}
+    try:
+        value = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _blocks(raw: msgspec.Raw) -> list[_Block]:
+    if _is_null(raw):
+        return []
+    try:
+        value = _BLOCKS.decode(raw)
+    except msgspec.DecodeError:
+        return []
+    if isinstance(value, str):
+        return [_Block(type="text", text=value)]
+    return value
+
+
+def _joined_text(raw: msgspec.Raw) -> str | None:
+    """Text of a content field: a string, or text blocks (tool results nest them)."""
+    parts = [b.text for b in _blocks(raw) if b.type == "text" and b.text]
+    return "\n".join(parts) if parts else None
+
+
+def _is_null(raw: msgspec.Raw) -> bool:
+    return len(raw) == 0 or bytes(raw) == b"null"
+
+
+def _is_wrapper(text: str) -> bool:
+    stripped = text.lstrip()
+    return stripped.startswith(_WRAPPER_TAGS) or bool(_INTERRUPTED.match(stripped))
+
+
+def _opt_str(value: object) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def _todo_items(todos: object) -> tuple[PlanItem, ...]:
+    if not isinstance(todos, list):
+        return ()
+    items = []
+    for n, todo in enumerate(todos, start=1):
+        if not isinstance(todo, dict):
+            continue
+        status = todo.get("status")
+        items.append(
+            PlanItem(
+                id=str(todo.get("id") or n),
+                subject=str(todo.get("content") or todo.get("subject") or ""),
+                status=status if status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+                active_form=_opt_str(todo.get("activeForm")),
+            )
+        )
+    return tuple(items)
+
+
+def _bash_exit_code(raw: msgspec.Raw) -> int | None:
+    if _is_null(raw):
+        return 0
+    try:
+        value = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(value, str):
+        return parse_exit_code(value)
+    if isinstance(value, dict):
+        for key in ("exitCode", "exit_code", "returnCode", "code"):
+            if isinstance(value.get(key), int):
+                return int(value[key])
+        if value.get("interrupted"):
+            return None
+        return 0
+    return None
+
+
+def _created_task_id(raw: msgspec.Raw) -> str | None:
+    if _is_null(raw):
+        return None
+    try:
+        value = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(value, dict):
+        task = value.get("task")
+        if isinstance(task, dict) and task.get("id") is not None:
+            return str(task["id"])
+        if value.get("taskId") is not None:
+            return str(value["taskId"])
+    return None
+
+
+__all__ = ["ClaudeCode", "encode_cwd"]

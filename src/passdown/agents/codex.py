@@ -1,0 +1,456 @@
+"""Codex CLI: rollouts under `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`.
+
+Sessions are sharded by date, not by project, so the workspace is matched through the
+first record's `cwd`. The history is linear (a resumed session appends to the same
+file), so one forward pass suffices. Traps handled here: the user's prompt is written
+several times (response item, event, item_completed), user-role items also carry
+injected context, and edits made through shell commands leave no patch record (the
+pipeline adds those from git).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._common import decode_line, file_mtime, first_error_line, parse_exit_code
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import LineReader, open_binary, start_fingerprint
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+_ROLLOUT_ID = re.compile(r"rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+_INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<skills_instructions>",
+    "<permissions",
+    "<INSTRUCTIONS>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "# AGENTS.md",
+    "<app-context>",
+    "<collaboration_mode>",
+)
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
+_PATCH_ACTION = {"Add": "write", "Update": "edit", "Delete": "delete"}
+_KNOWN_TYPES = frozenset(
+    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state", "token_usage_record"}
+)
+_BARE_ITEM_TYPES = frozenset(
+    {"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+     "custom_tool_call_output", "local_shell_call", "web_search_call"}
+)
+_PLAN_STATUSES = {"pending", "in_progress", "completed"}
+_SHELL_TOOLS = frozenset({"exec_command", "shell", "container.exec", "shell_command", "local_shell"})
+_READ_TOOLS = frozenset({"read_file", "list_dir", "grep_files", "view_image", "web_search"})
+_FIRST_LINE_LIMIT = 16 * 1024 * 1024
+
+
+class _Line(msgspec.Struct):
+    type: str = ""
+    timestamp: str | None = None
+    payload: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Content(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+
+
+class _Payload(msgspec.Struct):
+    """The union of the payload fields passdown reads; everything else is skipped."""
+
+    type: str = ""
+    # session_meta
+    id: str | None = None
+    cwd: str | None = None
+    cli_version: str | None = None
+    timestamp: str | None = None
+    # turn_context
+    model: str | None = None
+    # response_item: message / function calls
+    role: str | None = None
+    content: list[_Content] | None = None
+    name: str | None = None
+    arguments: str | None = None
+    input: str | None = None
+    call_id: str | None = None
+    output: msgspec.Raw = msgspec.Raw(b"null")
+    action: dict[str, object] | None = None
+    status: str | None = None
+    # compacted
+    message: str | None = None
+    # event_msg
+    exit_code: int | None = None
+    success: bool | None = None
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_PAYLOAD = msgspec.json.Decoder(_Payload)
+_ANY = msgspec.json.Decoder()
+
+
+class CodexCLI(Agent):
+    name = "codex"
+    display_name = "Codex CLI"
+    program = "codex"
+
+    def home(self) -> Path:
+        configured = os.environ.get("CODEX_HOME")
+        return Path(configured).expanduser() if configured else Path.home() / ".codex"
+
+    def store_roots(self) -> list[Path]:
+        return [self.home() / "sessions", self.home() / "archived_sessions"]
+
+    # -- discovery ----------------------------------------------------------------
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        for path in self._rollouts():
+            ref = self.ref_for_path(path)
+            if cwd_in_workspace(ref.cwd, workspace):
+                yield ref
+
+    def _rollouts(self) -> Iterator[Path]:
+        for root in self.store_roots():
+            try:
+                candidates = list(root.rglob("rollout-*.jsonl*"))
+            except OSError:
+                continue
+            plain = {p.name for p in candidates if p.name.endswith(".jsonl")}
+            for path in candidates:
+                name = path.name
+                if name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in plain):
+                    yield path
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        meta = _session_meta(path)
+        match = _ROLLOUT_ID.search(path.name)
+        session_id = (meta.id if meta else None) or (match.group(1) if match else path.name)
+        return SessionRef(
+            agent=self.name,
+            session_id=session_id,
+            path=path,
+            cwd=meta.cwd if meta else None,
+            started_at=(meta.timestamp if meta else None),
+            updated_at=mtime,
+            size=size,
+        )
+
+    # -- reading ------------------------------------------------------------------
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        yield from _RolloutReader(ref.path, transcript.info, transcript.diagnostics).events()
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    # -- launching ----------------------------------------------------------------
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        # "--" ends the options, so a prompt starting with "-" is still the prompt.
+        if interactive:
+            return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
+        argv = [self.program, "exec"]
+        if not (workspace / ".git").exists():
+            argv.append("--skip-git-repo-check")
+        return LaunchSpec(argv=[*argv, "--", prompt], cwd=workspace)
+
+
+def _session_meta(path: Path) -> _Payload | None:
+    """The first record (session_meta, or a legacy bare header) without reading on."""
+    try:
+        with open_binary(path) as stream:
+            line = stream.readline(_FIRST_LINE_LIMIT)
+    except Exception:
+        return None
+    try:
+        first = _LINE.decode(line)
+        if first.type == "session_meta":
+            return _PAYLOAD.decode(first.payload)
+        legacy = _PAYLOAD.decode(line)  # early 2025: a bare {id, timestamp, ...} header
+        return legacy if legacy.id else None
+    except msgspec.DecodeError:
+        return None
+
+
+class _RolloutReader:
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.calls: dict[str, ToolCall] = {}
+        self.last_user_text: str | None = None
+
+    def events(self) -> Iterator[Event]:
+        reader = LineReader(self.path, self.diag)
+        for offset, line in reader.forward():
+            decoded = decode_line(_LINE, line, offset, reader.tail_offset, self.diag)
+            if not isinstance(decoded, _Line):
+                continue
+            if decoded.type in _BARE_ITEM_TYPES:  # legacy files: items without an envelope
+                payload = _payload(msgspec.Raw(line))
+                if payload is not None:
+                    yield from self._response_item(payload, decoded.timestamp)
+                continue
+            yield from self._line(decoded, line)
+
+    def _line(self, line: _Line, raw: bytes) -> Iterator[Event]:
+        kind = line.type
+        if line.timestamp:
+            self.info.updated_at = line.timestamp
+        if kind not in _KNOWN_TYPES:
+            if kind or b'"id"' not in raw:
+                self.diag.unknown(kind or "(no type)")
+            else:
+                self._legacy_header(raw)
+            return
+        if kind in ("world_state", "token_usage_record"):
+            return
+        payload = _payload(line.payload)
+        if payload is None:
+            self.diag.bad_lines += 1
+            return
+        if kind == "session_meta":
+            self._meta(payload)
+        elif kind == "turn_context":
+            self.info.add_model(payload.model)
+            self.info.cwd = self.info.cwd or payload.cwd
+        elif kind == "response_item":
+            yield from self._response_item(payload, line.timestamp)
+        elif kind == "compacted":
+            yield Compaction(summary=payload.message, trigger="auto", timestamp=line.timestamp)
+        elif kind == "event_msg":
+            yield from self._event(payload, line.timestamp)
+
+    def _meta(self, meta: _Payload) -> None:
+        info = self.info
+        info.session_id = meta.id or info.session_id
+        info.cwd = meta.cwd or info.cwd
+        info.agent_version = meta.cli_version or info.agent_version
+        info.started_at = info.started_at or meta.timestamp
+
+    def _legacy_header(self, raw: bytes) -> None:
+        try:
+            self._meta(_PAYLOAD.decode(raw))
+        except msgspec.DecodeError:
+            self.diag.bad_lines += 1
+
+    # response items ----------------------------------------------------------------
+    def _response_item(self, item: _Payload, timestamp: str | None) -> Iterator[Event]:
+        kind = item.type
+        if kind == "message":
+            yield from self._message(item, timestamp)
+        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            call = self._tool_call(item, timestamp)
+            if call is not None:
+                self.last_user_text = None
+                self.calls[call.call_id] = call
+                yield call
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            result = self._tool_result(item, timestamp)
+            if result is not None:
+                yield result
+        # reasoning (hidden), web_search_call and unknown items are not exported
+
+    def _message(self, item: _Payload, timestamp: str | None) -> Iterator[Event]:
+        if item.role not in ("user", "assistant"):
+            return  # developer/system instructions never cross the boundary
+        texts = [c.text for c in item.content or () if c.text and c.type in ("input_text", "output_text", "text")]
+        text = "\n\n".join(t.strip() for t in texts if t.strip())
+        if not text:
+            return
+        if item.role == "user":
+            if text.lstrip().startswith(_INJECTED_PREFIXES):
+                return
+            if text == self.last_user_text:
+                return  # the same prompt written again for the same turn
+            self.last_user_text = text
+        else:
+            self.last_user_text = None
+        yield Message(role=item.role, text=text, timestamp=timestamp)  # type: ignore[arg-type]
+
+    def _tool_call(self, item: _Payload, timestamp: str | None) -> ToolCall | None:
+        call_id = item.call_id or item.id
+        if not call_id:
+            return None
+        name = item.name or ("local_shell" if item.type == "local_shell_call" else "")
+        call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)
+        args = _arguments(item)
+        patch = item.input if item.type == "custom_tool_call" else _patch_from_args(args)
+        if name == "apply_patch" and patch:
+            call.action = _patch_action(patch)  # type: ignore[assignment]
+            call.paths = tuple(_patch_paths(patch))
+        elif name in _SHELL_TOOLS:
+            call.action = "command"
+            call.command = _command_text(args, item)
+            embedded = _embedded_patch(args)
+            if embedded:
+                call.action = _patch_action(embedded)  # type: ignore[assignment]
+                call.paths = tuple(_patch_paths(embedded))
+        elif name == "update_plan":
+            call.action = "plan"
+            call.plan = PlanOp(op="replace", items=_plan_items(args.get("plan")))
+        elif name in _READ_TOOLS:
+            call.action = "read"
+        return call
+
+    def _tool_result(self, item: _Payload, timestamp: str | None) -> ToolResult | None:
+        call_id = item.call_id or ""
+        call = self.calls.pop(call_id, None)
+        if call is None:
+            return None
+        text = _output_text(item.output)
+        exit_code = _exit_code(text)
+        result = ToolResult(call_id=call_id, exit_code=exit_code, timestamp=timestamp)
+        if call.action in ("edit", "write", "delete"):
+            result.is_error = exit_code not in (None, 0) or _patch_failed(text)
+        elif call.action == "command":
+            result.is_error = exit_code not in (None, 0)
+        if result.is_error:
+            result.error = first_error_line(_strip_exec_header(text))
+        return result
+
+    # events ------------------------------------------------------------------------
+    def _event(self, event: _Payload, timestamp: str | None) -> Iterator[Event]:
+        if event.type == "context_compacted":
+            yield Compaction(summary=None, trigger="auto", timestamp=timestamp)
+        # user_message / agent_message / item_completed repeat the response items.
+
+
+def _payload(raw: msgspec.Raw) -> _Payload | None:
+    try:
+        return _PAYLOAD.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _arguments(item: _Payload) -> dict[str, object]:
+    if item.action:
+        return item.action
+    if not item.arguments:
+        return {}
+    try:
+        value = _ANY.decode(item.arguments)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _command_text(args: dict[str, object], item: _Payload) -> str:
+    cmd = args.get("cmd") or args.get("command")
+    if isinstance(cmd, list):
+        parts = [str(p) for p in cmd]
+        # ["bash", "-lc", "real command"] -> the real command
+        if len(parts) == 3 and parts[1] in ("-lc", "-c") and parts[0].endswith(("sh", "bash", "zsh")):
+            return parts[2]
+        return " ".join(parts)
+    return str(cmd or "")
+
+
+def _patch_from_args(args: dict[str, object]) -> str | None:
+    value = args.get("input") or args.get("patch")
+    return value if isinstance(value, str) else None
+
+
+def _embedded_patch(args: dict[str, object]) -> str | None:
+    """Older builds ran apply_patch through the shell tool: ["apply_patch", "<patch>"]."""
+    cmd = args.get("command")
+    if isinstance(cmd, list) and len(cmd) >= 2 and cmd[0] == "apply_patch" and isinstance(cmd[1], str):
+        return cmd[1]
+    return None
+
+
+def _patch_paths(patch: str) -> list[str]:
+    paths = []
+    for match in _PATCH_FILE.finditer(patch):
+        path = (match.group(2) or match.group(3) or "").strip()
+        if path and path not in paths:
+            paths.append(path)
+    return paths
+
+
+def _patch_action(patch: str) -> str:
+    kinds = {m.group(1) for m in _PATCH_FILE.finditer(patch) if m.group(1)}
+    return _PATCH_ACTION.get(kinds.pop(), "edit") if len(kinds) == 1 else "edit"
+
+
+def _output_text(raw: msgspec.Raw) -> str:
+    try:
+        value = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return ""
+    if isinstance(value, str):
+        # some builds wrap the output as a JSON string {"output": ..., "metadata": {...}}
+        if value.startswith("{") and '"output"' in value[:200]:
+            try:
+                inner = _ANY.decode(value)
+            except msgspec.DecodeError:
+                return value
+            if isinstance(inner, dict):
+                code = (inner.get("metadata") or {}).get("exit_code")
+                prefix = f"Process exited with code {code}\n" if isinstance(code, int) else ""
+                return prefix + str(inner.get("output") or "")
+        return value
+    if isinstance(value, dict):
+        return str(value.get("content") or value.get("output") or "")
+    if isinstance(value, list):
+        return "\n".join(str(v.get("text", "")) for v in value if isinstance(v, dict))
+    return ""
+
+
+def _exit_code(text: str) -> int | None:
+    return parse_exit_code(text[:500])
+
+
+def _patch_failed(text: str) -> bool:
+    head = text[:500].lower()
+    return "verification failed" in head or head.startswith(("error", "failed")) or "patch rejected" in head
+
+
+def _strip_exec_header(text: str) -> str:
+    """Codex prefixes command output with Chunk ID / Wall time / exit lines."""
+    marker = text.find("Output:\n")
+    return text[marker + len("Output:\n") :] if 0 <= marker < 400 else text
+
+
+def _plan_items(plan: object) -> tuple[PlanItem, ...]:
+    if not isinstance(plan, list):
+        return ()
+    items = []
+    for n, step in enumerate(plan, start=1):
+        if not isinstance(step, dict):
+            continue
+        status = step.get("status")
+        items.append(
+            PlanItem(
+                id=str(n),
+                subject=str(step.get("step") or step.get("content") or ""),
+                status=status if status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+            )
+        )
+    return tuple(items)
+
+
+__all__ = ["CodexCLI"]

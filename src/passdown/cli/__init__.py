@@ -1,0 +1,108 @@
+"""The `passdown` (alias `agent-handoff`) command line: a thin door into the pipeline.
+
+Subcommands load lazily so `passdown --help` answers without importing pydantic,
+msgspec or a database driver. Errors become a message and an exit code here, in one
+place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+# name -> (module:attribute, one-line help). The help lives here so listing the
+# commands does not import them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inspect": ("passdown.cli.handoff_cmds:inspect_command", "Show the session that would be handed off, without writing."),
+    "export": ("passdown.cli.handoff_cmds:export_command", "Write .agent-handoff/HANDOFF.md and handoff.json."),
+    "switch": ("passdown.cli.handoff_cmds:switch_command", "Export a handoff, then launch the target agent on it."),
+    "sessions": ("passdown.cli.handoff_cmds:sessions_command", "List agent sessions for this workspace (or all)."),
+    "agents": ("passdown.cli.handoff_cmds:agents_command", "List the agents passdown knows and whether each is installed."),
+    "store": ("passdown.cli.store_cmds:store_command", "Store a record (a file or - for stdin)."),
+    "retrieve": ("passdown.cli.store_cmds:retrieve_command", "Print a stored record by id."),
+    "find": ("passdown.cli.store_cmds:find_command", "Query stored records by scope, type, kind, time and text."),
+    "delete": ("passdown.cli.store_cmds:delete_command", "Delete a stored record by id."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attr = target[0].partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            return None
+        command: click.Command = getattr(module, attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="passdown", prog_name="passdown")
+def cli() -> None:
+    """passdown: hand a coding agent's unfinished task to another agent or session.
+
+    Reads the agent's local session history (Claude Code, Codex CLI) and the workspace's
+    git state, extracts the task's durable state, redacts secrets, and writes a portable
+    handoff that the next agent continues from.
+
+    Exit codes: 0 ok, 1 error, 2 bad arguments, 3 no session found, 4 ambiguous session,
+    5 unreadable session, 6 target agent not installed, 7 launch failed, 8 cannot write
+    the handoff, 9-12 store errors, 13 unknown agent.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    from passdown.errors import PassdownError
+
+    try:
+        result = cli.main(args=argv, prog_name="passdown", standalone_mode=False)
+    except PassdownError as exc:
+        _print_error(exc.message, exc.hint)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if isinstance(exc, click.UsageError) else exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: say so plainly; the traceback only on request
+        if os.environ.get("PASSDOWN_DEBUG"):
+            raise
+        _print_error(
+            f"internal error ({type(exc).__name__}): {exc}",
+            "this is a bug in passdown; rerun with PASSDOWN_DEBUG=1 for the traceback",
+        )
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def _print_error(message: str, hint: str | None) -> None:
+    from passdown.redact import redact
+
+    click.echo(f"passdown: error: {redact(message)}", err=True)
+    if hint:
+        click.echo(f"hint: {redact(hint)}", err=True)
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""inspect, export, switch, sessions, agents: thin wrappers over `passdown.pipeline`.
+
+Only click is imported at module level; the pipeline loads when a command runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+_FROM_HELP = "The agent whose session to hand off: claude, codex, another installed agent, or auto (the newest session of any agent)."
+
+
+def _from_option(default: str | None = "auto") -> Any:
+    return click.option("--from", "source", default=default, show_default=True, help=_FROM_HELP)
+
+
+def _session_option() -> Any:
+    return click.option("--session", "session", default=None, help="A session id, an id prefix, or a session file path.")
+
+
+def _budget_options(func: Any) -> Any:
+    func = click.option("--max-chars", type=click.IntRange(min=1000), default=80_000, show_default=True, help="Character budget of the portable transcript.")(func)
+    func = click.option("--max-messages", type=click.IntRange(min=2), default=24, show_default=True, help="Message budget of the portable transcript.")(func)
+    return func
+
+
+def _json_option() -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def _emit_json(data: Any) -> None:
+    from passdown.redact import Redactor
+
+    click.echo(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False))
+
+
+def _prepare(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int) -> Any:
+    from passdown import pipeline
+
+    workspace = pipeline.workspace_for()
+    if to is not None:
+        pipeline.source_agents(to)  # unknown target: fail before reading anything
+    selection = pipeline.select_session(source, session, workspace)
+    options = pipeline.ExportOptions(max_messages=max_messages, max_chars=max_chars, target_agent=to)
+    return selection, pipeline.build_handoff(selection, options)
+
+
+def _warn(warnings: list[str], quiet: bool) -> None:
+    if quiet:
+        return
+    for warning in warnings:
+        click.echo(f"passdown: warning: {warning}", err=True)
+
+
+@click.command("inspect")
+@_from_option()
+@_session_option()
+@_budget_options
+@_json_option()
+def inspect_command(source: str, session: str | None, max_messages: int, max_chars: int, as_json: bool) -> None:
+    """Show the session that would be used and what would be handed off, without writing."""
+    from passdown.render import render_markdown
+
+    _selection, handoff = _prepare(source, session, None, max_messages, max_chars)
+    if as_json:
+        click.echo(handoff.to_json())
+        return
+    click.echo(render_markdown(handoff), nl=False)
+    _warn(handoff.warnings, False)
+
+
+@click.command("export")
+@_from_option()
+@click.option("--to", "to", default=None, help="The agent that will take over (recorded in the handoff).")
+@_session_option()
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
+@_budget_options
+@click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
+@_json_option()
+def export_command(
+    source: str, to: str | None, session: str | None, out: Path | None, max_messages: int,
+    max_chars: int, no_store: bool, quiet: bool, as_json: bool,
+) -> None:
+    """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
+    written = _export(source, to, session, out, max_messages, max_chars, store=not no_store)
+    if as_json:
+        _emit_json(_written_summary(written))
+    elif not quiet:
+        click.echo(f"wrote {written.markdown_path}")
+        click.echo(f"wrote {written.json_path}")
+        if written.record_id:
+            click.echo(f"stored record {written.record_id}")
+    _warn(written.handoff.warnings + written.warnings, quiet)
+
+
+def _export(source: str, to: str | None, session: str | None, out: Path | None, max_messages: int, max_chars: int, *, store: bool) -> Any:
+    from passdown import pipeline
+
+    selection, handoff = _prepare(source, session, to, max_messages, max_chars)
+    folder = out or selection.workspace / pipeline.HANDOFF_DIR
+    written = pipeline.write_handoff(handoff, folder, selection.workspace)
+    if store:
+        pipeline.store_handoff(written, selection.workspace)
+    return written
+
+
+def _written_summary(written: Any) -> dict[str, Any]:
+    h = written.handoff
+    return {
+        "handoff_id": h.id,
+        "markdown": str(written.markdown_path),
+        "json": str(written.json_path),
+        "record_id": written.record_id,
+        "source": {"agent": h.source.agent, "session_id": h.source.session_id},
+        "warnings": h.warnings + written.warnings,
+    }
+
+
+@click.command("switch")
+@_from_option()
+@click.option("--to", "to", required=True, help="The agent to launch: claude, codex, ...")
+@_session_option()
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
+@_budget_options
+@click.option("--dry-run", is_flag=True, help="Print the exact command that would run; launch nothing.")
+@click.option("--non-interactive", is_flag=True, help="Run the target once, non-interactively (claude -p, codex exec).")
+@click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
+@_json_option()
+def switch_command(
+    source: str, to: str, session: str | None, out: Path | None, max_messages: int, max_chars: int,
+    dry_run: bool, non_interactive: bool, no_store: bool, as_json: bool,
+) -> int:
+    """Export a handoff, then launch the target agent in the workspace to continue."""
+    from passdown import pipeline
+    from passdown.launch import check_argv, format_argv, resolve_program, run
+
+    target = pipeline.get_agent(to)
+    written = _export(source, to, session, out, max_messages, max_chars, store=not no_store and not dry_run)
+    spec = pipeline.launch_spec_for(target, written, interactive=not non_interactive)
+    check_argv(spec.argv)
+    if dry_run:
+        if as_json:
+            _emit_json({**_written_summary(written), "argv": spec.argv, "cwd": str(spec.cwd), "target": target.name})
+        else:
+            click.echo(format_argv(spec.argv))
+        return 0
+    _warn(written.handoff.warnings, False)
+    spec.argv[0] = resolve_program(spec.argv[0])
+    click.echo(f"passdown: handoff written to {written.markdown_path}; starting {target.display_name}", err=True)
+    return run(spec, interactive=not non_interactive)
+
+
+@click.command("sessions")
+@_from_option()
+@click.option("--all", "all_", is_flag=True, help="Every workspace, not only this one.")
+@_json_option()
+def sessions_command(source: str, all_: bool, as_json: bool) -> None:
+    """List sessions for this workspace (or all), newest first."""
+    from passdown import pipeline
+
+    workspace = None if all_ else pipeline.workspace_for()
+    refs = sorted(
+        (ref for agent in pipeline.source_agents(source) for ref in agent.discover(workspace)),
+        key=lambda r: r.updated_at,
+        reverse=True,
+    )
+    if as_json:
+        _emit_json([_ref_json(r) for r in refs])
+        return
+    if not refs:
+        where = "anywhere" if all_ else str(workspace)
+        click.echo(f"no sessions found for {where}", err=True)
+        return
+    for ref in refs:
+        click.echo(f"{ref.agent:8} {_when(ref.updated_at)}  {ref.session_id}  {ref.cwd or '?'}")
+
+
+def _ref_json(ref: Any) -> dict[str, Any]:
+    return {
+        "agent": ref.agent,
+        "session_id": ref.session_id,
+        "path": str(ref.path),
+        "cwd": ref.cwd,
+        "started_at": ref.started_at,
+        "updated_at": _when(ref.updated_at),
+        "size": ref.size,
+    }
+
+
+def _when(epoch: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@click.command("agents")
+@_json_option()
+def agents_command(as_json: bool) -> None:
+    """List the agents passdown knows (built-in and plugins) and whether each is installed."""
+    from passdown.agents import load_agents
+
+    rows = [
+        {"name": a.name, "display_name": a.display_name, "program": a.program, "installed": a.executable()}
+        for a in load_agents().values()
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        click.echo(f"{row['name']:8} {row['display_name']:16} {row['installed'] or 'not installed'}")

@@ -1,0 +1,438 @@
+"""From a transcript's events to the durable state of the task.
+
+One forward pass, bounded memory: the portable transcript is a ring buffer, the plan
+and the files touched are bounded by the task, commands keep counts plus the most
+recent ones. Structured state comes from tool calls, not from prose; prose only adds
+decisions, open questions and next steps when the tools say nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from passdown.handoff import (
+    CommandRun,
+    Failure,
+    FileTouched,
+    PlanEntry,
+    State,
+    Subagent,
+    Task,
+    TranscriptEntry,
+)
+from passdown.transcript import (
+    Compaction,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SubagentNote,
+    ToolCall,
+    ToolResult,
+)
+
+DEFAULT_MAX_MESSAGES = 24
+DEFAULT_MAX_CHARS = 80_000
+RECENT_COMMANDS = 20
+MAX_NOTES = 8  # decisions / open questions / next steps taken from prose
+
+_DECISION = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?:decision|decided|we decided|i decided|chose|choosing|going with|"
+    r"opted|we'll use|i'll use|we will use|i will use|switched to|instead of)\b",
+    re.IGNORECASE,
+)
+_NEXT_HEADER = re.compile(
+    r"^\s*(?:#+\s*)?(?:\*\*)?(?:next steps?|next up|todo|remaining|still to do|what's left)"
+    r"(?:\*\*)?\s*:?\s*(?:\*\*)?\s*(.*)$",
+    re.IGNORECASE,
+)
+_BLOCKER = re.compile(r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+
+
+@dataclass(slots=True)
+class Extracted:
+    task: Task
+    state: State
+    session_start: str | None = None
+
+
+@dataclass
+class _Budget:
+    max_messages: int
+    max_chars: int
+
+
+@dataclass
+class _Extractor:
+    workspace: str | None
+    budget: _Budget
+    first_request: Message | None = None
+    latest_user: Message | None = None
+    latest_assistant: Message | None = None
+    recent: deque[Message] = field(default_factory=deque)
+    messages_total: int = 0
+    compactions: int = 0
+    compaction_summary: str | None = None
+    pending: dict[str, ToolCall] = field(default_factory=dict)
+    plan: OrderedDict[str, PlanItem] = field(default_factory=OrderedDict)
+    plan_source: str | None = None
+    plan_counter: int = 0
+    files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
+    failed_edits: list[Failure] = field(default_factory=list)
+    commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
+    commands_total: int = 0
+    commands_failed: int = 0
+    last_failure: Failure | None = None
+    subagents: list[Subagent] = field(default_factory=list)
+    subagent_calls: int = 0
+
+    def __post_init__(self) -> None:
+        self.recent = deque(maxlen=max(self.budget.max_messages, 2))
+
+    # events -------------------------------------------------------------------
+    def feed(self, event: Event) -> None:
+        if isinstance(event, Message):
+            self._message(event)
+        elif isinstance(event, ToolCall):
+            self._call(event)
+        elif isinstance(event, ToolResult):
+            self._result(event)
+        elif isinstance(event, PlanOp):
+            self._plan(event, source="task files")
+        elif isinstance(event, Compaction):
+            self.compactions += 1
+            if event.summary:
+                self.compaction_summary = event.summary
+        elif isinstance(event, SubagentNote):
+            self.subagents.append(Subagent(id=event.agent_id, path=event.path))
+
+    def _message(self, msg: Message) -> None:
+        if msg.synthetic:
+            return
+        self.messages_total += 1
+        if msg.role == "user":
+            if self.first_request is None:
+                self.first_request = msg
+            self.latest_user = msg
+        else:
+            self.latest_assistant = msg
+        self.recent.append(msg)
+
+    def _call(self, call: ToolCall) -> None:
+        if call.action == "subagent":
+            self.subagent_calls += 1
+        if call.action in ("edit", "write", "delete", "command", "plan"):
+            self.pending[call.call_id] = call
+
+    def _result(self, result: ToolResult) -> None:
+        call = self.pending.pop(result.call_id, None)
+        if call is None:
+            return
+        if call.action == "command":
+            self._command(call, result)
+        elif call.action in ("edit", "write", "delete"):
+            if result.is_error:
+                self.failed_edits.append(
+                    Failure(
+                        tool=call.name,
+                        path=self._rel(call.paths[0]) if call.paths else None,
+                        error=result.error,
+                        timestamp=result.timestamp,
+                    )
+                )
+            else:
+                self._touch(call, confirmed=True)
+        elif call.action == "plan" and call.plan is not None and not result.is_error:
+            self._plan(call.plan, source=call.name, created_id=result.created_item_id)
+
+    def _command(self, call: ToolCall, result: ToolResult | None) -> None:
+        command = (call.command or "").strip()
+        exit_code = result.exit_code if result else None
+        failed = bool(result and (result.is_error or (exit_code not in (None, 0))))
+        ok = None if result is None else not failed
+        self.commands_total += 1
+        run = CommandRun(
+            command=command,
+            exit_code=exit_code,
+            ok=ok,
+            error=result.error if (result and failed) else None,
+            timestamp=call.timestamp,
+        )
+        self.commands.append(run)
+        if failed:
+            self.commands_failed += 1
+            self.last_failure = Failure(
+                tool=call.name,
+                command=command,
+                exit_code=exit_code,
+                error=result.error if result else None,
+                timestamp=call.timestamp,
+            )
+        elif ok and self.last_failure and self.last_failure.command == command:
+            self.last_failure.resolved_later = True
+
+    def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
+        for path in call.paths:
+            rel = self._rel(path)
+            entry = self.files.get(rel)
+            if entry is None:
+                entry = self.files[rel] = FileTouched(path=rel, confirmed=confirmed)
+            else:
+                self.files.move_to_end(rel)
+                entry.confirmed = entry.confirmed or confirmed
+            if call.action not in entry.actions:
+                entry.actions.append(call.action)
+
+    def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
+        self.plan_source = source
+        if op.op == "replace":
+            self.plan = OrderedDict((item.id, item) for item in op.items)
+            return
+        if op.op == "create":
+            for item in op.items:
+                self.plan_counter += 1
+                item_id = created_id or item.id or str(self.plan_counter)
+                self.plan[item_id] = PlanItem(
+                    id=item_id,
+                    subject=item.subject,
+                    status=item.status,
+                    description=item.description,
+                    active_form=item.active_form,
+                )
+            return
+        item = self.plan.get(op.item_id or "")
+        if item is None:
+            return
+        if op.status == "deleted":
+            del self.plan[item.id]
+            return
+        if op.status:
+            item.status = op.status
+        if op.subject:
+            item.subject = op.subject
+
+    def _rel(self, path: str) -> str:
+        if self.workspace:
+            try:
+                return str(PurePosixPath(path).relative_to(self.workspace))
+            except ValueError:
+                return path
+        return path
+
+    # the end ----------------------------------------------------------------------
+    def finish(self) -> Extracted:
+        # Tool calls with no result: the session ended first. Plan changes still count;
+        # an edit is listed as unconfirmed; a command has no exit code.
+        for call in self.pending.values():
+            if call.action == "plan" and call.plan is not None:
+                self._plan(call.plan, source=call.name)
+            elif call.action in ("edit", "write", "delete"):
+                self._touch(call, confirmed=False)
+            elif call.action == "command":
+                self._command(call, None)
+        self.pending.clear()
+        state = State(
+            plan=[_plan_entry(item) for item in self.plan.values()],
+            plan_source=self.plan_source if self.plan else None,
+            files_touched=list(self.files.values()),
+            failed_edits=self.failed_edits[-20:],
+            commands=list(self.commands),
+            commands_total=self.commands_total,
+            commands_failed=self.commands_failed,
+            last_failure=self.last_failure,
+            subagents=self.subagents,
+            subagent_calls=self.subagent_calls,
+        )
+        _derive_notes(state, self.latest_assistant, list(self.recent))
+        return Extracted(task=self._task(), state=state)
+
+    def _task(self) -> Task:
+        entries, omitted = _budgeted(
+            self.first_request, list(self.recent), self.messages_total, self.budget
+        )
+        return Task(
+            original_request=self.first_request.text if self.first_request else None,
+            latest_user_message=self.latest_user.text if self.latest_user else None,
+            latest_progress=self.latest_assistant.text if self.latest_assistant else None,
+            compaction_summary=self.compaction_summary,
+            compactions=self.compactions,
+            transcript=entries,
+            messages_total=self.messages_total,
+            messages_omitted=omitted,
+        )
+
+
+def extract(
+    events: object,
+    *,
+    workspace: str | None,
+    max_messages: int = DEFAULT_MAX_MESSAGES,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> Extracted:
+    extractor = _Extractor(workspace=workspace, budget=_Budget(max_messages, max_chars))
+    feed = extractor.feed
+    for event in events:  # type: ignore[attr-defined]
+        feed(event)
+    return extractor.finish()
+
+
+def _plan_entry(item: PlanItem) -> PlanEntry:
+    status = item.status if item.status != "deleted" else "cancelled"
+    return PlanEntry(
+        id=item.id,
+        subject=item.subject,
+        status=status,
+        description=item.description,
+        active_form=item.active_form,
+        blocked_by=list(item.blocked_by),
+    )
+
+
+# budget -------------------------------------------------------------------------
+def _budgeted(
+    first: Message | None, recent: list[Message], total: int, budget: _Budget
+) -> tuple[list[TranscriptEntry], int]:
+    """The portable transcript: the first request and the latest exchange always stay;
+    older messages go first when over budget; every cut is marked."""
+    msgs = list(recent)
+    if first is not None and (not msgs or msgs[0] is not first):
+        if first in msgs:
+            msgs = msgs[msgs.index(first) :]
+        else:
+            msgs = [first, *msgs[-(max(budget.max_messages, 2) - 1) :]]
+    msgs = _fit_count(msgs, first, budget.max_messages)
+    keep_tail = _latest_exchange_size(msgs)
+    while len(msgs) > keep_tail + (1 if first is not None else 0) and _chars(msgs) > budget.max_chars:
+        del msgs[1 if (first is not None and msgs[0] is first) else 0]
+    texts = _shrink_texts(msgs, budget.max_chars)
+    entries: list[TranscriptEntry] = []
+    shown = 0
+    previous_index = -1
+    positions = _positions(first, recent, msgs, total)
+    for msg, (text, truncated), position in zip(msgs, texts, positions, strict=True):
+        gap = position - previous_index - 1
+        if gap > 0:
+            entries.append(TranscriptEntry(role="cut", text=f"[{gap} message(s) omitted]"))
+        entries.append(
+            TranscriptEntry(role=msg.role, text=text, timestamp=msg.timestamp, truncated=truncated)
+        )
+        previous_index = position
+        shown += 1
+    return entries, max(total - shown, 0)
+
+
+def _positions(first: Message | None, recent: list[Message], kept: list[Message], total: int) -> list[int]:
+    """Each kept message's index in the whole conversation (for marking gaps)."""
+    base = total - len(recent)
+    index_of = {id(m): base + i for i, m in enumerate(recent)}
+    if first is not None and id(first) not in index_of:
+        index_of[id(first)] = 0
+    return [index_of[id(m)] for m in kept]
+
+
+def _fit_count(msgs: list[Message], first: Message | None, limit: int) -> list[Message]:
+    limit = max(limit, 2)
+    if len(msgs) <= limit:
+        return msgs
+    if first is not None and msgs[0] is first:
+        return [first, *msgs[-(limit - 1) :]]
+    return msgs[-limit:]
+
+
+def _latest_exchange_size(msgs: list[Message]) -> int:
+    """The last user message and everything after it."""
+    for i in range(len(msgs) - 1, -1, -1):
+        if msgs[i].role == "user":
+            return len(msgs) - i
+    return min(len(msgs), 1)
+
+
+def _chars(msgs: list[Message]) -> int:
+    return sum(len(m.text) for m in msgs)
+
+
+def _shrink_texts(msgs: list[Message], max_chars: int) -> list[tuple[str, bool]]:
+    """If what must stay is still over budget, shorten the longest texts (head + tail)."""
+    total = _chars(msgs)
+    if total <= max_chars or not msgs:
+        return [(m.text, False) for m in msgs]
+    share = max(max_chars // len(msgs), 200)
+    out = []
+    for m in msgs:
+        if len(m.text) <= share:
+            out.append((m.text, False))
+            continue
+        head = share * 2 // 3
+        tail = share - head
+        cut = len(m.text) - head - tail
+        out.append((f"{m.text[:head]}\n[… {cut} characters cut …]\n{m.text[-tail:]}", True))
+    return out
+
+
+# prose-derived notes ------------------------------------------------------------
+def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -> None:
+    plan_next = [p.subject for p in state.plan if p.status == "in_progress"]
+    plan_next += [p.subject for p in state.plan if p.status in ("pending", "blocked")]
+    state.next_steps = plan_next or (_next_from_prose(latest.text) if latest else [])
+    blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, state)]
+    state.blockers = [f"{p.subject} (blocked by {', '.join(p.blocked_by) or 'unknown'})" for p in blocked]
+    if state.last_failure and not state.last_failure.resolved_later and _failure_is_recent(state):
+        fail = state.last_failure
+        state.blockers.append(
+            f"last command failed (exit {fail.exit_code}): {fail.command}"
+            + (f" — {fail.error}" if fail.error else "")
+        )
+    assistant_texts = [m.text for m in recent if m.role == "assistant"]
+    state.decisions = _matching_lines(assistant_texts, _DECISION)
+    state.blockers += [b for b in _matching_lines(assistant_texts[-2:], _BLOCKER) if b not in state.blockers]
+    state.open_questions = _questions(latest.text) if latest else []
+
+
+def _open_blockers(item: PlanEntry, state: State) -> bool:
+    done = {p.id for p in state.plan if p.status == "completed"}
+    return item.status != "completed" and any(b not in done for b in item.blocked_by)
+
+
+def _failure_is_recent(state: State) -> bool:
+    return bool(state.commands) and state.commands[-1].ok is False
+
+
+def _next_from_prose(text: str) -> list[str]:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = _NEXT_HEADER.match(line)
+        if not match:
+            continue
+        found = [match.group(1).strip()] if match.group(1).strip() else []
+        for follow in lines[i + 1 :]:
+            bullet = _BULLET.match(follow)
+            if bullet:
+                found.append(bullet.group(1))
+            elif follow.strip() and found:
+                break
+        return [f for f in found if f][:MAX_NOTES]
+    return []
+
+
+def _matching_lines(texts: list[str], pattern: re.Pattern[str]) -> list[str]:
+    found: list[str] = []
+    for text in texts:
+        for line in text.splitlines():
+            if pattern.search(line):
+                cleaned = _BULLET.sub(r"\1", line).strip().strip("*").strip()
+                if cleaned and cleaned not in found and len(cleaned) <= 400:
+                    found.append(cleaned)
+    return found[-MAX_NOTES:]
+
+
+def _questions(text: str) -> list[str]:
+    found = []
+    for line in text.splitlines():
+        stripped = _BULLET.sub(r"\1", line).strip()
+        if stripped.endswith("?") and 8 <= len(stripped) <= 400:
+            found.append(stripped)
+    return found[:MAX_NOTES]

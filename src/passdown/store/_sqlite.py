@@ -1,0 +1,348 @@
+"""The SQLite backend: the default, a single file in the user data folder.
+
+WAL mode lets readers run while one writer writes; every write is one
+`BEGIN IMMEDIATE` transaction, so concurrent processes queue on the lock (busy
+timeout) instead of failing, and a process killed mid-write leaves only a rolled-back
+transaction behind.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from passdown.errors import StoreError
+from passdown.records import Record, Scope
+from passdown.store._base import (
+    Prepared,
+    Query,
+    RecordMeta,
+    ScopeLike,
+    Store,
+    coerce_scope,
+    conflict,
+    narrowing,
+    not_found,
+    pointer_key,
+)
+from passdown.store._text import fts5_query
+
+BUSY_TIMEOUT_S = 60.0
+
+# Append-only: (name, statements). Never edit an applied migration; add a new one.
+MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "0001_records",
+        (
+            """CREATE TABLE records (
+                seq INTEGER PRIMARY KEY,
+                project TEXT NOT NULL,
+                id TEXT NOT NULL,
+                scope_user TEXT NOT NULL DEFAULT '',
+                scope_team TEXT NOT NULL DEFAULT '',
+                scope_agent TEXT NOT NULL DEFAULT '',
+                type TEXT NOT NULL,
+                created_us INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                stored_at TEXT NOT NULL,
+                hash TEXT NOT NULL,
+                kinds TEXT NOT NULL,
+                body TEXT NOT NULL,
+                UNIQUE (project, id)
+            )""",
+            "CREATE INDEX records_by_time ON records (project, created_us DESC, seq DESC)",
+            "CREATE INDEX records_by_type ON records (project, type, created_us DESC, seq DESC)",
+            """CREATE TABLE record_history (
+                project TEXT NOT NULL,
+                id TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                stored_at TEXT NOT NULL,
+                hash TEXT NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (project, id, version)
+            ) WITHOUT ROWID""",
+            # rowid = records.seq; the text is the project-prefixed document (see _text)
+            "CREATE VIRTUAL TABLE records_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2')",
+        ),
+    ),
+    (
+        "0002_pointers",
+        (
+            """CREATE TABLE pointers (
+                project TEXT NOT NULL,
+                scope_user TEXT NOT NULL,
+                scope_team TEXT NOT NULL,
+                scope_agent TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (project, scope_user, scope_team, scope_agent, name)
+            ) WITHOUT ROWID""",
+        ),
+    ),
+]
+
+_COLUMNS = "project, id, scope_user, scope_team, scope_agent, type, created_us, version, stored_at, hash, kinds, body"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _kinds_json(kinds: list[str]) -> str:
+    import json
+
+    return json.dumps(kinds, ensure_ascii=False)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self.url = f"sqlite://{self.path}"
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()  # one connection, shared by this process's threads
+        with self._errors():
+            self._conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
+            self._migrate()
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")  # take the write lock now, not on first write
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[object, ...] | list[object]) -> list[tuple[Any, ...]]:
+        with self._lock, self._errors():
+            return self._conn.execute(sql, args).fetchall()
+
+    def _migrate(self) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, applied_at TEXT NOT NULL)"
+            )
+            applied = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+            known = {name for name, _ in MIGRATIONS}
+            if applied - known:
+                raise StoreError(
+                    f"SQLite store {self.path} has migrations this passdown does not know: "
+                    f"{', '.join(sorted(applied - known))}",
+                    hint="upgrade passdown",
+                )
+            for version, (name, statements) in enumerate(MIGRATIONS, start=1):
+                if name in applied:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)", (version, name, _now())
+                )
+
+    def schema_version(self) -> int:
+        return int(self._read("SELECT coalesce(max(version), 0) FROM schema_migrations", ())[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _write(self, prepared: list[Prepared], new_version: bool) -> None:
+        now = _now()
+        with self._transaction() as conn:
+            for p in prepared:
+                self._put(conn, p, new_version, now)
+
+    def _put(self, conn: sqlite3.Connection, p: Prepared, new_version: bool, now: str) -> None:
+        row = conn.execute(
+            "SELECT seq, version, hash FROM records WHERE project = ? AND id = ?", (p.project, p.id)
+        ).fetchone()
+        if row is None:
+            cur = conn.execute(
+                f"INSERT INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                (p.project, p.id, *p.narrow, p.type, p.created_us, now, p.content_hash,
+                 _kinds_json(p.kinds), p.body),
+            )  # fmt: skip
+            conn.execute("INSERT INTO records_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, p.text))
+            return
+        seq, version, old_hash = row
+        if old_hash == p.content_hash:
+            return  # same content: storing again is a no-op
+        if not new_version:
+            raise conflict(p)
+        conn.execute(
+            "INSERT INTO record_history SELECT project, id, version, stored_at, hash, body "
+            "FROM records WHERE seq = ?",
+            (seq,),
+        )
+        conn.execute(
+            "UPDATE records SET scope_user = ?, scope_team = ?, scope_agent = ?, type = ?, "
+            "created_us = ?, version = ?, stored_at = ?, hash = ?, kinds = ?, body = ? WHERE seq = ?",
+            (*p.narrow, p.type, p.created_us, version + 1, now, p.content_hash,
+             _kinds_json(p.kinds), p.body, seq),
+        )  # fmt: skip
+        conn.execute("UPDATE records_fts SET text = ? WHERE rowid = ?", (p.text, seq))
+
+    def delete(self, scope: ScopeLike, id: str) -> None:
+        sc = coerce_scope(scope)
+        where, args = _scope_where(sc)
+        with self._transaction() as conn:
+            row = conn.execute(f"SELECT seq FROM records r WHERE {where} AND r.id = ?", (*args, id)).fetchone()
+            if row is None:
+                raise not_found(id, sc)
+            conn.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM records WHERE seq = ?", (row[0],))
+            conn.execute("DELETE FROM record_history WHERE project = ? AND id = ?", (sc.project, id))
+
+    # -- reads --------------------------------------------------------------------------
+
+    def _current(self, sc: Scope, id: str) -> tuple[int, str, str, str]:
+        """(version, stored_at, hash, body) of the current version, if in scope."""
+        where, args = _scope_where(sc)
+        rows = self._read(
+            f"SELECT version, stored_at, hash, body FROM records r WHERE {where} AND r.id = ?",
+            (*args, id),
+        )
+        if not rows:
+            raise not_found(id, sc)
+        return rows[0]
+
+    def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
+        sc = coerce_scope(scope)
+        current, _, _, body = self._current(sc, id)
+        if version is not None and version != current:
+            rows = self._read(
+                "SELECT body FROM record_history WHERE project = ? AND id = ? AND version = ?",
+                (sc.project, id, version),
+            )
+            if not rows:
+                raise not_found(id, sc, version)
+            body = rows[0][0]
+        return Record.model_validate_json(body)
+
+    def history(self, scope: ScopeLike, id: str) -> list[RecordMeta]:
+        sc = coerce_scope(scope)
+        version, stored_at, hash_, _ = self._current(sc, id)
+        rows = self._read(
+            "SELECT version, stored_at, hash FROM record_history WHERE project = ? AND id = ? "
+            "ORDER BY version",
+            (sc.project, id),
+        )
+        older = [RecordMeta(id, v, s, h) for v, s, h in rows]
+        return [*older, RecordMeta(id, version, stored_at, hash_)]
+
+    def _select(self, q: Query) -> list[tuple[int, int, str]]:
+        where = ["r.project = ?"]
+        args: list[object] = [q.project]
+        for field, value in q.narrow:
+            where.append(f"r.scope_{field} = ?")
+            args.append(value)
+        if q.type is not None:
+            where.append("r.type = ?")
+            args.append(q.type)
+        if q.since_us is not None:
+            where.append("r.created_us >= ?")
+            args.append(q.since_us)
+        if q.until_us is not None:
+            where.append("r.created_us < ?")
+            args.append(q.until_us)
+        if q.kind is not None:
+            where.append("EXISTS (SELECT 1 FROM json_each(r.kinds) WHERE json_each.value = ?)")
+            args.append(q.kind)
+        if q.after is not None:
+            where.append("(r.created_us, r.seq) < (?, ?)")
+            args.extend(q.after)
+        source = "records r"
+        if q.terms is not None:
+            source = "records_fts f JOIN records r ON r.seq = f.rowid"
+            where.insert(0, "records_fts MATCH ?")
+            args.insert(0, fts5_query(q.terms))
+        sql = (
+            f"SELECT r.created_us, r.seq, r.body FROM {source} WHERE {' AND '.join(where)} "
+            "ORDER BY r.created_us DESC, r.seq DESC LIMIT ?"
+        )
+        return self._read(sql, [*args, q.limit + 1])
+
+    # -- pointers -----------------------------------------------------------------------
+
+    def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
+        key = pointer_key(coerce_scope(scope))
+        rows = self._read(
+            "SELECT value FROM pointers WHERE project = ? AND scope_user = ? AND scope_team = ? "
+            "AND scope_agent = ? AND name = ?",
+            (*key, name),
+        )
+        return rows[0][0] if rows else None
+
+    def set_pointer(self, scope: ScopeLike, name: str, expected: str | None, new: str | None) -> bool:
+        key = (*pointer_key(coerce_scope(scope)), name)
+        match = "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
+        with self._transaction() as conn:
+            row = conn.execute(f"SELECT value FROM pointers WHERE {match}", key).fetchone()
+            if (row[0] if row else None) != expected:
+                return False
+            if new is None:
+                conn.execute(f"DELETE FROM pointers WHERE {match}", key)
+            else:
+                conn.execute(
+                    "INSERT INTO pointers VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE "
+                    "SET value = excluded.value, updated_at = excluded.updated_at",
+                    (*key, new, _now()),
+                )
+            return True
+
+    # -- health -------------------------------------------------------------------------
+
+    def check(self) -> list[str]:
+        problems = [row[0] for row in self._read("PRAGMA integrity_check", ()) if row[0] != "ok"]
+        try:
+            with self._lock:
+                self._conn.execute("INSERT INTO records_fts (records_fts) VALUES ('integrity-check')")
+        except sqlite3.Error as exc:
+            problems.append(f"full-text index: {exc}")
+        (records, fts, unindexed, gaps), = self._read(
+            "SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM records_fts), "
+            "(SELECT count(*) FROM records r WHERE NOT EXISTS "
+            " (SELECT 1 FROM records_fts f WHERE f.rowid = r.seq)), "
+            "(SELECT count(*) FROM records r WHERE r.version - 1 != "
+            " (SELECT count(*) FROM record_history h WHERE h.project = r.project AND h.id = r.id))",
+            (),
+        )  # fmt: skip
+        if records != fts or unindexed:
+            problems.append(f"full-text index has {fts} rows for {records} records ({unindexed} missing)")
+        if gaps:
+            problems.append(f"{gaps} records have missing history versions")
+        return problems
+
+
+def _scope_where(sc: Scope) -> tuple[str, list[object]]:
+    where = ["r.project = ?"]
+    args: list[object] = [sc.project]
+    for field, value in narrowing(sc):
+        where.append(f"r.scope_{field} = ?")
+        args.append(value)
+    return " AND ".join(where), args

@@ -1,0 +1,381 @@
+"""A read-only snapshot of the workspace's git state, for the handoff's Workspace section.
+
+Nothing here raises on a broken or unusual workspace: not a git repo, git not installed,
+a repo without commits, a detached HEAD, no upstream or a timed-out git all still give a
+`WorkspaceSnapshot`; whatever could not be read is listed in its `errors`.
+
+Every git call is an argv list run with `-C path`, a timeout, `LC_ALL=C` (parseable,
+English messages), `GIT_OPTIONAL_LOCKS=0` (never take the index lock the agent or the
+user may need) and no pager or prompt. Paths in the output are relative to the repo root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+GIT_TIMEOUT = 10.0  # seconds per git call: a snapshot must never hang an export
+HANDOFF_DIR = ".agent-handoff"
+MAX_DIRTY = 1000  # dirty entries kept in a snapshot; the rest is counted, not listed
+MAX_DIFF_FILES = 1000
+MAX_STAT_FILES = 60  # files named in the `--stat` text (git adds a "..." line and the total)
+MAX_STAT_CHARS = 8000
+MAX_LOG_COMMITS = 1000  # commits scanned by files_changed_since
+
+# Variables that point git at another repo or index; passdown always means `-C path`
+# (they are set, for example, when passdown runs from inside a git hook).
+_REPO_ENV_VARS = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        "GIT_IMPLICIT_WORK_TREE",
+    }
+)
+# core.fsmonitor would run a program named by the repo's config; a snapshot never needs it.
+_GIT_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "--no-pager")
+
+
+class DirtyPath(BaseModel):
+    """One line of `git status --porcelain`."""
+
+    status: str  # the two-letter porcelain v1 code: " M", "A ", "R ", "??", "UU", ...
+    path: str
+    orig_path: str | None = None  # the old name of a renamed or copied file
+
+
+class DiffFile(BaseModel):
+    """One line of `git diff --numstat HEAD`; binary files have no line counts."""
+
+    path: str
+    added: int | None = None
+    deleted: int | None = None
+    orig_path: str | None = None
+
+
+class WorkspaceSnapshot(BaseModel):
+    path: str
+    is_git: bool = False
+    branch: str | None = None  # None when HEAD is detached
+    head: str | None = None  # full hash; None in a repo without commits
+    head_subject: str | None = None
+    upstream: str | None = None
+    ahead: int | None = None
+    behind: int | None = None
+    dirty: list[DirtyPath] = Field(default_factory=list)
+    dirty_total: int = 0  # all dirty entries, including any past MAX_DIRTY
+    diff_stat: str = ""
+    diff_files: list[DiffFile] = Field(default_factory=list)
+    stash_count: int = 0
+    errors: list[str] = Field(default_factory=list)
+
+
+# -- running git ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GitResult:
+    ok: bool
+    out: bytes = b""
+    error: str = ""  # a one-line reason when not ok
+    missing: bool = False  # git itself is not installed
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
+    env.update(
+        LC_ALL="C",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_PAGER="cat",
+        PAGER="cat",
+    )
+    return env
+
+
+def _git_argv(path: Path, args: tuple[str, ...] | list[str]) -> list[str]:
+    return ["git", "-C", str(path), *_GIT_OPTIONS, *args]
+
+
+def run_git(path: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
+    """Run one git command in `path`; never raises."""
+    try:
+        proc = subprocess.run(
+            _git_argv(path, args),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=git_env(),
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        return GitResult(False, error="git is not installed", missing=True)
+    except subprocess.TimeoutExpired:
+        return GitResult(False, error=f"git {args[0]} timed out after {timeout:g} s")
+    except OSError as exc:
+        return GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
+    return _result(args[0], proc.returncode, proc.stdout, proc.stderr)
+
+
+def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:
+    if returncode == 0:
+        return GitResult(True, out=out)
+    lines = [ln.strip() for ln in _text(err).splitlines() if ln.strip()]
+    # "fatal:"/"error:" lines say why; hints and warnings come first and say less
+    reason = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
+    reason = reason or (lines[0] if lines else f"exit status {returncode}")
+    return GitResult(False, error=f"git {name}: {reason[:300]}")
+
+
+def _text(raw: bytes) -> str:
+    # paths need not be UTF-8; a replacement character beats a failed handoff
+    return raw.decode("utf-8", "replace")
+
+
+def _is_not_repo(result: GitResult) -> bool:
+    # only the plain case; "not a git repository: /x" means a .git file points nowhere
+    return "not a git repository (or any" in result.error
+
+
+# -- public API ---------------------------------------------------------------------
+
+
+def workspace_root(cwd: Path) -> Path:
+    """The git top-level folder of `cwd`, or `cwd` itself outside git (absolute, resolved)."""
+    here = Path(cwd).expanduser().resolve()
+    result = run_git(here, "rev-parse", "--show-toplevel")
+    top = _text(result.out).strip()
+    if result.ok and top:
+        return Path(top).resolve()
+    return here
+
+
+def snapshot(path: Path) -> WorkspaceSnapshot:
+    """The git state of the workspace at `path`; never raises."""
+    root = Path(path).expanduser().resolve()
+    snap = WorkspaceSnapshot(path=str(root))
+    if not root.is_dir():
+        snap.errors.append(f"workspace folder not found: {root}")
+        return snap
+    status = _status(root, "--branch", "--show-stash")
+    if not status.ok:
+        if not (_is_not_repo(status) or status.missing):
+            snap.is_git = True  # probably a repo git refuses to read (ownership, corruption)
+        if not _is_not_repo(status):
+            snap.errors.append(status.error)
+        return snap
+    snap.is_git = True
+    _apply_status(snap, status.out)
+    if snap.head is not None:
+        _apply_head_details(snap, root)
+    return snap
+
+
+def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
+    """Files changed by commits made after `since_iso`, plus the paths dirty now.
+
+    This is how passdown sees edits an agent made through shell commands, which leave no
+    edit record in its session. Sorted, repo-root-relative, without `.agent-handoff/`.
+    An unreadable or missing `since_iso` only drops the commit part; outside git the
+    list is empty.
+    """
+    root = Path(path).expanduser().resolve()
+    found: set[str] = set()
+    since = _parse_iso(since_iso) if since_iso else None
+    if since is not None:
+        log = run_git(
+            root, "log", f"--since=@{int(since.timestamp())}", f"--max-count={MAX_LOG_COMMITS}",
+            "--name-only", "--format=", "--no-renames", "-z", "HEAD", "--",
+        )  # fmt: skip
+        if log.ok:
+            found.update(_split_z(log.out, log=True))
+    status = _status(root, "--untracked-files=all")
+    if status.ok:
+        for entry in _parse_entries(_split_z(status.out)):
+            found.add(entry.path)
+            if entry.orig_path:
+                found.add(entry.orig_path)
+    return sorted(p for p in found if not _is_handoff_path(p))
+
+
+# -- status -------------------------------------------------------------------------
+
+
+def _status(root: Path, *extra: str) -> GitResult:
+    args = ("status", "--porcelain=v2", "-z", "--untracked-files=normal", *extra)
+    result = run_git(root, *args)
+    if not result.ok and "show-stash" in result.error:
+        # git older than 2.35 lacks --show-stash; the stash count is just left at 0
+        result = run_git(root, *(a for a in args if a != "--show-stash"))
+    return result
+
+
+def _apply_status(snap: WorkspaceSnapshot, out: bytes) -> None:
+    tokens = _split_z(out)
+    for token in tokens:
+        if token.startswith("# "):
+            _apply_header(snap, token[2:])
+    entries = [e for e in _parse_entries(tokens) if not _is_handoff_path(e.path)]
+    snap.dirty_total = len(entries)
+    snap.dirty = entries[:MAX_DIRTY]
+
+
+def _apply_header(snap: WorkspaceSnapshot, line: str) -> None:
+    key, _, value = line.partition(" ")
+    if key == "branch.oid":
+        snap.head = None if value == "(initial)" else value
+    elif key == "branch.head":
+        snap.branch = None if value == "(detached)" else value
+    elif key == "branch.upstream":
+        snap.upstream = value
+    elif key == "branch.ab":
+        ahead, _, behind = value.partition(" ")
+        snap.ahead, snap.behind = _int(ahead.lstrip("+")), _int(behind.lstrip("-"))
+    elif key == "stash":
+        snap.stash_count = _int(value) or 0
+
+
+def _parse_entries(tokens: list[str]) -> list[DirtyPath]:
+    """Porcelain v2 entries, reported with porcelain v1 status codes."""
+    entries: list[DirtyPath] = []
+    it = iter(tokens)
+    for token in it:
+        kind = token[:2]
+        if kind == "? ":
+            entries.append(DirtyPath(status="??", path=token[2:]))
+        elif kind == "1 ":  # 1 XY sub mH mI mW hH hI path
+            fields = token.split(" ", 8)
+            entries.append(DirtyPath(status=_xy(fields[1]), path=fields[-1]))
+        elif kind == "2 ":  # 2 XY sub mH mI mW hH hI Xscore path, then NUL, orig path
+            fields = token.split(" ", 9)
+            orig = next(it, None)
+            entries.append(DirtyPath(status=_xy(fields[1]), path=fields[-1], orig_path=orig))
+        elif kind == "u ":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
+            fields = token.split(" ", 10)
+            entries.append(DirtyPath(status=_xy(fields[1]), path=fields[-1]))
+    return entries
+
+
+def _xy(code: str) -> str:
+    return code.replace(".", " ")  # v2 writes "." where v1 writes a space
+
+
+# -- HEAD subject and diff ----------------------------------------------------------------
+
+
+def _apply_head_details(snap: WorkspaceSnapshot, root: Path) -> None:
+    # three independent reads: start them together and collect, instead of one by one
+    diff = ("diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M")
+    calls = {
+        "subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--"),
+        "stat": (*diff, f"--stat=120,100,{MAX_STAT_FILES}", "HEAD", "--"),
+        "numstat": (*diff, "--numstat", "-z", "HEAD", "--"),
+    }
+    results = _run_parallel(root, calls)
+    if results["subject"].ok:
+        snap.head_subject = _text(results["subject"].out).strip() or None
+    if results["stat"].ok:
+        snap.diff_stat = _bounded_stat(_text(results["stat"].out))
+    if results["numstat"].ok:
+        snap.diff_files = _parse_numstat(results["numstat"].out)
+    snap.errors.extend(r.error for r in results.values() if not r.ok)
+
+
+def _run_parallel(root: Path, calls: dict[str, tuple[str, ...]]) -> dict[str, GitResult]:
+    env = git_env()
+    procs: dict[str, subprocess.Popen[bytes] | GitResult] = {}
+    for name, args in calls.items():
+        try:
+            procs[name] = subprocess.Popen(
+                _git_argv(root, args),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except OSError as exc:
+            procs[name] = GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
+    return {name: _collect(calls[name][0], p) for name, p in procs.items()}
+
+
+def _collect(name: str, proc: subprocess.Popen[bytes] | GitResult) -> GitResult:
+    if isinstance(proc, GitResult):
+        return proc
+    try:
+        out, err = proc.communicate(timeout=GIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return GitResult(False, error=f"git {name} timed out after {GIT_TIMEOUT:g} s")
+    return _result(name, proc.returncode, out, err)
+
+
+def _bounded_stat(text: str) -> str:
+    text = text.rstrip()
+    if len(text) <= MAX_STAT_CHARS:
+        return text
+    lines = text.splitlines()
+    kept = "\n".join(lines[:-1])[: MAX_STAT_CHARS - 200].rsplit("\n", 1)[0]
+    return f"{kept}\n ...\n{lines[-1][:200]}"  # keep git's "N files changed" total
+
+
+def _parse_numstat(out: bytes) -> list[DiffFile]:
+    """`added<TAB>deleted<TAB>path` NUL-terminated; a rename has an empty path followed
+    by the old and new names as two more NUL-terminated fields."""
+    files: list[DiffFile] = []
+    it = iter(_split_z(out))
+    for token in it:
+        added, _, rest = token.partition("\t")
+        deleted, _, name = rest.partition("\t")
+        orig = None
+        if not name:
+            orig, name = next(it, ""), next(it, "")
+        if not name or _is_handoff_path(name):
+            continue
+        files.append(DiffFile(path=name, added=_int(added), deleted=_int(deleted), orig_path=orig))
+        if len(files) >= MAX_DIFF_FILES:
+            break
+    return files
+
+
+# -- small helpers ------------------------------------------------------------------------
+
+
+def _split_z(out: bytes, *, log: bool = False) -> list[str]:
+    tokens = _text(out).split("\0")
+    if log:  # `log --format= -z` puts a newline between commits
+        tokens = [t.lstrip("\n") for t in tokens]
+    return [t for t in tokens if t]
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None  # "-" for binary files in --numstat
+
+
+def _is_handoff_path(path: str) -> bool:
+    return path == HANDOFF_DIR or path.startswith(HANDOFF_DIR + "/")
+
+
+def _parse_iso(value: str) -> datetime | None:
+    """An ISO 8601 time; a naive one is UTC, as agents' session files use."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"  # fromisoformat accepts "Z" only from Python 3.11
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)

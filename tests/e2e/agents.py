@@ -1,0 +1,180 @@
+"""Find the pinned real agent CLIs and run them in an isolated environment.
+
+The binaries come from `.ci/install-agents.sh` (a test-only npm prefix). When they are
+missing we fail loudly: an e2e suite that silently skips would pass without testing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+INSTALL_SCRIPT = REPO_ROOT / ".ci" / "install-agents.sh"
+CLAUDE_VERSION = "2.1.197"
+CODEX_VERSION = "0.171.0"
+# Tools Claude may use without asking (as root, --dangerously-skip-permissions is refused).
+CLAUDE_TOOLS = "Write Edit Bash TaskCreate TaskUpdate TaskList TodoWrite Read"
+CODEX_MODEL = "gpt-5.5"
+FAKE_KEY = "sk-test-local-scripted-server"  # never a real credential; servers ignore it
+
+
+class AgentsMissing(RuntimeError):
+    pass
+
+
+def e2e_home() -> Path:
+    return Path(os.environ.get("PASSDOWN_E2E_HOME") or Path.home() / ".cache" / "passdown-e2e")
+
+
+def npm_bin_dir() -> Path:
+    return e2e_home() / "npm" / "bin"
+
+
+def find_agent(name: str) -> Path:
+    """Path of the installed `claude` or `codex`; raises (never skips) when absent."""
+    path = npm_bin_dir() / name
+    if not (path.exists() and os.access(path, os.X_OK)):
+        raise AgentsMissing(
+            f"{name} not found at {path}; run `bash {INSTALL_SCRIPT.relative_to(REPO_ROOT)}` "
+            "(the e2e tests require the real pinned agent CLIs)")
+    return path
+
+
+def ensure_agents() -> Path:
+    """Install the pinned CLIs if needed (idempotent, cached) and return their bin folder."""
+    try:
+        find_agent("claude")
+        find_agent("codex")
+        # A fast check is enough when both exist; the script verifies versions otherwise.
+        return npm_bin_dir()
+    except AgentsMissing:
+        pass
+    proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True,
+                          timeout=600, check=False)
+    if proc.returncode != 0:
+        raise AgentsMissing(f"install-agents.sh failed ({proc.returncode}):\n{proc.stderr}")
+    find_agent("claude")
+    find_agent("codex")
+    return npm_bin_dir()
+
+
+@dataclass
+class AgentEnv:
+    """An isolated HOME with agent config dirs, and the environment to run agents in it."""
+
+    root: Path
+    home: Path
+    claude_dir: Path
+    codex_home: Path
+    passdown_data: Path
+
+    @classmethod
+    def create(cls, root: Path) -> AgentEnv:
+        home = root / "home"
+        env = cls(root=root, home=home, claude_dir=home / ".claude",
+                  codex_home=home / ".codex", passdown_data=home / "passdown-data")
+        for d in (env.home, env.claude_dir, env.codex_home):
+            d.mkdir(parents=True, exist_ok=True)
+        return env
+
+    def environ(self, *, anthropic_url: str | None = None,
+                openai_url: str | None = None) -> dict[str, str]:
+        """A minimal environment: nothing of the developer's own agent setup leaks in."""
+        env = {
+            "PATH": f"{npm_bin_dir()}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "HOME": str(self.home),
+            "USER": os.environ.get("USER", "root"),
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+            "CLAUDE_CONFIG_DIR": str(self.claude_dir),
+            "CODEX_HOME": str(self.codex_home),
+            "PASSDOWN_DATA_DIR": str(self.passdown_data),
+            # Claude Code: no telemetry, update checks or other calls beyond the model server.
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+            "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "NO_COLOR": "1",
+        }
+        # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
+        env["ANTHROPIC_BASE_URL"] = anthropic_url or "http://127.0.0.1:9"
+        env["ANTHROPIC_API_KEY"] = FAKE_KEY
+        env["OPENAI_API_KEY"] = FAKE_KEY
+        env["PASSDOWN_E2E_OPENAI_KEY"] = FAKE_KEY
+        if openai_url:
+            self.write_codex_config(openai_url)
+        return env
+
+    def write_codex_config(self, openai_url: str) -> None:
+        # A custom provider on loopback; no auth.json, no update checks, no analytics.
+        # gpt-5.5 is a model 0.171 knows, so it offers apply_patch (freeform); update_plan
+        # is off by default in 0.171 and must be enabled explicitly.
+        (self.codex_home / "config.toml").write_text(
+            f'model = "{CODEX_MODEL}"\n'
+            'model_provider = "scripted"\n'
+            'check_for_update_on_startup = false\n'
+            "[analytics]\nenabled = false\n"
+            "[feedback]\nenabled = false\n"
+            "[model_providers.scripted]\n"
+            'name = "scripted"\n'
+            f'base_url = "{openai_url}/v1"\n'
+            'wire_api = "responses"\n'
+            'env_key = "PASSDOWN_E2E_OPENAI_KEY"\n'
+            "request_max_retries = 0\n"
+            "stream_max_retries = 0\n"
+            "[tools.update_plan]\nenabled = true\n",
+            encoding="utf-8")
+
+
+def init_git_workspace(path: Path, files: dict[str, str] | None = None) -> Path:
+    """A fresh git repo with one commit, so agents and passdown see real git state."""
+    path.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid"}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    for name, content in (files or {"README.md": "# demo\n"}).items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(content, encoding="utf-8")
+    git("add", "-A")
+    git("commit", "-q", "-m", "initial")
+    return path
+
+
+def run_claude(env: dict[str, str], cwd: Path, prompt: str, *extra: str,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    argv = [str(find_agent("claude")), "-p", prompt, "--permission-mode", "acceptEdits",
+            "--allowedTools", CLAUDE_TOOLS, *extra]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def run_codex(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    codex = str(find_agent("codex"))
+    flags = ["--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
+    if resume:
+        argv = [codex, "exec", *flags, "resume", resume, prompt]
+    else:
+        argv = [codex, "exec", *flags, prompt]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def which_git() -> str:
+    git = shutil.which("git")
+    if not git:
+        raise AgentsMissing("git is required by the e2e tests")
+    return git
