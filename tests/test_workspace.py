@@ -87,9 +87,7 @@ def test_missing_folder_is_an_error_not_an_exception(tmp_path: Path) -> None:
     assert snap.errors == [f"workspace folder not found: {(tmp_path / 'gone').resolve()}"]
 
 
-def test_git_not_installed(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_git_not_installed(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -107,6 +105,16 @@ def test_broken_repo_gives_errors(tmp_path: Path) -> None:
     snap = snapshot(broken)
     assert snap.errors and snap.errors[0].startswith("git status:")
     assert snap.head is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_repo_of_another_user_is_an_error(tmp_path: Path) -> None:
+    r = init_repo(tmp_path / "theirs")
+    for p in (r, *r.rglob("*")):
+        os.lchown(p, 65534, 65534)
+    snap = snapshot(r)
+    assert snap.is_git is True
+    assert "dubious ownership" in snap.errors[0]
 
 
 def test_timeout_is_reported(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,6 +208,18 @@ def test_dirty_paths_renames_spaces_unicode(repo: Path) -> None:
     assert dirty["new\nline.txt"].status == "??"
     assert snap.dirty_total == len(snap.dirty) == 6
     assert snap.errors == []
+
+
+def test_pathspec_magic_in_names_is_literal(repo: Path) -> None:
+    # as pathspec magic, ":(glob)x.txt" would mean "x.txt" and miss this file
+    name = ":(glob)x.txt"
+    (repo / name).write_text("one\n")
+    git(repo, "--literal-pathspecs", "add", "--", name)
+    git(repo, "commit", "-q", "-m", "odd name")
+    (repo / name).write_text("two\n")
+    snap = snapshot(repo)
+    assert [d.path for d in snap.dirty] == [name]
+    assert [f.path for f in snap.diff_files] == [name]
 
 
 def test_untracked_folder_is_one_entry(repo: Path) -> None:

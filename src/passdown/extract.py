@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from passdown.handoff import (
     CommandRun,
@@ -49,6 +48,11 @@ _NEXT_HEADER = re.compile(
     r"(?:\*\*)?\s*:?\s*(?:\*\*)?\s*(.*)$",
     re.IGNORECASE,
 )
+_NEXT_SENTENCE = re.compile(
+    r"\b(?:next step|next,? i(?:'ll| will)|then i(?:'ll| will)|remaining:|still (?:need|to do))",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _BLOCKER = re.compile(r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 
@@ -216,11 +220,12 @@ class _Extractor:
             item.subject = op.subject
 
     def _rel(self, path: str) -> str:
-        if self.workspace:
-            try:
-                return str(PurePosixPath(path).relative_to(self.workspace))
-            except ValueError:
-                return path
+        """Paths inside the workspace are shown relative to it."""
+        root = self.workspace
+        if root and path.startswith(root):
+            rest = path[len(root) :]
+            if rest.startswith("/"):
+                return rest.lstrip("/") or "."
         return path
 
     # the end ----------------------------------------------------------------------
@@ -377,8 +382,10 @@ def _shrink_texts(msgs: list[Message], max_chars: int) -> list[tuple[str, bool]]
 def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -> None:
     plan_next = [p.subject for p in state.plan if p.status == "in_progress"]
     plan_next += [p.subject for p in state.plan if p.status in ("pending", "blocked")]
-    state.next_steps = plan_next or (_next_from_prose(latest.text) if latest else [])
-    blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, state)]
+    prose_next = _next_from_prose(latest.text) if latest else []
+    state.next_steps = plan_next + [step for step in prose_next if step not in plan_next]
+    done = {p.id for p in state.plan if p.status == "completed"}
+    blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, done)]
     state.blockers = [f"{p.subject} (blocked by {', '.join(p.blocked_by) or 'unknown'})" for p in blocked]
     if state.last_failure and not state.last_failure.resolved_later and _failure_is_recent(state):
         fail = state.last_failure
@@ -392,8 +399,7 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
     state.open_questions = _questions(latest.text) if latest else []
 
 
-def _open_blockers(item: PlanEntry, state: State) -> bool:
-    done = {p.id for p in state.plan if p.status == "completed"}
+def _open_blockers(item: PlanEntry, done: set[str]) -> bool:
     return item.status != "completed" and any(b not in done for b in item.blocked_by)
 
 
@@ -402,6 +408,8 @@ def _failure_is_recent(state: State) -> bool:
 
 
 def _next_from_prose(text: str) -> list[str]:
+    """Next steps the agent stated in its latest message: a "Next steps:" list, or a
+    sentence that names the next step."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         match = _NEXT_HEADER.match(line)
@@ -415,7 +423,8 @@ def _next_from_prose(text: str) -> list[str]:
             elif follow.strip() and found:
                 break
         return [f for f in found if f][:MAX_NOTES]
-    return []
+    sentences = _SENTENCE_END.split(text)
+    return [s.strip() for s in sentences if _NEXT_SENTENCE.search(s)][:MAX_NOTES]
 
 
 def _matching_lines(texts: list[str], pattern: re.Pattern[str]) -> list[str]:

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -116,6 +117,7 @@ def run(spec: LaunchSpec, *, interactive: bool) -> int:
     if not cwd.is_dir():
         raise LaunchError(f"cannot start {spec.argv[0]}: folder not found: {cwd}")
     stdin = None if interactive else subprocess.DEVNULL
+    _flush_own_output()
     with _signals_for_child() as set_child:
         try:
             proc = subprocess.Popen(
@@ -129,6 +131,16 @@ def run(spec: LaunchSpec, *, interactive: bool) -> int:
         set_child(proc)
         code = _wait(proc)
     return 128 - code if code < 0 else code
+
+
+def _flush_own_output() -> None:
+    """What passdown printed must appear before the agent's output, not after it."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed or broken stream is not a reason to stop the launch
 
 
 def _wait(proc: subprocess.Popen[bytes]) -> int:

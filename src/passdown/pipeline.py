@@ -107,7 +107,7 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
     transcript = selection.agent.read(selection.ref)
     extracted = extract(
         transcript.events(),
-        workspace=str(selection.workspace),
+        workspace=_paths_relative_to(selection),
         max_messages=options.max_messages,
         max_chars=options.max_chars,
     )
@@ -136,6 +136,17 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         warnings=transcript.diagnostics.summary() + [f"git: {e}" for e in workspace.errors],
     )
     return redact_handoff(handoff)
+
+
+def _paths_relative_to(selection: Selection) -> str:
+    """Where the agent worked: the workspace, or the session's own cwd when the session
+    was picked by path from elsewhere (so its file paths still read as relative)."""
+    from passdown.agents.base import cwd_in_workspace
+
+    cwd = selection.ref.cwd
+    if cwd and not cwd_in_workspace(cwd, selection.workspace):
+        return cwd
+    return str(selection.workspace)
 
 
 def _add_git_changes(files: list[FileTouched], changed: list[str]) -> None:

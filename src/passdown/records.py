@@ -54,7 +54,8 @@ ANNOTATION_KINDS: tuple[str, ...] = (
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+# Keys and scope values are indexed as text; NUL is not storable in PostgreSQL text.
+NonEmpty = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]+$")]
 
 
 class Scope(BaseModel):
@@ -151,14 +152,30 @@ def validate_record(data: Mapping[str, Any] | Record) -> Record:
         record = Record.model_validate(dict(data))
     except ValidationError as exc:
         raise invalid_from(exc) from exc
-    canonical_json(record)  # extra fields must be JSON, or the record cannot be stored
+    _check_extras(record)
     return record
+
+
+def _check_extras(record: Record) -> None:
+    """Unknown fields must be plain JSON: pydantic would quietly turn NaN into null or a
+    datetime into a string, and the record would no longer round-trip."""
+    parts: list[tuple[str, BaseModel]] = [("", record), ("provenance.", record.provenance)]
+    parts += [(f"annotations.{i}.", a) for i, a in enumerate(record.annotations)]
+    for prefix, part in parts:
+        for key, value in (part.model_extra or {}).items():
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise RecordInvalid(f"invalid record: {prefix}{key}: not plain JSON ({exc})") from None
 
 
 def record_to_dict(record: Record) -> dict[str, Any]:
     """The record as plain JSON data; null optional scope/provenance fields are omitted."""
     data = record.model_dump(mode="json")
-    for section, optional in (("scope", ("user", "team", "agent")), ("provenance", ("tool", "version"))):
+    for section, optional in (
+        ("scope", ("user", "team", "agent")),
+        ("provenance", ("tool", "version")),
+    ):
         for key in optional:
             if data[section].get(key) is None:
                 data[section].pop(key, None)
@@ -236,7 +253,11 @@ def record_from_package(package: Mapping[str, Any], *, project: str) -> Record:
 
 def record_to_package(record: Record) -> dict[str, Any]:
     """The coordinator package for a record (the original one if it came from a package)."""
-    head = {"id": record.id, "source_agent": record.provenance.agent, "timestamp": record.created_at}
+    head = {
+        "id": record.id,
+        "source_agent": record.provenance.agent,
+        "timestamp": record.created_at,
+    }
     kept = (record.model_extra or {}).get("package")
     if isinstance(kept, dict):
         return {**head, **kept}

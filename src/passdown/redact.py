@@ -34,37 +34,50 @@ _re = functools.cache(re.compile)
 
 MARKER_PREFIX = "[REDACTED:"
 
-# Name words that make any non-trivial value a secret (checked on the lowercased name with
-# separators removed, so apiKey, API_KEY and api-key all match).
-_STRONG_WORDS = (
-    "secret", "token", "password", "passwd", "passphrase", "pwd", "credential", "apikey",
-    "accesskey", "privatekey", "secretkey", "signingkey", "encryptionkey", "masterkey",
-    "authkey", "sessionkey", "clientkey",
+# Name analysis works on words: AWS_SECRET_ACCESS_KEY, apiKey and api-key all split into words.
+_NAME_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+"
+# A word containing one of these makes any non-trivial value a secret ...
+_STRONG_STEMS = ("secret", "token", "passw", "passphrase", "pwd", "credential", "apikey",
+                 "accesskey", "privatekey", "sessionid", "sessid")
+_NOT_STRONG = frozenset(("tokenize", "tokenizer", "tokenized", "tokenizing", "tokenization"))
+# ... and so does one of these word pairs ("api key", "private key", "client key", ...).
+_STRONG_FIRST_OF_KEY = frozenset(
+    ("api", "access", "private", "signing", "encryption", "master", "auth", "session", "client",
+     "account", "shared", "license", "app", "service", "storage", "deploy", "ssh", "gpg")
 )
-# Name words that only make a value a secret when the value itself looks random.
-_WEAK_WORDS = ("key", "auth", "pass", "cookie", "session")
-# Names containing a strong word that still hold no secret (max_tokens, token_type, ...).
-_NAME_EXCEPTIONS = (
-    r"(?:count|type|types|len|length|limit|size|max|min|num|file|path|dir|name|names|id|"
-    r"env|url|uri|endpoint|header|prefix|field|expiry|expires|expiresat|expiresin|ttl|"
-    r"timeout|index|idx|kind|mode|policy|format|regex|pattern|usage|budget|ratio|cost|"
-    r"tokenizer|tokenize|tokens|strategy|provider|scope|scopes|encoding)$"
+# A name of these words only holds a secret if the value itself looks random.
+_WEAK = frozenset(("key", "auth", "pass", "session", "sig", "signature", "salt", "hmac"))
+# A secret-sounding name ending with one of these describes something else (max_tokens,
+# token_type, password_file, secret_name, PWD_STATE).
+_NOT_SECRET_LAST = frozenset(
+    (
+        "count", "counts", "type", "types", "len", "length", "limit", "limits", "size", "max",
+        "min", "num", "file", "files", "path", "paths", "dir", "name", "names", "id", "ids",
+        "env", "var", "url", "uri", "endpoint", "header", "prefix", "suffix", "field", "expiry",
+        "expires", "expiration", "at", "in", "ttl", "timeout", "index", "idx", "kind", "mode",
+        "policy", "format", "regex", "pattern", "usage", "budget", "ratio", "cost", "tokens",
+        "strategy", "provider", "scope", "scopes", "encoding", "state", "enabled", "required",
+        "location", "store", "manager", "class", "factory", "helper", "label", "length",
+        "version", "dialog", "prompt", "input", "field", "column", "policy", "rotation",
+    )
 )
 _CODE_VALUES = frozenset(
     (
         "none", "null", "nil", "true", "false", "undefined", "str", "bytes", "int", "bool",
         "float", "any", "optional", "string", "object", "dict", "list", "required", "self",
-        "cls", "redacted",
+        "cls", "redacted", "yes", "no", "on", "off", "enabled", "disabled", "break", "continue",
+        "return", "pass", "password", "passwd", "secret", "token", "pwd", "pw", "example",
     )
 )
 _PLACEHOLDER = (
-    r"(?i)^(?:\$\{?\w+\}?|\$\(.*\)|\{\{.*\}\}|\{[\w.]*\}|<[^<>]*>|%\(?\w*\)?s|\*+|x+|\.\.\.|…|"
-    r"your[-_ ]?\w*|changeme_?here|placeholder|example|dummy|xxx\w*)$",
+    r"(?i)^(?:<[^<>]*>|%\(?\w*\)?s|\*+|x+|\.\.\.|…|your[-_ ]?\w*|placeholder|dummy|xxx\w*)$"
 )
+_TEMPLATE_MARKS = ("${", "$(", "{{", "{%", "<%")
 _UUID = r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
 _HEX = r"^[0-9a-fA-F]+$"
 _WORDY = r"^[A-Za-z]+(?:[ _.:/-][A-Za-z]+)*$"
-_IDENT = r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*$"
+_IDENT = r"^[A-Za-z_]\w*$"
+_DOTTED = r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$"
 
 
 def _entropy(value: str) -> float:
@@ -76,47 +89,52 @@ def _entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-def _char_classes(value: str) -> int:
-    return (
-        any(c.islower() for c in value)
-        + any(c.isupper() for c in value)
-        + any(c.isdigit() for c in value)
-        + any(c in "+/=_-.~!@#%^&*" for c in value)
-    )
-
-
-def _looks_random(value: str, *, min_len: int = 16, allow_hex: bool = True) -> bool:
-    """True for a value that looks like a generated secret rather than a word or an id."""
-    if len(value) < min_len or value.startswith(MARKER_PREFIX) or _re(_UUID).match(value):
+def _looks_random(value: str, *, min_len: int = 20, allow_hex: bool = True) -> bool:
+    """True for a value that looks generated (a key, a token) rather than a word, an
+    identifier, a path, a hash in git output or a UUID."""
+    if len(value) < min_len or any(c.isspace() for c in value) or value[0] in "/~.[$":
         return False
-    if value.isdigit() or _re(_WORDY).match(value) or "://" in value or value[0] in "/~.":
+    if _re(_UUID).match(value) or _re(_WORDY).match(value) or _re(_DOTTED).match(value):
+        return False
+    if "://" in value or value.isdigit():
         return False
     if _re(_HEX).match(value):
         return allow_hex and len(value) >= 32
-    if not any(c.isdigit() for c in value) and _char_classes(value) < 3:
-        return False  # snake_case / CamelCase identifiers
-    return _char_classes(value) >= 2 and _entropy(value) >= 3.0
+    upper = any(c.isupper() for c in value)
+    lower = any(c.islower() for c in value)
+    digits = sum(c.isdigit() for c in value)
+    mixed = upper and lower and digits > 0  # base62 / base64 secrets
+    lower_alnum = lower and not upper and digits >= len(value) // 5 and len(value) >= 24
+    return (mixed or lower_alnum) and _entropy(value) >= 3.5
 
 
 def _name_strength(name: str) -> int:
     """2 = the name says secret, 1 = it might hold one (key, auth), 0 = not a secret name."""
-    compact = re.sub(r"[^a-z0-9]", "", name.lower())
-    if not compact or _re(_NAME_EXCEPTIONS).search(compact):
+    words = [w.lower() for w in _re(_NAME_WORD).findall(name)]
+    if not words or words[-1] in _NOT_SECRET_LAST:
         return 0
-    if any(word in compact for word in _STRONG_WORDS):
-        return 2
-    return 1 if any(word in compact for word in _WEAK_WORDS) else 0
+    for i, word in enumerate(words):
+        if word not in _NOT_STRONG and any(stem in word for stem in _STRONG_STEMS):
+            return 2
+        if word == "key" and i and words[i - 1] in _STRONG_FIRST_OF_KEY:
+            return 2
+    return 1 if any(w in _WEAK for w in words) else 0
 
 
 def _is_trivial(value: str) -> bool:
-    """Values that carry no secret: empty, code keywords, templates, placeholders, markers."""
+    """Values that carry no secret: short, code keywords, templates, placeholders, markers,
+    UUIDs (ids in agent sessions), and quoted prose (" and ")."""
     v = value.strip()
     return (
         len(v) < 3
+        or v != value
         or v.startswith(MARKER_PREFIX)
         or v.lower() in _CODE_VALUES
+        or any(mark in v for mark in _TEMPLATE_MARKS)
+        or (v[0] == "$" and _re(_IDENT).match(v[1:]) is not None)
         or bool(_re(_PLACEHOLDER).match(v))
         or (v.isdigit() and len(v) < 6)
+        or _re(_UUID).match(v) is not None
     )
 
 
@@ -126,19 +144,20 @@ def _value_is_secret(
     """Decide for a named value. Strong names redact any non-trivial literal; weak names and
     code-looking values (variables, calls, type annotations) need a random-looking value."""
     strength = _name_strength(name)
-    if strength == 0 or _is_trivial(value):
-        return False
+    if strength == 0 or _is_trivial(value) or value[0] in "/~" or value.startswith("./"):
+        return False  # paths (PWD=/home/me, password_file: ~/.pw) are not secrets
     if strength == 1:
         return _looks_random(value)
     if quoted or env_style:
         return True
+    if _re(_DOTTED).match(value):
+        return False  # token = self.token, password: typing.Optional
     if _re(_IDENT).match(value) and not any(c.isdigit() for c in value):
-        # `password=passwd` and `key=self.key` are variables, `token: Token` is a type; but
-        # YAML's `password: hunter` is a literal (a lowercase word after a colon).
-        plain_word = colon and value[0].islower() and "." not in value
-        plain_word = plain_word and value.lower() not in name.lower()  # JS `{token: token}`
+        # `password=passwd` is a variable, `token: Token` a type; but YAML's
+        # `password: hunter` is a literal (a lowercase word after a colon).
+        plain_word = colon and value[0].islower() and value.lower() not in name.lower()
         return plain_word or _looks_random(value)
-    return value[0] not in "/~" and "(" not in value
+    return "(" not in value
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,30 +240,30 @@ _URL_PASSWORD = r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]*:([^\s@/\"'<>]+
 _SLACK_WEBHOOK = (
     r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})"
 )
-_AZURE = r"(?i)\b(?:AccountKey|SharedAccessKey|SharedSecret)\s*=\s*([A-Za-z0-9+/]{20,}={0,2})"
+_AZURE = r"(?i)\b(?:AccountKey|SharedAccessKey|SharedSecret)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})"
 _AZURE_SAS = r"[?&]sig=([A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})"
 _AUTH_HEADER = (
-    r"(?i)\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?"
-    r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey)\s+)?([^\s\"'\\,;]+)"
+    r"(?i)\b(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
+    r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey)[ \t]+)?([^\s\"'\\,;]+)"
 )
-_BEARER = r"\b[Bb]earer\s+([A-Za-z0-9._~+/=-]{16,})"
-_CURL_USER = r"(?:\s-u|--user)[ =]\\?[\"']?[^\s:\"']+:([^\s\"'\\]+)"
+_BEARER = r"\b[Bb]earer[ \t]+([A-Za-z0-9._~+/=-]{16,})"
+_CURL_USER = r"(?:[ \t]-u|--user)[ =]\\?[\"']?[^\s:\"']+:([^\s\"'\\]+)"
 _CLI_FLAG = (
     r"(?i)(?<![\w-])(--?[a-z0-9-]*(?:password|passwd|passphrase|secret|token|api-?key|"
-    r"access-key|private-key|credential)[a-z0-9-]*)(?:=|\s+)(\\?[\"']?)([^\s\"'\\]+)"
+    r"access-key|private-key|credential)[a-z0-9-]*)(?:=|[ \t]+)(\\?[\"']?)([^\s\"'\\]+)"
 )
 # `name <sep> value`: the name ends with a secret-ish word; the rest of it is found by looking
 # back from the match (so the regex anchors on a rare word, not on every identifier).
 _ASSIGN = (
-    r"(?i)(?:secret|token|passw(?:or)?d|passphrase|pwd|pass|key|credentials?|auth|cookie|"
-    r"session)[a-z0-9_.-]*?(\\?[\"']?)(\s*(?::=|=>|=|:)\s*)"
+    r"(?i)(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)[a-z0-9_.-]*?"
+    r"(\\?[\"']?)([ \t]*(?::=|=>|=|:)[ \t]*)"
     r"(?:(\\?\")((?:[^\"\\\n]|\\[^\"\n])*)\\?\"|(\\?')([^'\n\\]*)\\?'|([^\s\"'`]+))"
 )
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 # A random-looking string right after a secret word in prose ("the api key is 3kF9...").
 _NEAR = (
-    r"(?i)\b(?:secret|token|password|passwd|api[ _-]?key|access[ _-]?key|credentials?)"
-    r"(?:\s+(?:is|was|=|:|key|value|of))?[\s:=]+[\"'`]?([A-Za-z0-9+/_=.~-]{20,})"
+    r"(?i)(?:secret|token|passw(?:or)?d|api[ _-]?key|access[ _-]?key|credentials?)[a-z_-]*"
+    r"(?:[ \t]+(?:is|was|key|value|of|to|set to))?[ \t:=]+[\"'`]?([A-Za-z0-9+/_=.~-]{20,})"
 )
 
 
@@ -300,10 +319,14 @@ def _named_rules() -> list[_Rule]:
         return not _is_trivial(v)
 
     def bearer_ok(v: str) -> bool:
-        return not _is_trivial(v) and any(c.isdigit() for c in v) and _char_classes(v) >= 2
+        return not _is_trivial(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
 
-    def header_ok(v: str) -> bool:
-        return not _is_trivial(v) and v.lower() not in {"bearer", "basic", "token", "digest"}
+    def header(m: re.Match[str]) -> str | None:
+        # With a scheme (Bearer x) any literal is a credential; without one, `Authorization:
+        # auth` or `authorization = self.headers.get(...)` is code unless the value is random.
+        value = m.group(2)
+        ok = not _is_trivial(value) if m.group(1) else _looks_random(value, min_len=12)
+        return _keep_prefix("auth_header", 2)(m) if ok else None
 
     return [
         _Rule("slack_webhook", _re(_SLACK_WEBHOOK), ("hooks.slack.com",), _keep_prefix("slack_webhook")),
@@ -311,15 +334,15 @@ def _named_rules() -> list[_Rule]:
         _Rule("azure_key", _re(_AZURE), ("accountkey", "sharedaccesskey", "sharedsecret"),
               _keep_prefix("azure_key")),
         _Rule("azure_key", _re(_AZURE_SAS), ("sig=",), _keep_prefix("azure_key")),
-        _Rule("auth_header", _re(_AUTH_HEADER), ("authorization",), check("auth_header", header_ok)),
+        _Rule("auth_header", _re(_AUTH_HEADER), ("authorization",), header),
         _Rule("auth_header", _re(_BEARER), ("bearer",), check("auth_header", bearer_ok)),
         _Rule("basic_auth", _re(_CURL_USER), ("-u", "--user"), check("basic_auth", not_trivial)),
         _Rule("secret_assignment", _re(_CLI_FLAG), ("-",), _cli_replace),
     ]
 
 
-_ASSIGN_TRIGGERS = ("secret", "token", "pass", "pwd", "key", "credential", "auth", "cookie",
-                    "session")
+_ASSIGN_TRIGGERS = ("secret", "token", "pass", "pwd", "key", "credential", "auth", "sess", "sig",
+                    "salt", "hmac")
 
 
 @dataclass
@@ -375,7 +398,7 @@ class Redactor:
 
     def _near(self, m: re.Match[str]) -> str | None:
         value = m.group(1).rstrip(".,")
-        if not _looks_random(value, min_len=20, allow_hex=False) or _char_classes(value) < 3:
+        if not _looks_random(value, min_len=20, allow_hex=False):
             return None
         whole = m.group(0)
         s = m.start(1) - m.start()

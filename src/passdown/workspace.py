@@ -26,6 +26,8 @@ MAX_DIFF_FILES = 1000
 MAX_STAT_FILES = 60  # files named in the `--stat` text (git adds a "..." line and the total)
 MAX_STAT_CHARS = 8000
 MAX_LOG_COMMITS = 1000  # commits scanned by files_changed_since
+MAX_PATHSPEC = 500  # changed paths passed to `git diff`; past that it diffs the whole tree
+MAX_PATHSPEC_BYTES = 64 * 1024
 
 # Variables that point git at another repo or index; passdown always means `-C path`
 # (they are set, for example, when passdown runs from inside a git hook).
@@ -43,7 +45,11 @@ _REPO_ENV_VARS = frozenset(
     }
 )
 # core.fsmonitor would run a program named by the repo's config; a snapshot never needs it.
-_GIT_OPTIONS = ("-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "--no-pager")
+# --literal-pathspecs: a file named "*.py" or ":(glob)x" is just that file.
+_GIT_OPTIONS = (
+    "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "--no-pager",
+    "--literal-pathspecs",
+)  # fmt: skip
 
 
 class DirtyPath(BaseModel):
@@ -152,7 +158,7 @@ def _is_not_repo(result: GitResult) -> bool:
 
 def workspace_root(cwd: Path) -> Path:
     """The git top-level folder of `cwd`, or `cwd` itself outside git (absolute, resolved)."""
-    here = Path(cwd).expanduser().resolve()
+    here = _absolute(cwd)
     result = run_git(here, "rev-parse", "--show-toplevel")
     top = _text(result.out).strip()
     if result.ok and top:
@@ -162,7 +168,7 @@ def workspace_root(cwd: Path) -> Path:
 
 def snapshot(path: Path) -> WorkspaceSnapshot:
     """The git state of the workspace at `path`; never raises."""
-    root = Path(path).expanduser().resolve()
+    root = _absolute(path)
     snap = WorkspaceSnapshot(path=str(root))
     if not root.is_dir():
         snap.errors.append(f"workspace folder not found: {root}")
@@ -175,9 +181,9 @@ def snapshot(path: Path) -> WorkspaceSnapshot:
             snap.errors.append(status.error)
         return snap
     snap.is_git = True
-    _apply_status(snap, status.out)
+    tracked = _apply_status(snap, status.out)
     if snap.head is not None:
-        _apply_head_details(snap, root)
+        _apply_head_details(snap, root, tracked)
     return snap
 
 
@@ -189,7 +195,7 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
     An unreadable or missing `since_iso` only drops the commit part; outside git the
     list is empty.
     """
-    root = Path(path).expanduser().resolve()
+    root = _absolute(path)
     found: set[str] = set()
     since = _parse_iso(since_iso) if since_iso else None
     if since is not None:
@@ -199,7 +205,7 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
         )  # fmt: skip
         if log.ok:
             found.update(_split_z(log.out, log=True))
-    status = _status(root, "--untracked-files=all")
+    status = _status(root, untracked="all")  # each new file, not just its folder
     if status.ok:
         for entry in _parse_entries(_split_z(status.out)):
             found.add(entry.path)
@@ -211,8 +217,8 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
 # -- status -------------------------------------------------------------------------
 
 
-def _status(root: Path, *extra: str) -> GitResult:
-    args = ("status", "--porcelain=v2", "-z", "--untracked-files=normal", *extra)
+def _status(root: Path, *extra: str, untracked: str = "normal") -> GitResult:
+    args = ("status", "--porcelain=v2", "-z", f"--untracked-files={untracked}", *extra)
     result = run_git(root, *args)
     if not result.ok and "show-stash" in result.error:
         # git older than 2.35 lacks --show-stash; the stash count is just left at 0
@@ -220,7 +226,8 @@ def _status(root: Path, *extra: str) -> GitResult:
     return result
 
 
-def _apply_status(snap: WorkspaceSnapshot, out: bytes) -> None:
+def _apply_status(snap: WorkspaceSnapshot, out: bytes) -> list[str]:
+    """Fill branch, upstream and dirty; return the changed tracked paths (for the diff)."""
     tokens = _split_z(out)
     for token in tokens:
         if token.startswith("# "):
@@ -228,6 +235,8 @@ def _apply_status(snap: WorkspaceSnapshot, out: bytes) -> None:
     entries = [e for e in _parse_entries(tokens) if not _is_handoff_path(e.path)]
     snap.dirty_total = len(entries)
     snap.dirty = entries[:MAX_DIRTY]
+    tracked = [e.path for e in entries if e.status != "??"]
+    return tracked + [e.orig_path for e in entries if e.orig_path]
 
 
 def _apply_header(snap: WorkspaceSnapshot, line: str) -> None:
@@ -273,22 +282,32 @@ def _xy(code: str) -> str:
 # -- HEAD subject and diff ----------------------------------------------------------------
 
 
-def _apply_head_details(snap: WorkspaceSnapshot, root: Path) -> None:
-    # three independent reads: start them together and collect, instead of one by one
-    diff = ("diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M")
-    calls = {
-        "subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--"),
-        "stat": (*diff, f"--stat=120,100,{MAX_STAT_FILES}", "HEAD", "--"),
-        "numstat": (*diff, "--numstat", "-z", "HEAD", "--"),
-    }
+def _apply_head_details(snap: WorkspaceSnapshot, root: Path, tracked: list[str]) -> None:
+    calls = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
+    if tracked:  # a clean tree has no diff: skip the call
+        calls["diff"] = _diff_args(tracked)
     results = _run_parallel(root, calls)
-    if results["subject"].ok:
-        snap.head_subject = _text(results["subject"].out).strip() or None
-    if results["stat"].ok:
-        snap.diff_stat = _bounded_stat(_text(results["stat"].out))
-    if results["numstat"].ok:
-        snap.diff_files = _parse_numstat(results["numstat"].out)
+    subject = results["subject"]
+    if subject.ok:
+        snap.head_subject = _text(subject.out).strip() or None
+    diff = results.get("diff")
+    if diff is not None and diff.ok:
+        numstat, _, stat = diff.out.rpartition(b"\0")  # numstat records end in NUL, then stat
+        snap.diff_files = _parse_numstat(numstat)
+        snap.diff_stat = _bounded_stat(_text(stat))
     snap.errors.extend(r.error for r in results.values() if not r.ok)
+
+
+def _diff_args(tracked: list[str]) -> tuple[str, ...]:
+    """One `git diff HEAD` for both --numstat and --stat, limited to the paths status
+    named, so git does not lstat every file of a large tree a second time."""
+    diff = (
+        "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M",
+        "--numstat", "-z", f"--stat=120,100,{MAX_STAT_FILES}", "HEAD", "--",
+    )  # fmt: skip
+    if len(tracked) > MAX_PATHSPEC or sum(len(p) + 1 for p in tracked) > MAX_PATHSPEC_BYTES:
+        return diff  # too many for an argv: the whole tree gives the same answer
+    return (*diff, *tracked)
 
 
 def _run_parallel(root: Path, calls: dict[str, tuple[str, ...]]) -> dict[str, GitResult]:
@@ -349,6 +368,13 @@ def _parse_numstat(out: bytes) -> list[DiffFile]:
 
 
 # -- small helpers ------------------------------------------------------------------------
+
+
+def _absolute(path: Path) -> Path:
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):  # a symlink loop, or no home folder for "~"
+        return Path(os.path.abspath(path))
 
 
 def _split_z(out: bytes, *, log: bool = False) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,7 +103,9 @@ class AgentEnv:
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
             "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
             "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
-            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            # `python -m passdown` works from the checkout even when it is not installed.
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
             "NO_COLOR": "1",
         }
         # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
@@ -171,6 +174,14 @@ def run_codex(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None
         argv = [codex, "exec", *flags, prompt]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def run_passdown(env: dict[str, str], cwd: Path, *args: str,
+                 timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """The passdown CLI as a user runs it, in the test's isolated environment."""
+    return subprocess.run([sys.executable, "-m", "passdown", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, check=False)
 
 
 def which_git() -> str:

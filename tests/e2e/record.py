@@ -69,6 +69,10 @@ TEST_CALC = (
 TEST_CMD = "python3 -B -m unittest -q test_calc"
 
 
+class RecordError(RuntimeError):
+    """A scenario did not go as scripted (the agent failed, skipped a step, ...)."""
+
+
 @dataclass
 class Ctx:
     agent: str
@@ -80,13 +84,13 @@ class Ctx:
 
 def _check(proc: subprocess.CompletedProcess[str], what: str) -> None:
     if proc.returncode != 0:
-        raise SystemExit(f"{what} exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
+        raise RecordError(f"{what} exited {proc.returncode}\nstdout:\n{proc.stdout[-3000:]}\n"
                          f"stderr:\n{proc.stderr[-3000:]}")
 
 
 def _all_steps_used(server: AnthropicServer | OpenAIResponsesServer, what: str) -> None:
     if server.remaining:
-        raise SystemExit(f"{what}: {server.remaining} scripted steps were never requested")
+        raise RecordError(f"{what}: {server.remaining} scripted steps were never requested")
 
 
 # -- checks on what the agent sent back (the request after a tool step holds its result) --
@@ -106,13 +110,13 @@ def _verify_claude(server: AnthropicServer, steps: list[Step]) -> None:
         results = _claude_tool_results(reqs[i + 1])
         if not results:
             last = json.dumps(reqs[i + 1].body.get("messages", [])[-2:])[:3000]
-            raise SystemExit(f"claude step {i} ({step.tool}): no tool_result in next request"
+            raise RecordError(f"claude step {i} ({step.tool}): no tool_result in next request"
                              f": {last}")
         is_error = bool(results[-1].get("is_error"))
         if step.tool == "Bash":  # a failing command is reported as an error result too
             continue
         if is_error != step.expect_error:
-            raise SystemExit(f"claude step {i} ({step.tool}) is_error={is_error}: {results[-1]}")
+            raise RecordError(f"claude step {i} ({step.tool}) is_error={is_error}: {results[-1]}")
 
 
 def _verify_codex(server: OpenAIResponsesServer, steps: list[Step]) -> None:
@@ -123,23 +127,32 @@ def _verify_codex(server: OpenAIResponsesServer, steps: list[Step]) -> None:
         outputs = [it for it in reqs[i + 1].body.get("input") or []
                    if isinstance(it, dict) and it.get("type", "").endswith("_output")]
         if not outputs:
-            raise SystemExit(f"codex step {i} ({step.tool}): no tool output in next request")
+            raise RecordError(f"codex step {i} ({step.tool}): no tool output in next request")
         out = json.dumps(outputs[-1].get("output"))
         failed = "exited with code 0" not in out if step.tool == "exec_command" else (
             "error" in out.lower() or "failed" in out.lower())
         if step.tool in ("apply_patch", "exec_command") and failed != step.expect_error:
-            raise SystemExit(f"codex step {i} ({step.tool}) failed={failed}: {out[:500]}")
+            raise RecordError(f"codex step {i} ({step.tool}) failed={failed}: {out[:500]}")
 
 
 # -- workspace helpers ------------------------------------------------------------------
+def seed_workspace(path: Path) -> Path:
+    """The scenarios' starting point: a git repo with SEED_FILES and an ignored .env.local."""
+    ws = init_git_workspace(path, SEED_FILES)
+    (ws / ".env.local").write_text(ENV_LOCAL, encoding="utf-8")
+    return ws
+
+
+def new_ctx(agent: str, name: str, workspace: Path, env: AgentEnv) -> Ctx:
+    return Ctx(agent, name, seed_workspace(workspace), env)
+
+
 def _fresh(agent: str, name: str) -> Ctx:
     base = REC_ROOT / f"{agent}-{name}"
     home_root = REC_ROOT / f"{agent}-{name}-home"
     for d in (base, home_root):
         shutil.rmtree(d, ignore_errors=True)
-    ws = init_git_workspace(base, SEED_FILES)
-    (ws / ".env.local").write_text(ENV_LOCAL, encoding="utf-8")
-    return Ctx(agent, name, ws, AgentEnv.create(home_root))
+    return new_ctx(agent, name, base, AgentEnv.create(home_root))
 
 
 def _git_state(ws: Path) -> dict[str, Any]:
@@ -322,7 +335,7 @@ def claude_todowrite(ctx: Ctx) -> None:
         _verify_claude(srv, steps)  # type: ignore[arg-type]
         tools = [t["name"] for t in srv.step_requests()[0].body.get("tools", [])]
         if "TodoWrite" not in tools:
-            raise SystemExit(f"TodoWrite not offered: {tools}")
+            raise RecordError(f"TodoWrite not offered: {tools}")
     ctx.expected.update({
         "session_id": CLAUDE_TODO_ID,
         "original_request": CLAUDE_TODO_PROMPT,
@@ -440,7 +453,7 @@ def codex_full(ctx: Ctx) -> None:
         _verify_codex(srv, turn1)
         sessions = sorted((ctx.env.codex_home / "sessions").rglob("rollout-*.jsonl"))
         if len(sessions) != 1:
-            raise SystemExit(f"expected one rollout, found {sessions}")
+            raise RecordError(f"expected one rollout, found {sessions}")
         first = json.loads(sessions[0].read_text(encoding="utf-8").splitlines()[0])
         session_id = first["payload"]["id"]
         srv.set_script(turn2)
@@ -526,7 +539,7 @@ def record(key: str, out_root: Path) -> Path:
     dest.mkdir(parents=True)
     files = _copy_claude(ctx, dest) if agent == "claude" else _copy_codex(ctx, dest)
     if not files:
-        raise SystemExit(f"{key}: the agent wrote no session file")
+        raise RecordError(f"{key}: the agent wrote no session file")
     expected = {
         "agent": agent,
         "scenario": name,
@@ -553,9 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         if key not in SCENARIOS:
             ap.error(f"unknown scenario {key}")
         print(f"recording {key} ...", flush=True)
-        print(f"  -> {record(key, args.out)}", flush=True)
+        try:
+            print(f"  -> {record(key, args.out)}", flush=True)
+        except RecordError as exc:
+            print(f"FAILED {key}: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise RecordError(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -13,10 +14,9 @@ from passdown.transcript import Diagnostics
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+)", re.IGNORECASE)
 ERROR_LINE_CHARS = 300
 _SEPARATOR = re.compile(r"[-=_*~#.+ ]+")
-_ERRORISH = re.compile(
-    r"error|fail|exception|fatal|denied|not found|no such|cannot|can't|could not|unable|"
-    r"invalid|refused|traceback|panic|abort",
-    re.IGNORECASE,
+_ERROR_WORDS = (
+    "error", "fail", "exception", "fatal", "denied", "not found", "no such", "cannot",
+    "can't", "could not", "unable", "invalid", "refused", "traceback", "panic", "abort",
 )
 
 
@@ -50,14 +50,25 @@ def first_error_line(text: str | None) -> str | None:
     verdict line when a test runner prints one), trimmed. Never the whole output."""
     if not text:
         return None
-    lines = [line for line in (_clean(raw) for raw in text[:50000].splitlines()) if line]
-    if not lines:
-        return None
-    errors = [line for line in lines if _ERRORISH.search(line)]
-    first = errors[0] if errors else lines[0]
-    last = errors[-1] if errors else first
-    found = first if last == first else f"{first} … {last}"
+    lines = text[:20000].splitlines()
+    first = _first_errorish(lines[:200])
+    last = _first_errorish(reversed(lines[-30:]))
+    if first is None:
+        first = next((c for c in map(_clean, lines) if c), None)
+        if first is None:
+            return None
+    found = first if last in (None, first) else f"{first} … {last}"
     return found if len(found) <= ERROR_LINE_CHARS else found[: ERROR_LINE_CHARS - 1] + "…"
+
+
+def _first_errorish(lines: Iterable[str]) -> str | None:
+    for raw in lines:
+        line = _clean(raw)
+        if line:
+            low = line[:400].lower()
+            if any(word in low for word in _ERROR_WORDS):
+                return line
+    return None
 
 
 def _clean(raw: str) -> str:

@@ -128,6 +128,32 @@ class _Record(msgspec.Struct):
     compactMetadata: dict[str, object] | None = None
 
 
+class _ToolInput(msgspec.Struct):
+    """The tool-call arguments passdown reads; file bodies and edit strings are skipped."""
+
+    file_path: str | None = None
+    notebook_path: str | None = None
+    path: str | None = None
+    command: str | None = None
+    subject: str | None = None
+    description: str | None = None
+    activeForm: str | None = None
+    taskId: str | int | None = None
+    id: str | int | None = None
+    status: str | None = None
+    todos: list[dict[str, object]] | None = None
+
+
+class _ToolOutcome(msgspec.Struct):
+    """The parts of `toolUseResult` passdown reads (stdout and file bodies are skipped)."""
+
+    exitCode: int | None = None
+    returnCode: int | None = None
+    interrupted: bool = False
+    task: dict[str, object] | None = None
+    taskId: str | int | None = None
+
+
 class _Head(msgspec.Struct):
     cwd: str | None = None
     timestamp: str | None = None
@@ -147,7 +173,8 @@ _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
 _HEAD = msgspec.json.Decoder(_Head)
 _BLOCKS = msgspec.json.Decoder(str | list[_Block])
-_ANY = msgspec.json.Decoder()
+_INPUT = msgspec.json.Decoder(_ToolInput)
+_OUTCOME = msgspec.json.Decoder(str | _ToolOutcome)
 _TASK = msgspec.json.Decoder(_TaskFile)
 _PLAN_STATUSES = {"pending", "in_progress", "completed", "deleted", "blocked", "cancelled"}
 
@@ -452,32 +479,33 @@ class _ActiveReader:
         call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp)
         if name in _EDIT_TOOLS:
             call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
-            target = args.get("file_path") or args.get("notebook_path") or args.get("path")
-            call.paths = (str(target),) if target else ()
+            target = args.file_path or args.notebook_path or args.path
+            call.paths = (target,) if target else ()
         elif name == "Bash":
             call.action = "command"
-            call.command = str(args.get("command") or "")
+            call.command = args.command or ""
         elif name == "TaskCreate":
             call.action = "plan"
             item = PlanItem(
                 id="",
-                subject=str(args.get("subject") or ""),
-                description=_opt_str(args.get("description")),
-                active_form=_opt_str(args.get("activeForm")),
+                subject=args.subject or "",
+                description=args.description or None,
+                active_form=args.activeForm or None,
             )
             call.plan = PlanOp(op="create", items=(item,))
         elif name == "TaskUpdate":
             call.action = "plan"
-            status = args.get("status")
+            status = args.status
+            task_id = args.taskId if args.taskId is not None else args.id
             call.plan = PlanOp(
                 op="update",
-                item_id=str(args.get("taskId") or args.get("id") or ""),
+                item_id=str(task_id) if task_id is not None else "",
                 status=status if status in _PLAN_STATUSES else None,  # type: ignore[arg-type]
-                subject=_opt_str(args.get("subject")),
+                subject=args.subject or None,
             )
         elif name == "TodoWrite":
             call.action = "plan"
-            call.plan = PlanOp(op="replace", items=_todo_items(args.get("todos")))
+            call.plan = PlanOp(op="replace", items=_todo_items(args.todos))
         elif name in ("Task", "Agent"):
             call.action = "subagent"
         elif name in _READ_TOOLS:
@@ -525,14 +553,13 @@ class _ActiveReader:
         return result
 
 
-def _decode_input(raw: msgspec.Raw) -> dict[str, object]:
+def _decode_input(raw: msgspec.Raw) -> _ToolInput:
     if _is_null(raw):
-        return {}
+        return _ToolInput()
     try:
-        value = _ANY.decode(raw)
+        return _INPUT.decode(raw)
     except msgspec.DecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return _ToolInput()
 
 
 def _blocks(raw: msgspec.Raw) -> list[_Block]:
@@ -585,39 +612,34 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
     return tuple(items)
 
 
-def _bash_exit_code(raw: msgspec.Raw) -> int | None:
+def _outcome(raw: msgspec.Raw) -> str | _ToolOutcome | None:
     if _is_null(raw):
-        return 0
+        return None
     try:
-        value = _ANY.decode(raw)
+        return _OUTCOME.decode(raw)
     except msgspec.DecodeError:
         return None
-    if isinstance(value, str):
-        return parse_exit_code(value)
-    if isinstance(value, dict):
-        for key in ("exitCode", "exit_code", "returnCode", "code"):
-            if isinstance(value.get(key), int):
-                return int(value[key])
-        if value.get("interrupted"):
-            return None
-        return 0
-    return None
+
+
+def _bash_exit_code(raw: msgspec.Raw) -> int | None:
+    outcome = _outcome(raw)
+    if outcome is None:
+        return 0 if _is_null(raw) else None
+    if isinstance(outcome, str):
+        return parse_exit_code(outcome)
+    for code in (outcome.exitCode, outcome.returnCode):
+        if code is not None:
+            return code
+    return None if outcome.interrupted else 0
 
 
 def _created_task_id(raw: msgspec.Raw) -> str | None:
-    if _is_null(raw):
+    outcome = _outcome(raw)
+    if not isinstance(outcome, _ToolOutcome):
         return None
-    try:
-        value = _ANY.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    if isinstance(value, dict):
-        task = value.get("task")
-        if isinstance(task, dict) and task.get("id") is not None:
-            return str(task["id"])
-        if value.get("taskId") is not None:
-            return str(value["taskId"])
-    return None
+    if outcome.task and outcome.task.get("id") is not None:
+        return str(outcome.task["id"])
+    return str(outcome.taskId) if outcome.taskId is not None else None
 
 
 __all__ = ["ClaudeCode", "encode_cwd"]

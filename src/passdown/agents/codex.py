@@ -47,7 +47,7 @@ _INJECTED_PREFIXES = (
     "<app-context>",
     "<collaboration_mode>",
 )
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"\*\*\* (?:(Add|Update|Delete) File: (.+)|Move to: (.+))")
 _PATCH_ACTION = {"Add": "write", "Update": "edit", "Delete": "delete"}
 _KNOWN_TYPES = frozenset(
     {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state", "token_usage_record"}
@@ -382,9 +382,24 @@ def _embedded_patch(args: dict[str, object]) -> str | None:
     return None
 
 
+def _patch_headers(patch: str) -> Iterator[re.Match[str]]:
+    """The `*** Add/Update/Delete File:` and `*** Move to:` lines, without scanning
+    every body line with a regex (patches can be large)."""
+    pos = 0
+    while (i := patch.find("*** ", pos)) >= 0:
+        end = patch.find("\n", i)
+        if i == 0 or patch[i - 1] == "\n":
+            match = _PATCH_FILE.match(patch, i, end if end >= 0 else len(patch))
+            if match:
+                yield match
+        if end < 0:
+            break
+        pos = end + 1
+
+
 def _patch_paths(patch: str) -> list[str]:
     paths = []
-    for match in _PATCH_FILE.finditer(patch):
+    for match in _patch_headers(patch):
         path = (match.group(2) or match.group(3) or "").strip()
         if path and path not in paths:
             paths.append(path)
@@ -392,7 +407,7 @@ def _patch_paths(patch: str) -> list[str]:
 
 
 def _patch_action(patch: str) -> str:
-    kinds = {m.group(1) for m in _PATCH_FILE.finditer(patch) if m.group(1)}
+    kinds = {m.group(1) for m in _patch_headers(patch) if m.group(1)}
     return _PATCH_ACTION.get(kinds.pop(), "edit") if len(kinds) == 1 else "edit"
 
 

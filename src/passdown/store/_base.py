@@ -243,7 +243,14 @@ class Store(ABC):
         in title, content or annotation values; `kind` keeps records with an
         annotation of that kind."""
         q = build_query(
-            scope, type=type, kind=kind, since=since, until=until, text=text, limit=limit, cursor=cursor
+            scope,
+            type=type,
+            kind=kind,
+            since=since,
+            until=until,
+            text=text,
+            limit=limit,
+            cursor=cursor,
         )
         return page_from_rows(self._select(q), q.limit)
 
@@ -264,7 +271,9 @@ class Store(ABC):
         """A named value kept per exact scope (e.g. the active handoff's id)."""
 
     @abstractmethod
-    def set_pointer(self, scope: ScopeLike, name: str, expected: str | None, new: str | None) -> bool:
+    def set_pointer(
+        self, scope: ScopeLike, name: str, expected: str | None, new: str | None
+    ) -> bool:
         """Compare-and-swap: set `name` to `new` only if it currently is `expected`
         (None = unset). `new=None` removes it. Returns whether the swap happened."""
 
@@ -286,7 +295,10 @@ class Store(ABC):
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 

@@ -187,7 +187,9 @@ class SQLiteStore(Store):
                 (p.project, p.id, *p.narrow, p.type, p.created_us, now, p.content_hash,
                  _kinds_json(p.kinds), p.body),
             )  # fmt: skip
-            conn.execute("INSERT INTO records_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, p.text))
+            conn.execute(
+                "INSERT INTO records_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, p.text)
+            )
             return
         seq, version, old_hash = row
         if old_hash == p.content_hash:
@@ -211,12 +213,16 @@ class SQLiteStore(Store):
         sc = coerce_scope(scope)
         where, args = _scope_where(sc)
         with self._transaction() as conn:
-            row = conn.execute(f"SELECT seq FROM records r WHERE {where} AND r.id = ?", (*args, id)).fetchone()
+            row = conn.execute(
+                f"SELECT seq FROM records r WHERE {where} AND r.id = ?", (*args, id)
+            ).fetchone()
             if row is None:
                 raise not_found(id, sc)
             conn.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
             conn.execute("DELETE FROM records WHERE seq = ?", (row[0],))
-            conn.execute("DELETE FROM record_history WHERE project = ? AND id = ?", (sc.project, id))
+            conn.execute(
+                "DELETE FROM record_history WHERE project = ? AND id = ?", (sc.project, id)
+            )
 
     # -- reads --------------------------------------------------------------------------
 
@@ -298,7 +304,9 @@ class SQLiteStore(Store):
         )
         return rows[0][0] if rows else None
 
-    def set_pointer(self, scope: ScopeLike, name: str, expected: str | None, new: str | None) -> bool:
+    def set_pointer(
+        self, scope: ScopeLike, name: str, expected: str | None, new: str | None
+    ) -> bool:
         key = (*pointer_key(coerce_scope(scope)), name)
         match = "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
         with self._transaction() as conn:
@@ -321,7 +329,9 @@ class SQLiteStore(Store):
         problems = [row[0] for row in self._read("PRAGMA integrity_check", ()) if row[0] != "ok"]
         try:
             with self._lock:
-                self._conn.execute("INSERT INTO records_fts (records_fts) VALUES ('integrity-check')")
+                self._conn.execute(
+                    "INSERT INTO records_fts (records_fts) VALUES ('integrity-check')"
+                )
         except sqlite3.Error as exc:
             problems.append(f"full-text index: {exc}")
         (records, fts, unindexed, gaps), = self._read(
@@ -333,7 +343,9 @@ class SQLiteStore(Store):
             (),
         )  # fmt: skip
         if records != fts or unindexed:
-            problems.append(f"full-text index has {fts} rows for {records} records ({unindexed} missing)")
+            problems.append(
+                f"full-text index has {fts} rows for {records} records ({unindexed} missing)"
+            )
         if gaps:
             problems.append(f"{gaps} records have missing history versions")
         return problems

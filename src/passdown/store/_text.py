@@ -7,7 +7,7 @@ grow with other projects, and B's documents never take part in A's matching. (Th
 SQL `project = ?` filter remains the isolation guarantee; a hash collision would
 only cost speed.)
 
-Words are runs of letters and decimal digits, case-folded: characters that both
+Words are runs of letters and decimal digits, case- and accent-folded: characters that both
 SQLite's unicode61 tokenizer and PostgreSQL's default parser keep inside a word, so
 neither engine splits a prefixed word and leaves an unprefixed piece behind.
 """
@@ -47,8 +47,18 @@ def _word_chars(run: str) -> Iterator[str]:
         yield run[start:]
 
 
+def fold(text: str) -> str:
+    """Case- and accent-insensitive form: `Café` and `CAFE` index the same word in
+    both backends (SQLite's tokenizer would drop accents, PostgreSQL's would not)."""
+    text = text.casefold()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
 def words(text: str) -> Iterator[str]:
-    for run in _RUN.findall(text.casefold()):
+    for run in _RUN.findall(fold(text)):
         yield from _word_chars(run)
 
 
@@ -68,9 +78,11 @@ def query_terms(project: str, text: str) -> list[Term]:
     """The searched words (all must match); a trailing `*` matches words starting so."""
     prefix = project_prefix(project)
     terms = []
-    for run, star in _QUERY_WORD.findall(text.casefold()):
+    for run, star in _QUERY_WORD.findall(fold(text)):
         parts = list(_word_chars(run))
-        terms.extend(Term(prefix + p, bool(star) and i == len(parts) - 1) for i, p in enumerate(parts))
+        terms.extend(
+            Term(prefix + p, bool(star) and i == len(parts) - 1) for i, p in enumerate(parts)
+        )
     if not terms:
         raise UsageError(f"nothing to search for in {text!r}: give at least one word")
     return terms

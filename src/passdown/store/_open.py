@@ -1,0 +1,71 @@
+"""Choosing a backend from a URL."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from passdown.errors import StoreError, UsageError
+from passdown.paths import data_dir
+
+if TYPE_CHECKING:
+    from passdown.store._base import Store
+
+CONFIG_FILE = "config.toml"
+
+
+def default_store_url() -> str:
+    """`$PASSDOWN_STORE`, else `[store] url` in `data_dir()/config.toml`, else SQLite
+    at `data_dir()/store.db`."""
+    from_env = os.environ.get("PASSDOWN_STORE")
+    if from_env:
+        return from_env
+    from_config = _config_url(data_dir() / CONFIG_FILE)
+    if from_config:
+        return from_config
+    return f"sqlite://{data_dir() / 'store.db'}"
+
+
+def _config_url(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        import tomllib  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        raise StoreError(f"{path}: reading config files needs Python 3.11 or later") from None
+
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+    url = config.get("store", {}).get("url")
+    if url is not None and not isinstance(url, str):
+        raise StoreError(f"{path}: [store] url must be a string")
+    return url
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (creating and migrating if needed) the store at `url`.
+
+    `sqlite://PATH` (so `sqlite:///abs/path.db`; `sqlite://:memory:` for a throwaway
+    store) or `postgresql://user:pass@host/db[?schema=NAME]`. Without a URL, see
+    `default_store_url`.
+    """
+    url = url or default_store_url()
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme == "sqlite":
+        from passdown.store._sqlite import SQLiteStore
+
+        if not rest:
+            raise UsageError("sqlite store URL has no path: use sqlite:///path/to/store.db")
+        return SQLiteStore(rest if rest == ":memory:" else Path(rest).expanduser())
+    if sep and scheme in ("postgresql", "postgres"):
+        from passdown.store._postgres import PostgresStore
+
+        return PostgresStore(url)
+    from passdown.store._postgres import redact
+
+    raise UsageError(
+        f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
+    )
