@@ -301,5 +301,8 @@ def test_own_output_comes_before_the_agents(tmp_path: Path) -> None:
         f"run(LaunchSpec([sys.executable, '-c', 'print(\"agent second\")'], Path({str(tmp_path)!r})),"
         " interactive=False)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert out.stdout.splitlines() == ["passdown says first", "agent second"]

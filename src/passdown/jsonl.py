@@ -73,48 +73,50 @@ class LineReader:
 
     def _forward(self, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
         diag = self.diagnostics
-        pending: list[bytes] = []  # pieces of a line spanning chunks
+        pending: list[bytes] = []  # pieces of a line that spans chunks
         pending_size = 0
-        oversized = False
-        offset = 0  # offset of the first byte of the current chunk
+        skipping = False  # inside an oversized line: drop bytes until its newline
         line_start = 0
+        pos = 0  # offset of the next byte to place
         try:
             while chunk := stream.read(CHUNK):
                 parts = chunk.split(b"\n")
                 last = parts.pop()
-                pos = offset
-                for part in parts:
-                    if pending:
-                        if not oversized:
-                            pending.append(part)
-                            yield line_start, b"".join(pending)
-                            diag.lines += 1
+                for part in parts:  # each of these ends at a newline
+                    if skipping:
+                        skipping = False
+                    elif pending:
+                        pending.append(part)
+                        line = b"".join(pending)
                         pending.clear()
                         pending_size = 0
-                        oversized = False
+                        if len(line) > MAX_LINE_BYTES:
+                            diag.oversized_lines += 1
+                        else:
+                            diag.lines += 1
+                            yield line_start, line
+                    elif len(part) > MAX_LINE_BYTES:
+                        diag.oversized_lines += 1
                     elif part:
                         diag.lines += 1
                         yield pos, part
                     pos += len(part) + 1
                     line_start = pos
-                if last:
-                    if not pending:
-                        line_start = pos
+                if last and not skipping:
+                    pending.append(last)
                     pending_size += len(last)
                     if pending_size > MAX_LINE_BYTES:
-                        if not oversized:
-                            diag.oversized_lines += 1
-                        oversized = True
+                        diag.oversized_lines += 1
+                        skipping = True
                         pending.clear()
-                    else:
-                        pending.append(last)
-                offset += len(chunk)
+                        pending_size = 0
+                pos += len(last)
         except OSError as exc:
             raise SessionReadError(f"cannot read {self.path}: {exc}") from None
         except Exception as exc:  # zstd stream errors come as their own class
             diag.warnings.append(f"stopped reading {self.path.name} early: {exc}")
             return
-        if pending and not oversized:
+        if pending and not skipping:
             self.tail_offset = line_start
             diag.lines += 1
             yield line_start, b"".join(pending)
@@ -145,7 +147,9 @@ class LineReader:
                     skipping = False  # this newline ends the oversized line's start
                     at_end = False
                     continue
-                if line:
+                if len(line) > MAX_LINE_BYTES:
+                    diag.oversized_lines += 1
+                elif line:
                     if at_end and k == len(lines) - 1:
                         self.tail_offset = start
                     diag.lines += 1

@@ -108,6 +108,7 @@ def _looks_random(value: str, *, min_len: int = 20, allow_hex: bool = True) -> b
     return (mixed or lower_alnum) and _entropy(value) >= 3.5
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat (tokens, key, ...): analyse each once
 def _name_strength(name: str) -> int:
     """2 = the name says secret, 1 = it might hold one (key, auth), 0 = not a secret name."""
     words = [w.lower() for w in _re(_NAME_WORD).findall(name)]
@@ -160,73 +161,98 @@ def _value_is_secret(
     return "(" not in value
 
 
+Replacer = Callable[[re.Match[str]], "str | None"]
+
+
 @dataclass(frozen=True, slots=True)
 class _Rule:
+    """One kind of secret. `pattern` runs on the text; when it has no literal prefix (so the
+    regex engine cannot skip ahead fast) a `finder` runs on the lowercased text instead and
+    `pattern` is only tried where the finder hit."""
+
     kind: str
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]  # lowercase substrings; the rule runs only if one is present
-    # Returns the replacement for a match, or None to keep it.
-    replace: Callable[[re.Match[str]], str | None]
+    replace: Replacer  # the replacement for a match, or None to keep it
+    finder: re.Pattern[str] | None = None
 
 
-def _whole(kind: str, check: Callable[[str], bool] | None = None) -> Callable[..., str | None]:
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_NAME_CHARS = _WORD_CHARS | {".", "-"}
+
+
+def _at_word_start(m: re.Match[str]) -> bool:
+    # Checked here rather than with a lookbehind: a regex that starts with a literal lets
+    # the engine skip ahead at GB/s, a leading lookbehind makes it try every position.
+    return m.start() == 0 or m.string[m.start() - 1] not in _WORD_CHARS
+
+
+def _marker(kind: str) -> str:
+    return f"{MARKER_PREFIX}{kind}]"
+
+
+def _whole(kind: str, check: Callable[[str], bool] | None = None) -> Replacer:
     def replace(m: re.Match[str]) -> str | None:
-        return f"[REDACTED:{kind}]" if check is None or check(m.group(0)) else None
+        ok = _at_word_start(m) and (check is None or check(m.group(0)))
+        return _marker(kind) if ok else None
 
     return replace
 
 
-def _keep_prefix(kind: str, group: int = 1) -> Callable[..., str | None]:
-    """Keep everything before `group` (the name), redact the group (the value)."""
+def _swap(m: re.Match[str], group: int, value: str, kind: str) -> str:
+    """The match with `value` (a prefix of `group`) replaced by the marker, the name kept."""
+    whole = m.group(0)
+    start = m.start(group) - m.start()
+    return f"{whole[:start]}{_marker(kind)}{whole[start + len(value):]}"
+
+
+def _keep_name(kind: str, check: Callable[[str], bool] = lambda v: True, group: int = 1) -> Replacer:
+    """Keep everything around `group` (the name, the scheme), redact the group (the value)."""
 
     def replace(m: re.Match[str]) -> str | None:
         value = m.group(group)
-        if not value or value.startswith(MARKER_PREFIX):
+        if not value or value.startswith(MARKER_PREFIX) or not check(value):
             return None
-        start = m.start(group) - m.start()
-        end = m.end(group) - m.start()
-        whole = m.group(0)
-        return f"{whole[:start]}[REDACTED:{kind}]{whole[end:]}"
+        return _swap(m, group, value, kind)
 
     return replace
 
 
 def _mixed(value: str) -> bool:
-    """Provider tokens are random: require a digit and both cases so words never match."""
-    return any(c.isdigit() for c in value) and any(c.isupper() for c in value) and any(
-        c.islower() for c in value
+    """Provider tokens are random: a digit and both cases, so words never match."""
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
     )
 
 
-def _token_rules() -> list[_Rule]:
-    """Secrets recognisable on their own, by a provider prefix and shape."""
-    b = r"(?<![A-Za-z0-9_])"  # faster than \b and also refuses a preceding underscore
-    e = r"(?![A-Za-z0-9_])"
-    specs: list[tuple[str, str, tuple[str, ...], Callable[[str], bool] | None]] = [
-        ("aws_access_key", rf"{b}(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)"
-         rf"[A-Z0-9]{{16}}{e}", ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa",
-                                  "anva", "abia", "acca"), None),
-        ("github_token", rf"{b}(?:gh[pousr]_[A-Za-z0-9]{{30,255}}|github_pat_[A-Za-z0-9_]{{22,255}}){e}",
-         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), None),
-        ("gitlab_token", rf"{b}gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{{20,}}",
-         ("gl",), None),
-        ("slack_token", rf"{b}(?:xox[abposr]|xapp)-[A-Za-z0-9-]{{10,}}", ("xox", "xapp-"), None),
-        ("anthropic_key", rf"{b}sk-ant-[A-Za-z0-9_-]{{20,}}", ("sk-ant-",), None),
-        ("openai_key", rf"{b}sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{{20,}}",
-         ("sk-",), _mixed),
-        ("google_api_key", rf"{b}AIza[0-9A-Za-z_-]{{35}}{e}", ("aiza",), None),
-        ("stripe_key", rf"{b}(?:[rs]k_(?:live|test)_[0-9A-Za-z]{{10,}}|whsec_[A-Za-z0-9]{{24,}})",
-         ("k_live_", "k_test_", "whsec_"), None),
-        ("jwt", rf"{b}eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]*", ("eyj",), None),
-        ("npm_token", rf"{b}npm_[A-Za-z0-9]{{36}}{e}", ("npm_",), None),
-        ("huggingface_token", rf"{b}hf_[A-Za-z0-9]{{30,}}{e}", ("hf_",),
-         lambda v: any(c.isupper() for c in v) and any(c.islower() for c in v[3:])),
-        ("sendgrid_key", rf"{b}SG\.[A-Za-z0-9_-]{{16,32}}\.[A-Za-z0-9_-]{{16,64}}", ("sg.",), None),
-        ("twilio_key", rf"{b}(?:AC|SK)[0-9a-f]{{32}}{e}", ("ac", "sk"), None),
-        ("pypi_token", rf"{b}pypi-AgE[A-Za-z0-9_-]{{50,}}", ("pypi-",), None),
-    ]
-    return [_Rule(kind, _re(rx), trig, _whole(kind, chk)) for kind, rx, trig, chk in specs]
-
+_TOKEN_SPECS: tuple[tuple[str, str, tuple[str, ...], Callable[[str], bool] | None], ...] = (
+    # kind, pattern (starting with a literal), triggers, extra check
+    # Access key ids (AKIA long-term, ASIA temporary, ABIA/ACCA other partitions); other
+    # IAM prefixes (AIDA, AROA...) name users and roles and are not credentials.
+    ("aws_access_key", r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+     ("akia", "asia", "abia", "acca"), None),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{30,255}(?![A-Za-z0-9])",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), None),
+    ("github_token", r"github_pat_[A-Za-z0-9_]{22,255}", ("github_pat_",), None),
+    ("gitlab_token", r"gl(?:pat|dt|rt|ptt|cbt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{20,}",
+     ("gl",), None),
+    ("slack_token", r"x(?:ox[abposr]|app)-[A-Za-z0-9-]{10,}", ("xox", "xapp-"), None),
+    ("anthropic_key", r"sk-ant-[A-Za-z0-9_-]{20,}", ("sk-ant-",), None),
+    ("openai_key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}", ("sk-",), _mixed),
+    ("google_api_key", r"AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])", ("aiza",), None),
+    ("stripe_key", r"[rs]k_(?:live|test)_[0-9A-Za-z]{10,}", ("k_live_", "k_test_"), None),
+    ("stripe_key", r"whsec_[A-Za-z0-9]{24,}", ("whsec_",), None),
+    ("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*", ("eyj",), None),
+    ("npm_token", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", ("npm_",), None),
+    ("huggingface_token", r"hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])", ("hf_",),
+     lambda v: any(c.isupper() for c in v) and any(c.islower() for c in v[3:])),
+    ("sendgrid_key", r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", ("sg.",), None),
+    ("twilio_key", r"AC[0-9a-f]{32}(?![A-Za-z0-9])", ("ac",), None),
+    ("twilio_key", r"SK[0-9a-f]{32}(?![A-Za-z0-9])", ("sk",), None),
+    ("pypi_token", r"pypi-AgE[A-Za-z0-9_-]{50,}", ("pypi-",), None),
+)
 
 _PEM = (
     r"(?s)-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY((?: BLOCK)?)-----"
@@ -234,64 +260,38 @@ _PEM = (
     # else (a truncated block) the header and base64 lines that follow
     r"|(?:(?:\\r|\\n|\r|\n)[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]+: [^\r\n\\]*))*)"
 )
-
-# Secrets whose name stays: the value is group 1.
-_URL_PASSWORD = r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]*:([^\s@/\"'<>]+)@(?=[\w\[.-])"
-_SLACK_WEBHOOK = (
-    r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})"
-)
+_SLACK_WEBHOOK = r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})"
+_URL_PASSWORD = r"://[^\s:/@?#\"'<>]*:([^\s@/\"'<>]+)@(?=[\w\[.-])"
 _AZURE = r"(?i)\b(?:AccountKey|SharedAccessKey|SharedSecret)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})"
-_AZURE_SAS = r"[?&]sig=([A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})"
+_AZURE_SAS = r"sig=([A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})"
 _AUTH_HEADER = (
     r"(?i)\b(?:proxy-)?authorization\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?"
     r"(?:(bearer|basic|token|digest|negotiate|ntlm|apikey)[ \t]+)?([^\s\"'\\,;]+)"
 )
-_BEARER = r"\b[Bb]earer[ \t]+([A-Za-z0-9._~+/=-]{16,})"
-_CURL_USER = r"(?:[ \t]-u|--user)[ =]\\?[\"']?[^\s:\"']+:([^\s\"'\\]+)"
+_BEARER = r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/=-]{16,})"
+_CURL_USER = r"(?:-u|--user)[ =]\\?[\"']?[^\s:\"']+:([^\s\"'\\]+)"
 _CLI_FLAG = (
-    r"(?i)(?<![\w-])(--?[a-z0-9-]*(?:password|passwd|passphrase|secret|token|api-?key|"
-    r"access-key|private-key|credential)[a-z0-9-]*)(?:=|[ \t]+)(\\?[\"']?)([^\s\"'\\]+)"
+    r"(?i)--?([a-z0-9-]*(?:passw|passphrase|secret|token|api-?key|access-key|private-key|"
+    r"credential)[a-z0-9-]*)(?:=|[ \t]+)\\?[\"']?([^\s\"'\\]+)"
 )
-# `name <sep> value`: the name ends with a secret-ish word; the rest of it is found by looking
-# back from the match (so the regex anchors on a rare word, not on every identifier).
+_CLI_FINDER = r"-[a-z0-9-]*(?:pass|secret|token|key|credential)"
+# `name <sep> value`: anchored on the secret-ish word; the start of the name is found by
+# looking back from the match, so the regex need not try every identifier.
+_ASSIGN_WORD = r"(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)"
 _ASSIGN = (
-    r"(?i)(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)[a-z0-9_.-]*?"
-    r"(\\?[\"']?)([ \t]*(?::=|=>|=|:)[ \t]*)"
+    rf"(?i){_ASSIGN_WORD}[a-z0-9_.-]*?(\\?[\"']?)([ \t]*(?::=|=>|=|:)[ \t]*)"
     r"(?:(\\?\")((?:[^\"\\\n]|\\[^\"\n])*)\\?\"|(\\?')([^'\n\\]*)\\?'|([^\s\"'`]+))"
 )
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_ASSIGN_FINDER = rf"{_ASSIGN_WORD}[a-z0-9_.-]*[\"']?[ \t]*[:=]"
+_ASSIGN_TRIGGERS = ("secret", "token", "pass", "pwd", "key", "credential", "auth", "sess",
+                    "sig", "salt", "hmac")
 # A random-looking string right after a secret word in prose ("the api key is 3kF9...").
+_NEAR_WORD = r"(?:secret|token|passw(?:or)?d|api[ _-]?key|access[ _-]?key|credentials?)"
 _NEAR = (
-    r"(?i)(?:secret|token|passw(?:or)?d|api[ _-]?key|access[ _-]?key|credentials?)[a-z_-]*"
-    r"(?:[ \t]+(?:is|was|key|value|of|to|set to))?[ \t:=]+[\"'`]?([A-Za-z0-9+/_=.~-]{20,})"
+    rf"(?i){_NEAR_WORD}[a-z_-]*(?:[ \t]+(?:is|was|key|value|of|to|set to))?"
+    r"[ \t:=]+[\"'`]?([A-Za-z0-9+/_=.~-]{20,})"
 )
-
-
-def _assign_replace(text: str) -> Callable[[re.Match[str]], str | None]:
-    def replace(m: re.Match[str]) -> str | None:
-        start = m.start()
-        while start > 0 and text[start - 1] in _NAME_CHARS:
-            start -= 1
-        name = text[start : m.start(1)].lstrip(".-")
-        if m.group(4) is not None:
-            group, quoted = 4, True
-        elif m.group(6) is not None:
-            group, quoted = 6, True
-        else:
-            group, quoted = 7, False
-        value = m.group(group)
-        sep = m.group(2)
-        env_style = not quoted and name.isupper() and "=" in sep and " " not in sep
-        if not quoted:
-            value = _trim_unquoted(value, env_style)
-        colon = sep.strip() == ":"
-        if not _value_is_secret(name, value, quoted=quoted, env_style=env_style, colon=colon):
-            return None
-        whole = m.group(0)
-        s = m.start(group) - m.start()
-        return f"{whole[:s]}[REDACTED:secret_assignment]{whole[s + len(value):]}"
-
-    return replace
+_NEAR_TRIGGERS = ("secret", "token", "passw", "key", "credential")
 
 
 def _trim_unquoted(value: str, env_style: bool) -> str:
@@ -301,48 +301,96 @@ def _trim_unquoted(value: str, env_style: bool) -> str:
     return value.rstrip(".,;:)]}")
 
 
-def _cli_replace(m: re.Match[str]) -> str | None:
-    value = _trim_unquoted(m.group(3), env_style=True)
-    if value.startswith("-") or _is_trivial(value) or value[0] in "/~." or _name_strength(m.group(1)) < 2:
+def _assign_replace(m: re.Match[str]) -> str | None:
+    start = m.start()
+    while start > 0 and m.string[start - 1] in _NAME_CHARS:
+        start -= 1
+    name = m.string[start : m.start(1)].lstrip(".-")
+    if not _name_strength(name):
+        return None  # most hits: tokens=, author:, keyword=
+    group = next(g for g in (4, 6, 7) if m.group(g) is not None)
+    quoted = group != 7
+    sep = m.group(2)
+    env_style = not quoted and name.isupper() and "=" in sep and " " not in sep
+    value = m.group(group) if quoted else _trim_unquoted(m.group(group), env_style)
+    colon = sep.strip() == ":"
+    if not value or not _value_is_secret(
+        name, value, quoted=quoted, env_style=env_style, colon=colon
+    ):
         return None
-    whole = m.group(0)
-    s = m.start(3) - m.start()
-    return f"{whole[:s]}[REDACTED:secret_assignment]{whole[s + len(value):]}"
+    return _swap(m, group, value, "secret_assignment")
 
 
-def _named_rules() -> list[_Rule]:
-    def check(kind: str, test: Callable[[str], bool], group: int = 1) -> Callable[..., str | None]:
-        keep = _keep_prefix(kind, group)
-        return lambda m: keep(m) if test(m.group(group)) else None
+def _cli_replace(m: re.Match[str]) -> str | None:
+    if m.start() and not m.string[m.start() - 1].isspace():
+        return None  # not a flag: a word with a dash inside
+    value = _trim_unquoted(m.group(2), env_style=True)
+    if not value or value[0] in "-/~." or _is_trivial(value) or _name_strength(m.group(1)) < 2:
+        return None
+    return _swap(m, 2, value, "secret_assignment")
 
-    def not_trivial(v: str) -> bool:
-        return not _is_trivial(v)
 
-    def bearer_ok(v: str) -> bool:
-        return not _is_trivial(v) and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+def _near_replace(m: re.Match[str]) -> str | None:
+    value = m.group(1).rstrip(".,")
+    if not _looks_random(value, allow_hex=False):
+        return None
+    return _swap(m, 1, value, "high_entropy_secret")
 
-    def header(m: re.Match[str]) -> str | None:
-        # With a scheme (Bearer x) any literal is a credential; without one, `Authorization:
-        # auth` or `authorization = self.headers.get(...)` is code unless the value is random.
-        value = m.group(2)
-        ok = not _is_trivial(value) if m.group(1) else _looks_random(value, min_len=12)
-        return _keep_prefix("auth_header", 2)(m) if ok else None
 
-    return [
-        _Rule("slack_webhook", _re(_SLACK_WEBHOOK), ("hooks.slack.com",), _keep_prefix("slack_webhook")),
-        _Rule("url_password", _re(_URL_PASSWORD), ("://",), check("url_password", not_trivial)),
+def _header_replace(m: re.Match[str]) -> str | None:
+    # With a scheme (Bearer x) any literal is a credential; without one, `Authorization:
+    # auth` or `authorization = self.headers.get(...)` is code unless the value is random.
+    value = m.group(2)
+    ok = not _is_trivial(value) if m.group(1) else _looks_random(value, min_len=12)
+    return _swap(m, 2, value, "auth_header") if ok and not value.startswith(MARKER_PREFIX) else None
+
+
+def _curl_user_replace(m: re.Match[str]) -> str | None:
+    if m.start() and not m.string[m.start() - 1].isspace():
+        return None
+    return _keep_name("basic_auth", _not_trivial)(m)
+
+
+def _sas_replace(m: re.Match[str]) -> str | None:
+    if not m.start() or m.string[m.start() - 1] not in "?&":
+        return None  # a SAS signature is a query parameter
+    return _keep_name("azure_key")(m)
+
+
+def _not_trivial(value: str) -> bool:
+    return not _is_trivial(value)
+
+
+def _bearer_ok(value: str) -> bool:
+    return not _is_trivial(value) and any(c.isdigit() for c in value) and any(
+        c.isalpha() for c in value
+    )
+
+
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    """Built on first use, so that importing this module stays cheap. Order matters: specific
+    kinds first, so that a GitHub token in GITHUB_TOKEN=... is reported as github_token."""
+    # A key block may follow anything, even a JSON-escaped "\n": no word-start check.
+    rules = [_Rule("private_key", _re(_PEM), ("private key",), lambda m: _marker("private_key"))]
+    rules += [_Rule(kind, _re(rx), trig, _whole(kind, check))
+              for kind, rx, trig, check in _TOKEN_SPECS]
+    rules += [
+        _Rule("slack_webhook", _re(_SLACK_WEBHOOK), ("hooks.slack.com",),
+              _keep_name("slack_webhook")),
+        _Rule("url_password", _re(_URL_PASSWORD), ("://",), _keep_name("url_password", _not_trivial)),
         _Rule("azure_key", _re(_AZURE), ("accountkey", "sharedaccesskey", "sharedsecret"),
-              _keep_prefix("azure_key")),
-        _Rule("azure_key", _re(_AZURE_SAS), ("sig=",), _keep_prefix("azure_key")),
-        _Rule("auth_header", _re(_AUTH_HEADER), ("authorization",), header),
-        _Rule("auth_header", _re(_BEARER), ("bearer",), check("auth_header", bearer_ok)),
-        _Rule("basic_auth", _re(_CURL_USER), ("-u", "--user"), check("basic_auth", not_trivial)),
-        _Rule("secret_assignment", _re(_CLI_FLAG), ("-",), _cli_replace),
+              _keep_name("azure_key")),
+        _Rule("azure_key", _re(_AZURE_SAS), ("sig=",), _sas_replace),
+        _Rule("auth_header", _re(_AUTH_HEADER), ("authorization",), _header_replace),
+        _Rule("auth_header", _re(_BEARER), ("bearer",), _keep_name("auth_header", _bearer_ok)),
+        _Rule("basic_auth", _re(_CURL_USER), ("-u", "--user"), _curl_user_replace),
+        _Rule("secret_assignment", _re(_CLI_FLAG), ("-",), _cli_replace, _re(_CLI_FINDER)),
+        _Rule("secret_assignment", _re(_ASSIGN), _ASSIGN_TRIGGERS, _assign_replace,
+              _re(_ASSIGN_FINDER)),
+        _Rule("high_entropy_secret", _re(_NEAR), _NEAR_TRIGGERS, _near_replace, _re(_NEAR_WORD)),
     ]
-
-
-_ASSIGN_TRIGGERS = ("secret", "token", "pass", "pwd", "key", "credential", "auth", "sess", "sig",
-                    "salt", "hmac")
+    return tuple(rules)
 
 
 @dataclass
@@ -352,23 +400,21 @@ class Redactor:
     findings: dict[str, int] = field(default_factory=dict)
 
     def redact(self, text: str) -> str:
+        """`text` with every secret replaced by `[REDACTED:<kind>]`."""
         if not text:
             return text
         lowered = text.lower()
-        text = self._apply_pem(text, lowered)
         for rule in _rules():
             if any(t in lowered for t in rule.triggers):
-                text = self._apply(rule.kind, rule.pattern, rule.replace, text)
-        if any(t in lowered for t in _ASSIGN_TRIGGERS):
-            text = self._apply("secret_assignment", _re(_ASSIGN), _assign_replace(text), text)
-            text = self._apply("high_entropy_secret", _re(_NEAR), self._near, text)
+                new = self._apply(rule, text, lowered)
+                if new is not text:
+                    text, lowered = new, new.lower()
         return text
 
     def redact_data(self, obj: Any) -> Any:
         """A copy of `obj` (dicts, lists, tuples, sets, strings; anything else as is) with every
-        string redacted. Dict keys are redacted too; a string value under a secret-ish key
-        ("password", "api_key", ...) is judged as that name's value, since it has no context
-        of its own."""
+        string redacted, dict keys included. A string under a secret-sounding key
+        ({"password": "..."}) is judged as that name's value, since alone it has no context."""
         if isinstance(obj, str):
             return self.redact(obj)
         if isinstance(obj, dict):
@@ -387,57 +433,42 @@ class Redactor:
             new_key = self.redact(key) if isinstance(key, str) else key
             while new_key in out:  # two keys redacted to the same marker: keep both
                 new_key = f"{new_key}'"
-            if isinstance(key, str) and isinstance(value, str) and _value_is_secret(
-                key, value, quoted=True, env_style=False
+            if (
+                isinstance(key, str)
+                and isinstance(value, str)
+                and value.strip()
+                and _value_is_secret(key, value.strip(), quoted=True, env_style=False)
             ):
                 self._count("secret_assignment")
-                out[new_key] = "[REDACTED:secret_assignment]"
+                out[new_key] = _marker("secret_assignment")
             else:
                 out[new_key] = self.redact_data(value)
         return out
 
-    def _near(self, m: re.Match[str]) -> str | None:
-        value = m.group(1).rstrip(".,")
-        if not _looks_random(value, min_len=20, allow_hex=False):
-            return None
-        whole = m.group(0)
-        s = m.start(1) - m.start()
-        return f"{whole[:s]}[REDACTED:high_entropy_secret]{whole[s + len(value):]}"
-
-    def _apply_pem(self, text: str, lowered: str) -> str:
-        if "private key" not in lowered:
-            return text
-        return self._apply("private_key", _re(_PEM), _whole("private_key"), text)
-
-    def _apply(
-        self,
-        kind: str,
-        pattern: re.Pattern[str],
-        replace: Callable[[re.Match[str]], str | None],
-        text: str,
-    ) -> str:
-        def sub(m: re.Match[str]) -> str:
-            new = replace(m)
+    def _apply(self, rule: _Rule, text: str, lowered: str) -> str:
+        if rule.finder is not None and len(lowered) == len(text):
+            starts: Iterable[int] = (f.start() for f in rule.finder.finditer(lowered))
+            matches = (m for pos in starts if (m := rule.pattern.match(text, pos)))
+        else:  # lower() changed the length (rare non-ASCII): scan the text itself
+            matches = rule.pattern.finditer(text)
+        parts: list[str] = []
+        last = 0
+        for m in matches:
+            if m.start() < last:
+                continue
+            new = rule.replace(m)
             if new is None:
-                return m.group(0)
-            self._count(kind)
-            return new
-
-        return pattern.sub(sub, text)
+                continue
+            parts += (text[last : m.start()], new)
+            last = m.end()
+            self._count(rule.kind)
+        if not parts:
+            return text
+        parts.append(text[last:])
+        return "".join(parts)
 
     def _count(self, kind: str) -> None:
         self.findings[kind] = self.findings.get(kind, 0) + 1
-
-
-_RULES: list[_Rule] | None = None
-
-
-def _rules() -> Iterable[_Rule]:
-    # Built on first use so that importing passdown.redact stays cheap.
-    global _RULES
-    if _RULES is None:
-        _RULES = _token_rules() + _named_rules()
-    return _RULES
 
 
 def redact(text: str) -> str:

@@ -141,8 +141,12 @@ class AgentEnv:
 def init_git_workspace(path: Path, files: dict[str, str] | None = None) -> Path:
     """A fresh git repo with one commit, so agents and passdown see real git state."""
     path.mkdir(parents=True, exist_ok=True)
+    # A fixed, past commit date: like a real repo, its history predates the agent session
+    # (git dates have 1 s resolution, so a commit made just before the session would look
+    # like work done during it). It also keeps HEAD's hash stable across recordings.
     env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
-           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid"}
+           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+           "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z"}
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)

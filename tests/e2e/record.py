@@ -575,4 +575,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise RecordError(main())
+    raise SystemExit(main())

@@ -94,11 +94,13 @@ class Agent(ABC):
         return matches[0]
 
     def _resolve_path(self, path: Path) -> SessionRef:
+        # Containment first, on the fully resolved path (symlinks and ".." collapsed),
+        # so a hostile path is refused whether or not it exists.
         try:
-            real = path.expanduser().resolve(strict=True)
+            real = path.expanduser().resolve(strict=False)
         except (OSError, RuntimeError):
-            raise SessionNotFound(f"session file not found: {path}") from None
-        roots = [r.resolve() for r in self.store_roots() if r.exists()]
+            raise UsageError(f"invalid session path: {path}") from None
+        roots = [r.resolve() for r in self.store_roots()]
         if not any(real.is_relative_to(root) for root in roots):
             where = ", ".join(str(r) for r in self.store_roots()) or "(none)"
             raise UsageError(
@@ -106,7 +108,7 @@ class Agent(ABC):
                 hint=f"session files live under {where}",
             )
         if not real.is_file():
-            raise SessionNotFound(f"not a session file: {path}")
+            raise SessionNotFound(f"session file not found: {path}")
         return self.ref_for_path(real)
 
 

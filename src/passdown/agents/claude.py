@@ -14,6 +14,7 @@ import re
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -553,21 +554,27 @@ class _ActiveReader:
         return result
 
 
-def _decode_input(raw: msgspec.Raw) -> _ToolInput:
+def _decode_raw(decoder: msgspec.json.Decoder, raw: msgspec.Raw) -> Any:
+    """Decode a nested field; invalid UTF-8 inside it is replaced, not fatal."""
     if _is_null(raw):
-        return _ToolInput()
+        return None
     try:
-        return _INPUT.decode(raw)
+        return decoder.decode(raw)
     except msgspec.DecodeError:
-        return _ToolInput()
+        pass
+    try:
+        return decoder.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+    except msgspec.DecodeError:
+        return None
+
+
+def _decode_input(raw: msgspec.Raw) -> _ToolInput:
+    return _decode_raw(_INPUT, raw) or _ToolInput()
 
 
 def _blocks(raw: msgspec.Raw) -> list[_Block]:
-    if _is_null(raw):
-        return []
-    try:
-        value = _BLOCKS.decode(raw)
-    except msgspec.DecodeError:
+    value = _decode_raw(_BLOCKS, raw)
+    if value is None:
         return []
     if isinstance(value, str):
         return [_Block(type="text", text=value)]
@@ -613,12 +620,7 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
 
 
 def _outcome(raw: msgspec.Raw) -> str | _ToolOutcome | None:
-    if _is_null(raw):
-        return None
-    try:
-        return _OUTCOME.decode(raw)
-    except msgspec.DecodeError:
-        return None
+    return _decode_raw(_OUTCOME, raw)
 
 
 def _bash_exit_code(raw: msgspec.Raw) -> int | None:

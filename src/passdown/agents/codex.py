@@ -180,10 +180,8 @@ class CodexCLI(Agent):
 
 def _session_meta(path: Path) -> _Payload | None:
     """The first record (session_meta, or a legacy bare header) without reading on."""
-    try:
-        with open_binary(path) as stream:
-            line = stream.readline(_FIRST_LINE_LIMIT)
-    except Exception:
+    line = _first_line(path)
+    if not line:
         return None
     try:
         first = _LINE.decode(line)
@@ -193,6 +191,24 @@ def _session_meta(path: Path) -> _Payload | None:
         return legacy if legacy.id else None
     except msgspec.DecodeError:
         return None
+
+
+def _first_line(path: Path) -> bytes:
+    """Read up to the first newline (zstd streams have no readline)."""
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        with open_binary(path) as stream:
+            while size < _FIRST_LINE_LIMIT and (chunk := stream.read(64 * 1024)):
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    pieces.append(chunk[:end])
+                    break
+                pieces.append(chunk)
+                size += len(chunk)
+    except Exception:
+        return b""
+    return b"".join(pieces)
 
 
 class _RolloutReader:
