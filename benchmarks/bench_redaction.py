@@ -348,8 +348,7 @@ def generate_planted(seed: int = 20240501) -> list[dict]:
 def generate_ordinary(seed: int = 7) -> str:
     """Text that looks busy but holds no secret: what a handoff is mostly made of."""
     rng = random.Random(seed)
-    words = ("fix parser handle torn lines add tests refactor store migrate schema bump "
-             "version update docs rename module speed up export redact output").split()
+    words = ["fix", "parser", "handle", "torn", "lines", "add", "tests", "refactor", "store", "migrate", "schema", "bump", "version", "update", "docs", "rename", "module", "speed", "up", "export", "redact", "output"]
     files = ["src/passdown/cli/export.py", "src/passdown/store/sqlite.py", "tests/test_cli.py",
              "README.md", "pyproject.toml", "src/passdown/agents/claude.py", "docs/design.md"]
     parts: list[str] = []

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from passdown.store import Store, open_store  # noqa: E402
+from passdown.store import Store, open_store
 
 PG_URL = os.environ.get(
     "PASSDOWN_TEST_PG_URL", "postgresql://passdown:passdown@127.0.0.1:5432/passdown_test"

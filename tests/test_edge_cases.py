@@ -231,7 +231,7 @@ def test_empty_session_file(claude_dir: Path) -> None:
     s = ClaudeSession()
     path = s.write(claude_dir)
     path.write_bytes(b"")
-    transcript, ex = _read("claude", path)
+    _, ex = _read("claude", path)
     assert ex.task.original_request is None and ex.task.transcript == []
 
 

@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from recorded import Recorded, params
 
 from passdown.agents import get_agent
 from passdown.extract import extract
 from passdown.pipeline import Selection, build_handoff
+from recorded import Recorded, params
 
 
 def _git(ws: Path, *args: str) -> None:

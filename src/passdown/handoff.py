@@ -150,3 +150,15 @@ def handoff_json_schema() -> dict[str, object]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://passdown.dev/schemas/handoff.schema.json"
     return schema
+
+
+def handoff_schema_text() -> str:
+    import json
+
+    return json.dumps(handoff_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":  # python -m passdown.handoff > schemas/handoff.schema.json
+    import sys
+
+    sys.stdout.write(handoff_schema_text())

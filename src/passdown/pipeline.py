@@ -168,7 +168,7 @@ def redact_handoff(handoff: Handoff) -> Handoff:
 
     redactor = Redactor()
     data = redactor.redact_data(handoff.model_dump(by_alias=True))
-    data["redaction"] = Redaction(applied=True, findings=dict(redactor.findings)).model_dump()
+    data["redaction"] = Redaction(applied=True, findings=dict(sorted(redactor.findings.items()))).model_dump()
     return Handoff.model_validate(data)
 
 

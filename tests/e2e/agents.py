@@ -46,16 +46,13 @@ def find_agent(name: str) -> Path:
 
 
 def ensure_agents() -> Path:
-    """Install the pinned CLIs if needed (idempotent, cached) and return their bin folder."""
-    try:
-        find_agent("claude")
-        find_agent("codex")
-        # A fast check is enough when both exist; the script verifies versions otherwise.
-        return npm_bin_dir()
-    except AgentsMissing:
-        pass
+    """Install the pinned CLIs if needed and return their bin folder.
+
+    Always runs the install script: it is idempotent and cached (~0.3 s when up to date) and
+    it verifies the installed versions, so a stale cache cannot pass for the pinned build.
+    """
     proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True,
-                          timeout=600, check=False)
+                          timeout=900, check=False)
     if proc.returncode != 0:
         raise AgentsMissing(f"install-agents.sh failed ({proc.returncode}):\n{proc.stderr}")
     find_agent("claude")

@@ -67,7 +67,8 @@ MIGRATIONS: list[tuple[str, tuple[str, ...]]] = [
             )""",
             "CREATE INDEX records_by_time ON records (project, created_us DESC, seq DESC)",
             "CREATE INDEX records_by_type ON records (project, type, created_us DESC, seq DESC)",
-            "CREATE INDEX records_text ON records USING gin (tsv)",
+            # no pending list: every query would scan recent inserts linearly otherwise
+            "CREATE INDEX records_text ON records USING gin (tsv) WITH (fastupdate = off)",
             """CREATE TABLE record_history (
                 project text NOT NULL,
                 id text NOT NULL,

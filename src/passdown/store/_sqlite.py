@@ -284,7 +284,9 @@ class SQLiteStore(Store):
             args.extend(q.after)
         source = "records r"
         if q.terms is not None:
-            source = "records_fts f JOIN records r ON r.seq = f.rowid"
+            # CROSS JOIN keeps the text index as the outer loop: otherwise SQLite walks
+            # the whole project by time and runs the text match once per record
+            source = "records_fts f CROSS JOIN records r ON r.seq = f.rowid"
             where.insert(0, "records_fts MATCH ?")
             args.insert(0, fts5_query(q.terms))
         sql = (
