@@ -14,7 +14,7 @@ Corpus:
   positive; examples are printed so the figure can be judged.
 
 The baseline is detect-secrets (Yelp) with its default plugins and filters, run in the same
-process through its ad-hoc `scan_line` API, each found value replaced in the line.
+process the way it scans a file, each value it reports replaced in its line.
 """
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def _password(rng: random.Random) -> str:
     return rng.choice(
         [
             _r(rng, ALNUM, 10) + rng.choice("!#%*") + _r(rng, string.digits, 2),
-            "-".join(rng.choice(["correct", "horse", "battery", "staple", "orbit", "maple"])
-                     for _ in range(4)) + str(rng.randrange(10, 99)),
+            "-".join(
+                rng.choice(["correct", "horse", "battery", "staple", "orbit", "maple"])
+                for _ in range(4)
+            )
+            + str(rng.randrange(10, 99)),
             _r(rng, ALNUM, 24),
             "Summer" + str(rng.randrange(2000, 2030)) + "!",
         ]
@@ -134,22 +137,44 @@ def _named(kind: str, gen: Callable[[random.Random], str], names: list[str]):
 
 def _private_keys(rng: random.Random) -> list[dict]:
     out = []
-    labels = ["RSA PRIVATE KEY", "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY",
-              "ENCRYPTED PRIVATE KEY", "DSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"]
+    labels = [
+        "RSA PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+        "DSA PRIVATE KEY",
+        "PGP PRIVATE KEY BLOCK",
+    ]
     for label in labels:
         block, lines = _pem(rng, label)
-        out.append({"kind": "private_key", "secrets": lines,
-                    "text": f"Here is the deploy key, keep it safe:\n\n{block}\n\nThen run ssh-add."})
+        out.append(
+            {
+                "kind": "private_key",
+                "secrets": lines,
+                "text": f"Here is the deploy key, keep it safe:\n\n{block}\n\nThen run ssh-add.",
+            }
+        )
     block, lines = _pem(rng, "RSA PRIVATE KEY")
     escaped = json.dumps({"type": "user", "message": {"content": f"use this key\n{block}\nthanks"}})
     out.append({"kind": "private_key", "secrets": lines, "text": escaped})
     block, lines = _pem(rng, "PRIVATE KEY")
-    out.append({"kind": "private_key", "secrets": lines,
-                "text": 'GCP_KEY="' + block.replace("\n", "\\n") + '"'})
+    out.append(
+        {
+            "kind": "private_key",
+            "secrets": lines,
+            "text": 'GCP_KEY="' + block.replace("\n", "\\n") + '"',
+        }
+    )
     block, lines = _pem(rng, "OPENSSH PRIVATE KEY")
     truncated = "\n".join(block.splitlines()[:5])
-    out.append({"kind": "private_key", "secrets": lines[:4],
-                "text": f"$ cat ~/.ssh/id_ed25519\n{truncated}\n[output truncated]"})
+    out.append(
+        {
+            "kind": "private_key",
+            "secrets": lines[:4],
+            "text": f"$ cat ~/.ssh/id_ed25519\n{truncated}\n[output truncated]",
+        }
+    )
     return out
 
 
@@ -161,9 +186,16 @@ def _aws_secret(rng: random.Random) -> list[dict]:
             f"export AWS_SECRET_ACCESS_KEY={s}",
             f"[default]\naws_access_key_id = AKIA{_r(rng, string.ascii_uppercase + '234567', 16)}\n"
             f"aws_secret_access_key = {s}\n",
-            json.dumps({"Credentials": {"AccessKeyId": "ASIA" + _r(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
-                                        "SecretAccessKey": s, "Expiration": "2024-05-01T12:00:00Z"}},
-                       indent=2),
+            json.dumps(
+                {
+                    "Credentials": {
+                        "AccessKeyId": "ASIA" + _r(rng, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+                        "SecretAccessKey": s,
+                        "Expiration": "2024-05-01T12:00:00Z",
+                    }
+                },
+                indent=2,
+            ),
             f'boto3.client("s3", aws_secret_access_key="{s}")',
             f"AWS secret access key: {s}",
             f"$ aws configure set aws_secret_access_key {s}",
@@ -176,24 +208,54 @@ def _auth_headers(rng: random.Random) -> list[dict]:
     out = []
     for _ in range(3):
         tok = _r(rng, ALNUM, 32) + "." + _r(rng, B64URL, 20)
-        out.append({"kind": "auth_header", "secrets": [tok],
-                    "text": f"curl -sS -H 'Authorization: Bearer {tok}' https://api.example.com/v1/items"})
+        out.append(
+            {
+                "kind": "auth_header",
+                "secrets": [tok],
+                "text": f"curl -sS -H 'Authorization: Bearer {tok}' https://api.example.com/v1/items",
+            }
+        )
     tok = _r(rng, ALNUM, 40)
-    out.append({"kind": "auth_header", "secrets": [tok],
-                "text": json.dumps({"headers": {"Authorization": f"Bearer {tok}", "Accept": "*/*"}})})
+    out.append(
+        {
+            "kind": "auth_header",
+            "secrets": [tok],
+            "text": json.dumps({"headers": {"Authorization": f"Bearer {tok}", "Accept": "*/*"}}),
+        }
+    )
     tok = _r(rng, ALNUM, 36)
-    out.append({"kind": "auth_header", "secrets": [tok],
-                "text": f"> GET /api HTTP/1.1\n> Host: example.com\n> Authorization: Token {tok}\n"})
+    out.append(
+        {
+            "kind": "auth_header",
+            "secrets": [tok],
+            "text": f"> GET /api HTTP/1.1\n> Host: example.com\n> Authorization: Token {tok}\n",
+        }
+    )
     tok = _r(rng, ALNUM + "-_", 28)
-    out.append({"kind": "auth_header", "secrets": [tok],
-                "text": f"the server rejected bearer {tok} with 401"})
+    out.append(
+        {
+            "kind": "auth_header",
+            "secrets": [tok],
+            "text": f"the server rejected bearer {tok} with 401",
+        }
+    )
     for _ in range(3):
         cred = base64.b64encode(f"deploy:{_password(rng)}".encode()).decode()
-        out.append({"kind": "auth_header", "secrets": [cred],
-                    "text": f'curl -H "Authorization: Basic {cred}" https://ci.example.com/job'})
+        out.append(
+            {
+                "kind": "auth_header",
+                "secrets": [cred],
+                "text": f'curl -H "Authorization: Basic {cred}" https://ci.example.com/job',
+            }
+        )
     pw = _password(rng)
-    out.append({"kind": "auth_header", "secrets": [pw],
-                "text": f"curl -u admin:{pw} https://jenkins.internal/api/json"})
+    out.append(
+        {
+            "kind": "auth_header",
+            "secrets": [pw],
+            "text": f"curl -u admin:{pw} https://jenkins.internal/api/json",
+        }
+    )
     return out
 
 
@@ -216,16 +278,26 @@ def _url_passwords(rng: random.Random) -> list[dict]:
 
 def _assignments(rng: random.Random) -> list[dict]:
     cases = [
-        ("DB_PASSWORD={p}", None), ("POSTGRES_PASSWORD='{p}'", None),
-        ('SECRET_KEY = "{p}"', None), ('  "client_secret": "{p}",', None),
-        ("password: {p}", None), ("mysql -u root --password={p} shop", None),
-        ("psql --password {p}", None), ("API_TOKEN={p} ./sync.sh", None),
-        ('settings.apiKey = "{p}";', None), ("JWT_SECRET_KEY={p}", None),
-        ("WEBHOOK_SIGNING_SECRET={p}", None), ('{{"password":"{p}","user":"ops"}}', None),
-        ("smtp_pass = {p}", "random"), ("  private_key_passphrase: {p}", None),
-        ('DJANGO_SECRET_KEY="{p}"', "django"), ("password: changeme", "fixed"),
-        ("export ENCRYPTION_KEY={p}", "random"), ("const credentials = '{p}';", None),
-        ("X-Api-Key: {p}", "random"), ("cookie: sessionid={p}", "random"),
+        ("DB_PASSWORD={p}", None),
+        ("POSTGRES_PASSWORD='{p}'", None),
+        ('SECRET_KEY = "{p}"', None),
+        ('  "client_secret": "{p}",', None),
+        ("password: {p}", None),
+        ("mysql -u root --password={p} shop", None),
+        ("psql --password {p}", None),
+        ("API_TOKEN={p} ./sync.sh", None),
+        ('settings.apiKey = "{p}";', None),
+        ("JWT_SECRET_KEY={p}", None),
+        ("WEBHOOK_SIGNING_SECRET={p}", None),
+        ('{{"password":"{p}","user":"ops"}}', None),
+        ("smtp_pass = {p}", "random"),
+        ("  private_key_passphrase: {p}", None),
+        ('DJANGO_SECRET_KEY="{p}"', "django"),
+        ("password: changeme", "fixed"),
+        ("export ENCRYPTION_KEY={p}", "random"),
+        ("const credentials = '{p}';", None),
+        ("X-Api-Key: {p}", "random"),
+        ("cookie: sessionid={p}", "random"),
         ("TWILIO_AUTH_TOKEN={p}", "hex"),
     ]
     out = []
@@ -246,9 +318,13 @@ def _assignments(rng: random.Random) -> list[dict]:
 
 def _near_names(rng: random.Random) -> list[dict]:
     out = []
-    for t in ["The API key is {s}, use it for the staging run.",
-              "new secret: {s}", "my access key {s} expired yesterday",
-              "Use token `{s}` for the bot.", "credentials = {s}"]:
+    for t in [
+        "The API key is {s}, use it for the staging run.",
+        "new secret: {s}",
+        "my access key {s} expired yesterday",
+        "Use token `{s}` for the bot.",
+        "credentials = {s}",
+    ]:
         s = _r(rng, ALNUM, 8) + rng.choice("+/_-") + _r(rng, ALNUM, 24)
         out.append({"kind": "high_entropy_secret", "secrets": [s], "text": t.format(s=s)})
     return out
@@ -258,27 +334,51 @@ def _azure(rng: random.Random) -> list[dict]:
     out = []
     for _ in range(3):
         k = base64.b64encode(rng.randbytes(64)).decode()
-        out.append({"kind": "azure_key", "secrets": [k.rstrip("=")],
-                    "text": "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;"
-                            f"AccountName=prodstore;AccountKey={k};EndpointSuffix=core.windows.net"})
+        out.append(
+            {
+                "kind": "azure_key",
+                "secrets": [k.rstrip("=")],
+                "text": "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;"
+                f"AccountName=prodstore;AccountKey={k};EndpointSuffix=core.windows.net",
+            }
+        )
         k = base64.b64encode(rng.randbytes(32)).decode()
-        out.append({"kind": "azure_key", "secrets": [k.rstrip("=")],
-                    "text": '{"ServiceBus": "Endpoint=sb://orders.servicebus.windows.net/;'
-                            f'SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={k}"}}'})
+        out.append(
+            {
+                "kind": "azure_key",
+                "secrets": [k.rstrip("=")],
+                "text": '{"ServiceBus": "Endpoint=sb://orders.servicebus.windows.net/;'
+                f'SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={k}"}}',
+            }
+        )
     sig = _r(rng, ALNUM, 40) + "%3D"
-    out.append({"kind": "azure_key", "secrets": [sig[:40]],
-                "text": f"az storage blob download --blob-url 'https://x.blob.core.windows.net/c/f"
-                        f"?sv=2022-11-02&ss=b&srt=o&sp=r&se=2024-06-01&sig={sig}'"})
+    out.append(
+        {
+            "kind": "azure_key",
+            "secrets": [sig[:40]],
+            "text": f"az storage blob download --blob-url 'https://x.blob.core.windows.net/c/f"
+            f"?sv=2022-11-02&ss=b&srt=o&sp=r&se=2024-06-01&sig={sig}'",
+        }
+    )
     return out
 
 
 def _slack_webhooks(rng: random.Random) -> list[dict]:
     out = []
-    for ctx in ['SLACK_WEBHOOK_URL="{u}"', "curl -X POST -d '{{\"text\":\"deployed\"}}' {u}",
-                "notify: {u}", "posting to {u} ...ok"]:
+    for ctx in [
+        'SLACK_WEBHOOK_URL="{u}"',
+        'curl -X POST -d \'{{"text":"deployed"}}\' {u}',
+        "notify: {u}",
+        "posting to {u} ...ok",
+    ]:
         path = f"T{_r(rng, string.ascii_uppercase + string.digits, 8)}/B{_r(rng, string.ascii_uppercase + string.digits, 10)}/{_r(rng, ALNUM, 24)}"
-        out.append({"kind": "slack_webhook", "secrets": [path.split("/", 1)[1]],
-                    "text": ctx.format(u=f"https://hooks.slack.com/services/{path}")})
+        out.append(
+            {
+                "kind": "slack_webhook",
+                "secrets": [path.split("/", 1)[1]],
+                "text": ctx.format(u=f"https://hooks.slack.com/services/{path}"),
+            }
+        )
     return out
 
 
@@ -305,35 +405,43 @@ def _gen_openai(rng: random.Random) -> str:
 
 GENERATORS: list[Callable[[random.Random], list[dict]]] = [
     _private_keys,
-    _self_evident("aws_access_key",
-                  lambda r: r.choice(["AKIA", "ASIA"]) + _r(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
-                  "AWS_ACCESS_KEY_ID"),
+    _self_evident(
+        "aws_access_key",
+        lambda r: r.choice(["AKIA", "ASIA"]) + _r(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+        "AWS_ACCESS_KEY_ID",
+    ),
     _aws_secret,
     _self_evident("github_token", _gen_github, "GITHUB_TOKEN"),
     _self_evident("gitlab_token", lambda r: "glpat-" + _r(r, B64URL, 20), "GITLAB_TOKEN"),
     _self_evident("slack_token", _gen_slack, "SLACK_BOT_TOKEN"),
     _slack_webhooks,
     _self_evident("openai_key", _gen_openai, "OPENAI_API_KEY"),
-    _self_evident("anthropic_key", lambda r: "sk-ant-api03-" + _r(r, B64URL, 93) + "AA",
-                  "ANTHROPIC_API_KEY"),
+    _self_evident(
+        "anthropic_key", lambda r: "sk-ant-api03-" + _r(r, B64URL, 93) + "AA", "ANTHROPIC_API_KEY"
+    ),
     _self_evident("google_api_key", lambda r: "AIza" + _r(r, B64URL, 35), "GOOGLE_API_KEY"),
-    _self_evident("stripe_key",
-                  lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + _r(r, ALNUM, 99),
-                  "STRIPE_SECRET_KEY"),
+    _self_evident(
+        "stripe_key",
+        lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + _r(r, ALNUM, 99),
+        "STRIPE_SECRET_KEY",
+    ),
     _self_evident("jwt", _jwt, "SESSION_JWT"),
     _auth_headers,
     _url_passwords,
     _assignments,
     _near_names,
     _self_evident("npm_token", lambda r: "npm_" + _r(r, ALNUM, 36), "NPM_TOKEN"),
-    _self_evident("huggingface_token", lambda r: "hf_" + _r(r, string.ascii_letters, 34),
-                  "HF_TOKEN"),
-    _self_evident("sendgrid_key", lambda r: f"SG.{_r(r, B64URL, 22)}.{_r(r, B64URL, 43)}",
-                  "SENDGRID_API_KEY"),
+    _self_evident(
+        "huggingface_token", lambda r: "hf_" + _r(r, string.ascii_letters, 34), "HF_TOKEN"
+    ),
+    _self_evident(
+        "sendgrid_key", lambda r: f"SG.{_r(r, B64URL, 22)}.{_r(r, B64URL, 43)}", "SENDGRID_API_KEY"
+    ),
     _self_evident("twilio_key", lambda r: r.choice(["AC", "SK"]) + _r(r, HEXL, 32), "TWILIO_SID"),
     _azure,
-    _self_evident("pypi_token", lambda r: "pypi-AgEIcHlwaS5vcmc" + _r(r, B64URL, 140),
-                  "PYPI_TOKEN"),
+    _self_evident(
+        "pypi_token", lambda r: "pypi-AgEIcHlwaS5vcmc" + _r(r, B64URL, 140), "PYPI_TOKEN"
+    ),
 ]
 
 
@@ -348,9 +456,39 @@ def generate_planted(seed: int = 20240501) -> list[dict]:
 def generate_ordinary(seed: int = 7) -> str:
     """Text that looks busy but holds no secret: what a handoff is mostly made of."""
     rng = random.Random(seed)
-    words = ["fix", "parser", "handle", "torn", "lines", "add", "tests", "refactor", "store", "migrate", "schema", "bump", "version", "update", "docs", "rename", "module", "speed", "up", "export", "redact", "output"]
-    files = ["src/passdown/cli/export.py", "src/passdown/store/sqlite.py", "tests/test_cli.py",
-             "README.md", "pyproject.toml", "src/passdown/agents/claude.py", "docs/design.md"]
+    words = [
+        "fix",
+        "parser",
+        "handle",
+        "torn",
+        "lines",
+        "add",
+        "tests",
+        "refactor",
+        "store",
+        "migrate",
+        "schema",
+        "bump",
+        "version",
+        "update",
+        "docs",
+        "rename",
+        "module",
+        "speed",
+        "up",
+        "export",
+        "redact",
+        "output",
+    ]
+    files = [
+        "src/passdown/cli/export.py",
+        "src/passdown/store/sqlite.py",
+        "tests/test_cli.py",
+        "README.md",
+        "pyproject.toml",
+        "src/passdown/agents/claude.py",
+        "docs/design.md",
+    ]
     parts: list[str] = []
     for _ in range(1500):
         h = _r(rng, HEXL, 40)
@@ -364,25 +502,60 @@ def generate_ordinary(seed: int = 7) -> str:
         parts.append(f"{_r(rng, HEXL, 12)}..{_r(rng, HEXL, 12)}  main -> origin/main\n")
         parts.append(f" M {rng.choice(files)}\n?? {rng.choice(files)}.bak\n")
         parts.append(f"HEAD is now at {h[:9]} {' '.join(rng.choices(words, k=4))}\n")
-        parts.append(f"sha256:{_r(rng, HEXL, 64)}  dist/passdown-0.{rng.randrange(9)}.{rng.randrange(9)}.tar.gz\n")
+        parts.append(
+            f"sha256:{_r(rng, HEXL, 64)}  dist/passdown-0.{rng.randrange(9)}.{rng.randrange(9)}.tar.gz\n"
+        )
         u = uuid.UUID(int=rng.getrandbits(128), version=4)
-        parts.append(json.dumps({
-            "type": "assistant", "uuid": str(u), "parentUuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            "sessionId": str(u), "requestId": "req_011C" + _r(rng, ALNUM, 20),
-            "message": {"id": "msg_01" + _r(rng, ALNUM, 22), "model": "claude-sonnet-4-5-20250929",
-                        "content": [{"type": "tool_use", "id": "toolu_01" + _r(rng, ALNUM, 22),
-                                     "name": "Bash", "input": {"command": f"git show {h[:10]}"}}],
-                        "usage": {"input_tokens": rng.randrange(9999), "output_tokens": rng.randrange(999),
-                                  "cache_read_input_tokens": rng.randrange(99999)}},
-            "cwd": "/home/dev/passdown", "version": "2.1.3", "gitBranch": "main"}) + "\n")
-        parts.append(f"    \"integrity\": \"sha512-{base64.b64encode(rng.randbytes(64)).decode()}\",\n")
+        parts.append(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "uuid": str(u),
+                    "parentUuid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                    "sessionId": str(u),
+                    "requestId": "req_011C" + _r(rng, ALNUM, 20),
+                    "message": {
+                        "id": "msg_01" + _r(rng, ALNUM, 22),
+                        "model": "claude-sonnet-4-5-20250929",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "toolu_01" + _r(rng, ALNUM, 22),
+                                "name": "Bash",
+                                "input": {"command": f"git show {h[:10]}"},
+                            }
+                        ],
+                        "usage": {
+                            "input_tokens": rng.randrange(9999),
+                            "output_tokens": rng.randrange(999),
+                            "cache_read_input_tokens": rng.randrange(99999),
+                        },
+                    },
+                    "cwd": "/home/dev/passdown",
+                    "version": "2.1.3",
+                    "gitBranch": "main",
+                }
+            )
+            + "\n"
+        )
+        parts.append(f'    "integrity": "sha512-{base64.b64encode(rng.randbytes(64)).decode()}",\n')
         parts.append(f"docker pull ghcr.io/org/app@sha256:{_r(rng, HEXL, 64)}\n")
-        parts.append(f"pip install pydantic=={rng.randrange(1, 3)}.{rng.randrange(12)}.{rng.randrange(9)} "
-                     f"# --hash=sha256:{_r(rng, HEXL, 64)}\n")
-        parts.append(f'  "thumbnail": "data:image/png;base64,{base64.b64encode(rng.randbytes(90)).decode()}"\n')
-        parts.append(f"The cache key is built from the file path and mtime; see key_for({rng.choice(files)!r}).\n")
-        parts.append(f"sort_key=name, max_tokens={rng.randrange(512, 8192)}, token_count={rng.randrange(999)}\n")
-        parts.append(f"resolved https://registry.npmjs.org/pkg/-/pkg-{rng.randrange(9)}.{rng.randrange(9)}.0.tgz\n")
+        parts.append(
+            f"pip install pydantic=={rng.randrange(1, 3)}.{rng.randrange(12)}.{rng.randrange(9)} "
+            f"# --hash=sha256:{_r(rng, HEXL, 64)}\n"
+        )
+        parts.append(
+            f'  "thumbnail": "data:image/png;base64,{base64.b64encode(rng.randbytes(90)).decode()}"\n'
+        )
+        parts.append(
+            f"The cache key is built from the file path and mtime; see key_for({rng.choice(files)!r}).\n"
+        )
+        parts.append(
+            f"sort_key=name, max_tokens={rng.randrange(512, 8192)}, token_count={rng.randrange(999)}\n"
+        )
+        parts.append(
+            f"resolved https://registry.npmjs.org/pkg/-/pkg-{rng.randrange(9)}.{rng.randrange(9)}.0.tgz\n"
+        )
     return "".join(parts)
 
 
@@ -432,22 +605,22 @@ def _prose_docs(cap: int) -> list[tuple[str, str]]:
 
 
 def _detect_secrets_redactor() -> Callable[[str], str] | None:
+    """detect-secrets as a redactor, scanning the way `detect-secrets scan FILE` does (its
+    ad-hoc `scan_line` adds an eager mode that flags nearly every word as high entropy).
+    It reports values, not spans: each value is replaced where it occurs in its line.
+    Call it inside `detect_secrets.settings.default_settings()`."""
     try:
-        from detect_secrets.core.scan import scan_line
-        from detect_secrets.settings import default_settings
+        from detect_secrets.core.scan import _process_line_based_plugins
     except ImportError:
         return None
-    ctx = default_settings()
-    ctx.__enter__()  # keep the default plugins loaded for the whole run
 
     def redact(text: str) -> str:
         lines = text.split("\n")
-        for i, line in enumerate(lines):
-            if len(line) > 10_000:  # detect-secrets skips nothing; keep runtime sane
-                line = line[:10_000]
-            for found in scan_line(line):
-                if found.secret_value:
-                    lines[i] = lines[i].replace(found.secret_value, f"[REDACTED:{found.type}]")
+        numbered = list(enumerate(lines, start=1))
+        for found in _process_line_based_plugins(lines=numbered, filename="handoff.md"):
+            i = found.line_number - 1
+            if found.secret_value:
+                lines[i] = lines[i].replace(found.secret_value, f"[REDACTED:{found.type}]")
         return "\n".join(lines)
 
     return redact
@@ -466,7 +639,9 @@ def _recall(redact: Callable[[str], str], planted: list[dict]) -> tuple[Counter,
     return total, hit, misses
 
 
-def _false_positives(redact: Callable[[str], str], docs: list[tuple[str, str]]) -> tuple[int, float, list]:
+def _false_positives(
+    redact: Callable[[str], str], docs: list[tuple[str, str]]
+) -> tuple[int, float, list]:
     count, size, examples, seconds = 0, 0, [], 0.0
     for name, text in docs:
         t0 = time.perf_counter()
@@ -484,21 +659,26 @@ def _false_positives(redact: Callable[[str], str], docs: list[tuple[str, str]]) 
     return count, size / 1e6 / seconds if seconds else 0.0, examples
 
 
-def _report(title: str, redact: Callable[[str], str], planted: list[dict],
-            docs: list[tuple[str, str]]) -> None:
+def _report(
+    title: str, redact: Callable[[str], str], planted: list[dict], docs: list[tuple[str, str]]
+) -> None:
     size_mb = sum(len(t.encode()) for _, t in docs) / 1e6
     total, hit, misses = _recall(redact, planted)
     print(f"\n=== {title} ===")
     print(f"recall on {sum(total.values())} planted samples, {len(total)} kinds:")
     for kind in sorted(total):
         print(f"  {kind:22} {hit[kind]:3}/{total[kind]:<3} {100 * hit[kind] / total[kind]:5.1f}%")
-    print(f"  {'overall':22} {sum(hit.values()):3}/{sum(total.values()):<3} "
-          f"{100 * sum(hit.values()) / sum(total.values()):5.1f}%")
+    print(
+        f"  {'overall':22} {sum(hit.values()):3}/{sum(total.values()):<3} "
+        f"{100 * sum(hit.values()) / sum(total.values()):5.1f}%"
+    )
     for kind, out in misses[:12]:
         print(f"  missed {kind}: {out!r}")
     fp, speed, examples = _false_positives(redact, docs)
-    print(f"false positives on {size_mb:.1f} MB of ordinary text: {fp} redactions "
-          f"({fp / size_mb:.2f} per MB)")
+    print(
+        f"false positives on {size_mb:.1f} MB of ordinary text: {fp} redactions "
+        f"({fp / size_mb:.2f} per MB)"
+    )
     rng = random.Random(1)
     for name, line in rng.sample(examples, min(12, len(examples))):
         print(f"  fp {name}: {line}")
@@ -506,7 +686,9 @@ def _report(title: str, redact: Callable[[str], str], planted: list[dict],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--write-corpus", action="store_true", help="regenerate the corpus files")
     parser.add_argument("--no-baseline", action="store_true", help="skip detect-secrets")
     args = parser.parse_args()
@@ -524,22 +706,37 @@ def main() -> None:
     planted = [json.loads(line) for line in PLANTED.read_text().splitlines()]
     docs = [(str(SYNTHETIC), SYNTHETIC.read_text())]
     docs += _stdlib_sources(STDLIB_CAP) + _prose_docs(PROSE_CAP)
-    print(f"python {sys.version.split()[0]}; ordinary corpus: {len(docs)} files, "
-          f"{sum(len(t.encode()) for _, t in docs) / 1e6:.1f} MB (synthetic git/ids, stdlib, docs)")
+    print(
+        f"python {sys.version.split()[0]}; ordinary corpus: {len(docs)} files, "
+        f"{sum(len(t.encode()) for _, t in docs) / 1e6:.1f} MB (synthetic git/ids, stdlib, docs)"
+    )
     _report("passdown.redact", redact, planted, docs)
 
     baseline = None if args.no_baseline else _detect_secrets_redactor()
     if baseline is None:
         print("\n=== detect-secrets: skipped (not installed or --no-baseline) ===")
         return
-    small, total = [], 0
-    for name, text in docs:  # the same mix, cut to a size it can scan in reasonable time
-        small.append((name, text[: BASELINE_CAP // 8]))
-        total += len(small[-1][1])
-        if total >= BASELINE_CAP:
-            break
-    _report("detect-secrets 1.5 (default plugins, scan_line)", baseline, planted, small)
+    from detect_secrets.settings import default_settings
+
+    small = _subset(docs, BASELINE_CAP)
+    with default_settings():  # all default plugins and filters
+        _report(
+            "detect-secrets (default plugins and filters, file-scan mode)", baseline, planted, small
+        )
     _report("passdown.redact on the same subset", redact, planted, small)
+
+
+def _subset(docs: list[tuple[str, str]], cap: int) -> list[tuple[str, str]]:
+    """The same mix of ordinary text, cut to a size detect-secrets scans in reasonable time:
+    a slice of the synthetic file, then every 8th stdlib/doc file."""
+    small = [(docs[0][0], docs[0][1][: cap // 4])]
+    total = len(small[0][1])
+    for name, text in docs[1::8]:
+        small.append((name, text))
+        total += len(text)
+        if total >= cap:
+            break
+    return small
 
 
 if __name__ == "__main__":

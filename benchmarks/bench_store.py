@@ -139,7 +139,9 @@ def run(name: str, url: str, total: int, small: int, scope_size: int, queries: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--records", type=int, default=1_000_000, help="SQLite total records")
     parser.add_argument("--pg-records", type=int, default=100_000, help="PostgreSQL total records")

@@ -113,7 +113,9 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
     )
     info = transcript.info
     workspace = snapshot(selection.workspace)
-    _add_git_changes(extracted.state.files_touched, files_changed_since(selection.workspace, info.started_at))
+    warnings = transcript.diagnostics.summary() + [f"git: {e}" for e in workspace.errors]
+    changed = files_changed_since(selection.workspace, info.started_at)
+    _add_git_changes(extracted.state.files_touched, changed, warnings)
     handoff = Handoff(
         id=new_handoff_id(),
         created_at=now_iso(),
@@ -133,7 +135,7 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         task=extracted.task,
         state=extracted.state,
         workspace=workspace,
-        warnings=transcript.diagnostics.summary() + [f"git: {e}" for e in workspace.errors],
+        warnings=warnings,
     )
     return redact_handoff(handoff)
 
@@ -149,14 +151,22 @@ def _paths_relative_to(selection: Selection) -> str:
     return str(selection.workspace)
 
 
-def _add_git_changes(files: list[FileTouched], changed: list[str]) -> None:
+MAX_GIT_FILES = 500
+
+
+def _add_git_changes(files: list[FileTouched], changed: list[str], warnings: list[str]) -> None:
     """Edits made through shell commands leave no tool record; git still shows them."""
     by_path = {f.path: f for f in files}
+    added = 0
     for path in changed:
         if path.startswith(HANDOFF_DIR + "/") or path == HANDOFF_DIR:
             continue
         entry = by_path.get(path)
         if entry is None:
+            if added == MAX_GIT_FILES:
+                warnings.append(f"git shows more than {MAX_GIT_FILES} changed files; the list is cut")
+                continue
+            added += 1
             files.append(FileTouched(path=path, actions=["changed"], source="git"))
         elif entry.source == "tool":
             entry.source = "tool+git"

@@ -166,7 +166,9 @@ def _check_extras(record: Record) -> None:
             try:
                 json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as exc:
-                raise RecordInvalid(f"invalid record: {prefix}{key}: not plain JSON ({exc})") from None
+                raise RecordInvalid(
+                    f"invalid record: {prefix}{key}: not plain JSON ({exc})"
+                ) from None
 
 
 def record_to_dict(record: Record) -> dict[str, Any]:

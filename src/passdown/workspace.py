@@ -200,7 +200,9 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
     since = _parse_iso(since_iso) if since_iso else None
     if since is not None:
         log = run_git(
-            root, "log", f"--since=@{int(since.timestamp())}", f"--max-count={MAX_LOG_COMMITS}",
+            # git dates have one-second resolution: a commit made in the same second the
+            # session started (just before it) must not count as the agent's.
+            root, "log", f"--since=@{int(since.timestamp()) + 1}", f"--max-count={MAX_LOG_COMMITS}",
             "--name-only", "--format=", "--no-renames", "-z", "HEAD", "--",
         )  # fmt: skip
         if log.ok:

@@ -61,9 +61,7 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
 
 
-def record_data(
-    id: str = "rec-1", project: str = "webapp", **fields: Any
-) -> dict[str, Any]:
+def record_data(id: str = "rec-1", project: str = "webapp", **fields: Any) -> dict[str, Any]:
     """A valid SGM record as plain JSON data; keyword arguments replace fields."""
     data: dict[str, Any] = {
         "id": id,
@@ -84,4 +82,9 @@ def record_data(
 
 @pytest.fixture
 def make() -> Callable[..., dict[str, Any]]:
+    return record_data
+
+
+@pytest.fixture(name="record_data")
+def record_data_fixture() -> Callable[..., dict[str, Any]]:
     return record_data

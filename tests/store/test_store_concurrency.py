@@ -106,7 +106,9 @@ def test_parallel_writers_lose_and_duplicate_nothing(store_url: str, tmp_path: P
         store_url += "&options=-csynchronous_commit%3Doff"
     with open_store(store_url):
         pass  # create the schema first, as a real deployment would
-    workers = [_spawn(WORKER, store_url, str(i), str(PER_PROCESS), str(go)) for i in range(PROCESSES)]
+    workers = [
+        _spawn(WORKER, store_url, str(i), str(PER_PROCESS), str(go)) for i in range(PROCESSES)
+    ]
     for worker in workers:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
     go.touch()  # all start storing at once
@@ -137,7 +139,10 @@ def test_a_writer_killed_mid_store_leaves_the_store_consistent(store_url: str) -
         found = _all_ids(store, "k")
         assert sorted(found) == sorted(f"committed-{n}" for n in range(100))  # the batch: nothing
         # the dead writer's locks are gone: the same batch now stores in full
-        batch = [store.retrieve("k", "committed-0").model_copy(update={"id": f"batch-{n}"}) for n in range(1000)]
+        batch = [
+            store.retrieve("k", "committed-0").model_copy(update={"id": f"batch-{n}"})
+            for n in range(1000)
+        ]
         store.store_many(batch)
         assert len(_all_ids(store, "k")) == 1100
         assert canonical_json(store.retrieve("k", "batch-999")) == canonical_json(batch[-1])

@@ -42,10 +42,12 @@ def test_round_trip_keeps_annotation_order_and_duplicate_kinds(store: Store, mak
     ]  # fmt: skip
 
 
-def test_round_trip_keeps_unicode_empty_values_unknown_kinds_and_extras(store: Store, make: Make) -> None:
+def test_round_trip_keeps_unicode_empty_values_unknown_kinds_and_extras(
+    store: Store, make: Make
+) -> None:
     data = make(
         title="Ünïcödé – 日本語 – emoji 🚀 – RTL עברית",
-        content="line one\nline two\ttab \\ backslash \"quotes\" \u0000 nul \u2028 sep",
+        content='line one\nline two\ttab \\ backslash "quotes" \u0000 nul \u2028 sep',
         annotations=[
             {"kind": "blockers", "value": ""},
             {"kind": "vibe_check", "value": "🙂", "confidence": 0.75},
@@ -59,14 +61,20 @@ def test_round_trip_keeps_unicode_empty_values_unknown_kinds_and_extras(store: S
 
 
 @pytest.mark.parametrize(
-    "stamp", ["2026-10-10T19:00:00Z", "2026-10-10T21:00:00.5+02:00", "2025-01-15T10:30:00", "2026-10-10"]
+    "stamp",
+    ["2026-10-10T19:00:00Z", "2026-10-10T21:00:00.5+02:00", "2025-01-15T10:30:00", "2026-10-10"],
 )
-def test_created_at_and_provenance_come_back_as_written(store: Store, make: Make, stamp: str) -> None:
+def test_created_at_and_provenance_come_back_as_written(
+    store: Store, make: Make, stamp: str
+) -> None:
     data = make(created_at=stamp, provenance={"agent": "Build Agent", "session": "  x  "})
     assert stored_equal(store, data)
     back = store.retrieve("webapp", "rec-1")
     assert back.created_at == stamp
-    assert back.provenance.model_dump(exclude_none=True) == {"agent": "Build Agent", "session": "  x  "}
+    assert back.provenance.model_dump(exclude_none=True) == {
+        "agent": "Build Agent",
+        "session": "  x  ",
+    }
 
 
 def test_store_metadata_stays_out_of_the_record(store: Store, make: Make) -> None:
@@ -82,8 +90,10 @@ def test_store_returns_the_id_and_accepts_plain_data(store: Store, make: Make) -
 
 
 def test_a_malformed_record_is_rejected_whole(store: Store, make: Make) -> None:
-    with pytest.raises(RecordInvalid, match="annotations.1.value"):
-        store.store_many([make(id="ok"), make(id="bad", annotations=[{"kind": "a", "value": ""}, {"kind": "b"}])])
+    with pytest.raises(RecordInvalid, match=r"annotations\.1\.value"):
+        store.store_many(
+            [make(id="ok"), make(id="bad", annotations=[{"kind": "a", "value": ""}, {"kind": "b"}])]
+        )
     with pytest.raises(RecordNotFound):
         store.retrieve("webapp", "ok")
 
@@ -106,7 +116,9 @@ def test_same_id_different_content_conflicts(store: Store, make: Make) -> None:
     assert store.retrieve("webapp", "rec-1").content == make()["content"]
 
 
-def test_new_version_keeps_history_and_retrieve_returns_the_latest(store: Store, make: Make) -> None:
+def test_new_version_keeps_history_and_retrieve_returns_the_latest(
+    store: Store, make: Make
+) -> None:
     store.store(make(content="v1"))
     store.store(make(content="v2", created_at="2026-10-11T00:00:00Z"), new_version=True)
     store.store(make(content="v3"), new_version=True)
@@ -134,8 +146,22 @@ def test_a_conflict_in_a_batch_stores_nothing(store: Store, make: Make) -> None:
 
 
 def test_projects_never_see_each_other(store: Store, make: Make) -> None:
-    store.store(make(id="a-1", project="A", title="secret alpha plan", annotations=[{"kind": "next", "value": "x"}]))
-    store.store(make(id="b-1", project="B", title="secret alpha plan", annotations=[{"kind": "next", "value": "x"}]))
+    store.store(
+        make(
+            id="a-1",
+            project="A",
+            title="secret alpha plan",
+            annotations=[{"kind": "next", "value": "x"}],
+        )
+    )
+    store.store(
+        make(
+            id="b-1",
+            project="B",
+            title="secret alpha plan",
+            annotations=[{"kind": "next", "value": "x"}],
+        )
+    )
     with pytest.raises(RecordNotFound):
         store.retrieve("A", "b-1")
     assert ids(store.query("A")) == ["a-1"]
@@ -197,7 +223,13 @@ def test_newest_first_by_created_at_not_by_insertion(store: Store, make: Make) -
 
 
 def test_filters_by_type_time_and_kind(store: Store, make: Make) -> None:
-    store.store(make(id="h", created_at="2026-01-01T00:00:00Z", annotations=[{"kind": "blockers", "value": "x"}]))
+    store.store(
+        make(
+            id="h",
+            created_at="2026-01-01T00:00:00Z",
+            annotations=[{"kind": "blockers", "value": "x"}],
+        )
+    )
     store.store(make(id="s", type="status", created_at="2026-02-01T00:00:00Z", annotations=[]))
     store.store(make(id="t", type="task", created_at="2026-03-01T00:00:00Z",
                      annotations=[{"kind": "decisions", "value": "y"}, {"kind": "blockers", "value": "z"}]))  # fmt: skip
@@ -216,9 +248,22 @@ def test_filters_by_type_time_and_kind(store: Store, make: Make) -> None:
 def test_full_text_over_title_content_and_annotation_values(store: Store, make: Make) -> None:
     store.store(make(id="t", title="Mailer rewrite", content="", annotations=[]))
     store.store(make(id="c", title="", content="The mailer is flaky", annotations=[]))
-    store.store(make(id="a", title="", content="", annotations=[{"kind": "blockers", "value": "MAILER secrets"}]))
-    store.store(make(id="k", title="", content="", annotations=[{"kind": "mailer", "value": "unrelated"}]))
-    assert sorted(ids(store.query("webapp", text="mailer"))) == ["a", "c", "t"]  # kinds are not text
+    store.store(
+        make(
+            id="a",
+            title="",
+            content="",
+            annotations=[{"kind": "blockers", "value": "MAILER secrets"}],
+        )
+    )
+    store.store(
+        make(id="k", title="", content="", annotations=[{"kind": "mailer", "value": "unrelated"}])
+    )
+    assert sorted(ids(store.query("webapp", text="mailer"))) == [
+        "a",
+        "c",
+        "t",
+    ]  # kinds are not text
     assert ids(store.query("webapp", text="mailer secrets")) == ["a"]  # every word must match
     assert sorted(ids(store.query("webapp", text="mail*"))) == ["a", "c", "t"]
     assert ids(store.query("webapp", text="mail")) == []
@@ -226,8 +271,20 @@ def test_full_text_over_title_content_and_annotation_values(store: Store, make: 
 
 
 def test_full_text_handles_unicode_and_punctuation(store: Store, make: Make) -> None:
-    store.store(make(id="u", title="Straße café naïve 日本語", content="files_touched: src/auth.ts, x²y"))
-    for query in ("STRASSE", "cafe", "Café", "naive", "日本語", "auth.ts", "src/auth", "files_touched", "x²y"):
+    store.store(
+        make(id="u", title="Straße café naïve 日本語", content="files_touched: src/auth.ts, x²y")
+    )
+    for query in (
+        "STRASSE",
+        "cafe",
+        "Café",
+        "naive",
+        "日本語",
+        "auth.ts",
+        "src/auth",
+        "files_touched",
+        "x²y",
+    ):
         assert ids(store.query("webapp", text=query)) == ["u"], query
     with pytest.raises(UsageError, match="nothing to search"):
         store.query("webapp", text="  ?! ")
@@ -242,7 +299,9 @@ def test_text_search_does_not_see_other_projects_words(store: Store, make: Make)
 
 
 def test_cursor_pages_through_everything_once(store: Store, make: Make) -> None:
-    stamps = ["2026-01-01T00:00:00Z"] * 5 + ["2026-01-02T00:00:00Z"] * 4 + ["2026-01-03T00:00:00Z"] * 3
+    stamps = (
+        ["2026-01-01T00:00:00Z"] * 5 + ["2026-01-02T00:00:00Z"] * 4 + ["2026-01-03T00:00:00Z"] * 3
+    )
     store.store_many([make(id=f"r{i:02}", created_at=s) for i, s in enumerate(stamps)])
     store.store(make(id="other", project="other"))
     seen: list[str] = []

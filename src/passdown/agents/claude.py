@@ -109,6 +109,15 @@ class _Block(msgspec.Struct):
 
 class _Message(msgspec.Struct):
     role: str = ""
+    content: str | list[_Block] | None = None
+    model: str | None = None
+    id: str | None = None
+
+
+class _LooseMessage(msgspec.Struct):
+    """For content of an unexpected shape: kept raw, decoded leniently."""
+
+    role: str = ""
     content: msgspec.Raw = _NULL
     model: str | None = None
     id: str | None = None
@@ -127,6 +136,10 @@ class _Record(msgspec.Struct):
     isCompactSummary: bool = False
     toolUseResult: msgspec.Raw = _NULL
     compactMetadata: dict[str, object] | None = None
+
+
+class _LooseRecord(_Record):
+    message: _LooseMessage | None = None  # type: ignore[assignment]
 
 
 class _ToolInput(msgspec.Struct):
@@ -172,6 +185,7 @@ class _TaskFile(msgspec.Struct):
 
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
+_LOOSE_RECORD = msgspec.json.Decoder(_LooseRecord)
 _HEAD = msgspec.json.Decoder(_Head)
 _BLOCKS = msgspec.json.Decoder(str | list[_Block])
 _INPUT = msgspec.json.Decoder(_ToolInput)
@@ -296,7 +310,9 @@ class ClaudeCode(Agent):
         # "--" ends the options, so a prompt starting with "-" is still the prompt.
         if interactive:
             return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
-        return LaunchSpec(argv=[self.program, "-p", "--", prompt], cwd=workspace)
+        # -p runs once; acceptEdits lets the takeover edit files without a person there.
+        argv = [self.program, "-p", "--permission-mode", "acceptEdits", "--", prompt]
+        return LaunchSpec(argv=argv, cwd=workspace)
 
 
 def _strip_suffixes(name: str) -> str:
@@ -421,7 +437,12 @@ class _ActiveReader:
                 if offset != active[index]:
                     continue
                 index -= 1
-            record = decode_line(_RECORD, line, offset, reader.tail_offset, self.diag)
+            try:
+                record: object = _RECORD.decode(line)
+            except msgspec.ValidationError:
+                record = decode_line(_LOOSE_RECORD, line, offset, reader.tail_offset, self.diag)
+            except msgspec.DecodeError:
+                record = decode_line(_RECORD, line, offset, reader.tail_offset, self.diag)
             if not isinstance(record, _Record):
                 continue
             yield from self._record(record)
@@ -444,6 +465,8 @@ class _ActiveReader:
         elif rec.type == "system" and rec.subtype == "compact_boundary":
             trigger = (rec.compactMetadata or {}).get("trigger")
             self.pending_trigger = str(trigger) if trigger else "unknown"
+        elif rec.type not in _CHAIN_TYPES:
+            self.diag.unknown(rec.type or "(no type)")  # a new record type on the chain
 
     # assistant -------------------------------------------------------------------
     def _assistant(self, rec: _Record) -> Iterator[Event]:
@@ -572,8 +595,14 @@ def _decode_input(raw: msgspec.Raw) -> _ToolInput:
     return _decode_raw(_INPUT, raw) or _ToolInput()
 
 
-def _blocks(raw: msgspec.Raw) -> list[_Block]:
-    value = _decode_raw(_BLOCKS, raw)
+def _blocks(content: str | list[_Block] | msgspec.Raw | None) -> list[_Block]:
+    if content is None:
+        return []
+    if isinstance(content, list):
+        return content
+    if isinstance(content, str):
+        return [_Block(type="text", text=content)]
+    value = _decode_raw(_BLOCKS, content)
     if value is None:
         return []
     if isinstance(value, str):
@@ -581,7 +610,7 @@ def _blocks(raw: msgspec.Raw) -> list[_Block]:
     return value
 
 
-def _joined_text(raw: msgspec.Raw) -> str | None:
+def _joined_text(raw: str | list[_Block] | msgspec.Raw | None) -> str | None:
     """Text of a content field: a string, or text blocks (tool results nest them)."""
     parts = [b.text for b in _blocks(raw) if b.type == "text" and b.text]
     return "\n".join(parts) if parts else None

@@ -172,7 +172,8 @@ class CodexCLI(Agent):
         # "--" ends the options, so a prompt starting with "-" is still the prompt.
         if interactive:
             return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
-        argv = [self.program, "exec"]
+        # exec runs once; the workspace-write sandbox lets the takeover edit the workspace.
+        argv = [self.program, "exec", "--sandbox", "workspace-write"]
         if not (workspace / ".git").exists():
             argv.append("--skip-git-repo-check")
         return LaunchSpec(argv=[*argv, "--", prompt], cwd=workspace)

@@ -54,9 +54,13 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @click.command("store")
 @click.argument("file", type=click.File("rb"))
 @click.option("--project", help="Project for inputs that carry no scope (handoff packages).")
-@click.option("--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history.")
+@click.option(
+    "--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history."
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def store_command(file: IO[bytes], project: str | None, new_version: bool, store_url: str | None) -> None:
+def store_command(
+    file: IO[bytes], project: str | None, new_version: bool, store_url: str | None
+) -> None:
     """Store a record (SGM record or handoff package JSON; `-` reads stdin).
 
     A JSON array stores several records at once: all of them or none. Prints the ids.
@@ -78,9 +82,13 @@ def store_command(file: IO[bytes], project: str | None, new_version: bool, store
 @click.command("retrieve")
 @click.argument("record_id", metavar="ID")
 @click.option("--project", help=_PROJECT_HELP)
-@click.option("--version", "version", type=int, help="An earlier version (default: the current one).")
+@click.option(
+    "--version", "version", type=int, help="An earlier version (default: the current one)."
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def retrieve_command(record_id: str, project: str | None, version: int | None, store_url: str | None) -> None:
+def retrieve_command(
+    record_id: str, project: str | None, version: int | None, store_url: str | None
+) -> None:
     """Print a stored record as JSON."""
     from passdown.records import record_to_dict
 
@@ -91,7 +99,9 @@ def retrieve_command(record_id: str, project: str | None, version: int | None, s
 
 @click.command("find")
 @click.argument("query", nargs=-1)
-@click.option("--type", "type_", type=click.Choice(["handoff", "status", "task"]), help="Record type.")
+@click.option(
+    "--type", "type_", type=click.Choice(["handoff", "status", "task"]), help="Record type."
+)
 @click.option("--project", help=_PROJECT_HELP)
 @click.option("--kind", help="Only records with an annotation of this kind (e.g. blockers).")
 @click.option("--since", help="Created at or after: ISO 8601, or a duration ago (2h, 7d).")

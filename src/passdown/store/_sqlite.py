@@ -336,12 +336,14 @@ class SQLiteStore(Store):
                 )
         except sqlite3.Error as exc:
             problems.append(f"full-text index: {exc}")
-        (records, fts, unindexed, gaps), = self._read(
+        ((records, fts, unindexed, gaps, orphans),) = self._read(
             "SELECT (SELECT count(*) FROM records), (SELECT count(*) FROM records_fts), "
             "(SELECT count(*) FROM records r WHERE NOT EXISTS "
             " (SELECT 1 FROM records_fts f WHERE f.rowid = r.seq)), "
             "(SELECT count(*) FROM records r WHERE r.version - 1 != "
-            " (SELECT count(*) FROM record_history h WHERE h.project = r.project AND h.id = r.id))",
+            " (SELECT count(*) FROM record_history h WHERE h.project = r.project AND h.id = r.id)), "
+            "(SELECT count(*) FROM record_history h WHERE NOT EXISTS "
+            " (SELECT 1 FROM records r WHERE r.project = h.project AND r.id = h.id))",
             (),
         )  # fmt: skip
         if records != fts or unindexed:
@@ -350,6 +352,8 @@ class SQLiteStore(Store):
             )
         if gaps:
             problems.append(f"{gaps} records have missing history versions")
+        if orphans:
+            problems.append(f"{orphans} history rows belong to no record")
         return problems
 
 

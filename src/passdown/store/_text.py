@@ -57,15 +57,19 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def words(text: str) -> Iterator[str]:
-    for run in _RUN.findall(fold(text)):
-        yield from _word_chars(run)
+def words(text: str) -> list[str]:
+    folded = fold(text)
+    runs = _RUN.findall(folded)
+    if folded.isascii():
+        return runs  # the common case, and the hot path of bulk stores
+    return [word for run in runs for word in _word_chars(run)]
 
 
 def document(project: str, texts: Iterable[str]) -> str:
     """The prefixed, space-separated words both backends index for one record."""
     prefix = project_prefix(project)
-    return " ".join(prefix + word for text in texts for word in words(text))
+    found = [word for text in texts for word in words(text)]
+    return prefix + (" " + prefix).join(found) if found else ""
 
 
 @dataclass(frozen=True, slots=True)
