@@ -2,15 +2,33 @@
 # Install the pinned real agent CLIs for the end-to-end tests into a test-only npm prefix.
 # Idempotent: skips packages whose pinned version is already installed there.
 # Fails loudly (non-zero) when an install is impossible: e2e tests must never pass by skipping.
+# Also warms GitHub Copilot CLI's unpacked runtime (~230 MB) into a shared cache folder that
+# the tests point each isolated HOME at, so only the first run ever pays for the unpacking.
 set -euo pipefail
 
 CLAUDE_VERSION="${PASSDOWN_CLAUDE_VERSION:-2.1.197}"
 CODEX_VERSION="${PASSDOWN_CODEX_VERSION:-0.171.0}"
+GEMINI_VERSION="${PASSDOWN_GEMINI_VERSION:-0.61.0}"
+QWEN_VERSION="${PASSDOWN_QWEN_VERSION:-0.24.4}"
+OPENCODE_VERSION="${PASSDOWN_OPENCODE_VERSION:-1.18.33}"
+PI_VERSION="${PASSDOWN_PI_VERSION:-0.73.1}"
+COPILOT_VERSION="${PASSDOWN_COPILOT_VERSION:-1.0.102}"
 E2E_HOME="${PASSDOWN_E2E_HOME:-$HOME/.cache/passdown-e2e}"
 PREFIX="$E2E_HOME/npm"
 
 command -v npm >/dev/null || { echo "install-agents: npm not found (Node 20+ required)" >&2; exit 2; }
 mkdir -p "$PREFIX"
+
+# package name | pinned version | binary
+AGENTS=(
+    "@anthropic-ai/claude-code|$CLAUDE_VERSION|claude"
+    "@openai/codex|$CODEX_VERSION|codex"
+    "@google/gemini-cli|$GEMINI_VERSION|gemini"
+    "@qwen-code/qwen-code|$QWEN_VERSION|qwen"
+    "opencode-ai|$OPENCODE_VERSION|opencode"
+    "@mariozechner/pi-coding-agent|$PI_VERSION|pi"
+    "@github/copilot|$COPILOT_VERSION|copilot"
+)
 
 installed_version() {  # $1 = package name; prints the version installed in PREFIX, or nothing
     local pj="$PREFIX/lib/node_modules/$1/package.json"
@@ -18,23 +36,39 @@ installed_version() {  # $1 = package name; prints the version installed in PREF
 }
 
 want=()
-[[ "$(installed_version @anthropic-ai/claude-code)" == "$CLAUDE_VERSION" ]] \
-    || want+=("@anthropic-ai/claude-code@$CLAUDE_VERSION")
-[[ "$(installed_version @openai/codex)" == "$CODEX_VERSION" ]] \
-    || want+=("@openai/codex@$CODEX_VERSION")
+for entry in "${AGENTS[@]}"; do
+    IFS='|' read -r pkg version _bin <<<"$entry"
+    [[ "$(installed_version "$pkg")" == "$version" ]] || want+=("$pkg@$version")
+done
 
 if ((${#want[@]})); then
     echo "install-agents: installing ${want[*]} into $PREFIX" >&2
     # --global with --prefix keeps bins in PREFIX/bin; the npm cache makes re-installs cheap.
-    npm install --global --prefix "$PREFIX" --no-fund --no-audit --loglevel=error "${want[@]}"
+    # One package per npm call, so a failure names the package that could not be installed.
+    for spec in "${want[@]}"; do
+        npm install --global --prefix "$PREFIX" --no-fund --no-audit --loglevel=error "$spec" \
+            || { echo "install-agents: npm could not install $spec" >&2; exit 1; }
+    done
 fi
 
 # Verify: the binaries exist and report the pinned versions.
-for bin in claude codex; do
+for entry in "${AGENTS[@]}"; do
+    IFS='|' read -r pkg version bin <<<"$entry"
     [[ -x "$PREFIX/bin/$bin" ]] || { echo "install-agents: $PREFIX/bin/$bin missing after install" >&2; exit 1; }
+    [[ "$(installed_version "$pkg")" == "$version" ]] \
+        || { echo "install-agents: $pkg is not $version" >&2; exit 1; }
 done
-[[ "$(installed_version @anthropic-ai/claude-code)" == "$CLAUDE_VERSION" ]] \
-    || { echo "install-agents: claude-code is not $CLAUDE_VERSION" >&2; exit 1; }
-[[ "$(installed_version @openai/codex)" == "$CODEX_VERSION" ]] \
-    || { echo "install-agents: codex is not $CODEX_VERSION" >&2; exit 1; }
+
+# Copilot unpacks its runtime into $XDG_CACHE_HOME/copilot/pkg (default ~/.cache) on first run.
+# The tests set XDG_CACHE_HOME to this shared folder; warm it once here (offline, no model call).
+COPILOT_CACHE="$E2E_HOME/xdg-cache"
+if [[ ! -f "$COPILOT_CACHE/.copilot-$COPILOT_VERSION" ]]; then
+    mkdir -p "$COPILOT_CACHE"
+    warm_home="$(mktemp -d)"
+    HOME="$warm_home" XDG_CACHE_HOME="$COPILOT_CACHE" COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false \
+        "$PREFIX/bin/copilot" --version </dev/null >/dev/null 2>&1 \
+        || { echo "install-agents: copilot --version failed while warming its cache" >&2; rm -rf "$warm_home"; exit 1; }
+    rm -rf "$warm_home"
+    touch "$COPILOT_CACHE/.copilot-$COPILOT_VERSION"
+fi
 echo "$PREFIX/bin"
