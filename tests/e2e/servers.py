@@ -368,4 +368,198 @@ class OpenAIResponsesServer(_ScriptedServer):
         self.send_sse(h, events)
 
 
+
+# ---------------------------------------------------------------------------------------
+# OpenAI chat completions (Qwen Code, opencode, pi, GitHub Copilot CLI)
+# ---------------------------------------------------------------------------------------
+AUX_TITLE = "Scripted session"
+
+
+def _pieces(text: str, n: int = 3) -> list[str]:
+    """Split a string into up to n pieces: clients must reassemble streamed arguments."""
+    if len(text) < n:
+        return [text]
+    size = -(-len(text) // n)
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def chat_has_tools(body: dict[str, Any]) -> bool:
+    return bool(body.get("tools") or body.get("functions"))
+
+
+class ChatCompletionsServer(_ScriptedServer):
+    """`POST /v1/chat/completions`, streaming (`data:` chunks, `[DONE]`) or not.
+
+    A request with tools consumes one step; one without (titles, summaries) gets a short
+    text. `aux` lets a test classify tool-bearing side requests (e.g. a memory agent) as aux
+    so they never consume a step: it returns the text to answer with, or None.
+    """
+
+    model = "scripted-model"
+
+    def __init__(self, steps: list[Step] | None = None,
+                 aux: Callable[[dict[str, Any]], str | None] | None = None) -> None:
+        super().__init__(steps)
+        self.aux = aux
+
+    def handle(self, h: BaseHTTPRequestHandler, method: str, body: Any) -> None:
+        path = h.path.split("?")[0]
+        if method == "GET" and path.endswith("/models"):
+            self._log(h, method, body, "other")
+            return self.send_json(h, {"object": "list", "data": [
+                {"id": self.model, "object": "model", "created": 0, "owned_by": "scripted"}]})
+        if (method != "POST" or not path.endswith("/chat/completions")
+                or not isinstance(body, dict)):
+            self._log(h, method, body, "other")
+            return self.send_json(h, {"error": {"message": f"not found: {path}",
+                                                "type": "invalid_request_error"}}, 404)
+        aux_text = self.aux(body) if self.aux else None
+        if aux_text is None and chat_has_tools(body):
+            idx, step = self._next_step()
+            self._log(h, method, body, "step", idx)
+        else:
+            self._log(h, method, body, "aux")
+            step, idx = Step(text=aux_text or AUX_TITLE), None
+        self._reply(h, body, step)
+
+    def _reply(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: Step) -> None:
+        cid = self._new_id("chatcmpl")
+        model = body.get("model") or self.model
+        created = int(time.time())
+        text = step.text or ("" if step.tool else DEFAULT_FINAL_TEXT)
+        call = None
+        if step.tool:
+            args = step.input if isinstance(step.input, str) else json.dumps(step.input)
+            call = {"id": self._new_id("call"), "type": "function",
+                    "function": {"name": step.tool, "arguments": args}}
+        finish = "tool_calls" if call else "stop"
+        usage = {"prompt_tokens": 1500, "completion_tokens": 50, "total_tokens": 1550}
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if call:
+                message["tool_calls"] = [call]
+            return self.send_json(h, {"id": cid, "object": "chat.completion",
+                                      "created": created, "model": model,
+                                      "choices": [{"index": 0, "message": message,
+                                                   "finish_reason": finish}],
+                                      "usage": usage})
+        base = {"id": cid, "object": "chat.completion.chunk", "created": created,
+                "model": model}
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta,
+                                         "finish_reason": finish_reason}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        if step.thinking:  # the DeepSeek/Qwen convention for visible reasoning
+            chunks.append(chunk({"reasoning_content": step.thinking}))
+        chunks.extend(chunk({"content": p}) for p in _pieces(text, 2) if p)
+        if call:
+            fn = call["function"]
+            chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"],
+                                                 "type": "function",
+                                                 "function": {"name": fn["name"],
+                                                              "arguments": ""}}]}))
+            chunks.extend(chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
+                          for p in _pieces(fn["arguments"]))
+        chunks.append(chunk({}, finish))
+        chunks.append({**base, "choices": [], "usage": usage})
+        self.send_sse_data(h, [*chunks, "[DONE]"])
+
+    @staticmethod
+    def send_sse_data(h: BaseHTTPRequestHandler, items: list[dict[str, Any] | str]) -> None:
+        """`data:`-only SSE (no event names), as OpenAI chat completions and Gemini use."""
+        payload = "".join(
+            f"data: {it if isinstance(it, str) else json.dumps(it)}\n\n" for it in items
+        ).encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Cache-Control", "no-cache")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+
+# ---------------------------------------------------------------------------------------
+# Gemini API (Gemini CLI)
+# ---------------------------------------------------------------------------------------
+def _value_for_schema(schema: Any) -> Any:
+    """A minimal value that satisfies a JSON schema (Gemini CLI's structured side requests,
+    e.g. its next-speaker check, parse the reply against the schema they sent)."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][-1] if "user" not in schema["enum"] else "user"
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: _value_for_schema(v) for k, v in props.items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return False
+    return "scripted"
+
+
+class GeminiServer(_ScriptedServer):
+    """The Gemini API as Gemini CLI calls it with an API key and GOOGLE_GEMINI_BASE_URL.
+
+    `:streamGenerateContent?alt=sse` with `functionDeclarations` consumes one step; the
+    same without tools, `:generateContent` (side requests, JSON-schema answers) and
+    `:countTokens` get minimal answers.
+    """
+
+    model = "gemini-2.5-pro"
+
+    def handle(self, h: BaseHTTPRequestHandler, method: str, body: Any) -> None:
+        path = h.path.split("?")[0]
+        action = path.rsplit(":", 1)[-1] if ":" in path else ""
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            self._log(h, method, body, "other")
+            return self.send_json(h, {"models": [{"name": f"models/{self.model}"}]})
+        if method != "POST" or not isinstance(body, dict) or action not in (
+                "streamGenerateContent", "generateContent", "countTokens"):
+            self._log(h, method, body, "other")
+            return self.send_json(h, {"error": {"code": 404, "message": f"not found: {path}",
+                                                "status": "NOT_FOUND"}}, 404)
+        if action == "countTokens":
+            self._log(h, method, body, "other")
+            return self.send_json(h, {"totalTokens": 1000})
+        tools = [d for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
+        config = body.get("generationConfig") or {}
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        if tools and action == "streamGenerateContent" and not schema:
+            idx, step = self._next_step()
+            self._log(h, method, body, "step", idx)
+            parts = self._parts(step)
+        else:
+            self._log(h, method, body, "aux")
+            text = json.dumps(_value_for_schema(schema)) if schema else AUX_TITLE
+            parts = [{"text": text}]
+        model = path.split("/models/")[-1].split(":")[0] or self.model
+        response = {
+            "candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1500, "candidatesTokenCount": 50,
+                              "totalTokenCount": 1550},
+            "modelVersion": model,
+            "responseId": self._new_id("resp"),
+        }
+        if action == "generateContent":
+            return self.send_json(h, response)
+        ChatCompletionsServer.send_sse_data(h, [response])
+
+    def _parts(self, step: Step) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        if step.thinking:
+            parts.append({"text": step.thinking, "thought": True})
+        if step.text or not step.tool:
+            parts.append({"text": step.text or DEFAULT_FINAL_TEXT})
+        if step.tool:
+            parts.append({"functionCall": {"name": step.tool, "args": step.input}})
+        return parts
+
+
 ServerFactory = Callable[[list[Step]], _ScriptedServer]
