@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from recorded import Recorded, scenarios
 
 CLAUDE = next(r for r in scenarios("claude") if r.scenario == "full")

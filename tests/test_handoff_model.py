@@ -7,13 +7,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from recorded import Recorded, params
 
 from passdown.agents import get_agent
 from passdown.handoff import Handoff, handoff_schema_text
 from passdown.handoff_record import handoff_from_record, handoff_to_record
 from passdown.pipeline import Selection, build_handoff
 from passdown.records import ANNOTATION_KINDS, canonical_json, validate_record
+from recorded import Recorded, params
 
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "handoff.schema.json"
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from recorded import scenarios
 
 PLUGIN_SRC = Path(__file__).parent / "plugins"

@@ -15,7 +15,16 @@ from pathlib import Path
 
 from passdown.agents import Agent, LaunchSpec
 from passdown.agents.base import cwd_in_workspace
-from passdown.transcript import Diagnostics, Event, Message, SessionInfo, SessionRef, ToolCall, ToolResult, Transcript
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Message,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
 
 
 class ExampleAgent(Agent):
