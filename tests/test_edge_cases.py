@@ -428,3 +428,18 @@ def test_budget_keeps_first_request_and_latest_exchange() -> None:
     assert sum(len(e.text) for e in real) <= 5000 + 200 * len(real)
     assert ex.task.messages_total == 122
     assert ex.task.messages_omitted == 122 - len(real)
+
+
+def test_codex_goal_tools_become_a_plan_item(codex_dir: Path) -> None:
+    path = _codex_file(codex_dir, [
+        META,
+        _msg("user", "make the build green"),
+        _item({"type": "function_call", "name": "create_goal", "call_id": "g1",
+               "arguments": json.dumps({"objective": "All tests pass"})}),
+        _item({"type": "function_call_output", "call_id": "g1", "output": "Goal created"}),
+        _item({"type": "function_call", "name": "update_goal", "call_id": "g2", "arguments": json.dumps({"status": "blocked"})}),
+        _item({"type": "function_call_output", "call_id": "g2", "output": "Goal updated"}),
+    ])
+    _, ex = _read("codex", path)
+    assert [(p.subject, p.status) for p in ex.state.plan] == [("Goal: All tests pass", "blocked")]
+    assert ex.state.blockers == ["Goal: All tests pass (blocked)"]

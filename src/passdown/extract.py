@@ -386,7 +386,10 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
     state.next_steps = plan_next + [step for step in prose_next if step not in plan_next]
     done = {p.id for p in state.plan if p.status == "completed"}
     blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, done)]
-    state.blockers = [f"{p.subject} (blocked by {', '.join(p.blocked_by) or 'unknown'})" for p in blocked]
+    state.blockers = [
+        f"{p.subject} (blocked by {', '.join(p.blocked_by)})" if p.blocked_by else f"{p.subject} (blocked)"
+        for p in blocked
+    ]
     if state.last_failure and not state.last_failure.resolved_later and _failure_is_recent(state):
         fail = state.last_failure
         state.blockers.append(

@@ -57,6 +57,7 @@ _BARE_ITEM_TYPES = frozenset(
      "custom_tool_call_output", "local_shell_call", "web_search_call"}
 )
 _PLAN_STATUSES = {"pending", "in_progress", "completed"}
+_GOAL_STATUS = {"complete": "completed", "completed": "completed", "blocked": "blocked", "paused": "pending", "active": "in_progress"}
 _SHELL_TOOLS = frozenset({"exec_command", "shell", "container.exec", "shell_command", "local_shell"})
 _READ_TOOLS = frozenset({"read_file", "list_dir", "grep_files", "view_image", "web_search"})
 _FIRST_LINE_LIMIT = 16 * 1024 * 1024
@@ -329,6 +330,13 @@ class _RolloutReader:
         elif name == "update_plan":
             call.action = "plan"
             call.plan = PlanOp(op="replace", items=_plan_items(args.get("plan")))
+        elif name == "create_goal" and args.get("objective"):
+            call.action = "plan"  # a thread goal: one plan item that lasts the session
+            goal = PlanItem(id="goal", subject=f"Goal: {args['objective']}", status="in_progress")
+            call.plan = PlanOp(op="create", items=(goal,))
+        elif name == "update_goal" and args.get("status") in _GOAL_STATUS:
+            call.action = "plan"
+            call.plan = PlanOp(op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])])  # type: ignore[arg-type]
         elif name in _READ_TOOLS:
             call.action = "read"
         return call
