@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -477,64 +476,28 @@ def _wc(path: Path) -> float:
     return time.perf_counter() - start
 
 
-def _export(agent: str, path: Path, env: dict[str, str]) -> tuple[float, int]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
+def _export(agent: str, path: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Wall time, CPU time (user+system, both cores) and peak RSS of one export run in a
+    child process, measured through a wrapper so each run has its own rusage."""
+    code = (
+        "import resource,subprocess,sys,time;t=time.perf_counter();"
+        "subprocess.run(sys.argv[1:],check=True,capture_output=True);"
+        "w=time.perf_counter()-t;r=resource.getrusage(resource.RUSAGE_CHILDREN);"
+        "print(w, r.ru_utime+r.ru_stime, r.ru_maxrss)"
+    )
+    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(path)]
+    argv += ["--out", env["PASSDOWN_BENCH_OUT"], "--no-store", "--quiet"]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "passdown",
-            "export",
-            "--from",
-            agent,
-            "--session",
-            str(path),
-            "--out",
-            str(Path(env["PASSDOWN_BENCH_OUT"])),
-            "--no-store",
-            "--quiet",
-        ],
+        [sys.executable, "-c", code, *argv],
         cwd=WORKSPACE,
         env=env,
         capture_output=True,
         text=True,
     )
-    elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"export failed: {proc.stderr}")
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, max(rss, before)  # ru_maxrss of children is the max over all children
-
-
-def _peak_rss_of(agent: str, path: Path, env: dict[str, str]) -> int:
-    """Peak RSS of one export, measured by GNU time in its own process tree."""
-    proc = subprocess.run(
-        [
-            "python3",
-            "-c",
-            "import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True,capture_output=True);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
-            sys.executable,
-            "-m",
-            "passdown",
-            "export",
-            "--from",
-            agent,
-            "--session",
-            str(path),
-            "--out",
-            env["PASSDOWN_BENCH_OUT"],
-            "--no-store",
-            "--quiet",
-        ],
-        cwd=WORKSPACE,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(proc.stdout.strip())
+    wall, cpu, rss_kb = proc.stdout.split()
+    return float(wall), float(cpu), int(rss_kb)
 
 
 def main() -> None:
@@ -553,7 +516,7 @@ def main() -> None:
     src = str(Path(__file__).resolve().parents[1] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     print(
-        f"{'agent':7} {'size':>8} {'wc -l':>8} {'export':>8} {'MB/s':>8} {'x wc':>6} {'peak RSS':>9}"
+        f"{'agent':7} {'size':>8} {'wc -l':>8} {'export':>8} {'MB/s':>8} {'x wc':>6} {'CPU':>7} {'peak RSS':>9}"
     )
     try:
         for agent in args.agents.split(","):
@@ -571,11 +534,11 @@ def main() -> None:
                 size = path.stat().st_size
                 _wc(path)  # warm the page cache so both runs read from memory
                 wc = min(_wc(path) for _ in range(3))
-                elapsed, _ = _export(agent, path, env)
-                rss_kb = _peak_rss_of(agent, path, env)
+                elapsed, cpu, rss_kb = min(_export(agent, path, env) for _ in range(2))
                 mb = size / 1e6
                 print(
-                    f"{agent:7} {mb:7.0f}M {wc:7.2f}s {elapsed:7.2f}s {mb / elapsed:8.0f} {elapsed / wc:6.1f} {rss_kb / 1024:8.0f}M",
+                    f"{agent:7} {mb:7.0f}M {wc:7.2f}s {elapsed:7.2f}s {mb / elapsed:8.0f}"
+                    f" {elapsed / wc:6.1f} {cpu:6.2f}s {rss_kb / 1024:8.0f}M",
                     flush=True,
                 )
                 path.unlink()

@@ -6,6 +6,7 @@ missing we fail loudly: an e2e suite that silently skips would pass without test
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,21 @@ CODEX_VERSION = "0.171.0"
 # Tools Claude may use without asking (as root, --dangerously-skip-permissions is refused).
 CLAUDE_TOOLS = "Write Edit Bash TaskCreate TaskUpdate TaskList TodoWrite Read"
 CODEX_MODEL = "gpt-5.5"
+# The five agents of issue 7, pinned like the two above (.ci/install-agents.sh installs them).
+GEMINI_VERSION = "0.61.0"
+QWEN_VERSION = "0.24.4"
+OPENCODE_VERSION = "1.18.33"
+PI_VERSION = "0.73.1"
+COPILOT_VERSION = "1.0.102"
+VERSIONS = {"claude": CLAUDE_VERSION, "codex": CODEX_VERSION, "gemini": GEMINI_VERSION,
+            "qwen": QWEN_VERSION, "opencode": OPENCODE_VERSION, "pi": PI_VERSION,
+            "copilot": COPILOT_VERSION}
+# A 2.x model: Gemini CLI only offers its plan tool `write_todos` to non-preview Gemini 2
+# models (the default 3.x preview gets no write_todos), and naming one skips its router.
+GEMINI_MODEL = "gemini-2.5-pro"
+# The model name the chat-completions agents ask for; the scripted server echoes it.
+CHAT_MODEL = "scripted-model"
+CHAT_PROVIDER = "scripted"  # provider name in opencode's and pi's config
 FAKE_KEY = "sk-test-local-scripted-server"  # never a real credential; servers ignore it
 
 
@@ -36,7 +52,7 @@ def npm_bin_dir() -> Path:
 
 
 def find_agent(name: str) -> Path:
-    """Path of the installed `claude` or `codex`; raises (never skips) when absent."""
+    """Path of an installed pinned agent CLI; raises (never skips) when absent."""
     path = npm_bin_dir() / name
     if not (path.exists() and os.access(path, os.X_OK)):
         raise AgentsMissing(
@@ -55,9 +71,15 @@ def ensure_agents() -> Path:
                           timeout=900, check=False)
     if proc.returncode != 0:
         raise AgentsMissing(f"install-agents.sh failed ({proc.returncode}):\n{proc.stderr}")
-    find_agent("claude")
-    find_agent("codex")
+    for name in VERSIONS:
+        find_agent(name)
     return npm_bin_dir()
+
+
+def copilot_cache_dir() -> Path:
+    """XDG cache shared by every test's Copilot: it unpacks ~230 MB there on first run
+    (`$XDG_CACHE_HOME/copilot/pkg`); the install script warms it once."""
+    return e2e_home() / "xdg-cache"
 
 
 @dataclass
@@ -113,6 +135,79 @@ class AgentEnv:
         if openai_url:
             self.write_codex_config(openai_url)
         return env
+
+    # -- the five agents of issue 7: each writes its config under HOME and returns the env --
+    def gemini_environ(self, gemini_url: str) -> dict[str, str]:
+        """Gemini CLI with an API key against GOOGLE_GEMINI_BASE_URL (plain http is allowed
+        for localhost); settings turn off folder trust, telemetry, usage stats, updates."""
+        _write_json(self.home / ".gemini" / "settings.json", {
+            "security": {"auth": {"selectedType": "gemini-api-key"},
+                         "folderTrust": {"enabled": False}},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "model": {"name": GEMINI_MODEL},
+        })
+        return {**self.environ(), "GEMINI_API_KEY": FAKE_KEY,
+                "GOOGLE_GEMINI_BASE_URL": gemini_url,
+                "GEMINI_CLI_NO_RELAUNCH": "true"}
+
+    def qwen_environ(self, chat_url: str) -> dict[str, str]:
+        """Qwen Code with `--auth-type openai`; todo_write is off unless enabled in settings,
+        and the managed memory agents would send extra model requests."""
+        _write_json(self.home / ".qwen" / "settings.json", {
+            "general": {"enableAutoUpdate": False},
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "security": {"folderTrust": {"enabled": False}},
+            "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False,
+                       "enableAutoSkill": False, "enableTeamMemory": False},
+            "tools": {"todoWrite": {"enabled": True}},
+        })
+        return {**self.environ(), "OPENAI_API_KEY": FAKE_KEY,
+                "OPENAI_BASE_URL": f"{chat_url}/v1", "OPENAI_MODEL": CHAT_MODEL,
+                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
+
+    def opencode_environ(self, chat_url: str) -> dict[str, str]:
+        """opencode with an openai-compatible provider on loopback."""
+        cfg = self.home / ".config" / "opencode"
+        _write_json(cfg / "opencode.json", {
+            "$schema": "https://opencode.ai/config.json",
+            "provider": {CHAT_PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                "options": {"baseURL": f"{chat_url}/v1", "apiKey": FAKE_KEY},
+                "models": {CHAT_MODEL: {"name": CHAT_MODEL, "tool_call": True}}}},
+            "model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+            "small_model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+            "autoupdate": False, "share": "disabled",
+        })
+        # opencode npm-installs @opencode-ai/plugin into its config dir in the background
+        # unless node_modules exists and package-lock.json already lists it: pretend it does,
+        # so a test run never reaches the npm registry.
+        (cfg / "node_modules").mkdir(exist_ok=True)
+        _write_json(cfg / "package-lock.json", {"packages": {"": {"dependencies": {
+            "@opencode-ai/plugin": OPENCODE_VERSION}}}})
+        return {**self.environ(), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_TERMINAL_TITLE": "1"}
+
+    def pi_environ(self, chat_url: str) -> dict[str, str]:
+        """pi with a custom openai-completions provider in models.json."""
+        _write_json(self.home / ".pi" / "agent" / "models.json", {"providers": {CHAT_PROVIDER: {
+            "baseUrl": f"{chat_url}/v1", "api": "openai-completions", "apiKey": FAKE_KEY,
+            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+            "models": [{"id": CHAT_MODEL}]}}})
+        return {**self.environ(), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
+                "PI_TELEMETRY": "0"}
+
+    def copilot_environ(self, chat_url: str) -> dict[str, str]:
+        """Copilot CLI on a bring-your-own provider, no GitHub login, shared unpack cache."""
+        return {**self.environ(), "COPILOT_OFFLINE": "true",
+                "COPILOT_PROVIDER_BASE_URL": f"{chat_url}/v1",
+                "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_WIRE_API": "completions",
+                "COPILOT_PROVIDER_API_KEY": FAKE_KEY, "COPILOT_MODEL": CHAT_MODEL,
+                "COPILOT_AUTO_UPDATE": "false", "XDG_CACHE_HOME": str(copilot_cache_dir())}
 
     def write_codex_config(self, openai_url: str) -> None:
         # A custom provider on loopback; no auth.json, no update checks, no analytics.
@@ -175,6 +270,65 @@ def run_codex(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None
         argv = [codex, "exec", *flags, prompt]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path,
+         timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def run_gemini(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`gemini -p` in yolo mode; `resume` is a session id, an index or "latest"."""
+    argv = [str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
+            "-o", "text"]
+    if resume:
+        argv += ["--resume", resume]
+    return _run([*argv, "-p", prompt], env, cwd, timeout)
+
+
+def run_qwen(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`qwen PROMPT` runs once and exits; `-r ID` resumes that session."""
+    argv = [str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode", "yolo",
+            "-o", "text"]
+    if resume:
+        argv += ["-r", resume]
+    return _run([*argv, prompt], env, cwd, timeout)
+
+
+def run_opencode(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`opencode run --auto`; `-s ID` continues that session."""
+    argv = [str(find_agent("opencode")), "run", "--auto", "-m",
+            f"{CHAT_PROVIDER}/{CHAT_MODEL}"]
+    if resume:
+        argv += ["-s", resume]
+    return _run([*argv, prompt], env, cwd, timeout)
+
+
+def run_pi(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`pi -p`; `--session` takes a session file path or an id prefix."""
+    argv = [str(find_agent("pi")), "--provider", CHAT_PROVIDER, "--model", CHAT_MODEL]
+    if resume:
+        argv += ["--session", resume]
+    return _run([*argv, "-p", prompt], env, cwd, timeout)
+
+
+def run_copilot(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`copilot -p --allow-all-tools`; `--resume=ID` continues that session."""
+    argv = [str(find_agent("copilot")), "-p", prompt, "--allow-all-tools", "--no-color"]
+    if resume:
+        argv.append(f"--resume={resume}")
+    return _run(argv, env, cwd, timeout)
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def run_passdown(env: dict[str, str], cwd: Path, *args: str,

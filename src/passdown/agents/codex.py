@@ -34,7 +34,9 @@ from passdown.transcript import (
     Transcript,
 )
 
-_ROLLOUT_ID = re.compile(r"rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+_ROLLOUT_ID = re.compile(
+    r"rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+)
 _INJECTED_PREFIXES = (
     "<environment_context>",
     "<user_instructions>",
@@ -50,15 +52,39 @@ _INJECTED_PREFIXES = (
 _PATCH_FILE = re.compile(r"\*\*\* (?:(Add|Update|Delete) File: (.+)|Move to: (.+))")
 _PATCH_ACTION = {"Add": "write", "Update": "edit", "Delete": "delete"}
 _KNOWN_TYPES = frozenset(
-    {"session_meta", "turn_context", "response_item", "event_msg", "compacted", "world_state", "token_usage_record"}
+    {
+        "session_meta",
+        "turn_context",
+        "response_item",
+        "event_msg",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
 )
 _BARE_ITEM_TYPES = frozenset(
-    {"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-     "custom_tool_call_output", "local_shell_call", "web_search_call"}
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
 )
 _PLAN_STATUSES = {"pending", "in_progress", "completed"}
-_GOAL_STATUS = {"complete": "completed", "completed": "completed", "blocked": "blocked", "paused": "pending", "active": "in_progress"}
-_SHELL_TOOLS = frozenset({"exec_command", "shell", "container.exec", "shell_command", "local_shell"})
+_GOAL_STATUS = {
+    "complete": "completed",
+    "completed": "completed",
+    "blocked": "blocked",
+    "paused": "pending",
+    "active": "in_progress",
+}
+_SHELL_TOOLS = frozenset(
+    {"exec_command", "shell", "container.exec", "shell_command", "local_shell"}
+)
 _READ_TOOLS = frozenset({"read_file", "list_dir", "grep_files", "view_image", "web_search"})
 _FIRST_LINE_LIMIT = 16 * 1024 * 1024
 
@@ -104,6 +130,15 @@ class _Payload(msgspec.Struct):
 
 _LINE = msgspec.json.Decoder(_Line)
 _PAYLOAD = msgspec.json.Decoder(_Payload)
+
+
+class _TypedLine(msgspec.Struct):
+    type: str = ""
+    timestamp: str | None = None
+    payload: _Payload | None = None
+
+
+_TYPED_LINE = msgspec.json.Decoder(_TypedLine)
 _ANY = msgspec.json.Decoder()
 
 
@@ -135,7 +170,9 @@ class CodexCLI(Agent):
             plain = {p.name for p in candidates if p.name.endswith(".jsonl")}
             for path in candidates:
                 name = path.name
-                if name.endswith(".jsonl") or (name.endswith(".jsonl.zst") and name[:-4] not in plain):
+                if name.endswith(".jsonl") or (
+                    name.endswith(".jsonl.zst") and name[:-4] not in plain
+                ):
                     yield path
 
     def ref_for_path(self, path: Path) -> SessionRef:
@@ -224,6 +261,13 @@ class _RolloutReader:
     def events(self) -> Iterator[Event]:
         reader = LineReader(self.path, self.diag)
         for offset, line in reader.forward():
+            try:  # one decode for the common shape; anything unusual takes the slow path
+                typed = _TYPED_LINE.decode(line)
+            except msgspec.DecodeError:
+                typed = None
+            if typed is not None and typed.type in _KNOWN_TYPES:
+                yield from self._line(typed.type, typed.timestamp, typed.payload, line)
+                continue
             decoded = decode_line(_LINE, line, offset, reader.tail_offset, self.diag)
             if not isinstance(decoded, _Line):
                 continue
@@ -232,12 +276,13 @@ class _RolloutReader:
                 if payload is not None:
                     yield from self._response_item(payload, decoded.timestamp)
                 continue
-            yield from self._line(decoded, line)
+            yield from self._line(decoded.type, decoded.timestamp, _payload(decoded.payload), line)
 
-    def _line(self, line: _Line, raw: bytes) -> Iterator[Event]:
-        kind = line.type
-        if line.timestamp:
-            self.info.updated_at = line.timestamp
+    def _line(
+        self, kind: str, timestamp: str | None, payload: _Payload | None, raw: bytes
+    ) -> Iterator[Event]:
+        if timestamp:
+            self.info.updated_at = timestamp
         if kind not in _KNOWN_TYPES:
             if kind or b'"id"' not in raw:
                 self.diag.unknown(kind or "(no type)")
@@ -246,7 +291,6 @@ class _RolloutReader:
             return
         if kind in ("world_state", "token_usage_record"):
             return
-        payload = _payload(line.payload)
         if payload is None:
             self.diag.bad_lines += 1
             return
@@ -256,11 +300,11 @@ class _RolloutReader:
             self.info.add_model(payload.model)
             self.info.cwd = self.info.cwd or payload.cwd
         elif kind == "response_item":
-            yield from self._response_item(payload, line.timestamp)
+            yield from self._response_item(payload, timestamp)
         elif kind == "compacted":
-            yield Compaction(summary=payload.message, trigger="auto", timestamp=line.timestamp)
+            yield Compaction(summary=payload.message, trigger="auto", timestamp=timestamp)
         elif kind == "event_msg":
-            yield from self._event(payload, line.timestamp)
+            yield from self._event(payload, timestamp)
 
     def _meta(self, meta: _Payload) -> None:
         info = self.info
@@ -295,7 +339,11 @@ class _RolloutReader:
     def _message(self, item: _Payload, timestamp: str | None) -> Iterator[Event]:
         if item.role not in ("user", "assistant"):
             return  # developer/system instructions never cross the boundary
-        texts = [c.text for c in item.content or () if c.text and c.type in ("input_text", "output_text", "text")]
+        texts = [
+            c.text
+            for c in item.content or ()
+            if c.text and c.type in ("input_text", "output_text", "text")
+        ]
         text = "\n\n".join(t.strip() for t in texts if t.strip())
         if not text:
             return
@@ -336,7 +384,9 @@ class _RolloutReader:
             call.plan = PlanOp(op="create", items=(goal,))
         elif name == "update_goal" and args.get("status") in _GOAL_STATUS:
             call.action = "plan"
-            call.plan = PlanOp(op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])])  # type: ignore[arg-type]
+            call.plan = PlanOp(
+                op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])]
+            )  # type: ignore[arg-type]
         elif name in _READ_TOOLS:
             call.action = "read"
         return call
@@ -388,7 +438,11 @@ def _command_text(args: dict[str, object], item: _Payload) -> str:
     if isinstance(cmd, list):
         parts = [str(p) for p in cmd]
         # ["bash", "-lc", "real command"] -> the real command
-        if len(parts) == 3 and parts[1] in ("-lc", "-c") and parts[0].endswith(("sh", "bash", "zsh")):
+        if (
+            len(parts) == 3
+            and parts[1] in ("-lc", "-c")
+            and parts[0].endswith(("sh", "bash", "zsh"))
+        ):
             return parts[2]
         return " ".join(parts)
     return str(cmd or "")
@@ -402,7 +456,12 @@ def _patch_from_args(args: dict[str, object]) -> str | None:
 def _embedded_patch(args: dict[str, object]) -> str | None:
     """Older builds ran apply_patch through the shell tool: ["apply_patch", "<patch>"]."""
     cmd = args.get("command")
-    if isinstance(cmd, list) and len(cmd) >= 2 and cmd[0] == "apply_patch" and isinstance(cmd[1], str):
+    if (
+        isinstance(cmd, list)
+        and len(cmd) >= 2
+        and cmd[0] == "apply_patch"
+        and isinstance(cmd[1], str)
+    ):
         return cmd[1]
     return None
 
@@ -466,7 +525,11 @@ def _exit_code(text: str) -> int | None:
 
 def _patch_failed(text: str) -> bool:
     head = text[:500].lower()
-    return "verification failed" in head or head.startswith(("error", "failed")) or "patch rejected" in head
+    return (
+        "verification failed" in head
+        or head.startswith(("error", "failed"))
+        or "patch rejected" in head
+    )
 
 
 def _strip_exec_header(text: str) -> str:
