@@ -497,7 +497,7 @@ def _value_for_schema(schema: Any) -> Any:
     if kind == "array":
         return []
     if kind in ("integer", "number"):
-        return 0
+        return schema.get("minimum", 0)
     if kind == "boolean":
         return False
     return "scripted"

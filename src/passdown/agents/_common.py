@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -50,25 +49,32 @@ def first_error_line(text: str | None) -> str | None:
     verdict line when a test runner prints one), trimmed. Never the whole output."""
     if not text:
         return None
-    lines = text[:20000].splitlines()
-    first = _first_errorish(lines[:200])
-    last = _first_errorish(reversed(lines[-30:]))
+    head = text[:20000]
+    first = _errorish_line(head, last=False) or next(
+        (line for line in map(_clean, head.splitlines()[:200]) if line), None
+    )
     if first is None:
-        first = next((c for c in map(_clean, lines) if c), None)
-        if first is None:
-            return None
+        return None
+    last = _errorish_line(text[-3000:], last=True)
     found = first if last in (None, first) else f"{first} … {last}"
     return found if len(found) <= ERROR_LINE_CHARS else found[: ERROR_LINE_CHARS - 1] + "…"
 
 
-def _first_errorish(lines: Iterable[str]) -> str | None:
-    for raw in lines:
-        line = _clean(raw)
-        if line:
-            low = line[:400].lower()
-            if any(word in low for word in _ERROR_WORDS):
-                return line
-    return None
+def _errorish_line(text: str, *, last: bool) -> str | None:
+    """The first (or last) line naming an error, found with a few substring searches
+    over the whole text rather than a scan line by line."""
+    low = text.lower()
+    if last:
+        hits = [low.rfind(word) for word in _ERROR_WORDS]
+        pos = max(hits)
+    else:
+        hits = [i for i in (low.find(word) for word in _ERROR_WORDS) if i >= 0]
+        pos = min(hits) if hits else -1
+    if pos < 0:
+        return None
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return _clean(text[start : end if end >= 0 else len(text)]) or None
 
 
 def _clean(raw: str) -> str:

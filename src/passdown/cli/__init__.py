@@ -25,6 +25,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retrieve": ("passdown.cli.store_cmds:retrieve_command", "Print a stored record by id."),
     "find": ("passdown.cli.store_cmds:find_command", "Query stored records by scope, type, kind, time and text."),
     "delete": ("passdown.cli.store_cmds:delete_command", "Delete a stored record by id."),
+    "mcp": ("passdown.cli.mcp_cmds:mcp_command", "Serve passdown's tools to an agent over MCP (stdio)."),
+    "serve": ("passdown.cli.mcp_cmds:serve_command", "Team server: MCP over HTTP plus a JSON API, with tokens."),
+    "token": ("passdown.cli.mcp_cmds:token_command", "Create or revoke bearer tokens for `passdown serve`."),
+    "install": ("passdown.cli.install_cmds:install_command", "Register passdown (MCP, hooks, skill) with Claude Code or Codex."),
+    "uninstall": ("passdown.cli.install_cmds:uninstall_command", "Undo `passdown install`, restoring the config files."),
+    "hook": ("passdown.cli.install_cmds:hook_command", "Run by agent hooks: export a handoff quietly; never fails."),
 }
 
 
