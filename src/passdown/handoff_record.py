@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from passdown.handoff import Handoff
+from passdown.errors import RecordInvalid
 from passdown.records import Record, validate_record
 
 EXTRA_FIELD = "passdown_handoff"
@@ -64,3 +65,43 @@ def handoff_from_record(record: Record) -> Handoff | None:
     if not isinstance(extra, dict):
         return None
     return Handoff.model_validate(extra)
+
+
+# -- coordinator packages -------------------------------------------------------------
+
+PACKAGE_FIELD = "package"  # the extra field `records.record_from_package` also uses
+_PACKAGE_HEAD = ("id", "source_agent", "timestamp")
+
+
+def package_to_record(package: dict[str, Any], handoff: Handoff | None, *, project: str) -> Record:
+    """A coordinator package as one handoff record, without loss.
+
+    With its full handoff, the record is the handoff's own record (HANDOFF.md as content,
+    the canonical annotations, `passdown_handoff`) plus the package's fields under
+    `package`, so `records.record_to_package` reads the package back and
+    `handoff_from_record` the handoff. Without one, it is `records.record_from_package`.
+    """
+    from passdown.records import record_from_package, record_to_dict
+
+    if handoff is None:
+        return record_from_package(package, project=project)
+    expected = {"id": handoff.id, "source_agent": handoff.source.agent, "timestamp": handoff.created_at}
+    for key, value in expected.items():
+        if package.get(key) != value:
+            raise RecordInvalid(f"invalid package: {key}: {package.get(key)!r} differs from its handoff's {value!r}")
+    data = record_to_dict(handoff_to_record(handoff, project=project))
+    summary = package.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        data["title"] = " ".join(summary.split())[:200]
+    current = (package.get("state") or {}).get("current_feature")
+    if isinstance(current, str):
+        data["annotations"].append({"kind": "current_feature", "value": current})
+    data[PACKAGE_FIELD] = {k: v for k, v in package.items() if k not in _PACKAGE_HEAD}
+    return validate_record(data)
+
+
+def package_from_record(record: Record) -> tuple[dict[str, Any], Handoff | None]:
+    """The package fields and the full handoff (None when the record carries none)."""
+    from passdown.records import record_to_package
+
+    return record_to_package(record), handoff_from_record(record)

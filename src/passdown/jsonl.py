@@ -136,9 +136,11 @@ class LineReader:
             size = min(CHUNK, pos)
             pos -= size
             handle.seek(pos)
-            data = handle.read(size) + carry
-            lines = data.split(b"\n")
-            cursor = pos + len(data)
+            chunk = handle.read(size)
+            lines = chunk.split(b"\n")
+            if carry:  # join only the one line that spans the boundary, not the chunk
+                lines[-1] += carry
+            cursor = pos + len(chunk) + len(carry)
             for k in range(len(lines) - 1, 0, -1):
                 line = lines[k]
                 start = cursor - len(line)
