@@ -14,5 +14,6 @@ def isolated_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("PASSDOWN_DATA_DIR", str(home / "passdown-data"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("CURSOR_CONFIG_DIR", str(home / ".cursor"))
     monkeypatch.delenv("PASSDOWN_STORE", raising=False)
     return home

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from passdown.handoff import Handoff
 from passdown.errors import RecordInvalid
+from passdown.handoff import Handoff
 from passdown.records import Record, validate_record
 
 EXTRA_FIELD = "passdown_handoff"

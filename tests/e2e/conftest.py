@@ -10,7 +10,12 @@ import pytest
 
 from e2e.agents import AgentEnv, AgentsMissing, ensure_agents
 from e2e.record import seed_workspace
-from e2e.servers import AnthropicServer, OpenAIResponsesServer
+from e2e.servers import (
+    AnthropicServer,
+    ChatCompletionsServer,
+    GeminiServer,
+    OpenAIResponsesServer,
+)
 
 
 @pytest.fixture(scope="session")
@@ -48,4 +53,19 @@ def anthropic_server() -> Iterator[AnthropicServer]:
 def openai_server() -> Iterator[OpenAIResponsesServer]:
     with OpenAIResponsesServer() as srv:
         assert isinstance(srv, OpenAIResponsesServer)
+        yield srv
+
+
+@pytest.fixture
+def chat_server() -> Iterator[ChatCompletionsServer]:
+    """OpenAI chat completions, as Qwen Code, opencode, pi and Copilot CLI speak it."""
+    with ChatCompletionsServer() as srv:
+        assert isinstance(srv, ChatCompletionsServer)
+        yield srv
+
+
+@pytest.fixture
+def gemini_server() -> Iterator[GeminiServer]:
+    with GeminiServer() as srv:
+        assert isinstance(srv, GeminiServer)
         yield srv

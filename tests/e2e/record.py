@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,16 +30,29 @@ if __package__ in (None, ""):  # run as a script: make `e2e` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from e2e.agents import (
-    CLAUDE_VERSION,
+    CHAT_MODEL,
     CODEX_MODEL,
-    CODEX_VERSION,
+    GEMINI_MODEL,
     REPO_ROOT,
+    VERSIONS,
     AgentEnv,
     init_git_workspace,
     run_claude,
     run_codex,
+    run_copilot,
+    run_gemini,
+    run_opencode,
+    run_pi,
+    run_qwen,
 )
-from e2e.servers import AnthropicServer, LoggedRequest, OpenAIResponsesServer, Step
+from e2e.servers import (
+    AnthropicServer,
+    ChatCompletionsServer,
+    GeminiServer,
+    LoggedRequest,
+    OpenAIResponsesServer,
+    Step,
+)
 
 REC_ROOT = Path("/tmp/passdown-rec")
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "sessions"
@@ -490,6 +506,381 @@ def codex_full(ctx: Ctx) -> None:
     })
 
 
+# ---------------------------------------------------------------------------------------
+# The five agents of issue 7: one `full` scenario each, driven by an AgentProfile
+# ---------------------------------------------------------------------------------------
+MORE_PROMPT_1 = (
+    "Create calc.py with an add() function and a unittest for it, make greet() say 'Hi' "
+    "instead of 'Hello', and add a Usage section to the README. Keep a todo list. "
+    f"Deploy creds for later (do not commit them): AWS_ACCESS_KEY_ID={AWS_KEY} and "
+    f"GITHUB_TOKEN={GH_TOKEN}"
+)
+MORE_PROMPT_2 = f"Now fix add() and re-run the tests. Use OPENAI_API_KEY={OPENAI_KEY} if needed."
+MORE_FINAL_1 = (
+    "Progress: calc.py and test_calc.py are written and greet() now says Hi. The README "
+    "edit failed (the text I targeted is not in README.md) and `python3 -B -m unittest -q "
+    "test_calc` fails: add() returns a - b. Next step: fix add() and re-run the tests.")
+MORE_FINAL_2 = ("add() is fixed and the tests pass. Remaining: the README Usage section. "
+                "Next step: append a Usage heading to README.md.")
+PLAN_SUBJECTS = ("Write calc.py with add() and its test", "Make greet() say Hi",
+                 "Add a Usage section to README.md")
+PlanState = list[tuple[str, str]]  # (subject, pending|in_progress|completed)
+# A failed tool reports itself in its result text; these words say so for every agent here.
+_ERROR_WORDS = re.compile(r"(?i)error|failed|not found|could not|no match|0 occurrences")
+
+
+@dataclass
+class AgentProfile:
+    """How one agent's tools are called, how it is run and resumed, where its store is."""
+
+    agent: str
+    server: Callable[[list[Step]], ChatCompletionsServer | GeminiServer]
+    environ: Callable[[AgentEnv, str], dict[str, str]]
+    run: Callable[..., subprocess.CompletedProcess[str]]
+    plan: Callable[[PlanState, bool], Step] | None
+    write: Callable[[Path, str], Step]
+    edit: Callable[[Path, str, str], Step]
+    shell: Callable[[str], Step]
+    read: Callable[[Path], Step] | None  # agents that refuse to edit an unread file
+    session_id: Callable[[AgentEnv], str]
+    copy: Callable[[AgentEnv, str, Path], list[str]]
+    native_status: dict[str, str] = field(default_factory=dict)
+    store_note: str = ""
+
+
+def _gemini_plan(state: PlanState, first: bool) -> Step:
+    return Step(tool="write_todos", input={"todos": [
+        {"description": s, "status": st} for s, st in state]})
+
+
+def _qwen_plan(state: PlanState, first: bool) -> Step:
+    return Step(tool="todo_write", input={"todos": [
+        {"id": str(i), "content": s, "status": st} for i, (s, st) in enumerate(state, 1)]})
+
+
+def _opencode_plan(state: PlanState, first: bool) -> Step:
+    return Step(tool="todowrite", input={"todos": [
+        {"content": s, "status": st, "priority": "high"} for s, st in state]})
+
+
+_COPILOT_IDS = ("write-calc", "greet-hi", "readme-usage")
+_COPILOT_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "done"}
+
+
+def _copilot_plan(state: PlanState, first: bool) -> Step:
+    """Copilot has no todo tool: its prompt tells the model to keep todos in the `todos`
+    table of the per-session database through the `sql` tool."""
+    if first:
+        rows = ", ".join(f"('{i}', '{s}', '{s}.', '{_COPILOT_STATUS[st]}')"
+                         for i, (s, st) in zip(_COPILOT_IDS, state, strict=True))
+        return Step(tool="sql", input={
+            "description": "Insert task todos",
+            "query": f"INSERT INTO todos (id, title, description, status) VALUES {rows};"})
+    cases = " ".join(f"WHEN '{i}' THEN '{_COPILOT_STATUS[st]}'"
+                     for i, (_s, st) in zip(_COPILOT_IDS, state, strict=True))
+    return Step(tool="sql", input={"description": "Update todo statuses",
+                                   "query": f"UPDATE todos SET status = CASE id {cases} "
+                                            "ELSE status END;"})
+
+
+def _first_line_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+
+
+def _one(paths: list[Path], what: str) -> Path:
+    if len(paths) != 1:
+        raise RecordError(f"expected one {what}, found {paths}")
+    return paths[0]
+
+
+def _copy_tree(src_root: Path, paths: list[Path], dest: Path) -> list[str]:
+    """Copy files keeping their layout relative to src_root (the agent's HOME)."""
+    copied: list[str] = []
+    for path in sorted(paths):
+        if not path.is_file() or path.name.endswith(".lock"):
+            continue
+        rel = path.relative_to(src_root)
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest / rel)
+        copied.append(str(rel))
+    return copied
+
+
+def _copy_sqlite(src: Path, dest: Path) -> None:
+    """A consistent single-file copy of a live WAL-mode database: the backup API reads the
+    WAL too; the copy is switched to a rollback journal so no -wal/-shm must travel."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.unlink(missing_ok=True)
+    with closing(sqlite3.connect(f"file:{src}?mode=ro", uri=True)) as s, \
+            closing(sqlite3.connect(dest)) as d:
+        s.backup(d)
+        d.execute("PRAGMA journal_mode=DELETE")
+
+
+# -- store discovery and copying, per agent ----------------------------------------------
+def _gemini_session(env: AgentEnv) -> str:
+    path = _one(sorted(env.home.glob(".gemini/tmp/*/chats/session-*.jsonl")), "gemini chat")
+    return str(_first_line_json(path)["sessionId"])
+
+
+def _gemini_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    g = env.home / ".gemini"
+    return _copy_tree(env.home, [g / "projects.json", *g.glob("tmp/**/*"),
+                                 *g.glob("history/**/*")], dest)
+
+
+def _qwen_session(env: AgentEnv) -> str:
+    return _one(sorted(env.home.glob(".qwen/projects/*/chats/*.jsonl")), "qwen chat").stem
+
+
+def _qwen_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    q = env.home / ".qwen"
+    keep = [p for p in q.rglob("*") if sid in str(p.relative_to(q))
+            or p.is_relative_to(q / "projects") or p.is_relative_to(q / "todos")]
+    return _copy_tree(env.home, keep, dest)
+
+
+def _opencode_db(env: AgentEnv) -> Path:
+    return env.home / ".local" / "share" / "opencode" / "opencode.db"
+
+
+def _opencode_session(env: AgentEnv) -> str:
+    with closing(sqlite3.connect(f"file:{_opencode_db(env)}?mode=ro", uri=True)) as db:
+        rows = db.execute("SELECT id FROM session").fetchall()
+    if len(rows) != 1:
+        raise RecordError(f"expected one opencode session, found {rows}")
+    return str(rows[0][0])
+
+
+def _opencode_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    src = _opencode_db(env)
+    rel = src.relative_to(env.home)
+    _copy_sqlite(src, dest / rel)
+    return [str(rel)]
+
+
+def _pi_session(env: AgentEnv) -> str:
+    path = _one(sorted(env.home.glob(".pi/agent/sessions/*/*.jsonl")), "pi session")
+    return str(_first_line_json(path)["id"])
+
+
+def _pi_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    return _copy_tree(env.home, list(env.home.glob(".pi/agent/sessions/**/*")), dest)
+
+
+def _copilot_session(env: AgentEnv) -> str:
+    return _one(sorted(env.home.glob(".copilot/session-state/*/events.jsonl")),
+                "copilot session").parent.name
+
+
+def _copilot_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    c = env.home / ".copilot"
+    files = [p for p in (c / "session-state" / sid).rglob("*")
+             if not p.name.endswith((".db", ".db-wal", ".db-shm"))]
+    copied = _copy_tree(env.home, files, dest)
+    # SQLite files (the session's own database with its `todos` table, the session index):
+    # one consistent file each.
+    for db in [*(c / "session-state" / sid).rglob("*.db"), *c.glob("*.db")]:
+        rel = db.relative_to(env.home)
+        _copy_sqlite(db, dest / rel)
+        copied.append(str(rel))
+    return sorted(copied)
+
+
+def _abs(p: Path) -> str:
+    return str(p)
+
+
+PROFILES: dict[str, AgentProfile] = {
+    "gemini": AgentProfile(
+        agent="gemini", server=GeminiServer, environ=AgentEnv.gemini_environ, run=run_gemini,
+        plan=_gemini_plan,
+        write=lambda p, c: Step(tool="write_file", input={"file_path": _abs(p), "content": c}),
+        edit=lambda p, o, n: Step(tool="replace", input={
+            "file_path": _abs(p), "instruction": f"Replace {o!r} with {n!r}.",
+            "old_string": o, "new_string": n}),
+        shell=lambda c: Step(tool="run_shell_command",
+                             input={"command": c, "description": "Run a command"}),
+        read=None, session_id=_gemini_session, copy=_gemini_copy,
+        store_note="relative to HOME: ~/.gemini/tmp/<project>/chats/ (project short name "
+                   "from ~/.gemini/projects.json)"),
+    "qwen": AgentProfile(
+        agent="qwen", server=ChatCompletionsServer, environ=AgentEnv.qwen_environ, run=run_qwen,
+        plan=_qwen_plan,
+        write=lambda p, c: Step(tool="write_file", input={"file_path": _abs(p), "content": c}),
+        edit=lambda p, o, n: Step(tool="edit", input={"file_path": _abs(p), "old_string": o,
+                                                      "new_string": n}),
+        shell=lambda c: Step(tool="run_shell_command", input={
+            "command": c, "is_background": False, "description": "Run a command"}),
+        read=lambda p: Step(tool="read_file", input={"file_path": _abs(p)}),
+        session_id=_qwen_session, copy=_qwen_copy,
+        store_note="relative to HOME: ~/.qwen/projects/<cwd with / -> ->/chats/"),
+    "opencode": AgentProfile(
+        agent="opencode", server=ChatCompletionsServer, environ=AgentEnv.opencode_environ,
+        run=run_opencode, plan=_opencode_plan,
+        write=lambda p, c: Step(tool="write", input={"filePath": _abs(p), "content": c}),
+        edit=lambda p, o, n: Step(tool="edit", input={"filePath": _abs(p), "oldString": o,
+                                                      "newString": n}),
+        shell=lambda c: Step(tool="bash", input={"command": c,
+                                                 "description": "Run a command"}),
+        read=lambda p: Step(tool="read", input={"filePath": _abs(p)}),
+        session_id=_opencode_session, copy=_opencode_copy,
+        store_note="relative to HOME: ~/.local/share/opencode/opencode.db "
+                   "($XDG_DATA_HOME/opencode); checkpointed copy, journal_mode=DELETE"),
+    "pi": AgentProfile(
+        agent="pi", server=ChatCompletionsServer, environ=AgentEnv.pi_environ, run=run_pi,
+        plan=None,  # pi has no plan/todo tool (read, bash, edit, write only)
+        write=lambda p, c: Step(tool="write", input={"path": _abs(p), "content": c}),
+        edit=lambda p, o, n: Step(tool="edit", input={
+            "path": _abs(p), "edits": [{"oldText": o, "newText": n}]}),
+        shell=lambda c: Step(tool="bash", input={"command": c}),
+        read=None, session_id=_pi_session, copy=_pi_copy,
+        store_note="relative to HOME: ~/.pi/agent/sessions/--<cwd with / -> ->--/ "
+                   "(PI_CODING_AGENT_DIR replaces ~/.pi/agent)"),
+    "copilot": AgentProfile(
+        agent="copilot", server=ChatCompletionsServer, environ=AgentEnv.copilot_environ,
+        run=run_copilot, plan=_copilot_plan,
+        write=lambda p, c: Step(tool="create", input={"path": _abs(p), "file_text": c}),
+        edit=lambda p, o, n: Step(tool="edit", input={"path": _abs(p), "old_str": o,
+                                                      "new_str": n}),
+        shell=lambda c: Step(tool="bash", input={"command": c, "description": "Run a command",
+                                                 "mode": "sync", "initial_wait": 30}),
+        read=None, session_id=_copilot_session, copy=_copilot_copy,
+        native_status={"completed": "done"},
+        store_note="relative to HOME: ~/.copilot/session-state/<id>/"),
+}
+
+
+def _plan_step(prof: AgentProfile, state: PlanState, first: bool = False,
+               text: str = "") -> list[Step]:
+    if prof.plan is None:
+        return []
+    step = prof.plan(state, first)
+    step.text = text
+    return [step]
+
+
+def _tool_results(req: LoggedRequest) -> list[str]:
+    """The tool results a request carries after the last assistant turn, as text."""
+    body = req.body
+    if "contents" in body:  # Gemini: functionResponse parts in the last user content
+        last = (body.get("contents") or [{}])[-1]
+        return [json.dumps(p["functionResponse"].get("response"), ensure_ascii=False)
+                for p in last.get("parts") or [] if "functionResponse" in p]
+    out: list[str] = []
+    for msg in reversed(body.get("messages") or []):
+        if msg.get("role") == "assistant":
+            break
+        if msg.get("role") == "tool":
+            c = msg.get("content")
+            out.append(c if isinstance(c, str) else json.dumps(c, ensure_ascii=False))
+    return out
+
+
+def _verify_more(prof: AgentProfile, reqs: list[LoggedRequest], steps: list[Step]) -> None:
+    """Each tool step's result reaches the next request; planned failures (only they) fail."""
+    step_reqs = [r for r in reqs if r.kind == "step"]
+    for i, step in enumerate(steps):
+        if not step.tool or i + 1 >= len(step_reqs):
+            continue
+        results = _tool_results(step_reqs[i + 1])
+        if not results:
+            raise RecordError(f"{prof.agent} step {i} ({step.tool}): no tool result in the "
+                              f"next request: {step_reqs[i + 1].text()[-1500:]}")
+        if step.tool == prof.shell("x").tool:
+            continue  # a failing command is a successful tool call on some agents
+        failed = bool(_ERROR_WORDS.search(results[-1]))
+        if failed != step.expect_error:
+            raise RecordError(f"{prof.agent} step {i} ({step.tool}) failed={failed}: "
+                              f"{results[-1][:800]}")
+
+
+def more_full(ctx: Ctx) -> None:
+    prof = PROFILES[ctx.agent]
+    ws = ctx.workspace
+    s1, s2, s3 = PLAN_SUBJECTS
+    calc, test, greet, readme = (ws / n for n in ("calc.py", "test_calc.py", "greet.py",
+                                                  "README.md"))
+
+    def read(p: Path) -> list[Step]:
+        return [prof.read(p)] if prof.read else []
+
+    bad = prof.edit(readme, "## Installation", "## Usage\n\n    from calc import add\n")
+    bad.expect_error = True
+    failing = prof.shell(TEST_CMD)
+    failing.text = "Running the tests."
+    failing.expect_error = True
+    turn1 = [
+        *_plan_step(prof, [(s1, "in_progress"), (s2, "pending"), (s3, "pending")], True,
+                    "I'll keep a todo list."),
+        prof.write(calc, CALC_BUGGY),
+        prof.write(test, TEST_CALC),
+        *_plan_step(prof, [(s1, "completed"), (s2, "in_progress"), (s3, "pending")]),
+        *read(greet),
+        prof.edit(greet, "Hello", "Hi"),
+        *_plan_step(prof, [(s1, "completed"), (s2, "completed"), (s3, "in_progress")]),
+        *read(readme),
+        bad,
+        prof.shell(f"echo 'export ANTHROPIC_API_KEY={ANTHROPIC_KEY}'"),
+        prof.shell("cat .env.local"),
+        failing,
+        Step(text=MORE_FINAL_1),
+    ]
+    turn2 = [*read(calc), prof.edit(calc, "return a - b", "return a + b"),
+             prof.shell(TEST_CMD), Step(text=MORE_FINAL_2)]
+    with prof.server(turn1) as srv:
+        env = prof.environ(ctx.env, srv.url)
+        _check(prof.run(env, ws, MORE_PROMPT_1), "turn 1")
+        _all_steps_used(srv, "turn 1")  # type: ignore[arg-type]
+        _verify_more(prof, srv.requests, turn1)
+        session_id = prof.session_id(ctx.env)
+        srv.set_script(turn2)
+        n = len(srv.requests)
+        _check(prof.run(env, ws, MORE_PROMPT_2, resume=session_id), "turn 2 (resume)")
+        _all_steps_used(srv, "turn 2")  # type: ignore[arg-type]
+        _verify_more(prof, srv.requests[n:], turn2)
+        if prof.session_id(ctx.env) != session_id:
+            raise RecordError("the resumed turn did not continue the same session")
+        srv.dump_log(str(ctx.env.root / "requests.jsonl"))
+        tool_names = sorted({t.get("function", t).get("name", "") for t in
+                             srv.step_requests()[0].body.get("tools") or []} - {""}) or sorted(
+            d["name"] for t in srv.step_requests()[0].body.get("tools") or []
+            for d in t.get("functionDeclarations") or [])
+    if (ws / "calc.py").read_text(encoding="utf-8") != CALC_FIXED:
+        raise RecordError("calc.py was not fixed by the resumed turn")
+    plan = [] if prof.plan is None else [
+        {"subject": s1, "status": "completed"}, {"subject": s2, "status": "completed"},
+        {"subject": s3, "status": "in_progress"}]
+    ctx.expected.update({
+        "session_id": session_id,
+        "original_request": MORE_PROMPT_1,
+        "latest_user_message": MORE_PROMPT_2,
+        "final_assistant_message": MORE_FINAL_2,
+        "turns": [MORE_PROMPT_1, MORE_PROMPT_2],
+        "plan": plan,
+        "plan_native_status": prof.native_status,
+        "plan_tool": (prof.plan(list(zip(PLAN_SUBJECTS, ("pending",) * 3, strict=True)), True).tool
+                      if prof.plan else None),
+        "files_written": ["calc.py", "test_calc.py"],
+        "files_edited": ["greet.py", "calc.py"],
+        "files_touched": ["calc.py", "greet.py", "test_calc.py"],
+        "failed_edits": ["README.md"],
+        "commands": [
+            {"command": f"echo 'export ANTHROPIC_API_KEY={ANTHROPIC_KEY}'", "exit_code": 0},
+            {"command": "cat .env.local", "exit_code": 0},
+            {"command": TEST_CMD, "exit_code": 1},
+            {"command": TEST_CMD, "exit_code": 0},
+        ],
+        "failing_command": {"command": TEST_CMD, "exit_code": 1,
+                            "error_line_contains": "FAILED (failures=1)"},
+        "secrets": [AWS_KEY, GH_TOKEN, ANTHROPIC_KEY, SLACK_TOKEN, OPENAI_KEY],
+        "model": GEMINI_MODEL if prof.agent == "gemini" else CHAT_MODEL,
+        "tools_offered": tool_names,
+        "store_root": "HOME",
+        "store_layout": prof.store_note,
+    })
+
+
 SCENARIOS: dict[str, tuple[Callable[[Ctx], None], str]] = {
     "claude/full": (claude_full, "TaskCreate/TaskUpdate plan, Write/Edit with one failing "
                     "Edit, secrets in prompt and command output, failing command, resumed "
@@ -501,6 +892,10 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], None], str]] = {
     "codex/full": (codex_full, "update_plan plan, apply_patch add + one failing patch, a "
                    "file changed by sed through exec_command, secrets in prompt and command "
                    "output, failing command, `codex exec resume` second turn"),
+    **{f"{agent}/full": (more_full, "plan tool (if any) created and updated, two files "
+                         "written, one edited, one failing edit, secrets in prompt and "
+                         "command output, failing command, native resume second turn")
+       for agent in ("gemini", "qwen", "opencode", "pi", "copilot")},
 }
 
 
@@ -537,16 +932,22 @@ def record(key: str, out_root: Path) -> Path:
     dest = out_root / agent / name
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    files = _copy_claude(ctx, dest) if agent == "claude" else _copy_codex(ctx, dest)
+    if agent == "claude":
+        files = _copy_claude(ctx, dest)
+    elif agent == "codex":
+        files = _copy_codex(ctx, dest)
+    else:
+        files = PROFILES[agent].copy(ctx.env, ctx.expected["session_id"], dest)
     if not files:
         raise RecordError(f"{key}: the agent wrote no session file")
     expected = {
         "agent": agent,
         "scenario": name,
         "description": description,
-        "cli_version": CLAUDE_VERSION if agent == "claude" else CODEX_VERSION,
+        "cli_version": VERSIONS[agent],
         "workspace": str(ctx.workspace),
-        "config_dir_env": "CLAUDE_CONFIG_DIR" if agent == "claude" else "CODEX_HOME",
+        "config_dir_env": {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}.get(
+            agent, "HOME"),
         "session_files": files,
         **ctx.expected,
         "git_after": _git_state(ctx.workspace),

@@ -15,6 +15,8 @@ ENTRY_POINT_GROUP = "passdown.agents"
 _BUILTINS = {
     "claude": "passdown.agents.claude:ClaudeCode",
     "codex": "passdown.agents.codex:CodexCLI",
+    "cursor": "passdown.agents.cursor:CursorAgent",
+    "aider": "passdown.agents.aider:Aider",
 }
 
 

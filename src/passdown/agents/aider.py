@@ -1,0 +1,216 @@
+"""Aider: the chat history is Markdown in the repository, `<repo>/.aider.chat.history.md`.
+
+Format (written by aider's InputOutput): each run starts with a header line
+`# aider chat started at YYYY-MM-DD HH:MM:SS`; what the user typed is written as
+`#### ` lines; tool output (edits applied, commits, command output, token counts) as
+`> ` block quotes; everything else is the assistant's reply (code fences included,
+where a `> ` line is part of the code, not tool output). One file holds every run in
+that repository; passdown treats each run as a session `<repo>#<n>` and reads the last
+one by default. Verified against fixtures built from this documented format only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from passdown.agents._common import file_mtime
+from passdown.agents.base import Agent, LaunchSpec
+from passdown.errors import SessionNotFound, UsageError
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Message,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+HISTORY_FILE = ".aider.chat.history.md"
+_HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
+_APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
+_RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
+_EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
+_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+?)\s*$")
+_HANDOFF_PATH = re.compile(r"Read the full handoff first: (\S+)")
+
+
+class Aider(Agent):
+    name = "aider"
+    display_name = "Aider"
+    program = "aider"
+
+    def store_roots(self) -> list[Path]:
+        # The history lives in each repository: the store is the workspace itself.
+        return [Path.cwd()]
+
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        if workspace is None:
+            return  # histories are scattered across repositories; only the workspace's is known
+        path = workspace / HISTORY_FILE
+        if not path.is_file():
+            return
+        runs = _run_starts(path)
+        mtime, size = file_mtime(path)
+        for index, started in enumerate(runs, start=1):
+            yield SessionRef(
+                agent=self.name,
+                session_id=_session_id(workspace, index),
+                path=path,
+                cwd=str(workspace),
+                started_at=started,
+                # later runs are newer; the last one carries the file's mtime
+                updated_at=mtime - (len(runs) - index) * 1e-3,
+                size=size,
+            )
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        refs = list(self.discover(path.parent))
+        if not refs:
+            raise SessionNotFound(f"no aider chat history in {path}")
+        return refs[-1]
+
+    def resolve(self, spec: str, workspace: Path | None) -> SessionRef:
+        if workspace is None:
+            raise UsageError("aider sessions are per repository; run passdown inside it")
+        for ref in self.discover(workspace):
+            if ref.session_id == spec or ref.session_id.endswith(f"#{spec}"):
+                return ref
+        raise SessionNotFound(f"no aider run {spec!r} in {workspace / HISTORY_FILE}")
+
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        info.started_at = ref.started_at
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        run = int(ref.session_id.rsplit("#", 1)[-1])
+        transcript._events = self._events(ref, run, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, run: int, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        yield from _RunReader(ref.path, run, transcript.diagnostics).events()
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        if interactive:
+            # aider has no "start with this prompt and stay": give it the handoff as a
+            # read-only file, and the prompt's path tells the user where it came from.
+            match = _HANDOFF_PATH.search(prompt)
+            handoff = match.group(1) if match else str(workspace / ".agent-handoff" / "HANDOFF.md")
+            return LaunchSpec(argv=[self.program, "--read", handoff], cwd=workspace)
+        return LaunchSpec(argv=[self.program, "--yes-always", "--message", prompt], cwd=workspace)
+
+
+def _session_id(workspace: Path, index: int) -> str:
+    digest = hashlib.sha256(str(workspace).encode()).hexdigest()[:12]
+    return f"aider-{digest}#{index}"
+
+
+def _run_starts(path: Path) -> list[str | None]:
+    """The start time of every run in the history (streamed, not loaded)."""
+    starts: list[str | None] = []
+    for _, raw in LineReader(path, Diagnostics()).forward():
+        if raw.startswith(b"# aider chat started at"):
+            match = _HEADER.match(raw.decode("utf-8", "replace"))
+            starts.append(match.group(1) if match else None)
+    if not starts and path.stat().st_size:
+        starts.append(None)  # a history without a header is one run
+    return starts
+
+
+class _RunReader:
+    """Events of one run: user turns, assistant replies, edits, commits and commands."""
+
+    def __init__(self, path: Path, run: int, diag: Diagnostics) -> None:
+        self.path = path
+        self.run = run
+        self.diag = diag
+        self.reply: list[str] = []
+        self.in_fence = False
+        self.calls = 0
+        self.pending_command: ToolCall | None = None
+        self.command_output: list[str] = []
+
+    def events(self) -> Iterator[Event]:
+        current = 0
+        for _, raw in LineReader(self.path, self.diag).forward():
+            line = raw.decode("utf-8", "replace").rstrip("\r")
+            if _HEADER.match(line):
+                current += 1
+                continue
+            if current == 0:
+                current = 1  # text before any header belongs to a first, headerless run
+            if current < self.run:
+                continue
+            if current > self.run:
+                break
+            yield from self._line(line)
+        yield from self._flush()
+
+    def _line(self, line: str) -> Iterator[Event]:
+        if line.startswith("```"):
+            self.in_fence = not self.in_fence
+        if self.in_fence or not (line.startswith("#### ") or line.startswith("> ") or line == ">"):
+            if not self.in_fence and self.pending_command and not line.strip():
+                return
+            self.reply.append(line)
+            return
+        if line.startswith("#### "):
+            yield from self._flush()
+            run = _RUN.match(line)
+            if run:
+                self.calls += 1
+                self.pending_command = ToolCall(
+                    call_id=f"run{self.calls}", name="run", action="command", command=run.group(1)
+                )
+                yield self.pending_command
+            else:
+                yield Message(role="user", text=line[5:])
+            return
+        yield from self._tool_output(line)
+
+    def _tool_output(self, line: str) -> Iterator[Event]:
+        applied = _APPLIED.match(line)
+        failed = _FAILED_FILE.match(line)
+        if applied or failed:
+            self.calls += 1
+            path = (applied or failed).group(1)  # type: ignore[union-attr]
+            call_id = f"edit{self.calls}"
+            yield ToolCall(call_id=call_id, name="edit", action="edit", paths=(path,))
+            yield ToolResult(
+                call_id=call_id,
+                is_error=failed is not None,
+                error="SEARCH/REPLACE block failed to match" if failed else None,
+            )
+        elif self.pending_command is not None:
+            self.command_output.append(line[2:])
+
+    def _flush(self) -> Iterator[Event]:
+        if self.pending_command is not None:
+            output = "\n".join(self.command_output)
+            match = _EXIT.search(output)
+            code = int(match.group(1)) if match else None
+            yield ToolResult(
+                call_id=self.pending_command.call_id,
+                is_error=bool(code),
+                exit_code=code,
+                error=output.splitlines()[0] if code and output else None,
+            )
+            self.pending_command = None
+            self.command_output = []
+        text = "\n".join(self.reply).strip()
+        if text:
+            yield Message(role="assistant", text=text)
+        self.reply = []
+        self.in_fence = False
+
+
+__all__ = ["HISTORY_FILE", "Aider"]

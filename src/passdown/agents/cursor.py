@@ -1,0 +1,231 @@
+"""Cursor's agent CLI (`cursor-agent`): transcripts under
+`~/.cursor/projects/<slug>/agent-transcripts/<id>/<id>.jsonl` (older builds: `<id>.jsonl`
+or `<id>.txt` directly in `agent-transcripts/`).
+
+The slug is the workspace path without its leading "/" and with every "/" (and other
+non-alphanumeric character) turned into "-". Records are `{"role": "user"|"assistant",
+"message": {"content": [blocks]}}`; user text is wrapped in `<user_query>` tags; blocks
+are `text` and, in assistant records, `tool_use {name, input}`. The records carry no
+cwd, no timestamps and no tool results, so files touched are listed as unconfirmed and
+the workspace is matched by the slug. Verified against fixtures built from the
+documented format only (no real cursor-agent runs here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._common import decode_line, file_mtime
+from passdown.agents.base import Agent, LaunchSpec
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    Transcript,
+)
+
+_QUERY = re.compile(r"</?user_query>")
+_EDIT_HINTS = ("write", "edit", "replace", "patch", "create", "delete")
+_SHELL_HINTS = ("shell", "terminal", "bash", "command")
+_PLAN_HINTS = ("todo", "plan")
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    name: str | None = None
+    input: dict[str, object] | None = None
+
+
+class _Inner(msgspec.Struct):
+    content: str | list[_Block] | None = None
+
+
+class _Record(msgspec.Struct):
+    role: str = ""
+    message: _Inner | None = None
+    content: str | list[_Block] | None = None
+
+
+_RECORD = msgspec.json.Decoder(_Record)
+
+
+def workspace_slugs(workspace: Path | str) -> set[str]:
+    """The folder names Cursor may use for a workspace: "/" turned into "-", and (seen
+    in some builds) every non-alphanumeric character turned into "-"."""
+    bare = str(workspace).lstrip("/")
+    return {bare.replace("/", "-"), re.sub(r"[^A-Za-z0-9]", "-", bare)}
+
+
+class CursorAgent(Agent):
+    name = "cursor"
+    display_name = "Cursor Agent"
+    program = "cursor-agent"
+
+    def home(self) -> Path:
+        configured = os.environ.get("CURSOR_CONFIG_DIR")
+        return Path(configured).expanduser() if configured else Path.home() / ".cursor"
+
+    def store_roots(self) -> list[Path]:
+        return [self.home() / "projects"]
+
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        projects = self.home() / "projects"
+        try:
+            folders = [p for p in projects.iterdir() if p.is_dir()]
+        except OSError:
+            return
+        if workspace is not None:
+            slugs = workspace_slugs(workspace)
+            folders = [f for f in folders if f.name in slugs]
+        for folder in folders:
+            cwd = str(workspace) if workspace is not None else "/" + folder.name.replace("-", "/")
+            for path in _transcripts(folder / "agent-transcripts"):
+                ref = self.ref_for_path(path)
+                ref.cwd = cwd
+                yield ref
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        return SessionRef(
+            agent=self.name, session_id=path.stem, path=path, updated_at=mtime, size=size
+        )
+
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        reader = LineReader(ref.path, transcript.diagnostics)
+        calls = 0
+        text_format = ref.path.suffix == ".txt"
+        for offset, line in reader.forward():
+            if text_format:
+                continue  # plain-text transcripts: handled below in one pass
+            record = decode_line(_RECORD, line, offset, reader.tail_offset, transcript.diagnostics)
+            if not isinstance(record, _Record):
+                continue
+            content = record.message.content if record.message else record.content
+            for event in _record_events(record.role, content, calls):
+                if isinstance(event, ToolCall):
+                    calls += 1
+                yield event
+        if text_format:
+            yield from _text_transcript(ref.path, transcript.diagnostics)
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        if interactive:
+            return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
+        return LaunchSpec(argv=[self.program, "-p", "--force", "--", prompt], cwd=workspace)
+
+
+def _transcripts(folder: Path) -> list[Path]:
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if entry.is_dir():
+            nested = entry / f"{entry.name}.jsonl"
+            if nested.is_file():
+                found.append(nested)
+        elif entry.suffix in (".jsonl", ".txt"):
+            found.append(entry)
+    return found
+
+
+def _record_events(role: str, content: str | list[_Block] | None, calls: int) -> Iterator[Event]:
+    blocks = [_Block(type="text", text=content)] if isinstance(content, str) else (content or [])
+    texts = []
+    for block in blocks:
+        if block.type == "text" and block.text:
+            texts.append(_QUERY.sub("", block.text).strip())
+        elif block.type == "tool_use" and block.name and role == "assistant":
+            calls += 1
+            yield _tool_call(f"cursor-{calls}", block.name, block.input or {})
+    text = "\n\n".join(t for t in texts if t)
+    if text and role in ("user", "assistant"):
+        yield Message(role=role, text=text)  # type: ignore[arg-type]
+
+
+def _tool_call(call_id: str, name: str, args: dict[str, object]) -> ToolCall:
+    low = name.lower()
+    call = ToolCall(call_id=call_id, name=name)
+    path = (
+        args.get("path") or args.get("file_path") or args.get("target_file") or args.get("filePath")
+    )
+    if any(h in low for h in _PLAN_HINTS) and isinstance(args.get("todos"), list):
+        call.action = "plan"
+        items = []
+        for n, todo in enumerate(args["todos"], start=1):  # type: ignore[arg-type]
+            if isinstance(todo, dict):
+                status = str(todo.get("status") or "pending").lower()
+                status = {
+                    "done": "completed",
+                    "complete": "completed",
+                    "in-progress": "in_progress",
+                }.get(status, status)
+                items.append(
+                    PlanItem(
+                        id=str(todo.get("id") or n),
+                        subject=str(todo.get("content") or ""),
+                        status=status
+                        if status in ("pending", "in_progress", "completed", "cancelled")
+                        else "pending",
+                    )
+                )  # type: ignore[arg-type]
+        call.plan = PlanOp(op="replace", items=tuple(items))
+    elif any(h in low for h in _SHELL_HINTS):
+        call.action = "command"
+        call.command = str(args.get("command") or args.get("cmd") or "")
+    elif isinstance(path, str) and any(h in low for h in _EDIT_HINTS):
+        call.action = (
+            "delete"
+            if "delete" in low
+            else ("write" if "write" in low or "create" in low else "edit")
+        )
+        call.paths = (path,)
+    return call
+
+
+def _text_transcript(path: Path, diag: Diagnostics) -> Iterator[Event]:
+    """Older plain-text transcripts: `user:` / `assistant:` sections."""
+    role: str | None = None
+    lines: list[str] = []
+    skipping = False  # inside a thinking or tool block, which runs to a blank line
+    for _, raw in LineReader(path, diag).forward():
+        line = raw.decode("utf-8", "replace")
+        if line.strip() in ("user:", "assistant:"):
+            if role and lines:
+                yield from _record_events(role, "\n".join(lines), 0)
+            role, lines, skipping = line.strip()[:-1], [], False
+        elif line.startswith(("[Thinking]", "[Tool call]", "[Tool result]")):
+            skipping = True
+        elif skipping:
+            skipping = bool(line.strip())
+        else:
+            lines.append(line)
+    if role and lines:
+        yield from _record_events(role, "\n".join(lines), 0)
+
+
+__all__ = ["CursorAgent", "workspace_slugs"]

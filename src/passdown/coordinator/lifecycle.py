@@ -1,0 +1,151 @@
+"""The handoff lifecycle, kept in the store with nothing but its public API.
+
+    prepared -> published -> claimed -> completed
+         \\__________\\___________\\_____> rejected | superseded
+
+- The current status of a package is a store pointer, `handoff-status/<id>`, whose
+  value is a small JSON event (`status`, `by`, `at`, `note`). Every transition is a
+  compare-and-swap on that pointer, so of two racing transitions exactly one wins.
+- Each transition is also stored as a `status` record (`<id>#<status>`, who and when
+  in its provenance), the history a later session can read. The pointer is the truth;
+  the record is written right after the swap that made it true.
+- The project's active handoff is the pointer `active-handoff`; publishing swaps it
+  from the package's `previous_id` to its id, so two coordinators that prepared from
+  the same state cannot both publish.
+- A launch is claimed with the pointer `handoff-launch/<id>` before the agent starts,
+  so running execute again never launches twice.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from passdown.coordinator.package import LifecycleStatus
+from passdown.errors import PassdownError, RecordNotFound
+
+if TYPE_CHECKING:
+    from passdown.records import Scope
+    from passdown.store import Store
+
+ACTIVE_POINTER = "active-handoff"
+STATUSES: tuple[LifecycleStatus, ...] = (
+    "prepared", "published", "claimed", "completed", "rejected", "superseded",
+)  # fmt: skip
+TERMINAL = frozenset({"completed", "rejected", "superseded"})
+ALLOWED: dict[str | None, frozenset[str]] = {
+    None: frozenset({"prepared"}),
+    "prepared": frozenset({"published", "rejected", "superseded"}),
+    "published": frozenset({"claimed", "rejected", "superseded"}),
+    "claimed": frozenset({"completed", "rejected", "superseded"}),
+}
+MAX_CAS_ATTEMPTS = 50  # each retry means another writer made progress; give up eventually
+
+
+class HandoffStateError(PassdownError):
+    """A lifecycle transition that the current status does not allow."""
+
+
+class StatusEvent(BaseModel):
+    status: LifecycleStatus
+    by: str
+    at: str
+    note: str | None = None
+
+
+def now_us() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def status_pointer(package_id: str) -> str:
+    return f"handoff-status/{package_id}"
+
+
+def launch_pointer(package_id: str) -> str:
+    return f"handoff-launch/{package_id}"
+
+
+class Lifecycle:
+    def __init__(self, store: Store, scope: Scope) -> None:
+        self.store = store
+        self.scope = scope
+
+    # -- status ----------------------------------------------------------------------------
+    def current(self, package_id: str) -> StatusEvent | None:
+        raw = self.store.get_pointer(self.scope, status_pointer(package_id))
+        return StatusEvent.model_validate_json(raw) if raw else None
+
+    def transition(
+        self, package_id: str, to: LifecycleStatus, *, by: str, note: str | None = None,
+        only_from: frozenset[str] | None = None,
+    ) -> bool:
+        """Move to `to` if allowed; True when this call made the change, False when the
+        package already is `to` (or, with `only_from`, is in a status not listed there).
+        Raises HandoffStateError for a transition the lifecycle forbids."""
+        name = status_pointer(package_id)
+        for _ in range(MAX_CAS_ATTEMPTS):
+            raw = self.store.get_pointer(self.scope, name)
+            current = StatusEvent.model_validate_json(raw).status if raw else None
+            if current == to or (only_from is not None and current not in only_from):
+                return False
+            if to not in ALLOWED.get(current, frozenset()):
+                raise HandoffStateError(
+                    f"handoff {package_id} is {current or 'unknown'}; it cannot become {to}"
+                )
+            event = StatusEvent(status=to, by=by, at=now_us(), note=note)
+            if self.store.set_pointer(self.scope, name, raw, event.model_dump_json()):
+                self._record(package_id, event)
+                return True
+        raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
+
+    def _record(self, package_id: str, event: StatusEvent) -> None:
+        self.store.store({
+            "id": f"{package_id}#{event.status}",
+            "type": "status",
+            "title": f"{package_id} {event.status}",
+            "scope": self.scope.model_dump(exclude_none=True),
+            "content": event.note or "",
+            "annotations": [
+                {"kind": "status", "value": event.status},
+                {"kind": "handoff", "value": package_id},
+            ],
+            "created_at": event.at,
+            "provenance": {"agent": event.by, "session": package_id, "tool": "passdown"},
+        })
+
+    def events(self, package_id: str) -> list[StatusEvent]:
+        """Every recorded transition of the package, oldest first."""
+        found = []
+        for status in STATUSES:
+            try:
+                rec = self.store.retrieve(self.scope, f"{package_id}#{status}")
+            except RecordNotFound:
+                continue
+            found.append(StatusEvent(status=status, by=rec.provenance.agent, at=rec.created_at,
+                                     note=rec.content or None))
+        return sorted(found, key=lambda e: e.at)
+
+    # -- the active handoff ----------------------------------------------------------------
+    def active(self) -> str | None:
+        return self.store.get_pointer(self.scope, ACTIVE_POINTER)
+
+    def swap_active(self, expected: str | None, new: str) -> bool:
+        return self.store.set_pointer(self.scope, ACTIVE_POINTER, expected, new)
+
+    # -- launches --------------------------------------------------------------------------
+    def claim_launch(self, package_id: str, by: str) -> bool:
+        value = json.dumps({"by": by, "at": now_us()})
+        return self.store.set_pointer(self.scope, launch_pointer(package_id), None, value)
+
+    def release_launch(self, package_id: str) -> None:
+        """Undo a launch claim when the agent could not even start, so a retry may."""
+        name = launch_pointer(package_id)
+        raw = self.store.get_pointer(self.scope, name)
+        if raw is not None:
+            self.store.set_pointer(self.scope, name, raw, None)
+
+    def launched(self, package_id: str) -> bool:
+        return self.store.get_pointer(self.scope, launch_pointer(package_id)) is not None
