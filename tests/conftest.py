@@ -11,6 +11,8 @@ import pytest
 @pytest.fixture(autouse=True)
 def isolated_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
+    # HOME too: agents without their own env var keep sessions under ~ (~/.gemini, ...)
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PASSDOWN_DATA_DIR", str(home / "passdown-data"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))

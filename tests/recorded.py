@@ -26,12 +26,17 @@ class Recorded:
         return f"{self.agent}-{self.scenario}"
 
     def session_files(self) -> list[str]:
-        return [f for f in self.expected["session_files"] if f.endswith((".jsonl", ".zst"))]
+        """The session's main file first (an explicit `session_path` wins)."""
+        files = [f for f in self.expected["session_files"] if f.endswith((".jsonl", ".zst", ".db"))]
+        main = self.expected.get("session_path")
+        return [main, *[f for f in files if f != main]] if main else files
 
     def install(self, target: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-        """Copy the recorded store to `target` and point the agent's env var at it."""
+        """Copy the recorded store to `target` and point the agent at it: through its own
+        env var (Claude, Codex, Cursor), or as HOME for agents whose fixtures are laid out
+        relative to the home folder (~/.gemini, ~/.qwen, ~/.local/share/opencode, ...)."""
         shutil.copytree(self.root, target, ignore=shutil.ignore_patterns("expected.json"))
-        monkeypatch.setenv(ENV_VAR[self.agent], str(target))
+        monkeypatch.setenv(ENV_VAR.get(self.agent, "HOME"), str(target))
         return target / self.session_files()[0]
 
 

@@ -102,6 +102,7 @@ class HandoffPackage(_Model):
     provenance: dict[str, str] = Field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     compaction: Compaction | None = None
+    warnings: list[str] = Field(default_factory=list)
     handoff: Handoff | None = None
     integrity: str | None = None
     status: LifecycleStatus = "prepared"
