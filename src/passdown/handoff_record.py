@@ -90,9 +90,6 @@ def package_to_record(package: dict[str, Any], handoff: Handoff | None, *, proje
         if package.get(key) != value:
             raise RecordInvalid(f"invalid package: {key}: {package.get(key)!r} differs from its handoff's {value!r}")
     data = record_to_dict(handoff_to_record(handoff, project=project))
-    summary = package.get("summary")
-    if isinstance(summary, str) and summary.strip():
-        data["title"] = " ".join(summary.split())[:200]
     current = (package.get("state") or {}).get("current_feature")
     if isinstance(current, str):
         data["annotations"].append({"kind": "current_feature", "value": current})

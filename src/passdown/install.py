@@ -45,6 +45,7 @@ CLAUDE_HOOK_EVENTS = ("PreCompact", "SessionEnd")
 HOOK_TIMEOUT_S = 30
 BEGIN = "# >>> passdown (managed by `passdown install`; `passdown uninstall` removes it)"
 END = "# <<< passdown"
+FORWARDED_ENV = ("PASSDOWN_STORE", "PASSDOWN_DATA_DIR")
 NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
 MD_BEGIN = "<!-- >>> passdown takeover (managed by `passdown install`) -->"
 MD_END = "<!-- <<< passdown takeover -->"
@@ -236,7 +237,9 @@ def _codex_plan(t: Target) -> Plan:
 def _toml_block(command: str) -> str:
     return (
         f"{BEGIN}\n[mcp_servers.{SERVER_NAME}]\n"
-        f"command = {json.dumps(command)}\nargs = [\"mcp\"]\n{END}\n"
+        f"command = {json.dumps(command)}\nargs = [\"mcp\"]\n"
+        # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
+        f"env_vars = {json.dumps(list(FORWARDED_ENV))}\n{END}\n"
     )
 
 

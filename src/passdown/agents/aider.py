@@ -19,7 +19,7 @@ from pathlib import Path
 from passdown.agents._common import file_mtime
 from passdown.agents.base import Agent, LaunchSpec
 from passdown.errors import SessionNotFound, UsageError
-from passdown.jsonl import LineReader, start_fingerprint
+from passdown.jsonl import LineReader
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -84,20 +84,13 @@ class Aider(Agent):
         raise SessionNotFound(f"no aider run {spec!r} in {workspace / HISTORY_FILE}")
 
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        info.started_at = ref.started_at
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
         run = int(ref.session_id.rsplit("#", 1)[-1])
-        transcript._events = self._events(ref, run, transcript)
-        return transcript
 
-    def _events(self, ref: SessionRef, run: int, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        yield from _RunReader(ref.path, run, transcript.diagnostics).events()
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+        def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+            info.started_at = ref.started_at
+            return _RunReader(ref.path, run, diag).events()
+
+        return self.stream(ref, produce)
 
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
         if interactive:

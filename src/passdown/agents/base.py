@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
-from passdown.transcript import SessionRef, Transcript
+from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
+
+# Reads one session's events, filling in the facts and diagnostics as it goes.
+EventProducer = Callable[[SessionInfo, Diagnostics], Iterator[Event]]
 
 
 @dataclass(slots=True)
@@ -52,6 +55,25 @@ class Agent(ABC):
     @abstractmethod
     def read(self, ref: SessionRef) -> Transcript:
         """Open a session for streaming; never loads the whole file."""
+
+    def stream(self, ref: SessionRef, produce: EventProducer) -> Transcript:
+        """A transcript whose events come from `produce`, with the file's sha256 taken
+        on a thread while it runs: the common body of every agent's `read`."""
+        from passdown.jsonl import start_fingerprint
+
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+
+        def events() -> Iterator[Event]:
+            fingerprint = start_fingerprint(ref.path)
+            yield from produce(info, transcript.diagnostics)
+            try:
+                transcript.sha256 = fingerprint.result()
+            except OSError as exc:
+                transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+        transcript._events = events()
+        return transcript
 
     @abstractmethod
     def ref_for_path(self, path: Path) -> SessionRef:

@@ -19,7 +19,7 @@ import msgspec
 
 from passdown.agents._common import decode_line, file_mtime, first_error_line, parse_exit_code
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader, open_binary, start_fingerprint
+from passdown.jsonl import LineReader, open_binary
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -192,18 +192,7 @@ class CodexCLI(Agent):
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
-        transcript._events = self._events(ref, transcript)
-        return transcript
-
-    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        yield from _RolloutReader(ref.path, transcript.info, transcript.diagnostics).events()
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+        return self.stream(ref, lambda info, diag: _RolloutReader(ref.path, info, diag).events())
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

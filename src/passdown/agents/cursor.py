@@ -22,14 +22,13 @@ import msgspec
 
 from passdown.agents._common import decode_line, file_mtime
 from passdown.agents.base import Agent, LaunchSpec
-from passdown.jsonl import LineReader, start_fingerprint
+from passdown.jsonl import LineReader
 from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
     PlanItem,
     PlanOp,
-    SessionInfo,
     SessionRef,
     ToolCall,
     Transcript,
@@ -103,38 +102,28 @@ class CursorAgent(Agent):
         )
 
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
-        transcript._events = self._events(ref, transcript)
-        return transcript
-
-    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        reader = LineReader(ref.path, transcript.diagnostics)
-        calls = 0
-        text_format = ref.path.suffix == ".txt"
-        for offset, line in reader.forward():
-            if text_format:
-                continue  # plain-text transcripts: handled below in one pass
-            record = decode_line(_RECORD, line, offset, reader.tail_offset, transcript.diagnostics)
-            if not isinstance(record, _Record):
-                continue
-            content = record.message.content if record.message else record.content
-            for event in _record_events(record.role, content, calls):
-                if isinstance(event, ToolCall):
-                    calls += 1
-                yield event
-        if text_format:
-            yield from _text_transcript(ref.path, transcript.diagnostics)
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+        if ref.path.suffix == ".txt":
+            return self.stream(ref, lambda info, diag: _text_transcript(ref.path, diag))
+        return self.stream(ref, lambda info, diag: _jsonl_transcript(ref.path, diag))
 
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
         if interactive:
             return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
         return LaunchSpec(argv=[self.program, "-p", "--force", "--", prompt], cwd=workspace)
+
+
+def _jsonl_transcript(path: Path, diag: Diagnostics) -> Iterator[Event]:
+    reader = LineReader(path, diag)
+    calls = 0
+    for offset, line in reader.forward():
+        record = decode_line(_RECORD, line, offset, reader.tail_offset, diag)
+        if not isinstance(record, _Record):
+            continue
+        content = record.message.content if record.message else record.content
+        for event in _record_events(record.role, content, calls):
+            if isinstance(event, ToolCall):
+                calls += 1
+            yield event
 
 
 def _transcripts(folder: Path) -> list[Path]:

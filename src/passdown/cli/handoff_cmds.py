@@ -99,14 +99,25 @@ def export_command(
 
 
 def _export(source: str, to: str | None, session: str | None, out: Path | None, max_messages: int, max_chars: int, *, store: bool) -> Any:
-    from passdown import pipeline
+    coordinator, package = _package(source, to, session, max_messages, max_chars, store=store)
+    with coordinator:
+        return coordinator.export_sync(package, out, store=store)
 
-    selection, handoff = _prepare(source, session, to, max_messages, max_chars)
-    folder = out or selection.workspace / pipeline.HANDOFF_DIR
-    written = pipeline.write_handoff(handoff, folder, selection.workspace)
-    if store:
-        pipeline.store_handoff(written, selection.workspace)
-    return written
+
+def _package(source: str, to: str | None, session: str | None, max_messages: int, max_chars: int, *, store: bool) -> Any:
+    """The coordinator and its prepared package: the CLI is a thin layer over it."""
+    from passdown import pipeline
+    from passdown.coordinator import HandoffCoordinator
+
+    workspace = pipeline.workspace_for()
+    if to is not None:
+        pipeline.source_agents(to)  # unknown target: fail before reading anything
+    coordinator = HandoffCoordinator(workspace, None if store else False, max_chars=max_chars, max_messages=max_messages)
+    package = coordinator.prepare_handoff_sync(
+        source, None, "session" if to is not None and to == source else "agent", to, session,
+        require_session=True,
+    )
+    return coordinator, package
 
 
 def _written_summary(written: Any) -> dict[str, Any]:
@@ -137,22 +148,33 @@ def switch_command(
 ) -> int:
     """Export a handoff, then launch the target agent in the workspace to continue."""
     from passdown import pipeline
-    from passdown.launch import check_argv, format_argv, resolve_program, run
+    from passdown.launch import check_argv, format_argv
 
     target = pipeline.get_agent(to)
-    written = _export(source, to, session, out, max_messages, max_chars, store=not no_store and not dry_run)
-    spec = pipeline.launch_spec_for(target, written, interactive=not non_interactive)
-    check_argv(spec.argv)
+    store = not no_store and not dry_run
+    coordinator, package = _package(source, to, session, max_messages, max_chars, store=store)
     if dry_run:
+        written = coordinator.write(package, out)
+        spec = pipeline.launch_spec_for(target, written, interactive=not non_interactive)
+        check_argv(spec.argv)
         if as_json:
             _emit_json({**_written_summary(written), "argv": spec.argv, "cwd": str(spec.cwd), "target": target.name})
         else:
             click.echo(format_argv(spec.argv))
         return 0
-    _warn(written.handoff.warnings, False)
-    spec.argv[0] = resolve_program(spec.argv[0])
-    click.echo(f"passdown: handoff written to {written.markdown_path}; starting {target.display_name}", err=True)
-    return run(spec, interactive=not non_interactive)
+
+    def announce(_spec: Any, result: Any) -> None:
+        _warn(result.written.handoff.warnings, False)
+        click.echo(f"passdown: handoff written to {result.written.markdown_path}; starting {target.display_name}", err=True)
+
+    # force: the CLI always hands off (as before); failed checks are shown as warnings
+    with coordinator:
+        result = coordinator.execute_handoff_sync(
+            package, to, launch=True, interactive=not non_interactive, force=True, out_dir=out,
+            store=store, require_store=False, on_launch=announce,
+        )
+    _warn([f"check {c.name}: {c.message}" for c in result.checks if c.blocking], False)
+    return int(result.exit_code or 0)
 
 
 @click.command("sessions")

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from passdown import pipeline
 from passdown.coordinator import build
-from passdown.coordinator.checks import CheckResult, coerce_package, differences, fingerprint, run_checks
+from passdown.coordinator.checks import (
+    CheckResult,
+    coerce_package,
+    differences,
+    fingerprint,
+    run_checks,
+)
 from passdown.coordinator.compact import budget_chars, compact
 from passdown.coordinator.errors import HandoffNotFound
 from passdown.coordinator.lifecycle import Lifecycle, StatusEvent
@@ -34,7 +40,6 @@ from passdown.coordinator.package import (
     PackageContext,
     RecoveryInfo,
     package_from_record,
-    package_to_record,
 )
 from passdown.coordinator.project_files import read_feature_list, read_progress
 from passdown.errors import RecordNotFound, SessionNotFound, StoreError, UsageError

@@ -195,10 +195,15 @@ def fixed_scope(tools: ScopedTools) -> ToolsFor:
     return functools.partial(lambda t, _ctx: t, tools)
 
 
-def run_stdio(store: Store, project: str, workspace: Path, actor: str = "mcp") -> None:
-    """Serve over stdin/stdout until the client closes them."""
+def run_stdio(store: Store, project: str, workspace: Path) -> None:
+    """Serve over stdin/stdout until the client closes them. One server process is one
+    agent session, so it is one actor in the handoff lifecycle."""
+    import os
+    import socket
+
     import anyio
 
+    actor = f"passdown-mcp@{socket.gethostname()}:{os.getpid()}"
     tools = ScopedTools(store, Scope(project=project), workspace=workspace, actor=actor)
     server = build_server(fixed_scope(tools))
     anyio.run(server.run_stdio_async)

@@ -29,7 +29,7 @@ class ScopedTools:
     store: Store
     scope: Scope
     workspace: Path | None = None  # where prepare_handoff reads sessions; None: not offered
-    actor: str = "mcp"  # recorded as `by` in lifecycle transitions
+    actor: str = "passdown-mcp"  # `by` in lifecycle transitions: one per server process or token
 
     # -- records ---------------------------------------------------------------------
     def store_record(self, record: dict[str, Any], new_version: bool = False) -> dict[str, Any]:
@@ -147,12 +147,12 @@ class ScopedTools:
             "title": rec.title,
             "created_at": rec.created_at,
             "source": {"agent": rec.provenance.agent, "session": rec.provenance.session},
-            "status": loaded.lifecycle["status"],
+            "status": loaded.status,
             "active": loaded.active_id == rec.id,
             "sections": {a.kind: a.value for a in rec.annotations},
             "markdown": rec.content,
         }
 
     def mark_handoff(self, id: str, status: str, note: str = "") -> dict[str, Any]:
-        state = lifecycle.mark_handoff(self.store, self.scope, id, status, by=self.actor, note=note)
-        return {"id": id, "status": state["status"], "by": state.get("by"), "at": state.get("at")}
+        now = lifecycle.mark_handoff(self.store, self.scope, id, status, by=self.actor, note=note)
+        return {"id": id, "status": now, "by": self.actor}

@@ -1,0 +1,61 @@
+"""The handoff coordinator: the Python API for session, agent, parallel and recovery
+handoffs, and the engine under `passdown export` / `passdown switch`.
+
+    coordinator = HandoffCoordinator(project_dir)
+    package = await coordinator.prepare_handoff(
+        source_agent="coding-agent", summary="Completed auth-001, starting auth-002")
+    await coordinator.execute_handoff(package=package, target_agent="coding-agent")
+
+    # the target side
+    package = coordinator.load_handoff()            # the active handoff
+    report = await coordinator.verify(package)      # checks + differences
+    coordinator.claim(package, by="coding-agent")
+    ...
+    coordinator.complete(package)
+
+Modules: `package` (the model, record conversion), `project_files` (feature list and
+progress log), `build` (composing state, provenance), `compact` (the budgeted
+compactor), `checks` (validation), `lifecycle` (status and pointers in the store),
+`execute` (execution by type), `gitops` (ancestry, worktrees), `core` (the class).
+"""
+
+from passdown.coordinator.checks import CheckResult
+from passdown.coordinator.core import HandoffCoordinator, Verification
+from passdown.coordinator.errors import (
+    HandoffBlocked,
+    HandoffConflict,
+    HandoffNotFound,
+    HandoffStateError,
+)
+from passdown.coordinator.execute import ExecuteResult
+from passdown.coordinator.lifecycle import StatusEvent
+from passdown.coordinator.package import (
+    ChildRef,
+    HandoffPackage,
+    PackageContext,
+    PackageState,
+    RecoveryInfo,
+    package_from_record,
+    package_json_schema,
+    package_to_record,
+)
+
+__all__ = [
+    "CheckResult",
+    "ChildRef",
+    "ExecuteResult",
+    "HandoffBlocked",
+    "HandoffConflict",
+    "HandoffCoordinator",
+    "HandoffNotFound",
+    "HandoffPackage",
+    "HandoffStateError",
+    "PackageContext",
+    "PackageState",
+    "RecoveryInfo",
+    "StatusEvent",
+    "Verification",
+    "package_from_record",
+    "package_json_schema",
+    "package_to_record",
+]

@@ -1,0 +1,351 @@
+"""Executing a package: check, store, publish, write, launch; by handoff type.
+
+Every step can run again after a crash and does its part once:
+- storing the same record again is a no-op (a different package under the same id is
+  a HandoffConflict);
+- status changes are compare-and-swaps that say whether they happened;
+- the active-handoff swap expects the handoff that was active when the package was
+  prepared; if the pointer already names this package, that step is done;
+- writing the files again writes the same bytes;
+- a launch is claimed in the store before the agent starts (and released only if it
+  could not start), so a second execute never starts the agent twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from passdown import pipeline
+from passdown.coordinator import build
+from passdown.coordinator.checks import (
+    CheckResult,
+    blocking,
+    coerce_package,
+    fingerprint,
+    run_checks,
+)
+from passdown.coordinator.errors import HandoffBlocked, HandoffConflict
+from passdown.coordinator.lifecycle import HandoffStateError, Lifecycle
+from passdown.coordinator.package import (
+    ChildRef,
+    HandoffPackage,
+    package_from_record,
+    package_to_record,
+)
+from passdown.errors import (
+    AgentNotInstalled,
+    LaunchError,
+    RecordConflict,
+    RecordNotFound,
+    StoreError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from passdown.agents import LaunchSpec
+    from passdown.coordinator.core import HandoffCoordinator
+
+PARALLEL_DIR = "parallel"
+ENV_HANDOFF_ID = "PASSDOWN_HANDOFF_ID"
+
+
+@dataclass
+class ExecuteResult:
+    package: HandoffPackage
+    checks: list[CheckResult] = field(default_factory=list)
+    written: pipeline.WrittenHandoff | None = None
+    stored: bool = False
+    launched: bool = False
+    already_launched: bool = False  # an earlier execute of this package started the agent
+    exit_code: int | None = None
+    argv: list[str] | None = None
+    children: list[ExecuteResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.package.status
+
+
+@dataclass
+class _Options:
+    launch: bool | None = None
+    interactive: bool = False
+    out_dir: Path | None = None
+    dry_run: bool = False
+    store: bool = True
+    require_store: bool = True
+    env: Mapping[str, str] | None = None
+    on_launch: Callable[[LaunchSpec, ExecuteResult], None] | None = None
+
+
+def execute(
+    coord: HandoffCoordinator,
+    package: HandoffPackage | Mapping[str, Any],
+    target_agent: str | None = None,
+    *,
+    launch: bool | None = None,
+    interactive: bool = False,
+    force: bool = False,
+    out_dir: str | os.PathLike[str] | None = None,
+    dry_run: bool = False,
+    store: bool = True,
+    require_store: bool = True,
+    env: Mapping[str, str] | None = None,
+    on_launch: Callable[[LaunchSpec, ExecuteResult], None] | None = None,
+) -> ExecuteResult:
+    """Check the package (errors block unless `force`), then by type:
+
+    - session / agent / recovery: store and publish it, write HANDOFF.md + handoff.json,
+      and launch the target. `launch=None` launches when the target is an agent passdown
+      can start; `launch=False` only records it (the caller's harness launches).
+    - parallel: publish the parent, then for each child (its own worktree and branch
+      when prepared with `worktrees=True`) store, publish and write its package, and
+      launch the children side by side.
+
+    `dry_run` writes the files and returns the argv, storing and launching nothing.
+    `on_launch(spec, result)` is called right before the agent starts.
+    `require_store=False` turns a store failure into a warning (the CLI's behaviour).
+    """
+    model, schema = coerce_package(package)
+    if model is None:
+        raise HandoffBlocked([schema])
+    checks = run_checks(model, coord.workspace, previous=coord._previous(model))
+    if blocking(checks) and not force:
+        raise HandoffBlocked(checks)
+    pkg = finalise(coord, model, target_agent)
+    opts = _Options(launch, interactive, Path(out_dir) if out_dir else None, dry_run, store,
+                    require_store, env, on_launch)
+    if pkg.handoff_type == "parallel":
+        result = _execute_parallel(coord, pkg, opts)
+    else:
+        result = _execute_one(coord, pkg, opts)
+    result.checks = checks
+    return result
+
+
+def finalise(coord: HandoffCoordinator, pkg: HandoffPackage, target: str | None) -> HandoffPackage:
+    """The package as it will be stored: its target set, and a full handoff (built from
+    the seed's fields when the package came from elsewhere). Deterministic, so a re-run
+    of the same execute produces the same record."""
+    target = target or pkg.target_agent or (pkg.source_agent if pkg.handoff_type == "session" else None)
+    if target is None and pkg.handoff_type == "agent":
+        raise UsageError("an agent handoff needs a target agent (target_agent=...)")
+    if pkg.handoff is not None and target == pkg.target_agent and pkg.handoff.target_agent == target:
+        return pkg
+    handoff = pkg.handoff or _handoff_for(coord, pkg)
+    handoff = handoff.model_copy(update={"target_agent": target})
+    return pkg.model_copy(update={"target_agent": target, "handoff": handoff}).sealed()
+
+
+def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
+    """A handoff for a package that arrived without one (e.g. the seed's JSON)."""
+    from passdown.workspace import snapshot
+
+    ws = Path(pkg.workspace or coord.workspace)
+    h = build.synthetic_handoff(
+        id=pkg.id, created_at=pkg.timestamp, source_agent=pkg.source_agent,
+        session_label=f"session-{pkg.context.session_number}", workspace=ws,
+        snapshot=snapshot(ws), features=None, request=None,
+    )
+    composed = build.Composed(state=pkg.state, recent_files=pkg.context.recent_files,
+                              summary=pkg.summary, provenance={})
+    h = build.apply_to_handoff(h, composed, features=None, summary_from_caller=True, target=pkg.target_agent)
+    return pipeline.redact_handoff(h)
+
+
+# -- one package ------------------------------------------------------------------------------
+
+
+def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options) -> ExecuteResult:
+    result = ExecuteResult(package=pkg)
+    lc: Lifecycle | None = None
+    if not opts.dry_run and opts.store and coord.has_store:
+        try:
+            publish(coord, pkg)
+            lc, result.stored = coord.lifecycle(), True
+        except (HandoffConflict, HandoffStateError):
+            raise
+        except StoreError as exc:
+            if opts.require_store:
+                raise
+            result.warnings.append(f"the handoff was written but not stored: {exc.message}")
+    result.written = write_files(coord, pkg, opts.out_dir)
+    if result.stored:
+        result.written.record_id = pkg.id
+    target = pkg.target_agent
+    if target and _should_launch(opts.launch, target):
+        if opts.dry_run:
+            result.argv = launch_spec(pkg, result.written, opts).argv
+        else:
+            _launch(coord, lc, pkg, result, opts)
+    if lc is not None:
+        result.package = coord._with_status(pkg, lc)
+    return result
+
+
+def _should_launch(launch: bool | None, target: str) -> bool:
+    if launch is not None:
+        return launch
+    from passdown.agents import load_agents
+
+    return target in load_agents()
+
+
+def publish(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
+    """Store the record, then prepared -> published, swapping the active pointer from
+    the package's `previous_id` (children of a parallel handoff are never active)."""
+    lc, by = coord.lifecycle(), coord.identity
+    _store_record(coord, pkg)
+    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
+    event = lc.current(pkg.id)
+    status = event.status if event else None
+    if status in ("rejected", "superseded"):
+        raise HandoffStateError(f"handoff {pkg.id} was {status}; prepare a new one")
+    if status == "prepared":
+        if pkg.parent_id is None and lc.active() != pkg.id and not lc.swap_active(pkg.previous_id, pkg.id):
+            winner = lc.active()
+            lc.transition(pkg.id, "rejected", by=by, only_from=frozenset({"prepared"}),
+                          note=f"lost the race: {winner} became the active handoff first")
+            raise HandoffConflict(
+                f"handoff {pkg.id} was prepared on top of {pkg.previous_id or 'no handoff'}, "
+                f"but {winner} is active now",
+                hint="another coordinator published first; prepare again from the current state",
+            )
+        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}))
+    if pkg.previous_id:
+        lc.transition(pkg.previous_id, "superseded", by=by, note=f"superseded by {pkg.id}",
+                      only_from=frozenset({"prepared", "published", "claimed"}))
+
+
+def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
+    store = coord.store()
+    try:
+        store.store(package_to_record(pkg, project=coord.scope.project))
+    except RecordConflict:
+        try:
+            stored = package_from_record(store.retrieve(coord.scope, pkg.id))
+        except (RecordNotFound, ValueError):
+            stored = None
+        if stored is None or stored.content_hash() != pkg.content_hash():
+            raise HandoffConflict(
+                f"a different package with id {pkg.id} is already stored",
+                hint="each package is executed once (for one target); prepare a new one",
+            ) from None
+
+
+def write_files(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
+    if pkg.handoff is None:
+        raise UsageError("the package has no handoff to write; execute it instead")
+    ws = Path(pkg.workspace or coord.workspace)
+    return pipeline.write_handoff(pkg.handoff, out_dir or ws / pipeline.HANDOFF_DIR, ws)
+
+
+def launch_spec(pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: _Options) -> LaunchSpec:
+    from passdown.launch import check_argv
+
+    agent = pipeline.get_agent(pkg.target_agent or "")
+    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive)
+    spec.env.update(opts.env or {})
+    spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
+    check_argv(spec.argv, env={**os.environ, **spec.env})
+    return spec
+
+
+def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage,
+            result: ExecuteResult, opts: _Options) -> None:
+    """Start the target once: the launch is claimed in the store first, and released
+    only when the agent could not be started at all."""
+    from passdown.launch import resolve_program, run
+
+    assert result.written is not None  # written before any launch
+    spec = launch_spec(pkg, result.written, opts)
+    result.argv = list(spec.argv)
+    if lc is not None and not lc.claim_launch(pkg.id, coord.identity):
+        result.already_launched = True
+        return
+    try:
+        path = {**os.environ, **spec.env}.get("PATH", os.defpath)
+        spec.argv[0] = resolve_program(spec.argv[0], path=path)
+        if opts.on_launch is not None:
+            opts.on_launch(spec, result)
+        result.exit_code = run(spec, interactive=opts.interactive)
+    except (AgentNotInstalled, LaunchError):
+        if lc is not None:
+            lc.release_launch(pkg.id)
+        raise
+    result.launched = True
+
+
+# -- parallel --------------------------------------------------------------------------------
+
+
+def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _Options) -> ExecuteResult:
+    if opts.interactive and len(parent.children) > 1:
+        raise UsageError("parallel children cannot share one terminal; launch them non-interactively")
+    ws = Path(parent.workspace or coord.workspace)
+    result = _execute_one(coord, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
+    for ref in parent.children:
+        child = child_package(coord, parent, ref)
+        out = None if ref.worktree else ws / pipeline.HANDOFF_DIR / PARALLEL_DIR / ref.id
+        result.children.append(_execute_one(coord, child, _child_options(opts, launch=False, out_dir=out)))
+    to_launch = [c for c in result.children if c.package.target_agent and _should_launch(opts.launch, c.package.target_agent)]
+    if to_launch and not opts.dry_run:
+        lc = coord.lifecycle() if result.stored else None
+        with ThreadPoolExecutor(max_workers=len(to_launch)) as pool:
+            for future in [pool.submit(_launch, coord, lc, c.package, c, opts) for c in to_launch]:
+                future.result()
+    elif opts.dry_run:
+        for c in to_launch:
+            assert c.written is not None
+            c.argv = launch_spec(c.package, c.written, opts).argv
+    return result
+
+
+def _child_options(opts: _Options, *, launch: bool, out_dir: Path | None) -> _Options:
+    return _Options(launch, opts.interactive, out_dir, opts.dry_run, opts.store,
+                    opts.require_store, opts.env, opts.on_launch)
+
+
+def child_package(coord: HandoffCoordinator, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:
+    """The child's own package: its assignment as next steps, a note of who owns what,
+    its worktree as workspace. A stored child (an earlier, interrupted run) is reused."""
+    from passdown.coordinator.gitops import add_worktree
+    from passdown.workspace import snapshot
+
+    if coord.has_store:
+        try:
+            return package_from_record(coord.store().retrieve(coord.scope, ref.id))
+        except (RecordNotFound, StoreError):
+            pass
+    assert parent.handoff is not None
+    ws = Path(parent.workspace or coord.workspace)
+    child_ws = add_worktree(ws, Path(ref.worktree), ref.branch or ref.id) if ref.worktree else ws
+    h = parent.handoff.model_copy(deep=True)
+    h.id, h.target_agent = ref.id, ref.target_agent
+    h.state.next_steps = list(ref.assignment)
+    h.state.decisions = [_owners_note(parent, ref), *h.state.decisions]
+    if child_ws != ws:
+        h.workspace = snapshot(child_ws)
+    child = parent.model_copy(update={
+        "id": ref.id, "target_agent": ref.target_agent, "parent_id": parent.id,
+        "state": parent.state.model_copy(update={"next_steps": list(ref.assignment)}),
+        "children": [], "owners": list(parent.children), "previous_id": None, "handoff": h,
+        "workspace": str(child_ws), "fingerprint": fingerprint(child_ws), "status": "prepared",
+    })
+    return child.sealed()
+
+
+def _owners_note(parent: HandoffPackage, ref: ChildRef) -> str:
+    others = [f"{c.id} ({c.target_agent}): {'; '.join(c.assignment)}" for c in parent.children if c.id != ref.id]
+    where = f" in worktree {ref.worktree} on branch {ref.branch}" if ref.worktree else ""
+    note = (f"Parallel handoff {parent.id}: you ({ref.id}, {ref.target_agent}) own only the "
+            f"next steps listed here{where}.")
+    if others:
+        note += " Other owners, do not work on their steps: " + " | ".join(others)
+    return note
