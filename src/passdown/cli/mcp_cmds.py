@@ -31,3 +31,51 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     workspace = _workspace()
     with open_store(store_url) as store:
         run_stdio(store, project or default_project(workspace), workspace)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless you say otherwise).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
+def serve_command(host: str, port: int, store_url: str | None) -> None:
+    """Team server: the MCP tools over streamable HTTP at /mcp and a JSON API at
+    /api/records, for tokens from `passdown token create` (each bound to one project)."""
+    from passdown.serve import run
+    from passdown.store import open_store
+
+    with open_store(store_url) as store:
+        click.echo(f"passdown: serving http://{host}:{port}/mcp and /api/records", err=True)
+        run(store, host=host, port=port, workspace=_workspace())
+
+
+@click.group("token")
+def token_command() -> None:
+    """Bearer tokens for `passdown serve`, each bound to one project."""
+
+
+@token_command.command("create")
+@click.option("--project", required=True, help="The project the token may read and write.")
+@click.option("--label", default="", help="A note kept with the token (who it is for).")
+@click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
+def token_create(project: str, label: str, store_url: str | None) -> None:
+    """Create a token and print it (once: only its hash is stored)."""
+    from passdown.serve_tokens import create_token
+    from passdown.store import open_store
+
+    with open_store(store_url) as store:
+        click.echo(create_token(store, project, label))
+
+
+@token_command.command("revoke")
+@click.argument("token")
+@click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
+def token_revoke(token: str, store_url: str | None) -> None:
+    """Revoke a token (it stops working within a few seconds on running servers)."""
+    from passdown.errors import UsageError
+    from passdown.serve_tokens import revoke_token
+    from passdown.store import open_store
+
+    with open_store(store_url) as store:
+        if not revoke_token(store, token):
+            raise UsageError("no such token")
+    click.echo("revoked")

@@ -118,7 +118,7 @@ def _feature(entry: dict[str, Any], index: int) -> Feature:
 # -- progress log ------------------------------------------------------------------------
 
 _HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?(?P<title>[A-Za-z][A-Za-z '/-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$")
-_INLINE = re.compile(r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?P<label>blockers?|blocked(?: on| by)?|next(?: steps?)?|todo)(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<value>\S.*)$", re.IGNORECASE)
+_INLINE = re.compile(r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?P<label>blockers?|blocked(?: on| by)?|next(?: steps?)?|todo)(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<value>(?!\*+\s*$)\S.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[[ xX~]\])\s+(?:\[[ xX~]\]\s+)?(?P<item>.*\S)\s*$")
 _NONE = re.compile(r"^\(?(?:none|n/?a|nothing|-)\.?\)?$", re.IGNORECASE)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from passdown.errors import PassdownError
 from passdown.mcp.tools import MAX_FIND_LIMIT, ScopedTools
 from passdown.records import Scope
