@@ -11,15 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from recorded import scenarios
-from test_coordinator_fixtures import (  # noqa: F401  (fixtures)
-    commit_all,
-    fake_agents,
-    launches,
-    make_project,
-    project,
-    write_features,
-)
 
 from passdown import HandoffCoordinator
 from passdown.coordinator import (
@@ -32,6 +23,8 @@ from passdown.coordinator import (
 )
 from passdown.records import canonical_json, parse_record, record_to_package
 from passdown.store import open_store
+from recorded import scenarios
+from test_coordinator_fixtures import launches, make_project
 
 SEED_SUMMARY = "Completed auth-001, starting auth-002"
 SEED_EXAMPLE = {
@@ -48,6 +41,8 @@ SEED_EXAMPLE = {
     "context": {"recent_files": ["src/auth/login.ts"], "git_hash": "abc1234", "session_number": 5},
     "summary": "Completed auth-001, starting auth-002",
 }
+
+pytest_plugins = ["test_coordinator_fixtures"]
 
 
 def test_seed_call_shapes_with_a_feature_list_and_no_session(project: Path) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_coordinator_fixtures import FEATURES, commit_all, project, write_features  # noqa: F401
 
 from passdown import HandoffCoordinator
 from passdown.coordinator import HandoffBlocked, HandoffPackage
 from passdown.coordinator.project_files import parse_progress
+from passdown.handoff import Redaction
+from test_coordinator_fixtures import FEATURES, commit_all, write_features
+
+pytest_plugins = ["test_coordinator_fixtures"]
 
 
 def _failed(results: list) -> dict[str, str]:  # type: ignore[type-arg]
@@ -78,7 +81,7 @@ def test_unredacted_secret_blocks_execute(project: Path) -> None:
     failed = _failed(coordinator.validate(leaked))
     assert "unredacted secrets" in failed["redaction"]
     assert package.handoff is not None
-    unredacted = package.model_copy(update={"handoff": package.handoff.model_copy(update={"redaction": {"applied": False, "findings": {}}})})
+    unredacted = package.model_copy(update={"handoff": package.handoff.model_copy(update={"redaction": Redaction()})})
     assert "not redacted" in _failed(coordinator.validate(unredacted.sealed()))["redaction"]
 
 
@@ -118,7 +121,7 @@ def test_verify_reports_feature_changes(project: Path) -> None:
     write_features(project, [dict(f, passes=True) if f["id"] == "auth-002" else f for f in FEATURES])
     report = coordinator.verify_sync(package)
     assert "feature auth-002 now passes" in report.differences
-    assert "feature_list.json: changed since the handoff was prepared" in report.differences
+    assert "feature_list.json: modified since the handoff was prepared" in report.differences
 
 
 def test_seed_json_without_integrity_is_a_warning_not_an_error(project: Path) -> None:

@@ -61,8 +61,6 @@ def _payload(agent: str, args: list[str], stdin_text: str | None) -> dict[str, A
 
 def export_for_payload(agent: str, payload: dict[str, Any]) -> str | None:
     """The pipeline on the session the payload names: write the files, store the record."""
-    # Only the agent that called us: loading every agent plugin costs time the agent waits.
-    os.environ.setdefault("PASSDOWN_AGENTS", agent)
     from passdown import pipeline
 
     cwd = payload.get("cwd") or os.getcwd()
@@ -103,6 +101,10 @@ def _redact(text: str) -> str:
 
 
 def main(agent: str, args: list[str]) -> int:
+    """The `passdown hook` process: load only the calling agent's module (every plugin
+    would cost time the agent waits for), read the payload, run."""
+    if agent in ("claude", "codex"):
+        os.environ.setdefault("PASSDOWN_AGENTS", agent)
     stdin_text = None
     if agent == "claude" and not sys.stdin.isatty():
         stdin_text = sys.stdin.read()

@@ -43,8 +43,13 @@ class AgentsMissing(RuntimeError):
     pass
 
 
+# Resolved at import, before the autouse fixture points HOME at a temp folder per test:
+# the pinned CLIs live under the real home's cache.
+_DEFAULT_E2E_HOME = Path.home() / ".cache" / "passdown-e2e"
+
+
 def e2e_home() -> Path:
-    return Path(os.environ.get("PASSDOWN_E2E_HOME") or Path.home() / ".cache" / "passdown-e2e")
+    return Path(os.environ.get("PASSDOWN_E2E_HOME") or _DEFAULT_E2E_HOME)
 
 
 def npm_bin_dir() -> Path:

@@ -323,6 +323,19 @@ class HandoffCoordinator:
 
         return execute(self, package, target_agent, **options)
 
+    async def launch_handoff(self, package: HandoffPackage, **options: Any) -> ExecuteResult:
+        return await asyncio.to_thread(self.launch_handoff_sync, package, **options)
+
+    def launch_handoff_sync(
+        self, package: HandoffPackage, *, interactive: bool = False, env: Mapping[str, str] | None = None
+    ) -> ExecuteResult:
+        """Start the package's target agent on the takeover prompt, at most once per
+        package: for harnesses that publish with `launch=False`, then claim and launch
+        from the target side."""
+        from passdown.coordinator.execute import launch_only
+
+        return launch_only(self, package, interactive=interactive, env=env)
+
     def write(self, package: HandoffPackage, out_dir: Path | None = None) -> pipeline.WrittenHandoff:
         """HANDOFF.md and handoff.json for the package (no store, no lifecycle)."""
         from passdown.coordinator.execute import write_files

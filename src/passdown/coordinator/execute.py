@@ -349,3 +349,16 @@ def _owners_note(parent: HandoffPackage, ref: ChildRef) -> str:
     if others:
         note += " Other owners, do not work on their steps: " + " | ".join(others)
     return note
+
+
+def launch_only(coord: HandoffCoordinator, pkg: HandoffPackage, *, interactive: bool = False,
+                env: Mapping[str, str] | None = None) -> ExecuteResult:
+    """Start the target of a published package (the target side of a harness that
+    launches its own sessions); at most once per package, like execute."""
+    if not pkg.target_agent:
+        raise UsageError(f"handoff {pkg.id} has no target agent to launch")
+    result = ExecuteResult(package=pkg)
+    result.written = write_files(coord, pkg, None)
+    lc = coord.lifecycle() if coord.has_store else None
+    _launch(coord, lc, pkg, result, _Options(launch=True, interactive=interactive, env=env))
+    return result

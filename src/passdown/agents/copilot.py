@@ -1,0 +1,516 @@
+"""GitHub Copilot CLI: sessions under `$COPILOT_HOME/session-state/<id>/` (default
+`~/.copilot`): `events.jsonl` (the event log), `workspace.yaml` (`id`, `cwd`, times) and
+`session.db` (SQLite: the `todos` table the agent keeps its plan in, through its `sql`
+tool).
+
+The event log is linear (a resumed session appends `session.resume` and the new turn), so
+one forward pass suffices. Events are `{type, data, id, timestamp, parentId}`; the ones
+read: `session.start`/`session.resume` (version, cwd, model), `user.message`,
+`assistant.message {content, toolRequests}`, `tool.execution_start`/`_complete {success,
+result, error, shellExecution.exitCode, fileEdits}`, `session.compaction_complete
+{summaryContent}`, `subagent.started`. Events a sub-agent wrote carry `agentId` (or
+`parentToolCallId`) and are left out of the main session; hidden reasoning
+(`reasoningText`, `encryptedContent`) is never decoded. A shell command's success flag is
+true even for a non-zero exit: the exit code is `shellExecution.exitCode`. Rewinds
+(`session.snapshot_rewind`) are ephemeral: Copilot removes the withdrawn events from the
+log itself, so the file on disk is already the active history.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import msgspec
+
+from passdown.agents._common import decode_line, file_mtime, first_error_line, read_head
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SessionInfo,
+    SessionRef,
+    SubagentNote,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+_NULL = msgspec.Raw(b"null")
+_EDIT_TOOLS = {"create": "write", "edit": "edit", "write": "write"}
+_SHELL_TOOLS = frozenset({"bash", "powershell", "shell"})
+_READ_TOOLS = frozenset(
+    {"view", "read_bash", "list_bash", "grep", "glob", "web_fetch", "fetch_copilot_cli_documentation"}
+)
+_SUBAGENT_TOOLS = frozenset({"task", "write_agent"})
+# Event families passdown knows and does not need (anything else is counted as unknown).
+_QUIET_PREFIXES = (
+    "assistant.", "session.", "system.", "tool.", "subagent.", "hook.", "permission.",
+    "mcp", "skill.", "model.", "user_input.", "elicitation.", "command", "pending_messages.",
+    "sampling.", "external_tool.", "exit_plan_mode.", "human_response.", "sandbox.",
+    "capabilities.", "auto_mode_switch.", "workflow.", "agent.", "ui.", "tool_search.",
+    "session_limits_exhausted.",
+)
+_SHELL_MARKER = re.compile(r"\n?<shellId: [^>]*>\s*$")
+_YAML_LINE = re.compile(r"^(\w+):\s*(.*)$")
+_PLAN_STATUS = {
+    "done": "completed",
+    "completed": "completed",
+    "in_progress": "in_progress",
+    "blocked": "blocked",
+    "pending": "pending",
+}
+
+
+class _Context(msgspec.Struct):
+    cwd: str | None = None
+    branch: str | None = None
+
+
+class _Request(msgspec.Struct):
+    toolCallId: str = ""
+    name: str = ""
+    arguments: msgspec.Raw = _NULL
+
+
+class _Result(msgspec.Struct):
+    content: str | None = None
+
+
+class _Error(msgspec.Struct):
+    message: str | None = None
+
+
+class _Shell(msgspec.Struct):
+    exitCode: int | None = None
+
+
+class _FileEdit(msgspec.Struct):
+    path: str = ""
+    kind: str | None = None
+
+
+class _Data(msgspec.Struct):
+    """The union of the `data` fields passdown reads; everything else is skipped."""
+
+    # session.start / session.resume / session.model_change / session.title_changed
+    sessionId: str | None = None
+    copilotVersion: str | None = None
+    startTime: str | None = None
+    selectedModel: str | None = None
+    newModel: str | None = None
+    context: _Context | None = None
+    title: str | None = None
+    # user.message / assistant.message
+    content: str | None = None
+    source: str | None = None
+    isAutopilotContinuation: bool = False
+    messageId: str | None = None
+    model: str | None = None
+    toolRequests: list[_Request] | None = None
+    parentToolCallId: str | None = None
+    # tool.execution_start / tool.execution_complete
+    toolCallId: str | None = None
+    toolName: str | None = None
+    arguments: msgspec.Raw = _NULL
+    success: bool | None = None
+    result: _Result | None = None
+    error: _Error | str | None = None
+    shellExecution: _Shell | None = None
+    fileEdits: list[_FileEdit] | None = None
+    # session.compaction_complete
+    summaryContent: str | None = None
+    trigger: msgspec.Raw = _NULL
+    # subagent.started
+    agentName: str | None = None
+    agentDescription: str | None = None
+
+
+class _Event(msgspec.Struct):
+    type: str = ""
+    timestamp: str | None = None
+    agentId: str | None = None
+    data: msgspec.Raw = _NULL  # decoded only for the event types passdown reads
+
+
+class _StartEvent(msgspec.Struct):
+    type: str = ""
+    data: _Data | None = None
+
+
+class _Args(msgspec.Struct):
+    path: str | None = None
+    file_path: str | None = None
+    command: str | None = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+_DATA = msgspec.json.Decoder(_Data)
+_START = msgspec.json.Decoder(_StartEvent)
+_HANDLED = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "user.message",
+        "assistant.message",
+        "tool.execution_start",
+        "tool.execution_complete",
+        "session.compaction_complete",
+        "subagent.started",
+        "session.model_change",
+        "session.title_changed",
+    }
+)
+_ARGS = msgspec.json.Decoder(_Args)
+_ANY = msgspec.json.Decoder()
+
+
+class CopilotCLI(Agent):
+    name = "copilot"
+    display_name = "GitHub Copilot CLI"
+    program = "copilot"
+
+    def home(self) -> Path:
+        configured = os.environ.get("COPILOT_HOME")
+        return Path(configured).expanduser() if configured else Path.home() / ".copilot"
+
+    def store_roots(self) -> list[Path]:
+        return [self.home() / "session-state"]
+
+    # -- discovery ----------------------------------------------------------------
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        root = self.home() / "session-state"
+        try:
+            folders = [p for p in root.iterdir() if p.is_dir()]
+        except OSError:
+            return
+        for folder in folders:
+            events = folder / "events.jsonl"
+            if not events.is_file():
+                continue
+            ref = self.ref_for_path(events)
+            if cwd_in_workspace(ref.cwd, workspace):
+                yield ref
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        meta = _workspace_yaml(path.parent / "workspace.yaml")
+        cwd = meta.get("cwd")
+        started = meta.get("created_at")
+        if not cwd:
+            start = _first_start(path)
+            cwd = start.context.cwd if start and start.context else None
+            started = started or (start.startTime if start else None)
+        return SessionRef(
+            agent=self.name,
+            session_id=meta.get("id") or path.parent.name,
+            path=path,
+            cwd=cwd,
+            started_at=started,
+            updated_at=mtime,
+            size=size,
+        )
+
+    # -- reading ------------------------------------------------------------------
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        diag = transcript.diagnostics
+        yield from _EventReader(ref.path, transcript.info, diag).events()
+        plan = _todo_plan(ref.path.parent / "session.db", diag)
+        if plan is not None:
+            yield plan
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    # -- launching ----------------------------------------------------------------
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        # "--opt=value" keeps a prompt that starts with "-" attached to its option.
+        if interactive:
+            return LaunchSpec(argv=[self.program, f"--interactive={prompt}"], cwd=workspace)
+        # -p runs once; without --allow-all-tools it cannot use any tool unattended.
+        argv = [self.program, f"--prompt={prompt}", "--allow-all-tools"]
+        return LaunchSpec(argv=argv, cwd=workspace)
+
+
+def _workspace_yaml(path: Path) -> dict[str, str]:
+    """The flat `key: value` lines of workspace.yaml (no YAML library needed for them)."""
+    found: dict[str, str] = {}
+    for raw in read_head(path, 64 * 1024).decode("utf-8", "replace").splitlines():
+        match = _YAML_LINE.match(raw)
+        if match and match.group(1) in ("id", "cwd", "created_at", "updated_at"):
+            value = _yaml_scalar(match.group(2).strip())
+            if value:
+                found[match.group(1)] = value
+    return found
+
+
+def _yaml_scalar(value: str) -> str | None:
+    if value[:1] in ("|", ">", "&", "*", "!"):
+        return None  # block scalars, anchors, tags: not the plain values we need
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1].replace("''", "'")
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        try:
+            decoded = _ANY.decode(value)
+        except msgspec.DecodeError:
+            return value[1:-1]
+        return decoded if isinstance(decoded, str) else None
+    return value.split(" #", 1)[0].strip() or None
+
+
+def _first_start(path: Path) -> _Data | None:
+    for line in read_head(path).split(b"\n")[:50]:
+        if b'"session.start"' not in line:
+            continue
+        try:
+            event = _START.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if event.type == "session.start":
+            return event.data
+    return None
+
+
+def _todo_plan(db: Path, diag: Diagnostics) -> PlanOp | None:
+    """The final plan: the `todos` table of the session's own database (read-only)."""
+    if not db.is_file():
+        return None
+    uri = "file:" + quote(str(db)) + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=2.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        diag.warnings.append(f"could not open the session's todo database: {exc}")
+        return None
+    try:
+        rows = conn.execute(
+            "SELECT id, title, description, status FROM todos ORDER BY created_at, rowid"
+        ).fetchall()
+        deps: dict[str, list[str]] = {}
+        for todo_id, depends_on in conn.execute("SELECT todo_id, depends_on FROM todo_deps"):
+            deps.setdefault(str(todo_id), []).append(str(depends_on))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            diag.warnings.append(f"could not read the session's todos: {exc}")
+        return None
+    except sqlite3.Error as exc:
+        diag.warnings.append(f"could not read the session's todos: {exc}")
+        return None
+    finally:
+        conn.close()
+    if not rows:
+        return None
+    items = tuple(
+        PlanItem(
+            id=str(todo_id),
+            subject=str(title or todo_id),
+            status=_PLAN_STATUS.get(str(status), "pending"),  # type: ignore[arg-type]
+            description=str(description) if description else None,
+            blocked_by=tuple(deps.get(str(todo_id), ())),
+        )
+        for todo_id, title, description, status in rows
+    )
+    return PlanOp(op="replace", items=items)
+
+
+class _EventReader:
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.calls: dict[str, ToolCall] = {}
+        self.text: list[str] = []
+        self.text_id: str | None = None
+        self.text_ts: str | None = None
+
+    def events(self) -> Iterator[Event]:
+        reader = LineReader(self.path, self.diag)
+        for offset, line in reader.forward():
+            event = decode_line(_EVENT, line, offset, reader.tail_offset, self.diag)
+            if isinstance(event, _Event):
+                yield from self._event(event)
+        yield from self._flush()
+
+    def _event(self, event: _Event) -> Iterator[Event]:
+        kind, ts = event.type, event.timestamp
+        if ts:
+            self.info.updated_at = ts
+        if kind not in _HANDLED:
+            if not kind.startswith(_QUIET_PREFIXES):
+                self.diag.unknown(kind or "(no type)")
+            return
+        data = self._data(event.data)
+        if data is None:
+            return
+        if kind == "subagent.started":
+            yield SubagentNote(
+                agent_id=data.toolCallId or data.agentName or "subagent",
+                description=data.agentDescription or data.agentName,
+            )
+            return
+        if event.agentId or data.parentToolCallId:
+            self.diag.sidechain_records += 1  # a sub-agent's own events
+            return
+        if kind in ("session.start", "session.resume"):
+            self._session(data)
+        elif kind == "user.message":
+            yield from self._flush()
+            yield from self._user(data, ts)
+        elif kind == "assistant.message":
+            yield from self._assistant(data, ts)
+        elif kind == "tool.execution_start":
+            yield from self._start(data, ts)
+        elif kind == "tool.execution_complete":
+            result = self._complete(data, ts)
+            if result is not None:
+                yield result
+        elif kind == "session.compaction_complete":
+            yield from self._compaction(data, ts)
+        elif kind == "session.model_change":
+            self.info.add_model(data.newModel)
+        elif kind == "session.title_changed" and data.title:
+            self.info.title = data.title
+
+    def _data(self, raw: msgspec.Raw) -> _Data | None:
+        try:
+            return _DATA.decode(raw)
+        except msgspec.DecodeError:
+            pass
+        try:  # non-UTF-8 bytes inside the payload: keep what can be read
+            return _DATA.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+        except msgspec.DecodeError:
+            self.diag.bad_lines += 1
+            return None
+
+    def _session(self, data: _Data) -> None:
+        info = self.info
+        info.session_id = data.sessionId or info.session_id
+        info.agent_version = data.copilotVersion or info.agent_version
+        info.started_at = info.started_at or data.startTime
+        if data.context:
+            info.cwd = info.cwd or data.context.cwd
+            info.git_branch = data.context.branch or info.git_branch
+        info.add_model(data.selectedModel)
+
+    def _user(self, data: _Data, ts: str | None) -> Iterator[Event]:
+        text = (data.content or "").strip()
+        if not text:
+            return
+        synthetic = data.isAutopilotContinuation or (data.source or "user") not in ("user", "")
+        yield Message(role="user", text=text, timestamp=ts, synthetic=synthetic)
+
+    def _assistant(self, data: _Data, ts: str | None) -> Iterator[Event]:
+        self.info.add_model(data.model)
+        if data.messageId != self.text_id:
+            yield from self._flush()
+            self.text_id = data.messageId
+        text = (data.content or "").strip()
+        if text:  # one reply can arrive in chunks sharing a messageId
+            self.text.append(text)
+            self.text_ts = self.text_ts or ts
+        for request in data.toolRequests or ():
+            if request.toolCallId and request.toolCallId not in self.calls:
+                call = _tool_call(request.toolCallId, request.name, request.arguments, ts)
+                self.calls[call.call_id] = call
+                yield call
+
+    def _flush(self) -> Iterator[Event]:
+        if self.text:
+            yield Message(role="assistant", text="\n\n".join(self.text), timestamp=self.text_ts)
+        self.text, self.text_id, self.text_ts = [], None, None
+
+    def _start(self, data: _Data, ts: str | None) -> Iterator[Event]:
+        # Normally announced by assistant.message already; older logs may only have this.
+        call_id = data.toolCallId
+        if call_id and call_id not in self.calls:
+            call = _tool_call(call_id, data.toolName or "", data.arguments, ts)
+            self.calls[call_id] = call
+            yield call
+
+    def _complete(self, data: _Data, ts: str | None) -> ToolResult | None:
+        call_id = data.toolCallId or ""
+        call = self.calls.pop(call_id, None)
+        if call is None:
+            return None
+        output = data.result.content if data.result else None
+        result = ToolResult(call_id=call_id, is_error=data.success is False, timestamp=ts)
+        if call.action == "command":
+            shell = data.shellExecution
+            result.exit_code = shell.exitCode if shell else (None if result.is_error else 0)
+            output = _SHELL_MARKER.sub("", output or "")
+        if result.is_error or result.exit_code not in (None, 0):
+            error = data.error.message if isinstance(data.error, _Error) else data.error
+            text = "\n".join(t for t in (error, output) if t)
+            result.error = first_error_line(text) or text.strip()[:300] or None
+        elif call.action in ("edit", "write") and data.fileEdits:
+            # What Copilot itself recorded as changed is the authoritative list.
+            call.paths = tuple(dict.fromkeys(e.path for e in data.fileEdits if e.path))
+        return result
+
+    def _compaction(self, data: _Data, ts: str | None) -> Iterator[Event]:
+        if data.success is False:
+            return
+        yield from self._flush()
+        trigger = _raw_string(data.trigger)
+        yield Compaction(summary=data.summaryContent or None, trigger=trigger, timestamp=ts)
+
+
+def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -> ToolCall:
+    call = ToolCall(call_id=call_id, name=name, timestamp=ts)
+    args = _decode_args(raw_args)
+    if name in _EDIT_TOOLS:
+        call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+        target = args.path or args.file_path
+        call.paths = (target,) if target else ()
+    elif name == "str_replace_editor":  # older builds: one tool, a `command` argument
+        target = args.path or args.file_path
+        action = {"create": "write", "str_replace": "edit", "insert": "edit"}.get(args.command or "")
+        if action:
+            call.action = action  # type: ignore[assignment]
+            call.paths = (target,) if target else ()
+        else:
+            call.action = "read"
+    elif name in _SHELL_TOOLS:
+        call.action = "command"
+        call.command = args.command or ""
+    elif name in _SUBAGENT_TOOLS:
+        call.action = "subagent"
+    elif name in _READ_TOOLS:
+        call.action = "read"
+    return call
+
+
+def _decode_args(raw: msgspec.Raw) -> _Args:
+    if len(raw) == 0 or bytes(raw) == b"null":
+        return _Args()
+    try:
+        return _ARGS.decode(raw)
+    except msgspec.DecodeError:
+        return _Args()
+
+
+def _raw_string(raw: msgspec.Raw) -> str | None:
+    try:
+        value = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["CopilotCLI"]

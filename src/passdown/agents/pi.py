@@ -1,0 +1,397 @@
+"""pi (`@mariozechner/pi-coding-agent`): sessions under
+`~/.pi/agent/sessions/--<cwd, "/" turned into "-">--/<time>_<id>.jsonl`.
+
+`PI_CODING_AGENT_DIR` replaces `~/.pi/agent`; `PI_CODING_AGENT_SESSION_DIR` (pi's
+`--session-dir`) stores session files directly in that folder. The first line is a
+`session {id, cwd}` header; every other entry has an `id` and a `parentId`, forming a
+tree: `/tree` navigation and forks leave dead branches in the file. pi itself resumes
+from the last entry written, so the active branch is the path from the last entry back
+to the root. As for Claude, reading takes two streaming passes in flat memory: pass 1
+walks the file backwards keeping the byte offsets of the active branch, pass 2 decodes
+just those lines. Tool calls live in assistant messages (`toolCall {id, name,
+arguments}`), results in `toolResult` messages; a `compaction {summary}` entry is
+prior context; `thinking` blocks are hidden reasoning and never exported. The CLI
+version is not recorded in session files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._common import (
+    decode_line,
+    file_mtime,
+    first_error_line,
+    parse_exit_code,
+    read_head,
+)
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+_TREE_TYPES = frozenset(
+    {
+        "message",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+    }
+)
+_EDIT_TOOLS = {"write": "write", "edit": "edit"}
+_READ_TOOLS = frozenset({"read", "ls", "grep", "find"})
+_EXIT_LINE = re.compile(r"\n*Command exited with code -?\d+\s*$")
+_ID_IN_NAME = re.compile(r"_([0-9a-fA-F-]{8,})$")
+
+
+class _Envelope(msgspec.Struct):
+    type: str = ""
+    id: str | None = None
+    parentId: str | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: dict[str, object] | None = None
+
+
+class _Message(msgspec.Struct):
+    role: str = ""
+    content: str | list[_Block] | None = None
+    model: str | None = None
+    toolCallId: str | None = None
+    isError: bool = False
+    # bashExecution (a command the user ran with "!")
+    command: str | None = None
+    output: str | None = None
+    exitCode: int | None = None
+    cancelled: bool = False
+
+
+class _Entry(msgspec.Struct):
+    type: str = ""
+    id: str | None = None
+    timestamp: str | None = None
+    cwd: str | None = None
+    version: int | None = None
+    message: _Message | None = None
+    summary: str | None = None
+    modelId: str | None = None
+    name: str | None = None
+    fromHook: bool | None = None
+
+
+class _Header(msgspec.Struct):
+    type: str = ""
+    id: str | None = None
+    cwd: str | None = None
+    timestamp: str | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_ENTRY = msgspec.json.Decoder(_Entry)
+_HEADER = msgspec.json.Decoder(_Header)
+
+
+def encode_cwd(cwd: str) -> str:
+    """pi's folder name for a cwd: `--` + the path without its leading "/", with "/",
+    "\\" and ":" turned into "-", + `--`."""
+    return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
+
+
+class PiAgent(Agent):
+    name = "pi"
+    display_name = "pi"
+    program = "pi"
+
+    def agent_dir(self) -> Path:
+        configured = os.environ.get("PI_CODING_AGENT_DIR")
+        return Path(configured).expanduser() if configured else Path.home() / ".pi" / "agent"
+
+    def store_roots(self) -> list[Path]:
+        roots = [self.agent_dir() / "sessions"]
+        flat = os.environ.get("PI_CODING_AGENT_SESSION_DIR")
+        if flat:
+            roots.append(Path(flat).expanduser())
+        return roots
+
+    # -- discovery ----------------------------------------------------------------
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        for path in self._session_files(workspace):
+            ref = self.ref_for_path(path)
+            if cwd_in_workspace(ref.cwd, workspace):
+                yield ref
+
+    def _session_files(self, workspace: Path | None) -> Iterator[Path]:
+        # The folder name is lossy ("-" in a name looks like "/"): preselect by name,
+        # then confirm with the header's cwd.
+        prefix = encode_cwd(str(workspace))[:-2] if workspace is not None else None
+        for root in self.store_roots():
+            try:
+                entries = list(root.iterdir())
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir():
+                    if prefix and not (entry.name == prefix + "--" or entry.name.startswith(prefix + "-")):
+                        continue
+                    yield from _jsonl_files(entry)
+                elif entry.suffix == ".jsonl":
+                    yield entry  # PI_CODING_AGENT_SESSION_DIR: files directly in the folder
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        header = _header(path)
+        match = _ID_IN_NAME.search(path.stem)
+        session_id = header.id or (match.group(1) if match else path.stem)
+        return SessionRef(
+            agent=self.name,
+            session_id=session_id,
+            path=path,
+            cwd=header.cwd,
+            started_at=header.timestamp,
+            updated_at=mtime,
+            size=size,
+        )
+
+    # -- reading ------------------------------------------------------------------
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        info, diag = transcript.info, transcript.diagnostics
+        active, whole_file = _active_branch(ref.path, diag)
+        diag.lines = 0  # pass 2 counts again; report lines once
+        yield from _BranchReader(ref.path, info, diag, active, whole_file).events()
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    # -- launching ----------------------------------------------------------------
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        # pi's parser has no "--": an argument starting with "-" is read as an option and
+        # one starting with "@" as a file to attach. A leading space keeps the prompt one
+        # plain message (the model sees the same text).
+        if prompt.startswith(("-", "@")):
+            prompt = " " + prompt
+        if interactive:
+            return LaunchSpec(argv=[self.program, prompt], cwd=workspace)
+        return LaunchSpec(argv=[self.program, "-p", prompt], cwd=workspace)
+
+
+def _jsonl_files(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+    except OSError:
+        return []
+
+
+def _header(path: Path) -> _Header:
+    """The `session` header: the first line (a few lines are tolerated before it)."""
+    for line in read_head(path, 64 * 1024).split(b"\n")[:20]:
+        if b'"session"' not in line:
+            continue
+        try:
+            head = _HEADER.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if head.type == "session":
+            return head
+    return _Header()
+
+
+def _active_branch(path: Path, diag: Diagnostics) -> tuple[array, bool]:
+    """Pass 1: offsets of the active branch (descending), and whether the tree is broken
+    so the whole file must be read in order instead."""
+    reader = LineReader(path, diag)
+    active = array("q")
+    wanted: str | None = None
+    started = False
+    for offset, line in reader.backward():
+        env = decode_line(_ENVELOPE, line, offset, reader.tail_offset, diag)
+        if not isinstance(env, _Envelope) or env.type == "session":
+            continue
+        if env.type not in _TREE_TYPES:
+            diag.unknown(env.type or "(no type)")
+        if not env.id:
+            continue
+        if not started:
+            started, wanted = True, env.id  # pi resumes from the last entry written
+        if env.id == wanted:
+            active.append(offset)
+            wanted = env.parentId
+        else:
+            diag.off_branch_records += 1
+    if wanted is not None:
+        diag.warnings.append(
+            "the session tree is broken (a parent entry is missing); read in file order"
+        )
+        return active, True
+    return active, False
+
+
+class _BranchReader:
+    """Pass 2: decode the active branch's entries in order and emit events."""
+
+    def __init__(
+        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.active = active
+        self.whole_file = whole_file
+        self.calls: dict[str, ToolCall] = {}
+
+    def events(self) -> Iterator[Event]:
+        reader = LineReader(self.path, self.diag)
+        index = len(self.active) - 1  # offsets are stored newest first
+        for offset, line in reader.forward():
+            is_header = offset == 0 or b'"session"' in line[:40]
+            if not self.whole_file and not is_header:
+                if index < 0:
+                    break
+                if offset != self.active[index]:
+                    continue
+                index -= 1
+            entry = decode_line(_ENTRY, line, offset, reader.tail_offset, self.diag)
+            if isinstance(entry, _Entry):
+                yield from self._entry(entry)
+
+    def _entry(self, entry: _Entry) -> Iterator[Event]:
+        info = self.info
+        if entry.timestamp:
+            info.started_at = info.started_at or entry.timestamp
+            info.updated_at = entry.timestamp
+        kind = entry.type
+        if kind == "session":
+            info.session_id = entry.id or info.session_id
+            info.cwd = entry.cwd or info.cwd
+        elif kind == "message" and entry.message is not None:
+            yield from self._message(entry.message, entry)
+        elif kind == "compaction":
+            trigger = "extension" if entry.fromHook else None
+            yield Compaction(summary=entry.summary, trigger=trigger, timestamp=entry.timestamp)
+        elif kind == "branch_summary" and entry.summary:
+            # The summary of a branch the user navigated away from: context, not a request.
+            text = f"Summary of an abandoned branch: {entry.summary}"
+            yield Message(role="user", text=text, timestamp=entry.timestamp, synthetic=True)
+        elif kind == "model_change":
+            info.add_model(entry.modelId)
+        elif kind == "session_info" and entry.name:
+            info.title = entry.name
+
+    def _message(self, msg: _Message, entry: _Entry) -> Iterator[Event]:
+        ts = entry.timestamp
+        if msg.role == "user":
+            text = _text(msg.content)
+            if text:
+                yield Message(role="user", text=text, timestamp=ts)
+        elif msg.role == "assistant":
+            self.info.add_model(msg.model)
+            yield from self._assistant(msg, ts)
+        elif msg.role == "toolResult":
+            result = self._tool_result(msg, ts)
+            if result is not None:
+                yield result
+        elif msg.role == "bashExecution":
+            yield from self._user_command(msg, entry)
+        elif msg.role not in ("custom", "branchSummary", "compactionSummary"):
+            self.diag.unknown(f"message:{msg.role or '(no role)'}")
+
+    def _assistant(self, msg: _Message, ts: str | None) -> Iterator[Event]:
+        blocks = msg.content if isinstance(msg.content, list) else []
+        text = _text(msg.content)  # text blocks only: thinking stays hidden
+        if text:
+            yield Message(role="assistant", text=text, timestamp=ts)
+        for block in blocks:
+            if block.type == "toolCall" and block.id:
+                call = _tool_call(block, ts)
+                self.calls[call.call_id] = call
+                yield call
+
+    def _tool_result(self, msg: _Message, ts: str | None) -> ToolResult | None:
+        call_id = msg.toolCallId or ""
+        call = self.calls.pop(call_id, None)
+        if call is None:
+            return None
+        result = ToolResult(call_id=call_id, is_error=msg.isError, timestamp=ts)
+        text = _text(msg.content) or ""
+        if call.action == "command":
+            # pi marks a non-zero exit as an error and appends "Command exited with code N"
+            code = parse_exit_code(text[-200:])
+            result.exit_code = code if code is not None else (None if msg.isError else 0)
+            text = _EXIT_LINE.sub("", text)
+        if msg.isError:
+            result.error = first_error_line(text) or text.strip()[:300] or None
+        return result
+
+    def _user_command(self, msg: _Message, entry: _Entry) -> Iterator[Event]:
+        """A command the user ran from pi's prompt with "!": it ran in the workspace."""
+        call_id = f"user-bash-{entry.id}"
+        yield ToolCall(
+            call_id=call_id, name="bash", action="command", command=msg.command or "",
+            timestamp=entry.timestamp,
+        )
+        failed = msg.cancelled or msg.exitCode not in (None, 0)
+        yield ToolResult(
+            call_id=call_id,
+            is_error=failed,
+            exit_code=msg.exitCode,
+            error=first_error_line(msg.output) if failed else None,
+            timestamp=entry.timestamp,
+        )
+
+
+def _tool_call(block: _Block, ts: str | None) -> ToolCall:
+    name = block.name or ""
+    args = block.arguments or {}
+    call = ToolCall(call_id=block.id or "", name=name, timestamp=ts)
+    if name in _EDIT_TOOLS:
+        call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+        target = args.get("path") or args.get("file_path")
+        call.paths = (target,) if isinstance(target, str) and target else ()
+    elif name == "bash":
+        call.action = "command"
+        call.command = str(args.get("command") or "")
+    elif name in _READ_TOOLS:
+        call.action = "read"
+    return call
+
+
+def _text(content: str | list[_Block] | None) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    parts = [b.text.strip() for b in content or () if b.type == "text" and b.text]
+    return "\n\n".join(p for p in parts if p)
+
+
+__all__ = ["PiAgent", "encode_cwd"]

@@ -1,0 +1,444 @@
+"""Qwen Code: sessions under `$QWEN_RUNTIME_DIR/projects/<project>/chats/<sessionId>.jsonl`.
+
+The runtime folder is `QWEN_RUNTIME_DIR`, else `QWEN_HOME`, else `~/.qwen` (the CLI's own
+order; a `advanced.runtimeOutputDir` setting is not read). `<project>` is the project
+root with every non-alphanumeric character turned into "-" (lossy, like Claude's), so
+folders are preselected by name and confirmed by the `cwd` every record carries.
+Archived sessions are in `chats/archive/`.
+
+Records are Claude-like (`uuid`, `parentUuid`, `type`: user | assistant | tool_result |
+system) with Gemini-style `message.parts` (`text`, `thought`, `functionCall`,
+`functionResponse`). The conversation is a tree: a rewind appends a `system/rewind`
+record whose parent is the turn it went back to, leaving the rewound records on a dead
+branch; the CLI resumes from the last conversation record in the file. A record can be
+written in several fragments sharing one uuid (their parts concatenate). Reading takes
+two streaming passes, as for Claude: pass 1 walks the file backwards from that leaf
+following parent links and keeps only the offsets of the active branch (and of every
+fragment of its records); pass 2 reads forwards and decodes just those lines.
+
+The plan is `todo_write` (whole list each call; only offered with
+`tools.todoWrite.enabled`), and its final state is also kept in
+`<runtime>/todos/<sessionId>.json`, which wins when present. Compression is a
+`system/chat_compression` record whose `compressedHistory` starts with the summary.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from passdown.agents._common import file_mtime, read_head
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents.gemini import (
+    Part,
+    ToolArgs,
+    decode_record,
+    lenient,
+    make_tool_call,
+    make_tool_result,
+    response_texts,
+    todo_items,
+)
+from passdown.jsonl import LineReader, start_fingerprint
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    PlanOp,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    Transcript,
+)
+
+_NULL = msgspec.Raw(b"null")
+# system subtypes outside the conversation tree (the CLI never picks them as the leaf)
+_NOT_CONVERSATION = frozenset(
+    {
+        "session_sources_snapshot",
+        "session_artifact_event",
+        "session_artifact_snapshot",
+        "managed_session_header_v1",
+        "managed_session_event_v1",
+        "managed_session_commit_v1",
+    }
+)
+_RECORD_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+_HOOK_CONTEXT = "<qwen:user-prompt-submit-context>"
+_REMINDER = "<system-reminder>"
+_ACK = "Got it. Thanks for the additional context!"
+
+
+class _Envelope(msgspec.Struct):
+    uuid: Any = None
+    parentUuid: Any = None
+    type: Any = None
+    subtype: Any = None
+
+
+class _QMessage(msgspec.Struct):
+    role: str | None = None
+    parts: list[Part] | None = None
+
+
+class _CallResult(msgspec.Struct):
+    callId: str | None = None
+    status: str | None = None
+    resultDisplay: msgspec.Raw = _NULL
+
+
+class _Record(msgspec.Struct):
+    uuid: Any = None
+    sessionId: Any = None
+    timestamp: str | None = None
+    type: Any = None
+    subtype: Any = None
+    provenance: Any = None
+    cwd: str | None = None
+    version: str | None = None
+    gitBranch: str | None = None
+    model: str | None = None
+    message: msgspec.Raw = _NULL
+    toolCallResult: msgspec.Raw = _NULL
+    systemPayload: msgspec.Raw = _NULL
+
+
+class _Head(msgspec.Struct):
+    cwd: str | None = None
+    timestamp: str | None = None
+    sessionId: Any = None
+
+
+class _ShellDisplay(msgspec.Struct):
+    type: str | None = None
+    exitCode: int | None = None
+
+
+class _Content(msgspec.Struct):
+    role: str | None = None
+    parts: list[Part] | None = None
+
+
+class _CompressionInfo(msgspec.Struct):
+    trigger: str | None = None
+
+
+class _Compression(msgspec.Struct):
+    info: _CompressionInfo | None = None
+    compressedHistory: list[_Content] | None = None
+
+
+_ENVELOPE = msgspec.json.Decoder(_Envelope)
+_RECORD = msgspec.json.Decoder(_Record)
+_QMESSAGE = msgspec.json.Decoder(_QMessage)
+_CALL_RESULT = msgspec.json.Decoder(_CallResult)
+_HEAD = msgspec.json.Decoder(_Head)
+_DISPLAY = msgspec.json.Decoder(str | _ShellDisplay)
+_COMPRESSION = msgspec.json.Decoder(_Compression)
+_TODOS = msgspec.json.Decoder(ToolArgs)
+
+
+def encode_project(cwd: str) -> str:
+    """Qwen's folder name for a project root (sanitizeCwd)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+class QwenCode(Agent):
+    name = "qwen"
+    display_name = "Qwen Code"
+    program = "qwen"
+
+    def runtime_dir(self) -> Path:
+        for var in ("QWEN_RUNTIME_DIR", "QWEN_HOME"):
+            configured = os.environ.get(var)
+            if configured:
+                return Path(configured).expanduser()
+        return Path.home() / ".qwen"
+
+    def store_roots(self) -> list[Path]:
+        return [self.runtime_dir() / "projects"]
+
+    # -- discovery ----------------------------------------------------------------
+    def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
+        projects = self.runtime_dir() / "projects"
+        try:
+            folders = [p for p in projects.iterdir() if p.is_dir()]
+        except OSError:
+            return
+        if workspace is not None:
+            prefix = encode_project(str(workspace))
+            folders = [f for f in folders if f.name == prefix or f.name.startswith(prefix + "-")]
+        for folder in folders:
+            for path in _session_files(folder / "chats"):
+                ref = self.ref_for_path(path)
+                if cwd_in_workspace(ref.cwd, workspace):
+                    yield ref
+
+    def ref_for_path(self, path: Path) -> SessionRef:
+        mtime, size = file_mtime(path)
+        head = _head(path)
+        return SessionRef(
+            agent=self.name,
+            session_id=head.sessionId if isinstance(head.sessionId, str) else path.stem,
+            path=path,
+            cwd=head.cwd,
+            started_at=head.timestamp,
+            updated_at=mtime,
+            size=size,
+        )
+
+    # -- reading ------------------------------------------------------------------
+    def read(self, ref: SessionRef) -> Transcript:
+        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
+        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
+        transcript._events = self._events(ref, transcript)
+        return transcript
+
+    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
+        fingerprint = start_fingerprint(ref.path)
+        info, diag = transcript.info, transcript.diagnostics
+        active, whole_file = _active_branch(ref.path, diag)
+        diag.lines = 0  # pass 2 counts again; report lines once
+        yield from _BranchReader(ref.path, info, diag, active, whole_file).events()
+        plan = self._todo_file(info.session_id)
+        if plan is not None:
+            yield plan
+        try:
+            transcript.sha256 = fingerprint.result()
+        except OSError as exc:
+            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
+
+    def _todo_file(self, session_id: str) -> PlanOp | None:
+        """The final plan Qwen keeps in <runtime>/todos/<sessionId>.json."""
+        if not session_id or "/" in session_id or "\\" in session_id or ".." in session_id:
+            return None
+        path = self.runtime_dir() / "todos" / f"{session_id}.json"
+        try:
+            if path.stat().st_size > 16 * 1024 * 1024:
+                return None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        todos = lenient(_TODOS, msgspec.Raw(data))
+        if not isinstance(todos, ToolArgs) or todos.todos is None:
+            return None
+        return PlanOp(op="replace", items=todo_items(todos.todos))
+
+    # -- launching ----------------------------------------------------------------
+    def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
+        # "--flag=value" keeps a prompt that starts with "-" one value. The positional
+        # prompt would be read as flags, and 0.24.4 drops a positional after "--" ("No
+        # input provided"), so the deprecated but working --prompt= is used (checked
+        # against the real CLI). auto-edit approves edits, as Claude's acceptEdits does.
+        if interactive:
+            return LaunchSpec(argv=[self.program, f"--prompt-interactive={prompt}"], cwd=workspace)
+        argv = [self.program, "--approval-mode", "auto-edit", f"--prompt={prompt}"]
+        return LaunchSpec(argv=argv, cwd=workspace)
+
+
+def _session_files(chats: Path) -> list[Path]:
+    files = []
+    for folder in (chats, chats / "archive"):
+        try:
+            files += [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+        except OSError:
+            continue
+    return files
+
+
+def _head(path: Path) -> _Head:
+    """cwd, start time and session id from the first record that has them."""
+    for line in read_head(path, 64 * 1024).split(b"\n")[:50]:
+        try:
+            head = _HEAD.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if head.cwd:
+            return head
+    return _Head()
+
+
+def _active_branch(path: Path, diag: Diagnostics) -> tuple[array, bool]:
+    """Pass 1: offsets of the active branch, newest first, and whether the tree was
+    broken (then every record is read in file order)."""
+    reader = LineReader(path, diag)
+    active = array("q")
+    on_branch: set[str] = set()  # uuids already taken: earlier fragments belong too
+    wanted: str | None = None
+    started = False
+    for offset, line in reader.backward():
+        env = decode_record(_ENVELOPE, line, offset, reader.tail_offset, diag)
+        if not isinstance(env, _Envelope) or not isinstance(env.uuid, str):
+            continue
+        if env.type == "system" and env.subtype in _NOT_CONVERSATION:
+            continue
+        if not started:
+            started, wanted = True, env.uuid
+        if env.uuid == wanted:
+            active.append(offset)
+            on_branch.add(env.uuid)
+            wanted = env.parentUuid if isinstance(env.parentUuid, str) else None
+        elif env.uuid in on_branch:
+            active.append(offset)
+        else:
+            diag.off_branch_records += 1
+    if wanted is not None:
+        diag.warnings.append(
+            "the conversation tree is broken (a parent record is missing); read in file order"
+        )
+        return active, True
+    return active, False
+
+
+class _BranchReader:
+    """Pass 2: decode the active branch's records in order and emit events."""
+
+    def __init__(
+        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.active = active
+        self.whole_file = whole_file
+        self.pending: dict[str, ToolCall] = {}
+        self.text_uuid: str | None = None  # assistant text is joined across fragments
+        self.text: list[str] = []
+        self.text_ts: str | None = None
+
+    def events(self) -> Iterator[Event]:
+        reader = LineReader(self.path, self.diag)
+        active = self.active
+        index = len(active) - 1  # offsets are stored newest first
+        for offset, line in reader.forward():
+            if not self.whole_file:
+                if index < 0:
+                    break
+                if offset != active[index]:
+                    continue
+                index -= 1
+            record = decode_record(_RECORD, line, offset, reader.tail_offset, self.diag)
+            if isinstance(record, _Record):
+                yield from self._record(record)
+        yield from self._flush()
+
+    def _record(self, rec: _Record) -> Iterator[Event]:
+        self._note(rec)
+        kind = rec.type
+        if kind == "assistant":
+            yield from self._assistant(rec)
+            return
+        yield from self._flush()
+        if kind == "user":
+            yield from self._user(rec)
+        elif kind == "tool_result":
+            yield from self._tool_result(rec)
+        elif kind == "system" and rec.subtype == "chat_compression":
+            yield self._compaction(rec)
+        elif kind not in _RECORD_TYPES:
+            self.diag.unknown(str(kind or "(no type)"))
+
+    def _note(self, rec: _Record) -> None:
+        info = self.info
+        if rec.timestamp:
+            info.started_at = info.started_at or rec.timestamp
+            info.updated_at = rec.timestamp
+        if isinstance(rec.sessionId, str):
+            info.session_id = rec.sessionId
+        info.cwd = info.cwd or rec.cwd
+        info.agent_version = rec.version or info.agent_version
+        info.git_branch = rec.gitBranch or info.git_branch
+
+    def _parts(self, rec: _Record) -> list[Part]:
+        message = lenient(_QMESSAGE, rec.message)
+        return (message.parts or []) if isinstance(message, _QMessage) else []
+
+    # assistant -------------------------------------------------------------------
+    def _assistant(self, rec: _Record) -> Iterator[Event]:
+        self.info.add_model(rec.model)
+        if rec.uuid != self.text_uuid:
+            yield from self._flush()
+            self.text_uuid = rec.uuid
+        for part in self._parts(rec):
+            if part.text and not part.thought:
+                self.text.append(part.text)
+                self.text_ts = self.text_ts or rec.timestamp
+            elif part.functionCall is not None and part.functionCall.id:
+                fc = part.functionCall
+                call = make_tool_call(fc.id, fc.name, fc.args, rec.timestamp)  # type: ignore[arg-type]
+                self.pending[call.call_id] = call
+                yield call
+
+    def _flush(self) -> Iterator[Event]:
+        text = "\n\n".join(t.strip() for t in self.text if t.strip())
+        if text and text != _ACK:
+            yield Message(role="assistant", text=text, timestamp=self.text_ts)
+        self.text, self.text_ts, self.text_uuid = [], None, None
+
+    # user ------------------------------------------------------------------------
+    def _user(self, rec: _Record) -> Iterator[Event]:
+        texts = [
+            p.text.strip()
+            for p in self._parts(rec)
+            if p.text and not p.thought and not p.text.lstrip().startswith((_HOOK_CONTEXT, _REMINDER))
+        ]
+        text = "\n\n".join(t for t in texts if t)
+        if text:
+            # notifications, cron and background-task reports are the CLI talking
+            synthetic = rec.provenance not in (None, "real_user")
+            yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
+
+    # tool results ------------------------------------------------------------------
+    def _tool_result(self, rec: _Record) -> Iterator[Event]:
+        outcome = lenient(_CALL_RESULT, rec.toolCallResult)
+        for part in self._parts(rec):
+            resp = part.functionResponse
+            call = self.pending.pop(resp.id or "", None) if resp is not None else None
+            if resp is None or call is None:
+                continue
+            output, error = response_texts(resp)
+            failed, exit_code = False, None
+            if isinstance(outcome, _CallResult) and outcome.callId in (None, resp.id):
+                failed = outcome.status == "error"
+                if call.action == "command":
+                    exit_code = _exit_code(outcome)
+            yield make_tool_result(
+                call,
+                failed=failed,
+                output=output,
+                error=error,
+                timestamp=rec.timestamp,
+                exit_code=exit_code,
+            )
+
+    def _compaction(self, rec: _Record) -> Compaction:
+        payload = lenient(_COMPRESSION, rec.systemPayload)
+        summary, trigger = None, "auto"
+        if isinstance(payload, _Compression):
+            if payload.info and payload.info.trigger:
+                trigger = payload.info.trigger
+            for content in payload.compressedHistory or ():
+                texts = [p.text for p in content.parts or () if p.text and not p.thought]
+                if content.role == "user" and texts:
+                    summary = "\n\n".join(texts)
+                    break
+        return Compaction(summary=summary, trigger=trigger, timestamp=rec.timestamp)
+
+
+def _exit_code(outcome: _CallResult) -> int | None:
+    """The exit code from `resultDisplay` when it is a shell_result (else the caller
+    reads the `Exit Code: N` line of the output)."""
+    display = lenient(_DISPLAY, outcome.resultDisplay)
+    if isinstance(display, _ShellDisplay) and display.type == "shell_result":
+        return display.exitCode
+    return None
+
+
+__all__ = ["QwenCode", "encode_project"]
