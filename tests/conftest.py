@@ -18,4 +18,7 @@ def isolated_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("CURSOR_CONFIG_DIR", str(home / ".cursor"))
     monkeypatch.delenv("PASSDOWN_STORE", raising=False)
+    # set (empty = every agent) so code under test cannot leak a restriction into the
+    # environment that later subprocesses inherit; restored after each test
+    monkeypatch.setenv("PASSDOWN_AGENTS", "")
     return home

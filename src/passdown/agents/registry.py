@@ -17,6 +17,9 @@ _BUILTINS = {
     "codex": "passdown.agents.codex:CodexCLI",
     "cursor": "passdown.agents.cursor:CursorAgent",
     "aider": "passdown.agents.aider:Aider",
+    "opencode": "passdown.agents.opencode:OpenCode",
+    "pi": "passdown.agents.pi:PiAgent",
+    "copilot": "passdown.agents.copilot:CopilotCLI",
 }
 
 
