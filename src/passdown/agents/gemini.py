@@ -178,7 +178,7 @@ _ANY = msgspec.json.Decoder()
 
 def lenient(decoder: msgspec.json.Decoder, raw: msgspec.Raw | bytes) -> Any:
     """Decode a nested field; a bad or unexpected shape gives None, never an exception."""
-    if len(raw) == 0 or bytes(raw) == b"null":
+    if len(raw) == 0 or (len(raw) == 4 and bytes(raw) == b"null"):
         return None
     try:
         return decoder.decode(raw)
@@ -372,12 +372,25 @@ class _ToolRecord(msgspec.Struct):
 
 
 class _Message(msgspec.Struct):
+    """A message in the shapes the CLI writes (typed: one decode in the common case)."""
+
+    id: Any = None
+    timestamp: str | None = None
+    type: Any = None
+    content: str | list[Part] | None = None
+    toolCalls: list[_ToolRecord] | None = None
+    model: str | None = None
+
+
+class _LooseMessage(msgspec.Struct):
+    """The fallback for a message of an unexpected shape: nested fields decoded leniently."""
+
     id: Any = None
     timestamp: str | None = None
     type: Any = None
     content: msgspec.Raw = _NULL
     toolCalls: msgspec.Raw = _NULL
-    model: str | None = None
+    model: Any = None
 
 
 class _FullPatch(msgspec.Struct):
@@ -399,6 +412,7 @@ class _Legacy(msgspec.Struct):
 
 _CONTROL = msgspec.json.Decoder(_Control)
 _MESSAGE = msgspec.json.Decoder(_Message)
+_LOOSE_MESSAGE = msgspec.json.Decoder(_LooseMessage)
 _FULL_LINE = msgspec.json.Decoder(_FullLine)
 _LEGACY = msgspec.json.Decoder(_Legacy)
 _TOOL_RECORDS = msgspec.json.Decoder(list[_ToolRecord])
@@ -651,7 +665,7 @@ class _Replay:
             for offset, index in list(self.live.values()):
                 line = _line_at(handle, offset)
                 if index < 0:
-                    msg = lenient(_MESSAGE, msgspec.Raw(line))
+                    msg = _message(line)
                 else:
                     if cached[0] != offset:  # decode a large $set line once
                         cached = (offset, _set_messages(line))
@@ -665,6 +679,24 @@ class _Replay:
 def _line_at(handle: Any, offset: int) -> bytes:
     handle.seek(offset)
     return handle.readline(MAX_LINE_BYTES + 1).rstrip(b"\r\n")
+
+
+def _message(blob: bytes) -> _Message | None:
+    try:
+        return _MESSAGE.decode(blob)
+    except msgspec.DecodeError:
+        pass
+    loose = lenient(_LOOSE_MESSAGE, blob)
+    if not isinstance(loose, _LooseMessage):
+        return None
+    return _Message(
+        id=loose.id,
+        timestamp=loose.timestamp if isinstance(loose.timestamp, str) else None,
+        type=loose.type,
+        content=parts_of(loose.content),
+        toolCalls=lenient(_TOOL_RECORDS, loose.toolCalls),
+        model=loose.model if isinstance(loose.model, str) else None,
+    )
 
 
 def _set_messages(line: bytes) -> list[_Message]:
@@ -686,6 +718,12 @@ def _is_snapshot(brief: _Brief) -> bool:
 
 
 # -- pass 2: one message to events -------------------------------------------------------
+def _content_parts(content: str | list[Part] | None) -> list[Part]:
+    if isinstance(content, str):
+        return [Part(text=content)]
+    return content or []
+
+
 class _Emitter:
     def __init__(self, info: SessionInfo, diag: Diagnostics) -> None:
         self.info = info
@@ -706,7 +744,7 @@ class _Emitter:
         # info / error / warning are the CLI's notices, not the conversation
 
     def _user(self, msg: _Message) -> Iterator[Event]:
-        parts = parts_of(msg.content)
+        parts = _content_parts(msg.content)
         for part in parts:
             resp = part.functionResponse
             call = self.pending.pop(resp.id or "", None) if resp else None
@@ -725,7 +763,7 @@ class _Emitter:
 
     def _gemini(self, msg: _Message) -> Iterator[Event]:
         self.info.add_model(msg.model)
-        parts = parts_of(msg.content)
+        parts = _content_parts(msg.content)
         text = visible_text(parts)
         if text and text != _ACK:
             yield Message(role="assistant", text=text, timestamp=msg.timestamp)
@@ -737,7 +775,7 @@ class _Emitter:
                 emitted.add(fc.id)
                 self.pending[fc.id] = call
                 yield call
-        for record in lenient(_TOOL_RECORDS, msg.toolCalls) or ():
+        for record in msg.toolCalls or ():
             yield from self._tool_record(record, emitted, msg.timestamp)
 
     def _tool_record(
@@ -810,7 +848,7 @@ def _legacy_meta(line: bytes, info: SessionInfo) -> None:
 
 
 def _legacy_message(blob: bytes, emitter: _Emitter) -> Iterator[Event]:
-    msg = lenient(_MESSAGE, msgspec.Raw(blob))
+    msg = _message(blob)
     if isinstance(msg, _Message):
         yield from emitter.message(msg)
     else:
