@@ -235,6 +235,25 @@ class AgentEnv:
             encoding="utf-8")
 
 
+def target_environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
+    """The environment for an agent that passdown launches (`switch --to AGENT`), pointed
+    at the scripted server `url`. passdown's argv carries no provider or model flags, so
+    what the run_* helpers pass as flags comes from the agent's own config here, as on a
+    user's machine: pi's default provider and model in its settings.json, Qwen Code's
+    auth from OPENAI_* (it picks `openai` when key, base URL and model are set)."""
+    if agent == "claude":
+        return agent_env.environ(anthropic_url=url)
+    if agent == "codex":
+        return agent_env.environ(openai_url=url)
+    if agent == "pi":
+        _write_json(agent_env.home / ".pi" / "agent" / "settings.json",
+                    {"defaultProvider": CHAT_PROVIDER, "defaultModel": CHAT_MODEL})
+    environ = {"gemini": agent_env.gemini_environ, "qwen": agent_env.qwen_environ,
+               "opencode": agent_env.opencode_environ, "pi": agent_env.pi_environ,
+               "copilot": agent_env.copilot_environ}[agent]
+    return environ(url)
+
+
 def init_git_workspace(path: Path, files: dict[str, str] | None = None) -> Path:
     """A fresh git repo with one commit, so agents and passdown see real git state."""
     path.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,8 @@ _BUILTINS = {
     "opencode": "passdown.agents.opencode:OpenCode",
     "pi": "passdown.agents.pi:PiAgent",
     "copilot": "passdown.agents.copilot:CopilotCLI",
+    "gemini": "passdown.agents.gemini:GeminiCLI",
+    "qwen": "passdown.agents.qwen:QwenCode",
 }
 
 
