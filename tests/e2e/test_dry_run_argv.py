@@ -1,0 +1,160 @@
+"""Issue 7: every `--dry-run` argv is checked against the installed CLI's own `--help`.
+
+For every registered agent with a pinned real CLI, `passdown switch --to AGENT --dry-run
+--json` (interactive and `--non-interactive`) prints an argv whose every option (and every
+option value, and the subcommand) appears in that CLI's `--help` of the installed version.
+The non-interactive argv is then run as printed against the agent's scripted server with a
+script that writes a file through the agent's own write tool: the takeover received the
+handoff and may edit the disposable workspace without a person there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.agents import VERSIONS, AgentEnv, find_agent, run_passdown, target_environ
+from e2e.checks import flag_in_help, ok
+from e2e.record import PROFILES, seed_workspace
+from e2e.servers import Step
+from e2e.test_switch_matrix import expected, install_source, server_for, session_arg, user_texts
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
+
+PINNED = sorted(VERSIONS)  # the seven agents whose real CLI .ci/install-agents.sh installs
+FIXTURE_ONLY = {"cursor", "aider"}  # registered, no pinned CLI: covered by fixture tests
+SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run
+WRITTEN = "takeover.txt"
+CONTENT = "written by the takeover\n"
+
+
+def test_every_builtin_agent_is_pinned_or_fixture_only() -> None:
+    from passdown.agents.registry import _BUILTINS
+
+    assert set(_BUILTINS) == set(PINNED) | FIXTURE_ONLY
+
+
+def _help(target: str, sub: list[str], env: dict[str, str]) -> str:
+    proc = subprocess.run([str(find_agent(target)), *sub, "--help"], capture_output=True,
+                          text=True, timeout=60, check=False, env=env,
+                          stdin=subprocess.DEVNULL)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "--help" in text, (target, sub, text[-2000:])
+    return text
+
+
+def _value_in_help(value: str, help_text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", help_text) is not None
+
+
+def check_argv_against_help(target: str, argv: list[str], env: dict[str, str]) -> list[str]:
+    """Assert every option, option value and subcommand of `argv` is in the CLI's --help;
+    return the options checked (for the test to show it checked something)."""
+    assert Path(argv[0]).name == target, argv
+    prompts = [i for i, a in enumerate(argv) if "HANDOFF.md" in a]
+    assert len(prompts) == 1, f"the prompt must be exactly one argument: {argv}"
+    sub = [argv[1]] if len(argv) > 1 and argv[1] in SUBCOMMANDS else []
+    if sub:
+        assert flag_in_help(sub[0], _help(target, [], env)), f"{target} has no {sub[0]}"
+    help_text = _help(target, sub, env)
+    checked: list[str] = []
+    args = argv[1 + len(sub):]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            # Only the prompt may follow the end of options.
+            assert args[i + 1:] == [argv[prompts[0]]], argv
+            break
+        if arg.startswith("-") and "HANDOFF.md" not in arg:
+            flag, _, value = arg.partition("=")
+            assert flag_in_help(flag, help_text), f"{target} does not accept {flag}: {argv}"
+            checked.append(flag)
+            if value:
+                assert _value_in_help(value, help_text), f"{target} {flag}: bad value {value}"
+            elif i + 1 < len(args) and not args[i + 1].startswith("-") \
+                    and "HANDOFF.md" not in args[i + 1]:
+                value = args[i + 1]  # e.g. --permission-mode acceptEdits
+                assert _value_in_help(value, help_text), f"{target} {flag}: bad value {value}"
+                i += 1
+        elif arg.startswith("-"):
+            # --prompt=<the prompt>: the option must exist and take a value.
+            flag = arg.partition("=")[0]
+            assert arg.partition("=")[1] == "=", f"a prompt glued to {flag} needs '=': {argv}"
+            assert flag_in_help(flag, help_text), f"{target} does not accept {flag}: {argv}"
+            checked.append(flag)
+        else:
+            assert "HANDOFF.md" in arg, f"unexpected positional {arg!r} in {argv}"
+        i += 1
+    return checked
+
+
+def dry_run(target: str, interactive: bool, tmp_path: Path,
+            agent_env: AgentEnv, url: str) -> tuple[Path, dict[str, str], dict[str, Any]]:
+    """`passdown switch --dry-run --json` from a recorded session (Claude's; Codex's for
+    the target Claude) in a fresh workspace; returns workspace, target env, the JSON."""
+    source = "codex" if target == "claude" else "claude"
+    session = install_source(source, agent_env)
+    ws = seed_workspace(tmp_path / "ws")
+    env = target_environ(agent_env, target, url)
+    args = ["switch", "--from", source, "--to", target, "--session",
+            session_arg(source, session), "--dry-run", "--json"]
+    if not interactive:
+        args.append("--non-interactive")
+    out = json.loads(ok(run_passdown(env, ws, *args), f"passdown switch --to {target} --dry-run"))
+    assert out["target"] == target and out["cwd"] == str(ws)
+    assert (ws / ".agent-handoff" / "HANDOFF.md").is_file()
+    for secret in expected(source)["secrets"]:
+        assert secret not in json.dumps(out)
+    return ws, env, out
+
+
+@pytest.mark.parametrize("target", PINNED)
+def test_interactive_argv_matches_help(target: str, tmp_path: Path,
+                                       agent_env: AgentEnv) -> None:
+    with server_for(target) as srv:
+        _ws, env, out = dry_run(target, True, tmp_path, agent_env, srv.url)
+        check_argv_against_help(target, out["argv"], env)
+        assert not srv.requests, "--dry-run launched the agent"
+
+
+def _write_step(target: str, path: Path) -> Step:
+    if target == "claude":
+        return Step(text="Writing.", tool="Write",
+                    input={"file_path": str(path), "content": CONTENT})
+    if target == "codex":
+        patch = f"*** Begin Patch\n*** Add File: {path.name}\n+{CONTENT}*** End Patch\n"
+        return Step(text="Writing.", tool="apply_patch", input=patch)
+    step = PROFILES[target].write(path, CONTENT)
+    step.text = "Writing."
+    return step
+
+
+@pytest.mark.parametrize("target", PINNED)
+def test_non_interactive_argv_matches_help_and_runs(target: str, tmp_path: Path,
+                                                    agent_env: AgentEnv) -> None:
+    with server_for(target) as srv:
+        ws, env, out = dry_run(target, False, tmp_path, agent_env, srv.url)
+        argv: list[str] = out["argv"]
+        check_argv_against_help(target, argv, env)
+        assert not srv.requests, "--dry-run launched the agent"
+        # The printed argv, run as is: it reaches the server with the handoff, and the
+        # takeover may write in the workspace unattended.
+        written = ws / WRITTEN
+        srv.set_script([_write_step(target, written), Step(text="Done.")])
+        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL, check=False)
+        ok(proc, f"{target} dry-run argv")
+        steps = srv.step_requests()
+        assert steps, "the printed argv never reached the scripted server"
+        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(
+            user_texts(target, steps[0]))
+        assert written.is_file(), (f"{target} did not write in the workspace\n"
+                                   f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        assert written.read_text(encoding="utf-8") == CONTENT
+        assert srv.remaining == 0
