@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
 import subprocess
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +127,61 @@ def test_interactive_argv_matches_help(target: str, tmp_path: Path,
         assert not srv.requests, "--dry-run launched the agent"
 
 
+# The interactive argv, run as printed in a real terminal (tmux): the TUI starts and sends
+# the handoff prompt to its scripted server. A person has already answered each agent's
+# first-run questions for this folder on a real machine; the config below does the same.
+# Codex 0.171 is left out: its TUI first shows a model-migration notice that no config
+# seen here turns off; its interactive argv is checked against --help above.
+TUI_AGENTS = [a for a in PINNED if a != "codex"]
+
+
+def _answer_first_run_questions(target: str, agent_env: AgentEnv, ws: Path,
+                                env: dict[str, str]) -> None:
+    if target == "claude":  # onboarding, folder trust, "use this API key?"
+        (agent_env.claude_dir / ".claude.json").write_text(json.dumps({
+            "hasCompletedOnboarding": True, "theme": "dark",
+            "customApiKeyResponses": {"approved": [env["ANTHROPIC_API_KEY"][-20:]],
+                                      "rejected": []},
+            "projects": {str(ws): {"hasTrustDialogAccepted": True,
+                                   "hasCompletedProjectOnboarding": True}}}),
+            encoding="utf-8")
+    elif target == "copilot":  # folder trust
+        (agent_env.home / ".copilot").mkdir(exist_ok=True)
+        (agent_env.home / ".copilot" / "config.json").write_text(
+            json.dumps({"trusted_folders": [str(ws)]}), encoding="utf-8")
+
+
+@pytest.mark.parametrize("target", TUI_AGENTS)
+def test_interactive_argv_starts_the_tui_on_the_handoff(target: str, tmp_path: Path,
+                                                        agent_env: AgentEnv) -> None:
+    tmux = shutil.which("tmux")
+    assert tmux, "tmux is needed to run the agents' interactive argv in a terminal"
+    with server_for(target) as srv:
+        ws, env, out = dry_run(target, True, tmp_path, agent_env, srv.url)
+        _answer_first_run_questions(target, agent_env, ws, env)
+        srv.set_script([Step(text="Taking over.")])
+        argv = [str(find_agent(target)), *out["argv"][1:]]
+        env = {**env, "TERM": "xterm-256color"}
+        socket = f"passdown-e2e-{uuid.uuid4().hex[:8]}"  # our own tmux server, no other
+        env_args = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
+        subprocess.run([tmux, "-L", socket, "new-session", "-d", "-x", "200", "-y", "50",
+                        "-c", str(ws), *env_args, shlex.join(argv)],
+                       check=True, env=env, timeout=30)
+        try:
+            deadline = time.monotonic() + 60
+            while not srv.step_requests() and time.monotonic() < deadline:
+                time.sleep(0.25)
+            screen = subprocess.run([tmux, "-L", socket, "capture-pane", "-p"], env=env,
+                                    capture_output=True, text=True, timeout=30).stdout
+        finally:
+            subprocess.run([tmux, "-L", socket, "kill-server"], env=env,
+                           capture_output=True, timeout=30, check=False)
+        steps = srv.step_requests()
+        assert steps, f"{target}'s TUI sent no model request; its screen:\n{screen}"
+        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(
+            user_texts(target, steps[0]))
+
+
 def _write_step(target: str, path: Path) -> Step:
     if target == "claude":
         return Step(text="Writing.", tool="Write",
@@ -158,3 +217,30 @@ def test_non_interactive_argv_matches_help_and_runs(target: str, tmp_path: Path,
                                    f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         assert written.read_text(encoding="utf-8") == CONTENT
         assert srv.remaining == 0
+
+
+# Cursor's agent CLI and Aider have no pinned CLI here (their formats come from public
+# sources): their dry-run argv is checked as passdown prints it, not against a --help.
+FIXTURE_ONLY_ARGV = {
+    ("cursor", True): lambda prompt, md: ["cursor-agent", "--", prompt],
+    ("cursor", False): lambda prompt, md: ["cursor-agent", "-p", "--force", "--", prompt],
+    ("aider", True): lambda prompt, md: ["aider", "--read", md],
+    ("aider", False): lambda prompt, md: ["aider", "--yes-always", "--message", prompt],
+}
+
+
+@pytest.mark.parametrize(("target", "interactive"), sorted(FIXTURE_ONLY_ARGV))
+def test_fixture_only_agents_dry_run_argv(target: str, interactive: bool, tmp_path: Path,
+                                          agent_env: AgentEnv) -> None:
+    session = install_source("claude", agent_env)
+    ws = seed_workspace(tmp_path / "ws")
+    args = ["switch", "--from", "claude", "--to", target, "--session", str(session),
+            "--dry-run", "--json"]
+    if not interactive:
+        args.append("--non-interactive")
+    out = json.loads(ok(run_passdown(agent_env.environ(), ws, *args), "passdown --dry-run"))
+    argv: list[str] = out["argv"]
+    prompt = next((a for a in argv if a.startswith("You are taking over")), "")
+    md = str(ws / ".agent-handoff" / "HANDOFF.md")
+    assert argv == FIXTURE_ONLY_ARGV[target, interactive](prompt, md), argv
+    assert md in " ".join(argv)

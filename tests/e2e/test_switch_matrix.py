@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,6 +53,19 @@ PAIRS = [(s, t) for s, targets in MATRIX.items() for t in targets]
 TAKEOVER_REPLY = "Read the handoff; continuing from the next step."
 # One target start-up against a local server takes a few seconds; this bounds a hang.
 LAUNCH_TIMEOUT = 120
+# Each agent's native "continue the latest session here" command, non-interactive. After
+# the first switch to an agent, it must continue the takeover session passdown started.
+RESUME_PROMPT = "Carry on with the handoff's next step."
+RESUME: dict[str, list[str]] = {
+    "claude": ["claude", "--continue", "-p", RESUME_PROMPT],
+    "codex": ["codex", "exec", "resume", "--last", RESUME_PROMPT],
+    "gemini": ["gemini", "--resume", "latest", "-p", RESUME_PROMPT],
+    "qwen": ["qwen", "--continue", RESUME_PROMPT],
+    "opencode": ["opencode", "run", "--continue", RESUME_PROMPT],
+    "pi": ["pi", "--continue", "-p", RESUME_PROMPT],
+    "copilot": ["copilot", "--continue", "-p", RESUME_PROMPT],
+}
+RESUMED_AFTER = {t: next(p for p in PAIRS if p[1] == t) for t in AGENTS}
 
 
 def test_matrix_covers_every_agent_twice() -> None:
@@ -178,5 +192,27 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
         assert_no_secrets(exp["secrets"], handoff_md=md, stderr=proc.stderr)
         assert_target_got_handoff(target, srv, exp, handoff_md, out)
         assert srv.remaining == 0, "the takeover step was not consumed"
-    # The target ran to the end (one text step) rather than being cut off by the timeout.
-    assert elapsed < LAUNCH_TIMEOUT
+        # The target ran to the end (one text step) rather than being cut off by the timeout.
+        assert elapsed < LAUNCH_TIMEOUT
+        if target == "copilot":  # its ~230 MB runtime came from the warmed shared cache
+            assert not (agent_env.home / ".cache" / "copilot").exists()
+        if RESUMED_AFTER[target] == (source, target):
+            assert_native_resume_continues(target, srv, env, workspace, handoff_md)
+
+
+def assert_native_resume_continues(target: str, srv: Server, env: dict[str, str],
+                                   workspace: Path, handoff_md: Path) -> None:
+    """The agent's own resume command picks up the session passdown launched: its next
+    request carries the takeover prompt and reply, then the new prompt."""
+    before = len(srv.step_requests())
+    srv.set_script([Step(text="Resumed.")])
+    proc = subprocess.run(RESUME[target], cwd=workspace, env=env, capture_output=True,
+                          text=True, timeout=LAUNCH_TIMEOUT, stdin=subprocess.DEVNULL,
+                          check=False)
+    ok(proc, " ".join(RESUME[target][:-1]))
+    steps = srv.step_requests()[before:]
+    assert steps, f"{RESUME[target][:-1]} sent no model request"
+    body = steps[0].text()
+    assert str(handoff_md) in body, f"{target} resumed without the takeover turn"
+    assert TAKEOVER_REPLY in body, f"{target} resumed without the takeover reply"
+    assert RESUME_PROMPT in "\n".join(user_texts(target, steps[0]))
