@@ -14,8 +14,22 @@ _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+
 ERROR_LINE_CHARS = 300
 _SEPARATOR = re.compile(r"[-=_*~#.+ ]+")
 _ERROR_WORDS = (
-    "error", "fail", "exception", "fatal", "denied", "not found", "no such", "cannot",
-    "can't", "could not", "unable", "invalid", "refused", "traceback", "panic", "abort",
+    "error",
+    "fail",
+    "exception",
+    "fatal",
+    "denied",
+    "not found",
+    "no such",
+    "cannot",
+    "can't",
+    "could not",
+    "unable",
+    "invalid",
+    "refused",
+    "traceback",
+    "panic",
+    "abort",
 )
 
 
@@ -81,9 +95,17 @@ def _clean(raw: str) -> str:
     line = raw.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
     if not line or _SEPARATOR.fullmatch(line) or _EXIT_CODE.fullmatch(line):
         return ""
-    if line.lower().startswith(("exit code", "process exited", "chunk id:", "wall time:", "output:")):
+    if line.lower().startswith(
+        ("exit code", "process exited", "chunk id:", "wall time:", "output:")
+    ):
         return ""
     return line
+
+
+def env_path(var: str, default: Path) -> Path:
+    """An agent's folder: its environment override when set, else the default."""
+    configured = os.environ.get(var)
+    return Path(configured).expanduser() if configured else default
 
 
 def file_mtime(path: Path) -> tuple[float, int]:

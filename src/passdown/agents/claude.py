@@ -9,7 +9,6 @@ active branch; pass 2 reads forwards and decodes just those lines.
 
 from __future__ import annotations
 
-import os
 import re
 from array import array
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import msgspec
 
 from passdown.agents._common import (
     decode_line,
+    env_path,
     file_mtime,
     first_error_line,
     parse_exit_code,
@@ -205,8 +205,7 @@ class ClaudeCode(Agent):
     program = "claude"
 
     def config_dir(self) -> Path:
-        configured = os.environ.get("CLAUDE_CONFIG_DIR")
-        return Path(configured).expanduser() if configured else Path.home() / ".claude"
+        return env_path("CLAUDE_CONFIG_DIR", Path.home() / ".claude")
 
     def store_roots(self) -> list[Path]:
         return [self.config_dir() / "projects"]

@@ -10,14 +10,19 @@ pipeline adds those from git).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
-from passdown.agents._common import decode_line, file_mtime, first_error_line, parse_exit_code
+from passdown.agents._common import (
+    decode_line,
+    env_path,
+    file_mtime,
+    first_error_line,
+    parse_exit_code,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader, open_binary
 from passdown.transcript import (
@@ -148,8 +153,7 @@ class CodexCLI(Agent):
     program = "codex"
 
     def home(self) -> Path:
-        configured = os.environ.get("CODEX_HOME")
-        return Path(configured).expanduser() if configured else Path.home() / ".codex"
+        return env_path("CODEX_HOME", Path.home() / ".codex")
 
     def store_roots(self) -> list[Path]:
         return [self.home() / "sessions", self.home() / "archived_sessions"]

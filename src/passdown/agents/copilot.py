@@ -18,7 +18,6 @@ log itself, so the file on disk is already the active history.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -27,9 +26,9 @@ from urllib.parse import quote
 
 import msgspec
 
-from passdown.agents._common import decode_line, file_mtime, first_error_line, read_head
+from passdown.agents._common import decode_line, env_path, file_mtime, first_error_line, read_head
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader, start_fingerprint
+from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -180,8 +179,7 @@ class CopilotCLI(Agent):
     program = "copilot"
 
     def home(self) -> Path:
-        configured = os.environ.get("COPILOT_HOME")
-        return Path(configured).expanduser() if configured else Path.home() / ".copilot"
+        return env_path("COPILOT_HOME", Path.home() / ".copilot")
 
     def store_roots(self) -> list[Path]:
         return [self.home() / "session-state"]
@@ -222,22 +220,13 @@ class CopilotCLI(Agent):
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
-        transcript._events = self._events(ref, transcript)
-        return transcript
+        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
-    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        diag = transcript.diagnostics
-        yield from _EventReader(ref.path, transcript.info, diag).events()
+    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+        yield from _EventReader(ref.path, info, diag).events()
         plan = _todo_plan(ref.path.parent / "session.db", diag)
         if plan is not None:
             yield plan
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

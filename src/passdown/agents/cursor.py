@@ -13,14 +13,13 @@ documented format only (no real cursor-agent runs here).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
-from passdown.agents._common import decode_line, file_mtime
+from passdown.agents._common import decode_line, env_path, file_mtime
 from passdown.agents.base import Agent, LaunchSpec
 from passdown.jsonl import LineReader
 from passdown.transcript import (
@@ -73,8 +72,7 @@ class CursorAgent(Agent):
     program = "cursor-agent"
 
     def home(self) -> Path:
-        configured = os.environ.get("CURSOR_CONFIG_DIR")
-        return Path(configured).expanduser() if configured else Path.home() / ".cursor"
+        return env_path("CURSOR_CONFIG_DIR", Path.home() / ".cursor")
 
     def store_roots(self) -> list[Path]:
         return [self.home() / "projects"]

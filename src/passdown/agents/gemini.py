@@ -44,7 +44,7 @@ import msgspec
 
 from passdown.agents._common import decode_line, file_mtime, first_error_line, read_head
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import MAX_LINE_BYTES, LineReader, seekable, start_fingerprint
+from passdown.jsonl import MAX_LINE_BYTES, LineReader, seekable
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -481,14 +481,9 @@ class GeminiCLI(Agent):
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
-        transcript._events = self._events(ref, transcript)
-        return transcript
+        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
-    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        info, diag = transcript.info, transcript.diagnostics
+    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         emitter = _Emitter(info, diag)
         if ref.path.name.endswith(".json"):
             yield from _read_legacy(ref.path, emitter)
@@ -497,10 +492,6 @@ class GeminiCLI(Agent):
             replay.run()
             yield from replay.messages(emitter)
         yield from _subagents(ref)
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

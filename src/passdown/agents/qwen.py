@@ -45,7 +45,7 @@ from passdown.agents.gemini import (
     response_texts,
     todo_items,
 )
-from passdown.jsonl import LineReader, start_fingerprint
+from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -196,24 +196,15 @@ class QwenCode(Agent):
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
-        info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
-        transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
-        transcript._events = self._events(ref, transcript)
-        return transcript
+        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
-    def _events(self, ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
-        fingerprint = start_fingerprint(ref.path)
-        info, diag = transcript.info, transcript.diagnostics
+    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         active, whole_file = _active_branch(ref.path, diag)
         diag.lines = 0  # pass 2 counts again; report lines once
         yield from _BranchReader(ref.path, info, diag, active, whole_file).events()
         plan = self._todo_file(info.session_id)
         if plan is not None:
             yield plan
-        try:
-            transcript.sha256 = fingerprint.result()
-        except OSError as exc:
-            diag.warnings.append(f"could not fingerprint the transcript: {exc}")
 
     def _todo_file(self, session_id: str) -> PlanOp | None:
         """The final plan Qwen keeps in <runtime>/todos/<sessionId>.json."""
