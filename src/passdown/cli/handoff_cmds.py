@@ -184,6 +184,7 @@ def switch_command(
 def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     """List sessions for this workspace (or all), newest first."""
     from passdown import pipeline
+    from passdown.redact import redact
 
     workspace = None if all_ else pipeline.workspace_for()
     refs = sorted(
@@ -199,7 +200,8 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
         click.echo(f"no sessions found for {where}", err=True)
         return
     for ref in refs:
-        click.echo(f"{ref.agent:8} {_when(ref.updated_at)}  {ref.session_id}  {ref.cwd or '?'}")
+        line = f"{ref.agent:8} {_when(ref.updated_at)}  {ref.session_id}  {ref.cwd or '?'}"
+        click.echo(redact(line))  # paths can hold secrets too (a token in a folder name)
 
 
 def _ref_json(ref: Any) -> dict[str, Any]:
