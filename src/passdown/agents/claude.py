@@ -10,7 +10,6 @@ active branch; pass 2 reads forwards and decodes just those lines.
 from __future__ import annotations
 
 import re
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,8 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
+from passdown.agents._tree import Branch, LeafHint, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -76,7 +75,9 @@ _WRAPPER_TAGS = (
 )
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user.*\]$")
 _EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
-_READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"})
+_READ_TOOLS = frozenset(
+    {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
+)
 
 
 _NULL = msgspec.Raw(b"null")
@@ -246,9 +247,11 @@ class ClaudeCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        active, whole_file = _active_branch(ref.path, info, diag)
+        branch = find_active_branch(
+            ref.path, diag, lambda o, line, t: _node(line, o, t, info, diag)
+        )
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _ActiveReader(ref.path, info, diag, active, whole_file).events()
+        yield from _ActiveReader(ref.path, info, diag, branch).events()
         yield from self._subagents(ref)
         plan = self._task_files(ref.session_id)
         if plan is not None:
@@ -261,7 +264,9 @@ class ClaudeCode(Agent):
         except OSError:
             return
         for path in files:
-            yield SubagentNote(agent_id=_strip_suffixes(path.name).removeprefix("agent-"), path=str(path))
+            yield SubagentNote(
+                agent_id=_strip_suffixes(path.name).removeprefix("agent-"), path=str(path)
+            )
 
     def _task_files(self, session_id: str) -> PlanOp | None:
         """Claude keeps each task's final state in ~/.claude/tasks/<session>/<n>.json."""
@@ -343,71 +348,51 @@ def _read_head_fields(path: Path) -> _Head:
     return found
 
 
-def _active_branch(path: Path, info: SessionInfo, diag: Diagnostics) -> tuple[array, bool]:
-    """Pass 1: offsets of the active branch, newest leaf back to the root.
-
-    Returns the offsets (descending) and whether to fall back to reading every
-    main-chain record in file order (when the tree is broken).
-    """
-    reader = LineReader(path, diag)
-    active = array("q")
-    wanted: str | None = None
-    started = False
-    leaf_hint: str | None = None
-    for offset, line in reader.backward():
-        env = decode_line(_ENVELOPE, line, offset, reader.tail_offset, diag)
-        if not isinstance(env, _Envelope):
-            continue
-        kind = env.type
-        if kind not in _CHAIN_TYPES:
-            _note_title(env, info)
-            if kind in ("last-prompt", "summary") and not started and leaf_hint is None:
-                leaf_hint = env.leafUuid
-            elif kind not in _KNOWN_OTHER:
-                diag.unknown(kind or "(no type)")
-            continue
-        if env.isSidechain:
-            diag.sidechain_records += 1
-            continue
-        if not env.uuid:
-            continue
-        if not started:
-            started = True
-            wanted = leaf_hint or env.uuid
-        if env.uuid == wanted:
-            active.append(offset)
-            wanted = env.parentUuid
-            if wanted is None and kind == "system" and env.logicalParentUuid:
-                wanted = env.logicalParentUuid  # across a compaction
-        else:
-            diag.off_branch_records += 1
-    if wanted is not None:
-        diag.warnings.append(
-            "the conversation tree is broken (a parent record is missing); read in file order"
-        )
-        return active, True
-    return active, False
+def _node(
+    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
+) -> Node | LeafHint | None:
+    """Pass 1's view of a line: its place in the tree, a leaf hint, or nothing."""
+    env = decode_line(_ENVELOPE, line, offset, tail, diag)
+    if not isinstance(env, _Envelope):
+        return None
+    kind = env.type
+    if kind not in _CHAIN_TYPES:
+        _note_title(env, info)
+        if kind in ("last-prompt", "summary"):
+            return LeafHint(env.leafUuid)
+        if kind not in _KNOWN_OTHER:
+            diag.unknown(kind or "(no type)")
+        return None
+    if env.isSidechain:
+        diag.sidechain_records += 1
+        return None
+    if not env.uuid:
+        return None
+    parent = env.parentUuid
+    if parent is None and kind == "system" and env.logicalParentUuid:
+        parent = env.logicalParentUuid  # across a compaction
+    return Node(env.uuid, parent)
 
 
 def _note_title(env: _Envelope, info: SessionInfo) -> None:
     # Backwards: the first title seen is the newest.
     if info.title is None:
-        info.title = env.customTitle or env.aiTitle or env.title or (
-            env.summary if env.type == "summary" else None
+        info.title = (
+            env.customTitle
+            or env.aiTitle
+            or env.title
+            or (env.summary if env.type == "summary" else None)
         )
 
 
 class _ActiveReader:
     """Pass 2: decode the active branch's records in order and emit events."""
 
-    def __init__(
-        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
-    ) -> None:
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
         self.path = path
         self.info = info
         self.diag = diag
-        self.active = active
-        self.whole_file = whole_file
+        self.branch = branch
         self.calls: dict[str, ToolCall] = {}
         self.pending_trigger: str | None = None
         self.assistant_id: str | None = None
@@ -416,22 +401,13 @@ class _ActiveReader:
         self.plan_counter = 0
 
     def events(self) -> Iterator[Event]:
-        reader = LineReader(self.path, self.diag)
-        active = self.active
-        index = len(active) - 1  # offsets are stored newest first
-        for offset, line in reader.forward():
-            if not self.whole_file:
-                if index < 0:
-                    break
-                if offset != active[index]:
-                    continue
-                index -= 1
+        for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
             try:
                 record: object = _RECORD.decode(line)
             except msgspec.ValidationError:
-                record = decode_line(_LOOSE_RECORD, line, offset, reader.tail_offset, self.diag)
+                record = decode_line(_LOOSE_RECORD, line, offset, tail, self.diag)
             except msgspec.DecodeError:
-                record = decode_line(_RECORD, line, offset, reader.tail_offset, self.diag)
+                record = decode_line(_RECORD, line, offset, tail, self.diag)
             if not isinstance(record, _Record):
                 continue
             yield from self._record(record)
@@ -532,7 +508,9 @@ class _ActiveReader:
             return
         if rec.isCompactSummary:
             yield Compaction(
-                summary=_joined_text(msg.content), trigger=self.pending_trigger, timestamp=rec.timestamp
+                summary=_joined_text(msg.content),
+                trigger=self.pending_trigger,
+                timestamp=rec.timestamp,
             )
             self.pending_trigger = None
             return
@@ -551,7 +529,9 @@ class _ActiveReader:
     def _tool_result(self, block: _Block, rec: _Record) -> ToolResult:
         call = self.calls.pop(block.tool_use_id or "", None)
         is_error = bool(block.is_error)
-        result = ToolResult(call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp)
+        result = ToolResult(
+            call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
+        )
         if is_error:
             text = _joined_text(block.content)
             result.exit_code = parse_exit_code(text)

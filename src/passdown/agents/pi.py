@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +30,8 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
+from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -156,7 +155,9 @@ class PiAgent(Agent):
                 continue
             for entry in entries:
                 if entry.is_dir():
-                    if prefix and not (entry.name == prefix + "--" or entry.name.startswith(prefix + "-")):
+                    if prefix and not (
+                        entry.name == prefix + "--" or entry.name.startswith(prefix + "-")
+                    ):
                         continue
                     yield from _jsonl_files(entry)
                 elif entry.suffix == ".jsonl":
@@ -182,9 +183,9 @@ class PiAgent(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        active, whole_file = _active_branch(ref.path, diag)
+        branch = find_active_branch(ref.path, diag, lambda o, line, t: _node(line, o, t, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _BranchReader(ref.path, info, diag, active, whole_file).events()
+        yield from _BranchReader(ref.path, info, diag, branch).events()
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -219,61 +220,36 @@ def _header(path: Path) -> _Header:
     return _Header()
 
 
-def _active_branch(path: Path, diag: Diagnostics) -> tuple[array, bool]:
-    """Pass 1: offsets of the active branch (descending), and whether the tree is broken
-    so the whole file must be read in order instead."""
-    reader = LineReader(path, diag)
-    active = array("q")
-    wanted: str | None = None
-    started = False
-    for offset, line in reader.backward():
-        env = decode_line(_ENVELOPE, line, offset, reader.tail_offset, diag)
-        if not isinstance(env, _Envelope) or env.type == "session":
-            continue
-        if env.type not in _TREE_TYPES:
-            diag.unknown(env.type or "(no type)")
-        if not env.id:
-            continue
-        if not started:
-            started, wanted = True, env.id  # pi resumes from the last entry written
-        if env.id == wanted:
-            active.append(offset)
-            wanted = env.parentId
-        else:
-            diag.off_branch_records += 1
-    if wanted is not None:
-        diag.warnings.append(
-            "the session tree is broken (a parent entry is missing); read in file order"
-        )
-        return active, True
-    return active, False
+def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
+    """Pass 1's view of an entry. pi resumes from the last entry written, so the newest
+    entry is the leaf; the session header sits outside the tree."""
+    env = decode_line(_ENVELOPE, line, offset, tail, diag)
+    if not isinstance(env, _Envelope) or env.type == "session":
+        return None
+    if env.type not in _TREE_TYPES:
+        diag.unknown(env.type or "(no type)")
+    return Node(env.id, env.parentId) if env.id else None
+
+
+def _is_header(offset: int, line: bytes) -> bool:
+    return offset == 0 or b'"session"' in line[:40]
 
 
 class _BranchReader:
     """Pass 2: decode the active branch's entries in order and emit events."""
 
-    def __init__(
-        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
-    ) -> None:
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
         self.path = path
         self.info = info
         self.diag = diag
-        self.active = active
-        self.whole_file = whole_file
+        self.branch = branch
         self.calls: dict[str, ToolCall] = {}
 
     def events(self) -> Iterator[Event]:
-        reader = LineReader(self.path, self.diag)
-        index = len(self.active) - 1  # offsets are stored newest first
-        for offset, line in reader.forward():
-            is_header = offset == 0 or b'"session"' in line[:40]
-            if not self.whole_file and not is_header:
-                if index < 0:
-                    break
-                if offset != self.active[index]:
-                    continue
-                index -= 1
-            entry = decode_line(_ENTRY, line, offset, reader.tail_offset, self.diag)
+        for offset, line, tail in branch_lines(
+            self.path, self.diag, self.branch, always=_is_header
+        ):
+            entry = decode_line(_ENTRY, line, offset, tail, self.diag)
             if isinstance(entry, _Entry):
                 yield from self._entry(entry)
 
@@ -349,7 +325,10 @@ class _BranchReader:
         """A command the user ran from pi's prompt with "!": it ran in the workspace."""
         call_id = f"user-bash-{entry.id}"
         yield ToolCall(
-            call_id=call_id, name="bash", action="command", command=msg.command or "",
+            call_id=call_id,
+            name="bash",
+            action="command",
+            command=msg.command or "",
             timestamp=entry.timestamp,
         )
         failed = msg.cancelled or msg.exitCode not in (None, 0)

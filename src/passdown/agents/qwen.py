@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents._common import file_mtime, read_head
+from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.agents.gemini import (
     Part,
@@ -45,7 +45,6 @@ from passdown.agents.gemini import (
     response_texts,
     todo_items,
 )
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -199,9 +198,12 @@ class QwenCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        active, whole_file = _active_branch(ref.path, diag)
+        # a record written in several pieces under one uuid keeps every piece
+        branch = find_active_branch(
+            ref.path, diag, lambda o, line, t: _node(line, o, t, diag), fragments=True
+        )
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _BranchReader(ref.path, info, diag, active, whole_file).events()
+        yield from _BranchReader(ref.path, info, diag, branch).events()
         plan = self._todo_file(info.session_id)
         if plan is not None:
             yield plan
@@ -256,66 +258,32 @@ def _head(path: Path) -> _Head:
     return _Head()
 
 
-def _active_branch(path: Path, diag: Diagnostics) -> tuple[array, bool]:
-    """Pass 1: offsets of the active branch, newest first, and whether the tree was
-    broken (then every record is read in file order)."""
-    reader = LineReader(path, diag)
-    active = array("q")
-    on_branch: set[str] = set()  # uuids already taken: earlier fragments belong too
-    wanted: str | None = None
-    started = False
-    for offset, line in reader.backward():
-        env = decode_record(_ENVELOPE, line, offset, reader.tail_offset, diag)
-        if not isinstance(env, _Envelope) or not isinstance(env.uuid, str):
-            continue
-        if env.type == "system" and env.subtype in _NOT_CONVERSATION:
-            continue
-        if not started:
-            started, wanted = True, env.uuid
-        if env.uuid == wanted:
-            active.append(offset)
-            on_branch.add(env.uuid)
-            wanted = env.parentUuid if isinstance(env.parentUuid, str) else None
-        elif env.uuid in on_branch:
-            active.append(offset)
-        else:
-            diag.off_branch_records += 1
-    if wanted is not None:
-        diag.warnings.append(
-            "the conversation tree is broken (a parent record is missing); read in file order"
-        )
-        return active, True
-    return active, False
+def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
+    """Pass 1's view of a record; the CLI resumes from the last conversation record."""
+    env = decode_record(_ENVELOPE, line, offset, tail, diag)
+    if not isinstance(env, _Envelope) or not isinstance(env.uuid, str):
+        return None
+    if env.type == "system" and env.subtype in _NOT_CONVERSATION:
+        return None
+    return Node(env.uuid, env.parentUuid if isinstance(env.parentUuid, str) else None)
 
 
 class _BranchReader:
     """Pass 2: decode the active branch's records in order and emit events."""
 
-    def __init__(
-        self, path: Path, info: SessionInfo, diag: Diagnostics, active: array, whole_file: bool
-    ) -> None:
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
         self.path = path
         self.info = info
         self.diag = diag
-        self.active = active
-        self.whole_file = whole_file
+        self.branch = branch
         self.pending: dict[str, ToolCall] = {}
         self.text_uuid: str | None = None  # assistant text is joined across fragments
         self.text: list[str] = []
         self.text_ts: str | None = None
 
     def events(self) -> Iterator[Event]:
-        reader = LineReader(self.path, self.diag)
-        active = self.active
-        index = len(active) - 1  # offsets are stored newest first
-        for offset, line in reader.forward():
-            if not self.whole_file:
-                if index < 0:
-                    break
-                if offset != active[index]:
-                    continue
-                index -= 1
-            record = decode_record(_RECORD, line, offset, reader.tail_offset, self.diag)
+        for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
+            record = decode_record(_RECORD, line, offset, tail, self.diag)
             if isinstance(record, _Record):
                 yield from self._record(record)
         yield from self._flush()
@@ -378,7 +346,9 @@ class _BranchReader:
         texts = [
             p.text.strip()
             for p in self._parts(rec)
-            if p.text and not p.thought and not p.text.lstrip().startswith((_HOOK_CONTEXT, _REMINDER))
+            if p.text
+            and not p.thought
+            and not p.text.lstrip().startswith((_HOOK_CONTEXT, _REMINDER))
         ]
         text = "\n\n".join(t for t in texts if t)
         if text:
