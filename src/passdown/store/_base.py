@@ -254,13 +254,38 @@ class Store(ABC):
         )
         return page_from_rows(self._select(q), q.limit)
 
-    @abstractmethod
     def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
         """The record's current version (or `version`); RecordNotFound outside scope."""
+        from passdown.records import Record
 
-    @abstractmethod
+        sc = coerce_scope(scope)
+        current, _, _, body = self._current(sc, id)  # the scope check, for every version
+        if version is not None and version != current:
+            older = self._older_body(sc, id, version)
+            if older is None:
+                raise not_found(id, sc, version)
+            body = older
+        return Record.model_validate_json(body)
+
     def history(self, scope: ScopeLike, id: str) -> list[RecordMeta]:
         """Metadata of every stored version, oldest first; the last one is current."""
+        sc = coerce_scope(scope)
+        version, stored_at, hash_, _ = self._current(sc, id)
+        older = [RecordMeta(id, v, s, h) for v, s, h in self._older_meta(sc, id)]
+        return [*older, RecordMeta(id, version, stored_at, hash_)]
+
+    @abstractmethod
+    def _current(self, sc: Scope, id: str) -> tuple[int, str, str, str]:
+        """(version, stored_at ISO, hash, body) of the current version; RecordNotFound
+        outside scope."""
+
+    @abstractmethod
+    def _older_body(self, sc: Scope, id: str, version: int) -> str | None:
+        """The body of an earlier version, if it was kept."""
+
+    @abstractmethod
+    def _older_meta(self, sc: Scope, id: str) -> list[tuple[int, str, str]]:
+        """(version, stored_at ISO, hash) of the earlier versions, oldest first."""
 
     @abstractmethod
     def delete(self, scope: ScopeLike, id: str) -> None:

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from passdown.errors import StoreError, UsageError
-from passdown.records import Record, Scope
+from passdown.records import Scope
 from passdown.store._base import (
     Prepared,
     Query,
-    RecordMeta,
     ScopeLike,
     Store,
     coerce_scope,
@@ -285,7 +284,7 @@ class PostgresStore(Store):
 
     # -- reads --------------------------------------------------------------------------
 
-    def _current(self, sc: Scope, id: str) -> tuple[int, datetime, str, str]:
+    def _current(self, sc: Scope, id: str) -> tuple[int, str, str, str]:
         where, args = _scope_where(sc)
         rows = self._read(
             f"SELECT version, stored_at, hash, body FROM records WHERE {where} AND id = %s",
@@ -293,31 +292,23 @@ class PostgresStore(Store):
         )
         if not rows:
             raise not_found(id, sc)
-        return rows[0]  # type: ignore[return-value]
+        version, stored_at, hash_, body = rows[0]
+        return version, _iso(stored_at), hash_, body
 
-    def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
-        sc = coerce_scope(scope)
-        current, _, _, body = self._current(sc, id)
-        if version is not None and version != current:
-            rows = self._read(
-                "SELECT body FROM record_history WHERE project = %s AND id = %s AND version = %s",
-                (sc.project, id, version),
-            )
-            if not rows:
-                raise not_found(id, sc, version)
-            body = rows[0][0]
-        return Record.model_validate_json(body)
+    def _older_body(self, sc: Scope, id: str, version: int) -> str | None:
+        rows = self._read(
+            "SELECT body FROM record_history WHERE project = %s AND id = %s AND version = %s",
+            (sc.project, id, version),
+        )
+        return rows[0][0] if rows else None
 
-    def history(self, scope: ScopeLike, id: str) -> list[RecordMeta]:
-        sc = coerce_scope(scope)
-        version, stored_at, hash_, _ = self._current(sc, id)
+    def _older_meta(self, sc: Scope, id: str) -> list[tuple[int, str, str]]:
         rows = self._read(
             "SELECT version, stored_at, hash FROM record_history WHERE project = %s AND id = %s "
             "ORDER BY version",
             (sc.project, id),
         )
-        older = [RecordMeta(id, v, _iso(s), h) for v, s, h in rows]
-        return [*older, RecordMeta(id, version, _iso(stored_at), hash_)]
+        return [(v, _iso(s), h) for v, s, h in rows]
 
     def _select(self, q: Query) -> list[tuple[int, int, str]]:
         where = ["project = %s"]

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from passdown.errors import StoreError
-from passdown.records import Record, Scope
+from passdown.records import Scope
 from passdown.store._base import (
     Prepared,
     Query,
-    RecordMeta,
     ScopeLike,
     Store,
     coerce_scope,
@@ -237,29 +236,20 @@ class SQLiteStore(Store):
             raise not_found(id, sc)
         return rows[0]
 
-    def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
-        sc = coerce_scope(scope)
-        current, _, _, body = self._current(sc, id)
-        if version is not None and version != current:
-            rows = self._read(
-                "SELECT body FROM record_history WHERE project = ? AND id = ? AND version = ?",
-                (sc.project, id, version),
-            )
-            if not rows:
-                raise not_found(id, sc, version)
-            body = rows[0][0]
-        return Record.model_validate_json(body)
+    def _older_body(self, sc: Scope, id: str, version: int) -> str | None:
+        rows = self._read(
+            "SELECT body FROM record_history WHERE project = ? AND id = ? AND version = ?",
+            (sc.project, id, version),
+        )
+        return rows[0][0] if rows else None
 
-    def history(self, scope: ScopeLike, id: str) -> list[RecordMeta]:
-        sc = coerce_scope(scope)
-        version, stored_at, hash_, _ = self._current(sc, id)
+    def _older_meta(self, sc: Scope, id: str) -> list[tuple[int, str, str]]:
         rows = self._read(
             "SELECT version, stored_at, hash FROM record_history WHERE project = ? AND id = ? "
             "ORDER BY version",
             (sc.project, id),
         )
-        older = [RecordMeta(id, v, s, h) for v, s, h in rows]
-        return [*older, RecordMeta(id, version, stored_at, hash_)]
+        return [(v, s, h) for v, s, h in rows]
 
     def _select(self, q: Query) -> list[tuple[int, int, str]]:
         where = ["r.project = ?"]
