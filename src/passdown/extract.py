@@ -304,18 +304,15 @@ def _budgeted(
     """The portable transcript: the first request and the latest exchange always stay;
     older messages go first when over budget; every cut is marked."""
     msgs = list(recent)
-    if first is not None and (not msgs or msgs[0] is not first):
-        if first in msgs:
-            msgs = msgs[msgs.index(first) :]
-        else:
-            msgs = [first, *msgs[-(max(budget.max_messages, 2) - 1) :]]
+    if first is not None:  # the transcript starts at the first request (by identity)
+        pos = next((i for i, m in enumerate(msgs) if m is first), None)
+        msgs = msgs[pos:] if pos is not None else [first, *msgs]
     msgs = _fit_count(msgs, first, budget.max_messages)
-    keep_tail = _latest_exchange_size(msgs)
-    while len(msgs) > keep_tail + (1 if first is not None else 0) and _chars(msgs) > budget.max_chars:
-        del msgs[1 if (first is not None and msgs[0] is first) else 0]
+    keep = _latest_exchange_size(msgs) + (1 if first is not None else 0)
+    while len(msgs) > keep and _chars(msgs) > budget.max_chars:
+        del msgs[1 if first is not None else 0]  # the oldest after the request
     texts = _shrink_texts(msgs, budget.max_chars)
     entries: list[TranscriptEntry] = []
-    shown = 0
     previous_index = -1
     positions = _positions(first, recent, msgs, total)
     for msg, (text, truncated), position in zip(msgs, texts, positions, strict=True):
@@ -326,8 +323,7 @@ def _budgeted(
             TranscriptEntry(role=msg.role, text=text, timestamp=msg.timestamp, truncated=truncated)
         )
         previous_index = position
-        shown += 1
-    return entries, max(total - shown, 0)
+    return entries, max(total - len(msgs), 0)
 
 
 def _positions(first: Message | None, recent: list[Message], kept: list[Message], total: int) -> list[int]:

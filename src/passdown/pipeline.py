@@ -204,17 +204,9 @@ def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHa
         backup_existing(path)
     write_private(json_path, handoff.to_json() + "\n")
     write_private(md_path, render_markdown(handoff))
-    if _inside(folder, workspace):
+    if folder.resolve().is_relative_to(workspace.resolve()):
         add_git_exclude(workspace, f"/{HANDOFF_DIR}/")
     return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return False
-    return True
 
 
 def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool) -> LaunchSpec:
