@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from passdown.handoff import (
     CommandRun,
+    Ended,
     Failure,
     FileTouched,
     PlanEntry,
@@ -28,6 +29,7 @@ from passdown.transcript import (
     Message,
     PlanItem,
     PlanOp,
+    SessionEnding,
     SubagentNote,
     ToolCall,
     ToolResult,
@@ -62,6 +64,7 @@ class Extracted:
     task: Task
     state: State
     session_start: str | None = None
+    ended: Ended = field(default_factory=Ended)
 
 
 @dataclass
@@ -93,6 +96,7 @@ class _Extractor:
     last_failure: Failure | None = None
     subagents: list[Subagent] = field(default_factory=list)
     subagent_calls: int = 0
+    ending: SessionEnding | None = None
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=max(self.budget.max_messages, 2))
@@ -112,11 +116,22 @@ class _Extractor:
             if event.summary:
                 self.compaction_summary = event.summary
         elif isinstance(event, SubagentNote):
-            self.subagents.append(Subagent(id=event.agent_id, path=event.path))
+            self.subagents.append(
+                Subagent(
+                    id=event.agent_id,
+                    path=event.path,
+                    agent_type=event.agent_type,
+                    task=event.description,
+                )
+            )
+        elif isinstance(event, SessionEnding):
+            self.ending = event
 
     def _message(self, msg: Message) -> None:
         if msg.synthetic:
             return
+        if msg.role == "assistant":
+            self.ending = None  # the agent answered after the error: the session recovered
         self.messages_total += 1
         if msg.role == "user":
             if self.first_request is None:
@@ -127,6 +142,8 @@ class _Extractor:
         self.recent.append(msg)
 
     def _call(self, call: ToolCall) -> None:
+        if call.by is None:
+            self.ending = None
         if call.action == "subagent":
             self.subagent_calls += 1
         if call.action in ("edit", "write", "delete", "command", "plan"):
@@ -253,7 +270,14 @@ class _Extractor:
             subagent_calls=self.subagent_calls,
         )
         _derive_notes(state, self.latest_assistant, list(self.recent))
-        return Extracted(task=self._task(), state=state)
+        return Extracted(task=self._task(), state=state, ended=self._ended())
+
+    def _ended(self) -> Ended:
+        if self.ending is None:
+            return Ended()
+        return Ended(
+            reason=self.ending.reason, at=self.ending.timestamp, message=self.ending.message
+        )
 
     def _task(self) -> Task:
         entries, omitted = _budgeted(

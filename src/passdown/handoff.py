@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from passdown.transcript import EndReason
 from passdown.workspace import WorkspaceSnapshot
 
 SCHEMA_ID = "passdown.handoff/1"
@@ -79,6 +80,7 @@ class FileTouched(_Model):
     # (edits made through shell commands leave no tool record)
     source: Literal["tool", "git", "tool+git"] = "tool"
     confirmed: bool = True  # False when the session ended before the tool reported back
+    by: str | None = None  # the sub-agent (id) whose tool call touched it, if not the session's own agent
 
 
 class CommandRun(_Model):
@@ -87,6 +89,7 @@ class CommandRun(_Model):
     ok: bool | None = None
     error: str | None = None  # first error line, only for failures
     timestamp: str | None = None
+    by: str | None = None  # the sub-agent (id) that ran it
 
 
 class Failure(_Model):
@@ -97,17 +100,31 @@ class Failure(_Model):
     error: str | None = None
     timestamp: str | None = None
     resolved_later: bool = False  # the same command later succeeded
+    by: str | None = None  # the sub-agent (id) whose call failed
 
 
 class Subagent(_Model):
     id: str
     path: str | None = None
+    agent_type: str | None = None  # e.g. Claude's subagent_type
+    task: str | None = None  # what it was asked to do (its description, not the user's request)
+
+
+class Ended(_Model):
+    """How the session ended: `normal` unless its files record something else."""
+
+    reason: EndReason = "normal"
+    at: str | None = None
+    message: str | None = None
 
 
 class State(_Model):
     plan: list[PlanEntry] = Field(default_factory=list)
     plan_source: str | None = None  # which tool or file the plan came from
     files_touched: list[FileTouched] = Field(default_factory=list)
+    # changed in git while the session ran, but no tool call of this session (or of a
+    # concurrent session) explains them: listed apart, never claimed as this session's work
+    workspace_changes: list[FileTouched] = Field(default_factory=list)
     failed_edits: list[Failure] = Field(default_factory=list)
     commands: list[CommandRun] = Field(default_factory=list)  # the most recent ones
     commands_total: int = 0
@@ -132,6 +149,7 @@ class Handoff(_Model):
     created_at: str
     source: Source
     target_agent: str | None = None
+    ended: Ended = Field(default_factory=Ended)
     task: Task
     state: State
     workspace: WorkspaceSnapshot

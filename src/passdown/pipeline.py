@@ -132,6 +132,7 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
             transcript_sha256=transcript.sha256,
         ),
         target_agent=options.target_agent,
+        ended=extracted.ended,
         task=extracted.task,
         state=extracted.state,
         workspace=workspace,

@@ -36,12 +36,35 @@ def _fence(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
+_ENDED_TEXT = {
+    "normal": "normally (the agent's last turn finished)",
+    "rate_limit": "on a rate limit (HTTP 429)",
+    "usage_limit": "on the agent's usage limit",
+    "overloaded": "on an API overload (HTTP 529/503)",
+    "auth": "on an authentication error",
+    "context_length": "on a context-length error",
+    "error": "on an API error",
+    "interrupted": "interrupted before the turn finished",
+}
+
+
+def ended_line(h: Handoff) -> str:
+    """One line on how the source session ended, with when and the agent's own message."""
+    line = _ENDED_TEXT.get(h.ended.reason, h.ended.reason)
+    if h.ended.at:
+        line += f" at {h.ended.at}"
+    if h.ended.message:
+        line += f": {h.ended.message}"
+    return _one_line(line)
+
+
 def summary_block(h: Handoff) -> str:
     """The one-screen top: what the next agent must read first."""
     ws = h.workspace
     done = sum(1 for p in h.state.plan if p.status == "completed")
     lines = [
         f"**Goal:** {_one_line(h.task.original_request)}",
+        f"**How it ended:** {ended_line(h)}",
         f"**Latest request:** {_one_line(h.task.latest_user_message)}",
         f"**Where it stands:** {_one_line(h.task.latest_progress)}",
     ]

@@ -19,6 +19,12 @@ from typing import Literal
 
 ToolAction = Literal["edit", "write", "delete", "command", "plan", "subagent", "read", "other"]
 PlanStatus = Literal["pending", "in_progress", "completed", "deleted", "blocked", "cancelled"]
+# How a session ended. Anything but "normal" means the next agent should know the last
+# turn did not finish on its own terms (the seed's main case: a usage or rate limit).
+EndReason = Literal[
+    "rate_limit", "usage_limit", "overloaded", "auth", "context_length", "error", "interrupted",
+    "normal",
+]
 
 
 @dataclass(slots=True)
@@ -74,6 +80,8 @@ class ToolCall:
     command: str | None = None
     plan: PlanOp | None = None
     timestamp: str | None = None
+    # the sub-agent that made the call (its id), None for the session's own agent
+    by: str | None = None
 
 
 @dataclass(slots=True)
@@ -99,14 +107,27 @@ class Compaction:
 
 @dataclass(slots=True)
 class SubagentNote:
-    """A sub-agent ran; its transcript is not part of this session."""
+    """A sub-agent ran. Its tool calls, when its transcript can be read, follow as
+    events with `by` set to `agent_id`; its prompt is never the user's request."""
 
     agent_id: str
     path: str | None = None
     description: str | None = None
+    agent_type: str | None = None
 
 
-Event = Message | ToolCall | ToolResult | Compaction | PlanOp | SubagentNote
+@dataclass(slots=True)
+class SessionEnding:
+    """The turn stopped on something other than the agent's own final answer (an API
+    error record, an interruption). A later assistant message or tool call means the
+    session recovered, so extraction keeps only an ending that nothing follows."""
+
+    reason: EndReason
+    message: str | None = None
+    timestamp: str | None = None
+
+
+Event = Message | ToolCall | ToolResult | Compaction | PlanOp | SubagentNote | SessionEnding
 
 
 @dataclass(slots=True)
