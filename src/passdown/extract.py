@@ -163,6 +163,7 @@ class _Extractor:
                         path=self._rel(call.paths[0]) if call.paths else None,
                         error=result.error,
                         timestamp=result.timestamp,
+                        by=call.by,
                     )
                 )
             else:
@@ -182,6 +183,7 @@ class _Extractor:
             ok=ok,
             error=result.error if (result and failed) else None,
             timestamp=call.timestamp,
+            by=call.by,
         )
         self.commands.append(run)
         if failed:
@@ -192,6 +194,7 @@ class _Extractor:
                 exit_code=exit_code,
                 error=result.error if result else None,
                 timestamp=call.timestamp,
+                by=call.by,
             )
         elif ok and self.last_failure and self.last_failure.command == command:
             self.last_failure.resolved_later = True
@@ -201,7 +204,7 @@ class _Extractor:
             rel = self._rel(path)
             entry = self.files.get(rel)
             if entry is None:
-                entry = self.files[rel] = FileTouched(path=rel, confirmed=confirmed)
+                entry = self.files[rel] = FileTouched(path=rel, confirmed=confirmed, by=call.by)
             else:
                 self.files.move_to_end(rel)
                 entry.confirmed = entry.confirmed or confirmed
