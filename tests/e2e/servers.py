@@ -59,6 +59,15 @@ class LoggedRequest:
         return json.dumps(self.body, ensure_ascii=False)
 
 
+@dataclass
+class _Failure:
+    status: int
+    body: Any
+    times: int | None
+    headers: dict[str, str]
+    when: Callable[[Any], bool] | None
+
+
 class _QuietHTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Agents drop keep-alive connections when they exit; that is not a test failure.
@@ -80,6 +89,7 @@ class _ScriptedServer:
         self._httpd = _QuietHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._failure: _Failure | None = None
 
     # -- public API -----------------------------------------------------------------
     @property
@@ -109,6 +119,30 @@ class _ScriptedServer:
         with self._lock:
             self._steps = list(steps)
             self._cursor = 0
+
+    def fail(self, status: int, body: Any, *, times: int | None = None,
+             headers: dict[str, str] | None = None,
+             when: Callable[[Any], bool] | None = None) -> None:
+        """Answer POSTs with an HTTP error instead of the script: every one (`times=None`,
+        a sticky 429) or the next `times` of them (a 529 on the first request of a turn).
+        `when` limits it to matching bodies (e.g. only requests that carry tools)."""
+        with self._lock:
+            self._failure = _Failure(status, body, times, dict(headers or {}), when)
+
+    def stop_failing(self) -> None:
+        with self._lock:
+            self._failure = None
+
+    def _take_failure(self, body: Any) -> _Failure | None:
+        with self._lock:
+            failure = self._failure
+            if failure is None or (failure.when is not None and not failure.when(body)):
+                return None
+            if failure.times is not None:
+                failure.times -= 1
+                if failure.times <= 0:
+                    self._failure = None
+            return failure
 
     @property
     def remaining(self) -> int:
@@ -163,7 +197,13 @@ class _ScriptedServer:
                     return raw.decode("utf-8", "replace")
 
             def do_POST(self) -> None:
-                server.handle(self, "POST", self._read_body())
+                body = self._read_body()
+                failure = server._take_failure(body)
+                if failure is not None:
+                    server._log(self, "POST", body, "error")
+                    server.send_json(self, failure.body, failure.status, failure.headers)
+                    return
+                server.handle(self, "POST", body)
 
             def do_GET(self) -> None:
                 server.handle(self, "GET", None)
@@ -180,9 +220,12 @@ class _ScriptedServer:
                                                kind, step_index))
 
     @staticmethod
-    def send_json(h: BaseHTTPRequestHandler, obj: Any, status: int = 200) -> None:
+    def send_json(h: BaseHTTPRequestHandler, obj: Any, status: int = 200,
+                  headers: dict[str, str] | None = None) -> None:
         data = json.dumps(obj).encode()
         h.send_response(status)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
