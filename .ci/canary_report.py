@@ -25,19 +25,26 @@ def main(junit_path: str, pins_path: str) -> None:
     names = agent_names(pins_path)
     ran = {n: 0 for n in names}
     failed: dict[str, list[str]] = {n: [] for n in names}
+    unattributed: list[str] = []
     for case in ET.parse(junit_path).getroot().iter("testcase"):
         test_id = f"{case.get('classname', '')}::{case.get('name', '')}"
         words = set(re.split(r"[^a-z0-9]+", test_id.lower()))
         broken = case.find("failure") is not None or case.find("error") is not None
-        for name in names:
-            if name in words:
-                ran[name] += 1
-                if broken:
-                    failed[name].append(test_id)
+        agents = [name for name in names if name in words]
+        for name in agents:
+            ran[name] += 1
+            if broken:
+                failed[name].append(test_id)
+        if broken and not agents:
+            unattributed.append(test_id)
     print(f"\n{'agent':<9} {'tests':>5} {'failed':>6}")
     for name in names:
         print(f"{name:<9} {ran[name]:>5} {len(failed[name]):>6}")
         for test_id in failed[name]:
+            print(f"    {test_id}")
+    if unattributed:
+        print("failed, naming no agent (read the test):")
+        for test_id in unattributed:
             print(f"    {test_id}")
 
 
