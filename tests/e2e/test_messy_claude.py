@@ -209,6 +209,26 @@ def test_529_on_the_first_request_of_a_turn(tmp_path: Path, agent_env: AgentEnv,
     assert data["task"]["latest_progress"] == "Test added."
 
 
+@pytest.mark.parametrize(("status", "error_type", "message", "reason"), [
+    (401, "authentication_error", "invalid x-api-key", "auth"),
+    (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum",
+     "context_length"),
+    (429, "rate_limit_error", "You've hit your limit", "usage_limit"),
+])
+def test_other_api_error_endings(tmp_path: Path, agent_env: AgentEnv, workspace: Path,
+                                 anthropic_server: AnthropicServer, status: int,
+                                 error_type: str, message: str, reason: str) -> None:
+    env = _env(agent_env, anthropic_server, CLAUDE_CODE_MAX_RETRIES="0")
+    anthropic_server.fail(status, anthropic_error(error_type, message))
+    proc = run_claude(env, workspace, "Write hello.py", "--session-id", SESSION, timeout=240)
+    assert proc.returncode != 0
+    md, data = _export(env, workspace)
+    assert data["ended"]["reason"] == reason, data["ended"]
+    assert data["task"]["original_request"] == "Write hello.py"
+    assert data["task"]["latest_progress"] is None  # the CLI's error text is not progress
+    assert "**How it ended:**" in md
+
+
 # -- three compactions ------------------------------------------------------------------
 COMPACT_REQUEST = "Build the parser in three steps and track them as tasks"
 CLI_INSTRUCTIONS = ("without asking the user", "Continue the conversation",
