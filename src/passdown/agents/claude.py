@@ -5,6 +5,12 @@ the file. Reading takes two streaming passes so memory stays flat however large 
 file is: pass 1 walks the file *backwards* from the newest leaf, following parent links
 (parents are always written before children), and keeps only the byte offsets of the
 active branch; pass 2 reads forwards and decodes just those lines.
+
+Everything else follows that branch too: the plan is the replay of the branch's own plan
+calls (the CLI's task files reflect whatever ran last, so they only fill gaps where they
+agree), the sub-agents read are those the branch spawned (their tool calls come out
+attributed with `by`, streamed from their own transcripts), and an API-error record or
+an interruption on the branch becomes a `SessionEnding`.
 """
 
 from __future__ import annotations
