@@ -104,10 +104,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_error(message: str, hint: str | None) -> None:
     from passdown.redact import redact
+    from passdown.text import safe_text
 
-    click.echo(f"passdown: error: {redact(message)}", err=True)
+    click.echo(f"passdown: error: {safe_text(redact(message))}", err=True)
     if hint:
-        click.echo(f"hint: {redact(hint)}", err=True)
+        click.echo(f"hint: {safe_text(redact(hint))}", err=True)
 
 
 def run() -> None:

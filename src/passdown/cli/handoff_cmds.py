@@ -34,8 +34,9 @@ def _json_option() -> Any:
 
 def _emit_json(data: Any) -> None:
     from passdown.redact import Redactor
+    from passdown.text import json_safe
 
-    click.echo(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False))
+    click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
 
 
 def _prepare(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int) -> Any:
@@ -52,8 +53,11 @@ def _prepare(source: str, session: str | None, to: str | None, max_messages: int
 def _warn(warnings: list[str], quiet: bool) -> None:
     if quiet:
         return
-    for warning in warnings:
-        click.echo(f"passdown: warning: {warning}", err=True)
+    from passdown.redact import redact
+    from passdown.text import one_line
+
+    for warning in warnings:  # shown as is they could carry a session's secrets or escapes
+        click.echo(f"passdown: warning: {one_line(redact(warning))}", err=True)
 
 
 @click.command("inspect")
@@ -67,7 +71,9 @@ def inspect_command(source: str, session: str | None, max_messages: int, max_cha
 
     _selection, handoff = _prepare(source, session, None, max_messages, max_chars)
     if as_json:
-        click.echo(handoff.to_json())
+        from passdown.text import json_safe
+
+        click.echo(json_safe(handoff.to_json()))
         return
     click.echo(render_markdown(handoff), nl=False)
     _warn(handoff.warnings, False)
@@ -185,6 +191,7 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     """List sessions for this workspace (or all), newest first."""
     from passdown import pipeline
     from passdown.redact import redact
+    from passdown.text import one_line
 
     workspace = None if all_ else pipeline.workspace_for()
     refs = sorted(
@@ -200,7 +207,7 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
         click.echo(f"no sessions found for {where}", err=True)
         return
     for ref in refs:
-        line = f"{ref.agent:8} {_when(ref.updated_at)}  {ref.session_id}  {ref.cwd or '?'}"
+        line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
         click.echo(redact(line))  # paths can hold secrets too (a token in a folder name)
 
 

@@ -38,7 +38,9 @@ def _open(url: str | None) -> Store:
 
 
 def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from passdown.text import json_safe
+
+    return json_safe(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def parse_since(text: str, now: datetime | None = None) -> str:
@@ -144,7 +146,9 @@ def find_command(
 
 
 def _line(record: Record) -> str:
-    return f"{record.created_at}  {record.type:<7}  {record.id}  {record.title}"
+    from passdown.text import one_line
+
+    return f"{record.created_at}  {record.type:<7}  {one_line(record.id)}  {one_line(record.title)}"
 
 
 @click.command("delete")
