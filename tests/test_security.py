@@ -192,3 +192,26 @@ def test_nul_in_a_session_message_does_not_stop_switch(tmp_path: Path) -> None:
     prompt = json.loads(proc.stdout)["argv"][-1]
     assert "\x00" not in prompt and "fix the build" in prompt
     no_controls(prompt)
+
+
+# -- secrets after a control sequence, in every output ---------------------------------------
+
+
+def test_secret_after_a_colour_code_leaves_nothing_through_any_output(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    s = ClaudeSession(workspace)
+    s.user("run the tests")
+    s.add(f"{ESC}[1m{GITHUB_TOKEN}", {"role": "user", "content": "x"})  # an unknown record type
+    s.tool("t1", "Bash", {"command": "pytest"}, f"{ESC}[31mFAILED{ESC}[0m token {ESC}[1m{GITHUB_TOKEN}")
+    s.assistant(f'the log says \\"{GITHUB_TOKEN}\\" and \\n{GITHUB_TOKEN} and %22{GITHUB_TOKEN}%22')
+    session = s.write()
+    for args in (["inspect"], ["export", "--out", str(tmp_path / "out")], ["inspect", "--json"]):
+        proc = run_cli([*args, "--from", "claude", "--session", str(session)], workspace)
+        assert proc.returncode == 0, proc.stderr
+        assert GITHUB_TOKEN not in proc.stdout + proc.stderr, args
+    warnings = json.loads((tmp_path / "out" / "handoff.json").read_text())["warnings"]
+    assert any("unknown record types" in w and "[REDACTED:github_token]" in w for w in warnings)
+    for written in (tmp_path / "out").iterdir():
+        if written.is_file():
+            assert GITHUB_TOKEN not in written.read_text()
