@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -215,3 +216,78 @@ def test_secret_after_a_colour_code_leaves_nothing_through_any_output(tmp_path: 
     for written in (tmp_path / "out").iterdir():
         if written.is_file():
             assert GITHUB_TOKEN not in written.read_text()
+
+
+# -- item 4: folders 0700 and files 0600 whatever the umask ------------------------------------
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+@pytest.fixture
+def umask_022() -> Any:
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_data_folder_store_and_hook_log_are_private(tmp_path: Path, umask_022: None) -> None:
+    data = tmp_path / "fresh" / "passdown-data"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    s = ClaudeSession(workspace)
+    s.user("request")
+    s.assistant("reply")
+    session = s.write()
+    env = {"PASSDOWN_DATA_DIR": str(data)}
+    proc = run_cli(["export", "--from", "claude", "--session", str(session)], workspace, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "stored record" in proc.stdout
+    hook = run_cli(["hook", "claude"], workspace, env=env, input="not json")
+    assert hook.returncode == 0
+    assert mode(data) == 0o700 and mode(data.parent) == 0o700, "created folders are private"
+    assert mode(data / "logs") == 0o700
+    assert mode(data / "logs" / "hooks.log") == 0o600
+    assert "error claude" in (data / "logs" / "hooks.log").read_text()
+    db_files = [p for p in data.iterdir() if p.name.startswith("store.db")]
+    assert {p.name for p in db_files} >= {"store.db"}
+    for path in db_files:
+        assert mode(path) == 0o600, path.name
+    with_wal = run_cli(["find", "--project", "ws"], workspace, env=env)  # opens WAL again
+    assert with_wal.returncode == 0, with_wal.stderr
+    for path in data.iterdir():
+        assert mode(path) == (0o700 if path.is_dir() else 0o600), path.name
+
+
+def test_existing_loose_data_folder_and_store_are_tightened(
+    tmp_path: Path, umask_022: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown.store import open_store
+
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    db = data / "store.db"
+    with open_store(f"sqlite://{db}") as store:
+        store.set_pointer("p", "x", None, "1")
+    for path in data.iterdir():
+        os.chmod(path, 0o644)
+    os.chmod(data, 0o755)
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(data))
+    with open_store() as store:
+        assert store.get_pointer("p", "x") == "1"
+        assert mode(data) == 0o700
+        for path in data.iterdir():
+            assert mode(path) == 0o600, path.name
+
+
+def test_a_store_elsewhere_leaves_the_existing_folder_alone(tmp_path: Path, umask_022: None) -> None:
+    from passdown.store import open_store
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    os.chmod(shared, 0o755)
+    with open_store(f"sqlite://{shared / 'team.db'}"):
+        pass
+    assert mode(shared) == 0o755, "a folder passdown did not create is not passdown's to change"
+    assert mode(shared / "team.db") == 0o600

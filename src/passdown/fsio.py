@@ -53,7 +53,7 @@ def ensure_private_dir(path: Path) -> Path:
     """
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, DIR_MODE)
         fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
@@ -66,6 +66,25 @@ def ensure_private_dir(path: Path) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents as 0700 folders, whatever the umask.
+
+    Folders that already exist are left as they are: they are not passdown's to change
+    (`/tmp`, a shared team folder). Raises OSError.
+    """
+    missing: list[Path] = []
+    folder = Path(path)
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        try:
+            os.mkdir(new, DIR_MODE)
+        except FileExistsError:
+            continue  # created meanwhile by someone else: theirs
+        os.chmod(new, DIR_MODE)  # a umask such as 0o277 takes bits from mkdir's mode
 
 
 def _not_a_private_dir(path: Path) -> OutputError:
@@ -119,6 +138,57 @@ def write_private(path: Path, data: bytes | str) -> None:
         _unlink_quietly(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def ensure_private_file(path: Path, *, create: bool = True) -> None:
+    """Make `path` a 0600 regular file: create it empty if missing (unless `create` is
+    false), or tighten it if it is ours. For files another library writes in place (a
+    SQLite database and its -wal/-shm). Refuses a symlink; raises `OutputError`."""
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | (os.O_CREAT if create else 0), FILE_MODE)
+    except FileNotFoundError:
+        if create:
+            raise
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputError(f"refusing to use {path}: it is a symlink") from exc
+        raise _error("create", path, exc) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"refusing to use {path}: it is not a regular file")
+        mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+        if mine and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    except OSError as exc:
+        raise _error("set permissions on", path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def append_private(path: Path, text: str) -> None:
+    """Append `text` to a log file, created 0600 (folder 0700); never through a symlink.
+
+    Appending (not the atomic writer) on purpose: a log line is one `write(2)` with
+    O_APPEND, so concurrent hooks interleave whole lines and nothing earlier is rewritten.
+    """
+    path = Path(path)
+    ensure_private_dir(path.parent)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+        _write_all(fd, text.encode("utf-8", "replace"))
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
