@@ -10,7 +10,6 @@ import json
 import os
 import re
 import stat
-import time
 import subprocess
 import sys
 from pathlib import Path
