@@ -12,6 +12,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,95 @@ def test_a_store_elsewhere_leaves_the_existing_folder_alone(tmp_path: Path, umas
         pass
     assert mode(shared) == 0o755, "a folder passdown did not create is not passdown's to change"
     assert mode(shared / "team.db") == 0o600
+
+
+# -- item 7: a symlinked .git/info/exclude or .git/info ------------------------------------
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("what", ["exclude", "info"])
+def test_git_exclude_symlink_is_not_followed(tmp_path: Path, what: str) -> None:
+    from passdown.fsio import add_git_exclude
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "exclude"
+    victim.write_text("# the user's file\n")
+    info = repo / ".git" / "info"
+    if what == "exclude":
+        info.mkdir(exist_ok=True)
+        (info / "exclude").unlink(missing_ok=True)
+        (info / "exclude").symlink_to(victim)
+    else:
+        for child in info.iterdir() if info.exists() else []:
+            child.unlink()
+        if info.exists():
+            info.rmdir()
+        info.symlink_to(outside, target_is_directory=True)
+    assert add_git_exclude(repo, "/.agent-handoff/") is False
+    assert victim.read_text() == "# the user's file\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["exclude"], "no temp file left there"
+
+
+def test_git_exclude_is_still_written_in_a_plain_repo(tmp_path: Path) -> None:
+    from passdown.fsio import add_git_exclude
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    assert add_git_exclude(repo, "/.agent-handoff/") is True
+    assert add_git_exclude(repo, "/.agent-handoff/") is False
+    assert (repo / ".git" / "info" / "exclude").read_text().endswith("\n/.agent-handoff/\n")
+
+
+# -- stale temp files of a killed export ----------------------------------------------------
+
+
+def test_stale_temp_files_of_a_killed_export_are_swept(tmp_path: Path) -> None:
+    from passdown.fsio import backup_existing, ensure_private_dir, write_private
+
+    folder = ensure_private_dir(tmp_path / ".agent-handoff")
+    history = ensure_private_dir(folder / "history")
+    write_private(folder / "HANDOFF.md", "old handoff\n")
+    stale = [history / ".20261130T101010.000000Z-HANDOFF.md.0a1b2c3d4e5f.tmp",
+             folder / ".HANDOFF.md.a1b2c3d4e5f6.tmp"]
+    fresh = history / ".20261130T101011.000000Z-HANDOFF.md.0a1b2c3d4e60.tmp"
+    unrelated = history / ".notes.tmp"
+    for path in [*stale, fresh, unrelated]:
+        path.write_text("half")
+    long_ago = time.time() - 3 * 3600
+    for path in [*stale, unrelated]:
+        os.utime(path, (long_ago, long_ago))
+    backup_existing(folder / "HANDOFF.md")
+    assert not any(p.exists() for p in stale), "a killed writer's temp files are swept"
+    assert fresh.exists(), "a temp file a concurrent export may still rename is kept"
+    assert unrelated.exists(), "only passdown's own temp-file names are touched"
+    assert [p.read_text() for p in history.glob("*-HANDOFF.md")] == ["old handoff\n"]
+
+
+def test_full_disk_keeps_the_previous_handoff_and_exits_8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from passdown import fsio
+    from passdown.errors import OutputError
+
+    folder = fsio.ensure_private_dir(tmp_path / ".agent-handoff")
+    fsio.write_private(folder / "HANDOFF.md", "previous\n")
+
+    def full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsio, "_write_all", full)
+    with pytest.raises(OutputError) as caught:
+        fsio.write_private(folder / "HANDOFF.md", "new\n")
+    assert caught.value.exit_code == 8 and "disk is full" in (caught.value.hint or "")
+    assert (folder / "HANDOFF.md").read_text() == "previous\n"
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]

@@ -23,6 +23,10 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 HISTORY_DIR = "history"
 HISTORY_KEEP = 10  # previous versions kept per handoff file
+# A temp file this old belongs to a writer that was killed (a live write takes
+# milliseconds); younger ones may be a concurrent export's, about to be renamed.
+STALE_TEMP_S = 600
+_TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -245,6 +249,8 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     if not stat.S_ISREG(st.st_mode):
         return None
     history = ensure_private_dir(path.parent / HISTORY_DIR)
+    sweep_stale_temp(path.parent)
+    sweep_stale_temp(history)
     try:
         data = read_nofollow(path)
     except OSError as exc:
@@ -256,6 +262,26 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     write_private(dest, data)
     _prune(history, path.name, keep)
     return dest
+
+
+def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[Path]:
+    """Remove temp files `write_private` left behind when its process was killed
+    (SIGKILL runs no cleanup). Only names `write_private` makes, only regular files,
+    only older than `older_than` seconds. Returns what was removed."""
+    removed: list[Path] = []
+    cutoff = time.time() - older_than
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if not _TEMP_NAME.fullmatch(entry.name):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    _unlink_quietly(Path(entry.path))
+                    removed.append(Path(entry.path))
+    except OSError:
+        pass  # sweeping is housekeeping: it never fails an export
+    return removed
 
 
 def _stamp(mtime_ns: int) -> str:
@@ -313,23 +339,26 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     if not pattern.strip() or "\n" in pattern or "\r" in pattern:
         raise ValueError(f"not a single gitignore pattern: {pattern!r}")
     exclude = _exclude_path(Path(repo_root))
-    if exclude is None:
+    if exclude is None or os.path.islink(exclude) or os.path.islink(exclude.parent):
+        # a repository can plant either link: following it would write outside the repo
         return False
     try:
         current = read_nofollow(exclude).decode("utf-8", "replace")
     except FileNotFoundError:
         current = ""
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # became a symlink since the check
         raise _error("read", exclude, exc) from exc
     if pattern.strip() in (line.strip() for line in current.splitlines()):
         return False
     prefix = "" if not current or current.endswith("\n") else "\n"
     try:
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as f:
-            f.write(f"{prefix}{pattern}\n")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(exclude.parent)
     except OSError as exc:
         raise _error("update", exclude, exc) from exc
+    write_private(exclude, f"{current}{prefix}{pattern}\n")
     return True
 
 
@@ -341,4 +370,6 @@ def _exclude_path(repo_root: Path) -> Path | None:
     text = result.out.decode("utf-8", "replace").strip()
     if not result.ok or not text:
         return None
-    return (repo_root / text).resolve()  # relative to `-C repo_root` unless absolute
+    # relative to `-C repo_root` unless absolute; not resolved, so that a symlink at
+    # info/ or info/exclude stays visible to the caller (who refuses it)
+    return Path(os.path.normpath(repo_root / text))
