@@ -28,6 +28,7 @@ HISTORY_KEEP = 10  # previous versions kept per handoff file
 STALE_TEMP_S = 600
 _TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
+REDACTION_MARK = "[REDACTED:"  # redact.MARKER_PREFIX, without importing the redactor
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -56,6 +57,13 @@ def ensure_private_dir(path: Path) -> Path:
     another user (its owner could read everything written into it).
     """
     path = Path(path)
+    if REDACTION_MARK in str(path) and not os.path.lexists(path):
+        # a redacted path is for showing, never a destination: writing there would
+        # create a sibling folder named after the marker instead of the real one
+        raise OutputError(
+            f"refusing to create {path}: the path was redacted, it is not the real folder",
+            hint="this is a bug in passdown; pass --out with the real folder meanwhile",
+        )
     try:
         make_private_dirs(path.parent)
         with contextlib.suppress(FileExistsError):

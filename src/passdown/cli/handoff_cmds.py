@@ -97,8 +97,11 @@ def export_command(
     if as_json:
         _emit_json(_written_summary(written))
     elif not quiet:
-        click.echo(f"wrote {written.markdown_path}")
-        click.echo(f"wrote {written.json_path}")
+        from passdown.redact import redact
+        from passdown.text import one_line
+
+        for path in (written.markdown_path, written.json_path):
+            click.echo(f"wrote {one_line(redact(str(path)))}")
         if written.record_id:
             click.echo(f"stored record {written.record_id}")
     _warn(written.handoff.warnings + written.warnings, quiet)
