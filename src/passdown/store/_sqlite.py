@@ -232,6 +232,8 @@ class SQLiteStore(Store):
 
     def delete(self, scope: ScopeLike, id: str) -> None:
         sc = coerce_scope(scope)
+        if "\0" in id:
+            raise not_found(id, sc)
         where, args = _scope_where(sc)
         with self._transaction() as conn:
             row = conn.execute(
