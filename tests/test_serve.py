@@ -335,9 +335,29 @@ def test_the_body_limit_is_configurable(store: Store, monkeypatch: pytest.Monkey
     with pytest.raises(UsageError):
         max_body_from_env()
     token = create_token(store, "alpha")
-    with TestClient(build_app(store, max_body=2000)) as http:
+    with TestClient(build_app(store, max_body=2000), base_url="http://127.0.0.1") as http:
         r = http.post("/api/records", headers=auth(token), json=record("r", "t" * 3000))
         assert r.status_code == 413 and "2000 bytes" in r.json()["error"]
         assert http.post("/api/records", headers=auth(token), json=record("r", "t")).status_code == 201
         r = http.post("/api/records", json=record("r2", "t" * 3000))
         assert r.status_code == 401, "no token: refused before the body is looked at"
+
+
+def test_a_loopback_server_refuses_other_hosts_and_origins(store: Store) -> None:
+    from starlette.testclient import TestClient
+
+    token = create_token(store, "alpha")
+    with TestClient(build_app(store), base_url="http://127.0.0.1:8765") as http:
+        assert http.get("/api/records", headers=auth(token)).status_code == 200
+        assert http.get("/healthz", headers={"Host": "localhost:8765"}).status_code == 200
+        assert http.get("/healthz", headers={"Host": "[::1]:8765"}).status_code == 200
+        r = http.get("/api/records", headers={**auth(token), "Host": "evil.example:8765"})
+        assert r.status_code == 421 and "loopback" in r.json()["error"]
+        r = http.get("/api/records", headers={**auth(token), "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        ok = http.get("/api/records", headers={**auth(token), "Origin": "http://localhost:3000"})
+        assert ok.status_code == 200
+    with TestClient(build_app(store, host="0.0.0.0"), base_url="http://team.example") as http:
+        assert http.get("/api/records", headers=auth(token)).status_code == 200, (
+            "bound to all interfaces: the operator chose the names it answers to"
+        )
