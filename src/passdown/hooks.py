@@ -87,15 +87,20 @@ def _log(line: str, detail: str | None = None) -> None:
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_suffix(".log.1"))  # keep one old log, bounded size
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        append_private(path, f"{stamp} {_redact(line)}\n" + (_redact(detail) if detail else ""))
+        from passdown.text import one_line
+
+        # one line per event: a payload value cannot forge log lines
+        append_private(path, f"{stamp} {one_line(_redact(line))}\n" + (_redact(detail) if detail else ""))
     except Exception:  # logging must not break the hook either
         pass
 
 
 def _redact(text: str) -> str:
+    """Redacted, and without terminal control sequences: the log is read with `cat`."""
     from passdown.redact import redact
+    from passdown.text import safe_text
 
-    return redact(text)
+    return safe_text(redact(text))
 
 
 def main(agent: str, args: list[str]) -> int:
