@@ -174,7 +174,11 @@ def switch_command(
 
     def announce(_spec: Any, result: Any) -> None:
         _warn(result.written.handoff.warnings, False)
-        click.echo(f"passdown: handoff written to {result.written.markdown_path}; starting {target.display_name}", err=True)
+        from passdown.redact import redact
+        from passdown.text import one_line
+
+        where = one_line(redact(str(result.written.markdown_path)))
+        click.echo(f"passdown: handoff written to {where}; starting {target.display_name}", err=True)
 
     # force: the CLI always hands off (as before); failed checks are shown as warnings
     with coordinator:

@@ -77,8 +77,10 @@ def store_command(
     items = data if isinstance(data, list) else [data]
     records = [parse_record(item, project=_project(project)) for item in items]
     with _open(store_url) as store:
+        from passdown.text import one_line
+
         for record_id in store.store_many(records, new_version=new_version):
-            click.echo(record_id)
+            click.echo(one_line(record_id))
 
 
 @click.command("retrieve")
@@ -159,4 +161,6 @@ def delete_command(record_id: str, project: str | None, store_url: str | None) -
     """Delete a record and all its versions."""
     with _open(store_url) as store:
         store.delete(_project(project), record_id)
-    click.echo(f"deleted {record_id}")
+    from passdown.text import one_line
+
+    click.echo(f"deleted {one_line(record_id)}")
