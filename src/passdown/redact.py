@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -310,7 +310,7 @@ class _Rule:
     # for rules whose regex is slow; a literal-prefixed regex scans as fast as `in` does.
     triggers: tuple[str, ...]
     replace: Replacer  # the replacement for a match, or None to keep it
-    finder: re.Pattern[str] | None = None
+    finder: re.Pattern[str] | _ProgramsBeforeOptions | None = None
 
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -443,11 +443,43 @@ _PROGRAM_PASSWORD = (
     rf"|(?i:unzip|zip|sqlcmd|bcp)\b{_ARGS}-P[ \t]+"
     r")(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^\s\"'\\;|&`]+))"
 )
-_PROGRAM_FINDER = (
-    r"\b(?:mysql|mariadb|7z|rar|unrar|sshpass|mongo|docker|podman|nerdctl|buildah|skopeo|helm|oras"
-    r"|redis-cli|ldap|unzip|zip|sqlcmd|bcp)"
+_PROGRAM_NAME = (
+    r"(?:mysql|mariadb|sshpass|mongo|docker|podman|nerdctl|buildah|skopeo|helm|oras|redis-cli"
+    r"|ldap|unzip|zip|sqlcmd|bcp|7z|rar|unrar)"
 )
-_PROGRAM_TRIGGERS = (" -p", " -a", " -w", "\t-p", "\t-a", "\t-w")
+# on lowercased text, so -P too; "-" is far rarer than the space before it, so the scan
+# (and the trigger check) start from it
+_PASSWORD_OPTION = r"-[paw]"
+_PROGRAM_TRIGGERS = ("-p", "-a", "-w")
+
+
+class _Hit:
+    __slots__ = ("_start",)
+
+    def __init__(self, start: int) -> None:
+        self._start = start
+
+    def start(self) -> int:
+        return self._start
+
+
+class _ProgramsBeforeOptions:
+    """The finder for `_PROGRAM_PASSWORD`. Program names are common words inside other
+    words ("rar" in "library", "zip" in "zipfile"), the password options are rarer: find
+    the options, then look back on their line for a program name. Yields the program
+    names' starts in increasing order, as a regex finder would."""
+
+    def finditer(self, lowered: str) -> Iterator[_Hit]:
+        last = -1
+        for option in _re(_PASSWORD_OPTION).finditer(lowered):
+            at = option.start()
+            if not at or lowered[at - 1] not in " \t":
+                continue
+            start = max(lowered.rfind("\n", 0, at) + 1, at - 300)
+            for name in _re(_PROGRAM_NAME).finditer(lowered, start, at):
+                if name.start() > last:
+                    last = name.start()
+                    yield _Hit(last)
 # `name <sep> value`: anchored on the secret-ish word; the start of the name is found by
 # looking back from the match, so the regex need not try every identifier.
 _ASSIGN_WORD = r"(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)"
@@ -591,7 +623,7 @@ def _rules() -> tuple[_Rule, ...]:
             _re(_PROGRAM_PASSWORD),
             _PROGRAM_TRIGGERS,
             _program_password_replace,
-            _re(_PROGRAM_FINDER),
+            _ProgramsBeforeOptions(),
         ),
         _Rule(
             "secret_assignment",
