@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["json_safe", "one_line", "safe_text"]
+__all__ = ["json_safe", "one_line", "safe_text", "shown"]
 
 # ESC [ params intermediates final | ESC ] ... (BEL or ESC \) | the C1 CSI/OSC bytes likewise
 # | any other two-byte escape (ESC 7, ESC c ...)
@@ -64,6 +64,13 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
+
+
+def shown(value: object) -> str:
+    """One value for a terminal line (a path, a warning): redacted, then `one_line`."""
+    from passdown.redact import redact  # lazy: the redactor's rules compile on first use
+
+    return one_line(redact(str(value)))
 
 
 # In JSON text these characters can only occur inside strings, where `\\uXXXX` is the same

@@ -53,11 +53,10 @@ def _prepare(source: str, session: str | None, to: str | None, max_messages: int
 def _warn(warnings: list[str], quiet: bool) -> None:
     if quiet:
         return
-    from passdown.redact import redact
-    from passdown.text import one_line
+    from passdown.text import shown
 
-    for warning in warnings:  # shown as is they could carry a session's secrets or escapes
-        click.echo(f"passdown: warning: {one_line(redact(warning))}", err=True)
+    for warning in warnings:  # as is, they could carry a session's secrets or escapes
+        click.echo(f"passdown: warning: {shown(warning)}", err=True)
 
 
 @click.command("inspect")
@@ -97,11 +96,9 @@ def export_command(
     if as_json:
         _emit_json(_written_summary(written))
     elif not quiet:
-        from passdown.redact import redact
-        from passdown.text import one_line
+        from passdown.text import shown
 
-        for path in (written.markdown_path, written.json_path):
-            click.echo(f"wrote {one_line(redact(str(path)))}")
+        click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
         if written.record_id:
             click.echo(f"stored record {written.record_id}")
     _warn(written.handoff.warnings + written.warnings, quiet)
@@ -174,11 +171,9 @@ def switch_command(
 
     def announce(_spec: Any, result: Any) -> None:
         _warn(result.written.handoff.warnings, False)
-        from passdown.redact import redact
-        from passdown.text import one_line
+        from passdown.text import shown
 
-        where = one_line(redact(str(result.written.markdown_path)))
-        click.echo(f"passdown: handoff written to {where}; starting {target.display_name}", err=True)
+        click.echo(f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}", err=True)
 
     # force: the CLI always hands off (as before); failed checks are shown as warnings
     with coordinator:
