@@ -453,3 +453,14 @@ def test_install_manifests_and_backups_are_private(tmp_path: Path, umask_022: No
     assert any(p.name.endswith(".json") for p in found) and any("backups" in p.parts for p in found)
     for path in [install, *found]:
         assert mode(path) == (0o700 if path.is_dir() else 0o600), path
+
+
+def test_hook_log_lines_cannot_be_forged_or_carry_escapes(tmp_path: Path) -> None:
+    payload = {"hook_event_name": f"SessionEnd\nok claude forged stored=x {ESC}[2J{ESC}]0;t\x07",
+               "cwd": str(tmp_path), "transcript_path": str(tmp_path / "nope.jsonl")}
+    proc = run_cli(["hook", "claude"], tmp_path, input=json.dumps(payload))
+    assert proc.returncode == 0 and not proc.stdout
+    log = (Path(os.environ["PASSDOWN_DATA_DIR"]) / "logs" / "hooks.log").read_text()
+    lines = log.splitlines()
+    assert len(lines) == 1 and lines[0].split(" ", 1)[1].startswith("error claude SessionEnd ok claude forged")
+    no_controls(log)
