@@ -304,3 +304,84 @@ def test_import_is_cheap() -> None:
     code = "import passdown.redact as r; print(r._rules.cache_info().currsize, r._re.cache_info().currsize)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
+
+
+# -- password forms (issue 11, item 9) ----------------------------------------------------
+
+PASSWORD_FORMS = [
+    ("DB_PASS=hunter2", "hunter2"),
+    ("export SMTP_PASS='s3cr3t-mail'", "s3cr3t-mail"),
+    ("MYSQL_ROOT_PWD=Tr0ub4dor", "Tr0ub4dor"),
+    ("REDIS_PWD: correcthorse", "correcthorse"),
+    ("mysql -u root -pSECRETpw42 shop", "SECRETpw42"),
+    ("mysqldump -h db -p'quoted pw' shop > dump.sql", "quoted pw"),
+    ("mariadb --user=app -pAppPass1", "AppPass1"),
+    ("sshpass -p 'SECRET' ssh deploy@host", "SECRET"),
+    ("sshpass -pSECRETglued ssh host", "SECRETglued"),
+    ("mongosh -u admin -p hunter2 --authenticationDatabase admin", "hunter2"),
+    ("docker login -u bot -p hunter2 registry.example.com", "hunter2"),
+    ("redis-cli -h cache -a hunter2 ping", "hunter2"),
+    ("ldapsearch -x -D cn=admin -w hunter2 -b dc=example", "hunter2"),
+    ("unzip -P hunter2 backup.zip", "hunter2"),
+    ("https://user:p@ss:w0rd@db.example.com/app", "p@ss:w0rd"),
+    ("postgres://app:pa@ss@localhost:5432/app", "pa@ss"),
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PASSWORD_FORMS)
+def test_common_password_forms_are_redacted(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out, out
+    assert "[REDACTED:" in out
+    for part in re.split(r"[ @:]", secret):
+        if len(part) >= 4:
+            assert part not in out, out
+
+
+PASSWORD_LOOK_ALIKES = [
+    "mysql -p shop",  # -p alone prompts; shop is the database
+    "mysql -P 3306 -h db",  # -P is the port
+    "mysql -p$DB_PASS shop",  # a variable, not a literal
+    "mkdir -p hunter2/src",
+    "ssh -p 2222 deploy@host",
+    "docker run -p 8080:80 nginx",
+    "cp -p a.txt b.txt",
+    "unzip -p archive.zip file.txt",
+    "git commit -p -m 'wip'",
+    "FIRST_PASS=1",
+    "BYPASS=true",
+    "PASS: 12 tests, FAIL: 0",
+    "compiler_pass = inline",
+    "ssh://git@github.com:22/org/repo.git",
+    "http://host:8080/path@v2",
+    "https://user@host:8443/x",
+    "git@github.com:org/repo.git",
+    "PWD=/home/me/project",
+    "sshpass -p $SSHPASS ssh host",
+]
+
+
+@pytest.mark.parametrize("text", PASSWORD_LOOK_ALIKES)
+def test_password_look_alikes_stay(text: str) -> None:
+    assert redact(text) == text
+
+
+# -- secrets right after a control sequence, an escaped newline or %22 ----------------------
+
+TOKEN = "ghp_" + A36
+
+
+@pytest.mark.parametrize(
+    "before",
+    ["\x1b[1m", "\x1b[0;32m", "\\u001b[1m", "\\n", "\\t", "\\r", '\\"', "%22", "%0A", "\x1b]0;t\x07"],
+)
+def test_a_secret_after_a_control_sequence_is_redacted(before: str) -> None:
+    for secret in (TOKEN, "sk_live_" + A36[:24], "AKIA" + "Q3XZ7VJ4PLKW2MNB", "xoxb-" + A36[:20]):
+        out = redact(f"output: {before}{secret} done")
+        assert secret not in out, out
+        assert before in out
+
+
+@pytest.mark.parametrize("text", ["abc" + TOKEN, "x" + "AKIA" + "Q3XZ7VJ4PLKW2MNB", "n" + TOKEN])
+def test_a_token_inside_a_word_is_still_left_alone(text: str) -> None:
+    assert redact(text) == text

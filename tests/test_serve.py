@@ -5,6 +5,7 @@ requests from 50 clients losing nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -190,3 +191,173 @@ def test_1000_concurrent_requests_from_50_clients_lose_nothing(
     expected = {f"c{n}-r{i}" for n in range(clients) for i in range(per_client) if i % 4 != 3}
     assert sorted(stored) == sorted(expected)  # nothing lost, nothing duplicated
     assert not store.query("beta").records
+
+
+# -- hostile clients (issue 11, items 5 and 10) ----------------------------------------------
+
+
+def test_a_body_over_the_limit_is_413_and_stores_nothing(
+    server: Running, tokens: dict[str, str], store: Store
+) -> None:
+    from passdown.serve import DEFAULT_MAX_BODY
+
+    assert DEFAULT_MAX_BODY == 1024 * 1024
+    big = record("big", "Big record")
+    big["content"] = "x" * (DEFAULT_MAX_BODY + 1)
+    with httpx.Client(base_url=server.url, headers=auth(tokens["alpha"]), timeout=60) as http:
+        r = http.post("/api/records", json=big)
+        assert r.status_code == 413, r.text
+        assert "1048576 bytes" in r.json()["error"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+            body = json.dumps(big).encode()
+            for i in range(0, len(body), 65536):
+                yield body[i:i + 65536]
+
+        r = http.post("/api/records", content=chunks(), headers={"Content-Type": "application/json"})
+        assert r.status_code == 413, r.text
+        r = http.post("/mcp", content=b"[" * (DEFAULT_MAX_BODY + 10),
+                      headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        assert r.status_code == 413
+        small = record("small", "Small record")
+        small["content"] = "y" * (DEFAULT_MAX_BODY // 2)
+        assert http.post("/api/records", json=small).status_code == 201
+    assert [r.id for r in store.query("alpha").records] == ["small"]
+
+
+def test_the_store_bounds_record_sizes(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from passdown.errors import RecordInvalid, RecordNotFound
+
+    monkeypatch.setenv("PASSDOWN_MAX_RECORD_BYTES", "50000")
+    huge = record("huge", "Huge", project="alpha")
+    huge["content"] = "z" * 60_000
+    with pytest.raises(RecordInvalid, match=r"record 'huge' is 60,[0-9]{3} bytes; the store takes at most 50,000"):
+        store.store(huge)
+    with pytest.raises(RecordNotFound):
+        store.retrieve("alpha", "huge")
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ({"cursor": "djE6OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OjE"}, "invalid cursor"),
+        ({"cursor": "%%%"}, "invalid cursor"),
+        ({"limit": "99999999999999999999999"}, "limit"),
+        ({"since": "99999-01-01"}, "since"),
+        ({"until": "not a time"}, "until"),
+        ({"text": "\x00"}, ""),
+        ({"kind": "a\x00b"}, ""),
+        ({"type": "nope"}, "unknown record type"),
+    ],
+)
+def test_bad_queries_are_4xx_with_a_message(
+    server: Running, tokens: dict[str, str], params: dict[str, str], needle: str
+) -> None:
+    with httpx.Client(base_url=server.url, headers=auth(tokens["alpha"]), timeout=60) as http:
+        r = http.get("/api/records", params=params)
+    assert 400 <= r.status_code < 500 or r.status_code == 200, r.text
+    if r.status_code != 200:
+        assert needle in r.json()["error"]
+
+
+def test_bad_bodies_and_ids_are_4xx_with_a_message(server: Running, tokens: dict[str, str]) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    deep_obj = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+    with httpx.Client(base_url=server.url, headers=auth(tokens["alpha"]), timeout=60) as http:
+        for body in (deep, deep_obj, b"\xff\xfe", b"", b"null", b"[]", b'"x"', b"1e999999"):
+            r = http.post("/api/records", content=body, headers={"Content-Type": "application/json"})
+            assert r.status_code == 400, (body[:20], r.status_code, r.text)
+            assert r.json()["error"]
+        nested = record("nested", "Nested")
+        nested["metadata"] = json.loads("[" * 900 + "]" * 900)
+        r = http.post("/api/records", json=nested)
+        assert r.status_code in (201, 400), r.text
+        with_nul = record("nul", "title \x00 with a NUL")
+        with_nul["annotations"] = [{"kind": "k\x00", "value": "v\x00"}]
+        r = http.post("/api/records", json=with_nul)
+        assert r.status_code == 400 and "annotations.0.kind" in r.json()["error"], r.text
+        with_nul["annotations"] = [{"kind": "k", "value": "v\x00"}]
+        assert http.post("/api/records", json=with_nul).status_code == 201
+        assert http.get("/api/records/nul").json()["title"] == "title \x00 with a NUL"
+        for record_id in ("a%00b", "x" * 5000, "../../etc/passwd", "%ff"):
+            r = http.get(f"/api/records/{record_id}")
+            assert r.status_code in (400, 404), (record_id, r.status_code, r.text)
+        r = http.post("/mcp", content=deep, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        assert 400 <= r.status_code < 500, r.text
+        r = http.get("/api/records/x", params={"version": "99999999999999999999999"})
+        assert r.status_code in (400, 404)
+
+
+def test_serve_on_a_port_in_use_exits_with_a_server_error(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "passdown", "serve", "--port", str(port),
+             "--store", f"sqlite://{tmp_path / 's.db'}"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=os.environ.copy(),
+        )
+    finally:
+        busy.close()
+    assert proc.returncode == 14, proc.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "serving" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_token_create_with_an_empty_project_is_a_usage_error(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", "token", "create", "--project", "",
+         "--store", f"sqlite://{tmp_path / 's.db'}"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=os.environ.copy(),
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "project" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_the_body_limit_is_configurable(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from starlette.testclient import TestClient
+
+    from passdown.errors import UsageError
+    from passdown.serve import max_body_from_env
+
+    monkeypatch.setenv("PASSDOWN_SERVE_MAX_BODY", "2000")
+    assert max_body_from_env() == 2000
+    monkeypatch.setenv("PASSDOWN_SERVE_MAX_BODY", "lots")
+    with pytest.raises(UsageError):
+        max_body_from_env()
+    token = create_token(store, "alpha")
+    with TestClient(build_app(store, max_body=2000), base_url="http://127.0.0.1") as http:
+        r = http.post("/api/records", headers=auth(token), json=record("r", "t" * 3000))
+        assert r.status_code == 413 and "2000 bytes" in r.json()["error"]
+        assert http.post("/api/records", headers=auth(token), json=record("r", "t")).status_code == 201
+        r = http.post("/api/records", json=record("r2", "t" * 3000))
+        assert r.status_code == 401, "no token: refused before the body is looked at"
+
+
+def test_a_loopback_server_refuses_other_hosts_and_origins(store: Store) -> None:
+    from starlette.testclient import TestClient
+
+    token = create_token(store, "alpha")
+    with TestClient(build_app(store), base_url="http://127.0.0.1:8765") as http:
+        assert http.get("/api/records", headers=auth(token)).status_code == 200
+        assert http.get("/healthz", headers={"Host": "localhost:8765"}).status_code == 200
+        assert http.get("/healthz", headers={"Host": "[::1]:8765"}).status_code == 200
+        r = http.get("/api/records", headers={**auth(token), "Host": "evil.example:8765"})
+        assert r.status_code == 421 and "loopback" in r.json()["error"]
+        r = http.get("/api/records", headers={**auth(token), "Origin": "http://evil.example"})
+        assert r.status_code == 403
+        ok = http.get("/api/records", headers={**auth(token), "Origin": "http://localhost:3000"})
+        assert ok.status_code == 200
+    with TestClient(build_app(store, host="0.0.0.0"), base_url="http://team.example") as http:
+        assert http.get("/api/records", headers=auth(token)).status_code == 200, (
+            "bound to all interfaces: the operator chose the names it answers to"
+        )

@@ -12,7 +12,8 @@
     │   ├── RecordNotFound         (exit 10)
     │   ├── RecordConflict         (exit 11)
     │   └── RecordInvalid          (exit 12)
-    └── UnknownAgent               (exit 13) no agent of that name is registered
+    ├── UnknownAgent               (exit 13) no agent of that name is registered
+    └── ServeError                 (exit 14) `passdown serve` cannot listen (port in use)
 
 The CLI converts these to a message and an exit code in exactly one place
 (`passdown.cli`); library callers catch them as exceptions.
@@ -78,6 +79,10 @@ class UnknownAgent(PassdownError):
     exit_code = 13
 
 
+class ServeError(PassdownError):
+    exit_code = 14
+
+
 EXIT_CODES: dict[str, int] = {
     cls.__name__: cls.exit_code
     for cls in (
@@ -94,5 +99,6 @@ EXIT_CODES: dict[str, int] = {
         RecordConflict,
         RecordInvalid,
         UnknownAgent,
+        ServeError,
     )
 }

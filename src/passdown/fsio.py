@@ -23,7 +23,12 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 HISTORY_DIR = "history"
 HISTORY_KEEP = 10  # previous versions kept per handoff file
+# A temp file this old belongs to a writer that was killed (a live write takes
+# milliseconds); younger ones may be a concurrent export's, about to be renamed.
+STALE_TEMP_S = 600
+_TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
+REDACTION_MARK = "[REDACTED:"  # redact.MARKER_PREFIX, without importing the redactor
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -52,8 +57,15 @@ def ensure_private_dir(path: Path) -> Path:
     another user (its owner could read everything written into it).
     """
     path = Path(path)
+    if REDACTION_MARK in str(path) and not os.path.lexists(path):
+        # a redacted path is for showing, never a destination: writing there would
+        # create a sibling folder named after the marker instead of the real one
+        raise OutputError(
+            f"refusing to create {path}: the path was redacted, it is not the real folder",
+            hint="this is a bug in passdown; pass --out with the real folder meanwhile",
+        )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(path.parent)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, DIR_MODE)
         fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
@@ -66,6 +78,25 @@ def ensure_private_dir(path: Path) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents as 0700 folders, whatever the umask.
+
+    Folders that already exist are left as they are: they are not passdown's to change
+    (`/tmp`, a shared team folder). Raises OSError.
+    """
+    missing: list[Path] = []
+    folder = Path(path)
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        try:
+            os.mkdir(new, DIR_MODE)
+        except FileExistsError:
+            continue  # created meanwhile by someone else: theirs
+        os.chmod(new, DIR_MODE)  # a umask such as 0o277 takes bits from mkdir's mode
 
 
 def _not_a_private_dir(path: Path) -> OutputError:
@@ -119,6 +150,57 @@ def write_private(path: Path, data: bytes | str) -> None:
         _unlink_quietly(tmp)
         raise
     _fsync_dir(path.parent)
+
+
+def ensure_private_file(path: Path, *, create: bool = True) -> None:
+    """Make `path` a 0600 regular file: create it empty if missing (unless `create` is
+    false), or tighten it if it is ours. For files another library writes in place (a
+    SQLite database and its -wal/-shm). Refuses a symlink; raises `OutputError`."""
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | (os.O_CREAT if create else 0), FILE_MODE)
+    except FileNotFoundError:
+        if create:
+            raise
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputError(f"refusing to use {path}: it is a symlink") from exc
+        raise _error("create", path, exc) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"refusing to use {path}: it is not a regular file")
+        mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+        if mine and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    except OSError as exc:
+        raise _error("set permissions on", path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def append_private(path: Path, text: str) -> None:
+    """Append `text` to a log file, created 0600 (folder 0700); never through a symlink.
+
+    Appending (not the atomic writer) on purpose: a log line is one `write(2)` with
+    O_APPEND, so concurrent hooks interleave whole lines and nothing earlier is rewritten.
+    """
+    path = Path(path)
+    ensure_private_dir(path.parent)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+        _write_all(fd, text.encode("utf-8", "replace"))
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    finally:
+        os.close(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -175,6 +257,8 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     if not stat.S_ISREG(st.st_mode):
         return None
     history = ensure_private_dir(path.parent / HISTORY_DIR)
+    sweep_stale_temp(path.parent)
+    sweep_stale_temp(history)
     try:
         data = read_nofollow(path)
     except OSError as exc:
@@ -186,6 +270,26 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     write_private(dest, data)
     _prune(history, path.name, keep)
     return dest
+
+
+def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[Path]:
+    """Remove temp files `write_private` left behind when its process was killed
+    (SIGKILL runs no cleanup). Only names `write_private` makes, only regular files,
+    only older than `older_than` seconds. Returns what was removed."""
+    removed: list[Path] = []
+    cutoff = time.time() - older_than
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if not _TEMP_NAME.fullmatch(entry.name):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    _unlink_quietly(Path(entry.path))
+                    removed.append(Path(entry.path))
+    except OSError:
+        pass  # sweeping is housekeeping: it never fails an export
+    return removed
 
 
 def _stamp(mtime_ns: int) -> str:
@@ -243,23 +347,26 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     if not pattern.strip() or "\n" in pattern or "\r" in pattern:
         raise ValueError(f"not a single gitignore pattern: {pattern!r}")
     exclude = _exclude_path(Path(repo_root))
-    if exclude is None:
+    if exclude is None or os.path.islink(exclude) or os.path.islink(exclude.parent):
+        # a repository can plant either link: following it would write outside the repo
         return False
     try:
         current = read_nofollow(exclude).decode("utf-8", "replace")
     except FileNotFoundError:
         current = ""
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # became a symlink since the check
         raise _error("read", exclude, exc) from exc
     if pattern.strip() in (line.strip() for line in current.splitlines()):
         return False
     prefix = "" if not current or current.endswith("\n") else "\n"
     try:
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as f:
-            f.write(f"{prefix}{pattern}\n")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(exclude.parent)
     except OSError as exc:
         raise _error("update", exclude, exc) from exc
+    write_private(exclude, f"{current}{prefix}{pattern}\n")
     return True
 
 
@@ -271,4 +378,6 @@ def _exclude_path(repo_root: Path) -> Path | None:
     text = result.out.decode("utf-8", "replace").strip()
     if not result.ok or not text:
         return None
-    return (repo_root / text).resolve()  # relative to `-C repo_root` unless absolute
+    # relative to `-C repo_root` unless absolute; not resolved, so that a symlink at
+    # info/ or info/exclude stays visible to the caller (who refuses it)
+    return Path(os.path.normpath(repo_root / text))

@@ -24,9 +24,9 @@ LOG_MAX_BYTES = 1_000_000
 
 
 def log_path() -> Path:
-    from passdown.paths import data_dir
+    from passdown.paths import private_data_dir
 
-    return data_dir() / "logs" / "hooks.log"
+    return private_data_dir("logs") / "hooks.log"
 
 
 def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
@@ -81,23 +81,26 @@ def export_for_payload(agent: str, payload: dict[str, Any]) -> str | None:
 
 def _log(line: str, detail: str | None = None) -> None:
     try:
+        from passdown.fsio import append_private
+
         path = log_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_suffix(".log.1"))  # keep one old log, bounded size
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} {_redact(line)}\n")
-            if detail:
-                fh.write(_redact(detail))
+        from passdown.text import one_line
+
+        # one line per event: a payload value cannot forge log lines
+        append_private(path, f"{stamp} {one_line(_redact(line))}\n" + (_redact(detail) if detail else ""))
     except Exception:  # logging must not break the hook either
         pass
 
 
 def _redact(text: str) -> str:
+    """Redacted, and without terminal control sequences: the log is read with `cat`."""
     from passdown.redact import redact
+    from passdown.text import safe_text
 
-    return redact(text)
+    return safe_text(redact(text))
 
 
 def main(agent: str, args: list[str]) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,6 +246,8 @@ def _name_strength(name: str) -> int:
     words = [w.lower() for w in _re(_NAME_WORD).findall(name)]
     if not words or words[-1] in _NOT_SECRET_LAST:
         return 0
+    if len(words) > 1 and words[-1] in ("pass", "pw") and name.isupper():
+        return 2  # DB_PASS, SMTP_PASS, MYSQL_PW: environment variables holding a password
     for i, word in enumerate(words):
         if word not in _NOT_STRONG and any(stem in word for stem in _STRONG_STEMS):
             return 2
@@ -308,17 +310,29 @@ class _Rule:
     # for rules whose regex is slow; a literal-prefixed regex scans as fast as `in` does.
     triggers: tuple[str, ...]
     replace: Replacer  # the replacement for a match, or None to keep it
-    finder: re.Pattern[str] | None = None
+    finder: re.Pattern[str] | _ProgramsBeforeOptions | None = None
 
 
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _NAME_CHARS = _WORD_CHARS | {".", "-"}
 
 
+# What may sit directly before a token although it ends in a letter or digit: an ANSI
+# colour code (raw or JSON-escaped), an escaped newline, tab or quote inside JSON text, a
+# percent-encoded byte. Coloured test output and JSON-escaped tool output are everyday
+# content, so a token right after one of these is as much a token as after a space.
+_ESCAPE_BEFORE = (
+    r"(?:(?:\x1b|\\(?:u001[bB]|x1[bB]|e|033))\[[0-?]*[ -/]*[@-~]|\\[nrt\"']|%[0-9A-Fa-f]{2})$"
+)
+
+
 def _at_word_start(m: re.Match[str]) -> bool:
     # Checked here rather than with a lookbehind: a regex that starts with a literal lets
     # the engine skip ahead at GB/s, a leading lookbehind makes it try every position.
-    return m.start() == 0 or m.string[m.start() - 1] not in _WORD_CHARS
+    start = m.start()
+    if start == 0 or m.string[start - 1] not in _WORD_CHARS:
+        return True
+    return _re(_ESCAPE_BEFORE).search(m.string, max(0, start - 24), start) is not None
 
 
 def _marker(kind: str) -> str:
@@ -398,7 +412,8 @@ _PEM = (
     r"|(?:(?:\\r|\\n|\r|\n)[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]+: [^\r\n\\]*))*)"
 )
 _SLACK_WEBHOOK = r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]{20,})"
-_URL_PASSWORD = r"://[^\s:/@?#\"'<>]*:([^\s@/\"'<>]+)@(?=[\w\[.-])"
+# The password runs to the last `@` before the host: `user:p@ss:w0rd@host` is one password.
+_URL_PASSWORD = r"://[^\s:/@?#\"'<>]*:([^\s/?#\"'<>]+)@(?=[\w\[.-])"
 _AZURE = r"(?i)\b(?:AccountKey|SharedAccessKey|SharedSecret)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})"
 _AZURE_SAS = r"sig=([A-Za-z0-9%+/]{20,}(?:%3D|=){0,2})"
 _AUTH_HEADER = (
@@ -412,6 +427,59 @@ _CLI_FLAG = (
     r"credential)[a-z0-9-]*)(?:=|[ \t]+)\\?[\"']?([^\s\"'\\]+)"
 )
 _CLI_FINDER = r"-[a-z0-9-]*(?:pass|secret|token|key|credential)"
+# Programs that take a password as a short option, each with its own option and form:
+# `mysql -pSECRET` (glued only: `mysql -p db` prompts and names a database), `sshpass -p
+# SECRET`, `mongosh -p SECRET`, `docker login -p SECRET`, `redis-cli -a SECRET`,
+# `ldapsearch -w SECRET`, `unzip -P SECRET`. Anything else (`ssh -p 22`, `mkdir -p`) is not.
+_ARGS = r"[^\n;&|]{0,300}?[ \t]"
+_PROGRAM_PASSWORD = (
+    r"(?:(?i:mysql(?:dump|admin|import|show|check|slap|pump|sh)?|mariadb(?:-?dump|-?admin)?"
+    rf"|7z[ar]?|(?:un)?rar)\b{_ARGS}-p(?=[^\s-])"
+    rf"|(?i:sshpass)\b{_ARGS}-p[ \t]*"
+    rf"|(?i:mongo(?:sh|dump|restore|export|import|stat|top|files)?)\b{_ARGS}-p[ \t]+"
+    rf"|(?i:docker|podman|nerdctl|buildah|skopeo|helm|oras)\b{_ARGS}(?i:login)\b{_ARGS}-p[ \t]+"
+    rf"|(?i:redis-cli)\b{_ARGS}-a[ \t]+"
+    rf"|(?i:ldap[a-z]+)\b{_ARGS}-w[ \t]+"
+    rf"|(?i:unzip|zip|sqlcmd|bcp)\b{_ARGS}-P[ \t]+"
+    r")(?:'([^'\n]*)'|\"([^\"\n]*)\"|([^\s\"'\\;|&`]+))"
+)
+_PROGRAM_NAME = (
+    r"(?:mysql|mariadb|sshpass|mongo|docker|podman|nerdctl|buildah|skopeo|helm|oras|redis-cli"
+    r"|ldap|unzip|zip|sqlcmd|bcp|7z|rar|unrar)"
+)
+# on lowercased text, so -P too; "-" is far rarer than the space before it, so the scan
+# (and the trigger check) start from it
+_PASSWORD_OPTION = r"-[paw]"
+_PROGRAM_TRIGGERS = ("-p", "-a", "-w")
+
+
+class _Hit:
+    __slots__ = ("_start",)
+
+    def __init__(self, start: int) -> None:
+        self._start = start
+
+    def start(self) -> int:
+        return self._start
+
+
+class _ProgramsBeforeOptions:
+    """The finder for `_PROGRAM_PASSWORD`. Program names are common words inside other
+    words ("rar" in "library", "zip" in "zipfile"), the password options are rarer: find
+    the options, then look back on their line for a program name. Yields the program
+    names' starts in increasing order, as a regex finder would."""
+
+    def finditer(self, lowered: str) -> Iterator[_Hit]:
+        last = -1
+        for option in _re(_PASSWORD_OPTION).finditer(lowered):
+            at = option.start()
+            if not at or lowered[at - 1] not in " \t":
+                continue
+            start = max(lowered.rfind("\n", 0, at) + 1, at - 300)
+            for name in _re(_PROGRAM_NAME).finditer(lowered, start, at):
+                if name.start() > last:
+                    last = name.start()
+                    yield _Hit(last)
 # `name <sep> value`: anchored on the secret-ish word; the start of the name is found by
 # looking back from the match, so the regex need not try every identifier.
 _ASSIGN_WORD = r"(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)"
@@ -478,6 +546,18 @@ def _cli_replace(m: re.Match[str]) -> str | None:
     return _swap(m, 2, value, "secret_assignment")
 
 
+def _program_password_replace(m: re.Match[str]) -> str | None:
+    if m.start() and m.string[m.start() - 1] in _NAME_CHARS:
+        return None  # part of a longer word (`mymysql`, `libzip`)
+    group = next(g for g in (1, 2, 3) if m.group(g) is not None)
+    value = m.group(group) if group < 3 else _trim_unquoted(m.group(group), env_style=True)
+    # after these options any literal is the password, even a word (`sshpass -p 'secret'`)
+    quoted_word = group < 3 and value.lower() in _CODE_VALUES
+    if not value or (_is_trivial(value) and not quoted_word):
+        return None
+    return _swap(m, group, value, "secret_assignment")
+
+
 def _near_replace(m: re.Match[str]) -> str | None:
     value = m.group(1).rstrip(".,")
     if not _looks_random(value, allow_hex=False):
@@ -538,6 +618,13 @@ def _rules() -> tuple[_Rule, ...]:
         _Rule("auth_header", _re(_BEARER), ("bearer",), _keep_name("auth_header", _bearer_ok)),
         _Rule("basic_auth", _re(_CURL_USER), (), _curl_user_replace),
         _Rule("secret_assignment", _re(_CLI_FLAG), (), _cli_replace, _re(_CLI_FINDER)),
+        _Rule(
+            "secret_assignment",
+            _re(_PROGRAM_PASSWORD),
+            _PROGRAM_TRIGGERS,
+            _program_password_replace,
+            _ProgramsBeforeOptions(),
+        ),
         _Rule(
             "secret_assignment",
             _re(_ASSIGN),

@@ -7,9 +7,11 @@ Details follow for whoever needs them.
 from __future__ import annotations
 
 from passdown.handoff import Handoff, PlanEntry
+from passdown.text import one_line, safe_text
 
 SUMMARY_LINE_CHARS = 400
 PROMPT_SUMMARY_CHARS = 6000
+INLINE_VALUE_CHARS = 1000
 _STATUS_MARK = {
     "completed": "[x]",
     "in_progress": "[~]",
@@ -22,8 +24,25 @@ _STATUS_MARK = {
 def _one_line(text: str | None, limit: int = SUMMARY_LINE_CHARS) -> str:
     if not text:
         return "(none)"
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit) or "(none)"
+
+
+def _v(text: object, limit: int = INLINE_VALUE_CHARS) -> str:
+    """Any value rendered inside a line (a path, a version, a branch): one line, so a
+    newline in it can never start a heading of its own."""
+    return one_line("" if text is None else str(text), limit)
+
+
+def _code(text: str | None) -> str:
+    """An inline code span that no backtick inside the value can close early."""
+    value = _v(text)
+    longest = run = 0
+    for ch in value:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{ticks}{pad}{value}{pad}{ticks}"
 
 
 def _fence(text: str) -> str:
@@ -74,14 +93,14 @@ def summary_block(h: Handoff) -> str:
         lines.append(f"**Next step:** {_one_line(h.state.next_steps[0])}")
     if h.state.blockers:
         lines.append(f"**Blockers:** {_one_line('; '.join(h.state.blockers))}")
-    where = f"{ws.path}"
+    where = _v(ws.path)
     if ws.is_git:
-        where += f" on {ws.branch or '(detached)'} at {(ws.head or 'no commits')[:12]}"
+        where += f" on {_v(ws.branch or '(detached)')} at {_v((ws.head or 'no commits')[:12])}"
         where += f", {ws.dirty_total} uncommitted change(s)"
     lines.append(f"**Workspace:** {where}")
     lines.append(
-        f"**From:** {h.source.agent} session {h.source.session_id}"
-        + (f" ({h.source.agent_version})" if h.source.agent_version else "")
+        f"**From:** {_v(h.source.agent)} session {_v(h.source.session_id)}"
+        + (f" ({_v(h.source.agent_version)})" if h.source.agent_version else "")
     )
     return "\n".join(f"- {line}" for line in lines)
 
@@ -93,7 +112,7 @@ def render_markdown(h: Handoff) -> str:
         summary_block(h),
         "",
         "## Takeover contract",
-        *[f"{n}. {rule}" for n, rule in enumerate(h.contract, 1)],
+        *[f"{n}. {_v(rule)}" for n, rule in enumerate(h.contract, 1)],
         "",
     ]
     parts += _plan_section(h.state.plan)
@@ -108,7 +127,7 @@ def render_markdown(h: Handoff) -> str:
         parts += ["## Earlier context (compaction summary)", "", _fence(h.task.compaction_summary), ""]
     parts += _transcript_section(h)
     parts += _source_section(h)
-    return "\n".join(parts).rstrip() + "\n"
+    return safe_text("\n".join(parts).rstrip() + "\n")
 
 
 def _plan_section(plan: list[PlanEntry]) -> list[str]:
@@ -116,9 +135,9 @@ def _plan_section(plan: list[PlanEntry]) -> list[str]:
         return []
     out = ["## Plan", ""]
     for item in plan:
-        line = f"- {_STATUS_MARK.get(item.status, '[?]')} {item.subject} ({item.status})"
+        line = f"- {_STATUS_MARK.get(item.status, '[?]')} {_v(item.subject)} ({item.status})"
         if item.blocked_by:
-            line += f" — blocked by {', '.join(item.blocked_by)}"
+            line += f" — blocked by {_v(', '.join(item.blocked_by))}"
         out.append(line)
     return [*out, ""]
 
@@ -136,9 +155,12 @@ def _files_section(h: Handoff) -> list[str]:
     out = ["## Files touched", ""]
     for f in s.files_touched:
         note = "" if f.confirmed else " (unconfirmed: the session ended before the tool reported)"
-        out.append(f"- `{f.path}` — {', '.join(f.actions) or 'changed'} [{f.source}]{note}")
+        actions = _v(", ".join(f.actions)) or "changed"
+        out.append(f"- {_code(f.path)} — {actions} [{f.source}]{note}")
     for fail in s.failed_edits:
-        out.append(f"- `{fail.path}` — {fail.tool} FAILED, file not changed: {_one_line(fail.error, 200)}")
+        out.append(
+            f"- {_code(fail.path)} — {_v(fail.tool)} FAILED, file not changed: {_one_line(fail.error, 200)}"
+        )
     return [*out, ""]
 
 
@@ -149,12 +171,12 @@ def _commands_section(h: Handoff) -> list[str]:
     out = [f"## Commands ({s.commands_total} run, {s.commands_failed} failed; most recent last)", ""]
     for c in s.commands:
         status = "?" if c.exit_code is None else str(c.exit_code)
-        out.append(f"- `{_one_line(c.command, 200)}` → exit {status}")
+        out.append(f"- {_code(_one_line(c.command, 200))} → exit {status}")
     if s.last_failure:
         f = s.last_failure
         out += [
             "",
-            f"**Last failure:** `{_one_line(f.command, 200)}` exited {f.exit_code}"
+            f"**Last failure:** {_code(_one_line(f.command, 200))} exited {f.exit_code}"
             + (f": {_one_line(f.error, 300)}" if f.error else "")
             + (" (a later run of the same command succeeded)" if f.resolved_later else ""),
         ]
@@ -163,17 +185,17 @@ def _commands_section(h: Handoff) -> list[str]:
 
 def _workspace_section(h: Handoff) -> list[str]:
     ws = h.workspace
-    out = ["## Workspace snapshot", "", f"- Path: `{ws.path}`"]
+    out = ["## Workspace snapshot", "", f"- Path: {_code(ws.path)}"]
     if not ws.is_git:
         return [*out, "- Not a git repository.", ""]
     out += [
-        f"- Branch: {ws.branch or '(detached HEAD)'}",
-        f"- HEAD: `{ws.head or '(no commits)'}`" + (f" {ws.head_subject}" if ws.head_subject else ""),
+        f"- Branch: {_v(ws.branch or '(detached HEAD)')}",
+        f"- HEAD: {_code(ws.head or '(no commits)')}" + (f" {_v(ws.head_subject)}" if ws.head_subject else ""),
     ]
     if ws.upstream:
-        out.append(f"- Upstream: {ws.upstream} (ahead {ws.ahead}, behind {ws.behind})")
+        out.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")
     out.append(f"- Uncommitted changes: {ws.dirty_total}")
-    out += [f"  - `{d.status}` {d.path}" for d in ws.dirty]
+    out += [f"  - {_code(d.status)} {_v(d.path)}" for d in ws.dirty]
     if ws.diff_stat:
         out += ["", "Diff stat against HEAD:", "", _fence(ws.diff_stat)]
     return [*out, ""]
@@ -189,9 +211,9 @@ def _transcript_section(h: Handoff) -> list[str]:
     ]
     for entry in t.transcript:
         if entry.role == "cut":
-            out += [f"*{entry.text}*", ""]
+            out += [f"*{_v(entry.text)}*", ""]
             continue
-        stamp = f" · {entry.timestamp}" if entry.timestamp else ""
+        stamp = f" · {_v(entry.timestamp)}" if entry.timestamp else ""
         out += [f"### {entry.role}{stamp}", "", _fence(entry.text), ""]
     return out
 
@@ -201,12 +223,12 @@ def _source_section(h: Handoff) -> list[str]:
     out = [
         "## Source",
         "",
-        f"- Agent: {s.agent} {s.agent_version or ''}".rstrip(),
-        f"- Session: {s.session_id}",
-        f"- Models: {', '.join(s.models) or 'unknown'}",
-        f"- Started: {s.started_at or 'unknown'}; last activity: {s.updated_at or 'unknown'}",
-        f"- Transcript: `{s.transcript_path}` (sha256 {s.transcript_sha256 or 'unknown'})",
-        f"- Handoff: {h.id}, created {h.created_at}",
+        f"- Agent: {_v(s.agent)} {_v(s.agent_version)}".rstrip(),
+        f"- Session: {_v(s.session_id)}",
+        f"- Models: {_v(', '.join(s.models)) or 'unknown'}",
+        f"- Started: {_v(s.started_at) or 'unknown'}; last activity: {_v(s.updated_at) or 'unknown'}",
+        f"- Transcript: {_code(s.transcript_path)} (sha256 {_v(s.transcript_sha256) or 'unknown'})",
+        f"- Handoff: {_v(h.id)}, created {_v(h.created_at)}",
         f"- Redaction: {sum(h.redaction.findings.values())} secret(s) redacted",
     ]
     if h.state.subagents or h.state.subagent_calls:
@@ -215,7 +237,7 @@ def _source_section(h: Handoff) -> list[str]:
             "not included"
         )
     if h.warnings:
-        out += ["", "Warnings:", *[f"- {w}" for w in h.warnings]]
+        out += ["", "Warnings:", *[f"- {_v(w)}" for w in h.warnings]]
     return [*out, ""]
 
 
@@ -225,10 +247,10 @@ def takeover_prompt(h: Handoff, handoff_path: str) -> str:
     summary = summary_block(h)
     if len(summary) > PROMPT_SUMMARY_CHARS:
         summary = summary[: PROMPT_SUMMARY_CHARS - 1] + "…"
-    rules = "\n".join(f"{n}. {rule}" for n, rule in enumerate(h.contract, 1))
-    return (
-        f"You are taking over a coding task from {h.source.agent} (session {h.source.session_id}).\n"
-        f"Read the full handoff first: {handoff_path}\n\n"
+    rules = "\n".join(f"{n}. {_v(rule)}" for n, rule in enumerate(h.contract, 1))
+    return safe_text(
+        f"You are taking over a coding task from {_v(h.source.agent)} (session {_v(h.source.session_id)}).\n"
+        f"Read the full handoff first: {_v(handoff_path)}\n\n"
         f"Rules:\n{rules}\n\n"
         f"Summary (from the handoff):\n{summary}\n\n"
         "Start by reconciling the workspace with the snapshot in the handoff, then continue "

@@ -12,11 +12,19 @@ did not exist.
     GET  /api/records/{id}       retrieve                     -> 200 record | 404
     GET  /api/records?text=&type=&kind=&since=&until=&limit=&cursor=   find -> 200
     GET  /healthz                (no token)                   -> 200 {"ok": true}
+
+A request body larger than the limit (`--max-body`, `$PASSDOWN_SERVE_MAX_BODY`, default
+1 MiB) is 413 before anything reads it; the store bounds each record's size too
+(`$PASSDOWN_MAX_RECORD_BYTES`, default 8 MiB). Every bad input (a body that is not a JSON
+object, JSON nested too deep, a forged cursor, a limit or time out of range) is a 4xx with
+a message; a 5xx means the store itself failed.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -31,6 +39,7 @@ from passdown.errors import (
     RecordConflict,
     RecordInvalid,
     RecordNotFound,
+    ServeError,
     StoreError,
     UsageError,
 )
@@ -45,6 +54,115 @@ SCOPE_KEY = "passdown.scope"
 TOKEN_KEY = "passdown.token_id"
 PROTECTED = ("/mcp", "/api")
 TOKEN_CACHE_S = 5.0  # a revoked token stops working within this long
+DEFAULT_MAX_BODY = 1024 * 1024
+MAX_BODY_ENV = "PASSDOWN_SERVE_MAX_BODY"
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `max_bytes` is 413, whether it announces its
+    length (refused before reading) or arrives chunked (refused once the count passes).
+    The body is read here, bounded, and handed on whole: the app never sees a byte of an
+    oversized one."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope_, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            return await self._too_large(scope, receive, send)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away; the app sees the disconnect next
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return await self._too_large(scope, receive, send)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope_, receive: Any, send: Any) -> None:
+        response = JSONResponse(
+            {"error": f"request body too large: the limit is {self.max_bytes} bytes",
+             "hint": f"store smaller records, or start the server with --max-body ({MAX_BODY_ENV})"},
+            status_code=413, headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+class LoopbackOnly:
+    """ASGI middleware for a server bound to loopback: a request whose Host (or Origin)
+    names another machine is refused (421 / 403). A web page on evil.example that
+    re-points its DNS name at 127.0.0.1 ("DNS rebinding") thus never reaches the API;
+    the MCP SDK does the same for /mcp, this covers /api and /healthz too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope_, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers", []))
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin")
+        if not _is_loopback(host):
+            response = JSONResponse({"error": f"invalid Host header {host!r}: this server answers on loopback only"},
+                                    status_code=421)
+            return await response(scope, receive, send)
+        if origin is not None and not _is_loopback(origin.decode("latin-1").partition("://")[2]):
+            response = JSONResponse({"error": "cross-origin requests are refused"}, status_code=403)
+            return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name.lower() in _LOOPBACK_HOSTS
+
+
+def _content_length(scope: Scope_) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def max_body_from_env() -> int:
+    raw = os.environ.get(MAX_BODY_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BODY
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{MAX_BODY_ENV} must be a number of bytes, got {raw!r}") from None
+    if value < 1:
+        raise UsageError(f"{MAX_BODY_ENV} must be at least 1, got {value}")
+    return value
 
 
 class TokenAuth:
@@ -122,15 +240,30 @@ async def _run(request: Request, store: Store, call: Callable[[ScopedTools], Any
         result = await anyio.to_thread.run_sync(call, tools)
     except PassdownError as exc:
         return _error(exc)
+    except (RecursionError, OverflowError) as exc:  # input nested or sized past what we take
+        return _error(UsageError(f"invalid request: {type(exc).__name__}: input too deep or too large"))
     return JSONResponse(result, status_code=status)
+
+
+def _json_body(raw: bytes) -> Any:
+    """The request body as JSON; RecordInvalid for anything else, nesting too deep included
+    (the JSON parser raises RecursionError there, not ValueError)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise RecordInvalid("invalid record: JSON nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise RecordInvalid(f"invalid record: not JSON: {exc}") from None
 
 
 def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], Awaitable[Response]]]]:
     async def store_record(request: Request) -> Response:
         try:
-            body = json.loads(await request.body())
-        except ValueError as exc:
-            return _error(RecordInvalid(f"invalid record: not JSON: {exc}"))
+            body = _json_body(await request.body())
+        except RecordInvalid as exc:
+            return _error(exc)
+        if not isinstance(body, dict):
+            return _error(RecordInvalid(f"invalid record: expected a JSON object, got {type(body).__name__}"))
         new_version = request.query_params.get("new_version") in ("1", "true")
         return await _run(request, store, lambda t: t.store_record(body, new_version), 201)
 
@@ -140,10 +273,10 @@ def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], A
 
     async def find_records(request: Request) -> Response:
         q = request.query_params
-        try:
-            limit = int(q.get("limit", "20"))
-        except ValueError:
-            return _error(UsageError("limit must be an integer"))
+        raw_limit = q.get("limit", "20")
+        if len(raw_limit) > 6 or not raw_limit.strip().lstrip("-").isdigit():
+            return _error(UsageError("limit must be an integer between 1 and 1000"))
+        limit = int(raw_limit)
         return await _run(request, store, lambda t: t.find_records(
             q.get("text"), q.get("type"), q.get("kind"), q.get("since"), q.get("until"),
             limit, q.get("cursor")))
@@ -159,8 +292,11 @@ def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], A
     ]
 
 
-def build_app(store: Store, *, host: str = "127.0.0.1", workspace: Path | None = None) -> ASGIApp:
-    """The ASGI app: MCP at /mcp, the JSON API, behind TokenAuth."""
+def build_app(
+    store: Store, *, host: str = "127.0.0.1", workspace: Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> ASGIApp:
+    """The ASGI app: MCP at /mcp, the JSON API, behind TokenAuth and BodyLimit."""
     from passdown.mcp.server import build_server
 
     server = build_server(lambda ctx: tools_for_request(store, workspace, ctx.request_context.request))
@@ -169,12 +305,39 @@ def build_app(store: Store, *, host: str = "127.0.0.1", workspace: Path | None =
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
     )
-    return TokenAuth(app, store)
+    # the token check first: an unauthenticated client cannot make the server read a body
+    guarded: ASGIApp = TokenAuth(BodyLimit(app, max_body), store)
+    return LoopbackOnly(guarded) if host in LOOPBACK else guarded
 
 
-def run(store: Store, *, host: str, port: int, workspace: Path | None = None) -> None:
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, or ServeError with the reason (address in use, no
+    such address): checked before the server says it is serving."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ServeError(f"cannot listen on {host}:{port}: {exc}", hint="check --host") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="another program may be using that port; choose another with --port",
+        ) from None
+    return sock
+
+
+def run(
+    store: Store, *, host: str, port: int, workspace: Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY, sock: socket.socket | None = None,
+) -> None:
     import uvicorn
 
-    config = uvicorn.Config(build_app(store, host=host, workspace=workspace), host=host,
-                            port=port, log_level="warning")
-    uvicorn.Server(config).run()
+    sock = sock or bind(host, port)
+    app = build_app(store, host=host, workspace=workspace, max_body=max_body)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])

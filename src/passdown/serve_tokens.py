@@ -32,7 +32,12 @@ def _pointer(token: str) -> str:
 
 
 def create_token(store: Store, project: str, label: str = "") -> str:
-    scope = Scope(project=project)  # validates the project name
+    from pydantic import ValidationError
+
+    try:
+        scope = Scope(project=project)
+    except ValidationError:
+        raise UsageError(f"invalid project name {project!r}: give a non-empty name") from None
     token = PREFIX + secrets.token_urlsafe(32)
     value = json.dumps({
         "scope": scope.model_dump(exclude_none=True),

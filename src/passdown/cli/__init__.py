@@ -127,21 +127,16 @@ def _print_error(message: str, hint: str | None, code: int, *, as_json: bool) ->
     session text)."""
     import json
 
-    from passdown.redact import redact
+    from passdown.text import shown
 
-    message = _flat(redact(message))
-    hint = _flat(redact(hint)) if hint else None
+    message = shown(message)
+    hint = shown(hint) if hint else None
     if as_json:
         click.echo(json.dumps({"error": message, "code": code, "hint": hint}), err=True)
         return
     click.echo(f"passdown: error: {message}", err=True)
     if hint:
         click.echo(f"hint: {hint}", err=True)
-
-
-def _flat(text: str) -> str:
-    """One line, no control characters: an error may quote a path or session text."""
-    return "".join(ch if ch.isprintable() else " " for ch in " ".join(text.split()))
 
 
 def run() -> None:

@@ -34,8 +34,9 @@ def _json_option() -> Any:
 
 def _emit_json(data: Any) -> None:
     from passdown.redact import Redactor
+    from passdown.text import json_safe
 
-    click.echo(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False))
+    click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
 
 
 def _prepare(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int) -> Any:
@@ -52,8 +53,10 @@ def _prepare(source: str, session: str | None, to: str | None, max_messages: int
 def _warn(warnings: list[str], quiet: bool) -> None:
     if quiet:
         return
-    for warning in warnings:
-        click.echo(f"passdown: warning: {warning}", err=True)
+    from passdown.text import shown
+
+    for warning in warnings:  # as is, they could carry a session's secrets or escapes
+        click.echo(f"passdown: warning: {shown(warning)}", err=True)
 
 
 @click.command("inspect")
@@ -67,7 +70,9 @@ def inspect_command(source: str, session: str | None, max_messages: int, max_cha
 
     _selection, handoff = _prepare(source, session, None, max_messages, max_chars)
     if as_json:
-        click.echo(handoff.to_json())
+        from passdown.text import json_safe
+
+        click.echo(json_safe(handoff.to_json()))
         return
     click.echo(render_markdown(handoff), nl=False)
     _warn(handoff.warnings, False)
@@ -91,8 +96,9 @@ def export_command(
     if as_json:
         _emit_json(_written_summary(written))
     elif not quiet:
-        click.echo(f"wrote {written.markdown_path}")
-        click.echo(f"wrote {written.json_path}")
+        from passdown.text import shown
+
+        click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
         if written.record_id:
             click.echo(f"stored record {written.record_id}")
     _warn(written.handoff.warnings + written.warnings, quiet)
@@ -165,7 +171,9 @@ def switch_command(
 
     def announce(_spec: Any, result: Any) -> None:
         _warn(result.written.handoff.warnings, False)
-        click.echo(f"passdown: handoff written to {result.written.markdown_path}; starting {target.display_name}", err=True)
+        from passdown.text import shown
+
+        click.echo(f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}", err=True)
 
     # force: the CLI always hands off (as before); failed checks are shown as warnings
     with coordinator:
@@ -185,6 +193,7 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     """List sessions for this workspace (or all), newest first."""
     from passdown import pipeline
     from passdown.redact import redact
+    from passdown.text import one_line
 
     workspace = None if all_ else pipeline.workspace_for()
     refs = sorted(
@@ -200,7 +209,7 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
         click.echo(f"no sessions found for {where}", err=True)
         return
     for ref in refs:
-        line = f"{ref.agent:8} {_when(ref.updated_at)}  {ref.session_id}  {ref.cwd or '?'}"
+        line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
         click.echo(redact(line))  # paths can hold secrets too (a token in a folder name)
 
 

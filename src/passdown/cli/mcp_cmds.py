@@ -37,15 +37,25 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless you say otherwise).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def serve_command(host: str, port: int, store_url: str | None) -> None:
+@click.option(
+    "--max-body", type=click.IntRange(min=1), default=None, metavar="BYTES",
+    help="Largest request body accepted; larger ones get 413 (default: $PASSDOWN_SERVE_MAX_BODY or 1048576).",
+)
+def serve_command(host: str, port: int, store_url: str | None, max_body: int | None) -> None:
     """Team server: the MCP tools over streamable HTTP at /mcp and a JSON API at
     /api/records, for tokens from `passdown token create` (each bound to one project)."""
-    from passdown.serve import run
+    from passdown.serve import bind, max_body_from_env, run
     from passdown.store import open_store
 
-    with open_store(store_url) as store:
-        click.echo(f"passdown: serving http://{host}:{port}/mcp and /api/records", err=True)
-        run(store, host=host, port=port, workspace=_workspace())
+    limit = max_body or max_body_from_env()
+    sock = bind(host, port)  # a port in use is an error before anything says "serving"
+    try:
+        with open_store(store_url) as store:
+            shown = sock.getsockname()[1]
+            click.echo(f"passdown: serving http://{host}:{shown}/mcp and /api/records", err=True)
+            run(store, host=host, port=shown, workspace=_workspace(), max_body=limit, sock=sock)
+    finally:
+        sock.close()
 
 
 @click.group("token")
@@ -59,9 +69,12 @@ def token_command() -> None:
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_create(project: str, label: str, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
+    from passdown.errors import UsageError
     from passdown.serve_tokens import create_token
     from passdown.store import open_store
 
+    if not project.strip() or project != project.strip():
+        raise UsageError("--project must be a project name (not empty, no surrounding spaces)")
     with open_store(store_url) as store:
         click.echo(create_token(store, project, label))
 

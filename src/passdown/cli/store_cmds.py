@@ -38,7 +38,9 @@ def _open(url: str | None) -> Store:
 
 
 def _dump(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from passdown.text import json_safe
+
+    return json_safe(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def parse_since(text: str, now: datetime | None = None) -> str:
@@ -75,8 +77,10 @@ def store_command(
     items = data if isinstance(data, list) else [data]
     records = [parse_record(item, project=_project(project)) for item in items]
     with _open(store_url) as store:
+        from passdown.text import one_line
+
         for record_id in store.store_many(records, new_version=new_version):
-            click.echo(record_id)
+            click.echo(one_line(record_id))
 
 
 @click.command("retrieve")
@@ -144,7 +148,9 @@ def find_command(
 
 
 def _line(record: Record) -> str:
-    return f"{record.created_at}  {record.type:<7}  {record.id}  {record.title}"
+    from passdown.text import one_line
+
+    return f"{record.created_at}  {record.type:<7}  {one_line(record.id)}  {one_line(record.title)}"
 
 
 @click.command("delete")
@@ -155,4 +161,6 @@ def delete_command(record_id: str, project: str | None, store_url: str | None) -
     """Delete a record and all its versions."""
     with _open(store_url) as store:
         store.delete(_project(project), record_id)
-    click.echo(f"deleted {record_id}")
+    from passdown.text import one_line
+
+    click.echo(f"deleted {one_line(record_id)}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Union
 
-from passdown.errors import RecordConflict, RecordNotFound, UsageError
+from passdown.errors import RecordConflict, RecordInvalid, RecordNotFound, UsageError
 from passdown.store import _text
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ ScopeLike = Union["Scope", Mapping[str, str], str]
 TimeLike = str | datetime
 
 MAX_LIMIT = 1000
+# The largest record (its canonical JSON) a store takes: a default handoff record is
+# tens of KB; this bound keeps one client from filling the database with one call.
+DEFAULT_MAX_RECORD_BYTES = 8 * 1024 * 1024
+MAX_RECORD_BYTES_ENV = "PASSDOWN_MAX_RECORD_BYTES"
+_INT64 = 2**63 - 1  # both databases keep times and sequence numbers as 64-bit integers
 NARROWING = ("user", "team", "agent")  # scope fields that narrow a project
 
 
@@ -114,6 +120,13 @@ def prepare(record: Record | Mapping[str, object]) -> Prepared:
 
     rec = validate_record(record)  # type: ignore[arg-type]
     body = canonical_json(rec)
+    limit = max_record_bytes()
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise RecordInvalid(
+            f"invalid record: record {rec.id!r} is {size:,} bytes; the store takes at most "
+            f"{limit:,} (set {MAX_RECORD_BYTES_ENV} to change it)",
+        )
 
     texts = [rec.title, rec.content, *(a.value for a in rec.annotations)]
     return Prepared(
@@ -128,6 +141,25 @@ def prepare(record: Record | Mapping[str, object]) -> Prepared:
         kinds=list(dict.fromkeys(a.kind for a in rec.annotations)),
         text=_text.document(rec.scope.project, texts),
     )
+
+
+def max_record_bytes() -> int:
+    """`$PASSDOWN_MAX_RECORD_BYTES`, else `DEFAULT_MAX_RECORD_BYTES`."""
+    raw = os.environ.get(MAX_RECORD_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_RECORD_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{MAX_RECORD_BYTES_ENV} must be a number of bytes, got {raw!r}") from None
+    if value < 1024:
+        raise UsageError(f"{MAX_RECORD_BYTES_ENV} must be at least 1024, got {value}")
+    return value
+
+
+def no_nul(value: str | None, name: str) -> None:
+    if value is not None and "\0" in value:
+        raise UsageError(f"{name} cannot contain a NUL character")
 
 
 def conflict(p: Prepared) -> RecordConflict:
@@ -149,9 +181,12 @@ def decode_cursor(cursor: str) -> tuple[int, int]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         tag, created_us, seq = raw.split(":")
-        if tag != "v1":
+        if tag != "v1" or max(len(created_us), len(seq)) > 20:
             raise ValueError(tag)
-        return int(created_us), int(seq)
+        after = int(created_us), int(seq)
+        if not all(-_INT64 <= n <= _INT64 for n in after):  # the databases take 64 bits
+            raise ValueError(raw)
+        return after
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise UsageError(f"invalid cursor: {cursor!r}") from None
 
@@ -170,6 +205,8 @@ def build_query(
     from passdown.records import RECORD_TYPES
 
     sc = coerce_scope(scope)
+    no_nul(text, "text")
+    no_nul(kind, "kind")
     if type is not None and type not in RECORD_TYPES:
         raise UsageError(f"unknown record type {type!r}: expected one of {', '.join(RECORD_TYPES)}")
     if not 1 <= limit <= MAX_LIMIT:
@@ -194,7 +231,7 @@ def _time(value: TimeLike | None, name: str) -> int | None:
         return None
     try:
         return timestamp_us(value)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise UsageError(f"{name}: {exc}") from None
 
 
@@ -259,6 +296,8 @@ class Store(ABC):
         from passdown.records import Record
 
         sc = coerce_scope(scope)
+        if "\0" in id:
+            raise not_found(id, sc)  # no record can have it: storing one is refused
         current, _, _, body = self._current(sc, id)  # the scope check, for every version
         if version is not None and version != current:
             older = self._older_body(sc, id, version)
@@ -270,6 +309,8 @@ class Store(ABC):
     def history(self, scope: ScopeLike, id: str) -> list[RecordMeta]:
         """Metadata of every stored version, oldest first; the last one is current."""
         sc = coerce_scope(scope)
+        if "\0" in id:
+            raise not_found(id, sc)
         version, stored_at, hash_, _ = self._current(sc, id)
         older = [RecordMeta(id, v, s, h) for v, s, h in self._older_meta(sc, id)]
         return [*older, RecordMeta(id, version, stored_at, hash_)]

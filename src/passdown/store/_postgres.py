@@ -271,6 +271,8 @@ class PostgresStore(Store):
 
     def delete(self, scope: ScopeLike, id: str) -> None:
         sc = coerce_scope(scope)
+        if "\0" in id:
+            raise not_found(id, sc)
         where, args = _scope_where(sc)
         with self._transaction() as conn:
             row = conn.execute(

@@ -99,12 +99,34 @@ def _kinds_json(kinds: list[str]) -> str:
     return json.dumps(kinds, ensure_ascii=False)
 
 
+def _private_database(path: Path) -> None:
+    """The database and its -wal/-shm hold handoff text and token hashes: 0600, in a
+    0700 folder when passdown creates it (or it is passdown's data folder). SQLite gives
+    -wal and -shm the database file's own mode, so creating that one right is enough;
+    files left loose by older versions are tightened."""
+    from passdown.errors import OutputError
+    from passdown.fsio import ensure_private_file, make_private_dirs
+    from passdown.paths import data_dir, private_data_dir
+
+    try:
+        if path.resolve().is_relative_to(data_dir().resolve()):
+            private_data_dir()
+        make_private_dirs(path.parent)
+        ensure_private_file(path)
+        for suffix in ("-wal", "-shm", "-journal"):
+            ensure_private_file(Path(f"{path}{suffix}"), create=False)
+    except OutputError as exc:
+        raise StoreError(f"SQLite store {path}: {exc.message}", hint=exc.hint) from exc
+    except OSError as exc:
+        raise StoreError(f"SQLite store {path}: {exc.strerror or exc}") from exc
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.url = f"sqlite://{self.path}"
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _private_database(Path(self.path))
         self._lock = threading.RLock()  # one connection, shared by this process's threads
         with self._errors():
             self._conn = sqlite3.connect(
@@ -210,6 +232,8 @@ class SQLiteStore(Store):
 
     def delete(self, scope: ScopeLike, id: str) -> None:
         sc = coerce_scope(scope)
+        if "\0" in id:
+            raise not_found(id, sc)
         where, args = _scope_where(sc)
         with self._transaction() as conn:
             row = conn.execute(
