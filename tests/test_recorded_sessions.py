@@ -14,6 +14,7 @@ import pytest
 from passdown.agents import get_agent
 from passdown.extract import extract
 from passdown.pipeline import Selection, build_handoff
+from passdown.render import render_markdown
 from recorded import Recorded, params
 
 
@@ -103,6 +104,13 @@ def test_hidden_and_subagent_text_stays_out(rec: Recorded, tmp_path: Path, monke
     if rec.expected.get("subagent_only_text"):
         assert handoff.state.subagents, "the sub-agent's existence is noted"
         assert handoff.state.subagent_calls >= 1
+    markdown = render_markdown(handoff)
+    for command in rec.expected.get("subagent_commands", []):
+        # HANDOFF.md says who ran it, and lists the sub-agent with what it was asked
+        run = next(c for c in handoff.state.commands if c.command == command)
+        assert f"(by sub-agent {run.by})" in markdown
+        sub = next(s for s in handoff.state.subagents if s.id == run.by)
+        assert f"- {sub.id}" in markdown.split("## Sub-agents", 1)[1]
     for secret in rec.expected["secrets"]:
         assert secret not in dumped
     if rec.expected.get("compaction", {}).get("triggered"):

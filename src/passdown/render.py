@@ -122,6 +122,7 @@ def render_markdown(h: Handoff) -> str:
     parts += _list_section("Open questions", h.state.open_questions)
     parts += _files_section(h)
     parts += _commands_section(h)
+    parts += _subagents_section(h)
     parts += _workspace_section(h)
     if h.task.compaction_summary:
         parts += ["## Earlier context (compaction summary)", "", _fence(h.task.compaction_summary), ""]
@@ -156,10 +157,11 @@ def _files_section(h: Handoff) -> list[str]:
     for f in s.files_touched:
         note = "" if f.confirmed else " (unconfirmed: the session ended before the tool reported)"
         actions = _v(", ".join(f.actions)) or "changed"
-        out.append(f"- {_code(f.path)} — {actions} [{f.source}]{note}")
+        out.append(f"- {_code(f.path)} — {actions} [{f.source}]{note}{_by(f.by)}")
     for fail in s.failed_edits:
         out.append(
             f"- {_code(fail.path)} — {_v(fail.tool)} FAILED, file not changed: {_one_line(fail.error, 200)}"
+            + _by(fail.by)
         )
     return [*out, ""]
 
@@ -171,15 +173,33 @@ def _commands_section(h: Handoff) -> list[str]:
     out = [f"## Commands ({s.commands_total} run, {s.commands_failed} failed; most recent last)", ""]
     for c in s.commands:
         status = "?" if c.exit_code is None else str(c.exit_code)
-        out.append(f"- {_code(_one_line(c.command, 200))} → exit {status}")
+        out.append(f"- {_code(_one_line(c.command, 200))} → exit {status}{_by(c.by)}")
     if s.last_failure:
         f = s.last_failure
         out += [
             "",
             f"**Last failure:** {_code(_one_line(f.command, 200))} exited {f.exit_code}"
             + (f": {_one_line(f.error, 300)}" if f.error else "")
-            + (" (a later run of the same command succeeded)" if f.resolved_later else ""),
+            + (" (a later run of the same command succeeded)" if f.resolved_later else "")
+            + _by(f.by),
         ]
+    return [*out, ""]
+
+
+def _by(subagent_id: str | None) -> str:
+    return f" (by sub-agent {_v(subagent_id)})" if subagent_id else ""
+
+
+def _subagents_section(h: Handoff) -> list[str]:
+    """Who else worked in this session: a sub-agent's task is not the user's request."""
+    s = h.state
+    if not s.subagents and not s.subagent_calls:
+        return []
+    out = [f"## Sub-agents ({s.subagent_calls} call(s); their work is attributed above)", ""]
+    for sub in s.subagents:
+        kind = f" ({_v(sub.agent_type)})" if sub.agent_type else ""
+        task = f": {_one_line(sub.task, 200)}" if sub.task else ""
+        out.append(f"- {_v(sub.id)}{kind}{task}")
     return [*out, ""]
 
 
@@ -231,11 +251,6 @@ def _source_section(h: Handoff) -> list[str]:
         f"- Handoff: {_v(h.id)}, created {_v(h.created_at)}",
         f"- Redaction: {sum(h.redaction.findings.values())} secret(s) redacted",
     ]
-    if h.state.subagents or h.state.subagent_calls:
-        out.append(
-            f"- Sub-agents: {h.state.subagent_calls} call(s), {len(h.state.subagents)} transcript(s) "
-            "not included"
-        )
     if h.warnings:
         out += ["", "Warnings:", *[f"- {_v(w)}" for w in h.warnings]]
     return [*out, ""]
