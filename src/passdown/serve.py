@@ -169,7 +169,9 @@ def build_app(store: Store, *, host: str = "127.0.0.1", workspace: Path | None =
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
     )
-    return TokenAuth(app, store)
+    from passdown.web import with_pages  # the web view's pages, behind the same tokens
+
+    return with_pages(TokenAuth(app, store), store, host=host)
 
 
 def run(store: Store, *, host: str, port: int, workspace: Path | None = None) -> None:
