@@ -60,7 +60,8 @@ def test_timeline_lists_the_exported_handoffs_newest_first(ui: UiServer, trail: 
     assert "superseded" in middle, "publishing the next handoff superseded this one"
     assert "0/3" in row_text(page, early)
     assert page.get_attribute("#project-switch option[selected]", "value") == trail.project
-    page.screenshot(path=str(shots / "timeline.png"), full_page=True)
+    bottom = page.evaluate("document.querySelector('footer').getBoundingClientRect().bottom")
+    page.screenshot(path=str(shots / "timeline.png"), clip={"x": 0, "y": 0, "width": 1280, "height": bottom})
 
     phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     small = phone.new_page()

@@ -1,0 +1,143 @@
+"""The web view without a browser: the pages' content for lifecycle states and records
+passdown did not write, `Store.projects` on both backends, and the `passdown ui` command
+(--port, --open)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+from starlette.testclient import TestClient
+
+from passdown.mcp.lifecycle import mark_handoff
+from passdown.records import Scope, record_from_package
+from passdown.store import Store, open_store
+from passdown.web import local_app
+
+from .conftest import Trail
+
+PG_URL = os.environ.get(
+    "PASSDOWN_TEST_PG_URL", "postgresql://passdown:passdown@127.0.0.1:5432/passdown_test"
+)
+
+
+@pytest.fixture
+def store(trail: Trail) -> Iterator[Store]:
+    with open_store(trail.store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def client(store: Store, trail: Trail) -> TestClient:
+    return TestClient(local_app(store, trail.project), base_url="http://127.0.0.1:8123")
+
+
+def package(id: str, timestamp: str, next_steps: list[str], blockers: list[str]) -> dict[str, object]:
+    return {"id": id, "source_agent": "harness-bot", "timestamp": timestamp, "summary": f"Session {id}",
+            "state": {"next_steps": next_steps, "blockers": blockers, "completed_features": []},
+            "context": {"recent_files": ["api.py"], "session_number": 2}}
+
+
+def test_claimed_by_whom_shows_on_the_timeline_and_in_the_history(client: TestClient, store: Store, trail: Trail) -> None:
+    newest = trail.ids[-1]
+    mark_handoff(store, Scope(project=trail.project), newest, "claimed", by="codex-takeover-7")
+    page = client.get(f"/p/{trail.project}/")
+    assert page.status_code == 200
+    row = page.text.split(f'data-id="{newest}"')[1].split("</li>")[0]
+    assert "claimed by codex-takeover-7" in row
+    claimed = client.get(f"/p/{trail.project}/?status=claimed").text
+    assert claimed.count('class="row"') == 1 and newest in claimed
+    history = client.get(f"/p/{trail.project}/h/{newest}").text.split('class="lifecycle"')[1]
+    assert history.index("published") < history.index("claimed") and "codex-takeover-7" in history
+
+
+def test_records_without_a_handoff_still_show_and_compare(client: TestClient, store: Store, trail: Trail) -> None:
+    project = trail.project
+    first = record_from_package(package("pkg-1", "2026-01-05T10:00:00Z", ["wire the API", "write docs"], ["db is down"]), project=project)
+    second = record_from_package(package("pkg-2", "2026-01-05T11:00:00Z", ["write docs", "ship it"], ["CI is red"]), project=project)
+    store.store_many([first, second])
+    page = client.get(f"/p/{project}/h/pkg-1")
+    assert page.status_code == 200
+    assert "wire the API" in page.text and "db is down" in page.text and "harness-bot" in page.text
+    compared = client.get(f"/p/{project}/compare?a=pkg-2&b=pkg-1").text
+    resolved = compared.split("<h3>Resolved</h3>")[1].split("</ul>")[0]
+    new = compared.split("<h3>New</h3>")[1].split("</ul>")[0]
+    assert "wire the API" in resolved and "write docs" not in resolved
+    assert "ship it" in new
+    cleared = compared.split("<h3>Cleared</h3>")[1].split("</ul>")[0]
+    assert "db is down" in cleared
+    assert "CI is red" in compared.split("<h3>Cleared</h3>")[1].split("<h3>New</h3>")[1]
+    assert client.get(f"/p/{project}/?agent=harness-bot").text.count('class="row"') == 2
+
+
+def test_unknown_projects_ids_and_bad_filters_answer_plainly(client: TestClient, trail: Trail) -> None:
+    assert client.get("/p/no-such-project/").status_code == 404
+    assert client.get("/p/passdown-server/").status_code == 404, "the token registry is no project"
+    assert client.get(f"/p/{trail.project}/h/no-such-handoff").status_code == 404
+    bad = client.get(f"/p/{trail.project}/?since_day=yesterday")
+    assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text
+    assert client.get(f"/p/{trail.project}/events?since=not-a-time").status_code == 400
+    home = client.get("/", follow_redirects=False)
+    assert home.status_code == 303 and home.headers["location"] == f"/p/{trail.project}/"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_store_lists_its_projects_most_recent_first(backend: str, tmp_path: Path) -> None:
+    schema = f"web_test_{uuid.uuid4().hex[:10]}"
+    url = f"sqlite://{tmp_path / 's.db'}" if backend == "sqlite" else f"{PG_URL}?schema={schema}"
+    try:
+        with open_store(url) as store:
+            assert store.projects() == []
+            for project, when in (("alpha", "2026-01-01T00:00:00Z"), ("beta", "2026-03-01T00:00:00Z"),
+                                  ("alpha", "2026-02-01T00:00:00Z")):
+                store.store(record_from_package(package(f"{project}-{when}", when, [], []), project=project))
+            assert store.projects() == ["alpha", "beta"][::-1]
+    finally:
+        if backend == "postgresql":
+            import psycopg
+
+            with psycopg.connect(PG_URL, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_ui_command_takes_a_port_and_opens_the_browser(trail: Trail, tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {opened}\n')
+    browser.chmod(browser.stat().st_mode | stat.S_IXUSR)
+    env = {**trail.env, "BROWSER": str(browser)}
+    proc = subprocess.Popen([sys.executable, "-m", "passdown", "ui", "--port", str(port), "--open"],
+                            cwd=trail.workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url == f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 60
+        while not opened.exists() or not opened.read_text():
+            assert time.monotonic() < deadline, "the browser was not started"
+            time.sleep(0.1)
+        assert opened.read_text() == url
+        while True:
+            try:
+                answer = httpx.get(url, follow_redirects=False)
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert answer.status_code == 303 and answer.headers["location"] == f"/p/{trail.project}/"
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert proc.returncode in (0, -15), proc.stderr.read() if proc.stderr else ""
