@@ -141,3 +141,26 @@ def test_ui_command_takes_a_port_and_opens_the_browser(trail: Trail, tmp_path: P
         proc.terminate()
         proc.wait(20)
     assert proc.returncode in (0, -15), proc.stderr.read() if proc.stderr else ""
+
+
+def test_ui_command_on_a_port_in_use_says_so(trail: Trail) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "passdown", "ui", "--port", str(port)],
+                              cwd=trail.workspace, env=trail.env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == "", "no URL for a server that is not there"
+
+
+def test_trail_links_and_plan_columns_reach_both_ways(client: TestClient, trail: Trail) -> None:
+    early, claude, codex = trail.ids[:3]
+    grid = client.get(f"/p/{trail.project}/plan?h={early}").text.split("<thead>")[1].split("</thead>")[0]
+    assert [grid.index(i) for i in (early, claude, codex)] == sorted(grid.index(i) for i in (early, claude, codex))
+    first = client.get(f"/p/{trail.project}/h/{early}").text
+    assert f'rel="next" class="next" href="/p/{trail.project}/h/{claude}"' in first
+    assert 'rel="prev"' not in first and "first handoff of this task" in first
+    compared = client.get(f"/p/{trail.project}/compare?b={claude}").text
+    assert f'<option value="{early}" selected>' in compared, "b alone compares with its previous"

@@ -10,10 +10,19 @@ import click
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
 
 
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a port in use is a clear error before any URL
+    is printed (port 0: a free one the system picks)."""
+    from passdown.errors import UsageError
+
+    sock = socket.socket(socket.AF_INET)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         hint="pick another --port, or leave it out for a free one") from None
+    return sock
 
 
 @click.command("ui")
@@ -28,26 +37,19 @@ def ui_command(port: int, open_browser: bool, project: str | None, store_url: st
     import uvicorn
 
     from passdown import pipeline
-    from passdown.errors import UsageError
     from passdown.records import default_project
     from passdown.store import open_store
     from passdown.web import local_app
 
     host = "127.0.0.1"
     current = project or default_project(pipeline.workspace_for())
-    try:
-        port = port or free_port(host)
-    except OSError as exc:
-        raise UsageError(f"cannot find a free port on {host}: {exc}") from None
     with open_store(store_url) as store:
-        url = f"http://{host}:{port}/"
-        config = uvicorn.Config(local_app(store, current, host=host), host=host, port=port,
-                                log_level="warning", timeout_graceful_shutdown=2)
-        server = uvicorn.Server(config)
+        sock = bind(host, port)
+        url = f"http://{host}:{sock.getsockname()[1]}/"
+        config = uvicorn.Config(local_app(store, current, host=host), log_level="warning",
+                                timeout_graceful_shutdown=2)
         click.echo(url)
         click.echo(f"passdown: serving the handoffs of {store.url} (Ctrl-C stops)", err=True)
         if open_browser:
             webbrowser.open(url)
-        server.run()
-        if not server.started:
-            raise UsageError(f"cannot listen on {host}:{port} (is the port in use?)")
+        uvicorn.Server(config).run(sockets=[sock])

@@ -16,6 +16,7 @@ Everything printed goes through Jinja's autoescape and, before that, through the
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timezone
@@ -33,6 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from passdown.agents import agent_names
 from passdown.errors import PassdownError, RecordNotFound, UsageError
 from passdown.records import parse_timestamp
 from passdown.redact import redact
@@ -60,11 +62,23 @@ STREAM_LIFETIME_S = 300.0  # the browser reconnects by itself; a server restart 
 MAX_FORM_BYTES = 4096
 
 
+@functools.lru_cache(maxsize=8192)
+def _redact_short(text: str) -> str:
+    return redact(text)
+
+
+def _finalize(value: Any) -> Any:
+    """Every printed value, redacted (ids, names and labels repeat on a page: cached)."""
+    if not isinstance(value, str):
+        return value
+    return _redact_short(value) if len(value) < 512 else redact(value)
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
-        finalize=lambda value: redact(value) if isinstance(value, str) else value,
+        finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -202,12 +216,12 @@ class WebApp:
         q = request.query_params
         filters = _filters(q)
         page = await anyio.to_thread.run_sync(reader.timeline, filters, q.get("cursor") or None)
-        agents = sorted({v.agent for v in page.views} | ({filters.agent} if filters.agent else set()))
-        newest = page.views[0].created_at if page.views and not q.get("cursor") else None
+        agents = sorted({v.agent for v in page.views} | set(agent_names()) | ({filters.agent} - {""}))
+        newest = page.views[0].created_at if page.views else None
         live = {k: v for k, v in _filter_params(filters).items() if v}
         if newest:
             live["since"] = newest
-        live_query = urlencode(live)
+        live_query = None if q.get("cursor") else urlencode(live)  # older pages stay put
         return self.render(
             request, "timeline.html", title=f"{ctx['project']} · timeline", page=page,
             filters=filters, agents=agents, statuses=model.STATUSES, newest=newest,
@@ -218,7 +232,7 @@ class WebApp:
     async def handoff(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
         def load() -> dict[str, Any]:
             view = reader.handoff(request.path_params["id"])
-            trail = reader.task(view)
+            trail = reader.task(view, older=1, newer=1)
             previous, following = model.neighbours(trail, view.id)
             return {"view": view, "previous": previous, "following": following,
                     "events": reader.history(view.id),
@@ -240,7 +254,7 @@ class WebApp:
             a = reader.handoff(a_id) if a_id else None
             b = reader.handoff(b_id) if b_id else None
             if b is not None and a is None:  # compare with the previous handoff of its task
-                a = model.neighbours(reader.task(b), b.id)[0]
+                a = model.neighbours(reader.task(b, older=1, newer=0), b.id)[0]
             if a is None and b is None and len(choices) >= 2:
                 a, b = reader.handoff(choices[1].id), reader.handoff(choices[0].id)
             result = None
@@ -263,7 +277,8 @@ class WebApp:
                 anchor = recent[0] if recent else None
             if anchor is None:
                 return {"grid": None, "anchor": None}
-            return {"grid": model.plan_grid(reader.task(anchor)), "anchor": anchor}
+            trail = reader.task(anchor, older=model.PLAN_COLUMNS - 1, newer=model.PLAN_COLUMNS - 1)
+            return {"grid": model.plan_grid(trail), "anchor": anchor}
 
         data = await anyio.to_thread.run_sync(load)
         return self.render(request, "plan.html", title=f"{ctx['project']} · plan over time", **data, **ctx)

@@ -26,7 +26,8 @@ from passdown.records import Record, Scope, parse_timestamp
 from passdown.store import Store
 
 PAGE_SIZE = 50
-TASK_SCAN_LIMIT = 500  # handoffs read to build one task's trail (newest first)
+TASK_SCAN_LIMIT = 500  # handoffs read on each side of a handoff to find its task's trail
+PLAN_COLUMNS = 40  # handoffs shown in the plan-over-time grid
 FILTER_SCAN_LIMIT = 1000  # records read to fill one filtered timeline page
 STATUSES = ("prepared", "published", "claimed", "completed", "rejected", "superseded")
 PLAN_STATUSES = ("pending", "in_progress", "completed", "blocked", "cancelled")
@@ -260,13 +261,29 @@ class Reader:
                 break
         return found
 
-    def task(self, of: HandoffView) -> list[HandoffView]:
-        """The handoffs of `of`'s task, oldest first (`of` included), in the store's own
-        order: handoffs written within the same second keep the order they were stored in."""
-        trail = [v for v in self.recent() if v.task_key == of.task_key]
-        if all(v.id != of.id for v in trail):
-            trail.append(of)  # older than the scan reaches: it starts the known trail
-        return trail[::-1]
+    def task(self, of: HandoffView, *, older: int = TASK_SCAN_LIMIT, newer: int = TASK_SCAN_LIMIT
+             ) -> list[HandoffView]:
+        """The handoffs of `of`'s task around it, oldest first (`of` included): at most
+        `older` before it and `newer` after it. Order is the store's own, so handoffs
+        written within the same second keep the order they were stored in. Each side reads
+        at most TASK_SCAN_LIMIT records, so a page near the top of a long trail stays cheap."""
+        moment = parse_timestamp(of.created_at)
+        before: list[HandoffView] = []
+        passed = False  # records of the same time stored after `of` come first: skip them
+        for scanned, record in enumerate(self._records(type="handoff", until=moment + timedelta(microseconds=1))):
+            if record.id == of.id:
+                passed = True
+            elif passed and (view := view_of(record, None)).task_key == of.task_key:
+                before.append(view)
+            if len(before) >= older or scanned >= TASK_SCAN_LIMIT:
+                break
+        after: list[HandoffView] = []
+        for scanned, record in enumerate(self._records(type="handoff", since=moment)):
+            if record.id == of.id or scanned >= TASK_SCAN_LIMIT:
+                break
+            if (view := view_of(record, None)).task_key == of.task_key:
+                after.append(view)
+        return [*before[::-1], of, *after[::-1][:newer]]
 
     def history(self, handoff_id: str) -> list[StatusEvent]:
         return self.lifecycle.events(handoff_id)
@@ -348,7 +365,7 @@ class PlanGrid:
     rows: list[tuple[str, list[str | None]]]  # subject, status per column (None: absent)
 
 
-def plan_grid(trail: list[HandoffView], max_columns: int = 40) -> PlanGrid:
+def plan_grid(trail: list[HandoffView], max_columns: int = PLAN_COLUMNS) -> PlanGrid:
     columns = trail[-max_columns:]
     subjects: dict[str, str] = {}
     for view in columns:
