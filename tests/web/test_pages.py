@@ -164,3 +164,20 @@ def test_trail_links_and_plan_columns_reach_both_ways(client: TestClient, trail:
     assert 'rel="prev"' not in first and "first handoff of this task" in first
     compared = client.get(f"/p/{trail.project}/compare?b={claude}").text
     assert f'<option value="{early}" selected>' in compared, "b alone compares with its previous"
+
+
+def test_how_a_session_ended_shows_from_the_handoff_json(client: TestClient, store: Store, trail: Trail) -> None:
+    from passdown.records import record_to_dict
+
+    data = record_to_dict(store.retrieve(trail.project, trail.ids[1]))
+    data["id"] = "handoff-hit-the-limit"
+    data["created_at"] = "2001-01-01T00:00:00Z"
+    data["passdown_handoff"]["ended"] = {"reason": "usage_limit", "at": "2001-01-01T00:00:00Z",
+                                         "message": "You've hit your usage limit"}
+    store.store(data)
+    timeline = client.get(f"/p/{trail.project}/?until_day=2001-01-01").text
+    row = timeline.split('data-id="handoff-hit-the-limit"')[1].split("</li>")[0]
+    assert "ended-usage_limit" in row and ">usage limit<" in row
+    assert "You&#39;ve hit your usage limit" in row
+    page = client.get(f"/p/{trail.project}/h/handoff-hit-the-limit").text
+    assert "usage limit</span> at 2001-01-01 00:00:00 UTC: You&#39;ve hit your usage limit" in page

@@ -65,11 +65,15 @@ def test_timeline_lists_the_exported_handoffs_newest_first(ui: UiServer, trail: 
 
     phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     small = phone.new_page()
-    small.goto(ui.url)
-    width = small.evaluate("document.documentElement.scrollWidth")
-    small.screenshot(path=str(shots / "timeline-phone.png"), full_page=True)
+    base = project_url(ui.url, trail.project)
+    widths = {}
+    for name, url in (("timeline", base), ("handoff", base + f"h/{claude}"),
+                      ("compare", base + f"compare?a={early}&b={codex}"), ("plan", base + "plan")):
+        small.goto(url)
+        widths[name] = small.evaluate("document.documentElement.scrollWidth")
+        small.screenshot(path=str(shots / f"{name}-phone.png"), full_page=True)
     phone.close()
-    assert width <= 390, "no sideways scrolling on a phone"
+    assert all(width <= 390 for width in widths.values()), f"no sideways scrolling on a phone: {widths}"
 
 
 def test_keyboard_opens_a_handoff_with_its_history_and_trail(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:

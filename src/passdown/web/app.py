@@ -68,8 +68,9 @@ def _redact_short(text: str) -> str:
 
 
 def _finalize(value: Any) -> Any:
-    """Every printed value, redacted (ids, names and labels repeat on a page: cached)."""
-    if not isinstance(value, str):
+    """Every printed value, redacted (ids, names and labels repeat on a page: cached).
+    Markup (a macro's output) is left alone: its own values were finalized inside it."""
+    if not isinstance(value, str) or hasattr(value, "__html__"):
         return value
     return _redact_short(value) if len(value) < 512 else redact(value)
 
