@@ -85,6 +85,9 @@ def test_unknown_projects_ids_and_bad_filters_answer_plainly(client: TestClient,
     assert client.get(f"/p/{trail.project}/h/no-such-handoff").status_code == 404
     bad = client.get(f"/p/{trail.project}/?since_day=yesterday")
     assert bad.status_code == 400 and "YYYY-MM-DD" in bad.text
+    assert 'id="search"' in bad.text, "the filters stay, to correct them"
+    nothing = client.get(f"/p/{trail.project}/", params={"q": '"'})
+    assert nothing.status_code == 400 and "give at least one word" in nothing.text
     assert client.get(f"/p/{trail.project}/events?since=not-a-time").status_code == 400
     home = client.get("/", follow_redirects=False)
     assert home.status_code == 303 and home.headers["location"] == f"/p/{trail.project}/"

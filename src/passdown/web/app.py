@@ -216,7 +216,11 @@ class WebApp:
     async def timeline(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
         q = request.query_params
         filters = _filters(q)
-        page = await anyio.to_thread.run_sync(reader.timeline, filters, q.get("cursor") or None)
+        error = ""
+        try:
+            page = await anyio.to_thread.run_sync(reader.timeline, filters, q.get("cursor") or None)
+        except UsageError as exc:  # a search or date the store cannot take: say so, keep the form
+            page, error = model.TimelinePage([], None), exc.message
         agents = sorted({v.agent for v in page.views} | set(agent_names()) | ({filters.agent} - {""}))
         newest = page.views[0].created_at if page.views else None
         live = {k: v for k, v in _filter_params(filters).items() if v}
@@ -224,7 +228,8 @@ class WebApp:
             live["since"] = newest
         live_query = None if q.get("cursor") else urlencode(live)  # older pages stay put
         return self.render(
-            request, "timeline.html", title=f"{ctx['project']} · timeline", page=page,
+            request, "timeline.html", 400 if error else 200, title=f"{ctx['project']} · timeline",
+            page=page, error=error,
             filters=filters, agents=agents, statuses=model.STATUSES, newest=newest,
             live_query=live_query, older_query=urlencode({**_filter_params(filters), "cursor": page.next_cursor or ""}),
             **ctx,
@@ -271,11 +276,8 @@ class WebApp:
     async def plan(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
         def load() -> dict[str, Any]:
             wanted = request.query_params.get("h")
-            if wanted:
-                anchor = reader.handoff(wanted)
-            else:
-                recent = reader.recent(limit=1)
-                anchor = recent[0] if recent else None
+            recent = [] if wanted else reader.recent(limit=1)
+            anchor = reader.handoff(wanted) if wanted else (recent[0] if recent else None)
             if anchor is None:
                 return {"grid": None, "anchor": None}
             trail = reader.task(anchor, older=model.PLAN_COLUMNS - 1, newer=model.PLAN_COLUMNS - 1)

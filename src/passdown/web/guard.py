@@ -83,7 +83,7 @@ class HostGuard:
         self.names = allowed_hosts(bind_host)
 
     def host_ok(self, host: str | None) -> bool:
-        return bool(host) and _hostname(host.lower()) in self.names  # type: ignore[union-attr]
+        return host is not None and _hostname(host.lower()) in self.names
 
     async def __call__(self, scope: Scope_, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -114,7 +114,9 @@ def new_csrf_token() -> str:
 
 
 def csrf_ok(cookie: str | None, submitted: str | None) -> bool:
-    return bool(cookie) and bool(submitted) and hmac.compare_digest(cookie, submitted)  # type: ignore[arg-type]
+    if not cookie or not submitted:
+        return False
+    return hmac.compare_digest(cookie.encode(), submitted.encode())
 
 
 def fetch_site_ok(headers: Headers) -> bool:
