@@ -205,6 +205,10 @@ def test_a_new_handoff_appears_live(ui: UiServer, trail: Trail, page: Any, shots
     assert page.evaluate("window.__noReload") is True, "the row came without a reload"
     assert rows(page) == [new_id, *before]
     assert "claude" in row_text(page, new_id)
+    # publishing it superseded the handoff that was active: that row changes in place
+    page.wait_for_selector(f'.row[data-id="{before[0]}"] .status-superseded', timeout=30_000)
+    assert rows(page) == [new_id, *before]
+    assert "published" in page.inner_text(f'.row[data-id="{new_id}"] .status')
     page.screenshot(path=str(shots / "live.png"), full_page=True)
 
 

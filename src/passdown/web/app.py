@@ -53,6 +53,7 @@ from passdown.web.guard import (
     fetch_site_ok,
     new_csrf_token,
 )
+from passdown.web.live import LiveFeed
 
 HERE = Path(__file__).parent
 WEB_PREFIXES = ("/p/", "/static/", "/login", "/logout", "/switch")
@@ -295,18 +296,14 @@ class WebApp:
             except ValueError:
                 raise UsageError(f"since: not a timestamp: {since!r}") from None
         row = self.env.get_template("_row.html")
+        feed = LiveFeed(reader, filters, since or datetime.now(timezone.utc).isoformat())
 
         async def stream() -> AsyncIterator[str]:
-            nonlocal since
-            seen: set[str] = set()
+            await anyio.to_thread.run_sync(feed.start)
             yield "retry: 2000\n\n"
             quiet = 0.0
-            lifetime = 0.0
-            while lifetime < STREAM_LIFETIME_S:
-                views = await anyio.to_thread.run_sync(reader.newer_than, filters, since, seen)
-                for view in views:
-                    seen.add(view.id)
-                    since = view.created_at if since is None or parse_timestamp(view.created_at) > parse_timestamp(since) else since
+            for _ in range(int(STREAM_LIFETIME_S / POLL_INTERVAL_S)):
+                for view in await anyio.to_thread.run_sync(feed.poll):
                     html = row.render(v=view, project=ctx["project"], quote=quote)
                     yield f"event: handoff\ndata: {json.dumps({'id': view.id, 'html': html})}\n\n"
                     quiet = 0.0
@@ -315,10 +312,7 @@ class WebApp:
                     quiet = 0.0
                 await anyio.sleep(POLL_INTERVAL_S)
                 quiet += POLL_INTERVAL_S
-                lifetime += POLL_INTERVAL_S
 
-        if since is None:  # from now on
-            since = datetime.now(timezone.utc).isoformat()
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 

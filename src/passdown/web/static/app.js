@@ -77,12 +77,20 @@
     source.addEventListener("error", function () { live.hidden = true; });
     source.addEventListener("handoff", function (event) {
       var data = JSON.parse(event.data);
-      var known = rows().some(function (row) { return row.getAttribute("data-id") === data.id; });
-      if (known) return;
       var template = document.createElement("template");
       template.innerHTML = data.html.trim();  // rendered and escaped by the server
       var row = template.content.firstElementChild;
       if (!row) return;
+      var known = rows().filter(function (r) { return r.getAttribute("data-id") === data.id; })[0];
+      if (known) {  // a status change: replace the row in place, keeping what the reader did
+        if (known.innerHTML === row.innerHTML) return;
+        var picked = known.querySelector('input[name="pick"]');
+        row.querySelector('input[name="pick"]').checked = !!(picked && picked.checked);
+        if (known.classList.contains("selected")) row.classList.add("selected");
+        row.classList.add("fresh");
+        known.replaceWith(row);
+        return;
+      }
       row.classList.add("fresh");
       list.insertBefore(row, list.firstElementChild);
       var empty = document.getElementById("empty");
