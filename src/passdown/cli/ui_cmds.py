@@ -18,6 +18,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # a browser started by --open queues here until the server runs
     except OSError as exc:
         sock.close()
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",

@@ -59,7 +59,7 @@ HERE = Path(__file__).parent
 WEB_PREFIXES = ("/p/", "/static/", "/login", "/logout", "/switch")
 POLL_INTERVAL_S = 1.0
 HEARTBEAT_S = 15.0
-STREAM_LIFETIME_S = 300.0  # the browser reconnects by itself; a server restart is never held up
+STREAM_LIFETIME_S = 60.0  # then the browser reconnects by itself: a stopping server waits at most this long
 MAX_FORM_BYTES = 4096
 
 
