@@ -184,3 +184,31 @@ def test_how_a_session_ended_shows_from_the_handoff_json(client: TestClient, sto
     assert "You&#39;ve hit your usage limit" in row
     page = client.get(f"/p/{trail.project}/h/handoff-hit-the-limit").text
     assert "usage limit</span> at 2001-01-01 00:00:00 UTC: You&#39;ve hit your usage limit" in page
+
+
+def test_task_trail_follows_the_branch_across_time_and_ties(store: Store, trail: Trail) -> None:
+    """prev/next within one branch: same-second handoffs keep the order they were stored in,
+    and a next handoff days later, past other branches' handoffs, is still found."""
+    from passdown.records import record_to_dict
+    from passdown.web.model import Reader
+
+    base = record_to_dict(store.retrieve(trail.project, trail.ids[1]))
+    project = "trail-project"
+
+    def put(id: str, when: str, branch: str) -> None:
+        data = {**base, "id": id, "created_at": when, "scope": {"project": project}}
+        data["passdown_handoff"] = {**base["passdown_handoff"], "id": id,
+                                    "workspace": {**base["passdown_handoff"]["workspace"], "branch": branch}}
+        store.store(data)
+
+    put("t1", "2026-02-01T10:00:00Z", "feature")
+    put("t2", "2026-02-01T10:00:00Z", "feature")  # same second, stored after t1
+    for i in range(30):
+        put(f"other-{i}", f"2026-02-0{1 + i % 3}T12:{i:02d}:00Z", "main")
+    put("t3", "2026-02-04T09:00:00Z", "feature")
+    reader = Reader(store, Scope(project=project))
+    ids = lambda views: [v.id for v in views]  # noqa: E731
+    assert ids(reader.task(reader.handoff("t2"))) == ["t1", "t2", "t3"]
+    assert ids(reader.task(reader.handoff("t1"), older=1, newer=1)) == ["t1", "t2"]
+    assert ids(reader.task(reader.handoff("t3"), older=1, newer=1)) == ["t2", "t3"]
+    assert ids(reader.task(reader.handoff("other-0"), older=0, newer=2)) == ["other-0", "other-3", "other-6"]

@@ -219,15 +219,15 @@ class Reader:
             raise RecordNotFound(f"no handoff {handoff_id!r} in project {self.scope.project!r}")
         return self.view(record)
 
-    def _records(self, **args: Any) -> Iterator[Record]:
-        """Records newest first, page after page."""
+    def _records(self, page: int = PAGE_SIZE, **args: Any) -> Iterator[Record]:
+        """Records newest first, `page` at a time."""
         cursor: str | None = None
         while True:
-            page = self.store.query(self.scope, limit=PAGE_SIZE, cursor=cursor, **args)
-            yield from page.records
-            if page.next_cursor is None:
+            found = self.store.query(self.scope, limit=page, cursor=cursor, **args)
+            yield from found.records
+            if found.next_cursor is None:
                 return
-            cursor = page.next_cursor
+            cursor = found.next_cursor
 
     def timeline(self, filters: Filters, cursor: str | None = None) -> TimelinePage:
         """Handoffs matching the filters, newest first, a store page at a time until at
@@ -266,24 +266,44 @@ class Reader:
         """The handoffs of `of`'s task around it, oldest first (`of` included): at most
         `older` before it and `newer` after it. Order is the store's own, so handoffs
         written within the same second keep the order they were stored in. Each side reads
-        at most TASK_SCAN_LIMIT records, so a page near the top of a long trail stays cheap."""
-        moment = parse_timestamp(of.created_at)
-        before: list[HandoffView] = []
+        at most TASK_SCAN_LIMIT records, and only as far as it needs to."""
+        return [*self._before(of, older)[::-1], of, *self._after(of, newer)]
+
+    def _before(self, of: HandoffView, count: int) -> list[HandoffView]:
+        """Up to `count` handoffs of the task before `of`, newest first."""
+        found: list[HandoffView] = []
+        until = parse_timestamp(of.created_at) + timedelta(microseconds=1)
         passed = False  # records of the same time stored after `of` come first: skip them
-        for scanned, record in enumerate(self._records(type="handoff", until=moment + timedelta(microseconds=1))):
+        page = min(PAGE_SIZE, count + 4)
+        for scanned, record in enumerate(self._records(type="handoff", until=until, page=page)):
             if record.id == of.id:
                 passed = True
             elif passed and (view := view_of(record, None)).task_key == of.task_key:
-                before.append(view)
-            if len(before) >= older or scanned >= TASK_SCAN_LIMIT:
+                found.append(view)
+            if len(found) >= count or scanned >= TASK_SCAN_LIMIT:
                 break
-        after: list[HandoffView] = []
-        for scanned, record in enumerate(self._records(type="handoff", since=moment)):
-            if record.id == of.id or scanned >= TASK_SCAN_LIMIT:
-                break
-            if (view := view_of(record, None)).task_key == of.task_key:
-                after.append(view)
-        return [*before[::-1], of, *after[::-1][:newer]]
+        return found
+
+    def _after(self, of: HandoffView, count: int) -> list[HandoffView]:
+        """Up to `count` handoffs of the task after `of`, oldest first. The store reads
+        newest first, so time windows after `of`, doubling in length, are read whole until
+        enough are found: the cost follows the distance to the next one, not the trail."""
+        found: list[HandoffView] = []
+        lower = parse_timestamp(of.created_at)
+        window = timedelta(minutes=1)
+        end = datetime.now(timezone.utc) + timedelta(days=1)  # created_at may run a little ahead
+        scanned = 0
+        while count and len(found) < count and lower < end and scanned < TASK_SCAN_LIMIT:
+            batch = list(self._records(type="handoff", since=lower, until=lower + window))
+            scanned += len(batch)
+            if lower == parse_timestamp(of.created_at):  # the first window holds `of` itself
+                ids = [r.id for r in batch]
+                batch = batch[: ids.index(of.id)] if of.id in ids else batch
+            for record in reversed(batch):
+                if (view := view_of(record, None)).task_key == of.task_key:
+                    found.append(view)
+            lower, window = lower + window, window * 2
+        return found[:count]
 
     def history(self, handoff_id: str) -> list[StatusEvent]:
         return self.lifecycle.events(handoff_id)
