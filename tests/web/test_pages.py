@@ -212,3 +212,47 @@ def test_task_trail_follows_the_branch_across_time_and_ties(store: Store, trail:
     assert ids(reader.task(reader.handoff("t1"), older=1, newer=1)) == ["t1", "t2"]
     assert ids(reader.task(reader.handoff("t3"), older=1, newer=1)) == ["t2", "t3"]
     assert ids(reader.task(reader.handoff("other-0"), older=0, newer=2)) == ["other-0", "other-3", "other-6"]
+
+
+ODD_HANDOFFS = (
+    {"state": [], "task": "x", "workspace": {"head": 5, "path": 7}, "ended": "y"},
+    {"state": {"plan": [{"subject": 5}, "x", {"subject": "a", "status": None}], "files_touched": [1, {"path": 2}],
+               "commands": [1, {"command": None}], "last_failure": "x", "next_steps": "abc", "blockers": [None]},
+     "task": {"transcript": [1, {"role": "user", "text": None}], "compactions": "2"},
+     "ended": {"reason": 5, "message": 7}, "workspace": {"branch": ["x"]}},
+    {"state": {"plan": "x"}, "task": {"transcript": "abc"}, "warnings": "x", "source": "y"},
+)
+
+
+def test_records_of_odd_shapes_never_break_a_page(client: TestClient, store: Store, trail: Trail) -> None:
+    for i, odd in enumerate(ODD_HANDOFFS):
+        store.store({"id": f"odd-{i}", "type": "handoff", "title": f"odd {i}", "scope": {"project": trail.project},
+                     "created_at": f"1999-01-0{i + 1}T00:00:00Z", "provenance": {"agent": "hand", "session": "s"},
+                     "passdown_handoff": odd})
+    base = f"/p/{trail.project}/"
+    for path in ("", "?until_day=1999-12-31", "h/odd-0", "h/odd-1", "h/odd-2", "compare?a=odd-0&b=odd-1",
+                 "compare?a=odd-1&b=odd-2", "plan?h=odd-1"):
+        answer = client.get(base + path)
+        assert answer.status_code == 200, (path, answer.status_code)
+    assert "odd 1" in client.get(base + "?until_day=1999-12-31").text
+
+
+def test_an_open_event_stream_ends_when_its_token_is_revoked(trail: Trail) -> None:
+    from passdown.serve_tokens import create_token, revoke_token
+
+    from .conftest import TeamServer
+
+    team = TeamServer(trail.store_url)
+    try:
+        token = create_token(team.store, trail.project)
+        cookies = {"passdown_session": token}
+        began = time.monotonic()
+        with httpx.stream("GET", f"{team.url}p/{trail.project}/events", cookies=cookies, timeout=60) as events:
+            assert events.status_code == 200
+            revoke_token(team.store, token)
+            body = "".join(events.iter_text())  # returns once the server ends the stream
+        assert time.monotonic() - began < 30, "ended within a few polls, not at the 60 s lifetime"
+        assert body.startswith("retry:")
+        assert httpx.get(f"{team.url}p/{trail.project}/", cookies=cookies, follow_redirects=False).status_code == 303
+    finally:
+        team.stop()

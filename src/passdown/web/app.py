@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, quote, urlencode
 
 import anyio
 import anyio.to_thread
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, TemplateError, select_autoescape
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.requests import Request
@@ -61,6 +61,7 @@ POLL_INTERVAL_S = 1.0
 HEARTBEAT_S = 15.0
 STREAM_LIFETIME_S = 60.0  # then the browser reconnects by itself: a stopping server waits at most this long
 MAX_FORM_BYTES = 4096
+ACCESS_RECHECK_POLLS = 5  # an open stream checks its token again this often
 
 
 @functools.lru_cache(maxsize=8192)
@@ -162,6 +163,11 @@ class WebApp:
             except PassdownError as exc:
                 return self.render(request, "error.html", 503, title="Store unavailable",
                                    message=exc.message, **context)
+            except (TypeError, ValueError, AttributeError, TemplateError) as exc:
+                # a record of an unexpected shape (written by hand or another tool): say so
+                return self.render(request, "error.html", 500, title="Cannot show this record",
+                                   message=f"A stored record has an unexpected shape ({type(exc).__name__}).",
+                                   **context)
 
         return endpoint
 
@@ -302,7 +308,10 @@ class WebApp:
             await anyio.to_thread.run_sync(feed.start)
             yield "retry: 2000\n\n"
             quiet = 0.0
-            for _ in range(int(STREAM_LIFETIME_S / POLL_INTERVAL_S)):
+            for polls in range(int(STREAM_LIFETIME_S / POLL_INTERVAL_S)):
+                if polls % ACCESS_RECHECK_POLLS == 0 and polls and \
+                        await self.access.scope(request, ctx["project"]) is None:
+                    return  # signed out or token revoked: the stream ends with the session
                 for view in await anyio.to_thread.run_sync(feed.poll):
                     html = row.render(v=view, project=ctx["project"], quote=quote)
                     yield f"event: handoff\ndata: {json.dumps({'id': view.id, 'html': html})}\n\n"

@@ -99,6 +99,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
@@ -130,7 +134,7 @@ def view_of(record: Record, event: StatusEvent | None) -> HandoffView:
     data = handoff_data(record)
     state = _dict(data.get("state"))
     ended = _dict(data.get("ended"))
-    reason = ended.get("reason") if isinstance(ended.get("reason"), str) else None
+    reason = _text(ended.get("reason"))
     compactions = _dict(data.get("task")).get("compactions")
     blockers = _strings(state.get("blockers")) if data else [
         b for b in _annotations(record, "blockers") if b != "None."
@@ -145,13 +149,13 @@ def view_of(record: Record, event: StatusEvent | None) -> HandoffView:
         status_by=event.by if event else None,
         ended=ENDED_LABELS.get(reason, reason) if reason else ("unknown" if data else "—"),
         ended_reason=reason,
-        ended_message=ended.get("message") if isinstance(ended.get("message"), str) else None,
+        ended_message=_text(ended.get("message")),
         compactions=compactions if isinstance(compactions, int) else 0,
         plan=_plan(data),
         next_steps=_strings(state.get("next_steps")) if data else _annotations(record, "next"),
         blockers=blockers,
         files=_files(data, record),
-        branch=_dict(data.get("workspace")).get("branch") or None,
+        branch=_text(_dict(data.get("workspace")).get("branch")),
         data=data,
         record=record,
     )
