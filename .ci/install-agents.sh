@@ -6,29 +6,21 @@
 # the tests point each isolated HOME at, so only the first run ever pays for the unpacking.
 set -euo pipefail
 
-CLAUDE_VERSION="${PASSDOWN_CLAUDE_VERSION:-2.1.197}"
-CODEX_VERSION="${PASSDOWN_CODEX_VERSION:-0.171.0}"
-GEMINI_VERSION="${PASSDOWN_GEMINI_VERSION:-0.61.0}"
-QWEN_VERSION="${PASSDOWN_QWEN_VERSION:-0.24.4}"
-OPENCODE_VERSION="${PASSDOWN_OPENCODE_VERSION:-1.18.33}"
-PI_VERSION="${PASSDOWN_PI_VERSION:-0.73.1}"
-COPILOT_VERSION="${PASSDOWN_COPILOT_VERSION:-1.0.102}"
 E2E_HOME="${PASSDOWN_E2E_HOME:-$HOME/.cache/passdown-e2e}"
 PREFIX="$E2E_HOME/npm"
 
 command -v npm >/dev/null || { echo "install-agents: npm not found (Node 20+ required)" >&2; exit 2; }
 mkdir -p "$PREFIX"
 
-# package name | pinned version | binary
-AGENTS=(
-    "@anthropic-ai/claude-code|$CLAUDE_VERSION|claude"
-    "@openai/codex|$CODEX_VERSION|codex"
-    "@google/gemini-cli|$GEMINI_VERSION|gemini"
-    "@qwen-code/qwen-code|$QWEN_VERSION|qwen"
-    "opencode-ai|$OPENCODE_VERSION|opencode"
-    "@mariozechner/pi-coding-agent|$PI_VERSION|pi"
-    "@github/copilot|$COPILOT_VERSION|copilot"
-)
+# package name | pinned version | binary, from the one pin file; PASSDOWN_<NAME>_VERSION overrides
+PINS="$(dirname "$0")/agent-pins.txt"
+AGENTS=()
+while read -r name pkg version; do
+    [[ -z "$name" || "$name" == \#* ]] && continue
+    override="PASSDOWN_${name^^}_VERSION"
+    AGENTS+=("$pkg|${!override:-$version}|$name")
+done <"$PINS"
+COPILOT_VERSION="$(for e in "${AGENTS[@]}"; do [[ "${e##*|}" == copilot ]] && { v="${e#*|}"; echo "${v%%|*}"; }; done)"
 
 installed_version() {  # $1 = package name; prints the version installed in PREFIX, or nothing
     local pj="$PREFIX/lib/node_modules/$1/package.json"

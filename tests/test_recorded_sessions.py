@@ -67,7 +67,8 @@ def test_extraction_matches_what_the_agent_did(rec: Recorded, tmp_path: Path, mo
     assert tool_files == set(exp["files_written"]) | set(exp["files_edited"])
     assert [f.path for f in ex.state.failed_edits] == exp["failed_edits"]
     assert not set(exp["failed_edits"]) & tool_files, "a failed edit touched nothing"
-    assert [(c.command, c.exit_code) for c in ex.state.commands] == [
+    # the session's own commands; a sub-agent's are attributed to it (`by`)
+    assert [(c.command, c.exit_code) for c in ex.state.commands if c.by is None] == [
         (c["command"], c["exit_code"]) for c in exp["commands"]
     ]
     failing = exp.get("failing_command")
@@ -96,7 +97,9 @@ def test_hidden_and_subagent_text_stays_out(rec: Recorded, tmp_path: Path, monke
     for text in rec.expected.get("subagent_only_text", []):
         assert all(text != e.text for e in handoff.task.transcript)
     for command in rec.expected.get("subagent_commands", []):
-        assert command not in [c.command for c in handoff.state.commands]
+        # read from the sub-agent's transcript and attributed to it, never to the session
+        runs = [c for c in handoff.state.commands if c.command == command]
+        assert runs and all(c.by for c in runs), runs
     if rec.expected.get("subagent_only_text"):
         assert handoff.state.subagents, "the sub-agent's existence is noted"
         assert handoff.state.subagent_calls >= 1

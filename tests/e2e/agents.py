@@ -16,20 +16,31 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO_ROOT / ".ci" / "install-agents.sh"
-CLAUDE_VERSION = "2.1.197"
-CODEX_VERSION = "0.171.0"
+PINS_FILE = REPO_ROOT / ".ci" / "agent-pins.txt"
+
+
+def _pinned_versions() -> dict[str, str]:
+    """name -> version from the one pin file; PASSDOWN_<NAME>_VERSION overrides (the canary)."""
+    versions = {}
+    for line in PINS_FILE.read_text(encoding="utf-8").splitlines():
+        fields = line.split()
+        if len(fields) == 3 and not line.startswith("#"):
+            name, _package, version = fields
+            versions[name] = os.environ.get(f"PASSDOWN_{name.upper()}_VERSION") or version
+    return versions
+
+
+VERSIONS = _pinned_versions()
+CLAUDE_VERSION = VERSIONS["claude"]
+CODEX_VERSION = VERSIONS["codex"]
 # Tools Claude may use without asking (as root, --dangerously-skip-permissions is refused).
 CLAUDE_TOOLS = "Write Edit Bash TaskCreate TaskUpdate TaskList TodoWrite Read"
 CODEX_MODEL = "gpt-5.5"
-# The five agents of issue 7, pinned like the two above (.ci/install-agents.sh installs them).
-GEMINI_VERSION = "0.61.0"
-QWEN_VERSION = "0.24.4"
-OPENCODE_VERSION = "1.18.33"
-PI_VERSION = "0.73.1"
-COPILOT_VERSION = "1.0.102"
-VERSIONS = {"claude": CLAUDE_VERSION, "codex": CODEX_VERSION, "gemini": GEMINI_VERSION,
-            "qwen": QWEN_VERSION, "opencode": OPENCODE_VERSION, "pi": PI_VERSION,
-            "copilot": COPILOT_VERSION}
+GEMINI_VERSION = VERSIONS["gemini"]
+QWEN_VERSION = VERSIONS["qwen"]
+OPENCODE_VERSION = VERSIONS["opencode"]
+PI_VERSION = VERSIONS["pi"]
+COPILOT_VERSION = VERSIONS["copilot"]
 # A 2.x model: Gemini CLI only offers its plan tool `write_todos` to non-preview Gemini 2
 # models (the default 3.x preview gets no write_todos), and naming one skips its router.
 GEMINI_MODEL = "gemini-2.5-pro"

@@ -606,3 +606,13 @@ class GeminiServer(_ScriptedServer):
 
 
 ServerFactory = Callable[[list[Step]], _ScriptedServer]
+
+
+# ---------------------------------------------------------------------------------------
+# Error bodies for `fail()` (issue 10: sessions that end on an API error)
+# ---------------------------------------------------------------------------------------
+def anthropic_error(error_type: str, message: str) -> dict[str, Any]:
+    """The Anthropic API's error body, e.g. ("rate_limit_error", "...") for a 429,
+    ("overloaded_error", "Overloaded") for a 529, ("authentication_error", ...) for a 401,
+    ("invalid_request_error", "prompt is too long: ...") for a 400."""
+    return {"type": "error", "error": {"type": error_type, "message": message}}

@@ -5,6 +5,12 @@ the file. Reading takes two streaming passes so memory stays flat however large 
 file is: pass 1 walks the file *backwards* from the newest leaf, following parent links
 (parents are always written before children), and keeps only the byte offsets of the
 active branch; pass 2 reads forwards and decodes just those lines.
+
+Everything else follows that branch too: the plan is the replay of the branch's own plan
+calls (the CLI's task files reflect whatever ran last, so they only fill gaps where they
+agree), the sub-agents read are those the branch spawned (their tool calls come out
+attributed with `by`, streamed from their own transcripts), and an API-error record or
+an interruption on the branch becomes a `SessionEnding`.
 """
 
 from __future__ import annotations
@@ -29,10 +35,12 @@ from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
+    EndReason,
     Event,
     Message,
     PlanItem,
     PlanOp,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     SubagentNote,
@@ -137,6 +145,10 @@ class _Record(msgspec.Struct):
     isCompactSummary: bool = False
     toolUseResult: msgspec.Raw = _NULL
     compactMetadata: dict[str, object] | None = None
+    # an assistant record the CLI wrote for a failed API call (rate limit, overload...)
+    isApiErrorMessage: bool = False
+    error: Any = None
+    errorDetails: Any = None
 
 
 class _LooseRecord(_Record):
@@ -157,6 +169,7 @@ class _ToolInput(msgspec.Struct):
     id: str | int | None = None
     status: str | None = None
     todos: list[dict[str, object]] | None = None
+    subagent_type: str | None = None
 
 
 class _ToolOutcome(msgspec.Struct):
@@ -167,6 +180,7 @@ class _ToolOutcome(msgspec.Struct):
     interrupted: bool = False
     task: dict[str, object] | None = None
     taskId: str | int | None = None
+    agentId: str | None = None  # the Agent tool's result names the sub-agent it ran
 
 
 class _Head(msgspec.Struct):
@@ -251,53 +265,13 @@ class ClaudeCode(Agent):
             ref.path, diag, lambda o, line, t: _node(line, o, t, info, diag)
         )
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _ActiveReader(ref.path, info, diag, branch).events()
-        yield from self._subagents(ref)
-        plan = self._task_files(ref.session_id)
-        if plan is not None:
-            yield plan
-
-    def _subagents(self, ref: SessionRef) -> Iterator[SubagentNote]:
-        folder = ref.path.parent / ref.session_id / "subagents"
-        try:
-            files = sorted(folder.glob("agent-*.jsonl*"))
-        except OSError:
-            return
-        for path in files:
-            yield SubagentNote(
-                agent_id=_strip_suffixes(path.name).removeprefix("agent-"), path=str(path)
-            )
-
-    def _task_files(self, session_id: str) -> PlanOp | None:
-        """Claude keeps each task's final state in ~/.claude/tasks/<session>/<n>.json."""
-        folder = self.config_dir() / "tasks" / session_id
-        if not session_id or "/" in session_id or ".." in session_id:
-            return None
-        try:
-            files = [p for p in folder.iterdir() if p.suffix == ".json"]
-        except OSError:
-            return None
-        items: list[tuple[tuple[int, str], PlanItem]] = []
-        for path in files:
-            try:
-                task = _TASK.decode(path.read_bytes())
-            except (OSError, msgspec.DecodeError):
-                continue
-            task_id = str(task.id or path.stem)
-            status = task.status if task.status in _PLAN_STATUSES else "pending"
-            item = PlanItem(
-                id=task_id,
-                subject=task.subject,
-                status=status,  # type: ignore[arg-type]
-                description=task.description,
-                active_form=task.activeForm,
-                blocked_by=tuple(str(b) for b in task.blockedBy),
-            )
-            items.append(((int(task_id) if task_id.isdigit() else 1 << 30, task_id), item))
-        if not items:
-            return None
-        items.sort(key=lambda pair: pair[0])
-        return PlanOp(op="replace", items=tuple(item for _, item in items))
+        subagents = _Subagents(ref.path.parent / ref.session_id / "subagents", ref.path.parent)
+        reader = _ActiveReader(ref.path, info, diag, branch, subagents=subagents)
+        yield from reader.events()
+        yield from reader.unanswered_subagents()
+        merged = reader.plan.merged_with(_task_files(self.config_dir(), ref.session_id))
+        if merged is not None:
+            yield merged
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -307,6 +281,26 @@ class ClaudeCode(Agent):
         # -p runs once; acceptEdits lets the takeover edit files without a person there.
         argv = [self.program, "-p", "--permission-mode", "acceptEdits", "--", prompt]
         return LaunchSpec(argv=argv, cwd=workspace)
+
+
+def _task_files(config_dir: Path, session_id: str) -> dict[str, _TaskFile]:
+    """Claude keeps each task's latest state in ~/.claude/tasks/<session>/<n>.json. That
+    is whatever ran last, abandoned branches included, so it only fills gaps (see
+    `_PlanReplay.merged_with`)."""
+    if not session_id or "/" in session_id or ".." in session_id:
+        return {}
+    try:
+        files = [p for p in (config_dir / "tasks" / session_id).iterdir() if p.suffix == ".json"]
+    except OSError:
+        return {}
+    tasks: dict[str, _TaskFile] = {}
+    for path in files:
+        try:
+            task = _TASK.decode(path.read_bytes())
+        except (OSError, msgspec.DecodeError):
+            continue
+        tasks[str(task.id or path.stem)] = task
+    return tasks
 
 
 def _strip_suffixes(name: str) -> str:
@@ -386,19 +380,38 @@ def _note_title(env: _Envelope, info: SessionInfo) -> None:
 
 
 class _ActiveReader:
-    """Pass 2: decode the active branch's records in order and emit events."""
+    """Pass 2: decode the active branch's records in order and emit events.
 
-    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
+    With `by` set, the same reader reads a sub-agent's transcript: only its tool calls
+    and their results count, attributed to it. Its prompt and messages are neither the
+    user's nor the session agent's, and its plan calls do not change the session's plan.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        info: SessionInfo,
+        diag: Diagnostics,
+        branch: Branch,
+        *,
+        subagents: _Subagents,
+        by: str | None = None,
+        depth: int = 0,
+    ) -> None:
         self.path = path
         self.info = info
         self.diag = diag
         self.branch = branch
+        self.subagents = subagents
+        self.by = by
+        self.depth = depth
         self.calls: dict[str, ToolCall] = {}
+        self.agent_tasks: dict[str, tuple[str | None, str | None]] = {}  # call -> task, type
+        self.plan = _PlanReplay()
         self.pending_trigger: str | None = None
         self.assistant_id: str | None = None
         self.assistant_text: list[str] = []
         self.assistant_ts: str | None = None
-        self.plan_counter = 0
 
     def events(self) -> Iterator[Event]:
         for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
@@ -438,6 +451,13 @@ class _ActiveReader:
         msg = rec.message
         if msg is None:
             return
+        if rec.isApiErrorMessage:
+            # The CLI's own report of a failed API call: how the turn ended, never the
+            # agent's progress. A sub-agent's failure reaches the session as a tool result.
+            if self.by is None:
+                yield from self._flush_assistant()
+                yield _api_error_ending(rec, _joined_text(msg.content))
+            return
         if msg.model == "<synthetic>":
             return  # "No response requested." and the like: not the agent speaking
         self.info.add_model(msg.model)
@@ -446,8 +466,9 @@ class _ActiveReader:
             self.assistant_id = msg.id
         for block in _blocks(msg.content):
             if block.type == "text" and block.text:
-                self.assistant_text.append(block.text)
-                self.assistant_ts = self.assistant_ts or rec.timestamp
+                if self.by is None:
+                    self.assistant_text.append(block.text)
+                    self.assistant_ts = self.assistant_ts or rec.timestamp
             elif block.type == "tool_use" and block.id:
                 call = self._tool_call(block, rec.timestamp)
                 self.calls[block.id] = call
@@ -465,7 +486,7 @@ class _ActiveReader:
     def _tool_call(self, block: _Block, timestamp: str | None) -> ToolCall:
         name = block.name or ""
         args = _decode_input(block.input)
-        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp)
+        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp, by=self.by)
         if name in _EDIT_TOOLS:
             call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
             target = args.file_path or args.notebook_path or args.path
@@ -473,30 +494,13 @@ class _ActiveReader:
         elif name == "Bash":
             call.action = "command"
             call.command = args.command or ""
-        elif name == "TaskCreate":
-            call.action = "plan"
-            item = PlanItem(
-                id="",
-                subject=args.subject or "",
-                description=args.description or None,
-                active_form=args.activeForm or None,
-            )
-            call.plan = PlanOp(op="create", items=(item,))
-        elif name == "TaskUpdate":
-            call.action = "plan"
-            status = args.status
-            task_id = args.taskId if args.taskId is not None else args.id
-            call.plan = PlanOp(
-                op="update",
-                item_id=str(task_id) if task_id is not None else "",
-                status=status if status in _PLAN_STATUSES else None,  # type: ignore[arg-type]
-                subject=args.subject or None,
-            )
-        elif name == "TodoWrite":
-            call.action = "plan"
-            call.plan = PlanOp(op="replace", items=_todo_items(args.todos))
+        elif name in ("TaskCreate", "TaskUpdate", "TodoWrite"):
+            if self.by is None:
+                call.action = "plan"
+                call.plan = _plan_op(name, args)
         elif name in ("Task", "Agent"):
             call.action = "subagent"
+            self.agent_tasks[call.call_id] = (args.description, args.subagent_type)
         elif name in _READ_TOOLS:
             call.action = "read"
         return call
@@ -507,27 +511,43 @@ class _ActiveReader:
         if msg is None:
             return
         if rec.isCompactSummary:
-            yield Compaction(
-                summary=_joined_text(msg.content),
-                trigger=self.pending_trigger,
-                timestamp=rec.timestamp,
-            )
+            if self.by is None:
+                yield Compaction(
+                    summary=clean_compact_summary(_joined_text(msg.content)),
+                    trigger=self.pending_trigger,
+                    timestamp=rec.timestamp,
+                )
             self.pending_trigger = None
             return
-        content = _blocks(msg.content)
         texts = []
-        for block in content:
+        for block in _blocks(msg.content):
             if block.type == "text" and block.text:
                 texts.append(block.text)
             elif block.type == "tool_result" and block.tool_use_id:
-                yield self._tool_result(block, rec)
+                yield from self._result_events(block, rec)
         text = "\n\n".join(t.strip() for t in texts if t.strip())
-        if text:
-            synthetic = rec.isMeta or _is_wrapper(text)
-            yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
+        if not text or self.by is not None:
+            return
+        if any(_INTERRUPTED.match(t.strip()) for t in texts):
+            yield SessionEnding(reason="interrupted", timestamp=rec.timestamp)
+        synthetic = rec.isMeta or _is_wrapper(text)
+        yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
 
-    def _tool_result(self, block: _Block, rec: _Record) -> ToolResult:
+    def _result_events(self, block: _Block, rec: _Record) -> Iterator[Event]:
         call = self.calls.pop(block.tool_use_id or "", None)
+        result = self._tool_result(block, rec, call)
+        if call is not None and call.action == "subagent":
+            # The sub-agent ran between the call and its result: its work comes first.
+            outcome = _outcome(rec.toolUseResult)
+            agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
+                _agent_id_in(_joined_text(block.content))
+            )
+            yield from self._run_subagent(call.call_id, agent_id)
+        elif call is not None and call.plan is not None and not result.is_error:
+            self.plan.apply(call.plan, result.created_item_id)
+        yield result
+
+    def _tool_result(self, block: _Block, rec: _Record, call: ToolCall | None) -> ToolResult:
         is_error = bool(block.is_error)
         result = ToolResult(
             call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
@@ -542,8 +562,304 @@ class _ActiveReader:
         if call.action == "command":
             result.exit_code = _bash_exit_code(rec.toolUseResult)
         elif call.plan is not None and call.plan.op == "create":
-            result.created_item_id = _created_task_id(rec.toolUseResult)
+            result.created_item_id = _created_task_id(rec.toolUseResult) or _task_number_in(
+                _joined_text(block.content)
+            )
         return result
+
+    # sub-agents -----------------------------------------------------------------------
+    def _run_subagent(self, call_id: str, agent_id: str | None) -> Iterator[Event]:
+        """A sub-agent spawned on this branch: a note with its type and task, then its
+        tool calls and results, attributed to it (nested sub-agents likewise)."""
+        task, kind = self.agent_tasks.pop(call_id, (None, None))
+        agent_id = agent_id or self.subagents.agent_for_call(call_id)
+        if not agent_id or not self.subagents.claim(agent_id):
+            return
+        meta = self.subagents.meta().get(agent_id)
+        path = self.subagents.transcript(agent_id)
+        yield SubagentNote(
+            agent_id=agent_id,
+            path=str(path) if path else None,
+            description=(meta.description if meta else None) or task,
+            agent_type=(meta.agentType if meta else None) or kind,
+        )
+        if path is None or self.depth >= _MAX_SUBAGENT_DEPTH:
+            return
+        diag = Diagnostics()
+        reader = _ActiveReader(
+            path,
+            SessionInfo(agent="claude", session_id=agent_id, path=path),
+            diag,
+            Branch(broken=True),  # a sub-agent's file is one linear thread: file order
+            subagents=self.subagents,
+            by=agent_id,
+            depth=self.depth + 1,
+        )
+        yield from reader.events()
+        yield from reader.unanswered_subagents()
+        skipped = diag.bad_lines + (1 if diag.torn_last_line else 0)
+        if skipped:
+            self.diag.warnings.append(
+                f"sub-agent {agent_id}: {skipped} unreadable line(s) of its transcript skipped"
+            )
+
+    def unanswered_subagents(self) -> Iterator[Event]:
+        """Agent calls whose result never came (the session stopped while the sub-agent
+        ran): their transcripts are found through the sub-agents' .meta.json files."""
+        waiting = [cid for cid, call in self.calls.items() if call.action == "subagent"]
+        for call_id in waiting:
+            yield from self._run_subagent(call_id, None)
+
+
+_MAX_SUBAGENT_DEPTH = 4
+_AGENT_ID = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TASK_NUMBER = re.compile(r"\bTask #(\d+) created")
+
+
+def _agent_id_in(text: str | None) -> str | None:
+    match = _AGENT_ID.search(text or "")
+    return match.group(1) if match else None
+
+
+def _task_number_in(text: str | None) -> str | None:
+    match = _TASK_NUMBER.search(text or "")
+    return match.group(1) if match else None
+
+
+class _SubagentMeta(msgspec.Struct):
+    agentType: str | None = None
+    description: str | None = None
+    toolUseId: str | None = None
+
+
+_META = msgspec.json.Decoder(_SubagentMeta)
+
+
+class _Subagents:
+    """Where a session's sub-agent transcripts are (`<session>/subagents/agent-<id>.jsonl`
+    with a `.meta.json`; older builds: `agent-<id>.jsonl` beside the session), read only
+    when the active branch spawned them, each once."""
+
+    def __init__(self, folder: Path, legacy_folder: Path) -> None:
+        self.folder = folder
+        self.legacy_folder = legacy_folder
+        self.read: set[str] = set()
+        self._meta: dict[str, _SubagentMeta] | None = None
+
+    def claim(self, agent_id: str) -> bool:
+        if not _SAFE_ID.match(agent_id) or agent_id in self.read:
+            return False
+        self.read.add(agent_id)
+        return True
+
+    def meta(self) -> dict[str, _SubagentMeta]:
+        if self._meta is None:
+            self._meta = {}
+            try:
+                files = list(self.folder.glob("agent-*.meta.json"))
+            except OSError:
+                files = []
+            for path in files:
+                try:
+                    meta = _META.decode(path.read_bytes())
+                except (OSError, msgspec.DecodeError):
+                    continue
+                agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
+                self._meta[agent_id] = meta
+        return self._meta
+
+    def agent_for_call(self, call_id: str) -> str | None:
+        return next((a for a, m in self.meta().items() if m.toolUseId == call_id), None)
+
+    def transcript(self, agent_id: str) -> Path | None:
+        for folder in (self.folder, self.legacy_folder):
+            for suffix in (".jsonl", ".jsonl.zst"):
+                path = folder / f"agent-{agent_id}{suffix}"
+                if path.is_file():
+                    return path
+        return None
+
+
+class _PlanReplay:
+    """The branch's plan as the CLI's task store saw it, replayed from the branch's own
+    TaskCreate/TaskUpdate/TodoWrite calls (extraction replays the same calls; this copy
+    exists to check the task files against the branch and to settle reused ids)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, PlanItem] = {}
+        self.counter = 0
+        self.seen = False
+        self.rekeyed = False
+
+    def apply(self, op: PlanOp, created_id: str | None) -> None:
+        self.seen = True
+        if op.op == "replace":
+            self.items = {item.id: item for item in op.items}
+            return
+        if op.op == "create":
+            for item in op.items:
+                self.counter += 1
+                key = created_id or item.id or str(self.counter)
+                if key in self.items:
+                    self._set_aside(key)
+                self.items[key] = PlanItem(
+                    id=key,
+                    subject=item.subject,
+                    status=item.status,
+                    description=item.description,
+                    active_form=item.active_form,
+                )
+            return
+        found = self.items.get(op.item_id or "")
+        if found is None:
+            return
+        if op.status == "deleted":
+            del self.items[found.id]
+            return
+        if op.status:
+            found.status = op.status
+        if op.subject:
+            found.subject = op.subject
+
+    def _set_aside(self, key: str) -> None:
+        """A forked session starts with an empty task store, so its new tasks reuse the
+        ids of the tasks in the copied prefix. The new task takes the id (later updates
+        name it); the earlier one stays in the plan under a primed id."""
+        new_key = key + "'"
+        while new_key in self.items:
+            new_key += "'"
+        item = self.items[key]
+        item.id = new_key
+        self.items = {(new_key if k == key else k): v for k, v in self.items.items()}
+        self.rekeyed = True
+
+    def merged_with(self, task_files: dict[str, _TaskFile]) -> PlanOp | None:
+        """The branch's plan with gaps (description, active form, blocked-by) filled from
+        the task files that agree with it (same id, same subject). A task file never adds
+        a task or changes a status: it reflects whatever ran last, abandoned branches
+        included. None when there is nothing to change."""
+        if not self.seen:
+            return None
+        changed = self.rekeyed
+        items = []
+        for key, item in self.items.items():
+            task = task_files.get(key)
+            if task is not None and task.subject == item.subject:
+                filled = PlanItem(
+                    id=item.id,
+                    subject=item.subject,
+                    status=item.status,
+                    description=item.description or task.description or None,
+                    active_form=item.active_form or task.activeForm or None,
+                    blocked_by=item.blocked_by or tuple(str(b) for b in task.blockedBy),
+                )
+                changed = changed or filled != item
+                item = filled
+            items.append(item)
+        return PlanOp(op="replace", items=tuple(items)) if changed else None
+
+
+def _plan_op(name: str, args: _ToolInput) -> PlanOp:
+    if name == "TaskCreate":
+        item = PlanItem(
+            id="",
+            subject=args.subject or "",
+            description=args.description or None,
+            active_form=args.activeForm or None,
+        )
+        return PlanOp(op="create", items=(item,))
+    if name == "TaskUpdate":
+        status = args.status
+        task_id = args.taskId if args.taskId is not None else args.id
+        return PlanOp(
+            op="update",
+            item_id=str(task_id) if task_id is not None else "",
+            status=status if status in _PLAN_STATUSES else None,  # type: ignore[arg-type]
+            subject=args.subject or None,
+        )
+    return PlanOp(op="replace", items=_todo_items(args.todos))
+
+
+# API errors ---------------------------------------------------------------------------
+# What 2.1.197 writes (provoked against a scripted server): an assistant record with
+# model "<synthetic>", isApiErrorMessage, `error` (rate_limit, server_error,
+# authentication_failed, invalid_request, billing_error, ...) and the message it showed,
+# e.g. "API Error: Request rejected (429) · You've hit your limit" or "Prompt is too long"
+# (errorDetails then holds the raw 400 body). A usage limit is a 429 too: only the text
+# tells it from a rate limit.
+_USAGE_LIMIT = re.compile(
+    r"usage limit|(?:hit|reached) your (?:[\w-]+ ){0,3}limit|out of (?:extra )?usage"
+    r"|spend limit|limit reached|usage credits",
+    re.IGNORECASE,
+)
+_OVERLOADED = re.compile(r"\b529\b|overloaded", re.IGNORECASE)
+_AUTH = re.compile(
+    r"\b401\b|invalid api key|invalid x-api-key|authentication|oauth token|/login|unauthori[sz]ed",
+    re.IGNORECASE,
+)
+_CONTEXT_LENGTH = re.compile(
+    r"prompt is too long|context (?:length|window)|too many (?:input )?tokens|input length",
+    re.IGNORECASE,
+)
+_RATE_LIMIT = re.compile(r"\b429\b|rate.?limit", re.IGNORECASE)
+
+
+def api_error_reason(error: str | None, text: str) -> EndReason:
+    """Why an API call failed, from the record's `error` code and the text shown."""
+    if error == "billing_error" or _USAGE_LIMIT.search(text):
+        return "usage_limit"
+    if error == "rate_limit" or _RATE_LIMIT.search(text):
+        return "rate_limit"
+    if _OVERLOADED.search(text):
+        return "overloaded"  # `server_error` is also a plain 500: only "529"/overloaded count
+    if error == "authentication_failed" or _AUTH.search(text):
+        return "auth"
+    if _CONTEXT_LENGTH.search(text):
+        return "context_length"
+    return "error"
+
+
+def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
+    error = rec.error if isinstance(rec.error, str) else None
+    details = rec.errorDetails if isinstance(rec.errorDetails, str) else ""
+    message = (text or "").strip() or error or None
+    reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
+    return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
+
+
+# compaction ---------------------------------------------------------------------------
+# 2.1.197 wraps the model's summary: a preamble, "Summary:", then instructions to the
+# model that resumes (where the full transcript is, "Continue the conversation from
+# where it left off ... as if the break never happened."); older builds ended with
+# "Please continue the conversation from where we left it off ...". Those address the
+# compacting agent, not the next one.
+_COMPACT_PREAMBLE = re.compile(
+    r"^\s*This session is being continued from a previous conversation that ran out of "
+    r"context\.(?: The summary below covers the earlier portion of the conversation\.)?\s*"
+    r"(?:Summary:\s*)?",
+)
+_COMPACT_INSTRUCTIONS = re.compile(
+    r"^[ \t]*(?:If you need specific details from before compaction"
+    r"|Recent messages are preserved verbatim\."
+    r"|Continue the conversation from where it left off"
+    r"|Please continue the conversation from where we left (?:it|off)"
+    r"|Resume directly)",
+    re.MULTILINE,
+)
+
+
+def clean_compact_summary(text: str | None) -> str | None:
+    """The summary a compaction kept, without the CLI's preamble and its resume
+    instructions to the model."""
+    if not text:
+        return text
+    body = _COMPACT_PREAMBLE.sub("", text, count=1)
+    match = _COMPACT_INSTRUCTIONS.search(body)
+    if match:
+        body = body[: match.start()]
+    body = body.strip()
+    return body or None
 
 
 def _decode_raw(decoder: msgspec.json.Decoder, raw: msgspec.Raw) -> Any:
@@ -642,4 +958,4 @@ def _created_task_id(raw: msgspec.Raw) -> str | None:
     return str(outcome.taskId) if outcome.taskId is not None else None
 
 
-__all__ = ["ClaudeCode", "encode_cwd"]
+__all__ = ["ClaudeCode", "api_error_reason", "clean_compact_summary", "encode_cwd"]

@@ -62,9 +62,10 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """passdown: hand a coding agent's unfinished task to another agent or session.
 
-    Reads the agent's local session history (Claude Code, Codex CLI) and the workspace's
-    git state, extracts the task's durable state, redacts secrets, and writes a portable
-    handoff that the next agent continues from.
+    Reads the agent's local session history (nine agents: Claude Code, Codex CLI, Gemini
+    CLI, Qwen Code, opencode, pi, Copilot CLI, Cursor agent, Aider; `passdown agents`
+    lists them) and the workspace's git state, extracts the task's durable state, redacts
+    secrets, and writes a portable handoff that the next agent continues from.
 
     Exit codes: 0 ok, 1 error, 2 bad arguments, 3 no session found, 4 ambiguous session,
     5 unreadable session, 6 target agent not installed, 7 launch failed, 8 cannot write
@@ -75,19 +76,22 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     from passdown.errors import PassdownError
 
+    args = sys.argv[1:] if argv is None else argv
+    as_json = _wants_json(args)
     try:
-        result = cli.main(args=argv, prog_name="passdown", standalone_mode=False)
+        result = cli.main(args=args, prog_name="passdown", standalone_mode=False)
     except PassdownError as exc:
-        _print_error(exc.message, exc.hint)
+        _print_error(exc.message, exc.hint, exc.exit_code, as_json=as_json)
         return exc.exit_code
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        _print_error("aborted", None, 130, as_json=as_json)
         return 130
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
-        return 2 if isinstance(exc, click.UsageError) else exc.exit_code
+        code = 2 if isinstance(exc, click.UsageError) else exc.exit_code
+        _print_error(exc.format_message(), _usage_hint(exc), code, as_json=as_json)
+        return code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -98,17 +102,47 @@ def main(argv: list[str] | None = None) -> int:
         _print_error(
             f"internal error ({type(exc).__name__}): {exc}",
             "this is a bug in passdown; rerun with PASSDOWN_DEBUG=1 for the traceback",
+            1,
+            as_json=as_json,
         )
         return 1
     return result if isinstance(result, int) else 0
 
 
-def _print_error(message: str, hint: str | None) -> None:
+def _wants_json(args: list[str]) -> bool:
+    """`--json` among the options (not after `--`, where the target agent's args go)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def _usage_hint(exc: click.ClickException) -> str | None:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return "run 'passdown --help'"
+    return f"run '{ctx.command_path} --help'"
+
+
+def _print_error(message: str, hint: str | None, code: int, *, as_json: bool) -> None:
+    """Every error, one format: `passdown: error: ...` and a hint, or with --json one JSON
+    object on stderr. Redacted, and flattened to one line each (a message may quote
+    session text)."""
+    import json
+
     from passdown.redact import redact
 
-    click.echo(f"passdown: error: {redact(message)}", err=True)
+    message = _flat(redact(message))
+    hint = _flat(redact(hint)) if hint else None
+    if as_json:
+        click.echo(json.dumps({"error": message, "code": code, "hint": hint}), err=True)
+        return
+    click.echo(f"passdown: error: {message}", err=True)
     if hint:
-        click.echo(f"hint: {redact(hint)}", err=True)
+        click.echo(f"hint: {hint}", err=True)
+
+
+def _flat(text: str) -> str:
+    """One line, no control characters: an error may quote a path or session text."""
+    return "".join(ch if ch.isprintable() else " " for ch in " ".join(text.split()))
 
 
 def run() -> None:

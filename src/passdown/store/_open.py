@@ -61,6 +61,7 @@ def open_store(url: str | None = None) -> Store:
             raise UsageError("sqlite store URL has no path: use sqlite:///path/to/store.db")
         return SQLiteStore(rest if rest == ":memory:" else Path(rest).expanduser())
     if sep and scheme in ("postgresql", "postgres"):
+        _require_psycopg()
         from passdown.store._postgres import PostgresStore
 
         return PostgresStore(url)
@@ -69,3 +70,14 @@ def open_store(url: str | None = None) -> Store:
     raise UsageError(
         f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
     )
+
+
+def _require_psycopg() -> None:
+    """PostgreSQL support is an extra: say how to get it instead of an ImportError."""
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("psycopg_pool") is None:
+        raise StoreError(
+            "PostgreSQL stores need the postgres extra",
+            hint="pip install 'passdown[postgres]'",
+        )
