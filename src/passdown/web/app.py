@@ -137,7 +137,9 @@ class WebApp:
             _set_cookie(response, request, CSRF_COOKIE, csrf)
         return response
 
-    def not_found(self, request: Request, message: str = "Not found") -> HTMLResponse:
+    def not_found(self, request: Request,
+                  message: str = "No such project or handoff here (or not one this sign-in can see).",
+                  ) -> HTMLResponse:
         return self.render(request, "error.html", 404, title="Not found", message=message)
 
     def _page(self, handler: Callable[[Request, model.Reader, dict[str, Any]], Awaitable[Response]]
@@ -313,7 +315,7 @@ class WebApp:
                         await self.access.scope(request, ctx["project"]) is None:
                     return  # signed out or token revoked: the stream ends with the session
                 for view in await anyio.to_thread.run_sync(feed.poll):
-                    html = row.render(v=view, project=ctx["project"], quote=quote)
+                    html = row.render(v=view, project=ctx["project"], quote=quote, search=filters.text)
                     yield f"event: handoff\ndata: {json.dumps({'id': view.id, 'html': html})}\n\n"
                     quiet = 0.0
                 if quiet >= HEARTBEAT_S:

@@ -81,6 +81,13 @@ class HandoffView:
     def next_step(self) -> str:
         return self.next_steps[0] if self.next_steps else ""
 
+    def next_step_for(self, search: str) -> str:
+        """The first next step holding a word of the search (why the row matched), else the
+        first next step."""
+        words = [w.strip("*").lower() for w in search.split() if w.strip("*")]
+        matching = (s for s in self.next_steps if any(w in s.lower() for w in words))
+        return next(matching, self.next_step) if words else self.next_step
+
     @property
     def task_key(self) -> str:
         return self.branch or ""
