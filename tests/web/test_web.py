@@ -319,6 +319,13 @@ def test_state_changes_need_csrf_and_same_origin(team: TeamServer, trail: Trail)
         assert scripts == [""], "one script, from a file, none inline"
         assert not re.search(r"\son[a-z]+=", page.text), "no inline event handlers"
         assert client.post("logout", data={}).status_code == 403, "logout needs CSRF too"
+        record = {"id": "from-another-site", "type": "task", "created_at": "2026-01-01T00:00:00Z",
+                  "provenance": {"agent": "x", "session": "s"}, "scope": {"project": trail.project}}
+        api = client.post("api/records", json=record, headers={"Authorization": f"Bearer {token}",
+                                                               "Origin": "http://evil.example"})
+        assert api.status_code == 403, "a page of another site cannot write through the API"
+        api = client.post("api/records", json=record, headers={"Authorization": f"Bearer {token}"})
+        assert api.status_code == 201, api.text
 
 
 # -- secrets --------------------------------------------------------------------------------------------
