@@ -256,3 +256,31 @@ def test_an_open_event_stream_ends_when_its_token_is_revoked(trail: Trail) -> No
         assert httpx.get(f"{team.url}p/{trail.project}/", cookies=cookies, follow_redirects=False).status_code == 303
     finally:
         team.stop()
+
+
+@pytest.mark.postgres
+def test_pages_over_a_postgresql_store(store: Store, trail: Trail) -> None:
+    """The same pages over PostgreSQL: order, search (its own text index), trail, compare."""
+    from passdown.records import record_to_dict
+
+    schema = f"web_pages_{uuid.uuid4().hex[:10]}"
+    try:
+        with open_store(f"{PG_URL}?schema={schema}") as pg:
+            early, claude, codex = trail.ids[:3]
+            for handoff_id in (early, claude, codex):  # one at a time: same-second ties keep this order
+                pg.store(record_to_dict(store.retrieve(trail.project, handoff_id)))
+            client = TestClient(local_app(pg, trail.project), base_url="http://127.0.0.1:8123")
+            timeline = client.get(f"/p/{trail.project}/").text
+            assert [timeline.index(f'data-id="{i}"') for i in (codex, claude, early)] == sorted(
+                timeline.index(f'data-id="{i}"') for i in (codex, claude, early))
+            found = client.get(f"/p/{trail.project}/", params={"q": "example"}).text
+            assert found.count('class="row"') == 1 and claude in found
+            page = client.get(f"/p/{trail.project}/h/{claude}").text
+            assert f"/h/{early}" in page and f"/h/{codex}" in page
+            compared = client.get(f"/p/{trail.project}/compare?a={early}&b={codex}").text
+            assert compared.count('class="plan-change"') == 3
+    finally:
+        import psycopg
+
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
