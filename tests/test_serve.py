@@ -343,7 +343,9 @@ def test_the_body_limit_is_configurable(store: Store, monkeypatch: pytest.Monkey
         assert r.status_code == 401, "no token: refused before the body is looked at"
 
 
-def test_a_loopback_server_refuses_other_hosts_and_origins(store: Store) -> None:
+def test_a_loopback_server_refuses_other_hosts_and_origins(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from starlette.testclient import TestClient
 
     token = create_token(store, "alpha")
@@ -352,12 +354,15 @@ def test_a_loopback_server_refuses_other_hosts_and_origins(store: Store) -> None
         assert http.get("/healthz", headers={"Host": "localhost:8765"}).status_code == 200
         assert http.get("/healthz", headers={"Host": "[::1]:8765"}).status_code == 200
         r = http.get("/api/records", headers={**auth(token), "Host": "evil.example:8765"})
-        assert r.status_code == 421 and "loopback" in r.json()["error"]
+        assert r.status_code == 421 and "127.0.0.1" in r.json()["error"]
         r = http.get("/api/records", headers={**auth(token), "Origin": "http://evil.example"})
         assert r.status_code == 403
         ok = http.get("/api/records", headers={**auth(token), "Origin": "http://localhost:3000"})
         assert ok.status_code == 200
     with TestClient(build_app(store, host="0.0.0.0"), base_url="http://team.example") as http:
-        assert http.get("/api/records", headers=auth(token)).status_code == 200, (
-            "bound to all interfaces: the operator chose the names it answers to"
+        assert http.get("/api/records", headers=auth(token)).status_code == 421, (
+            "bound to all interfaces, a name answers only once the operator allows it"
         )
+    monkeypatch.setenv("PASSDOWN_ALLOWED_HOSTS", "team.example")
+    with TestClient(build_app(store, host="0.0.0.0"), base_url="http://team.example") as http:
+        assert http.get("/api/records", headers=auth(token)).status_code == 200

@@ -108,38 +108,6 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-
-
-class LoopbackOnly:
-    """ASGI middleware for a server bound to loopback: a request whose Host (or Origin)
-    names another machine is refused (421 / 403). A web page on evil.example that
-    re-points its DNS name at 127.0.0.1 ("DNS rebinding") thus never reaches the API;
-    the MCP SDK does the same for /mcp, this covers /api and /healthz too."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope_, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = dict(scope.get("headers", []))
-        host = headers.get(b"host", b"").decode("latin-1")
-        origin = headers.get(b"origin")
-        if not _is_loopback(host):
-            response = JSONResponse({"error": f"invalid Host header {host!r}: this server answers on loopback only"},
-                                    status_code=421)
-            return await response(scope, receive, send)
-        if origin is not None and not _is_loopback(origin.decode("latin-1").partition("://")[2]):
-            response = JSONResponse({"error": "cross-origin requests are refused"}, status_code=403)
-            return await response(scope, receive, send)
-        await self.app(scope, receive, send)
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name.lower() in _LOOPBACK_HOSTS
 
 
 def _content_length(scope: Scope_) -> int | None:
@@ -305,9 +273,12 @@ def build_app(
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
     )
-    # the token check first: an unauthenticated client cannot make the server read a body
+    from passdown.web import with_pages  # the web view's pages, behind the same tokens
+
+    # the token check first: an unauthenticated client cannot make the server read a body;
+    # the pages' own guard refuses a wrong Host (421) or a foreign Origin (403) before both
     guarded: ASGIApp = TokenAuth(BodyLimit(app, max_body), store)
-    return LoopbackOnly(guarded) if host in LOOPBACK else guarded
+    return with_pages(guarded, store, host=host)
 
 
 def bind(host: str, port: int) -> socket.socket:

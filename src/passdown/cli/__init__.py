@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "delete": ("passdown.cli.store_cmds:delete_command", "Delete a stored record by id."),
     "mcp": ("passdown.cli.mcp_cmds:mcp_command", "Serve passdown's tools to an agent over MCP (stdio)."),
     "serve": ("passdown.cli.mcp_cmds:serve_command", "Team server: MCP over HTTP plus a JSON API, with tokens."),
+    "ui": ("passdown.cli.ui_cmds:ui_command", "Open a local web view of the stored handoffs (127.0.0.1)."),
     "token": ("passdown.cli.mcp_cmds:token_command", "Create or revoke bearer tokens for `passdown serve`."),
     "install": ("passdown.cli.install_cmds:install_command", "Register passdown (MCP, hooks, skill) with Claude Code or Codex."),
     "uninstall": ("passdown.cli.install_cmds:uninstall_command", "Undo `passdown install`, restoring the config files."),

@@ -368,6 +368,11 @@ class Store(ABC):
     ) -> None:
         self.close()
 
+    def projects(self) -> list[str]:
+        """Every project that holds at least one record, most recently active first.
+        Not scoped: only for a caller that may see the whole store (`passdown ui`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list projects")
+
 
 def not_found(id: str, scope: Scope, version: int | None = None) -> RecordNotFound:
     which = f"record {id!r}" if version is None else f"version {version} of record {id!r}"

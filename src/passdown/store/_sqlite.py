@@ -370,6 +370,12 @@ class SQLiteStore(Store):
             problems.append(f"{orphans} history rows belong to no record")
         return problems
 
+    def projects(self) -> list[str]:
+        rows = self._read(
+            "SELECT project FROM records GROUP BY project ORDER BY max(created_us) DESC, project", ()
+        )
+        return [row[0] for row in rows]
+
 
 def _scope_where(sc: Scope) -> tuple[str, list[object]]:
     where = ["r.project = ?"]

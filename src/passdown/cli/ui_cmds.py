@@ -1,0 +1,56 @@
+"""`passdown ui`: the web view of the handoffs in the default store, on loopback."""
+
+from __future__ import annotations
+
+import socket
+import webbrowser
+
+import click
+
+_STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so a port in use is a clear error before any URL
+    is printed (port 0: a free one the system picks)."""
+    from passdown.errors import UsageError
+
+    sock = socket.socket(socket.AF_INET)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)  # a browser started by --open queues here until the server runs
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                         hint="pick another --port, or leave it out for a free one") from None
+    return sock
+
+
+@click.command("ui")
+@click.option("--port", type=click.IntRange(0, 65535), default=0,
+              help="Port on 127.0.0.1 (default: a random free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
+@click.option("--project", help="The project to show first (default: this workspace's).")
+@click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
+def ui_command(port: int, open_browser: bool, project: str | None, store_url: str | None) -> None:
+    """Open a local web view of the stored handoffs: timeline, handoff, compare, plan
+    over time. Only this machine can reach it (127.0.0.1); Ctrl-C stops it."""
+    import uvicorn
+
+    from passdown import pipeline
+    from passdown.records import default_project
+    from passdown.store import open_store
+    from passdown.web import local_app
+
+    host = "127.0.0.1"
+    current = project or default_project(pipeline.workspace_for())
+    with open_store(store_url) as store:
+        sock = bind(host, port)
+        url = f"http://{host}:{sock.getsockname()[1]}/"
+        config = uvicorn.Config(local_app(store, current, host=host), log_level="warning",
+                                timeout_graceful_shutdown=2)
+        click.echo(url)
+        click.echo(f"passdown: serving the handoffs of {store.url} (Ctrl-C stops)", err=True)
+        if open_browser:
+            webbrowser.open(url)
+        uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,1 @@
+"""Browser tests of the web view (`passdown ui`, the pages of `passdown serve`)."""
