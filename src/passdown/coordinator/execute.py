@@ -108,7 +108,8 @@ def execute(
       when prepared with `worktrees=True`) store, publish and write its package, and
       launch the children side by side.
 
-    `dry_run` writes the files and returns the argv, storing and launching nothing.
+    `dry_run` returns where the files would go and the argv, writing, storing and
+    launching nothing.
     `on_launch(spec, result)` is called right before the agent starts.
     `require_store=False` turns a store failure into a warning (the CLI's behaviour).
     """
@@ -163,9 +164,22 @@ def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
 
 
 def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options) -> ExecuteResult:
+    """A dry run writes and stores nothing. A launch that cannot happen (the target is
+    not installed, the argv is too long) fails before anything is stored, published or
+    written, so the previous handoff stays the active one, in the store and on disk."""
     result = ExecuteResult(package=pkg)
+    target = pkg.target_agent
+    launching = bool(target) and _should_launch(opts.launch, target or "")
+    planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(coord, pkg, opts.out_dir))
+    if opts.dry_run:
+        result.written = planned
+        if launching:
+            result.argv = launch_spec(pkg, planned, opts).argv
+        return result
+    if launching:
+        _resolved(launch_spec(pkg, planned, opts))
     lc: Lifecycle | None = None
-    if not opts.dry_run and opts.store and coord.has_store:
+    if opts.store and coord.has_store:
         try:
             publish(coord, pkg)
             lc, result.stored = coord.lifecycle(), True
@@ -178,15 +192,29 @@ def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options)
     result.written = write_files(coord, pkg, opts.out_dir)
     if result.stored:
         result.written.record_id = pkg.id
-    target = pkg.target_agent
-    if target and _should_launch(opts.launch, target):
-        if opts.dry_run:
-            result.argv = launch_spec(pkg, result.written, opts).argv
-        else:
-            _launch(coord, lc, pkg, result, opts)
+    if launching:
+        _launch(coord, lc, pkg, result, opts)
     if lc is not None:
         result.package = coord._with_status(pkg, lc)
     return result
+
+
+def _handoff_of(pkg: HandoffPackage) -> Any:
+    if pkg.handoff is None:
+        raise UsageError("the package has no handoff to write; execute it instead")
+    return pkg.handoff
+
+
+def _out_folder(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> Path:
+    return out_dir or Path(pkg.workspace or coord.workspace) / pipeline.HANDOFF_DIR
+
+
+def _resolved(spec: LaunchSpec) -> str:
+    """The target's program, found on the PATH it will run with; AgentNotInstalled if not."""
+    from passdown.launch import resolve_program
+
+    path = {**os.environ, **spec.env}.get("PATH", os.defpath)
+    return resolve_program(spec.argv[0], path=path)
 
 
 def _should_launch(launch: bool | None, target: str) -> bool:
@@ -240,10 +268,8 @@ def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
 
 
 def write_files(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
-    if pkg.handoff is None:
-        raise UsageError("the package has no handoff to write; execute it instead")
     ws = Path(pkg.workspace or coord.workspace)
-    return pipeline.write_handoff(pkg.handoff, out_dir or ws / pipeline.HANDOFF_DIR, ws)
+    return pipeline.write_handoff(_handoff_of(pkg), _out_folder(coord, pkg, out_dir), ws)
 
 
 def launch_spec(pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: _Options) -> LaunchSpec:
@@ -261,7 +287,7 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
             result: ExecuteResult, opts: _Options) -> None:
     """Start the target once: the launch is claimed in the store first, and released
     only when the agent could not be started at all."""
-    from passdown.launch import resolve_program, run
+    from passdown.launch import run
 
     assert result.written is not None  # written before any launch
     spec = launch_spec(pkg, result.written, opts)
@@ -270,8 +296,7 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
         result.already_launched = True
         return
     try:
-        path = {**os.environ, **spec.env}.get("PATH", os.defpath)
-        spec.argv[0] = resolve_program(spec.argv[0], path=path)
+        spec.argv[0] = _resolved(spec)
         if opts.on_launch is not None:
             opts.on_launch(spec, result)
         result.exit_code = run(spec, interactive=opts.interactive)
