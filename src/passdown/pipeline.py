@@ -96,17 +96,19 @@ def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selectio
     if found:
         agent, ref = found[0]
         return Selection(agent=agent, ref=ref, workspace=workspace)
+    if len(errors) == 1 and len(agents) == 1:
+        raise errors[0]
+    if _is_path(spec):
+        # A path inside one agent's store that is no session says so (exit 3); a path
+        # outside every store is a bad argument (exit 2), as with one --from agent.
+        inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
+        if not inside:
+            roots = ", ".join(str(r) for a in agents for r in a.store_roots())
+            raise UsageError(f"{spec} is outside every agent's session store",
+                             hint=f"session files live under {roots or '(none)'}")
+        errors = inside
     if len(errors) == 1:
         raise errors[0]
-    # A path inside one agent's store that is not a session says so (exit 3); a path
-    # outside every store is a bad argument (exit 2), as with one --from agent.
-    not_found = [e for e in errors if not isinstance(e, UsageError)]
-    if errors and not not_found:
-        first = errors[0]
-        assert isinstance(first, UsageError)
-        raise UsageError(f"{spec} is outside every agent's session store", hint=first.hint) if _is_path(spec) else first
-    if len(not_found) == 1:
-        raise not_found[0]
     raise SessionNotFound(f"no session matches {spec!r}")
 
 
@@ -114,6 +116,14 @@ def _is_path(spec: str) -> bool:
     from passdown.agents.base import _looks_like_path
 
     return _looks_like_path(spec)
+
+
+def _inside_store(agent: Agent, spec: str) -> bool:
+    try:
+        real = Path(spec).expanduser().resolve(strict=False)
+        return any(real.is_relative_to(root.resolve()) for root in agent.store_roots())
+    except (OSError, RuntimeError):
+        return False
 
 
 def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None = None) -> list[str]:

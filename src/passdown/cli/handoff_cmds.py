@@ -78,11 +78,8 @@ def inspect_command(
     request = _request(source, session, None, max_messages, max_chars, workspace)
     prepared = doors.prepare(request, Path.cwd(), store=False)  # prepare only: nothing stored
     handoff = prepared.package.handoff
-    if as_json:
-        click.echo(handoff.to_json())
-        return
-    click.echo(render_markdown(handoff), nl=False)
-    _warn(handoff.warnings, False)
+    click.echo(handoff.to_json() if as_json else render_markdown(handoff), nl=as_json)
+    _warn(handoff.warnings, False)  # stderr: the JSON on stdout stays one document
 
 
 @click.command("export")
