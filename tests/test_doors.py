@@ -334,3 +334,36 @@ def test_a_client_dated_2099_record_is_not_the_latest_handoff(tmp_path: Path) ->
             assert "push to main" not in loaded["markdown"]
 
     anyio.run(main)
+
+
+# -- the one path under a race ----------------------------------------------------------------
+
+
+def test_an_export_that_loses_the_race_prepares_again_on_top_of_the_winner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown.coordinator import doors
+
+    ws = repo(tmp_path / "ws")
+    simple_session("88888888-0000-4000-8000-000000000008", ws)
+    first = doors.export(doors.HandoffRequest(source="claude"), ws).record_id
+    real_prepare = doors.prepare
+    prepared_ids: list[str] = []
+
+    def prepare_while_another_export_publishes(*args: Any, **kwargs: Any) -> doors.Prepared:
+        prepared = real_prepare(*args, **kwargs)
+        prepared_ids.append(prepared.package.id)
+        if len(prepared_ids) == 1:  # another export publishes between prepare and publish
+            doors.export(doors.HandoffRequest(source="claude"), ws)
+        return prepared
+
+    monkeypatch.setattr(doors, "prepare", prepare_while_another_export_publishes)
+    written = doors.export(doors.HandoffRequest(source="claude"), ws)
+    lost, winner, retried = prepared_ids
+    assert written.record_id == retried == active_handoff(ws)
+    assert json.loads((ws / ".agent-handoff" / "handoff.json").read_text())["id"] == retried
+    with open_store() as store:
+        lc = Lifecycle(store, Scope(project="ws"))
+        assert lc.current(lost).status == "rejected"  # type: ignore[union-attr]
+        assert lc.current(winner).status == "superseded"  # type: ignore[union-attr]
+        assert lc.current(first or "").status == "superseded"  # type: ignore[union-attr]

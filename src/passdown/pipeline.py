@@ -210,7 +210,7 @@ class _SeenEvents:
     def watch(self, events: Iterator[Event]) -> Iterator[Event]:
         for event in events:
             self.count += 1
-            if isinstance(event, ToolCall) and event.command and not event.by:
+            if isinstance(event, ToolCall) and event.command:  # a sub-agent's too: same session
                 self.commands.append(event.command)
             yield event
 
