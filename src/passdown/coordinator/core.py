@@ -4,7 +4,8 @@ It adds no second pipeline: a session is read with `pipeline.select_session` +
 `pipeline.build_handoff`, files are written with `pipeline.write_handoff`, the target
 is started with `pipeline.launch_spec_for` + `launch.run`. The coordinator adds the
 project files, caller overrides, compaction, checks, the store lifecycle and the four
-handoff types on top.
+handoff types on top. The CLI, the hooks and the MCP server come in through
+`coordinator.doors`, so every door prepares and publishes the same way.
 
 The blocking work lives in the `*_sync` methods; the async methods run them in a
 worker thread, so harnesses with an event loop never block it and scripts without one
