@@ -30,7 +30,7 @@ from passdown.coordinator import HandoffCoordinator
 from passdown.coordinator.lifecycle import Lifecycle
 from passdown.records import Scope
 from passdown.store import open_store
-from test_coordinator_fixtures import commit_all, git
+from test_coordinator_fixtures import commit_all, fake_agents, git  # noqa: F401 (a fixture)
 from test_mcp import call, connect
 
 pytestmark = pytest.mark.timeout(300)
@@ -367,3 +367,24 @@ def test_an_export_that_loses_the_race_prepares_again_on_top_of_the_winner(
         assert lc.current(lost).status == "rejected"  # type: ignore[union-attr]
         assert lc.current(winner).status == "superseded"  # type: ignore[union-attr]
         assert lc.current(first or "").status == "superseded"  # type: ignore[union-attr]
+
+
+# -- redaction never changes where passdown writes or launches --------------------------------
+
+
+def test_a_token_in_the_workspace_path_does_not_move_the_handoff(tmp_path: Path, fake_agents: Path) -> None:
+    from test_coordinator_fixtures import launches
+
+    ws = repo(tmp_path / f"ws-{GITHUB_TOKEN}")
+    simple_session("99999999-0000-4000-8000-000000000009", ws)
+    proc = passdown(["export", "--from", "claude", "--no-store"], ws)
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / ".agent-handoff" / "HANDOFF.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ws-")) == [ws.name], "a redacted sibling"
+    assert GITHUB_TOKEN not in (ws / ".agent-handoff" / "handoff.json").read_text()
+
+    proc = passdown(["switch", "--from", "claude", "--to", "codex", "--non-interactive", "--no-store"], ws)
+    assert proc.returncode == 0, proc.stderr
+    (launch,) = launches(fake_agents)
+    assert launch["cwd"] == str(ws), "the target was started somewhere else"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ws-")) == [ws.name]

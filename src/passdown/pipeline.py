@@ -392,12 +392,14 @@ def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHa
     return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path)
 
 
-def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool) -> LaunchSpec:
+def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool,
+                    workspace: Path | None = None) -> LaunchSpec:
     """The target's argv with the takeover prompt. The prompt stays short: the handoff
-    travels as the file it points to, never as a huge argument."""
+    travels as the file it points to, never as a huge argument. `workspace` is the real
+    folder to start in (the handoff's own path is the redacted one)."""
     from passdown.redact import redact
     from passdown.render import takeover_prompt
 
     prompt = redact(takeover_prompt(written.handoff, str(written.markdown_path)))
-    workspace = Path(written.handoff.workspace.path)
-    return target.launch_spec(prompt, workspace=workspace, interactive=interactive)
+    where = workspace or Path(written.handoff.workspace.path)
+    return target.launch_spec(prompt, workspace=where, interactive=interactive)

@@ -148,7 +148,7 @@ def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
     """A handoff for a package that arrived without one (e.g. the seed's JSON)."""
     from passdown.workspace import snapshot
 
-    ws = Path(pkg.workspace or coord.workspace)
+    ws = workspace_of(coord, pkg)
     h = build.synthetic_handoff(
         id=pkg.id, created_at=pkg.timestamp, source_agent=pkg.source_agent,
         session_label=f"session-{pkg.context.session_number}", workspace=ws,
@@ -174,10 +174,10 @@ def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options)
     if opts.dry_run:
         result.written = planned
         if launching:
-            result.argv = launch_spec(pkg, planned, opts).argv
+            result.argv = launch_spec(coord, pkg, planned, opts).argv
         return result
     if launching:
-        _resolved(launch_spec(pkg, planned, opts))
+        _resolved(launch_spec(coord, pkg, planned, opts))
     lc: Lifecycle | None = None
     if opts.store and coord.has_store:
         try:
@@ -206,7 +206,19 @@ def _handoff_of(pkg: HandoffPackage) -> Any:
 
 
 def _out_folder(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> Path:
-    return out_dir or Path(pkg.workspace or coord.workspace) / pipeline.HANDOFF_DIR
+    return out_dir or workspace_of(coord, pkg) / pipeline.HANDOFF_DIR
+
+
+def workspace_of(coord: HandoffCoordinator, pkg: HandoffPackage) -> Path:
+    """Where the package's files go and its target runs. The package's `workspace` is
+    redacted like everything it carries (a token in a folder name becomes
+    `[REDACTED:...]`), and redaction must never change where passdown writes: when it
+    names this coordinator's workspace, the real path is used."""
+    from passdown.redact import redact
+
+    if not pkg.workspace or pkg.workspace == redact(str(coord.workspace)):
+        return coord.workspace
+    return Path(pkg.workspace)
 
 
 def _resolved(spec: LaunchSpec) -> str:
@@ -268,15 +280,16 @@ def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
 
 
 def write_files(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
-    ws = Path(pkg.workspace or coord.workspace)
+    ws = workspace_of(coord, pkg)
     return pipeline.write_handoff(_handoff_of(pkg), _out_folder(coord, pkg, out_dir), ws)
 
 
-def launch_spec(pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: _Options) -> LaunchSpec:
+def launch_spec(coord: HandoffCoordinator, pkg: HandoffPackage, written: pipeline.WrittenHandoff,
+                opts: _Options) -> LaunchSpec:
     from passdown.launch import check_argv
 
     agent = pipeline.get_agent(pkg.target_agent or "")
-    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive)
+    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive, workspace=workspace_of(coord, pkg))
     spec.env.update(opts.env or {})
     spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
     check_argv(spec.argv, env={**os.environ, **spec.env})
@@ -290,7 +303,7 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
     from passdown.launch import run
 
     assert result.written is not None  # written before any launch
-    spec = launch_spec(pkg, result.written, opts)
+    spec = launch_spec(coord, pkg, result.written, opts)
     result.argv = list(spec.argv)
     if lc is not None and not lc.claim_launch(pkg.id, coord.identity):
         result.already_launched = True
@@ -313,7 +326,7 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
 def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _Options) -> ExecuteResult:
     if opts.interactive and len(parent.children) > 1:
         raise UsageError("parallel children cannot share one terminal; launch them non-interactively")
-    ws = Path(parent.workspace or coord.workspace)
+    ws = workspace_of(coord, parent)
     result = _execute_one(coord, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
     for ref in parent.children:
         child = child_package(coord, parent, ref)
@@ -328,7 +341,7 @@ def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _
     elif opts.dry_run:
         for c in to_launch:
             assert c.written is not None
-            c.argv = launch_spec(c.package, c.written, opts).argv
+            c.argv = launch_spec(coord, c.package, c.written, opts).argv
     return result
 
 
@@ -349,7 +362,7 @@ def child_package(coord: HandoffCoordinator, parent: HandoffPackage, ref: ChildR
         except (RecordNotFound, StoreError):
             pass
     assert parent.handoff is not None
-    ws = Path(parent.workspace or coord.workspace)
+    ws = workspace_of(coord, parent)
     child_ws = add_worktree(ws, Path(ref.worktree), ref.branch or ref.id) if ref.worktree else ws
     h = parent.handoff.model_copy(deep=True)
     h.id, h.target_agent = ref.id, ref.target_agent
