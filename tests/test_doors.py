@@ -30,7 +30,7 @@ from passdown.coordinator import HandoffCoordinator
 from passdown.coordinator.lifecycle import Lifecycle
 from passdown.records import Scope
 from passdown.store import open_store
-from test_coordinator_fixtures import commit_all, fake_agents, git  # noqa: F401 (a fixture)
+from test_coordinator_fixtures import FAKE_AGENT, commit_all, git, launches
 from test_mcp import call, connect
 
 pytestmark = pytest.mark.timeout(300)
@@ -372,9 +372,20 @@ def test_an_export_that_loses_the_race_prepares_again_on_top_of_the_winner(
 # -- redaction never changes where passdown writes or launches --------------------------------
 
 
-def test_a_token_in_the_workspace_path_does_not_move_the_handoff(tmp_path: Path, fake_agents: Path) -> None:
-    from test_coordinator_fixtures import launches
+@pytest.fixture
+def agent_launches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake `codex` on PATH that logs how it was started and exits; returns the log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "codex"
+    program.write_text(FAKE_AGENT.format(python=sys.executable))
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_AGENT_LOG", str(tmp_path / "launches.jsonl"))
+    return tmp_path / "launches.jsonl"
 
+
+def test_a_token_in_the_workspace_path_does_not_move_the_handoff(tmp_path: Path, agent_launches: Path) -> None:
     ws = repo(tmp_path / f"ws-{GITHUB_TOKEN}")
     simple_session("99999999-0000-4000-8000-000000000009", ws)
     proc = passdown(["export", "--from", "claude", "--no-store"], ws)
@@ -385,6 +396,6 @@ def test_a_token_in_the_workspace_path_does_not_move_the_handoff(tmp_path: Path,
 
     proc = passdown(["switch", "--from", "claude", "--to", "codex", "--non-interactive", "--no-store"], ws)
     assert proc.returncode == 0, proc.stderr
-    (launch,) = launches(fake_agents)
+    (launch,) = launches(agent_launches)
     assert launch["cwd"] == str(ws), "the target was started somewhere else"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("ws-")) == [ws.name]
