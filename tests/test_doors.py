@@ -182,6 +182,9 @@ def test_session_of_another_workspace_is_handed_off_into_its_own(tmp_path: Path)
     proc = passdown(["inspect", "--session", "22222222", "--workspace", ".", "--json"], here)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["workspace"]["path"] == str(here)
+    proc = passdown(["export", "--session", "22222222", "--workspace", str(tmp_path / "nowhere")], here)
+    assert proc.returncode == 2 and "no such folder" in proc.stderr, proc.stderr
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_session_of_a_workspace_that_is_gone_is_refused(tmp_path: Path) -> None:

@@ -136,6 +136,8 @@ def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None 
     from passdown.agents.base import cwd_in_workspace
 
     if explicit is not None:
+        if not Path(explicit).is_dir():
+            raise UsageError(f"--workspace {explicit}: no such folder")
         selection.workspace = workspace_for(explicit)
         return []
     cwd = selection.ref.cwd
@@ -146,7 +148,10 @@ def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None 
             f"session {selection.ref.session_id} ran in {cwd}, which no longer exists",
             hint="pass --workspace DIR to hand it off into another workspace (--workspace . for this one)",
         )
-    selection.workspace = workspace_for(Path(cwd))
+    own = workspace_for(Path(cwd))
+    if own == invoked_in:
+        return []  # the same folder under another name (a symlinked path)
+    selection.workspace = own
     note = (f"session {selection.ref.session_id} ran in {selection.workspace}, not in {invoked_in}: "
             "the handoff uses that workspace's git state and is written there")
     selection.notes.append(note)
