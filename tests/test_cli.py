@@ -42,7 +42,7 @@ def _secrets_absent(text: str, *recs: Recorded) -> None:
 def test_switch_dry_run_prints_a_safe_argv(source: str, target: str, program: str, both: dict[str, Path], tmp_path: Path) -> None:
     rec = CLAUDE if source == "claude" else CODEX
     proc = run(["switch", "--from", source, "--to", target, "--session", str(both[source]),
-                "--dry-run", "--non-interactive", "--json"], tmp_path)
+                "--workspace", str(tmp_path), "--dry-run", "--non-interactive", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     argv = out["argv"]
@@ -54,13 +54,14 @@ def test_switch_dry_run_prints_a_safe_argv(source: str, target: str, program: st
     assert "reconcil" in prompt.lower()
     assert len(prompt.encode()) < 64 * 1024
     _secrets_absent(proc.stdout + proc.stderr, rec)
-    handoff = json.loads(Path(out["json"]).read_text())
-    assert handoff["target_agent"] == target
+    assert Path(out["json"]) == tmp_path / ".agent-handoff" / "handoff.json"
+    assert not (tmp_path / ".agent-handoff").exists(), "a dry run writes nothing"
     assert out["record_id"] is None, "a dry run stores nothing"
 
 
 def test_switch_interactive_dry_run_has_no_print_mode(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["switch", "--from", "codex", "--to", "claude", "--session", str(both["codex"]), "--dry-run"], tmp_path)
+    proc = run(["switch", "--from", "codex", "--to", "claude", "--session", str(both["codex"]),
+                "--workspace", ".", "--dry-run"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("claude -- ")
 
@@ -69,7 +70,7 @@ def test_switch_to_a_missing_agent_fails_with_its_exit_code(both: dict[str, Path
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     proc = subprocess.run(
         [sys.executable, "-m", "passdown", "switch", "--from", "claude", "--to", "codex",
-         "--session", str(both["claude"]), "--non-interactive"],
+         "--session", str(both["claude"]), "--workspace", ".", "--non-interactive"],
         cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(), timeout=60,
     )
     assert proc.returncode == 6, proc.stderr
@@ -91,26 +92,26 @@ def test_from_auto_picks_the_newest_session(both: dict[str, Path], tmp_path: Pat
 
 
 def test_inspect_writes_nothing_and_hides_secrets(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["inspect", "--from", "claude", "--session", str(both["claude"]), "--json"], tmp_path)
+    proc = run(["inspect", "--from", "claude", "--session", str(both["claude"]), "--workspace", ".", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["task"]["original_request"].startswith("Create calc.py")
     assert not (tmp_path / ".agent-handoff").exists()
     _secrets_absent(proc.stdout, CLAUDE)
-    text = run(["inspect", "--from", "claude", "--session", str(both["claude"])], tmp_path)
+    text = run(["inspect", "--from", "claude", "--session", str(both["claude"]), "--workspace", "."], tmp_path)
     assert "## Plan" in text.stdout
     _secrets_absent(text.stdout + text.stderr, CLAUDE)
 
 
 def test_export_quiet_prints_nothing(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["export", "--from", "codex", "--session", str(both["codex"]), "--quiet"], tmp_path)
+    proc = run(["export", "--from", "codex", "--session", str(both["codex"]), "--workspace", ".", "--quiet"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
     assert (tmp_path / ".agent-handoff" / "HANDOFF.md").exists()
 
 
 def test_export_budget_options(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["export", "--from", "claude", "--session", str(both["claude"]), "--max-messages", "3",
+    proc = run(["export", "--from", "claude", "--session", str(both["claude"]), "--workspace", ".", "--max-messages", "3",
                 "--out", str(tmp_path / "o"), "--no-store"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "o" / "handoff.json").read_text())

@@ -405,9 +405,10 @@ def test_cli_never_overwrites_a_previous_handoff(tmp_path: Path, claude_dir: Pat
     s.assistant("answer")
     path = s.write(claude_dir)
     out = tmp_path / "out"
-    assert _cli(["export", "--from", "claude", "--session", str(path), "--out", str(out)], tmp_path).returncode == 0
+    args = ["export", "--from", "claude", "--session", str(path), "--workspace", ".", "--out", str(out)]
+    assert _cli(args, tmp_path).returncode == 0
     first = (out / "handoff.json").read_text()
-    assert _cli(["export", "--from", "claude", "--session", str(path), "--out", str(out)], tmp_path).returncode == 0
+    assert _cli(args, tmp_path).returncode == 0
     kept = [p.read_text() for p in (out / "history").iterdir() if p.name.endswith("handoff.json")]
     assert first in kept
 

@@ -224,6 +224,7 @@ def test_a_claim_by_another_agent_is_refused(ws: Path) -> None:
             assert not err and out["status"] == "claimed"
             err, msg = await call(second, "mark_handoff", {"id": "h-1", "status": "claimed"})
             assert err and "already claimed" in msg
-            err, loaded = await call(second, "load_handoff", {})
+            err, loaded = await call(second, "load_handoff", {"id": "h-1"})
             assert not err and loaded["id"] == "h-1" and loaded["status"] == "claimed"
+            assert not loaded["active"], "a stored record never becomes the active handoff by itself"
     run(main)

@@ -60,7 +60,8 @@ def test_switch_from_claude_to_the_plugin(plugin_env: dict[str, str], tmp_path: 
     plugin_env["CLAUDE_CONFIG_DIR"] = os.environ["CLAUDE_CONFIG_DIR"]
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = _run(["switch", "--from", "claude", "--to", "example", "--session", str(session), "--non-interactive"], ws, plugin_env)
+    proc = _run(["switch", "--from", "claude", "--to", "example", "--session", str(session), "--workspace", ".",
+                 "--non-interactive"], ws, plugin_env)
     assert proc.returncode == 0, proc.stderr
     argv = json.loads(Path(plugin_env["EXAMPLE_ARGV_LOG"]).read_text())
     assert argv[0] == "--prompt" and len(argv) == 2
@@ -85,7 +86,8 @@ def test_switch_from_the_plugin_to_codex(plugin_env: dict[str, str], tmp_path: P
     out = json.loads(proc.stdout)
     assert out["source"] == {"agent": "example", "session_id": "ex-1"}
     assert out["argv"][:2] == ["codex", "--"]  # interactive: the prompt after the end of options
-    handoff = json.loads(Path(out["json"]).read_text())
+    assert not Path(out["json"]).exists(), "a dry run writes nothing"
+    handoff = json.loads(_run(["inspect", "--from", "auto", "--json"], ws, plugin_env).stdout)
     assert handoff["task"]["original_request"] == "Port the parser to Rust"
     assert handoff["state"]["files_touched"][0]["path"] == "src/lib.rs"
     assert "Next step: port the tokenizer." in handoff["state"]["next_steps"]

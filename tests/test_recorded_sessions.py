@@ -123,7 +123,7 @@ def test_cli_export_writes_a_safe_complete_handoff(rec: Recorded, tmp_path: Path
     session = rec.install(tmp_path / "store", monkeypatch)
     ws = _workspace_like_recording(rec, tmp_path / "ws")
     proc = subprocess.run(
-        [sys.executable, "-m", "passdown", "export", "--from", rec.agent, "--session", str(session), "--json"],
+        [sys.executable, "-m", "passdown", "export", "--from", rec.agent, "--session", str(session), "--workspace", ".", "--json"],
         cwd=ws, capture_output=True, text=True, env=os.environ.copy(), timeout=60,
     )
     assert proc.returncode == 0, proc.stderr

@@ -409,13 +409,6 @@ def test_a_token_in_the_workspace_path_never_creates_a_redacted_folder(tmp_path:
     )
 
 
-@pytest.mark.xfail(
-    reason="coordinator/execute.py write_files() writes to the package's redacted workspace "
-    "(`Path(pkg.workspace or coord.workspace)`): it must use coord.workspace; fsio now "
-    "refuses the redacted folder (exit 8) instead of creating it. The coordinator is the "
-    "one-path helper's file; remove this mark once that line is fixed.",
-    strict=True,
-)
 def test_a_token_in_the_workspace_path_changes_neither_where_files_go_nor_leaks(
     tmp_path: Path,
 ) -> None:

@@ -60,23 +60,19 @@ def _payload(agent: str, args: list[str], stdin_text: str | None) -> dict[str, A
 
 
 def export_for_payload(agent: str, payload: dict[str, Any]) -> str | None:
-    """The pipeline on the session the payload names: write the files, store the record."""
-    from passdown import pipeline
+    """`passdown export` on the session the payload names, through the one export path
+    (`coordinator.doors.export`): files written, record stored and published."""
+    from passdown.coordinator import doors
 
-    cwd = payload.get("cwd") or os.getcwd()
-    workspace = pipeline.workspace_for(Path(cwd))
     if agent == "claude":
         session = payload.get("transcript_path") or payload.get("session_id")
     else:
         session = payload.get("thread-id") or payload.get("thread_id")
-    selection = pipeline.select_session(agent, session or None, workspace)
-    handoff = pipeline.build_handoff(selection)
-    folder = selection.workspace / pipeline.HANDOFF_DIR
-    written = pipeline.write_handoff(handoff, folder, selection.workspace)
-    record_id = pipeline.store_handoff(written, selection.workspace)
+    request = doors.HandoffRequest(source=agent, session=session or None)
+    written = doors.export(request, Path(payload.get("cwd") or os.getcwd()))
     for warning in written.warnings:
         _log(f"warning {agent}: {warning}")
-    return record_id
+    return written.record_id
 
 
 def _log(line: str, detail: str | None = None) -> None:

@@ -5,16 +5,18 @@ thin doors into these functions."""
 from __future__ import annotations
 
 import os
+import re
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
-from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
+from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
 from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, extract
-from passdown.handoff import FileTouched, Handoff, Redaction, Source
-from passdown.transcript import SessionRef
+from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
+from passdown.transcript import Event, SessionRef, ToolCall, Transcript
 
 HANDOFF_DIR = ".agent-handoff"
 
@@ -37,6 +39,7 @@ class Selection:
     agent: Agent
     ref: SessionRef
     workspace: Path
+    notes: list[str] = field(default_factory=list)  # how the workspace was chosen, as warnings
 
 
 @dataclass(slots=True)
@@ -93,29 +96,89 @@ def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selectio
     if found:
         agent, ref = found[0]
         return Selection(agent=agent, ref=ref, workspace=workspace)
+    if len(errors) == 1 and len(agents) == 1:
+        raise errors[0]
+    if _is_path(spec):
+        # A path inside one agent's store that is no session says so (exit 3); a path
+        # outside every store is a bad argument (exit 2), as with one --from agent.
+        inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
+        if not inside:
+            roots = ", ".join(str(r) for a in agents for r in a.store_roots())
+            raise UsageError(f"{spec} is outside every agent's session store",
+                             hint=f"session files live under {roots or '(none)'}")
+        errors = inside
     if len(errors) == 1:
         raise errors[0]
     raise SessionNotFound(f"no session matches {spec!r}")
 
 
+def _is_path(spec: str) -> bool:
+    from passdown.agents.base import _looks_like_path
+
+    return _looks_like_path(spec)
+
+
+def _inside_store(agent: Agent, spec: str) -> bool:
+    try:
+        real = Path(spec).expanduser().resolve(strict=False)
+        return any(real.is_relative_to(root.resolve()) for root in agent.store_roots())
+    except (OSError, RuntimeError):
+        return False
+
+
+def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None = None) -> list[str]:
+    """Point the selection at the workspace the handoff belongs to, and say why.
+
+    `explicit` (`--workspace`) wins. Otherwise a session that ran in another workspace is
+    handed off into its own: that workspace's git state is snapshotted and the files are
+    written there, never into the folder passdown happened to be run from. A session
+    whose workspace no longer exists is refused (exit 2) with a hint."""
+    from passdown.agents.base import cwd_in_workspace
+
+    if explicit is not None:
+        if not Path(explicit).is_dir():
+            raise UsageError(f"--workspace {explicit}: no such folder")
+        selection.workspace = workspace_for(explicit)
+        return []
+    cwd = selection.ref.cwd
+    if not cwd or cwd_in_workspace(cwd, invoked_in):
+        return []
+    if not Path(cwd).is_dir():
+        raise UsageError(
+            f"session {selection.ref.session_id} ran in {cwd}, which no longer exists",
+            hint="pass --workspace DIR to hand it off into another workspace (--workspace . for this one)",
+        )
+    own = workspace_for(Path(cwd))
+    if own == invoked_in:
+        return []  # the same folder under another name (a symlinked path)
+    selection.workspace = own
+    note = (f"session {selection.ref.session_id} ran in {selection.workspace}, not in {invoked_in}: "
+            "the handoff uses that workspace's git state and is written there")
+    selection.notes.append(note)
+    return [note]
+
+
 def build_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
-    """Read, extract, snapshot and redact: the complete handoff, nothing written yet."""
+    """Read, extract, snapshot and redact: the complete handoff, nothing written yet.
+    Raises SessionReadError when the session file holds no readable record at all."""
     from passdown.workspace import files_changed_since, snapshot
 
     options = options or ExportOptions()
     options.validate()
     transcript = selection.agent.read(selection.ref)
+    seen = _SeenEvents()
     extracted = extract(
-        transcript.events(),
+        seen.watch(transcript.events()),
         workspace=_paths_relative_to(selection),
         max_messages=options.max_messages,
         max_chars=options.max_chars,
     )
+    _refuse_unreadable(transcript, seen)
     info = transcript.info
     workspace = snapshot(selection.workspace)
-    warnings = transcript.diagnostics.summary() + [f"git: {e}" for e in workspace.errors]
+    warnings = [*selection.notes, *transcript.diagnostics.summary(), *(f"git: {e}" for e in workspace.errors)]
     changed = files_changed_since(selection.workspace, info.started_at)
-    _add_git_changes(extracted.state.files_touched, changed, warnings)
+    _attribute_git_changes(extracted.state, changed, seen.commands, selection, warnings)
     handoff = Handoff(
         id=new_handoff_id(),
         created_at=now_iso(),
@@ -141,6 +204,35 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
     return redact_handoff(handoff)
 
 
+@dataclass(slots=True)
+class _SeenEvents:
+    """Counts the events on their way to extraction and keeps every command line (the
+    handoff keeps only the recent ones; attribution needs them all)."""
+
+    count: int = 0
+    commands: list[str] = field(default_factory=list)
+
+    def watch(self, events: Iterator[Event]) -> Iterator[Event]:
+        for event in events:
+            self.count += 1
+            if isinstance(event, ToolCall) and event.command:  # a sub-agent's too: same session
+                self.commands.append(event.command)
+            yield event
+
+
+def _refuse_unreadable(transcript: Transcript, seen: _SeenEvents) -> None:
+    """A file of nothing but unreadable lines is not a session: an empty handoff with
+    exit 0 (and a stored record) would claim there was nothing to hand off."""
+    diag = transcript.diagnostics
+    unreadable = diag.bad_lines + diag.oversized_lines + int(diag.torn_last_line)
+    if seen.count == 0 and unreadable > 0:
+        raise SessionReadError(
+            f"{transcript.info.path} holds no readable {transcript.info.agent} record "
+            f"({unreadable} unreadable line(s)); nothing was handed off",
+            hint="check that this is the agent's session file and that it is not corrupted",
+        )
+
+
 def _paths_relative_to(selection: Selection) -> str:
     """Where the agent worked: the workspace, or the session's own cwd when the session
     was picked by path from elsewhere (so its file paths still read as relative)."""
@@ -155,22 +247,109 @@ def _paths_relative_to(selection: Selection) -> str:
 MAX_GIT_FILES = 500
 
 
-def _add_git_changes(files: list[FileTouched], changed: list[str], warnings: list[str]) -> None:
-    """Edits made through shell commands leave no tool record; git still shows them."""
-    by_path = {f.path: f for f in files}
-    added = 0
+def _attribute_git_changes(
+    state: State, changed: list[str], commands: list[str], selection: Selection, warnings: list[str]
+) -> None:
+    """Git shows every change in the workspace, whoever made it. A change is this
+    session's when its own tool calls touched the file (an edit, or a command naming it:
+    edits made through shell commands leave no edit record). A change another session
+    of the same workspace made while this one ran is that session's and is left out.
+    What no session explains is listed apart, as changed in the workspace meanwhile."""
+    by_path = {f.path: f for f in state.files_touched}
+    unexplained: list[str] = []
     for path in changed:
-        if path.startswith(HANDOFF_DIR + "/") or path == HANDOFF_DIR:
+        if path == HANDOFF_DIR or path.startswith(HANDOFF_DIR + "/"):
             continue
         entry = by_path.get(path)
         if entry is None:
-            if added == MAX_GIT_FILES:
-                warnings.append(f"git shows more than {MAX_GIT_FILES} changed files; the list is cut")
-                continue
-            added += 1
-            files.append(FileTouched(path=path, actions=["changed"], source="git"))
+            unexplained.append(path)
         elif entry.source == "tool":
             entry.source = "tool+git"
+    if not unexplained:
+        return
+    named = _named_in_commands(commands)
+    others = _paths_of_concurrent_sessions(selection)
+    ours, meanwhile = [], []
+    for path in unexplained:
+        if path in others:
+            continue  # another session's work, not this one's
+        (ours if path in named or os.path.basename(path) in named else meanwhile).append(path)
+    _append_capped(state.files_touched, ours, "changed files", warnings)
+    _append_capped(state.workspace_changes, meanwhile, "files changed meanwhile", warnings)
+
+
+def _append_capped(files: list[FileTouched], paths: list[str], what: str, warnings: list[str]) -> None:
+    if len(paths) > MAX_GIT_FILES:
+        warnings.append(f"git shows more than {MAX_GIT_FILES} {what}; the list is cut")
+    files.extend(FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES])
+
+
+_SHELL_WORD = re.compile(r"""[^\s'"`;|&<>()]+""")
+
+
+def _named_in_commands(commands: list[str]) -> set[str]:
+    """Every word of the session's commands that could be a file name, with and without
+    its folders (`sed -i ... src/a.py` names both `src/a.py` and `a.py`)."""
+    named: set[str] = set()
+    for command in commands:
+        for word in _SHELL_WORD.findall(command):
+            word = word.removeprefix("./")
+            named.add(word)
+            if "/" not in word:
+                continue
+            named.add(os.path.basename(word))
+            parts = word.split("/")
+            named.update("/".join(parts[i:]) for i in range(1, len(parts)))  # absolute paths too
+    return named
+
+
+def _paths_of_concurrent_sessions(selection: Selection) -> set[str]:
+    """Workspace-relative paths that other sessions of this workspace (of any agent)
+    touched through tool calls while this session ran. Only sessions whose activity
+    overlaps this one in time are read."""
+    from passdown.errors import PassdownError
+
+    start, end = _session_span(selection)
+    me = (selection.agent.name, selection.ref.session_id)
+    found: set[str] = set()
+    for agent in source_agents("auto"):
+        try:
+            refs = list(agent.discover(selection.workspace))
+        except (OSError, PassdownError):
+            continue
+        for ref in refs:
+            if (agent.name, ref.session_id) == me or not _overlaps(ref, start, end):
+                continue
+            try:
+                paths = agent.touched_paths(ref)
+            except (OSError, PassdownError):
+                continue  # an unreadable neighbour explains nothing
+            found.update(_relative_to_workspace(p, ref.cwd, selection.workspace) for p in paths)
+    return found
+
+
+def _session_span(selection: Selection) -> tuple[float, float]:
+    from passdown.workspace import _parse_iso
+
+    started = _parse_iso(selection.ref.started_at) if selection.ref.started_at else None
+    start = started.timestamp() if started else float("-inf")
+    return start, selection.ref.updated_at or float("inf")
+
+
+def _overlaps(ref: SessionRef, start: float, end: float) -> bool:
+    from passdown.workspace import _parse_iso
+
+    started = _parse_iso(ref.started_at) if ref.started_at else None
+    other_start = started.timestamp() if started else float("-inf")
+    return ref.updated_at >= start and other_start <= end
+
+
+def _relative_to_workspace(path: str, cwd: str | None, workspace: Path) -> str:
+    full = os.path.normpath(os.path.join(cwd or str(workspace), path))
+    root = str(workspace)
+    if full == root or not full.startswith(root.rstrip("/") + "/"):
+        return path
+    return full[len(root.rstrip("/")) + 1 :]
 
 
 def redact_handoff(handoff: Handoff) -> Handoff:
@@ -193,6 +372,14 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
+    """Where `write_handoff` would put the files, writing nothing (for dry runs, and to
+    check a launch before anything is written)."""
+    folder = Path(out_dir)
+    return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=folder / "HANDOFF.md",
+                          json_path=folder / "handoff.json")
+
+
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
     """HANDOFF.md and handoff.json, 0600 in a 0700 folder, atomically; the previous
     handoff is kept in history/ rather than overwritten."""
@@ -210,29 +397,14 @@ def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHa
     return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path)
 
 
-def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool) -> LaunchSpec:
+def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool,
+                    workspace: Path | None = None) -> LaunchSpec:
     """The target's argv with the takeover prompt. The prompt stays short: the handoff
-    travels as the file it points to, never as a huge argument."""
+    travels as the file it points to, never as a huge argument. `workspace` is the real
+    folder to start in (the handoff's own path is the redacted one)."""
     from passdown.redact import redact
     from passdown.render import takeover_prompt
 
     prompt = redact(takeover_prompt(written.handoff, str(written.markdown_path)))
-    workspace = Path(written.handoff.workspace.path)
-    return target.launch_spec(prompt, workspace=workspace, interactive=interactive)
-
-
-def store_handoff(written: WrittenHandoff, workspace: Path) -> str | None:
-    """Save the handoff as a record in the project's scope. A store failure does not
-    lose the handoff (the files are written): it becomes a warning."""
-    from passdown.errors import StoreError
-    from passdown.handoff_record import handoff_to_record
-    from passdown.records import default_project
-    from passdown.store import open_store
-
-    record = handoff_to_record(written.handoff, project=default_project(workspace))
-    try:
-        with open_store() as store:
-            written.record_id = store.store(record)
-    except StoreError as exc:
-        written.warnings.append(f"the handoff was written but not stored: {exc.message}")
-    return written.record_id
+    where = workspace or Path(written.handoff.workspace.path)
+    return target.launch_spec(prompt, workspace=where, interactive=interactive)

@@ -151,8 +151,9 @@ def _list_section(title: str, items: list[str]) -> list[str]:
 
 def _files_section(h: Handoff) -> list[str]:
     s = h.state
+    meanwhile = _meanwhile_section(h)
     if not s.files_touched and not s.failed_edits:
-        return []
+        return meanwhile
     out = ["## Files touched", ""]
     for f in s.files_touched:
         note = "" if f.confirmed else " (unconfirmed: the session ended before the tool reported)"
@@ -163,7 +164,16 @@ def _files_section(h: Handoff) -> list[str]:
             f"- {_code(fail.path)} — {_v(fail.tool)} FAILED, file not changed: {_one_line(fail.error, 200)}"
             + _by(fail.by)
         )
-    return [*out, ""]
+    return [*out, "", *meanwhile]
+
+
+def _meanwhile_section(h: Handoff) -> list[str]:
+    changes = h.state.workspace_changes
+    if not changes:
+        return []
+    out = ["## Changed in the workspace meanwhile", "",
+           "Git shows these changes, but no tool call of this session made them: not this session's work.", ""]
+    return [*out, *[f"- {_code(f.path)}" for f in changes], ""]
 
 
 def _commands_section(h: Handoff) -> list[str]:

@@ -152,5 +152,9 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
     assert any('claimed' in o and "Error" not in o for o in outputs), outputs
     # Codex's turn-complete notify ran passdown's hook, which stored Codex's own handoff.
     assert "hook codex" in calls.read_text(), "Codex's notify hook never ran passdown"
-    agents = [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]
+    # Codex starts `notify` and does not wait for it: give the hook time to finish
+    deadline = time.monotonic() + 60
+    while len(agents := [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]) < 2 \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert sorted(agents) == ["claude", "codex"], agents

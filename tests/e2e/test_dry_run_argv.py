@@ -107,12 +107,12 @@ def dry_run(target: str, interactive: bool, tmp_path: Path,
     ws = seed_workspace(tmp_path / "ws")
     env = target_environ(agent_env, target, url)
     args = ["switch", "--from", source, "--to", target, "--session",
-            session_arg(source, session), "--dry-run", "--json"]
+            session_arg(source, session), "--workspace", str(ws), "--dry-run", "--json"]
     if not interactive:
         args.append("--non-interactive")
     out = json.loads(ok(run_passdown(env, ws, *args), f"passdown switch --to {target} --dry-run"))
     assert out["target"] == target and out["cwd"] == str(ws)
-    assert (ws / ".agent-handoff" / "HANDOFF.md").is_file()
+    assert not (ws / ".agent-handoff").exists(), "a dry run writes nothing"
     for secret in expected(source)["secrets"]:
         assert secret not in json.dumps(out)
     return ws, env, out
@@ -235,7 +235,7 @@ def test_fixture_only_agents_dry_run_argv(target: str, interactive: bool, tmp_pa
     session = install_source("claude", agent_env)
     ws = seed_workspace(tmp_path / "ws")
     args = ["switch", "--from", "claude", "--to", target, "--session", str(session),
-            "--dry-run", "--json"]
+            "--workspace", str(ws), "--dry-run", "--json"]
     if not interactive:
         args.append("--non-interactive")
     out = json.loads(ok(run_passdown(agent_env.environ(), ws, *args), "passdown --dry-run"))

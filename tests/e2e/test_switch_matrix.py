@@ -181,7 +181,8 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
         env = target_environ(agent_env, target, srv.url)
         started = time.monotonic()
         proc = run_passdown(env, workspace, "switch", "--from", source, "--to", target,
-                            "--session", session_arg(source, session), "--non-interactive",
+                            "--session", session_arg(source, session), "--workspace", str(workspace),
+                            "--non-interactive",
                             timeout=LAUNCH_TIMEOUT)
         elapsed = time.monotonic() - started
         out = ok(proc, f"passdown switch --from {source} --to {target}")

@@ -68,7 +68,8 @@ class Trail:
     def export(self, agent: str, session: Path, home_var: str, home: Path) -> str:
         env = {**self.env, home_var: str(home)}
         proc = subprocess.run(
-            [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(session), "--json"],
+            [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(session), "--workspace", ".",
+             "--json"],
             cwd=self.workspace, env=env, capture_output=True, text=True, timeout=120,
         )
         assert proc.returncode == 0, proc.stderr

@@ -75,6 +75,18 @@ class Agent(ABC):
         transcript._events = events()
         return transcript
 
+    def touched_paths(self, ref: SessionRef) -> set[str]:
+        """The paths this session's edit/write/delete tool calls named, as written in the
+        session: how a concurrent session's work is told apart from another's. Reads the
+        session through `read`; an agent may override it with something cheaper."""
+        from passdown.transcript import ToolCall
+
+        paths: set[str] = set()
+        for event in self.read(ref).events():
+            if isinstance(event, ToolCall) and event.action in ("edit", "write", "delete"):
+                paths.update(event.paths)
+        return paths
+
     @abstractmethod
     def ref_for_path(self, path: Path) -> SessionRef:
         """Describe one session file (used for `--session PATH`)."""

@@ -39,15 +39,19 @@ def _emit_json(data: Any) -> None:
     click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
 
 
-def _prepare(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int) -> Any:
-    from passdown import pipeline
+def _workspace_option() -> Any:
+    return click.option(
+        "--workspace", "workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="Hand off into this workspace (default: the session's own; for the newest session, this one).",
+    )
 
-    workspace = pipeline.workspace_for()
-    if to is not None:
-        pipeline.source_agents(to)  # unknown target: fail before reading anything
-    selection = pipeline.select_session(source, session, workspace)
-    options = pipeline.ExportOptions(max_messages=max_messages, max_chars=max_chars, target_agent=to)
-    return selection, pipeline.build_handoff(selection, options)
+
+def _request(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int,
+             workspace: Path | None) -> Any:
+    from passdown.coordinator.doors import HandoffRequest
+
+    return HandoffRequest(source=source, session=session, target=to, max_messages=max_messages,
+                          max_chars=max_chars, workspace=workspace)
 
 
 def _warn(warnings: list[str], quiet: bool) -> None:
@@ -62,37 +66,47 @@ def _warn(warnings: list[str], quiet: bool) -> None:
 @click.command("inspect")
 @_from_option()
 @_session_option()
+@_workspace_option()
 @_budget_options
 @_json_option()
-def inspect_command(source: str, session: str | None, max_messages: int, max_chars: int, as_json: bool) -> None:
+def inspect_command(
+    source: str, session: str | None, workspace: Path | None, max_messages: int, max_chars: int, as_json: bool,
+) -> None:
     """Show the session that would be used and what would be handed off, without writing."""
+    from passdown.coordinator import doors
     from passdown.render import render_markdown
 
-    _selection, handoff = _prepare(source, session, None, max_messages, max_chars)
+    request = _request(source, session, None, max_messages, max_chars, workspace)
+    prepared = doors.prepare(request, Path.cwd(), store=False)  # prepare only: nothing stored
+    handoff = prepared.package.handoff
     if as_json:
         from passdown.text import json_safe
 
         click.echo(json_safe(handoff.to_json()))
-        return
-    click.echo(render_markdown(handoff), nl=False)
-    _warn(handoff.warnings, False)
+    else:
+        click.echo(render_markdown(handoff), nl=False)
+    _warn(handoff.warnings, False)  # stderr: the JSON on stdout stays one document
 
 
 @click.command("export")
 @_from_option()
 @click.option("--to", "to", default=None, help="The agent that will take over (recorded in the handoff).")
 @_session_option()
+@_workspace_option()
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
 @_json_option()
 def export_command(
-    source: str, to: str | None, session: str | None, out: Path | None, max_messages: int,
-    max_chars: int, no_store: bool, quiet: bool, as_json: bool,
+    source: str, to: str | None, session: str | None, workspace: Path | None, out: Path | None,
+    max_messages: int, max_chars: int, no_store: bool, quiet: bool, as_json: bool,
 ) -> None:
     """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
-    written = _export(source, to, session, out, max_messages, max_chars, store=not no_store)
+    from passdown.coordinator import doors
+
+    request = _request(source, session, to, max_messages, max_chars, workspace)
+    written = doors.export(request, Path.cwd(), store=False if no_store else None, out_dir=out)
     if as_json:
         _emit_json(_written_summary(written))
     elif not quiet:
@@ -102,28 +116,6 @@ def export_command(
         if written.record_id:
             click.echo(f"stored record {written.record_id}")
     _warn(written.handoff.warnings + written.warnings, quiet)
-
-
-def _export(source: str, to: str | None, session: str | None, out: Path | None, max_messages: int, max_chars: int, *, store: bool) -> Any:
-    coordinator, package = _package(source, to, session, max_messages, max_chars, store=store)
-    with coordinator:
-        return coordinator.export_sync(package, out, store=store)
-
-
-def _package(source: str, to: str | None, session: str | None, max_messages: int, max_chars: int, *, store: bool) -> Any:
-    """The coordinator and its prepared package: the CLI is a thin layer over it."""
-    from passdown import pipeline
-    from passdown.coordinator import HandoffCoordinator
-
-    workspace = pipeline.workspace_for()
-    if to is not None:
-        pipeline.source_agents(to)  # unknown target: fail before reading anything
-    coordinator = HandoffCoordinator(workspace, None if store else False, max_chars=max_chars, max_messages=max_messages)
-    package = coordinator.prepare_handoff_sync(
-        source, None, "session" if to is not None and to == source else "agent", to, session,
-        require_session=True,
-    )
-    return coordinator, package
 
 
 def _written_summary(written: Any) -> dict[str, Any]:
@@ -142,45 +134,50 @@ def _written_summary(written: Any) -> dict[str, Any]:
 @_from_option()
 @click.option("--to", "to", required=True, help="The agent to launch: claude, codex, ...")
 @_session_option()
+@_workspace_option()
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
 @_budget_options
-@click.option("--dry-run", is_flag=True, help="Print the exact command that would run; launch nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the exact command that would run; write, store and launch nothing.")
 @click.option("--non-interactive", is_flag=True, help="Run the target once, non-interactively (claude -p, codex exec).")
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @_json_option()
 def switch_command(
-    source: str, to: str, session: str | None, out: Path | None, max_messages: int, max_chars: int,
-    dry_run: bool, non_interactive: bool, no_store: bool, as_json: bool,
+    source: str, to: str, session: str | None, workspace: Path | None, out: Path | None, max_messages: int,
+    max_chars: int, dry_run: bool, non_interactive: bool, no_store: bool, as_json: bool,
 ) -> int:
     """Export a handoff, then launch the target agent in the workspace to continue."""
     from passdown import pipeline
+    from passdown.coordinator import doors
     from passdown.launch import check_argv, format_argv
 
     target = pipeline.get_agent(to)
-    store = not no_store and not dry_run
-    coordinator, package = _package(source, to, session, max_messages, max_chars, store=store)
-    if dry_run:
-        written = coordinator.write(package, out)
-        spec = pipeline.launch_spec_for(target, written, interactive=not non_interactive)
-        check_argv(spec.argv)
-        if as_json:
-            _emit_json({**_written_summary(written), "argv": spec.argv, "cwd": str(spec.cwd), "target": target.name})
-        else:
-            click.echo(format_argv(spec.argv))
-        return 0
+    store = not no_store and not dry_run  # a dry run does not even open the store
+    request = _request(source, session, to, max_messages, max_chars, workspace)
+    prepared = doors.prepare(request, Path.cwd(), store=None if store else False)
 
     def announce(_spec: Any, result: Any) -> None:
-        _warn(result.written.handoff.warnings, False)
+        _warn(result.written.handoff.warnings + result.warnings, False)
         from passdown.text import shown
 
         click.echo(f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}", err=True)
 
-    # force: the CLI always hands off (as before); failed checks are shown as warnings
-    with coordinator:
+    # force: the CLI always hands off (as before); failed checks are shown as warnings.
+    # The target is checked before anything is stored or written (exit 6 leaves the
+    # previous handoff active), and a dry run writes nothing.
+    with prepared.coordinator as coordinator:
         result = coordinator.execute_handoff_sync(
-            package, to, launch=True, interactive=not non_interactive, force=True, out_dir=out,
-            store=store, require_store=False, on_launch=announce,
+            prepared.package, to, launch=True, interactive=not non_interactive, force=True, out_dir=out,
+            store=store, require_store=False, dry_run=dry_run, on_launch=None if dry_run else announce,
         )
+    if dry_run:
+        assert result.argv is not None
+        check_argv(result.argv)
+        if as_json:
+            _emit_json({**_written_summary(result.written), "argv": result.argv, "cwd": str(result.written.handoff.workspace.path), "target": target.name})
+        else:
+            click.echo(format_argv(result.argv))
+        _warn(result.written.handoff.warnings, as_json)
+        return 0
     _warn([f"check {c.name}: {c.message}" for c in result.checks if c.blocking], False)
     return int(result.exit_code or 0)
 

@@ -16,7 +16,8 @@ handoffs, and the engine under `passdown export` / `passdown switch`.
 Modules: `package` (the model, record conversion), `project_files` (feature list and
 progress log), `build` (composing state, provenance), `compact` (the budgeted
 compactor), `checks` (validation), `lifecycle` (status and pointers in the store),
-`execute` (execution by type), `gitops` (ancestry, worktrees), `core` (the class).
+`execute` (execution by type), `gitops` (ancestry, worktrees), `core` (the class),
+`doors` (the one export path the CLI, hooks and MCP server take into `core`).
 """
 
 from passdown.coordinator.checks import CheckResult

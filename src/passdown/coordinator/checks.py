@@ -34,7 +34,10 @@ class CheckResult(BaseModel):
 
 
 def _result(name: str, severity: Literal["error", "warning"], problem: str | None, fine: str) -> CheckResult:
-    return CheckResult(name=name, severity=severity, ok=problem is None, message=problem or fine)
+    from passdown.redact import redact
+
+    # messages name files and branches, which can hold secrets; they are printed and returned
+    return CheckResult(name=name, severity=severity, ok=problem is None, message=redact(problem or fine))
 
 
 def blocking(results: list[CheckResult]) -> list[CheckResult]:
@@ -98,13 +101,29 @@ def _digest(path: Path) -> str:
 
 
 def fingerprint(workspace: Path, dirty: list[str] | None = None) -> Fingerprint:
+    """The workspace's fingerprint in its redacted form: a branch or file name can hold
+    a secret (`feat/ghp_...`, an untracked `sk_live_...` file), and the fingerprint is
+    stored and sent like the rest of the package. Fingerprints are only ever compared
+    with one another, so both sides are redacted the same way."""
+    from passdown.redact import Redactor
+
     head, branch = git_head(workspace)
     dirty = dirty_paths(workspace) if dirty is None else dirty
     files = {p: _digest(workspace / p) for p in dirty[:MAX_FINGERPRINT_FILES]}
     for name in (FEATURE_LIST, *PROGRESS_FILES):  # tracked or not, outside git too
         if (workspace / name).exists():
             files[name] = _digest(workspace / name)
-    return Fingerprint(head=head, branch=branch, files=dict(sorted(files.items())))
+    redact = Redactor().redact
+    redacted: dict[str, str] = {}
+    for path, digest in sorted(files.items()):
+        key = redact(path)
+        # two names that redact alike must not hide each other's changes
+        redacted[key] = digest if key not in redacted else _combined(redacted[key], digest)
+    return Fingerprint(head=head, branch=redact(branch) if branch else None, files=redacted)
+
+
+def _combined(first: str, second: str) -> str:
+    return hashlib.sha256(f"{first}\0{second}".encode()).hexdigest()
 
 
 def differences(then: Fingerprint, now: Fingerprint) -> list[str]:
@@ -221,7 +240,7 @@ def check_redaction(p: HandoffPackage) -> CheckResult:
     if p.handoff is not None and not p.handoff.redaction.applied:
         return _result("redaction", "error", "the handoff was not redacted", "")
     redactor = Redactor()
-    redactor.redact_data(p.model_dump(mode="json", exclude={"fingerprint", "integrity"}))
+    redactor.redact_data(p.model_dump(mode="json", exclude={"integrity"}))
     if redactor.findings:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(redactor.findings.items()))
         return _result("redaction", "error", f"unredacted secrets in the package: {kinds}", "")

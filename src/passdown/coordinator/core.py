@@ -4,7 +4,8 @@ It adds no second pipeline: a session is read with `pipeline.select_session` +
 `pipeline.build_handoff`, files are written with `pipeline.write_handoff`, the target
 is started with `pipeline.launch_spec_for` + `launch.run`. The coordinator adds the
 project files, caller overrides, compaction, checks, the store lifecycle and the four
-handoff types on top.
+handoff types on top. The CLI, the hooks and the MCP server come in through
+`coordinator.doors`, so every door prepares and publishes the same way.
 
 The blocking work lives in the `*_sync` methods; the async methods run them in a
 worker thread, so harnesses with an event loop never block it and scripts without one
@@ -167,6 +168,7 @@ class HandoffCoordinator:
         require_session: bool = False,
         max_chars: int | None = None,
         max_messages: int | None = None,
+        selection: pipeline.Selection | None = None,
     ) -> HandoffPackage:
         if handoff_type not in HANDOFF_TYPES:
             raise UsageError(f"unknown handoff type {handoff_type!r}: expected one of {', '.join(HANDOFF_TYPES)}")
@@ -182,19 +184,20 @@ class HandoffCoordinator:
             summary=summary, current_feature=current_feature, completed_features=completed_features,
             blockers=blockers, next_steps=next_steps, recent_files=recent_files, request=request,
         )
-        count, previous_id, warnings = self._store_context()
-        number = session_number or count + 1
-        number_source = "caller" if session_number else "store" if self.has_store else "none"
         if handoff_type == "recovery":
             base_handoff, base, recovery = self._recovery_base(source_agent)
         else:
-            base_handoff = self._read_session(source_agent, session, require_session, options)
+            # the session first: an unreadable one fails before the store is even opened
+            base_handoff = self._read_session(source_agent, session, require_session, options, selection)
             base, recovery = None, None
             if base_handoff is not None:
                 state, files = build.base_state(base_handoff)
                 base = ("session", state, files, base_handoff.task.latest_progress)
         if base_handoff is not None and handoff_type != "recovery":
             source_agent = base_handoff.source.agent  # "auto" -> the agent it picked
+        count, previous_id, warnings = self._store_context()
+        number = session_number or count + 1
+        number_source = "caller" if session_number else "store" if self.has_store else "none"
         return self._assemble(
             source_agent=source_agent, handoff_type=handoff_type, target_agent=target_agent,
             overrides=overrides, base_handoff=base_handoff, base=base, recovery=recovery,
@@ -213,12 +216,16 @@ class HandoffCoordinator:
             return 0, None, [f"the store could not be read ({exc.message}); session_number starts at 1"]
 
     def _read_session(
-        self, source_agent: str, session: str | None, require: bool, options: pipeline.ExportOptions
+        self, source_agent: str, session: str | None, require: bool, options: pipeline.ExportOptions,
+        selection: pipeline.Selection | None = None,
     ) -> Handoff | None:
         """The source agent's session through the core pipeline, or None when passdown
-        does not read that agent or it has no session here (unless one is required)."""
+        does not read that agent or it has no session here (unless one is required).
+        `selection`: the session a door already picked (`passdown.coordinator.doors`)."""
         from passdown.agents import load_agents
 
+        if selection is not None:
+            return pipeline.build_handoff(selection, options)
         if source_agent != "auto" and source_agent not in load_agents():
             if require or session:
                 pipeline.source_agents(source_agent)  # raises UnknownAgent
@@ -345,17 +352,26 @@ class HandoffCoordinator:
     def export_sync(
         self, package: HandoffPackage, out_dir: Path | None = None, *, store: bool = True
     ) -> pipeline.WrittenHandoff:
-        """`passdown export`: write the files, then store and publish the package. A store
-        failure does not lose the handoff (the files are written): it becomes a warning."""
+        """`passdown export`: store and publish the package, then write the files. A store
+        failure does not lose the handoff (the files are written): it becomes a warning.
+        A lost race for the active handoff (HandoffConflict) writes nothing and is raised,
+        so the caller can prepare again on top of the winner."""
+        from passdown.coordinator.errors import HandoffConflict
         from passdown.coordinator.execute import publish
 
-        written = self.write(package, out_dir)
+        warnings: list[str] = []
+        stored = False
         if store and self.has_store:
             try:
                 publish(self, package)
-                written.record_id = package.id
+                stored = True
+            except HandoffConflict:
+                raise
             except StoreError as exc:
-                written.warnings.append(f"the handoff was written but not stored: {exc.message}")
+                warnings.append(f"the handoff was written but not stored: {exc.message}")
+        written = self.write(package, out_dir)
+        written.warnings.extend(warnings)
+        written.record_id = package.id if stored else None
         return written
 
     # -- the target side -------------------------------------------------------------------------

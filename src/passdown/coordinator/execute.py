@@ -108,7 +108,8 @@ def execute(
       when prepared with `worktrees=True`) store, publish and write its package, and
       launch the children side by side.
 
-    `dry_run` writes the files and returns the argv, storing and launching nothing.
+    `dry_run` returns where the files would go and the argv, writing, storing and
+    launching nothing.
     `on_launch(spec, result)` is called right before the agent starts.
     `require_store=False` turns a store failure into a warning (the CLI's behaviour).
     """
@@ -147,7 +148,7 @@ def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
     """A handoff for a package that arrived without one (e.g. the seed's JSON)."""
     from passdown.workspace import snapshot
 
-    ws = Path(pkg.workspace or coord.workspace)
+    ws = workspace_of(coord, pkg)
     h = build.synthetic_handoff(
         id=pkg.id, created_at=pkg.timestamp, source_agent=pkg.source_agent,
         session_label=f"session-{pkg.context.session_number}", workspace=ws,
@@ -163,9 +164,22 @@ def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
 
 
 def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options) -> ExecuteResult:
+    """A dry run writes and stores nothing. A launch that cannot happen (the target is
+    not installed, the argv is too long) fails before anything is stored, published or
+    written, so the previous handoff stays the active one, in the store and on disk."""
     result = ExecuteResult(package=pkg)
+    target = pkg.target_agent
+    launching = bool(target) and _should_launch(opts.launch, target or "")
+    planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(coord, pkg, opts.out_dir))
+    if opts.dry_run:
+        result.written = planned
+        if launching:
+            result.argv = launch_spec(coord, pkg, planned, opts).argv
+        return result
+    if launching:
+        _resolved(launch_spec(coord, pkg, planned, opts))
     lc: Lifecycle | None = None
-    if not opts.dry_run and opts.store and coord.has_store:
+    if opts.store and coord.has_store:
         try:
             publish(coord, pkg)
             lc, result.stored = coord.lifecycle(), True
@@ -178,15 +192,41 @@ def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options)
     result.written = write_files(coord, pkg, opts.out_dir)
     if result.stored:
         result.written.record_id = pkg.id
-    target = pkg.target_agent
-    if target and _should_launch(opts.launch, target):
-        if opts.dry_run:
-            result.argv = launch_spec(pkg, result.written, opts).argv
-        else:
-            _launch(coord, lc, pkg, result, opts)
+    if launching:
+        _launch(coord, lc, pkg, result, opts)
     if lc is not None:
         result.package = coord._with_status(pkg, lc)
     return result
+
+
+def _handoff_of(pkg: HandoffPackage) -> Any:
+    if pkg.handoff is None:
+        raise UsageError("the package has no handoff to write; execute it instead")
+    return pkg.handoff
+
+
+def _out_folder(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> Path:
+    return out_dir or workspace_of(coord, pkg) / pipeline.HANDOFF_DIR
+
+
+def workspace_of(coord: HandoffCoordinator, pkg: HandoffPackage) -> Path:
+    """Where the package's files go and its target runs. The package's `workspace` is
+    redacted like everything it carries (a token in a folder name becomes
+    `[REDACTED:...]`), and redaction must never change where passdown writes: when it
+    names this coordinator's workspace, the real path is used."""
+    from passdown.redact import redact
+
+    if not pkg.workspace or pkg.workspace == redact(str(coord.workspace)):
+        return coord.workspace
+    return Path(pkg.workspace)
+
+
+def _resolved(spec: LaunchSpec) -> str:
+    """The target's program, found on the PATH it will run with; AgentNotInstalled if not."""
+    from passdown.launch import resolve_program
+
+    path = {**os.environ, **spec.env}.get("PATH", os.defpath)
+    return resolve_program(spec.argv[0], path=path)
 
 
 def _should_launch(launch: bool | None, target: str) -> bool:
@@ -240,17 +280,16 @@ def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
 
 
 def write_files(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
-    if pkg.handoff is None:
-        raise UsageError("the package has no handoff to write; execute it instead")
-    ws = Path(pkg.workspace or coord.workspace)
-    return pipeline.write_handoff(pkg.handoff, out_dir or ws / pipeline.HANDOFF_DIR, ws)
+    ws = workspace_of(coord, pkg)
+    return pipeline.write_handoff(_handoff_of(pkg), _out_folder(coord, pkg, out_dir), ws)
 
 
-def launch_spec(pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: _Options) -> LaunchSpec:
+def launch_spec(coord: HandoffCoordinator, pkg: HandoffPackage, written: pipeline.WrittenHandoff,
+                opts: _Options) -> LaunchSpec:
     from passdown.launch import check_argv
 
     agent = pipeline.get_agent(pkg.target_agent or "")
-    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive)
+    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive, workspace=workspace_of(coord, pkg))
     spec.env.update(opts.env or {})
     spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
     check_argv(spec.argv, env={**os.environ, **spec.env})
@@ -261,17 +300,16 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
             result: ExecuteResult, opts: _Options) -> None:
     """Start the target once: the launch is claimed in the store first, and released
     only when the agent could not be started at all."""
-    from passdown.launch import resolve_program, run
+    from passdown.launch import run
 
     assert result.written is not None  # written before any launch
-    spec = launch_spec(pkg, result.written, opts)
+    spec = launch_spec(coord, pkg, result.written, opts)
     result.argv = list(spec.argv)
     if lc is not None and not lc.claim_launch(pkg.id, coord.identity):
         result.already_launched = True
         return
     try:
-        path = {**os.environ, **spec.env}.get("PATH", os.defpath)
-        spec.argv[0] = resolve_program(spec.argv[0], path=path)
+        spec.argv[0] = _resolved(spec)
         if opts.on_launch is not None:
             opts.on_launch(spec, result)
         result.exit_code = run(spec, interactive=opts.interactive)
@@ -288,7 +326,7 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
 def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _Options) -> ExecuteResult:
     if opts.interactive and len(parent.children) > 1:
         raise UsageError("parallel children cannot share one terminal; launch them non-interactively")
-    ws = Path(parent.workspace or coord.workspace)
+    ws = workspace_of(coord, parent)
     result = _execute_one(coord, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
     for ref in parent.children:
         child = child_package(coord, parent, ref)
@@ -303,7 +341,7 @@ def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _
     elif opts.dry_run:
         for c in to_launch:
             assert c.written is not None
-            c.argv = launch_spec(c.package, c.written, opts).argv
+            c.argv = launch_spec(coord, c.package, c.written, opts).argv
     return result
 
 
@@ -324,7 +362,7 @@ def child_package(coord: HandoffCoordinator, parent: HandoffPackage, ref: ChildR
         except (RecordNotFound, StoreError):
             pass
     assert parent.handoff is not None
-    ws = Path(parent.workspace or coord.workspace)
+    ws = workspace_of(coord, parent)
     child_ws = add_worktree(ws, Path(ref.worktree), ref.branch or ref.id) if ref.worktree else ws
     h = parent.handoff.model_copy(deep=True)
     h.id, h.target_agent = ref.id, ref.target_agent

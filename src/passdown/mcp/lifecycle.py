@@ -1,15 +1,17 @@
-"""The two coordinator operations the tools need: "load the latest handoff" and "mark it
+"""The two coordinator operations the tools need: "load the active handoff" and "mark it
 claimed/completed", one function each, over the coordinator's store lifecycle
 (`passdown.coordinator.lifecycle.Lifecycle`: status pointer `handoff-status/<id>` changed
 by compare-and-swap, a `status` record per transition, the `active-handoff` pointer), so
 the MCP tools, the HTTP API and `HandoffCoordinator` agree on every handoff's status.
 
-Two differences from `HandoffCoordinator.load_handoff`, both because hooks store handoffs
-through the plain pipeline (no lifecycle, no pointer move):
-- "latest" is the newer of the active pointer's handoff and the newest handoff record;
-- a stored handoff with no status yet counts as published: marking it first records
-  prepared -> published (it is in the store), then the requested status; `completed`
-  on a handoff nobody claimed records the claim first, by the same agent.
+- Without an id, the handoff loaded is the one the active pointer names: the lifecycle
+  decides which handoff is current, never a `created_at` a client wrote (a record stored
+  with a date in 2099 is not "the latest"). Every door publishes through the lifecycle
+  (`passdown.coordinator.doors`), so a handoff passdown wrote is always reachable.
+- A handoff record stored by a client with no status yet counts as published: marking
+  it first records prepared -> published (it is in the store), then the requested
+  status; `completed` on a handoff nobody claimed records the claim first, by the same
+  agent. Marking never makes it the active handoff.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 from passdown.coordinator.lifecycle import ACTIVE_POINTER, HandoffStateError, Lifecycle
 from passdown.errors import RecordNotFound, UsageError
-from passdown.records import Record, Scope, timestamp_us
+from passdown.records import Record, Scope
 from passdown.store import Store
 
 MARKABLE = ("claimed", "completed", "rejected")
@@ -50,21 +52,21 @@ def load_handoff(store: Store, scope: Scope, handoff_id: str | None = None) -> L
 
 
 def _latest(store: Store, scope: Scope, active: str | None) -> Record:
-    page = store.query(scope, type="handoff", limit=1)
-    newest = page.records[0] if page.records else None
-    pointed = None
     if active:
         try:
-            pointed = _handoff(store, scope, active)
+            return _handoff(store, scope, active)
         except (RecordNotFound, UsageError):
-            pointed = None  # a dangling pointer: fall back to the newest record
-    candidates = [r for r in (pointed, newest) if r is not None]
-    if not candidates:
+            pass  # a dangling pointer: no active handoff
+    if not store.query(scope, type="handoff", limit=1).records:
         raise RecordNotFound(
             f"no handoff stored in project {scope.project!r} yet",
             hint="write one with `passdown export` or the prepare_handoff tool",
         )
-    return max(candidates, key=lambda r: timestamp_us(r.created_at))
+    raise RecordNotFound(
+        f"no active handoff in project {scope.project!r}",
+        hint="load a stored handoff by id (find_records type=handoff lists them), or write "
+        "one with `passdown export` or the prepare_handoff tool",
+    )
 
 
 def _handoff(store: Store, scope: Scope, handoff_id: str) -> Record:
@@ -96,15 +98,4 @@ def mark_handoff(
     return status
 
 
-def publish_handoff(store: Store, scope: Scope, handoff_id: str, *, by: str) -> None:
-    """A handoff the prepare tool just stored: prepared -> published, and active."""
-    lc = Lifecycle(store, scope)
-    lc.transition(handoff_id, "prepared", by=by)
-    lc.transition(handoff_id, "published", by=by)
-    for _ in range(10):
-        current = lc.active()
-        if lc.swap_active(current, handoff_id):
-            return
-
-
-__all__ = ["ACTIVE_POINTER", "LoadedHandoff", "load_handoff", "mark_handoff", "publish_handoff"]
+__all__ = ["ACTIVE_POINTER", "LoadedHandoff", "load_handoff", "mark_handoff"]

@@ -92,29 +92,24 @@ class ScopedTools:
     def prepare_handoff(
         self, source: str = "auto", target_agent: str | None = None, session: str | None = None
     ) -> dict[str, Any]:
-        """The pipeline on the workspace's newest session: write the files, store the record."""
-        from passdown import pipeline
-        from passdown.agents.base import cwd_in_workspace
+        """`passdown export` on this workspace's session, through the one export path, with
+        this server's store and scope: files written, record stored, published and made
+        active by compare-and-swap. A session of another workspace is refused."""
+        from passdown.coordinator import doors
 
         workspace = self._workspace()
-        if target_agent is not None:
-            pipeline.source_agents(target_agent)  # unknown target: fail before reading
-        selection = pipeline.select_session(source, session, workspace)
-        if not cwd_in_workspace(selection.ref.cwd, workspace):
-            raise UsageError(f"session {session!r} did not run in this server's workspace")
-        options = pipeline.ExportOptions(target_agent=target_agent)
-        handoff = pipeline.build_handoff(selection, options)
-        written = pipeline.write_handoff(handoff, workspace / pipeline.HANDOFF_DIR, workspace)
-        record_id = self.store.store(self._handoff_record(handoff))
-        lifecycle.publish_handoff(self.store, self.scope, record_id, by=self.actor)
+        request = doors.HandoffRequest(source=source, session=session, target=target_agent)
+        written = doors.export(request, workspace, store=self.store, scope=self.scope, confine=True,
+                               identity=self.actor)
+        handoff = written.handoff
         return {
-            "id": record_id,
+            "id": handoff.id,
             "project": self.scope.project,
             "markdown_path": str(written.markdown_path),
             "json_path": str(written.json_path),
             "source": {"agent": handoff.source.agent, "session_id": handoff.source.session_id},
             "next_steps": list(handoff.state.next_steps),
-            "warnings": list(handoff.warnings),
+            "warnings": [*handoff.warnings, *written.warnings],
         }
 
     def _workspace(self) -> Path:
@@ -129,14 +124,6 @@ class ScopedTools:
                 "is not in your project; run `passdown export` where the agent worked"
             )
         return self.workspace
-
-    def _handoff_record(self, handoff: Any) -> Record:
-        from passdown.handoff_record import handoff_to_record
-        from passdown.records import record_to_dict, validate_record
-
-        data = record_to_dict(handoff_to_record(handoff, project=self.scope.project))
-        data["scope"] = self.scope.model_dump(exclude_none=True)
-        return validate_record(data)
 
     def load_handoff(self, id: str | None = None) -> dict[str, Any]:
         loaded = lifecycle.load_handoff(self.store, self.scope, id)
