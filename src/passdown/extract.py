@@ -9,6 +9,7 @@ decisions, open questions and next steps when the tools say nothing.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ from passdown.transcript import (
 DEFAULT_MAX_MESSAGES = 24
 DEFAULT_MAX_CHARS = 80_000
 RECENT_COMMANDS = 20
+OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 MAX_NOTES = 8  # decisions / open questions / next steps taken from prose
 
 _DECISION = re.compile(
@@ -45,18 +47,49 @@ _DECISION = re.compile(
     r"opted|we'll use|i'll use|we will use|i will use|switched to|instead of)\b",
     re.IGNORECASE,
 )
+# "Next steps:", "**Next:** ...", "## Next", "Remaining:": a header, its rest and its bullets.
+# A bare "next" must carry its colon ("Next: run the suite"), or any sentence starting
+# with "Next" would be a header.
 _NEXT_HEADER = re.compile(
-    r"^\s*(?:#+\s*)?(?:\*\*)?(?:next steps?|next up|todo|remaining|still to do|what's left)"
-    r"(?:\*\*)?\s*:?\s*(?:\*\*)?\s*(.*)$",
+    r"^\s*(?:#+\s*)?(?:[-*•]\s+)?(?:\*\*)?(?:(?:next steps?|next up|todo|remaining|still to do|"
+    r"what's left)(?:\*\*)?\s*:?|next(?:\*\*)?\s*:)\s*(?:\*\*)?\s*(.*)$",
     re.IGNORECASE,
 )
 _NEXT_SENTENCE = re.compile(
-    r"\b(?:next step|next,? i(?:'ll| will)|then i(?:'ll| will)|remaining:|still (?:need|to do))",
+    r"\b(?:next steps?\b|next up\b|next:|next,? i(?:'ll| will)|i(?:'ll| will) next|"
+    r"then i(?:'ll| will)|remaining:|still (?:need|to do))",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _BLOCKER = re.compile(r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+
+# What the CLIs wrap around a compaction summary for the model that continues: not part
+# of the summary, and an instruction the next agent must not follow. Codex prefixes
+# codex-rs/core/templates/compact/summary_prefix.md; Claude Code opens with "This session
+# is being continued..." and closes with its resume instructions.
+CODEX_SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by "
+    "that language model. Use this to build on the work that has already been done and "
+    "avoid duplicating work. Here is the summary produced by the other language model, use "
+    "the information in this summary to assist with your own analysis:"
+)
+_CODEX_PREFIX_START = re.compile(
+    r"\s*Another language model started to solve this problem and produced a summary"
+    r"(?: of its thinking process)?\.",
+)
+_CODEX_PREFIX_END = "use the information in this summary to assist with your own analysis:"
+_CLAUDE_PREAMBLE = re.compile(
+    r"\s*This session is being continued from a previous conversation that ran out of "
+    r"context\.[^\n]*\n+(?:\s*Summary:\s*\n)?",
+)
+_CLAUDE_TRAILERS = (
+    "If you need specific details from before compaction",
+    "Continue the conversation from where it left off without asking the user",
+    "Please continue the conversation from where we left it off without asking the user",
+    "Resume directly",
+)
 
 
 @dataclass(slots=True)
@@ -93,7 +126,10 @@ class _Extractor:
     commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
-    last_failure: Failure | None = None
+    latest_failure: Failure | None = None
+    # failures no later passing run has covered yet, oldest first; bounded: a session with
+    # thousands of failures only needs the newest ones to name the open blocker
+    open_failures: deque[Failure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
     subagents: list[Subagent] = field(default_factory=list)
     subagent_calls: int = 0
     ending: SessionEnding | None = None
@@ -113,8 +149,9 @@ class _Extractor:
             self._plan(event, source="task files")
         elif isinstance(event, Compaction):
             self.compactions += 1
-            if event.summary:
-                self.compaction_summary = event.summary
+            summary = strip_compaction_instructions(event.summary or "")
+            if summary:
+                self.compaction_summary = summary
         elif isinstance(event, SubagentNote):
             self.subagents.append(
                 Subagent(
@@ -188,7 +225,9 @@ class _Extractor:
         self.commands.append(run)
         if failed:
             self.commands_failed += 1
-            self.last_failure = Failure(
+            if _is_probe(command, exit_code):
+                return  # "no match" from grep/test/diff: an answer, not a failure to fix
+            failure = Failure(
                 tool=call.name,
                 command=command,
                 exit_code=exit_code,
@@ -196,8 +235,21 @@ class _Extractor:
                 timestamp=call.timestamp,
                 by=call.by,
             )
-        elif ok and self.last_failure and self.last_failure.command == command:
-            self.last_failure.resolved_later = True
+            self.latest_failure = failure
+            self.open_failures.append(failure)
+        elif ok and self.open_failures:
+            self._resolve(command)
+
+    def _resolve(self, passed: str) -> None:
+        """A passing run fixes every open failure it covers: the same command, or a run
+        of the same test runner over the failed test, its file, its folder or everything."""
+        still_open = [f for f in self.open_failures if not covers(passed, f.command or "")]
+        if len(still_open) == len(self.open_failures):
+            return
+        for failure in self.open_failures:
+            if failure not in still_open:
+                failure.resolved_later = True
+        self.open_failures = deque(still_open, maxlen=OPEN_FAILURES)
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
         for path in call.paths:
@@ -268,7 +320,8 @@ class _Extractor:
             commands=list(self.commands),
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
-            last_failure=self.last_failure,
+            # the open blocker: the newest failure nothing fixed; else the newest one
+            last_failure=self.open_failures[-1] if self.open_failures else self.latest_failure,
             subagents=self.subagents,
             subagent_calls=self.subagent_calls,
         )
@@ -296,6 +349,157 @@ class _Extractor:
             messages_total=self.messages_total,
             messages_omitted=omitted,
         )
+
+
+def strip_compaction_instructions(text: str) -> str:
+    """A compaction summary without what the CLI wrapped around it for the model that
+    continued (Codex's "Another language model started to solve this problem..." prefix,
+    Claude Code's "This session is being continued..." opening and resume instructions)."""
+    body = text
+    if _CODEX_PREFIX_START.match(body):
+        end = body.find(_CODEX_PREFIX_END)
+        if 0 <= end < 1000:
+            body = body[end + len(_CODEX_PREFIX_END) :]
+        else:  # a shorter variant: drop its first sentence only
+            body = body[_CODEX_PREFIX_START.match(body).end() :]  # type: ignore[union-attr]
+    opening = _CLAUDE_PREAMBLE.match(body)
+    if opening:
+        body = body[opening.end() :]
+        cut = min((i for i in (body.find(t) for t in _CLAUDE_TRAILERS) if i >= 0), default=-1)
+        if cut >= 0:
+            body = body[:cut]
+    return body.strip()
+
+
+# failures fixed later ------------------------------------------------------------
+_WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
+_RUNNER_PREFIXES = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
+                    ("hatch", "run"), ("rye", "run"), ("pnpm", "exec"), ("npx",), ("bunx",)}
+_VALUE_OPTIONS = frozenset({"-p", "-c", "-o", "--rootdir", "--deselect", "--ignore",
+                            "--confcutdir", "--basetemp", "-n", "--maxfail", "--tb",
+                            "--timeout", "--durations", "--cov", "--cov-report"})
+_FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern",
+                             "--grep", "-g"})
+_PROBES = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "test", "[", "diff", "cmp",
+                     "which", "command", "type", "pgrep"})
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class _TestRun:
+    runner: str
+    selectors: tuple[str, ...]  # test ids, files, folders, modules (none: the whole suite)
+    filters: tuple[str, ...]  # -k/-m/--run expressions that narrow the selection
+
+
+def covers(passed: str, failed: str) -> bool:
+    """Whether a passing `passed` run shows the failed `failed` run is fixed: the same
+    command, or the same test runner over the failed tests or a superset of them
+    (`pytest tests/test_a.py` or `pytest` covers `pytest tests/test_a.py::test_x`)."""
+    if " ".join(passed.split()) == " ".join(failed.split()):
+        return True
+    ok_run, bad_run = _test_run(passed), _test_run(failed)
+    if ok_run is None or bad_run is None or ok_run.runner != bad_run.runner:
+        return False
+    if ok_run.filters and ok_run.filters != bad_run.filters:
+        return False
+    if not ok_run.selectors:
+        return True
+    if not bad_run.selectors:
+        return False  # the whole suite failed; a part of it passing proves little
+    return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
+
+
+def _contains(outer: str, inner: str) -> bool:
+    outer = outer.rstrip("/")
+    return inner == outer or any(inner.startswith(outer + sep) for sep in ("::", "/", "."))
+
+
+def _test_run(command: str) -> _TestRun | None:
+    for segment in _SEGMENT.split(command):
+        try:
+            words = shlex.split(segment)
+        except ValueError:
+            continue
+        run = _runner(_unwrapped(words))
+        if run is not None:
+            return run
+    return None
+
+
+def _unwrapped(words: list[str]) -> list[str]:
+    """Without `VAR=value`, `cd`, `time`/`timeout N`, `uv run` and the like in front."""
+    while words:
+        head = words[0]
+        if "=" in head and not head.startswith("-"):
+            words = words[1:]
+        elif head in _WRAPPERS:
+            words = words[1:]
+            if head == "timeout" and words and words[0][:1].isdigit():
+                words = words[1:]
+        elif tuple(words[:2]) in _RUNNER_PREFIXES or tuple(words[:1]) in _RUNNER_PREFIXES:
+            words = words[2:] if tuple(words[:2]) in _RUNNER_PREFIXES else words[1:]
+        else:
+            return [w for w in words if not re.match(r"\d*[<>]", w)]
+    return words
+
+
+def _runner(words: list[str]) -> _TestRun | None:
+    if not words:
+        return None
+    name = words[0].rsplit("/", 1)[-1]
+    if name.startswith("python"):
+        rest = words[1:]
+        while rest and rest[0].startswith("-") and rest[0] != "-m":
+            rest = rest[1:]  # python -B -X dev -m ...
+        if len(rest) >= 2 and rest[0] == "-m" and rest[1] in ("pytest", "unittest"):
+            return _selection(rest[1], rest[2:])
+        return None
+    if name in ("pytest", "py.test"):
+        return _selection("pytest", words[1:])
+    if name in ("jest", "vitest", "mocha", "tox", "nox", "rspec", "phpunit"):
+        return _selection(name, words[1:])
+    if len(words) >= 2 and (name, words[1]) in (("cargo", "test"), ("go", "test"), ("make", "test"),
+                                                ("npm", "test"), ("yarn", "test"), ("pnpm", "test"),
+                                                ("bun", "test"), ("deno", "test"), ("dotnet", "test")):
+        return _selection(f"{name} test", words[2:])
+    return None
+
+
+def _selection(runner: str, args: list[str]) -> _TestRun:
+    selectors: list[str] = []
+    filters: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        option, _, inline = arg.partition("=")
+        if arg in _FILTER_OPTIONS or option in _FILTER_OPTIONS:
+            value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")
+            filters.append(f"{option} {value}")
+            i += 1 if inline else 2
+            continue
+        if arg.startswith("-k") and len(arg) > 2:
+            filters.append(f"-k {arg[2:]}")
+        elif arg in _VALUE_OPTIONS:
+            i += 1
+        elif arg == "--":
+            pass
+        elif not arg.startswith("-") and arg not in ("discover", "run"):
+            selectors.append(arg.removeprefix("./"))
+        i += 1
+    return _TestRun(runner, tuple(selectors), tuple(filters))
+
+
+def _is_probe(command: str, exit_code: int | None) -> bool:
+    """grep, test, diff and the like exit 1 to answer "no": not a failure."""
+    if exit_code != 1:
+        return False
+    segments = [seg for seg in _SEGMENT.split(command) if seg]
+    try:
+        words = _unwrapped(shlex.split(segments[-1])) if segments else []
+    except ValueError:
+        return False
+    return bool(words) and words[0].rsplit("/", 1)[-1] in _PROBES
 
 
 def extract(
@@ -413,7 +617,7 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
         f"{p.subject} (blocked by {', '.join(p.blocked_by)})" if p.blocked_by else f"{p.subject} (blocked)"
         for p in blocked
     ]
-    if state.last_failure and not state.last_failure.resolved_later and _failure_is_recent(state):
+    if state.last_failure and not state.last_failure.resolved_later:
         fail = state.last_failure
         state.blockers.append(
             f"last command failed (exit {fail.exit_code}): {fail.command}"
@@ -427,10 +631,6 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
 
 def _open_blockers(item: PlanEntry, done: set[str]) -> bool:
     return item.status != "completed" and any(b not in done for b in item.blocked_by)
-
-
-def _failure_is_recent(state: State) -> bool:
-    return bool(state.commands) and state.commands[-1].ok is False
 
 
 def _next_from_prose(text: str) -> list[str]:
