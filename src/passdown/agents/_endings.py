@@ -54,8 +54,11 @@ _MESSAGE_REASONS: tuple[tuple[re.Pattern[str], EndReason], ...] = (
     (re.compile(r"context (?:length|window)|maximum context|too many tokens|prompt is too long|"
                 r"input token count .* exceeds|exceeds? the (?:maximum|context)", re.I),
      "context_length"),
-    (re.compile(r"usage limit|quota|insufficient[_ ]quota|billing|credit balance|"
-                r"out of credits", re.I), "usage_limit"),
+    # not a bare "quota": Gemini's per-minute 429 says "Resource has been exhausted (e.g.
+    # check quota)"
+    (re.compile(r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
+                r"insufficient[_ ]quota|billing|credit balance|out of credits", re.I),
+     "usage_limit"),
     (re.compile(r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted", re.I),
      "rate_limit"),
     (re.compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I),
