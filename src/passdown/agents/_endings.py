@@ -48,6 +48,7 @@ _KIND_REASONS: dict[str, EndReason] = {
     "aborted": "interrupted",
     "cancelled": "interrupted",
 }
+_SPECIFIC = ("usage_limit", "context_length", "interrupted")
 _STATUS = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
 # Message wording, checked in this order (a usage limit is also "429").
 _MESSAGE_REASONS: tuple[tuple[re.Pattern[str], EndReason], ...] = (
@@ -59,7 +60,8 @@ _MESSAGE_REASONS: tuple[tuple[re.Pattern[str], EndReason], ...] = (
     (re.compile(r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
                 r"insufficient[_ ]quota|billing|credit balance|out of credits", re.I),
      "usage_limit"),
-    (re.compile(r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted", re.I),
+    (re.compile(r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted|"
+                r"resource has been exhausted|please wait and try again later", re.I),
      "rate_limit"),
     (re.compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I),
      "overloaded"),
@@ -96,23 +98,28 @@ def reason_for_kind(kind: str | None) -> EndReason | None:
 def classify_api_error(
     message: str | None = None, *, status: int | None = None, kind: str | None = None
 ) -> EndReason:
-    """The reason for an API failure: the error kind when the agent names one, then the
-    wording of the message (a 429 can be a usage limit), then the HTTP status."""
+    """The reason for an API failure. Specific before generic: a usage limit or a full
+    context window named by the kind or the message (both come as a 429 or a 400), then
+    the error kind the agent names, then the HTTP status, then the message's wording."""
+    text = message or ""
     by_kind = reason_for_kind(kind)
+    if by_kind in _SPECIFIC:
+        return by_kind  # type: ignore[return-value]
+    for pattern, reason in _MESSAGE_REASONS:
+        if reason in ("usage_limit", "context_length") and pattern.search(text):
+            return reason
     if by_kind is not None:
         return by_kind
-    text = message or ""
+    by_status = reason_for_status(status)
+    if by_status not in (None, "error"):
+        return by_status  # type: ignore[return-value]
     for pattern, reason in _MESSAGE_REASONS:
         if pattern.search(text):
-            if reason in ("rate_limit", "overloaded", "auth") and status is not None:
-                by_status = reason_for_status(status)
-                if by_status not in (None, "error"):
-                    return by_status  # the status is firmer than a word in the text
             return reason
     if status is None:
         match = _STATUS.search(text[:400])
-        status = int(match.group(1)) if match else None
-    return reason_for_status(status) or "error"
+        by_status = reason_for_status(int(match.group(1))) if match else None
+    return by_status or "error"
 
 
 def api_error_ending(
