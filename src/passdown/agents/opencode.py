@@ -444,6 +444,10 @@ _ERROR_NAMES = {
 }
 
 
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
     """1.18 gives up on a retryable error (a sticky 429) after a few attempts and stores
     it on the assistant message, as it does at once for a 401 or a 400."""
@@ -453,11 +457,13 @@ def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
         return
     if not isinstance(error, dict):
         return
-    name = error.get("name") if isinstance(error.get("name"), str) else None
-    data = error.get("data") if isinstance(error.get("data"), dict) else {}
-    message = data.get("message") if isinstance(data.get("message"), str) else name
-    status = data.get("statusCode") if isinstance(data.get("statusCode"), int) else None
-    body = data.get("responseBody") if isinstance(data.get("responseBody"), str) else ""
+    name = _str(error.get("name"))
+    raw_data = error.get("data")
+    data: dict[str, object] = raw_data if isinstance(raw_data, dict) else {}
+    message = _str(data.get("message")) or name
+    code = data.get("statusCode")
+    status = code if isinstance(code, int) else None
+    body = _str(data.get("responseBody")) or ""
     ending = api_error_ending(f"{message}\n{body[:2000]}" if body else message, status=status,
                               kind=_ERROR_NAMES.get(name or ""), timestamp=timestamp)
     ending.message = short_message(message)  # the classification also read the body
