@@ -342,6 +342,7 @@ class _EventReader:
         if ts:
             self.info.updated_at = ts
         if kind == "session.error" and not event.agentId:
+            yield from self._flush()  # the answer before the error comes first
             yield from _session_error(event.data, ts)
             return
         if kind not in _HANDLED:
