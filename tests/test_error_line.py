@@ -103,6 +103,9 @@ npm ERR! A complete log of this run can be found in: /root/.npm/_logs/x.log
 ANSI_CARGO = "   Compiling demo v0.1.0\n\x1b[1m\x1b[31merror[E0308]\x1b[0m: mismatched types\n --> src/main.rs:2:18\n"
 TSC = "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
 ESLINT = "/ws/src/a.js\n  3:7  error  'x' is assigned a value but never used  no-unused-vars\n\n✖ 1 problem (1 error, 0 warnings)\n"
+GO_TEST = ("--- FAIL: TestAdd (0.00s)\n    calc_test.go:8: got 0, want 4\nFAIL\n"
+           "FAIL\texample.com/calc\t0.002s\n")
+OUTPUT_WORD = "Output file not found: build/app.bin\n"
 CODEX_EXEC_HEADER = (
     "Chunk ID: 3f2a\nWall time: 0.2 seconds\nProcess exited with code 1\n"
     "Original token count: 40\nOutput:\n" + UNITTEST
@@ -127,10 +130,12 @@ CODEX_EXEC_HEADER = (
         (ANSI_CARGO, "error[E0308]: mismatched types"),
         (TSC, "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."),
         (ESLINT, "3:7  error  'x' is assigned a value but never used  no-unused-vars"),
+        (GO_TEST, "calc_test.go:8: got 0, want 4"),
+        (OUTPUT_WORD, "Output file not found: build/app.bin"),
     ],
     ids=["pytest-then-ruff", "ruff-full", "fenced-traceback", "chained-traceback", "mypy",
          "gcc", "pytest", "pytest-no-summary", "unittest", "codex-exec-header", "npm",
-         "ansi-cargo", "tsc", "eslint"],
+         "ansi-cargo", "tsc", "eslint", "go-test", "output-word"],
 )
 def test_the_line_that_states_the_error_is_chosen(output: str, expected: str) -> None:
     assert first_error_line(output) == expected

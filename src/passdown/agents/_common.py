@@ -21,7 +21,7 @@ _DECORATION = re.compile(
     r"```\w*|[-=_*~#+ ]{3,}.*[-=_*~#+ ]{3,}|"
     r"(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)\b[, ]*)+(?:in [\d.]+s)?|"
     r"all checks passed!?|ok|success:.*|ran \d+ tests? in .*|collected \d+ items?.*|"
-    r"(?:chunk id|wall time|original token count|output|process exited|exit code)\b.*",
+    r"(?:chunk id|wall time|original token count|output):.*|(?:process exited|exit code)\b.*",
     re.IGNORECASE,
 )
 # The line that states the error, best first. Rank 4: a located diagnostic (compilers,
@@ -32,7 +32,7 @@ _DIAGNOSTIC = re.compile(
     r"\S+?:\d+(?::\d+)?:?\s+(?:(?:fatal )?error|[A-Z]{1,4}\d{2,5})\b"  # gcc, mypy, ruff
     r"|\S+\(\d+,\d+\): error\b"  # tsc
     r"|\s*\d+:\d+\s+error\s"  # eslint
-    r"|\S+\.go:\d+:\d+: "  # go
+    r"|\S+\.go:\d+:\d+: |\S+_test\.go:\d+: "  # go build, go test
     r"|[A-Z]{1,4}\d{3,4} (?:\[\*\] )?\S.*"  # ruff's full format: "F401 [*] `os` imported..."
     r"|error(?:\[E\d+\])?: "  # rustc, git, many CLIs
     r"|FAILED \S+::\S+|ERROR \S+::"  # pytest's summary: the test id and its error

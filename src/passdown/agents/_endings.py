@@ -34,6 +34,7 @@ _KIND_REASONS: dict[str, EndReason] = {
     "server_overloaded": "overloaded",
     "server_is_overloaded": "overloaded",
     "unavailable": "overloaded",
+    "authentication": "auth",
     "authentication_error": "auth",
     "permission_error": "auth",
     "unauthorized": "auth",
