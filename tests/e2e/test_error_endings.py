@@ -20,14 +20,16 @@ What each pinned CLI writes (provoked against the scripted servers, sticky 429 /
   429, message, ...}}` once its retries ran out.
 - Gemini CLI 0.61.0 (`gemini -p`): nothing about the error, and it even rewrites its
   history (`$set messages`) without the prompt that failed, so the handoff's latest user
-  message is the previous one. Only the interactive UI records its error notices
-  (`type: "error"`), which passdown reads.
+  message is the previous one. The interactive UI does record its notices (`type:
+  "error"`, "[API Error: ...]"), which passdown reads (the last test here).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -39,6 +41,7 @@ from typing import Any
 import pytest
 
 from e2e.agents import (
+    GEMINI_MODEL,
     AgentEnv,
     find_agent,
     init_git_workspace,
@@ -215,3 +218,58 @@ def test_a_sticky_rate_limit_is_how_the_session_ended(case: Case, agent_env: Age
         assert ended["at"], ended
         assert "429" in (ended["message"] or "") or "Rate limit" in (ended["message"] or "")
         assert "on a rate limit (HTTP 429)" in md
+
+
+def _pump(fd: int, seconds: float, until: bytes, seen: bytearray) -> bool:
+    """Read the terminal until `until` shows up (True) or the time is over (False)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return False
+        seen.extend(chunk)
+        if until in seen:
+            return True
+    return False
+
+
+def test_interactive_gemini_records_its_api_error_notice(agent_env: AgentEnv,
+                                                         tmp_path: Path) -> None:
+    """Unlike `gemini -p`, the interactive CLI writes its error notice into the session
+    (`type: "error"`, "[API Error: ...]"); an invalid key (HTTP 400, no retries and no
+    quota dialog) is the error it shows at once."""
+    ws = init_git_workspace(tmp_path / "ws")
+    with GeminiServer([Step(text=FINAL_1)]) as srv:
+        env = {**_environ(agent_env, "gemini", srv.url), "TERM": "xterm-256color"}
+        argv = [str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
+                "-i", PROMPT_1]
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the real CLI on a terminal
+            os.chdir(ws)
+            os.execve(argv[0], argv, env)
+        seen = bytearray()
+        try:
+            assert _pump(fd, 120, FINAL_1.encode(), seen), bytes(seen[-2000:])
+            srv.fail(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                     "message": "API key not valid. Please pass a valid API key."}})
+            time.sleep(1)
+            os.write(fd, PROMPT_2.encode())
+            time.sleep(1)
+            os.write(fd, b"\r")
+            assert _pump(fd, 120, b"API Error", seen), bytes(seen[-2000:])
+            time.sleep(1)  # the notice is written to the session as it is shown
+        finally:
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+
+    ok(run_passdown(env, ws, "export", "--from", "gemini", "--no-store"), "passdown export")
+    md, data = load_handoff(ws)
+    assert data["ended"]["reason"] == "auth", data["ended"]
+    assert "API key not valid" in (data["ended"]["message"] or "")
+    assert data["task"]["latest_progress"] == FINAL_1
+    assert "on an authentication error" in md
