@@ -55,6 +55,7 @@ _NEXT_HEADER = re.compile(
     r"what's left)(?:\*\*)?\s*:?|next(?:\*\*)?\s*:)\s*(?:\*\*)?\s*(.*)$",
     re.IGNORECASE,
 )
+_NEXT_HEADING = re.compile(r"^\s*#+\s*(?:\*\*)?next(?:\*\*)?\s*:?\s*()$", re.IGNORECASE)
 _NEXT_SENTENCE = re.compile(
     r"\b(?:next steps?\b|next up\b|next:|next,? i(?:'ll| will)|i(?:'ll| will) next|"
     r"then i(?:'ll| will)|remaining:|still (?:need|to do))",
@@ -243,13 +244,13 @@ class _Extractor:
     def _resolve(self, passed: str) -> None:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
-        still_open = [f for f in self.open_failures if not covers(passed, f.command or "")]
-        if len(still_open) == len(self.open_failures):
-            return
+        still_open: deque[Failure] = deque(maxlen=OPEN_FAILURES)
         for failure in self.open_failures:
-            if failure not in still_open:
+            if covers(passed, failure.command or ""):
                 failure.resolved_later = True
-        self.open_failures = deque(still_open, maxlen=OPEN_FAILURES)
+            else:
+                still_open.append(failure)
+        self.open_failures = still_open
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
         for path in call.paths:
@@ -280,16 +281,16 @@ class _Extractor:
                     active_form=item.active_form,
                 )
             return
-        item = self.plan.get(op.item_id or "")
-        if item is None:
+        target = self.plan.get(op.item_id or "")
+        if target is None:
             return
         if op.status == "deleted":
-            del self.plan[item.id]
+            del self.plan[target.id]
             return
         if op.status:
-            item.status = op.status
+            target.status = op.status
         if op.subject:
-            item.subject = op.subject
+            target.subject = op.subject
 
     def _rel(self, path: str) -> str:
         """Paths inside the workspace are shown relative to it."""
@@ -356,12 +357,11 @@ def strip_compaction_instructions(text: str) -> str:
     continued (Codex's "Another language model started to solve this problem..." prefix,
     Claude Code's "This session is being continued..." opening and resume instructions)."""
     body = text
-    if _CODEX_PREFIX_START.match(body):
+    codex = _CODEX_PREFIX_START.match(body)
+    if codex:
         end = body.find(_CODEX_PREFIX_END)
-        if 0 <= end < 1000:
-            body = body[end + len(_CODEX_PREFIX_END) :]
-        else:  # a shorter variant: drop its first sentence only
-            body = body[_CODEX_PREFIX_START.match(body).end() :]  # type: ignore[union-attr]
+        # the whole preamble; a shorter variant without its closing words: its first sentence
+        body = body[end + len(_CODEX_PREFIX_END) :] if 0 <= end < 1000 else body[codex.end() :]
     opening = _CLAUDE_PREAMBLE.match(body)
     if opening:
         body = body[opening.end() :]
@@ -437,8 +437,10 @@ def _unwrapped(words: list[str]) -> list[str]:
             words = words[1:]
             if head == "timeout" and words and words[0][:1].isdigit():
                 words = words[1:]
-        elif tuple(words[:2]) in _RUNNER_PREFIXES or tuple(words[:1]) in _RUNNER_PREFIXES:
-            words = words[2:] if tuple(words[:2]) in _RUNNER_PREFIXES else words[1:]
+        elif tuple(words[:2]) in _RUNNER_PREFIXES:
+            words = words[2:]
+        elif tuple(words[:1]) in _RUNNER_PREFIXES:
+            words = words[1:]
         else:
             return [w for w in words if not re.match(r"\d*[<>]", w)]
     return words
@@ -638,7 +640,7 @@ def _next_from_prose(text: str) -> list[str]:
     sentence that names the next step."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        match = _NEXT_HEADER.match(line)
+        match = _NEXT_HEADER.match(line) or _NEXT_HEADING.match(line)
         if not match:
             continue
         found = [match.group(1).strip()] if match.group(1).strip() else []
