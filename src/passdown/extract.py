@@ -130,7 +130,7 @@ class _Extractor:
     latest_failure: Failure | None = None
     # failures no later passing run has covered yet, oldest first; bounded: a session with
     # thousands of failures only needs the newest ones to name the open blocker
-    open_failures: deque[Failure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
+    open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
     subagents: list[Subagent] = field(default_factory=list)
     subagent_calls: int = 0
     ending: SessionEnding | None = None
@@ -237,19 +237,20 @@ class _Extractor:
                 by=call.by,
             )
             self.latest_failure = failure
-            self.open_failures.append(failure)
+            self.open_failures.append(_OpenFailure(failure, _Run.of(command)))
         elif ok and self.open_failures:
             self._resolve(command)
 
     def _resolve(self, passed: str) -> None:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
-        still_open: deque[Failure] = deque(maxlen=OPEN_FAILURES)
-        for failure in self.open_failures:
-            if covers(passed, failure.command or ""):
-                failure.resolved_later = True
+        run = _Run.of(passed)
+        still_open: deque[_OpenFailure] = deque(maxlen=OPEN_FAILURES)
+        for open_failure in self.open_failures:
+            if run.covers(open_failure.run):
+                open_failure.failure.resolved_later = True
             else:
-                still_open.append(failure)
+                still_open.append(open_failure)
         self.open_failures = still_open
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
@@ -322,7 +323,9 @@ class _Extractor:
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
             # the open blocker: the newest failure nothing fixed; else the newest one
-            last_failure=self.open_failures[-1] if self.open_failures else self.latest_failure,
+            last_failure=(
+                self.open_failures[-1].failure if self.open_failures else self.latest_failure
+            ),
             subagents=self.subagents,
             subagent_calls=self.subagent_calls,
         )
@@ -382,6 +385,7 @@ _FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern",
                              "--grep", "-g"})
 _PROBES = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "test", "[", "diff", "cmp",
                      "which", "command", "type", "pgrep"})
+_REDIRECT = re.compile(r"\d*[<>]")
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 
 
@@ -396,35 +400,69 @@ def covers(passed: str, failed: str) -> bool:
     """Whether a passing `passed` run shows the failed `failed` run is fixed: the same
     command, or the same test runner over the failed tests or a superset of them
     (`pytest tests/test_a.py` or `pytest` covers `pytest tests/test_a.py::test_x`)."""
-    if " ".join(passed.split()) == " ".join(failed.split()):
-        return True
-    ok_run, bad_run = _test_run(passed), _test_run(failed)
-    if ok_run is None or bad_run is None or ok_run.runner != bad_run.runner:
-        return False
-    if ok_run.filters and ok_run.filters != bad_run.filters:
-        return False
-    if not ok_run.selectors:
-        return True
-    if not bad_run.selectors:
-        return False  # the whole suite failed; a part of it passing proves little
-    return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
+    return _Run.of(passed).covers(_Run.of(failed))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A command, parsed once: its normalised text and, for a test runner, what it ran."""
+
+    text: str
+    tests: _TestRun | None
+
+    @classmethod
+    def of(cls, command: str) -> _Run:
+        return cls(" ".join(command.split()), _test_run(command))
+
+    def covers(self, failed: _Run) -> bool:
+        if self.text == failed.text:
+            return True
+        ok_run, bad_run = self.tests, failed.tests
+        if ok_run is None or bad_run is None or ok_run.runner != bad_run.runner:
+            return False
+        if ok_run.filters and ok_run.filters != bad_run.filters:
+            return False
+        if not ok_run.selectors:
+            return True
+        if not bad_run.selectors:
+            return False  # the whole suite failed; a part of it passing proves little
+        return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
+
+
+@dataclass(slots=True)
+class _OpenFailure:
+    failure: Failure
+    run: _Run
 
 
 def _contains(outer: str, inner: str) -> bool:
-    outer = outer.rstrip("/")
-    return inner == outer or any(inner.startswith(outer + sep) for sep in ("::", "/", "."))
+    """`tests` contains `tests/test_a.py`, which contains `tests/test_a.py::test_x`;
+    `test_calc` contains `test_calc.TestAdd.test_add`."""
+    if not inner.startswith(outer):
+        return False
+    rest = inner[len(outer) :]
+    return not rest or rest[0] in "/." or rest.startswith("::")
 
 
 def _test_run(command: str) -> _TestRun | None:
     for segment in _SEGMENT.split(command):
-        try:
-            words = shlex.split(segment)
-        except ValueError:
+        words = _words(segment)
+        if words is None:
             continue
         run = _runner(_unwrapped(words))
         if run is not None:
             return run
     return None
+
+
+def _words(segment: str) -> list[str] | None:
+    """Shell words; plain whitespace splitting unless quoting needs shlex (much slower)."""
+    if not any(c in segment for c in "'\"\\"):
+        return segment.split()
+    try:
+        return shlex.split(segment)
+    except ValueError:
+        return None
 
 
 def _unwrapped(words: list[str]) -> list[str]:
@@ -442,7 +480,7 @@ def _unwrapped(words: list[str]) -> list[str]:
         elif tuple(words[:1]) in _RUNNER_PREFIXES:
             words = words[1:]
         else:
-            return [w for w in words if not re.match(r"\d*[<>]", w)]
+            return [w for w in words if not _REDIRECT.match(w)]
     return words
 
 
@@ -487,7 +525,7 @@ def _selection(runner: str, args: list[str]) -> _TestRun:
         elif arg == "--":
             pass
         elif not arg.startswith("-") and arg not in ("discover", "run"):
-            selectors.append(arg.removeprefix("./"))
+            selectors.append(arg.removeprefix("./").rstrip("/") or arg)
         i += 1
     return _TestRun(runner, tuple(selectors), tuple(filters))
 
@@ -497,10 +535,8 @@ def _is_probe(command: str, exit_code: int | None) -> bool:
     if exit_code != 1:
         return False
     segments = [seg for seg in _SEGMENT.split(command) if seg]
-    try:
-        words = _unwrapped(shlex.split(segments[-1])) if segments else []
-    except ValueError:
-        return False
+    words = _words(segments[-1]) if segments else None
+    words = _unwrapped(words) if words else []
     return bool(words) and words[0].rsplit("/", 1)[-1] in _PROBES
 
 
