@@ -159,3 +159,14 @@ def test_huge_outputs_are_read_at_head_and_tail_and_the_line_is_bounded() -> Non
     out = first_error_line(noise + "src/z.py:9:1: E999 SyntaxError: " + "x" * 1000 + "\n")
     assert out is not None and out.startswith("src/z.py:9:1: E999 SyntaxError")
     assert len(out) == ERROR_LINE_CHARS
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("line", ["- " * 20000 + "x", "= " * 20000 + "error x", "a." * 20000,
+                                  "a.A" * 10000, "x:1:" * 10000, " " * 3 + "a" * 40000 + "b"])
+def test_long_hostile_lines_take_linear_time(line: str) -> None:
+    import time
+
+    started = time.monotonic()
+    assert first_error_line(line)
+    assert time.monotonic() - started < 1.0

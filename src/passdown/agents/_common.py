@@ -16,9 +16,9 @@ _ERROR_SCAN_HEAD = 30_000  # characters of a failure's output searched from the 
 _ERROR_SCAN_TAIL = 12_000  # ...and from the end: verdicts and tracebacks come last
 _SEPARATOR = re.compile(r"[-=_*~#.+ ]+")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
-# Lines that carry no error: fences, section headers of test runners, successes.
+# Lines that carry no error: fences, successes, exec headers (rules are checked apart).
 _DECORATION = re.compile(
-    r"```\w*|[-=_*~#+ ]{3,}.*[-=_*~#+ ]{3,}|"
+    r"```\w*|"
     r"(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)\b[, ]*)+(?:in [\d.]+s)?|"
     r"all checks passed!?|ok|success:.*|ran \d+ tests? in .*|collected \d+ items?.*|"
     r"(?:chunk id|wall time|original token count|output):.*|(?:process exited|exit code)\b.*",
@@ -145,9 +145,17 @@ def _clean(raw: str) -> str:
     line = raw.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
     if not line or _SEPARATOR.fullmatch(line) or _EXIT_CODE.fullmatch(line):
         return ""
-    if _DECORATION.fullmatch(line):
+    if _is_rule(line) or (len(line) <= 200 and _DECORATION.fullmatch(line)):
         return ""
     return line
+
+
+_RULE_CHARS = frozenset("-=_*~#+ ")
+
+
+def _is_rule(line: str) -> bool:
+    """A test runner's section header: "===== FAILURES =====", "___ test_x ___"."""
+    return len(line) >= 6 and _RULE_CHARS.issuperset(line[:3]) and _RULE_CHARS.issuperset(line[-3:])
 
 
 def env_path(var: str, default: Path) -> Path:
