@@ -102,7 +102,7 @@ def classify_api_error(
     """The reason for an API failure. Specific before generic: a usage limit or a full
     context window named by the kind or the message (both come as a 429 or a 400), then
     the error kind the agent names, then the HTTP status, then the message's wording."""
-    text = message or ""
+    text = (message or "")[:4000]  # an error message, not a log: the head says it all
     by_kind = reason_for_kind(kind)
     if by_kind in _SPECIFIC:
         return by_kind  # type: ignore[return-value]
