@@ -131,6 +131,19 @@ def _turns() -> list[list[Step]]:
     return [turn1, turn2, turn3]
 
 
+def _export_md(env: dict[str, str], ws: Path) -> tuple[str, dict[str, Any]]:
+    ok(run_passdown(env, ws, "export", "--from", "codex", "--no-store"), "passdown export")
+    return load_handoff(ws)
+
+
+def _export(env: dict[str, str], ws: Path) -> dict[str, Any]:
+    return _export_md(env, ws)[1]
+
+
+def _plan_of(handoff: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(p["subject"], p["status"]) for p in handoff["state"]["plan"]]
+
+
 def _rollout(agent_env: AgentEnv) -> Path:
     rollouts = sorted((agent_env.codex_home / "sessions").rglob("rollout-*.jsonl"))
     assert len(rollouts) == 1, rollouts  # resume appends to the same file
@@ -154,10 +167,12 @@ def test_long_codex_session_with_resumes_failed_patches_shell_edits_and_compacti
         env = _codex_config(agent_env, srv.url)
         ok(run_codex(env, ws, PROMPT_1, timeout=240), "codex exec (turn 1)")
         assert srv.remaining == 0
+        after_1 = _export(env, ws)
         srv.set_script(turn2)
         srv.heavy_steps = {0}
         ok(run_codex(env, ws, PROMPT_2, resume="--last", timeout=240), "codex exec resume (turn 2)")
         assert srv.remaining == 0
+        after_2 = _export(env, ws)
         srv.set_script(turn3)
         srv.heavy_steps = set()
         ok(run_codex(env, ws, PROMPT_3, resume="--last", timeout=240), "codex exec resume (turn 3)")
@@ -173,8 +188,18 @@ def test_long_codex_session_with_resumes_failed_patches_shell_edits_and_compacti
     assert "Hi" in (ws / "hello.py").read_text()
     assert "## Usage" not in (ws / "README.md").read_text()
 
-    ok(run_passdown(env, ws, "export", "--from", "codex", "--no-store"), "passdown export")
-    md, data = load_handoff(ws)
+    # after turn one: its plan, and the failing test run is the open blocker
+    assert _plan_of(after_1) == [(S1, "in_progress"), (S2, "in_progress"), (S3, "pending")]
+    fail_1 = after_1["state"]["last_failure"]
+    assert fail_1["command"] == TEST_CMD and fail_1["resolved_later"] is False
+    assert any(TEST_CMD in b for b in after_1["state"]["blockers"])
+    assert after_1["task"]["compactions"] == 0
+    # after turn two: the plan moved on, the same test command passed, Codex compacted
+    assert _plan_of(after_2) == [(S1, "completed"), (S2, "in_progress"), (S3, "pending")]
+    assert after_2["state"]["last_failure"]["resolved_later"] is True
+    assert after_2["task"]["compactions"] >= 1
+
+    md, data = _export_md(env, ws)
     task, state = data["task"], data["state"]
 
     assert task["original_request"] == PROMPT_1
@@ -182,8 +207,7 @@ def test_long_codex_session_with_resumes_failed_patches_shell_edits_and_compacti
     assert task["latest_progress"] == FINAL_3
 
     # the plan as the third turn left it (it changed in every turn)
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        (S1, "completed"), (S2, "completed"), (S3, "in_progress")]
+    assert _plan_of(data) == [(S1, "completed"), (S2, "completed"), (S3, "in_progress")]
     assert state["plan_source"] == "update_plan"
 
     touched = {rel(f["path"], ws): f for f in state["files_touched"]}
