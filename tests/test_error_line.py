@@ -103,8 +103,10 @@ npm ERR! A complete log of this run can be found in: /root/.npm/_logs/x.log
 ANSI_CARGO = "   Compiling demo v0.1.0\n\x1b[1m\x1b[31merror[E0308]\x1b[0m: mismatched types\n --> src/main.rs:2:18\n"
 TSC = "src/index.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\n"
 ESLINT = "/ws/src/a.js\n  3:7  error  'x' is assigned a value but never used  no-unused-vars\n\n✖ 1 problem (1 error, 0 warnings)\n"
-GO_TEST = ("--- FAIL: TestAdd (0.00s)\n    calc_test.go:8: got 0, want 4\nFAIL\n"
-           "FAIL\texample.com/calc\t0.002s\n")
+GO_TEST = (
+    "--- FAIL: TestAdd (0.00s)\n    calc_test.go:8: got 0, want 4\nFAIL\n"
+    "FAIL\texample.com/calc\t0.002s\n"
+)
 OUTPUT_WORD = "Output file not found: build/app.bin\n"
 CODEX_EXEC_HEADER = (
     "Chunk ID: 3f2a\nWall time: 0.2 seconds\nProcess exited with code 1\n"
@@ -119,8 +121,11 @@ CODEX_EXEC_HEADER = (
         (RUFF_FULL_FORMAT, "F401 [*] `os` imported but unused … Found 1 error."),
         (FENCED_TRACEBACK, "ModuleNotFoundError: No module named 'yaml'"),
         (CHAINED_TRACEBACK, "RuntimeError: config is broken"),
-        (MYPY, 'src/a.py:12: error: Incompatible return value type (got "int", expected "str")'
-               "  [return-value] … Found 1 error in 1 file (checked 3 source files)"),
+        (
+            MYPY,
+            'src/a.py:12: error: Incompatible return value type (got "int", expected "str")'
+            "  [return-value] … Found 1 error in 1 file (checked 3 source files)",
+        ),
         (GCC, "main.c:3:5: error: 'x' undeclared (first use in this function)"),
         (PYTEST, "FAILED tests/test_a.py::test_x - assert 0 == 4"),
         (PYTEST_NO_SUMMARY, "E       assert 0 == 4"),
@@ -133,9 +138,24 @@ CODEX_EXEC_HEADER = (
         (GO_TEST, "calc_test.go:8: got 0, want 4"),
         (OUTPUT_WORD, "Output file not found: build/app.bin"),
     ],
-    ids=["pytest-then-ruff", "ruff-full", "fenced-traceback", "chained-traceback", "mypy",
-         "gcc", "pytest", "pytest-no-summary", "unittest", "codex-exec-header", "npm",
-         "ansi-cargo", "tsc", "eslint", "go-test", "output-word"],
+    ids=[
+        "pytest-then-ruff",
+        "ruff-full",
+        "fenced-traceback",
+        "chained-traceback",
+        "mypy",
+        "gcc",
+        "pytest",
+        "pytest-no-summary",
+        "unittest",
+        "codex-exec-header",
+        "npm",
+        "ansi-cargo",
+        "tsc",
+        "eslint",
+        "go-test",
+        "output-word",
+    ],
 )
 def test_the_line_that_states_the_error_is_chosen(output: str, expected: str) -> None:
     assert first_error_line(output) == expected
@@ -144,9 +164,13 @@ def test_the_line_that_states_the_error_is_chosen(output: str, expected: str) ->
 def test_decoration_is_never_the_error_line() -> None:
     assert first_error_line("```\n```\n") is None
     assert first_error_line("=====\n-----\n\x1b[0m\n") is None
-    assert first_error_line("```\nsh: 1: frobnicate: not found\n```") == "sh: 1: frobnicate: not found"
+    assert (
+        first_error_line("```\nsh: 1: frobnicate: not found\n```") == "sh: 1: frobnicate: not found"
+    )
     # no error words at all: the first line with content, not a fence or a pass count
-    assert first_error_line("```\n3 passed in 0.01s\nsegmentation fault?\n") == "segmentation fault?"
+    assert (
+        first_error_line("```\n3 passed in 0.01s\nsegmentation fault?\n") == "segmentation fault?"
+    )
 
 
 def test_tool_errors_keep_their_message() -> None:
@@ -162,8 +186,17 @@ def test_huge_outputs_are_read_at_head_and_tail_and_the_line_is_bounded() -> Non
 
 
 @pytest.mark.timeout(20)
-@pytest.mark.parametrize("line", ["- " * 20000 + "x", "= " * 20000 + "error x", "a." * 20000,
-                                  "a.A" * 10000, "x:1:" * 10000, " " * 3 + "a" * 40000 + "b"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- " * 20000 + "x",
+        "= " * 20000 + "error x",
+        "a." * 20000,
+        "a.A" * 10000,
+        "x:1:" * 10000,
+        " " * 3 + "a" * 40000 + "b",
+    ],
+)
 def test_long_hostile_lines_take_linear_time(line: str) -> None:
     import time
 

@@ -27,8 +27,12 @@ WS = "/tmp/passdown-messy/ws"
 def _run(call_id: str, command: str, code: int, error: str | None = None) -> list[Event]:
     return [
         ToolCall(call_id=call_id, name="Bash", action="command", command=command),
-        ToolResult(call_id=call_id, is_error=code != 0, exit_code=code,
-                   error=(error or f"{command} failed") if code else None),
+        ToolResult(
+            call_id=call_id,
+            is_error=code != 0,
+            exit_code=code,
+            error=(error or f"{command} failed") if code else None,
+        ),
     ]
 
 
@@ -46,13 +50,21 @@ def _extract(*runs: tuple[str, int]) -> Any:
         ("pytest tests/test_a.py::test_x", "pytest tests/test_a.py::test_x", True),
         ("pytest tests/test_a.py", "pytest tests/test_a.py::test_x", True),
         ("pytest -q", "pytest tests/test_a.py::test_x", True),
-        ("cd /ws && python -m pytest -x tests 2>&1 | tail -20", "pytest tests/test_a.py::test_x", True),
+        (
+            "cd /ws && python -m pytest -x tests 2>&1 | tail -20",
+            "pytest tests/test_a.py::test_x",
+            True,
+        ),
         ("uv run pytest tests/", "python3 -m pytest tests/test_a.py", True),
         ("pytest tests/test_b.py", "pytest tests/test_a.py::test_x", False),
         ("pytest tests/test_a.py::test_y", "pytest tests/test_a.py::test_x", False),
         ("pytest -k other", "pytest tests/test_a.py::test_x", False),
         ("pytest tests/test_a.py::test_x", "pytest", False),  # a part passing is not the suite
-        ("python3 -B -m unittest -q test_calc", "python3 -B -m unittest test_calc.TestAdd.test_add", True),
+        (
+            "python3 -B -m unittest -q test_calc",
+            "python3 -B -m unittest test_calc.TestAdd.test_add",
+            True,
+        ),
         ("cargo test", "cargo test parser::tests::bad_input", True),
         ("ruff check src", "pytest tests/test_a.py", False),
         ("make lint", "make  lint", True),  # the same command, spacing aside
@@ -81,7 +93,9 @@ def test_the_blocker_is_the_latest_unresolved_failure() -> None:
     )
     fail = ex.state.last_failure
     assert fail is not None and fail.command == "ruff check src" and not fail.resolved_later
-    assert ex.state.blockers == ["last command failed (exit 1): ruff check src — ruff check src failed"]
+    assert ex.state.blockers == [
+        "last command failed (exit 1): ruff check src — ruff check src failed"
+    ]
 
 
 def test_an_unresolved_failure_stays_the_blocker_after_other_commands() -> None:
@@ -146,14 +160,21 @@ def test_extraction_keeps_the_summary_without_the_instructions() -> None:
 @pytest.mark.parametrize(
     ("final", "steps"),
     [
-        ("All tests pass.\n\nNext: run the full suite with coverage and update the README.",
-         ["run the full suite with coverage and update the README."]),
+        (
+            "All tests pass.\n\nNext: run the full suite with coverage and update the README.",
+            ["run the full suite with coverage and update the README."],
+        ),
         ("Done with the parser.\n\n**Next:** run the full suite.", ["run the full suite."]),
-        ("Next:\n- run the full suite\n- bump the version", ["run the full suite", "bump the version"]),
+        (
+            "Next:\n- run the full suite\n- bump the version",
+            ["run the full suite", "bump the version"],
+        ),
         ("Parser fixed. Next: run the full suite. Then ship.", ["Next: run the full suite."]),
         ("Next, I'll wire the CLI.", ["Next, I'll wire the CLI."]),
-        ("Parser done.\n\n## Next\n- run the full suite\n- tag the release",
-         ["run the full suite", "tag the release"]),
+        (
+            "Parser done.\n\n## Next\n- run the full suite\n- tag the release",
+            ["run the full suite", "tag the release"],
+        ),
     ],
 )
 def test_next_steps_from_prose(final: str, steps: list[str]) -> None:
@@ -162,8 +183,10 @@ def test_next_steps_from_prose(final: str, steps: list[str]) -> None:
 
 
 def test_a_sentence_starting_with_next_is_not_a_header() -> None:
-    events: list[Event] = [Message(role="user", text="go"),
-                           Message(role="assistant", text="Next to the parser I found a bug.")]
+    events: list[Event] = [
+        Message(role="user", text="go"),
+        Message(role="assistant", text="Next to the parser I found a bug."),
+    ]
     assert extract(iter(events), workspace=WS).state.next_steps == []
 
 
@@ -188,24 +211,39 @@ def _line(kind: str, payload: dict[str, Any], second: int = 0) -> dict[str, Any]
 
 def _text(role: str, text: str) -> dict[str, Any]:
     part = "input_text" if role == "user" else "output_text"
-    return _line("response_item", {"type": "message", "role": role,
-                                   "content": [{"type": part, "text": text}]})
+    return _line(
+        "response_item",
+        {"type": "message", "role": role, "content": [{"type": part, "text": text}]},
+    )
 
 
 CODEX_HEAD = [
-    _line("session_meta", {"id": "cccccccc-0000-4000-8000-000000000001", "cwd": WS,
-                           "cli_version": "0.171.0"}),
+    _line(
+        "session_meta",
+        {"id": "cccccccc-0000-4000-8000-000000000001", "cwd": WS, "cli_version": "0.171.0"},
+    ),
     _text("user", "Add the importer"),
 ]
 
 
 def test_codex_final_message_next_prose_gives_next_steps(codex_dir: Path) -> None:
-    ex = _rollout(codex_dir, [
-        *CODEX_HEAD,
-        _text("assistant", "The importer works on the sample.\n\nNext: run the full suite and fix what breaks."),
-        _line("event_msg", {"type": "agent_message", "message": "The importer works on the sample."}),
-        _line("event_msg", {"type": "task_complete", "last_agent_message": "The importer works."}),
-    ])
+    ex = _rollout(
+        codex_dir,
+        [
+            *CODEX_HEAD,
+            _text(
+                "assistant",
+                "The importer works on the sample.\n\nNext: run the full suite and fix what breaks.",
+            ),
+            _line(
+                "event_msg",
+                {"type": "agent_message", "message": "The importer works on the sample."},
+            ),
+            _line(
+                "event_msg", {"type": "task_complete", "last_agent_message": "The importer works."}
+            ),
+        ],
+    )
     assert ex.state.next_steps == ["run the full suite and fix what breaks."]
     assert ex.ended.reason == "normal"
 
@@ -215,31 +253,76 @@ def test_codex_final_message_next_prose_gives_next_steps(codex_dir: Path) -> Non
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
-        ({"message": "exceeded retry limit, last status: 429 Too Many Requests",
-          "codex_error_info": {"response_too_many_failed_attempts": {"http_status_code": 429}}},
-         "rate_limit"),
-        ({"message": "We’re currently experiencing high demand, which may cause temporary errors.",
-          "codex_error_info": "internal_server_error"}, "overloaded"),
-        ({"message": "unexpected status 503 Service Unavailable: The engine is currently overloaded",
-          "codex_error_info": {"http_connection_failed": {"http_status_code": 503}}}, "overloaded"),
-        ({"message": "unexpected status 401 Unauthorized: Incorrect API key provided",
-          "codex_error_info": {"http_connection_failed": {"http_status_code": 401}}}, "auth"),
-        ({"message": "You’ve hit your usage limit. Upgrade to Pro or try again at 7:16 PM.",
-          "codex_error_info": "usage_limit_exceeded"}, "usage_limit"),
-        ({"message": "Codex ran out of room in the model's context window.",
-          "codex_error_info": "context_window_exceeded"}, "context_length"),
-        ({"message": "unexpected status 400 Bad Request: bad tool schema",
-          "codex_error_info": "bad_request"}, "error"),
+        (
+            {
+                "message": "exceeded retry limit, last status: 429 Too Many Requests",
+                "codex_error_info": {
+                    "response_too_many_failed_attempts": {"http_status_code": 429}
+                },
+            },
+            "rate_limit",
+        ),
+        (
+            {
+                "message": "We’re currently experiencing high demand, which may cause temporary errors.",
+                "codex_error_info": "internal_server_error",
+            },
+            "overloaded",
+        ),
+        (
+            {
+                "message": "unexpected status 503 Service Unavailable: The engine is currently overloaded",
+                "codex_error_info": {"http_connection_failed": {"http_status_code": 503}},
+            },
+            "overloaded",
+        ),
+        (
+            {
+                "message": "unexpected status 401 Unauthorized: Incorrect API key provided",
+                "codex_error_info": {"http_connection_failed": {"http_status_code": 401}},
+            },
+            "auth",
+        ),
+        (
+            {
+                "message": "You’ve hit your usage limit. Upgrade to Pro or try again at 7:16 PM.",
+                "codex_error_info": "usage_limit_exceeded",
+            },
+            "usage_limit",
+        ),
+        (
+            {
+                "message": "Codex ran out of room in the model's context window.",
+                "codex_error_info": "context_window_exceeded",
+            },
+            "context_length",
+        ),
+        (
+            {
+                "message": "unexpected status 400 Bad Request: bad tool schema",
+                "codex_error_info": "bad_request",
+            },
+            "error",
+        ),
     ],
 )
-def test_codex_turn_errors_end_the_session(codex_dir: Path, error: dict[str, Any], reason: str) -> None:
-    ex = _rollout(codex_dir, [
-        *CODEX_HEAD,
-        _text("assistant", "Turn one done."),
-        _line("event_msg", {"type": "task_complete", "last_agent_message": "Turn one done."}),
-        _text("user", "Now continue please"),
-        _line("event_msg", {"type": "task_complete", "last_agent_message": None, "error": error}, 9),
-    ])
+def test_codex_turn_errors_end_the_session(
+    codex_dir: Path, error: dict[str, Any], reason: str
+) -> None:
+    ex = _rollout(
+        codex_dir,
+        [
+            *CODEX_HEAD,
+            _text("assistant", "Turn one done."),
+            _line("event_msg", {"type": "task_complete", "last_agent_message": "Turn one done."}),
+            _text("user", "Now continue please"),
+            _line(
+                "event_msg",
+                {"type": "task_complete", "last_agent_message": None, "error": error},
+                9,
+            ),
+        ],
+    )
     assert ex.ended.reason == reason
     assert ex.ended.message == error["message"]
     assert ex.ended.at == "2026-11-30T10:00:09.000Z"
@@ -249,18 +332,30 @@ def test_codex_interrupted_turn_and_recovery(codex_dir: Path) -> None:
     aborted = _line("event_msg", {"type": "turn_aborted", "reason": "interrupted"}, 5)
     ex = _rollout(codex_dir, [*CODEX_HEAD, aborted])
     assert ex.ended.reason == "interrupted"
-    failed = _line("event_msg", {"type": "task_complete", "error": {
-        "message": "exceeded retry limit, last status: 429 Too Many Requests",
-        "codex_error_info": {"response_too_many_failed_attempts": {"http_status_code": 429}}}})
-    recovered = _rollout(codex_dir, [*CODEX_HEAD, failed, _text("user", "again"),
-                                     _text("assistant", "Done now.")])
+    failed = _line(
+        "event_msg",
+        {
+            "type": "task_complete",
+            "error": {
+                "message": "exceeded retry limit, last status: 429 Too Many Requests",
+                "codex_error_info": {
+                    "response_too_many_failed_attempts": {"http_status_code": 429}
+                },
+            },
+        },
+    )
+    recovered = _rollout(
+        codex_dir, [*CODEX_HEAD, failed, _text("user", "again"), _text("assistant", "Done now.")]
+    )
     assert recovered.ended.reason == "normal"
 
 
 def test_a_session_ending_is_dropped_once_the_agent_answers() -> None:
-    events: list[Event] = [Message(role="user", text="go"),
-                           SessionEnding(reason="rate_limit", message="429"),
-                           Message(role="assistant", text="back")]
+    events: list[Event] = [
+        Message(role="user", text="go"),
+        SessionEnding(reason="rate_limit", message="429"),
+        Message(role="assistant", text="back"),
+    ]
     assert extract(iter(events), workspace=WS).ended.reason == "normal"
 
 
@@ -268,8 +363,12 @@ def test_a_session_ending_is_dropped_once_the_agent_answers() -> None:
     ("message", "status", "kind", "reason"),
     [
         ("Resource has been exhausted (e.g. check quota).", 429, None, "rate_limit"),
-        ("You exceeded your current quota, please check your plan and billing details.", 429,
-         None, "usage_limit"),
+        (
+            "You exceeded your current quota, please check your plan and billing details.",
+            429,
+            None,
+            "usage_limit",
+        ),
         ("429 Too Many Requests", None, None, "rate_limit"),
         ("Overloaded", 529, None, "overloaded"),
         ("API key not valid. Please pass a valid API key.", 400, None, "auth"),
@@ -280,6 +379,7 @@ def test_a_session_ending_is_dropped_once_the_agent_answers() -> None:
         (None, None, None, "error"),
     ],
 )
-def test_api_errors_are_classified(message: str | None, status: int | None, kind: str | None,
-                                   reason: str) -> None:
+def test_api_errors_are_classified(
+    message: str | None, status: int | None, kind: str | None, reason: str
+) -> None:
     assert classify_api_error(message, status=status, kind=kind) == reason

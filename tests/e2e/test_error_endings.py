@@ -73,12 +73,20 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 PROMPT_1 = "Check the workspace."
 FINAL_1 = "The workspace is clean; nothing to do yet."
 PROMPT_2 = "Now write the changelog."
-RATE_LIMIT_TEXT = ("Rate limit reached for scripted-model on tokens per min (TPM): Limit 30000, "
-                   "Used 30000. Please try again in 20s.")
-OPENAI_429 = {"error": {"message": RATE_LIMIT_TEXT, "type": "tokens",
-                        "code": "rate_limit_exceeded"}}
-GEMINI_429 = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
-                        "status": "RESOURCE_EXHAUSTED"}}
+RATE_LIMIT_TEXT = (
+    "Rate limit reached for scripted-model on tokens per min (TPM): Limit 30000, "
+    "Used 30000. Please try again in 20s."
+)
+OPENAI_429 = {
+    "error": {"message": RATE_LIMIT_TEXT, "type": "tokens", "code": "rate_limit_exceeded"}
+}
+GEMINI_429 = {
+    "error": {
+        "code": 429,
+        "message": "Resource has been exhausted (e.g. check quota).",
+        "status": "RESOURCE_EXHAUSTED",
+    }
+}
 # Ask the clients to retry at once: the SDKs honour these, which keeps the test short.
 RETRY_NOW = {"retry-after": "0", "retry-after-ms": "10"}
 
@@ -98,37 +106,91 @@ class Case:
 
 
 CASES = [
-    Case("codex", OpenAIResponsesServer, Step(tool="exec_command", input={"cmd": "git status --short"}),
-         OPENAI_429, "rate_limit"),
-    Case("gemini", GeminiServer, Step(tool="run_shell_command", input={
-        "command": "git status --short", "description": "Check the workspace"}),
-         GEMINI_429, "normal", keeps_failed_prompt=False),
-    Case("qwen", ChatCompletionsServer, Step(tool="run_shell_command", input={
-        "command": "git status --short", "is_background": False,
-        "description": "Check the workspace"}), OPENAI_429, "rate_limit", give_up_after=25),
-    Case("copilot", ChatCompletionsServer, Step(tool="bash", input={
-        "command": "git status --short", "description": "Check the workspace", "mode": "sync",
-        "initial_wait": 30}), OPENAI_429, "rate_limit"),
-    Case("pi", ChatCompletionsServer, Step(tool="bash", input={"command": "git status --short"}),
-         OPENAI_429, "rate_limit"),
-    Case("opencode", ChatCompletionsServer, Step(tool="bash", input={
-        "command": "git status --short", "description": "Check the workspace"}),
-         OPENAI_429, "rate_limit"),
+    Case(
+        "codex",
+        OpenAIResponsesServer,
+        Step(tool="exec_command", input={"cmd": "git status --short"}),
+        OPENAI_429,
+        "rate_limit",
+    ),
+    Case(
+        "gemini",
+        GeminiServer,
+        Step(
+            tool="run_shell_command",
+            input={"command": "git status --short", "description": "Check the workspace"},
+        ),
+        GEMINI_429,
+        "normal",
+        keeps_failed_prompt=False,
+    ),
+    Case(
+        "qwen",
+        ChatCompletionsServer,
+        Step(
+            tool="run_shell_command",
+            input={
+                "command": "git status --short",
+                "is_background": False,
+                "description": "Check the workspace",
+            },
+        ),
+        OPENAI_429,
+        "rate_limit",
+        give_up_after=25,
+    ),
+    Case(
+        "copilot",
+        ChatCompletionsServer,
+        Step(
+            tool="bash",
+            input={
+                "command": "git status --short",
+                "description": "Check the workspace",
+                "mode": "sync",
+                "initial_wait": 30,
+            },
+        ),
+        OPENAI_429,
+        "rate_limit",
+    ),
+    Case(
+        "pi",
+        ChatCompletionsServer,
+        Step(tool="bash", input={"command": "git status --short"}),
+        OPENAI_429,
+        "rate_limit",
+    ),
+    Case(
+        "opencode",
+        ChatCompletionsServer,
+        Step(
+            tool="bash",
+            input={"command": "git status --short", "description": "Check the workspace"},
+        ),
+        OPENAI_429,
+        "rate_limit",
+    ),
 ]
 
 
 def _environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
     if agent == "codex":
         return agent_env.environ(openai_url=url)  # request/stream retries are 0 there
-    env = {"gemini": agent_env.gemini_environ, "qwen": agent_env.qwen_environ,
-           "copilot": agent_env.copilot_environ, "pi": agent_env.pi_environ,
-           "opencode": agent_env.opencode_environ}[agent](url)
+    env = {
+        "gemini": agent_env.gemini_environ,
+        "qwen": agent_env.qwen_environ,
+        "copilot": agent_env.copilot_environ,
+        "pi": agent_env.pi_environ,
+        "opencode": agent_env.opencode_environ,
+    }[agent](url)
     if agent == "gemini":  # 2 attempts instead of 10 with a 5 s+ backoff
-        _update_json(agent_env.home / ".gemini" / "settings.json",
-                     {"general": {"maxAttempts": 2}})
+        _update_json(agent_env.home / ".gemini" / "settings.json", {"general": {"maxAttempts": 2}})
     if agent == "pi":
-        _update_json(agent_env.home / ".pi" / "agent" / "settings.json",
-                     {"retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 100}})
+        _update_json(
+            agent_env.home / ".pi" / "agent" / "settings.json",
+            {"retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 100}},
+        )
     return env
 
 
@@ -144,8 +206,14 @@ def _update_json(path: Path, patch: dict[str, Any]) -> None:
 
 
 def _first_turn(agent: str, env: dict[str, str], ws: Path) -> subprocess.CompletedProcess[str]:
-    runner = {"codex": run_codex, "gemini": run_gemini, "qwen": run_qwen,
-              "copilot": run_copilot, "pi": run_pi, "opencode": run_opencode}[agent]
+    runner = {
+        "codex": run_codex,
+        "gemini": run_gemini,
+        "qwen": run_qwen,
+        "copilot": run_copilot,
+        "pi": run_pi,
+        "opencode": run_opencode,
+    }[agent]
     return runner(env, ws, PROMPT_1, timeout=240)
 
 
@@ -154,23 +222,48 @@ def _resume_token(agent: str, agent_env: AgentEnv) -> str:
         return "--last"
     if agent == "gemini":
         return "latest"
-    return {"qwen": _qwen_session, "copilot": _copilot_session, "pi": _pi_session,
-            "opencode": _opencode_session}[agent](agent_env)
+    return {
+        "qwen": _qwen_session,
+        "copilot": _copilot_session,
+        "pi": _pi_session,
+        "opencode": _opencode_session,
+    }[agent](agent_env)
 
 
 def _second_turn(case: Case, env: dict[str, str], ws: Path, resume: str) -> int | None:
     """The resumed turn; None when the test had to stop a CLI that kept retrying."""
     if case.give_up_after is None:
-        runner = {"codex": run_codex, "gemini": run_gemini, "copilot": run_copilot,
-                  "pi": run_pi, "opencode": run_opencode}[case.agent]
+        runner = {
+            "codex": run_codex,
+            "gemini": run_gemini,
+            "copilot": run_copilot,
+            "pi": run_pi,
+            "opencode": run_opencode,
+        }[case.agent]
         return runner(env, ws, PROMPT_2, resume=resume, timeout=300).returncode
     assert case.agent == "qwen"
-    argv = [str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode", "yolo",
-            "-o", "text", "-r", resume, PROMPT_2]
+    argv = [
+        str(find_agent("qwen")),
+        "--auth-type",
+        "openai",
+        "--approval-mode",
+        "yolo",
+        "-o",
+        "text",
+        "-r",
+        resume,
+        PROMPT_2,
+    ]
     # its own process group, so a relaunched child stops with it
-    proc = subprocess.Popen(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ws,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         return proc.wait(timeout=case.give_up_after)
     except subprocess.TimeoutExpired:
@@ -184,8 +277,9 @@ def _second_turn(case: Case, env: dict[str, str], ws: Path, resume: str) -> int 
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.agent for c in CASES])
-def test_a_sticky_rate_limit_is_how_the_session_ended(case: Case, agent_env: AgentEnv,
-                                                      tmp_path: Path) -> None:
+def test_a_sticky_rate_limit_is_how_the_session_ended(
+    case: Case, agent_env: AgentEnv, tmp_path: Path
+) -> None:
     ws = init_git_workspace(tmp_path / "ws")
     with case.server([case.shell, Step(text=FINAL_1)]) as srv:
         env = _environ(agent_env, case.agent, srv.url)
@@ -237,16 +331,24 @@ def _pump(fd: int, seconds: float, until: bytes, seen: bytearray) -> bool:
     return False
 
 
-def test_interactive_gemini_records_its_api_error_notice(agent_env: AgentEnv,
-                                                         tmp_path: Path) -> None:
+def test_interactive_gemini_records_its_api_error_notice(
+    agent_env: AgentEnv, tmp_path: Path
+) -> None:
     """Unlike `gemini -p`, the interactive CLI writes its error notice into the session
     (`type: "error"`, "[API Error: ...]"); an invalid key (HTTP 400, no retries and no
     quota dialog) is the error it shows at once."""
     ws = init_git_workspace(tmp_path / "ws")
     with GeminiServer([Step(text=FINAL_1)]) as srv:
         env = {**_environ(agent_env, "gemini", srv.url), "TERM": "xterm-256color"}
-        argv = [str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
-                "-i", PROMPT_1]
+        argv = [
+            str(find_agent("gemini")),
+            "-m",
+            GEMINI_MODEL,
+            "--approval-mode",
+            "yolo",
+            "-i",
+            PROMPT_1,
+        ]
         pid, fd = pty.fork()
         if pid == 0:  # the child: the real CLI on a terminal
             os.chdir(ws)
@@ -254,8 +356,16 @@ def test_interactive_gemini_records_its_api_error_notice(agent_env: AgentEnv,
         seen = bytearray()
         try:
             assert _pump(fd, 120, FINAL_1.encode(), seen), bytes(seen[-2000:])
-            srv.fail(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
-                                     "message": "API key not valid. Please pass a valid API key."}})
+            srv.fail(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "status": "INVALID_ARGUMENT",
+                        "message": "API key not valid. Please pass a valid API key.",
+                    }
+                },
+            )
             time.sleep(1)
             os.write(fd, PROMPT_2.encode())
             time.sleep(1)

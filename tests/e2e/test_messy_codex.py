@@ -21,24 +21,35 @@ from e2e.servers import OpenAIResponsesServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-PROMPT_1 = ("Add calc.py with add() and a unittest, make greet() say Hi, rename greet.py to "
-            "hello.py, and add a Usage section to the README. Keep a plan.")
+PROMPT_1 = (
+    "Add calc.py with add() and a unittest, make greet() say Hi, rename greet.py to "
+    "hello.py, and add a Usage section to the README. Keep a plan."
+)
 PROMPT_2 = "Continue: fix add() so the tests pass, then do the rename."
 PROMPT_3 = "Continue with what is left."
-S1, S2, S3 = ("Write calc.py with add() and its test", "Make greet() say Hi and rename it",
-              "Add a Usage section to README.md")
+S1, S2, S3 = (
+    "Write calc.py with add() and its test",
+    "Make greet() say Hi and rename it",
+    "Add a Usage section to README.md",
+)
 TEST_CMD = "python3 -B -m unittest -q test_calc"
 CALC_BUGGY = "def add(a: int, b: int) -> int:\n    return a - b\n"
-TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass TestAdd(unittest.TestCase):\n"
-             "    def test_add(self) -> None:\n        self.assertEqual(add(2, 2), 4)\n")
+TEST_CALC = (
+    "import unittest\n\nfrom calc import add\n\n\nclass TestAdd(unittest.TestCase):\n"
+    "    def test_add(self) -> None:\n        self.assertEqual(add(2, 2), 4)\n"
+)
 COMPACT_LIMIT = 20_000
 # What the scripted model answers to Codex's compaction request; Codex stores it prefixed
 # with its own instructions for the model that continues.
-SUMMARY = ("## Checkpoint\n- calc.py and test_calc.py exist; add() was fixed in turn two.\n"
-           "- greet() says Hi; greet.py was renamed to hello.py with git mv.\n"
-           "- The README Usage section is still open.")
-FINAL_3 = ("greet.py is now hello.py and add() is fixed; the README patch still does not "
-           "apply.\n\nNext: run the full suite and add the README Usage section by hand.")
+SUMMARY = (
+    "## Checkpoint\n- calc.py and test_calc.py exist; add() was fixed in turn two.\n"
+    "- greet() says Hi; greet.py was renamed to hello.py with git mv.\n"
+    "- The README Usage section is still open."
+)
+FINAL_3 = (
+    "greet.py is now hello.py and add() is fixed; the README patch still does not "
+    "apply.\n\nNext: run the full suite and add the README Usage section by hand."
+)
 
 
 def _patch(*body: str) -> str:
@@ -50,8 +61,9 @@ def _add(path: str, text: str) -> str:
 
 
 def _plan(*statuses: str) -> dict[str, Any]:
-    return {"plan": [{"step": s, "status": st} for s, st in zip((S1, S2, S3), statuses,
-                                                                 strict=True)]}
+    return {
+        "plan": [{"step": s, "status": st} for s, st in zip((S1, S2, S3), statuses, strict=True)]
+    }
 
 
 BAD_README = _patch("*** Update File: README.md\n@@\n-## Installation\n+## Usage\n")
@@ -76,17 +88,22 @@ class CompactingServer(OpenAIResponsesServer):
             self._heavy_now = False
             return self._reply(h, body, Step(text=SUMMARY))
         with self._lock:
-            self._heavy_now = bool(isinstance(body, dict) and body.get("tools")
-                                   and self._cursor in self.heavy_steps)
+            self._heavy_now = bool(
+                isinstance(body, dict) and body.get("tools") and self._cursor in self.heavy_steps
+            )
         super().handle(h, method, body)
 
-    def send_sse(self, h: BaseHTTPRequestHandler,  # type: ignore[override]
-                 events: list[tuple[str, dict[str, Any]]]) -> None:
+    def send_sse(
+        self,
+        h: BaseHTTPRequestHandler,  # type: ignore[override]
+        events: list[tuple[str, dict[str, Any]]],
+    ) -> None:
         if self._heavy_now:
             for name, data in events:
                 if name == "response.completed":
-                    data["response"]["usage"].update(input_tokens=COMPACT_LIMIT * 3,
-                                                     total_tokens=COMPACT_LIMIT * 3 + 50)
+                    data["response"]["usage"].update(
+                        input_tokens=COMPACT_LIMIT * 3, total_tokens=COMPACT_LIMIT * 3 + 50
+                    )
         OpenAIResponsesServer.send_sse(h, events)
 
 
@@ -95,27 +112,41 @@ def _codex_config(agent_env: AgentEnv, url: str) -> dict[str, str]:
     config = agent_env.codex_home / "config.toml"
     text = config.read_text(encoding="utf-8")
     # top-level keys must come before the first table
-    config.write_text(f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n" + text,
-                      encoding="utf-8")
+    config.write_text(
+        f"model_auto_compact_token_limit = {COMPACT_LIMIT}\n" + text, encoding="utf-8"
+    )
     return env
 
 
 def _turns() -> list[list[Step]]:
     turn1 = [
-        Step(text="Planning.", tool="update_plan", input=_plan("in_progress", "pending", "pending")),
-        Step(text="Adding calc.py and its test.", tool="apply_patch",
-             input=_patch(_add("calc.py", CALC_BUGGY), _add("test_calc.py", TEST_CALC))),
+        Step(
+            text="Planning.", tool="update_plan", input=_plan("in_progress", "pending", "pending")
+        ),
+        Step(
+            text="Adding calc.py and its test.",
+            tool="apply_patch",
+            input=_patch(_add("calc.py", CALC_BUGGY), _add("test_calc.py", TEST_CALC)),
+        ),
         Step(tool="apply_patch", input=BAD_README, expect_error=True),
         Step(tool="exec_command", input={"cmd": "sed -i 's/Hello/Hi/' greet.py"}),
         Step(tool="update_plan", input=_plan("in_progress", "in_progress", "pending")),
-        Step(text="Running the tests.", tool="exec_command", input={"cmd": TEST_CMD},
-             expect_error=True),
-        Step(text="Turn one: calc.py is added, greet() says Hi; the tests fail (add() "
-                  "subtracts) and the README patch did not apply."),
+        Step(
+            text="Running the tests.",
+            tool="exec_command",
+            input={"cmd": TEST_CMD},
+            expect_error=True,
+        ),
+        Step(
+            text="Turn one: calc.py is added, greet() says Hi; the tests fail (add() "
+            "subtracts) and the README patch did not apply."
+        ),
     ]
     turn2 = [
-        Step(tool="apply_patch", input=_patch("*** Update File: calc.py\n@@\n-    return a - b\n"
-                                              "+    return a + b\n")),
+        Step(
+            tool="apply_patch",
+            input=_patch("*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n"),
+        ),
         # this response reports more input tokens than the limit: Codex compacts next
         Step(tool="exec_command", input={"cmd": TEST_CMD}),
         Step(tool="update_plan", input=_plan("completed", "in_progress", "pending")),
@@ -155,11 +186,15 @@ def _rollout_records(path: Path) -> list[dict[str, Any]]:
 
 
 def test_long_codex_session_with_resumes_failed_patches_shell_edits_and_compaction(
-        agent_env: AgentEnv, tmp_path: Path) -> None:
-    ws = init_git_workspace(tmp_path / "ws", {
-        "README.md": "# calc\n\nA tiny calculator.\n",
-        "greet.py": 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n',
-    })
+    agent_env: AgentEnv, tmp_path: Path
+) -> None:
+    ws = init_git_workspace(
+        tmp_path / "ws",
+        {
+            "README.md": "# calc\n\nA tiny calculator.\n",
+            "greet.py": 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n',
+        },
+    )
     turn1, turn2, turn3 = _turns()
     # turn two's first step (index 0 of its script) reports the heavy usage
     with CompactingServer(turn1) as srv:

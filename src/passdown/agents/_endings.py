@@ -53,23 +53,47 @@ _SPECIFIC = ("usage_limit", "context_length", "interrupted")
 _STATUS = re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
 # Message wording, checked in this order (a usage limit is also "429").
 _MESSAGE_REASONS: tuple[tuple[re.Pattern[str], EndReason], ...] = (
-    (re.compile(r"context (?:length|window)|maximum context|too many tokens|prompt is too long|"
-                r"input token count .* exceeds|exceeds? the (?:maximum|context)", re.I),
-     "context_length"),
+    (
+        re.compile(
+            r"context (?:length|window)|maximum context|too many tokens|prompt is too long|"
+            r"input token count .* exceeds|exceeds? the (?:maximum|context)",
+            re.I,
+        ),
+        "context_length",
+    ),
     # not a bare "quota": Gemini's per-minute 429 says "Resource has been exhausted (e.g.
     # check quota)"
-    (re.compile(r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
-                r"insufficient[_ ]quota|billing|credit balance|out of credits", re.I),
-     "usage_limit"),
-    (re.compile(r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted|"
-                r"resource has been exhausted|please wait and try again later", re.I),
-     "rate_limit"),
-    (re.compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I),
-     "overloaded"),
-    (re.compile(r"\b401\b|\b403\b|unauthori[sz]ed|unauthenticated|invalid api key|"
-                r"incorrect api key|api key not valid|authentication|forbidden", re.I), "auth"),
-    (re.compile(r"\binterrupted\b|\baborted\b|request was aborted|cancell?ed by (?:the )?user",
-                re.I), "interrupted"),
+    (
+        re.compile(
+            r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
+            r"insufficient[_ ]quota|billing|credit balance|out of credits",
+            re.I,
+        ),
+        "usage_limit",
+    ),
+    (
+        re.compile(
+            r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted|"
+            r"resource has been exhausted|please wait and try again later",
+            re.I,
+        ),
+        "rate_limit",
+    ),
+    (re.compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I), "overloaded"),
+    (
+        re.compile(
+            r"\b401\b|\b403\b|unauthori[sz]ed|unauthenticated|invalid api key|"
+            r"incorrect api key|api key not valid|authentication|forbidden",
+            re.I,
+        ),
+        "auth",
+    ),
+    (
+        re.compile(
+            r"\binterrupted\b|\baborted\b|request was aborted|cancell?ed by (?:the )?user", re.I
+        ),
+        "interrupted",
+    ),
 )
 
 
