@@ -9,6 +9,7 @@ decisions, open questions and next steps when the tools say nothing.
 from __future__ import annotations
 
 import re
+import shlex
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ from passdown.transcript import (
 DEFAULT_MAX_MESSAGES = 24
 DEFAULT_MAX_CHARS = 80_000
 RECENT_COMMANDS = 20
+OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 MAX_NOTES = 8  # decisions / open questions / next steps taken from prose
 
 _DECISION = re.compile(
@@ -45,18 +47,50 @@ _DECISION = re.compile(
     r"opted|we'll use|i'll use|we will use|i will use|switched to|instead of)\b",
     re.IGNORECASE,
 )
+# "Next steps:", "**Next:** ...", "## Next", "Remaining:": a header, its rest and its bullets.
+# A bare "next" must carry its colon ("Next: run the suite"), or any sentence starting
+# with "Next" would be a header.
 _NEXT_HEADER = re.compile(
-    r"^\s*(?:#+\s*)?(?:\*\*)?(?:next steps?|next up|todo|remaining|still to do|what's left)"
-    r"(?:\*\*)?\s*:?\s*(?:\*\*)?\s*(.*)$",
+    r"^\s*(?:#+\s*)?(?:[-*•]\s+)?(?:\*\*)?(?:(?:next steps?|next up|todo|remaining|still to do|"
+    r"what's left)(?:\*\*)?\s*:?|next(?:\*\*)?\s*:)\s*(?:\*\*)?\s*(.*)$",
     re.IGNORECASE,
 )
+_NEXT_HEADING = re.compile(r"^\s*#+\s*(?:\*\*)?next(?:\*\*)?\s*:?\s*()$", re.IGNORECASE)
 _NEXT_SENTENCE = re.compile(
-    r"\b(?:next step|next,? i(?:'ll| will)|then i(?:'ll| will)|remaining:|still (?:need|to do))",
+    r"\b(?:next steps?\b|next up\b|next:|next,? i(?:'ll| will)|i(?:'ll| will) next|"
+    r"then i(?:'ll| will)|remaining:|still (?:need|to do))",
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _BLOCKER = re.compile(r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+
+# What the CLIs wrap around a compaction summary for the model that continues: not part
+# of the summary, and an instruction the next agent must not follow. Codex prefixes
+# codex-rs/core/templates/compact/summary_prefix.md; Claude Code opens with "This session
+# is being continued..." and closes with its resume instructions.
+CODEX_SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by "
+    "that language model. Use this to build on the work that has already been done and "
+    "avoid duplicating work. Here is the summary produced by the other language model, use "
+    "the information in this summary to assist with your own analysis:"
+)
+_CODEX_PREFIX_START = re.compile(
+    r"\s*Another language model started to solve this problem and produced a summary"
+    r"(?: of its thinking process)?\.",
+)
+_CODEX_PREFIX_END = "use the information in this summary to assist with your own analysis:"
+_CLAUDE_PREAMBLE = re.compile(
+    r"\s*This session is being continued from a previous conversation that ran out of "
+    r"context\.[^\n]*\n+(?:\s*Summary:\s*\n)?",
+)
+_CLAUDE_TRAILERS = (
+    "If you need specific details from before compaction",
+    "Continue the conversation from where it left off without asking the user",
+    "Please continue the conversation from where we left it off without asking the user",
+    "Resume directly",
+)
 
 
 @dataclass(slots=True)
@@ -93,7 +127,10 @@ class _Extractor:
     commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
-    last_failure: Failure | None = None
+    latest_failure: Failure | None = None
+    # failures no later passing run has covered yet, oldest first; bounded: a session with
+    # thousands of failures only needs the newest ones to name the open blocker
+    open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
     subagents: list[Subagent] = field(default_factory=list)
     subagent_calls: int = 0
     ending: SessionEnding | None = None
@@ -113,8 +150,9 @@ class _Extractor:
             self._plan(event, source="task files")
         elif isinstance(event, Compaction):
             self.compactions += 1
-            if event.summary:
-                self.compaction_summary = event.summary
+            summary = strip_compaction_instructions(event.summary or "")
+            if summary:
+                self.compaction_summary = summary
         elif isinstance(event, SubagentNote):
             self.subagents.append(
                 Subagent(
@@ -188,7 +226,9 @@ class _Extractor:
         self.commands.append(run)
         if failed:
             self.commands_failed += 1
-            self.last_failure = Failure(
+            if _is_probe(command, exit_code):
+                return  # "no match" from grep/test/diff: an answer, not a failure to fix
+            failure = Failure(
                 tool=call.name,
                 command=command,
                 exit_code=exit_code,
@@ -196,8 +236,22 @@ class _Extractor:
                 timestamp=call.timestamp,
                 by=call.by,
             )
-        elif ok and self.last_failure and self.last_failure.command == command:
-            self.last_failure.resolved_later = True
+            self.latest_failure = failure
+            self.open_failures.append(_OpenFailure(failure, _Run.of(command)))
+        elif ok and self.open_failures:
+            self._resolve(command)
+
+    def _resolve(self, passed: str) -> None:
+        """A passing run fixes every open failure it covers: the same command, or a run
+        of the same test runner over the failed test, its file, its folder or everything."""
+        run = _Run.of(passed)
+        still_open: deque[_OpenFailure] = deque(maxlen=OPEN_FAILURES)
+        for open_failure in self.open_failures:
+            if run.covers(open_failure.run):
+                open_failure.failure.resolved_later = True
+            else:
+                still_open.append(open_failure)
+        self.open_failures = still_open
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
         for path in call.paths:
@@ -228,16 +282,16 @@ class _Extractor:
                     active_form=item.active_form,
                 )
             return
-        item = self.plan.get(op.item_id or "")
-        if item is None:
+        target = self.plan.get(op.item_id or "")
+        if target is None:
             return
         if op.status == "deleted":
-            del self.plan[item.id]
+            del self.plan[target.id]
             return
         if op.status:
-            item.status = op.status
+            target.status = op.status
         if op.subject:
-            item.subject = op.subject
+            target.subject = op.subject
 
     def _rel(self, path: str) -> str:
         """Paths inside the workspace are shown relative to it."""
@@ -268,7 +322,10 @@ class _Extractor:
             commands=list(self.commands),
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
-            last_failure=self.last_failure,
+            # the open blocker: the newest failure nothing fixed; else the newest one
+            last_failure=(
+                self.open_failures[-1].failure if self.open_failures else self.latest_failure
+            ),
             subagents=self.subagents,
             subagent_calls=self.subagent_calls,
         )
@@ -296,6 +353,191 @@ class _Extractor:
             messages_total=self.messages_total,
             messages_omitted=omitted,
         )
+
+
+def strip_compaction_instructions(text: str) -> str:
+    """A compaction summary without what the CLI wrapped around it for the model that
+    continued (Codex's "Another language model started to solve this problem..." prefix,
+    Claude Code's "This session is being continued..." opening and resume instructions)."""
+    body = text
+    codex = _CODEX_PREFIX_START.match(body)
+    if codex:
+        end = body.find(_CODEX_PREFIX_END)
+        # the whole preamble; a shorter variant without its closing words: its first sentence
+        body = body[end + len(_CODEX_PREFIX_END) :] if 0 <= end < 1000 else body[codex.end() :]
+    opening = _CLAUDE_PREAMBLE.match(body)
+    if opening:
+        body = body[opening.end() :]
+        cut = min((i for i in (body.find(t) for t in _CLAUDE_TRAILERS) if i >= 0), default=-1)
+        if cut >= 0:
+            body = body[:cut]
+    return body.strip()
+
+
+# failures fixed later ------------------------------------------------------------
+_WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
+_RUNNER_PREFIXES = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
+                    ("hatch", "run"), ("rye", "run"), ("pnpm", "exec"), ("npx",), ("bunx",)}
+_VALUE_OPTIONS = frozenset({"-p", "-c", "-o", "--rootdir", "--deselect", "--ignore",
+                            "--confcutdir", "--basetemp", "-n", "--maxfail", "--tb",
+                            "--timeout", "--durations", "--cov", "--cov-report"})
+_FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern",
+                             "--grep", "-g"})
+_PROBES = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "test", "[", "diff", "cmp",
+                     "which", "command", "type", "pgrep"})
+_REDIRECT = re.compile(r"\d*[<>]")
+_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class _TestRun:
+    runner: str
+    selectors: tuple[str, ...]  # test ids, files, folders, modules (none: the whole suite)
+    filters: tuple[str, ...]  # -k/-m/--run expressions that narrow the selection
+
+
+def covers(passed: str, failed: str) -> bool:
+    """Whether a passing `passed` run shows the failed `failed` run is fixed: the same
+    command, or the same test runner over the failed tests or a superset of them
+    (`pytest tests/test_a.py` or `pytest` covers `pytest tests/test_a.py::test_x`)."""
+    return _Run.of(passed).covers(_Run.of(failed))
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A command, parsed once: its normalised text and, for a test runner, what it ran."""
+
+    text: str
+    tests: _TestRun | None
+
+    @classmethod
+    def of(cls, command: str) -> _Run:
+        return cls(" ".join(command.split()), _test_run(command))
+
+    def covers(self, failed: _Run) -> bool:
+        if self.text == failed.text:
+            return True
+        ok_run, bad_run = self.tests, failed.tests
+        if ok_run is None or bad_run is None or ok_run.runner != bad_run.runner:
+            return False
+        if ok_run.filters and ok_run.filters != bad_run.filters:
+            return False
+        if not ok_run.selectors:
+            return True
+        if not bad_run.selectors:
+            return False  # the whole suite failed; a part of it passing proves little
+        return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
+
+
+@dataclass(slots=True)
+class _OpenFailure:
+    failure: Failure
+    run: _Run
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """`tests` contains `tests/test_a.py`, which contains `tests/test_a.py::test_x`;
+    `test_calc` contains `test_calc.TestAdd.test_add`."""
+    if not inner.startswith(outer):
+        return False
+    rest = inner[len(outer) :]
+    return not rest or rest[0] in "/." or rest.startswith("::")
+
+
+def _test_run(command: str) -> _TestRun | None:
+    for segment in _SEGMENT.split(command):
+        words = _words(segment)
+        if words is None:
+            continue
+        run = _runner(_unwrapped(words))
+        if run is not None:
+            return run
+    return None
+
+
+def _words(segment: str) -> list[str] | None:
+    """Shell words; plain whitespace splitting unless quoting needs shlex (much slower)."""
+    if not any(c in segment for c in "'\"\\"):
+        return segment.split()
+    try:
+        return shlex.split(segment)
+    except ValueError:
+        return None
+
+
+def _unwrapped(words: list[str]) -> list[str]:
+    """Without `VAR=value`, `cd`, `time`/`timeout N`, `uv run` and the like in front."""
+    while words:
+        head = words[0]
+        if "=" in head and not head.startswith("-"):
+            words = words[1:]
+        elif head in _WRAPPERS:
+            words = words[1:]
+            if head == "timeout" and words and words[0][:1].isdigit():
+                words = words[1:]
+        elif tuple(words[:2]) in _RUNNER_PREFIXES:
+            words = words[2:]
+        elif tuple(words[:1]) in _RUNNER_PREFIXES:
+            words = words[1:]
+        else:
+            return [w for w in words if not _REDIRECT.match(w)]
+    return words
+
+
+def _runner(words: list[str]) -> _TestRun | None:
+    if not words:
+        return None
+    name = words[0].rsplit("/", 1)[-1]
+    if name.startswith("python"):
+        rest = words[1:]
+        while rest and rest[0].startswith("-") and rest[0] != "-m":
+            rest = rest[1:]  # python -B -X dev -m ...
+        if len(rest) >= 2 and rest[0] == "-m" and rest[1] in ("pytest", "unittest"):
+            return _selection(rest[1], rest[2:])
+        return None
+    if name in ("pytest", "py.test"):
+        return _selection("pytest", words[1:])
+    if name in ("jest", "vitest", "mocha", "tox", "nox", "rspec", "phpunit"):
+        return _selection(name, words[1:])
+    if len(words) >= 2 and (name, words[1]) in (("cargo", "test"), ("go", "test"), ("make", "test"),
+                                                ("npm", "test"), ("yarn", "test"), ("pnpm", "test"),
+                                                ("bun", "test"), ("deno", "test"), ("dotnet", "test")):
+        return _selection(f"{name} test", words[2:])
+    return None
+
+
+def _selection(runner: str, args: list[str]) -> _TestRun:
+    selectors: list[str] = []
+    filters: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        option, _, inline = arg.partition("=")
+        if arg in _FILTER_OPTIONS or option in _FILTER_OPTIONS:
+            value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")
+            filters.append(f"{option} {value}")
+            i += 1 if inline else 2
+            continue
+        if arg.startswith("-k") and len(arg) > 2:
+            filters.append(f"-k {arg[2:]}")
+        elif arg in _VALUE_OPTIONS:
+            i += 1
+        elif arg == "--":
+            pass
+        elif not arg.startswith("-") and arg not in ("discover", "run"):
+            selectors.append(arg.removeprefix("./").rstrip("/") or arg)
+        i += 1
+    return _TestRun(runner, tuple(selectors), tuple(filters))
+
+
+def _is_probe(command: str, exit_code: int | None) -> bool:
+    """grep, test, diff and the like exit 1 to answer "no": not a failure."""
+    if exit_code != 1:
+        return False
+    segments = [seg for seg in _SEGMENT.split(command) if seg]
+    words = _words(segments[-1]) if segments else None
+    words = _unwrapped(words) if words else []
+    return bool(words) and words[0].rsplit("/", 1)[-1] in _PROBES
 
 
 def extract(
@@ -413,7 +655,7 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
         f"{p.subject} (blocked by {', '.join(p.blocked_by)})" if p.blocked_by else f"{p.subject} (blocked)"
         for p in blocked
     ]
-    if state.last_failure and not state.last_failure.resolved_later and _failure_is_recent(state):
+    if state.last_failure and not state.last_failure.resolved_later:
         fail = state.last_failure
         state.blockers.append(
             f"last command failed (exit {fail.exit_code}): {fail.command}"
@@ -429,16 +671,12 @@ def _open_blockers(item: PlanEntry, done: set[str]) -> bool:
     return item.status != "completed" and any(b not in done for b in item.blocked_by)
 
 
-def _failure_is_recent(state: State) -> bool:
-    return bool(state.commands) and state.commands[-1].ok is False
-
-
 def _next_from_prose(text: str) -> list[str]:
     """Next steps the agent stated in its latest message: a "Next steps:" list, or a
     sentence that names the next step."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        match = _NEXT_HEADER.match(line)
+        match = _NEXT_HEADER.match(line) or _NEXT_HEADING.match(line)
         if not match:
             continue
         found = [match.group(1).strip()] if match.group(1).strip() else []

@@ -12,7 +12,44 @@ from passdown.transcript import Diagnostics
 
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+)", re.IGNORECASE)
 ERROR_LINE_CHARS = 300
+_ERROR_SCAN_HEAD = 30_000  # characters of a failure's output searched from the start...
+_ERROR_SCAN_TAIL = 12_000  # ...and from the end: verdicts and tracebacks come last
 _SEPARATOR = re.compile(r"[-=_*~#.+ ]+")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)")
+# Lines that carry no error: fences, successes, exec headers (rules are checked apart).
+_DECORATION = re.compile(
+    r"```\w*|"
+    r"(?:\d+ (?:passed|skipped|deselected|xfailed|xpassed|warnings?)\b[, ]*)+(?:in [\d.]+s)?|"
+    r"all checks passed!?|ok|success:.*|ran \d+ tests? in .*|collected \d+ items?.*|"
+    r"(?:chunk id|wall time|original token count|output):.*|(?:process exited|exit code)\b.*",
+    re.IGNORECASE,
+)
+# The line that states the error, best first. Rank 4: a located diagnostic (compilers,
+# linters, type checkers), a failed test id, npm's message; 3: an exception line (a
+# traceback's last line); 2: "error:"-style lines, pytest's "E   " lines, unittest's
+# "FAIL: test (...)" headers.
+_DIAGNOSTIC = re.compile(
+    r"\S+?:\d+(?::\d+)?:?\s+(?:(?:fatal )?error|[A-Z]{1,4}\d{2,5})\b"  # gcc, mypy, ruff
+    r"|\S+\(\d+,\d+\): error\b"  # tsc
+    r"|\s*\d+:\d+\s+error\s"  # eslint
+    r"|\S+\.go:\d+:\d+: |\S+_test\.go:\d+: "  # go build, go test
+    r"|[A-Z]{1,4}\d{3,4} (?:\[\*\] )?\S.*"  # ruff's full format: "F401 [*] `os` imported..."
+    r"|error(?:\[E\d+\])?: "  # rustc, git, many CLIs
+    r"|FAILED \S+::\S+|ERROR \S+::"  # pytest's summary: the test id and its error
+    r"|npm (?:ERR!|error) (?!code |errno |syscall |path |A complete log|\s*$)\S",
+)
+_NPM_NOISE = re.compile(r"npm (?:ERR!|error) ")
+_EXCEPTION = re.compile(
+    r"(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault)\b(?::.*)?"
+)
+_ERRORISH = re.compile(
+    r"E {2,}\S|(?:fatal|error|panic)(?:\[\w+\])?:|(?:FAIL|ERROR): \w+ \(", re.IGNORECASE
+)
+# A test runner's or linter's closing verdict, shown after the error line.
+_VERDICT = re.compile(
+    r"FAILED \(.*\)|=* ?\d+ (?:failed|errors?)\b.*|Found \d+ errors?\b.*|"
+    r"\d+ errors? generated\.|Tests?:? +\d+ failed.*|test result: FAILED.*",
+)
 _ERROR_WORDS = (
     "error",
     "fail",
@@ -59,47 +96,66 @@ def parse_exit_code(text: str | None) -> int | None:
 
 
 def first_error_line(text: str | None) -> str | None:
-    """The first line of a failure's output that says what went wrong (and the final
-    verdict line when a test runner prints one), trimmed. Never the whole output."""
+    """The line of a failure's output that states the error, plus the runner's closing
+    verdict when it prints one ("… FAILED (failures=1)"), trimmed; never the whole output.
+
+    Decoration (code fences, section rules, ANSI colours, "7 passed" summaries, the exec
+    header Codex adds) is skipped; the most specific line wins: a located diagnostic
+    (ruff `F401`, mypy/gcc `error:`, a failed test id), then a traceback's last line,
+    then any line naming an error, then the first line with content."""
     if not text:
         return None
-    head = text[:20000]
-    first = _errorish_line(head, last=False) or next(
-        (line for line in map(_clean, head.splitlines()[:200]) if line), None
-    )
-    if first is None:
+    lines = _scan_lines(text)
+    best, best_rank = None, -1
+    for line in lines:
+        rank = _line_rank(line)
+        # ties: the first diagnostic, but the last exception (a traceback ends with it)
+        if rank > best_rank or (rank == best_rank == 3):
+            best, best_rank = line, rank
+    if best is None:
         return None
-    last = _errorish_line(text[-3000:], last=True)
-    found = first if last in (None, first) else f"{first} … {last}"
+    verdict = next((line for line in reversed(lines) if _VERDICT.fullmatch(line)), None)
+    found = best if verdict in (None, best) or best_rank < 1 else f"{best} … {verdict}"
     return found if len(found) <= ERROR_LINE_CHARS else found[: ERROR_LINE_CHARS - 1] + "…"
 
 
-def _errorish_line(text: str, *, last: bool) -> str | None:
-    """The first (or last) line naming an error, found with a few substring searches
-    over the whole text rather than a scan line by line."""
-    low = text.lower()
-    if last:
-        hits = [low.rfind(word) for word in _ERROR_WORDS]
-        pos = max(hits)
-    else:
-        hits = [i for i in (low.find(word) for word in _ERROR_WORDS) if i >= 0]
-        pos = min(hits) if hits else -1
-    if pos < 0:
-        return None
-    start = text.rfind("\n", 0, pos) + 1
-    end = text.find("\n", pos)
-    return _clean(text[start : end if end >= 0 else len(text)]) or None
+def _scan_lines(text: str) -> list[str]:
+    """The cleaned, non-decoration lines of the head and the tail of the output."""
+    if len(text) > _ERROR_SCAN_HEAD + _ERROR_SCAN_TAIL:
+        text = text[:_ERROR_SCAN_HEAD] + "\n" + text[-_ERROR_SCAN_TAIL:]
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return [line for line in map(_clean, text.splitlines()) if line]
+
+
+def _line_rank(line: str) -> int:
+    if _DIAGNOSTIC.match(line):
+        return 4
+    if _EXCEPTION.fullmatch(line) and not _VERDICT.fullmatch(line):
+        return 3
+    if _ERRORISH.match(line) or _NPM_NOISE.match(line):
+        return 2
+    low = line.lower()
+    if any(word in low for word in _ERROR_WORDS):
+        return 1
+    return 0
 
 
 def _clean(raw: str) -> str:
     line = raw.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
     if not line or _SEPARATOR.fullmatch(line) or _EXIT_CODE.fullmatch(line):
         return ""
-    if line.lower().startswith(
-        ("exit code", "process exited", "chunk id:", "wall time:", "output:")
-    ):
+    if _is_rule(line) or (len(line) <= 200 and _DECORATION.fullmatch(line)):
         return ""
     return line
+
+
+_RULE_CHARS = frozenset("-=_*~#+ ")
+
+
+def _is_rule(line: str) -> bool:
+    """A test runner's section header: "===== FAILURES =====", "___ test_x ___"."""
+    return len(line) >= 6 and _RULE_CHARS.issuperset(line[:3]) and _RULE_CHARS.issuperset(line[-3:])
 
 
 def env_path(var: str, default: Path) -> Path:

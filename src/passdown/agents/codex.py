@@ -23,6 +23,7 @@ from passdown.agents._common import (
     first_error_line,
     parse_exit_code,
 )
+from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader, open_binary
 from passdown.transcript import (
@@ -32,6 +33,7 @@ from passdown.transcript import (
     Message,
     PlanItem,
     PlanOp,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     ToolCall,
@@ -131,6 +133,10 @@ class _Payload(msgspec.Struct):
     # event_msg
     exit_code: int | None = None
     success: bool | None = None
+    # task_complete {error: {message, codex_error_info}}, turn_aborted {reason}; raw, so
+    # an unexpected shape in some build never makes the whole line unreadable
+    error: msgspec.Raw = msgspec.Raw(b"null")
+    reason: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _LINE = msgspec.json.Decoder(_Line)
@@ -402,9 +408,57 @@ class _RolloutReader:
 
     # events ------------------------------------------------------------------------
     def _event(self, event: _Payload, timestamp: str | None) -> Iterator[Event]:
-        if event.type == "context_compacted":
+        kind = event.type
+        if kind == "context_compacted":
             yield Compaction(summary=None, trigger="auto", timestamp=timestamp)
+        elif kind == "task_complete":
+            ending = _turn_error(event.error, timestamp)
+            if ending is not None:
+                yield ending
+        elif kind == "turn_aborted":
+            if _raw_value(event.reason) in ("interrupted", None):
+                yield SessionEnding(reason="interrupted", message="the turn was interrupted",
+                                    timestamp=timestamp)
+        elif kind in ("error", "stream_error") and event.message:
+            # older builds' error event; a stream_error nothing follows (the CLI stopped
+            # while reconnecting). A later answer or tool call makes either moot.
+            yield api_error_ending(event.message, timestamp=timestamp)
         # user_message / agent_message / item_completed repeat the response items.
+
+
+def _raw_value(raw: msgspec.Raw) -> object:
+    try:
+        return _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return None
+
+
+def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> SessionEnding | None:
+    """0.171 ends a failed turn with `task_complete {error: {message, codex_error_info}}`;
+    `codex_error_info` is a name ("usage_limit_exceeded", "context_window_exceeded",
+    "internal_server_error") or `{variant: {http_status_code}}` (a 429 after the retries:
+    `response_too_many_failed_attempts`; a 401 or 503: `http_connection_failed`)."""
+    error = _raw_value(raw)
+    if not isinstance(error, dict):
+        return None
+    message = error.get("message")
+    info = error.get("codex_error_info")
+    kind: str | None = None
+    status: int | None = None
+    if isinstance(info, str):
+        kind = info
+    elif isinstance(info, dict) and info:
+        kind, detail = next(iter(info.items()))
+        code = detail.get("http_status_code") if isinstance(detail, dict) else None
+        status = code if isinstance(code, int) else None
+    if status is not None:
+        kind = None  # "http_connection_failed 401": the status says more than the variant
+    return api_error_ending(
+        message if isinstance(message, str) else None,
+        status=status,
+        kind=kind,
+        timestamp=timestamp,
+    )
 
 
 def _payload(raw: msgspec.Raw) -> _Payload | None:

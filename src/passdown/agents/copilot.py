@@ -27,6 +27,7 @@ from urllib.parse import quote
 import msgspec
 
 from passdown.agents._common import decode_line, env_path, file_mtime, first_error_line, read_head
+from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader
 from passdown.transcript import (
@@ -340,6 +341,10 @@ class _EventReader:
         kind, ts = event.type, event.timestamp
         if ts:
             self.info.updated_at = ts
+        if kind == "session.error" and not event.agentId:
+            yield from self._flush()  # the answer before the error comes first
+            yield from _session_error(event.data, ts)
+            return
         if kind not in _HANDLED:
             if not kind.startswith(_QUIET_PREFIXES):
                 self.diag.unknown(kind or "(no type)")
@@ -458,6 +463,34 @@ class _EventReader:
         yield from self._flush()
         trigger = _raw_string(data.trigger)
         yield Compaction(summary=data.summaryContent or None, trigger=trigger, timestamp=ts)
+
+
+class _SessionError(msgspec.Struct):
+    errorType: msgspec.Raw = _NULL
+    message: msgspec.Raw = _NULL
+    statusCode: msgspec.Raw = _NULL
+
+
+_SESSION_ERROR = msgspec.json.Decoder(_SessionError)
+
+
+def _session_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
+    """1.0.102 ends a turn whose retries ran out with `session.error {errorType:
+    "rate_limit", message: "Failed to get response from the AI model; retried 5 times
+    ... Last error: 429 ...", statusCode}`."""
+    try:
+        data = _SESSION_ERROR.decode(raw)
+        kind, message, status = (
+            _ANY.decode(data.errorType), _ANY.decode(data.message), _ANY.decode(data.statusCode)
+        )
+    except msgspec.DecodeError:
+        return
+    yield api_error_ending(
+        message if isinstance(message, str) else None,
+        status=status if isinstance(status, int) else None,
+        kind=kind if isinstance(kind, str) else None,
+        timestamp=timestamp,
+    )
 
 
 def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -> ToolCall:

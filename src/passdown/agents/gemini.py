@@ -43,6 +43,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents._common import decode_line, file_mtime, first_error_line, read_head
+from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import MAX_LINE_BYTES, LineReader, seekable
 from passdown.transcript import (
@@ -52,6 +53,7 @@ from passdown.transcript import (
     Message,
     PlanItem,
     PlanOp,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     SubagentNote,
@@ -730,9 +732,12 @@ class _Emitter:
             yield from self._user(msg)
         elif kind == "gemini":
             yield from self._gemini(msg)
+        elif kind == "error" or kind == "info":
+            yield from _notice_ending(msg)
         elif kind not in _MESSAGE_TYPES:
             self.diag.unknown(f"message type {kind!r}")
-        # info / error / warning are the CLI's notices, not the conversation
+        # info / error / warning are the CLI's notices, not the conversation; an API
+        # error or a cancelled request nothing follows is how the session ended
 
     def _user(self, msg: _Message) -> Iterator[Event]:
         parts = _content_parts(msg.content)
@@ -800,6 +805,16 @@ class _Emitter:
 
 
 # -- legacy: one pretty-printed JSON object per session ------------------------------------
+def _notice_ending(msg: _Message) -> Iterator[Event]:
+    """The interactive CLI records its error notices ("[API Error: ...]", with a rate
+    limit hint on a 429) and "Request cancelled." (info); `gemini -p` records neither."""
+    text = visible_text(_content_parts(msg.content)).strip()
+    if msg.type == "error" and text:
+        yield api_error_ending(text, timestamp=msg.timestamp)
+    elif msg.type == "info" and text == "Request cancelled.":
+        yield SessionEnding(reason="interrupted", message=text, timestamp=msg.timestamp)
+
+
 def _read_legacy(path: Path, emitter: _Emitter) -> Iterator[Event]:
     """Stream `{..., "messages": [ {...}, ... ]}` written with 2-space indentation: each
     message spans the lines from `    {` to `    }`; a compact one-line file is one line."""

@@ -35,6 +35,7 @@ from urllib.parse import quote
 import msgspec
 
 from passdown.agents._common import first_error_line, parse_exit_code
+from passdown.agents._endings import api_error_ending, short_message
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.errors import SessionNotFound
 from passdown.transcript import (
@@ -68,6 +69,7 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:(Add|Update|Delete) File: |Move to: )(.+)$
 
 class _Time(msgspec.Struct):
     created: int | float | None = None
+    completed: int | float | None = None
 
 
 class _MessageData(msgspec.Struct):
@@ -78,6 +80,9 @@ class _MessageData(msgspec.Struct):
     # (a user message's `summary` is an object of diffs)
     summary: msgspec.Raw = msgspec.Raw(b"null")
     mode: str | None = None
+    # a failed turn: {name: APIError|ProviderAuthError|MessageAbortedError|...,
+    # data: {message, statusCode, isRetryable, responseBody}}
+    error: msgspec.Raw = msgspec.Raw(b"null")
 
 
 class _State(msgspec.Struct):
@@ -374,6 +379,9 @@ class _SessionReader:
             elif part.type not in _QUIET_PARTS:
                 self.diag.unknown(f"part:{part.type or '(no type)'}")
         yield from self._text(msg, texts, synthetic, timestamp)
+        if msg.role == "assistant" and bytes(msg.error) != b"null":
+            when = (msg.time.completed or msg.time.created) if msg.time else None
+            yield from _turn_error(msg.error, _iso(when))
         return stopped
 
     def _text(
@@ -426,6 +434,40 @@ class _SessionReader:
     def _hash(self, row_id: object, data: object) -> None:
         self.digest.update(str(row_id).encode())
         self.digest.update(data.encode("utf-8", "replace") if isinstance(data, str) else b"")
+
+
+_ANY = msgspec.json.Decoder()
+_ERROR_NAMES = {
+    "ProviderAuthError": "auth",
+    "MessageAbortedError": "interrupted",
+    "ContextOverflowError": "context_length",
+}
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
+    """1.18 gives up on a retryable error (a sticky 429) after a few attempts and stores
+    it on the assistant message, as it does at once for a 401 or a 400."""
+    try:
+        error = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return
+    if not isinstance(error, dict):
+        return
+    name = _str(error.get("name"))
+    raw_data = error.get("data")
+    data: dict[str, object] = raw_data if isinstance(raw_data, dict) else {}
+    message = _str(data.get("message")) or name
+    code = data.get("statusCode")
+    status = code if isinstance(code, int) else None
+    body = _str(data.get("responseBody")) or ""
+    ending = api_error_ending(f"{message}\n{body[:2000]}" if body else message, status=status,
+                              kind=_ERROR_NAMES.get(name or ""), timestamp=timestamp)
+    ending.message = short_message(message)  # the classification also read the body
+    yield ending
 
 
 def _tool_call(call_id: str, name: str, args: dict[str, object], timestamp: str | None) -> ToolCall:

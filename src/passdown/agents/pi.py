@@ -30,6 +30,7 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
+from passdown.agents._endings import api_error_ending
 from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -37,6 +38,7 @@ from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     ToolCall,
@@ -88,6 +90,9 @@ class _Message(msgspec.Struct):
     output: str | None = None
     exitCode: int | None = None
     cancelled: bool = False
+    # assistant: "stop" | "toolUse" | "length" | "error" | "aborted"; errorMessage on error
+    stopReason: str | None = None
+    errorMessage: str | None = None
 
 
 class _Entry(msgspec.Struct):
@@ -304,6 +309,11 @@ class _BranchReader:
                 call = _tool_call(block, ts)
                 self.calls[call.call_id] = call
                 yield call
+        # a failed model request is an empty assistant message (one per retry)
+        if msg.stopReason == "error":
+            yield api_error_ending(msg.errorMessage, timestamp=ts)
+        elif msg.stopReason == "aborted":
+            yield SessionEnding(reason="interrupted", message=msg.errorMessage, timestamp=ts)
 
     def _tool_result(self, msg: _Message, ts: str | None) -> ToolResult | None:
         call_id = msg.toolCallId or ""

@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents._common import file_mtime, read_head
+from passdown.agents._endings import api_error_ending
 from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.agents.gemini import (
@@ -301,6 +302,8 @@ class _BranchReader:
             yield from self._tool_result(rec)
         elif kind == "system" and rec.subtype == "chat_compression":
             yield self._compaction(rec)
+        elif kind == "system" and rec.subtype == "ui_telemetry":
+            yield from _api_error(rec)
         elif kind not in _RECORD_TYPES:
             self.diag.unknown(str(kind or "(no type)"))
 
@@ -400,6 +403,26 @@ def _exit_code(outcome: _CallResult) -> int | None:
     if isinstance(display, _ShellDisplay) and display.type == "shell_result":
         return display.exitCode
     return None
+
+
+_TELEMETRY = msgspec.json.Decoder(dict[str, Any])
+
+
+def _api_error(rec: _Record) -> Iterator[Event]:
+    """0.24 writes each failed model request (every retry) as a `system/ui_telemetry`
+    record with `uiEvent {"event.name": "qwen-code.api_error", error_message, error_type,
+    status_code}`; the last one nothing follows is how the session ended."""
+    payload = lenient(_TELEMETRY, rec.systemPayload)
+    event = payload.get("uiEvent") if isinstance(payload, dict) else None
+    if not isinstance(event, dict) or event.get("event.name") != "qwen-code.api_error":
+        return
+    message, kind, status = (event.get(k) for k in ("error_message", "error_type", "status_code"))
+    yield api_error_ending(
+        message if isinstance(message, str) else None,
+        status=status if isinstance(status, int) else None,
+        kind=kind if isinstance(kind, str) else None,
+        timestamp=rec.timestamp,
+    )
 
 
 __all__ = ["QwenCode", "encode_project"]
