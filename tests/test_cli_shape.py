@@ -114,15 +114,14 @@ def test_find_shows_one_aligned_row_per_handoff_with_its_status(lifecycle_store:
     assert len(lines) == 3, "no status records of their own: one row per handoff or task"
     cells = [line.split() for line in lines]
     assert [(c[1], c[2], c[3]) for c in cells] == [
-        ("handoff", "published", "h-new"),  # stored without the lifecycle: published, as MCP says
-        ("handoff", "claimed", "h-old"),
-        ("task", "-", "t1"),
+        ("handoff", "h-new", "published"),  # stored without the lifecycle: published, as MCP says
+        ("handoff", "h-old", "claimed"),
+        ("task", "t1", "-"),
     ]
     assert [c[0] for c in cells] == ["2026-11-30T11:00:00Z", "2026-11-30T09:00:00Z", "2026-11-30T08:00:00Z"]
     assert all(re.fullmatch(ISO_SECOND, c[0]) for c in cells)
-    for column in ("handoff", "h-"):  # every column starts at the same place on every row
-        assert len({line.find(column) for line in lines[:2]}) == 1
-    assert len({line.index(cell[3]) for line, cell in zip(lines, cells, strict=True)}) == 1
+    for column in (1, 2, 3):  # every column starts at the same place on every row
+        assert len({line.index(f"  {cell[column]}") for line, cell in zip(lines, cells, strict=True)}) == 1
     title = lines[1][lines[1].index("Fix"):]
     assert len(lines[1]) <= 90 and title.endswith("…")
     kept = title[:-1]
@@ -136,7 +135,7 @@ def test_find_pages_through_handoffs_without_status_rows(lifecycle_store: Path) 
     for _ in range(5):
         proc = run(["find", "--project", "p", "--limit", "1", *cursor], lifecycle_store)
         assert proc.returncode == 0, proc.stderr
-        seen += [line.split()[3] for line in proc.stdout.splitlines()]
+        seen += [line.split()[2] for line in proc.stdout.splitlines()]
         more = re.search(r"more: --cursor (\S+)", proc.stderr)
         if not more:
             break
@@ -148,9 +147,9 @@ def test_find_lists_status_records_when_asked(lifecycle_store: Path) -> None:
     proc = run(["find", "--project", "p", "--type", "status"], lifecycle_store)
     rows = [line.split()[1:4] for line in proc.stdout.splitlines()]
     assert sorted(rows) == sorted([
-        ["status", "claimed", "h-old#claimed"],
-        ["status", "published", "h-old#published"],
-        ["status", "prepared", "h-old#prepared"],
+        ["status", "h-old#claimed", "claimed"],
+        ["status", "h-old#published", "published"],
+        ["status", "h-old#prepared", "prepared"],
     ])
 
 

@@ -229,7 +229,7 @@ def _described(search: _Search) -> str:
 
 
 def _table(records: list[Record], statuses: dict[str, str]) -> list[str]:
-    """Aligned columns: created (UTC, to the second), type, status, id, title; the title
+    """Aligned columns: created (UTC, to the second), type, id, status, title; the title
     takes what the terminal width leaves and is cut on a word."""
     import shutil
 
@@ -237,7 +237,7 @@ def _table(records: list[Record], statuses: dict[str, str]) -> list[str]:
 
     # ids as they are (flattened, not redacted) so they can be passed to retrieve
     rows = [
-        (_second(r.created_at), r.type, _status_cell(r, statuses), one_line(r.id), shown(r.title))
+        (_second(r.created_at), r.type, one_line(r.id), _status_cell(r, statuses), shown(r.title))
         for r in records
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
