@@ -47,10 +47,10 @@ def record(record_id: str, type_: str = "task", title: str = "a task", at: str =
 def test_store_and_delete_print_json(tmp_path: Path) -> None:
     batch = json.dumps([record("r1"), record("r2")])
     stored = run(["store", "-", "--json"], tmp_path, stdin=batch)
-    assert stored.returncode == 0, stderr_of(stored)
+    assert stored.returncode == 0, stored.stderr
     assert json.loads(stored.stdout) == {"ids": ["r1", "r2"]}
     deleted = run(["delete", "r1", "--project", "p", "--json"], tmp_path)
-    assert deleted.returncode == 0, stderr_of(deleted)
+    assert deleted.returncode == 0, deleted.stderr
     assert json.loads(deleted.stdout) == {"deleted": "r1", "project": "p"}
     assert run(["retrieve", "r1", "--project", "p"], tmp_path).returncode == 10  # gone
 
@@ -71,18 +71,14 @@ def test_conflict_hint_names_the_cli_flag_only(tmp_path: Path) -> None:
 
 def test_token_create_and_revoke_print_json(tmp_path: Path) -> None:
     created = run(["token", "create", "--project", "alpha", "--label", "ci", "--json"], tmp_path)
-    assert created.returncode == 0, stderr_of(created)
+    assert created.returncode == 0, created.stderr
     data = json.loads(created.stdout)
     assert data["project"] == "alpha" and data["label"] == "ci"
-    assert data["token"].startswith("pd_") or len(data["token"]) > 30
+    assert data["token"].startswith("pdt_") and len(data["token"]) > 40
     revoked = run(["token", "revoke", data["token"], "--json"], tmp_path)
     assert revoked.returncode == 0 and json.loads(revoked.stdout) == {"revoked": True}
     again = run(["token", "revoke", data["token"], "--json"], tmp_path)
     assert again.returncode == 2 and json.loads(again.stderr)["error"] == "no such token"
-
-
-def stderr_of(proc: subprocess.CompletedProcess[str]) -> str:
-    return proc.stderr
 
 
 # -- find ----------------------------------------------------------------------------------
