@@ -50,7 +50,8 @@ def test_plugin_is_listed_with_its_install_state(plugin_env: dict[str, str], tmp
     proc = _run(["agents", "--json"], tmp_path, plugin_env)
     assert proc.returncode == 0, proc.stderr
     agents = {a["name"]: a for a in json.loads(proc.stdout)}
-    assert agents["example"]["installed"].endswith("example-agent")
+    assert agents["example"]["installed"] is True
+    assert agents["example"]["path"].endswith("example-agent")
     assert {"claude", "codex"} <= set(agents)
 
 

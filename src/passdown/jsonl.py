@@ -11,9 +11,10 @@ import hashlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,6 +24,19 @@ from passdown.transcript import Diagnostics
 CHUNK = 4 * 1024 * 1024
 # A line longer than this is skipped (and counted), not parsed: it bounds memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
+
+# Set by a front end that shows progress (the CLI on a terminal): called once per chunk
+# with the file and the bytes read so far in the current pass. A context variable, so
+# no other thread or caller sees the hook.
+read_progress: ContextVar[Callable[[Path, int], None] | None] = ContextVar(
+    "read_progress", default=None
+)
+
+
+def _report(path: Path, done: int) -> None:
+    hook = read_progress.get()
+    if hook is not None:
+        hook(path, done)
 
 
 def is_zstd(path: Path) -> bool:
@@ -111,6 +125,7 @@ class LineReader:
                         pending.clear()
                         pending_size = 0
                 pos += len(last)
+                _report(self.path, pos)
         except OSError as exc:
             raise SessionReadError(f"cannot read {self.path}: {exc}") from None
         except Exception as exc:  # zstd stream errors come as their own class
@@ -128,7 +143,7 @@ class LineReader:
 
     def _backward(self, handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         diag = self.diagnostics
-        pos = handle.seek(0, os.SEEK_END)
+        pos = end = handle.seek(0, os.SEEK_END)
         carry = b""  # start of a line that began before the current chunk
         skipping = False  # inside an oversized line: drop bytes until its start
         at_end = True
@@ -137,6 +152,7 @@ class LineReader:
             pos -= size
             handle.seek(pos)
             chunk = handle.read(size)
+            _report(self.path, end - pos)
             lines = chunk.split(b"\n")
             if carry:  # join only the one line that spans the boundary, not the chunk
                 lines[-1] += carry

@@ -75,12 +75,19 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
         if ref and (newest is None or ref.updated_at > newest[1].updated_at):
             newest = (agent, ref)
     if newest is None:
-        names = " or ".join(a.display_name for a in agents)
+        one = len(agents) == 1
+        what = f"no {agents[0].display_name} session" if one else "no session"
         raise SessionNotFound(
-            f"no {names} session found for {workspace}",
+            f"{what} found for {workspace}" + ("" if one else f" (searched: {searched(agents)})"),
             hint="run this in the folder where the agent worked, or pass --session ID|PATH",
         )
     return Selection(agent=newest[0], ref=newest[1], workspace=workspace)
+
+
+def searched(agents: list[Agent]) -> str:
+    """Which agents a search covered, short: `claude, codex, cursor, … (9 agents)`."""
+    names = ", ".join(a.name for a in agents[:3]) + (", …" if len(agents) > 3 else "")
+    return f"{names} ({len(agents)} agent{'' if len(agents) == 1 else 's'})"
 
 
 def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selection:

@@ -107,9 +107,10 @@ def test_find_filters_text_and_pages(tmp_path: Path, record_data: Make) -> None:
     ok(store_command, write(tmp_path / "all.json", items))
     lines = ok(find_command, "--project", "p", "mailer").splitlines()
     assert [line.split()[2] for line in lines] == ["r4", "r3", "r2", "r1", "r0"]
-    assert lines[0].startswith("2026-01-05T00:00:00Z  handoff  r4  mailer fix 4")
+    assert lines[0].startswith("2026-01-05T00:00:00Z  handoff  r4  published  mailer fix 4")
     assert ok(find_command, "--project", "p", "--type", "task").split()[2] == "r0"
-    assert ok(find_command, "--project", "p", "--kind", "decisions") == ""
+    nothing = ok(find_command, "--project", "p", "--kind", "decisions")  # output holds stderr too
+    assert nothing == "passdown: no records in project 'p' with a 'decisions' annotation\n"
     first = json.loads(
         ok(find_command, "--project", "p", "--json", "--limit", "2", "mailer", "fix")
     )

@@ -103,10 +103,12 @@ def export_command(
     max_messages: int, max_chars: int, no_store: bool, quiet: bool, as_json: bool,
 ) -> None:
     """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
+    from passdown.cli.progress import session_reading, wanted
     from passdown.coordinator import doors
 
     request = _request(source, session, to, max_messages, max_chars, workspace)
-    written = doors.export(request, Path.cwd(), store=False if no_store else None, out_dir=out)
+    with session_reading(wanted(as_json=as_json, quiet=quiet)):
+        written = doors.export(request, Path.cwd(), store=False if no_store else None, out_dir=out)
     if as_json:
         _emit_json(_written_summary(written))
     elif not quiet:
@@ -193,17 +195,20 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     from passdown.text import one_line
 
     workspace = None if all_ else pipeline.workspace_for()
+    agents = pipeline.source_agents(source)
     refs = sorted(
-        (ref for agent in pipeline.source_agents(source) for ref in agent.discover(workspace)),
+        (ref for agent in agents for ref in agent.discover(workspace)),
         key=lambda r: r.updated_at,
         reverse=True,
     )
     if as_json:
         _emit_json([_ref_json(r) for r in refs])
         return
-    if not refs:
-        where = "anywhere" if all_ else str(workspace)
-        click.echo(f"no sessions found for {where}", err=True)
+    if not refs:  # a note, not an error: listing nothing is a valid answer (exit 0)
+        from passdown.text import shown
+
+        where = "in any workspace" if workspace is None else f"for {shown(workspace)}"
+        click.echo(f"passdown: no sessions found {where} (searched: {pipeline.searched(agents)})", err=True)
         return
     for ref in refs:
         line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
@@ -234,12 +239,30 @@ def agents_command(as_json: bool) -> None:
     """List the agents passdown knows (built-in and plugins) and whether each is installed."""
     from passdown.agents import load_agents
 
-    rows = [
-        {"name": a.name, "display_name": a.display_name, "program": a.program, "installed": a.executable()}
-        for a in load_agents().values()
-    ]
+    rows = [_agent_json(agent) for agent in load_agents().values()]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        _emit_json(rows)  # redacted like every output: a plugin's path or name may hold a secret
         return
-    for row in rows:
-        click.echo(f"{row['name']:8} {row['display_name']:16} {row['installed'] or 'not installed'}")
+    for line in _agents_table(rows):
+        click.echo(line)
+
+
+def _agent_json(agent: Any) -> dict[str, Any]:
+    path = agent.executable()
+    return {
+        "name": agent.name, "display_name": agent.display_name, "program": agent.program,
+        "installed": path is not None, "path": path,
+    }
+
+
+def _agents_table(rows: list[dict[str, Any]]) -> list[str]:
+    """NAME, AGENT, INSTALLED (yes/no) and PATH, each column as wide as its longest
+    cell, so a long plugin name moves the next column instead of breaking it."""
+    from passdown.text import shown
+
+    cells = [("NAME", "AGENT", "INSTALLED", "PATH")] + [
+        (shown(r["name"]), shown(r["display_name"]), "yes" if r["installed"] else "no", shown(r["path"] or "-"))
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(3)]
+    return ["  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3] for row in cells]

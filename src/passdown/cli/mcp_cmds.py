@@ -66,8 +66,9 @@ def token_command() -> None:
 @token_command.command("create")
 @click.option("--project", required=True, help="The project the token may read and write.")
 @click.option("--label", default="", help="A note kept with the token (who it is for).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"token", "project", "label"} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def token_create(project: str, label: str, store_url: str | None) -> None:
+def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
     from passdown.errors import UsageError
     from passdown.serve_tokens import create_token
@@ -76,13 +77,16 @@ def token_create(project: str, label: str, store_url: str | None) -> None:
     if not project.strip() or project != project.strip():
         raise UsageError("--project must be a project name (not empty, no surrounding spaces)")
     with open_store(store_url) as store:
-        click.echo(create_token(store, project, label))
+        token = create_token(store, project, label)
+    # the token itself is the output: printed as is, never redacted (it is shown once)
+    _print_token_result(as_json, token, {"token": token, "project": project, "label": label})
 
 
 @token_command.command("revoke")
 @click.argument("token")
+@click.option("--json", "as_json", is_flag=True, help='Print {"revoked": true} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def token_revoke(token: str, store_url: str | None) -> None:
+def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
     """Revoke a token (it stops working within a few seconds on running servers)."""
     from passdown.errors import UsageError
     from passdown.serve_tokens import revoke_token
@@ -91,4 +95,15 @@ def token_revoke(token: str, store_url: str | None) -> None:
     with open_store(store_url) as store:
         if not revoke_token(store, token):
             raise UsageError("no such token")
-    click.echo("revoked")
+    _print_token_result(as_json, "revoked", {"revoked": True})
+
+
+def _print_token_result(as_json: bool, text: str, data: dict[str, object]) -> None:
+    if as_json:
+        import json
+
+        from passdown.text import json_safe
+
+        click.echo(json_safe(json.dumps(data, ensure_ascii=False)))
+    else:
+        click.echo(text)

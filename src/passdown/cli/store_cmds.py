@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from passdown.cli.progress import Step
     from passdown.records import Record
     from passdown.store import Store
 
@@ -59,15 +61,16 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @click.option(
     "--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history."
 )
+@click.option("--json", "as_json", is_flag=True, help='Print {"ids": [...]} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def store_command(
-    file: IO[bytes], project: str | None, new_version: bool, store_url: str | None
+    file: IO[bytes], project: str | None, new_version: bool, as_json: bool, store_url: str | None
 ) -> None:
     """Store a record (SGM record or handoff package JSON; `-` reads stdin).
 
     A JSON array stores several records at once: all of them or none. Prints the ids.
     """
-    from passdown.errors import RecordInvalid
+    from passdown.errors import RecordConflict, RecordInvalid
     from passdown.records import parse_record
 
     try:
@@ -77,10 +80,19 @@ def store_command(
     items = data if isinstance(data, list) else [data]
     records = [parse_record(item, project=_project(project)) for item in items]
     with _open(store_url) as store:
-        from passdown.text import one_line
+        try:
+            ids = store.store_many(records, new_version=new_version)
+        except RecordConflict as exc:  # the store's hint names the Python argument
+            raise RecordConflict(
+                exc.message, hint="rerun with --new-version to store it as a new version"
+            ) from exc
+    if as_json:
+        click.echo(_dump({"ids": ids}))
+        return
+    from passdown.text import one_line
 
-        for record_id in store.store_many(records, new_version=new_version):
-            click.echo(one_line(record_id))
+    for record_id in ids:
+        click.echo(one_line(record_id))
 
 
 @click.command("retrieve")
@@ -111,7 +123,10 @@ def retrieve_command(
 @click.option("--since", help="Created at or after: ISO 8601, or a duration ago (2h, 7d).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--cursor", help="Continue after a previous page (printed with --json or on stderr).")
-@click.option("--json", "as_json", is_flag=True, help="Print records and the next cursor as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True,
+    help="Print the records, each handoff's status and the next cursor as JSON.",
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def find_command(
     query: tuple[str, ...],
@@ -124,43 +139,158 @@ def find_command(
     as_json: bool,
     store_url: str | None,
 ) -> None:
-    """Find records in a project, newest first; QUERY words must all appear."""
-    with _open(store_url) as store:
-        page = store.query(
-            _project(project),
-            type=type_,
-            kind=kind,
-            since=parse_since(since) if since else None,
-            text=" ".join(query) if query else None,
-            limit=limit,
-            cursor=cursor,
-        )
+    """Find records in a project, newest first; QUERY words must all appear.
+
+    One row per record; a handoff's lifecycle status is a column, so the status
+    records behind it are not listed (ask for them with --type status).
+    """
+    from passdown.cli.progress import counting, wanted
+
+    scope = _project(project)
+    search = _Search(
+        scope=scope, type=type_, kind=kind, since=parse_since(since) if since else None,
+        text=" ".join(query) if query else None,
+    )
+    # --json keeps the store's page as it is (status records included) for scripts
+    fold = not as_json and type_ != "status" and kind not in ("status", "handoff")
+    with _open(store_url) as store, counting(wanted(as_json=as_json), f"searching {scope}") as step:
+        records, next_cursor = _collect(store, search, limit, cursor, fold=fold, step=step)
+        statuses = {r.id: _status(store, r) for r in records if r.type == "handoff"}
     if as_json:
         from passdown.records import record_to_dict
 
-        records = [record_to_dict(r) for r in page.records]
-        click.echo(_dump({"records": records, "next_cursor": page.next_cursor}))
+        dumped = [record_to_dict(r) for r in records]
+        click.echo(_dump({"records": dumped, "statuses": statuses, "next_cursor": next_cursor}))
         return
-    for record in page.records:
-        click.echo(_line(record))
-    if page.next_cursor:
-        click.echo(f"more: --cursor {page.next_cursor}", err=True)
+    if not records:
+        click.echo(f"passdown: no records {_described(search)}", err=True)
+        return
+    for line in _table(records, statuses):
+        click.echo(line)
+    if next_cursor:
+        click.echo(f"more: --cursor {next_cursor}", err=True)
 
 
-def _line(record: Record) -> str:
+@dataclass(frozen=True, slots=True)
+class _Search:
+    scope: str
+    type: str | None
+    kind: str | None
+    since: str | None
+    text: str | None
+
+
+def _collect(
+    store: Store, search: _Search, limit: int, cursor: str | None, *, fold: bool, step: Step
+) -> tuple[list[Record], str | None]:
+    """Up to `limit` records and the cursor after them. With `fold`, status records of a
+    handoff are left out, and further pages fill the gap: each page asks for exactly the
+    rows still missing, so every record fetched is used and the store's cursor stays exact."""
+    found: list[Record] = []
+    while True:
+        page = store.query(
+            search.scope, type=search.type, kind=search.kind, since=search.since,
+            text=search.text, limit=limit - len(found), cursor=cursor,
+        )
+        step(len(page.records))
+        found += [r for r in page.records if not (fold and _is_status_of_handoff(r))]
+        cursor = page.next_cursor
+        if not fold or cursor is None or len(found) >= limit:
+            return found, cursor
+
+
+def _is_status_of_handoff(record: Record) -> bool:
+    return record.type == "status" and any(a.kind == "handoff" for a in record.annotations)
+
+
+def _status(store: Store, record: Record) -> str:
+    """The handoff's current lifecycle status (its status pointer is the truth). A
+    handoff stored without the lifecycle (hooks, plain export) counts as published, as
+    the MCP tools and the team server report it."""
+    from passdown.coordinator.lifecycle import Lifecycle
+
+    event = Lifecycle(store, record.scope).current(record.id)
+    return event.status if event else "published"
+
+
+def _described(search: _Search) -> str:
+    from passdown.text import shown
+
+    parts = [f"in project {shown(search.scope)!r}"]
+    if search.type:
+        parts.append(f"of type {search.type}")
+    if search.kind:
+        parts.append(f"with a {shown(search.kind)!r} annotation")
+    if search.since:
+        parts.append(f"since {shown(search.since)}")
+    if search.text:
+        parts.append(f"matching {shown(search.text)!r}")
+    return " ".join(parts)
+
+
+def _table(records: list[Record], statuses: dict[str, str]) -> list[str]:
+    """Aligned columns: created (UTC, to the second), type, id, status, title; the title
+    takes what the terminal width leaves and is cut on a word."""
+    import shutil
+
+    from passdown.text import one_line, shown
+
+    # ids as they are (flattened, not redacted) so they can be passed to retrieve
+    rows = [
+        (_second(r.created_at), r.type, one_line(r.id), _status_cell(r, statuses), shown(r.title))
+        for r in records
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    columns = shutil.get_terminal_size((120, 24)).columns
+    room = max(24, columns - sum(widths) - 2 * len(widths))
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + cut(row[4], room)
+        for row in rows
+    ]
+
+
+def _status_cell(record: Record, statuses: dict[str, str]) -> str:
+    """A handoff's current status; for a status record, the status it recorded."""
+    if record.id in statuses:
+        return statuses[record.id]
     from passdown.text import one_line
 
-    return f"{record.created_at}  {record.type:<7}  {one_line(record.id)}  {one_line(record.title)}"
+    recorded = [a.value for a in record.annotations if a.kind == "status"]
+    return one_line(recorded[0]) if record.type == "status" and recorded else "-"
+
+
+def _second(created_at: str) -> str:
+    from passdown.records import parse_timestamp
+
+    moment = parse_timestamp(created_at).astimezone(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut after a whole word with an ellipsis
+    (mid-word only when the first word alone is too long)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space > 0:
+        head = head[:space]
+    return head.rstrip(" ,;:.-") + "…"
 
 
 @click.command("delete")
 @click.argument("record_id", metavar="ID")
 @click.option("--project", help=_PROJECT_HELP)
+@click.option("--json", "as_json", is_flag=True, help='Print {"deleted": ID, "project": ...} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def delete_command(record_id: str, project: str | None, store_url: str | None) -> None:
+def delete_command(record_id: str, project: str | None, as_json: bool, store_url: str | None) -> None:
     """Delete a record and all its versions."""
+    scope = _project(project)
     with _open(store_url) as store:
-        store.delete(_project(project), record_id)
+        store.delete(scope, record_id)
+    if as_json:
+        click.echo(_dump({"deleted": record_id, "project": scope}))
+        return
     from passdown.text import one_line
 
     click.echo(f"deleted {one_line(record_id)}")
