@@ -52,7 +52,7 @@ def serve_command(host: str, port: int, store_url: str | None, max_body: int | N
     try:
         with open_store(store_url) as store:
             shown = sock.getsockname()[1]
-            click.echo(f"passdown: serving http://{host}:{shown}/mcp and /api/records", err=True)
+            click.echo(f"passdown: serving http://{host}:{shown}/ (pages), /mcp and /api/records", err=True)
             run(store, host=host, port=shown, workspace=_workspace(), max_body=limit, sock=sock)
     finally:
         sock.close()
