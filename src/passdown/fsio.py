@@ -272,3 +272,48 @@ def _exclude_path(repo_root: Path) -> Path | None:
     if not result.ok or not text:
         return None
     return (repo_root / text).resolve()  # relative to `-C repo_root` unless absolute
+
+
+# -- config files of other programs (`passdown install`) ----------------------------------
+
+
+def write_atomic(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """`write_private` with a chosen mode: for files that are not passdown's own (an
+    agent's config keeps the mode it had). The same unpredictable temp name created with
+    O_EXCL|O_NOFOLLOW in the target folder, fsync and rename; raises `OutputError`."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        try:
+            os.fchmod(fd, mode)
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _error("write", path, exc) from exc
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def confined_target(path: Path, root: Path | None) -> Path:
+    """Where a write to `path` really lands: symlinks (of the file and of its folders)
+    resolved, so a linked config file is written through and the link kept. With a
+    `root` (a repository), a target outside it is refused: a hostile repository could
+    otherwise commit a link that makes passdown overwrite any file the user can write."""
+    real = Path(os.path.realpath(path))
+    if root is not None and not real.is_relative_to(Path(os.path.realpath(root))):
+        raise OutputError(
+            f"refusing to write {path}: it is a symlink (or inside one) that leads out of "
+            f"{root}, to {real}",
+            hint="remove the link from the repository, or install with --scope user",
+        )
+    return real

@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
 from passdown.errors import UsageError
 from passdown.install_files import ManagedEdits, Transform
 
@@ -83,10 +86,10 @@ def make_target(agent: str, scope: str, project_dir: Path, command: str = "passd
 
 
 def install(target: Target) -> ManagedEdits:
-    edits = ManagedEdits(target.key)
+    edits = ManagedEdits(target.key, confine_to=_confinement(target))
     for path, add, _remove in _plan(target):
         edits.apply(path, add)
-        if path.name == "config.toml" and NOTIFY_MARK not in path.read_text(encoding="utf-8"):
+        if path.name == "config.toml" and not _is_our_notify(parse_toml(path.read_text(encoding="utf-8")).get("notify")):
             # Codex takes one notify program; replacing the user's would break it.
             edits.notes.append(
                 f"{path} already sets notify: left as is, so Codex turns do not write "
@@ -96,12 +99,17 @@ def install(target: Target) -> ManagedEdits:
 
 
 def uninstall(target: Target) -> ManagedEdits:
-    edits = ManagedEdits(target.key)
+    edits = ManagedEdits(target.key, confine_to=_confinement(target))
     edits.revert({path: remove for path, _add, remove in _plan(target)})
     return edits
 
 
 Plan = list[tuple[Path, Transform, Transform]]
+
+
+def _confinement(target: Target) -> Path | None:
+    """A project install writes only inside the project (its files may be hostile)."""
+    return target.project_dir if target.scope == "project" else None
 
 
 def _plan(t: Target) -> Plan:
@@ -234,46 +242,73 @@ def _codex_plan(t: Target) -> Plan:
     ]
 
 
-def _toml_block(command: str) -> str:
-    return (
-        f"{BEGIN}\n[mcp_servers.{SERVER_NAME}]\n"
-        f"command = {json.dumps(command)}\nargs = [\"mcp\"]\n"
-        # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
-        f"env_vars = {json.dumps(list(FORWARDED_ENV))}\n{END}\n"
-    )
+def _server_table(command: str) -> dict[str, Any]:
+    # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
+    return {"command": command, "args": ["mcp"], "env_vars": list(FORWARDED_ENV)}
 
 
-def _notify_line(command: str) -> str:
-    return f"notify = [{json.dumps(command)}, \"hook\", \"codex\"]  {NOTIFY_MARK}\n"
+def _notify_value(command: str) -> list[str]:
+    return [command, "hook", "codex"]
+
+
+def parse_toml(text: str | None) -> tomlkit.TOMLDocument:
+    """Codex's config as a document that keeps comments and layout; a file passdown
+    cannot parse is refused rather than edited blind (exit 2, nothing written)."""
+    try:
+        return tomlkit.parse(_strip_legacy_blocks(text or ""))
+    except TOMLKitError as exc:
+        raise UsageError(
+            f"cannot change a config file that is not valid TOML: {exc}",
+            hint="fix the file (Codex would not load it either), then install again",
+        ) from None
 
 
 def _add_toml(text: str | None, command: str) -> str:
-    """Codex's config with passdown's server block at the end and `notify` at the top
-    level (before the first table: a key after a table header would belong to it)."""
-    body = _remove_toml(text) or ""
-    has_notify = re.search(r"(?m)^\s*notify\s*=", _top_level(body)) is not None
-    if not has_notify:
-        body = _insert_top_level(body, _notify_line(command))
-    if body and not body.endswith("\n"):
-        body += "\n"
-    return body + ("\n" if body.strip() else "") + _toml_block(command)
+    """`[mcp_servers.passdown]` (updated in place when the user already has one, as
+    `codex mcp add` writes it) and a top-level `notify`, unless the user has their own
+    notify program: Codex takes one, and replacing it would break theirs."""
+    doc = parse_toml(text)
+    if "notify" not in doc:
+        doc.add("notify", _notify_value(command))
+        doc["notify"].comment(NOTIFY_MARK)
+    servers = doc.get("mcp_servers")
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        doc["mcp_servers"] = servers
+    elif not isinstance(servers, dict):
+        raise UsageError("cannot add passdown's MCP server: `mcp_servers` is not a table")
+    ours = servers.get(SERVER_NAME)
+    if not isinstance(ours, dict):
+        servers[SERVER_NAME] = _server_table(command)
+    else:
+        for key, value in _server_table(command).items():
+            if ours.get(key) != value:
+                ours[key] = value
+    return tomlkit.dumps(doc)
 
 
-def _top_level(text: str) -> str:
-    found = re.search(r"(?m)^\s*\[", text)
-    return text[: found.start()] if found else text
-
-
-def _insert_top_level(text: str, line: str) -> str:
-    found = re.search(r"(?m)^\s*\[", text)
-    if not found:
-        return text + ("\n" if text and not text.endswith("\n") else "") + line
-    return text[: found.start()] + line + text[found.start():]
+def _is_our_notify(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 3 and list(value[1:]) == ["hook", "codex"]
 
 
 def _remove_toml(text: str | None) -> str | None:
+    """passdown's entries out of a config.toml changed since install (an unchanged one
+    is restored byte for byte from the backup instead)."""
     if text is None:
         return None
+    doc = parse_toml(text)
+    if _is_our_notify(doc.get("notify")):
+        del doc["notify"]
+    servers = doc.get("mcp_servers")
+    if isinstance(servers, dict) and SERVER_NAME in servers:
+        del servers[SERVER_NAME]
+        if not servers:
+            del doc["mcp_servers"]
+    return tomlkit.dumps(doc)
+
+
+def _strip_legacy_blocks(text: str) -> str:
+    """What installs before the TOML editor wrote: a marked block and a marked line."""
     text = re.sub(rf"(?ms)\n?^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n?", "", text)
     return re.sub(rf"(?m)^notify = .*{re.escape(NOTIFY_MARK)}\n", "", text)
 
