@@ -1,24 +1,31 @@
-"""`passdown hook claude|codex`: `passdown export --quiet` in hook mode.
+"""`passdown hook AGENT`: what agents run from their hooks.
 
-Agents run this when a session ends or compacts (Claude Code `SessionEnd`/`PreCompact`,
-payload JSON on stdin) or when a turn completes (Codex `notify`, payload JSON as the
-last argument). It exports the exact session the payload names into that session's
-workspace and stores it in the project's scope.
+The agent's integration (`passdown.integrations`) reads the payload (JSON on stdin, or
+Codex notify's last argument) and says what the event means:
+
+- session start: inject a short pointer to an unclaimed handoff from another session
+  (`continuity.pickup`), printed in the form the agent adds to its context;
+- session end, compaction, a turn that stopped on an API error (Claude Code
+  `StopFailure`: the rate or usage limit hit), a completed turn: export the session the
+  payload names (`export_for_payload`, the one call into the export path), recording
+  how the session ended when the payload knows better than the session file.
 
 A hook must never break the agent: every failure (bad payload, no session, a store
 error, a bug) is appended to `data_dir()/logs/hooks.log` and the hook still exits 0.
-It prints nothing.
+It prints nothing but the pickup pointer.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from passdown.integrations import HookIntegration
 
 LOG_MAX_BYTES = 1_000_000
 
@@ -30,12 +37,24 @@ def log_path() -> Path:
 
 
 def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
-    """Always 0; what happened goes to the hook log."""
+    """Always 0; what happened goes to the hook log; the pickup pointer to stdout."""
     event = "?"
     try:
-        payload = _payload(agent, args, stdin_text)
-        event = str(payload.get("hook_event_name") or payload.get("type") or "?")
-        record_id = export_for_payload(agent, payload)
+        from passdown.integrations import integration_for
+        from passdown.integrations.base import SESSION_START
+
+        integration = integration_for(agent)
+        payload = integration.payload(args, stdin_text)
+        event = integration.event(payload)
+        if event == SESSION_START:
+            output = _pickup(integration, payload)
+            if output:
+                sys.stdout.write(output + "\n")
+                sys.stdout.flush()
+            return 0
+        failure = integration.failure(payload)
+        record_id = export_for_payload(agent, integration.session_spec(payload),
+                                       integration.cwd(payload), failure)
         _log(f"ok {agent} {event} stored={record_id or '-'}")
     except Exception as exc:  # the agent must not notice: log and carry on
         from passdown.errors import PassdownError
@@ -46,37 +65,47 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
     return 0
 
 
-def _payload(agent: str, args: list[str], stdin_text: str | None) -> dict[str, Any]:
-    if agent == "claude":
-        raw = stdin_text or "{}"
-    elif agent == "codex":
-        raw = args[-1] if args else "{}"  # Codex appends the JSON as the last argument
-    else:
-        raise ValueError(f"unknown hook agent {agent!r}: expected claude or codex")
-    data = json.loads(raw)
-    if not isinstance(data, dict):
-        raise ValueError("hook payload is not a JSON object")
-    return data
+def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
+    from passdown.continuity import pickup
+
+    result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))
+    _log(f"pickup {integration.agent} {result.outcome}")
+    return integration.context_output(result.pointer) if result.pointer else None
 
 
-def export_for_payload(agent: str, payload: dict[str, Any]) -> str | None:
-    """The pipeline on the session the payload names: write the files, store the record."""
+def export_for_payload(
+    agent: str, session: str | None, cwd: str | None, failure: tuple[str, str | None] | None = None
+) -> str | None:
+    """The export path on the session a hook names: write the files, store and publish
+    the package; `failure` (reason, message) sets `ended` when the session file does
+    not record how the session ended. Returns the stored id."""
     from passdown import pipeline
+    from passdown.coordinator import HandoffCoordinator
 
-    cwd = payload.get("cwd") or os.getcwd()
-    workspace = pipeline.workspace_for(Path(cwd))
-    if agent == "claude":
-        session = payload.get("transcript_path") or payload.get("session_id")
-    else:
-        session = payload.get("thread-id") or payload.get("thread_id")
-    selection = pipeline.select_session(agent, session or None, workspace)
-    handoff = pipeline.build_handoff(selection)
-    folder = selection.workspace / pipeline.HANDOFF_DIR
-    written = pipeline.write_handoff(handoff, folder, selection.workspace)
-    record_id = pipeline.store_handoff(written, selection.workspace)
+    workspace = pipeline.workspace_for(Path(cwd or os.getcwd()))
+    with HandoffCoordinator(workspace) as coordinator:
+        package = coordinator.prepare_handoff_sync(agent, None, "agent", None, session or None,
+                                                   require_session=True)
+        if failure is not None:
+            package = _with_ending(package, *failure)
+        written = coordinator.export_sync(package)
     for warning in written.warnings:
         _log(f"warning {agent}: {warning}")
-    return record_id
+    return written.record_id
+
+
+def _with_ending(package: Any, reason: str, message: str | None) -> Any:
+    """The package with `ended` from the hook, unless the session file already said."""
+    from passdown.handoff import Ended
+    from passdown.pipeline import now_iso
+    from passdown.redact import redact
+
+    handoff = package.handoff
+    if handoff is None or handoff.ended.reason != "normal":
+        return package
+    ended = Ended(reason=reason, at=now_iso(), message=redact(message) if message else None)
+    handoff = handoff.model_copy(update={"ended": ended})
+    return package.model_copy(update={"handoff": handoff}).sealed()
 
 
 def _log(line: str, detail: str | None = None) -> None:
@@ -103,9 +132,8 @@ def _redact(text: str) -> str:
 def main(agent: str, args: list[str]) -> int:
     """The `passdown hook` process: load only the calling agent's module (every plugin
     would cost time the agent waits for), read the payload, run."""
-    if agent in ("claude", "codex"):
-        os.environ.setdefault("PASSDOWN_AGENTS", agent)
+    os.environ.setdefault("PASSDOWN_AGENTS", agent)
     stdin_text = None
-    if agent == "claude" and not sys.stdin.isatty():
+    if not args and not sys.stdin.isatty():
         stdin_text = sys.stdin.read()
     return run_hook(agent, args, stdin_text)
