@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,27 +85,72 @@ def export_for_payload(
     from passdown.coordinator import HandoffCoordinator
 
     workspace = pipeline.workspace_for(Path(cwd or os.getcwd()))
-    with HandoffCoordinator(workspace) as coordinator:
+    # Agents fire several hooks at once (Claude Code: StopFailure, then SessionEnd while
+    # the first still runs): one export per workspace at a time, so the later one sees
+    # the earlier one's handoff (and its `ended`) instead of racing it.
+    with _workspace_lock(workspace), HandoffCoordinator(workspace) as coordinator:
         package = coordinator.prepare_handoff_sync(agent, None, "agent", None, session or None,
                                                    require_session=True)
-        if failure is not None:
-            package = _with_ending(package, *failure)
+        ended = _ending(failure) if failure is not None else _earlier_ending(coordinator, package)
+        if ended is not None:
+            package = _with_ending(package, ended)
         written = coordinator.export_sync(package)
     for warning in written.warnings:
         _log(f"warning {agent}: {warning}")
     return written.record_id
 
 
-def _with_ending(package: Any, reason: str, message: str | None) -> Any:
-    """The package with `ended` from the hook, unless the session file already said."""
+@contextmanager
+def _workspace_lock(workspace: Path) -> Iterator[None]:
+    import fcntl
+    import hashlib
+
+    from passdown.fsio import ensure_private_dir
+    from passdown.paths import data_dir
+
+    folder = ensure_private_dir(data_dir() / "locks")
+    name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+    fd = os.open(folder / f"export-{name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the hook process ends, at the latest
+        yield
+    finally:
+        os.close(fd)
+
+
+def _ending(failure: tuple[str, str | None]) -> Any:
     from passdown.handoff import Ended
     from passdown.pipeline import now_iso
     from passdown.redact import redact
 
+    reason, message = failure
+    return Ended(reason=reason, at=now_iso(), message=redact(message) if message else None)
+
+
+def _earlier_ending(coordinator: Any, package: Any) -> Any:
+    """How the session ended, as an earlier hook of the same session recorded it (the
+    `SessionEnd` that follows a `StopFailure` must not turn a rate limit into "normal"),
+    when nothing happened in the session since."""
+    from passdown.errors import PassdownError
+
+    try:
+        active = coordinator.lifecycle().active()
+        previous = coordinator.load_handoff(active).handoff if active else None
+    except PassdownError:
+        return None
+    current = package.handoff
+    if previous is None or current is None or previous.ended.reason == "normal":
+        return None
+    same = (previous.source.session_id == current.source.session_id
+            and previous.source.updated_at == current.source.updated_at)
+    return previous.ended if same else None
+
+
+def _with_ending(package: Any, ended: Any) -> Any:
+    """The package with `ended` from the hook, unless the session file already said."""
     handoff = package.handoff
     if handoff is None or handoff.ended.reason != "normal":
         return package
-    ended = Ended(reason=reason, at=now_iso(), message=redact(message) if message else None)
     handoff = handoff.model_copy(update={"ended": ended})
     return package.model_copy(update={"handoff": handoff}).sealed()
 

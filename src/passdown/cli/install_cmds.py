@@ -68,7 +68,7 @@ def hook_command(agent: str, args: tuple[str, ...]) -> int:
     return main(agent, list(args))
 
 
-@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("run", context_settings={"ignore_unknown_options": True})
 @click.argument("agent")
 @click.option("--fallback", "fallbacks", multiple=True, help="The agent to continue in when this one stops on a rate or usage limit (repeatable; default: `passdown config get fallback`).")
 @click.option("--non-interactive", is_flag=True, help="Run the agent once on a task (the last AGENT_ARG), as its -p/exec mode does.")
