@@ -108,7 +108,6 @@ def test_claude_rate_limit_then_codex_picks_it_up(tmp_path: Path, agent_env: Age
         proc = run_claude(env, workspace, TASK)
     finally:
         anthropic.stop()
-    assert any(r.path.startswith("/v1/messages") and r.kind != "step" for r in anthropic.requests) or True
     assert "hook claude" in calls.read_text(), "Claude's hooks never ran passdown"
     handoff = _handoff_json(workspace)
     assert handoff["ended"]["reason"] == "rate_limit", (handoff["ended"], _hook_log(agent_env), proc.stderr[-800:])

@@ -169,6 +169,8 @@ def add_toml(text: str | None, command: str, events: list[str], key_file: str) -
     _set_server(doc, command)
     if events:
         _add_hooks(doc, f"{command} hook codex", events, key_file)
+    if text is not None and doc.unwrap() == parse_toml(text).unwrap():
+        return text  # already installed: leave the bytes (and the layout) alone
     return tomlkit.dumps(doc)
 
 
