@@ -227,3 +227,51 @@ def test_resumed_source_session_gets_no_pointer(tmp_path: Path, agent_env: Agent
     assert "pickup codex own-session" in _hook_log(agent_env)
     assert _claims(env, workspace) == []
     assert find_agent("codex")  # the real CLI ran
+
+
+def test_gemini_session_end_then_qwen_then_gemini_pick_up(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """Gemini CLI and Qwen Code: Claude-style hooks in settings.json. A Gemini session's
+    SessionEnd hook writes the handoff; a new Qwen Code session gets the pointer through
+    its SessionStart hook; then a second Gemini session picks up the first one's next
+    handoff the same way."""
+    from e2e.agents import run_gemini, run_qwen
+    from e2e.servers import ChatCompletionsServer, GeminiServer
+
+    bindir, _calls = _passdown_on_path(tmp_path)
+    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)  # writes Gemini's settings.json
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        proc = run_gemini(env, workspace, TASK)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    handoff = _handoff_json(workspace)
+    assert handoff["source"]["agent"] == "gemini", _hook_log(agent_env)
+    assert handoff["task"]["original_request"] == TASK
+    with ChatCompletionsServer([Step(text="Reading the handoff first.")]) as chat:
+        env = agent_env.qwen_environ(chat.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "qwen"), "passdown install qwen")
+        proc = run_qwen(env, workspace, "Continue where the last session stopped")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = _first_step_request(chat).text()  # type: ignore[arg-type]
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert "document the add() edge cases" in first
+    assert f"pickup qwen claimed {handoff['id']}" in _hook_log(agent_env)
+
+    # Gemini as the receiving side: a fresh Gemini session after another Gemini session
+    with GeminiServer([Step(text=f"More notes. {NEXT}")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        assert run_gemini(env, workspace, "Draft more notes").returncode == 0
+    second = _handoff_json(workspace)
+    assert second["id"] != handoff["id"]
+    with GeminiServer([Step(text="Reading the handoff first.")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        assert run_gemini(env, workspace, "Continue").returncode == 0
+        first = _first_step_request(gemini).text()  # type: ignore[arg-type]
+    assert POINTER in first and f"gemini session {second['source']['session_id']}" in first, _hook_log(agent_env)

@@ -403,3 +403,7 @@ def _exit_code(outcome: _CallResult) -> int | None:
 
 
 __all__ = ["QwenCode", "encode_project"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+QwenCode.integration = "passdown.integrations.settings_json:QwenHooks"  # type: ignore[attr-defined]
