@@ -184,6 +184,25 @@ def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_i
     return None
 
 
+def first_time_for_session(agent: str, session_id: str | None) -> bool:
+    """True once per session (a marker under the data folder): for agents whose pointer
+    rides on a prompt hook, so only a session's first prompt looks for a handoff."""
+    import hashlib
+
+    from passdown.fsio import ensure_private_dir
+    from passdown.paths import data_dir
+
+    if not session_id:
+        return True
+    folder = ensure_private_dir(data_dir() / "pickup")
+    name = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:32]
+    try:
+        os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
 def pointer_text(package: HandoffPackage) -> str:
     """The injected lines: short, redacted, and flattened to single lines."""
     from passdown.handoff import TAKEOVER_CONTRACT

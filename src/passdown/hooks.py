@@ -68,8 +68,11 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
 
 
 def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
-    from passdown.continuity import pickup
+    from passdown.continuity import first_time_for_session, pickup
 
+    session = integration.session_id(payload)
+    if integration.pickup_once_per_session and not first_time_for_session(integration.agent, session):
+        return None
     result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))
     _log(f"pickup {integration.agent} {result.outcome}")
     return integration.context_output(result.pointer) if result.pointer else None
@@ -181,6 +184,12 @@ def main(agent: str, args: list[str]) -> int:
     would cost time the agent waits for), read the payload, run."""
     os.environ.setdefault("PASSDOWN_AGENTS", agent)
     stdin_text = None
-    if not args and not sys.stdin.isatty():
+    try:
+        from passdown.integrations import integration_for
+
+        wants_stdin = integration_for(agent).wants_stdin(args)
+    except Exception:  # an unknown agent: run_hook logs it
+        wants_stdin = not args
+    if wants_stdin and not sys.stdin.isatty():
         stdin_text = sys.stdin.read()
     return run_hook(agent, args, stdin_text)

@@ -275,3 +275,33 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
         assert run_gemini(env, workspace, "Continue").returncode == 0
         first = _first_step_request(gemini).text()  # type: ignore[arg-type]
     assert POINTER in first and f"gemini session {second['source']['session_id']}" in first, _hook_log(agent_env)
+
+
+def test_copilot_picks_up_on_its_first_prompt_and_writes_at_session_end(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """Copilot CLI takes injected context from `userPromptSubmitted` only: the pointer
+    rides on the session's first prompt; its `sessionEnd` hook writes its own handoff."""
+    from e2e.agents import run_copilot, run_gemini
+    from e2e.servers import ChatCompletionsServer, GeminiServer
+
+    bindir, _calls = _passdown_on_path(tmp_path)
+    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        assert run_gemini(env, workspace, TASK).returncode == 0
+    handoff = _handoff_json(workspace)
+    assert handoff["source"]["agent"] == "gemini", _hook_log(agent_env)
+    with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
+        env = agent_env.copilot_environ(chat.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "copilot"), "passdown install copilot")
+        proc = run_copilot(env, workspace, "Continue where the last session stopped", timeout=240)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = _first_step_request(chat).text()  # type: ignore[arg-type]
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert f"pickup copilot claimed {handoff['id']}" in _hook_log(agent_env)
+    own = _handoff_json(workspace)
+    assert own["source"]["agent"] == "copilot", _hook_log(agent_env)
+    assert own["task"]["original_request"] == "Continue where the last session stopped"

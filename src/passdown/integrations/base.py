@@ -57,6 +57,8 @@ class HookIntegration:
 
     agent: str = ""
     reads_stdin = True
+    # the pointer is injected with a prompt, not at session start: only the first time
+    pickup_once_per_session = False
     # the agent's event name -> passdown's meaning (SESSION_START, SESSION_END, ...)
     events: ClassVar[dict[str, str]] = {}
 
@@ -68,6 +70,11 @@ class HookIntegration:
         return []
 
     # -- the hook's payload --------------------------------------------------------------
+    def wants_stdin(self, args: list[str]) -> bool:
+        """Whether the payload comes on stdin (never read when it does not: an inherited
+        stdin that stays open would block the hook forever)."""
+        return self.reads_stdin and not args
+
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
         raw = (stdin_text or "{}") if self.reads_stdin else (args[-1] if args else "{}")
         data = json.loads(raw)
