@@ -305,3 +305,29 @@ def test_copilot_picks_up_on_its_first_prompt_and_writes_at_session_end(
     own = _handoff_json(workspace)
     assert own["source"]["agent"] == "copilot", _hook_log(agent_env)
     assert own["task"]["original_request"] == "Continue where the last session stopped"
+
+
+def test_pi_extension_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    """pi has extensions, not command hooks: `passdown install pi` writes one that calls
+    `passdown hook pi` on the first prompt (the pointer, injected as a message) and at
+    each prompt's end (the export)."""
+    from e2e.agents import run_gemini, run_pi
+    from e2e.servers import ChatCompletionsServer, GeminiServer
+
+    bindir, _calls = _passdown_on_path(tmp_path)
+    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        assert run_gemini(env, workspace, TASK).returncode == 0
+    handoff = _handoff_json(workspace)
+    with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
+        env = agent_env.pi_environ(chat.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "pi"), "passdown install pi")
+        proc = run_pi(env, workspace, "Continue where the last session stopped")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = _first_step_request(chat).text()  # type: ignore[arg-type]
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    own = _handoff_json(workspace)
+    assert own["source"]["agent"] == "pi", _hook_log(agent_env)
