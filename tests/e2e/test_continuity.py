@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -331,3 +332,33 @@ def test_pi_extension_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, w
     assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
     own = _handoff_json(workspace)
     assert own["source"]["agent"] == "pi", _hook_log(agent_env)
+
+
+def test_opencode_plugin_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    """opencode has plugins, not command hooks: `passdown install opencode` writes one
+    that appends the pointer to the first system prompt of a session and exports when a
+    turn ends (`session.idle`)."""
+    from e2e.agents import run_gemini, run_opencode
+    from e2e.servers import ChatCompletionsServer, GeminiServer
+
+    bindir, _calls = _passdown_on_path(tmp_path)
+    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
+        env = agent_env.gemini_environ(gemini.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        assert run_gemini(env, workspace, TASK).returncode == 0
+    handoff = _handoff_json(workspace)
+    with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
+        env = agent_env.opencode_environ(chat.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "opencode"), "passdown install opencode")
+        proc = run_opencode(env, workspace, "Continue where the last session stopped")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        first = _first_step_request(chat).text()  # type: ignore[arg-type]
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    # the plugin exports in a detached process that outlives `opencode run`: wait for it
+    deadline = time.monotonic() + 60
+    while _handoff_json(workspace)["source"]["agent"] != "opencode" and time.monotonic() < deadline:  # type: ignore[index]
+        time.sleep(0.5)
+    own = _handoff_json(workspace)
+    assert own["source"]["agent"] == "opencode", _hook_log(agent_env)
