@@ -217,3 +217,55 @@ def test_config_set_get_and_errors(isolated_homes: Path, capsys: pytest.CaptureF
     assert main(["config", "set", "pickup_max_age_days", "soon"]) == 2
     assert config_path().stat().st_mode & 0o777 == 0o600
     assert main(["config", "unset", "pickup"]) == 0 and pickup_enabled()
+
+
+# -- the other agents' integrations: where passdown writes, and an exact uninstall ---------------
+
+
+@pytest.mark.parametrize(("agent", "relative", "must_contain"), [
+    ("gemini", ".gemini/settings.json", '"SessionEnd"'),
+    ("qwen", ".qwen/settings.json", '"StopFailure"'),
+    ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
+    ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
+    ("opencode", ".config/opencode/plugins/passdown.js", '"experimental.chat.system.transform"'),
+])
+def test_user_install_of_each_integration(
+    agent: str, relative: str, must_contain: str, isolated_homes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("GEMINI_CLI_HOME", "QWEN_HOME", "COPILOT_HOME", "PI_CODING_AGENT_DIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    path = isolated_homes / relative
+    if path.suffix == ".json":  # the user's own settings, which must come back byte for byte
+        path.parent.mkdir(parents=True)
+        path.write_text('{"theme": "dark",  "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "mine"}]}]}}')
+    before = path.read_bytes() if path.exists() else None
+    assert main(["install", agent]) == 0
+    text = path.read_text()
+    assert must_contain in text
+    if path.suffix == ".json":
+        assert '"command": "mine"' in text and '"theme": "dark"' in text
+    assert main(["install", agent]) == 0
+    assert path.read_text() == text  # idempotent
+    assert main(["install", agent, "--no-pickup"]) == 0
+    assert not any(word in path.read_text() for word in ('"SessionStart"', '"userPromptSubmitted"', "const PICKUP = true", "const pickup = true"))
+    assert main(["uninstall", agent]) == 0
+    assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_copilot_payload_names_its_event_by_argument() -> None:
+    from passdown.integrations.copilot import CopilotHooks
+
+    hooks = CopilotHooks()
+    payload = hooks.payload(["errorOccurred"], json.dumps({
+        "sessionId": "abc", "cwd": "/w", "error": {"message": '{"type":"rate_limit_exceeded"}'}}))
+    assert hooks.event(payload) == "stop_failure" and hooks.session_spec(payload) == "abc"
+    assert hooks.failure(payload) == ("rate_limit", '{"type":"rate_limit_exceeded"}')
+    assert hooks.wants_stdin(["sessionEnd"])
+    assert json.loads(hooks.context_output("pointer")) == {"additionalContext": "pointer"}
+
+
+def test_install_refuses_an_agent_without_integration(isolated_homes: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["install", "aider"]) == 2
+    assert "cannot install into 'aider'" in capsys.readouterr().err
+    assert main(["install", "nonesuch"]) == 2

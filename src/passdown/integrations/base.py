@@ -179,15 +179,15 @@ def is_our_hook_group(group: Any, agent: str) -> bool:
 def add_settings_hooks(
     data: dict[str, Any], agent: str, command: str, events: list[str], timeout: int | None = HOOK_TIMEOUT_S
 ) -> None:
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
+    if not isinstance(data.get("hooks", {}), dict):
         raise UsageError("cannot add hooks: `hooks` in the settings is not an object")
+    remove_settings_hooks(data, agent)  # an install with other options drops what it no longer wants
+    hooks = data.setdefault("hooks", {})
     handler: dict[str, Any] = {"type": "command", "command": command}
     if timeout is not None:
         handler["timeout"] = timeout
     for event in events:
-        groups = [g for g in hooks.get(event, []) if not is_our_hook_group(g, agent)]
-        hooks[event] = [*groups, {"hooks": [dict(handler)]}]
+        hooks[event] = [*hooks.get(event, []), {"hooks": [dict(handler)]}]
 
 
 def remove_settings_hooks(data: dict[str, Any], agent: str) -> None:
