@@ -346,6 +346,8 @@ def _session_since(package: HandoffPackage, started: float) -> bool:
 def _takeover_spec(agent: Any, package: HandoffPackage, workspace: Path, interactive: bool) -> Any:
     from passdown import pipeline
 
+    if package.handoff is None:  # _limit_handoff only returns packages with a handoff
+        raise UsageError(f"handoff {package.id} carries no session to hand over")
     md = workspace / pipeline.HANDOFF_DIR / "HANDOFF.md"
     written = pipeline.WrittenHandoff(handoff=package.handoff, folder=md.parent, markdown_path=md,
                                       json_path=md.parent / "handoff.json")

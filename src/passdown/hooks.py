@@ -122,12 +122,16 @@ def _workspace_lock(workspace: Path) -> Iterator[None]:
 
 
 def _ending(failure: tuple[str, str | None]) -> Any:
+    from typing import cast, get_args
+
     from passdown.handoff import Ended
     from passdown.pipeline import now_iso
     from passdown.redact import redact
+    from passdown.transcript import EndReason
 
     reason, message = failure
-    return Ended(reason=reason, at=now_iso(), message=redact(message) if message else None)
+    known = cast(EndReason, reason) if reason in get_args(EndReason) else "error"
+    return Ended(reason=known, at=now_iso(), message=redact(message) if message else None)
 
 
 def _earlier_ending(coordinator: Any, package: Any) -> Any:
