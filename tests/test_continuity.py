@@ -96,6 +96,16 @@ def test_pickup_injects_once_and_claims(
         assert coordinator.status(str(handoff["id"])).status == "claimed"  # type: ignore[union-attr]
 
 
+def test_a_cleared_session_gets_no_pointer(
+    claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook("claude", stop_failure(claude_session, workspace), capsys)
+    start = {"hook_event_name": "SessionStart", "session_id": "after-clear", "cwd": str(workspace),
+             "source": "clear"}
+    assert hook("claude", start, capsys) == ""  # the user asked for a fresh context
+    assert hook("claude", {**start, "source": "startup"}, capsys) != ""  # still unclaimed
+
+
 @pytest.mark.parametrize("rule", ["own-session", "too-old", "off", "not-ancestor"])
 def test_pickup_refusals(
     rule: str, claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str],

@@ -23,6 +23,14 @@ def passdown(*args: str) -> int:
     return main(list(args))
 
 
+@pytest.fixture(autouse=True)
+def old_codex(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Codex without lifecycle hooks (notify only), whatever is on PATH."""
+    from passdown.integrations import codex
+
+    monkeypatch.setattr(codex, "has_lifecycle_hooks", lambda program="codex": False)
+
+
 @pytest.fixture
 def project(isolated_homes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repo = tmp_path / "repo"

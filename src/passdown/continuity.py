@@ -31,6 +31,7 @@ from passdown.errors import UsageError
 if TYPE_CHECKING:
     from passdown.coordinator import HandoffCoordinator, HandoffPackage
 
+HANDOFF_DIR = ".agent-handoff"  # pipeline.HANDOFF_DIR, without importing the pipeline
 PICKUP_ENV = "PASSDOWN_PICKUP"
 MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
 DEFAULT_MAX_AGE_DAYS = 7.0
@@ -146,9 +147,13 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
     if not pickup_enabled():
         return Pickup("off")
     from passdown import pipeline
-    from passdown.coordinator import HandoffCoordinator
+
 
     workspace = pipeline.workspace_for(Path(cwd or os.getcwd()))
+    if not (workspace / pipeline.HANDOFF_DIR / "handoff.json").is_file():
+        return Pickup("none")  # the pointer names this file: without it, nothing to pick up
+    from passdown.coordinator import HandoffCoordinator  # after the cheap check: it costs imports
+
     identity = f"{agent}:{session_id or '?'}"
     with HandoffCoordinator(workspace, identity=identity) as coordinator:
         lifecycle = coordinator.lifecycle()

@@ -71,6 +71,9 @@ def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None
     from passdown.continuity import first_time_for_session, pickup
 
     session = integration.session_id(payload)
+    if payload.get("source") == "clear":
+        _log(f"pickup {integration.agent} cleared")  # the user asked for a fresh context
+        return None
     if integration.pickup_once_per_session and not first_time_for_session(integration.agent, session):
         return None
     result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))

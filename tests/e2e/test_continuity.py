@@ -362,3 +362,21 @@ def test_opencode_plugin_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv
         time.sleep(0.5)
     own = _handoff_json(workspace)
     assert own["source"]["agent"] == "opencode", _hook_log(agent_env)
+
+
+def test_run_without_fallback_prints_the_command_that_continues(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    bindir, _calls = _passdown_on_path(tmp_path)
+    env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
+    try:
+        ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
+        proc = run_passdown(env, workspace, "run", "claude", "--non-interactive", "--", TASK, timeout=300)
+    finally:
+        anthropic.stop()
+    handoff = _handoff_json(workspace)
+    assert handoff["ended"]["reason"] == "rate_limit"
+    session = handoff["source"]["session_id"]
+    assert proc.stdout.strip().splitlines()[-1] == f"passdown switch --from claude --session {session} --to codex", proc.stdout
+    assert "on a rate limit" in proc.stderr and str(workspace / ".agent-handoff" / "HANDOFF.md") in proc.stderr
+    assert proc.returncode != 0  # Claude's own exit code: its turn failed
