@@ -35,6 +35,7 @@ HANDOFF_DIR = ".agent-handoff"  # pipeline.HANDOFF_DIR, without importing the pi
 PICKUP_ENV = "PASSDOWN_PICKUP"
 MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
 DEFAULT_MAX_AGE_DAYS = 7.0
+CONTINUE_ORDER = ("codex", "claude", "gemini", "qwen", "copilot", "opencode", "pi", "cursor", "aider")
 LIMIT_REASONS = frozenset({"rate_limit", "usage_limit"})
 READABLE_ENDINGS = {
     "rate_limit": "on a rate limit", "usage_limit": "on a usage limit",
@@ -247,28 +248,25 @@ def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interac
 
     chain = [get_agent(name) for name in [agent_name, *fallbacks]]
     workspace = pipeline.workspace_for()
-    first = chain[0]
-    if not first.is_installed():
-        raise AgentNotInstalled(f"{first.display_name} ({first.program}) is not installed")
-    spec = _first_spec(first, agent_args, workspace, interactive)
-    code = _launch(spec, interactive)
-    current = first
-    for nxt in [*chain[1:], None]:
-        package = _limit_handoff(current.name, workspace)
+    current, remaining = chain[0], chain[1:]
+    if not current.is_installed():
+        raise AgentNotInstalled(f"{current.display_name} ({current.program}) is not installed")
+    started, code = _launch(_first_spec(current, agent_args, workspace, interactive), interactive)
+    while True:
+        package = _limit_handoff(current.name, workspace, started)
         if package is None:
-            return code
-        if nxt is None:
+            return code  # it ended for another reason: nothing to fall over from
+        while remaining and not remaining[0].is_installed():
+            print(f"passdown: {remaining[0].display_name} is not installed; skipping it", file=sys.stderr)
+            remaining = remaining[1:]
+        if not remaining:
             _print_continue(current.name, package, fallbacks_given=bool(fallbacks))
             return code
-        if not nxt.is_installed():
-            print(f"passdown: {nxt.display_name} is not installed; skipping it", file=sys.stderr)
-            continue
-        spec = _takeover_spec(nxt, package, workspace, interactive)
+        nxt, remaining = remaining[0], remaining[1:]
         print(f"passdown: {current.display_name} stopped {_how(package)}; "
               f"continuing in {nxt.display_name}", file=sys.stderr)
-        code = _launch(spec, interactive)
+        started, code = _launch(_takeover_spec(nxt, package, workspace, interactive), interactive)
         current = nxt
-    return code
 
 
 def _first_spec(agent: Any, agent_args: list[str], workspace: Path, interactive: bool) -> Any:
@@ -283,24 +281,21 @@ def _first_spec(agent: Any, agent_args: list[str], workspace: Path, interactive:
     return spec
 
 
-def _launch(spec: Any, interactive: bool) -> int:
+def _launch(spec: Any, interactive: bool) -> tuple[float, int]:
+    """(when it started, its exit code)."""
     from passdown.launch import run as run_agent
 
-    _LAST_RUN["started"] = time.time()
-    return run_agent(spec, interactive=interactive)
+    started = time.time()
+    return started, run_agent(spec, interactive=interactive)
 
 
-_LAST_RUN: dict[str, float] = {}
-
-
-def _limit_handoff(agent: str, workspace: Path) -> HandoffPackage | None:
+def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackage | None:
     """The handoff of the session that just ended, when it ended on a limit. The
     agent's hook may have published it already (Claude Code's StopFailure); otherwise
     it is exported now from the session file."""
     from passdown.coordinator import HandoffCoordinator
     from passdown.errors import PassdownError, SessionNotFound
 
-    started = _LAST_RUN.get("started", 0.0)
     with HandoffCoordinator(workspace, identity=f"passdown run ({agent})") as coordinator:
         package = _published_by_hook(coordinator, agent, started)
         if package is None:
@@ -368,8 +363,9 @@ def _print_continue(agent: str, package: HandoffPackage, *, fallbacks_given: boo
     from passdown.agents.registry import load_agents
     from passdown.pipeline import HANDOFF_DIR
 
-    others = [name for name, a in sorted(load_agents().items()) if name != agent and a.is_installed()]
-    target = "codex" if "codex" in others else (others[0] if others else "AGENT")
+    agents = load_agents()
+    others = [name for name in CONTINUE_ORDER if name != agent and name in agents and agents[name].is_installed()]
+    target = others[0] if others else "AGENT"
     session = package.handoff.source.session_id if package.handoff else ""
     md = Path(package.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"
     print(f"passdown: {agent} stopped {_how(package)}; the handoff is in {md}", file=sys.stderr)
