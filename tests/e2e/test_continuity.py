@@ -380,3 +380,25 @@ def test_run_without_fallback_prints_the_command_that_continues(
     assert proc.stdout.strip().splitlines()[-1] == f"passdown switch --from claude --session {session} --to codex", proc.stdout
     assert "on a rate limit" in proc.stderr and str(workspace / ".agent-handoff" / "HANDOFF.md") in proc.stderr
     assert proc.returncode != 0  # Claude's own exit code: its turn failed
+
+
+def test_codex_runs_the_hooks_because_of_the_recorded_trust(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """The trust passdown records is what makes Codex run its hooks: with the
+    `[hooks.state]` entries removed, the same `codex exec` runs none of them."""
+    import tomlkit
+
+    bindir, calls = _passdown_on_path(tmp_path)
+    with OpenAIResponsesServer([Step(text="one"), Step(text="two")]) as openai:
+        env = _env(agent_env, bindir, openai=openai.url)
+        ok(run_passdown(env, workspace, "install", "codex"), "passdown install codex")
+        assert run_codex(env, workspace, "first").returncode == 0
+        trusted = calls.read_text().count("hook codex")
+        assert trusted >= 2, calls.read_text()  # SessionStart and Stop at least
+        config = agent_env.codex_home / "config.toml"
+        doc = tomlkit.parse(config.read_text())
+        del doc["hooks"]["state"]  # type: ignore[union-attr]
+        config.write_text(tomlkit.dumps(doc))
+        assert run_codex(env, workspace, "second").returncode == 0
+        assert calls.read_text().count("hook codex") == trusted, "untrusted hooks ran"
