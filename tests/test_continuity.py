@@ -279,3 +279,10 @@ def test_install_refuses_an_agent_without_integration(isolated_homes: Path,
     assert main(["install", "aider"]) == 2
     assert "cannot install into 'aider'" in capsys.readouterr().err
     assert main(["install", "nonesuch"]) == 2
+
+
+def test_a_command_path_with_a_space_is_quoted_for_the_shell(isolated_homes: Path) -> None:
+    assert main(["install", "claude", "--command", "/opt/my tools/passdown"]) == 0
+    settings = json.loads((Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").read_text())
+    assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == "'/opt/my tools/passdown' hook claude"
+    assert main(["uninstall", "claude"]) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,8 @@ class InstallTarget:
 
     @property
     def hook_command(self) -> str:
-        return f"{self.command} hook {self.agent}"
+        """The shell command line agents run (they run hooks through a shell)."""
+        return f"{shlex.quote(self.command)} hook {self.agent}"
 
 
 class HookIntegration:
