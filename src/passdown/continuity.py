@@ -139,7 +139,8 @@ def fallback_chain() -> list[str]:
 
 @dataclass(slots=True)
 class Pickup:
-    outcome: str  # claimed <id> | none | off | own-session | too-old | not-ancestor | taken ...
+    # claimed <id> | none | off | own-session | too-old | not-ancestor | taken | already-<status>
+    outcome: str
     pointer: str | None = None
 
 
@@ -177,7 +178,7 @@ def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_i
     from passdown.records import parse_timestamp
 
     if package.status != "published":
-        return package.status  # claimed, completed, rejected, superseded: not ours to take
+        return f"already-{package.status}"  # claimed, completed, ...: not ours to take
     source = package.handoff.source.session_id if package.handoff else None
     if session_id and source and session_id == source:
         return "own-session"  # a resumed session: it knows its own history
