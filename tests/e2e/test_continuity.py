@@ -402,3 +402,23 @@ def test_codex_runs_the_hooks_because_of_the_recorded_trust(
         config.write_text(tomlkit.dumps(doc))
         assert run_codex(env, workspace, "second").returncode == 0
         assert calls.read_text().count("hook codex") == trusted, "untrusted hooks ran"
+
+
+def test_copilot_project_scope_hooks_run_in_a_trusted_folder(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    from e2e.agents import run_copilot
+    from e2e.servers import ChatCompletionsServer
+
+    bindir, _calls = _passdown_on_path(tmp_path)
+    (agent_env.home / ".copilot").mkdir(parents=True, exist_ok=True)
+    (agent_env.home / ".copilot" / "config.json").write_text(json.dumps({"trusted_folders": [str(workspace)]}))
+    with ChatCompletionsServer([Step(text=f"Notes drafted. {NEXT}")]) as chat:
+        env = agent_env.copilot_environ(chat.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_passdown(env, workspace, "install", "copilot", "--scope", "project"), "install --scope project")
+        assert (workspace / ".github" / "hooks" / "passdown.json").is_file()
+        assert run_copilot(env, workspace, TASK, timeout=240).returncode == 0
+    handoff = _handoff_json(workspace)
+    assert handoff["source"]["agent"] == "copilot", _hook_log(agent_env)
+    assert handoff["task"]["original_request"] == TASK
