@@ -287,3 +287,28 @@ def test_a_command_path_with_a_space_is_quoted_for_the_shell(isolated_homes: Pat
     settings = json.loads((Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").read_text())
     assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == "'/opt/my tools/passdown' hook claude"
     assert main(["uninstall", "claude"]) == 0
+
+
+def test_codex_project_hooks_are_trusted_in_the_user_config(
+    codex_with_hooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown.integrations.codex import trusted_hash
+
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    assert main(["install", "codex", "--scope", "project", "--command", "/opt/pd/passdown"]) == 0
+    project_config = project / ".codex" / "config.toml"
+    hooks = tomllib.loads(project_config.read_text())["hooks"]
+    assert "state" not in hooks  # a repository cannot trust its own hooks
+    state = tomllib.loads(codex_with_hooks.read_text())["hooks"]["state"]
+    key = f"{project_config}:session_start:0:0"
+    assert state[key] == {"trusted_hash": trusted_hash("SessionStart", "/opt/pd/passdown hook codex")}
+    # the user changes their config meanwhile: uninstall removes only passdown's trust
+    codex_with_hooks.write_text(codex_with_hooks.read_text() + '\n[tui]\nnotifications = true\n')
+    assert main(["uninstall", "codex", "--scope", "project"]) == 0
+    after = tomllib.loads(codex_with_hooks.read_text())
+    assert after["tui"] == {"notifications": True}
+    assert not any(k.startswith(str(project_config)) for k in after.get("hooks", {}).get("state", {}))
+    assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "my-start"
+    assert not project_config.exists()

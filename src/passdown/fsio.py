@@ -304,16 +304,17 @@ def write_atomic(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     _fsync_dir(path.parent)
 
 
-def confined_target(path: Path, root: Path | None) -> Path:
+def confined_target(path: Path, roots: list[Path] | None) -> Path:
     """Where a write to `path` really lands: symlinks (of the file and of its folders)
-    resolved, so a linked config file is written through and the link kept. With a
-    `root` (a repository), a target outside it is refused: a hostile repository could
-    otherwise commit a link that makes passdown overwrite any file the user can write."""
+    resolved, so a linked config file is written through and the link kept. With
+    `roots` (a repository, ...), a target outside all of them is refused: a hostile
+    repository could otherwise commit a link that makes passdown overwrite any file the
+    user can write."""
     real = Path(os.path.realpath(path))
-    if root is not None and not real.is_relative_to(Path(os.path.realpath(root))):
+    if roots is not None and not any(real.is_relative_to(Path(os.path.realpath(r))) for r in roots):
         raise OutputError(
             f"refusing to write {path}: it is a symlink (or inside one) that leads out of "
-            f"{root}, to {real}",
+            f"{roots[0]}, to {real}",
             hint="remove the link from the repository, or install with --scope user",
         )
     return real

@@ -56,9 +56,12 @@ def _plan(target: InstallTarget) -> Plan:
     return integration_for(target.agent).plan(target)
 
 
-def _confinement(target: InstallTarget) -> Path | None:
-    """A project install writes only inside the project (its files may be hostile)."""
-    return target.project_dir if target.scope == "project" else None
+def _confinement(target: InstallTarget) -> list[Path] | None:
+    """A project install writes only inside the project (its files may be hostile), and
+    into the agent's own user config where the agent keeps something there."""
+    if target.scope != "project":
+        return None
+    return [target.project_dir, *integration_for(target.agent).extra_roots(target)]
 
 
 def _codex_notify_note(target: InstallTarget) -> list[str]:

@@ -63,7 +63,7 @@ class ManagedEdits:
 
     key: str  # e.g. "claude-user" or "codex-project-<hash of the project path>"
     # project scope: every file written must stay inside this folder (symlinks resolved)
-    confine_to: Path | None = None
+    confine_to: list[Path] | None = None
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

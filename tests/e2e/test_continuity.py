@@ -422,3 +422,26 @@ def test_copilot_project_scope_hooks_run_in_a_trusted_folder(
     handoff = _handoff_json(workspace)
     assert handoff["source"]["agent"] == "copilot", _hook_log(agent_env)
     assert handoff["task"]["original_request"] == TASK
+
+
+def test_codex_project_scope_hooks_trusted_from_the_user_config(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """Codex reads hook trust from the user's config only: `install codex --scope project`
+    puts the hooks in `.codex/config.toml` and their trust in `$CODEX_HOME/config.toml`;
+    in a project the user trusted, a plain `codex exec` runs them; uninstall restores both."""
+    bindir, calls = _passdown_on_path(tmp_path)
+    with OpenAIResponsesServer([Step(text=f"Notes drafted. {NEXT}")]) as openai:
+        env = _env(agent_env, bindir, openai=openai.url)
+        user_config = agent_env.codex_home / "config.toml"
+        user_config.write_text(user_config.read_text() + f'\n[projects."{workspace}"]\ntrust_level = "trusted"\n')
+        before = user_config.read_bytes()
+        ok(run_passdown(env, workspace, "install", "codex", "--scope", "project"), "install --scope project")
+        assert f'"{workspace / ".codex" / "config.toml"}:session_start:0:0"' in user_config.read_text()
+        assert run_codex(env, workspace, TASK).returncode == 0
+    assert "hook codex" in calls.read_text(), "Codex did not run the project's hooks"
+    handoff = _handoff_json(workspace)
+    assert handoff["source"]["agent"] == "codex" and handoff["task"]["original_request"] == TASK
+    ok(run_passdown(env, workspace, "uninstall", "codex", "--scope", "project"), "uninstall --scope project")
+    assert user_config.read_bytes() == before
+    assert not (workspace / ".codex").exists()

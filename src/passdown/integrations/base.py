@@ -71,6 +71,11 @@ class HookIntegration:
         """Lines `passdown install` prints after editing (what is automatic, what not)."""
         return []
 
+    def extra_roots(self, target: InstallTarget) -> list[Path]:
+        """Folders outside the project that a project install may write to (the agent's
+        own user config, e.g. where Codex keeps hook trust)."""
+        return []
+
     # -- the hook's payload --------------------------------------------------------------
     def wants_stdin(self, args: list[str]) -> bool:
         """Whether the payload comes on stdin (never read when it does not: an inherited

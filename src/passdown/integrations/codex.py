@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -109,13 +110,27 @@ class CodexHooks(HookIntegration):
             skill_edit = (target.project_dir / "AGENTS.md", add_md_block, remove_md_block)
         events = (["SessionStart"] if target.pickup else []) + WRITE_EVENTS if self.lifecycle() else []
         key_file = str(config.absolute())
-        return [
-            (config, lambda text: add_toml(text, target.command, events, key_file),
+        trust_here = target.scope == "user"
+        plan: Plan = [
+            (config, lambda text: add_toml(text, target.command, events, key_file, trust=trust_here),
              lambda text: remove_toml(text, key_file)),
             skill_edit,
         ]
+        if events and not trust_here:
+            # Codex reads hook trust from the user's config only (a repository cannot trust
+            # its own hooks): record it there, for this project's config file
+            plan.append((codex_home() / "config.toml",
+                         lambda text: add_trust(text, config, key_file),
+                         lambda text: remove_trust(text, config, key_file)))
+        return plan
+
+    def extra_roots(self, target: InstallTarget) -> list[Path]:
+        return [codex_home()] if target.scope == "project" and self.lifecycle() else []
 
     def notes(self, target: InstallTarget) -> list[str]:
+        if self.lifecycle() and target.scope == "project":
+            return ["Codex loads .codex/config.toml (and so these hooks) only in a project you "
+                    f"trusted: `[projects.\"{target.project_dir}\"] trust_level = \"trusted\"`"]
         if self.lifecycle():
             return []
         return ["this Codex has no lifecycle hooks: handoffs are written on turn completion "
@@ -157,7 +172,7 @@ def parse_toml(text: str | None) -> tomlkit.TOMLDocument:
         ) from None
 
 
-def add_toml(text: str | None, command: str, events: list[str], key_file: str) -> str:
+def add_toml(text: str | None, command: str, events: list[str], key_file: str, *, trust: bool = True) -> str:
     """`[mcp_servers.passdown]` (updated in place when the user already has one, as
     `codex mcp add` writes it); the lifecycle hooks with their trust, or else a
     top-level `notify` unless the user has their own notify program (Codex takes one,
@@ -168,7 +183,10 @@ def add_toml(text: str | None, command: str, events: list[str], key_file: str) -
         doc["notify"].comment(NOTIFY_MARK)
     _set_server(doc, command)
     if events:
-        _add_hooks(doc, f"{command} hook codex", events, key_file)
+        hook_command = f"{shlex.quote(command)} hook codex"
+        _add_hooks(doc, hook_command, events)
+        if trust:
+            _set_trust(doc, _our_trust(doc, key_file))
     if text is not None and doc.unwrap() == parse_toml(text).unwrap():
         return text  # already installed: leave the bytes (and the layout) alone
     return tomlkit.dumps(doc)
@@ -210,9 +228,8 @@ def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
     return hooks
 
 
-def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str], key_file: str) -> None:
+def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str]) -> None:
     hooks = _hooks_table(doc)
-    trust: dict[str, str] = {}
     for event in events:
         group = {"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}
         groups = hooks.get(event)
@@ -221,9 +238,31 @@ def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str], 
             hooks[event] = groups
         elif not isinstance(groups, list):
             raise UsageError(f"cannot add passdown's hooks: `hooks.{event}` is not an array")
-        index = len(groups)
         groups.append(tomlkit.item(group) if isinstance(groups, tomlkit.items.AoT) else group)
-        trust[f"{key_file}:{EVENT_LABELS[event]}:{index}:0"] = trusted_hash(event, hook_command)
+
+
+def _our_trust(doc: Any, key_file: str) -> dict[str, str]:
+    """Codex's trust keys (`<file>:<event>:<group>:<handler>`) and hashes of passdown's
+    hooks as they stand in `doc`, the config file named `key_file`."""
+    hooks = doc.get("hooks")
+    trust: dict[str, str] = {}
+    if not isinstance(hooks, dict):
+        return trust
+    for event, label in EVENT_LABELS.items():
+        groups = hooks.get(event)
+        if not isinstance(groups, list):
+            continue
+        for index, group in enumerate(groups):
+            if _is_our_group(group):
+                command = str(group["hooks"][0].get("command", ""))
+                trust[f"{key_file}:{label}:{index}:0"] = trusted_hash(event, command)
+    return trust
+
+
+def _set_trust(doc: tomlkit.TOMLDocument, trust: dict[str, str]) -> None:
+    if not trust:
+        return
+    hooks = _hooks_table(doc)
     state = hooks.get("state")
     if state is None:
         state = tomlkit.table(is_super_table=True)
@@ -231,9 +270,48 @@ def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str], 
     for key, digest in trust.items():
         entry = state.get(key)
         if isinstance(entry, dict):
-            entry["trusted_hash"] = digest
+            if entry.get("trusted_hash") != digest:
+                entry["trusted_hash"] = digest
         else:
             state[key] = {"trusted_hash": digest}
+
+
+def add_trust(text: str | None, config: Path, key_file: str) -> str:
+    """The user's config with the trust of passdown's hooks in the project `config`
+    (already written: plans apply in order)."""
+    doc = parse_toml(remove_trust(text, config, key_file) if text is not None else None)
+    _set_trust(doc, _our_trust(_read_toml(config), key_file))
+    if text is not None and doc.unwrap() == parse_toml(text).unwrap():
+        return text
+    return tomlkit.dumps(doc)
+
+
+def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
+    """The trust of passdown's hooks in the project `config` out of the user's config
+    (uninstall undoes this file before the project's, so those hooks are still there)."""
+    if text is None:
+        return None
+    doc = parse_toml(text)
+    hooks = doc.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    if not isinstance(hooks, dict) or not isinstance(state, dict):
+        return text
+    for key, digest in _our_trust(_read_toml(config), key_file).items():
+        entry = state.get(key)
+        if isinstance(entry, dict) and entry.get("trusted_hash") == digest:
+            del state[key]
+    if not state:
+        del hooks["state"]
+        if not hooks:
+            del doc["hooks"]
+    return tomlkit.dumps(doc)
+
+
+def _read_toml(path: Path) -> tomlkit.TOMLDocument:
+    try:
+        return parse_toml(path.read_text(encoding="utf-8"))
+    except (OSError, UsageError):
+        return tomlkit.document()
 
 
 def remove_toml(text: str | None, key_file: str, *, server: bool = True) -> str | None:
@@ -258,7 +336,7 @@ def remove_toml(text: str | None, key_file: str, *, server: bool = True) -> str 
 
 
 def _remove_hooks(hooks: Any, key_file: str) -> None:
-    state = hooks.get("state")
+    state = hooks.get("state")  # trust of this file's hooks, when kept in the same file
     for event, label in EVENT_LABELS.items():
         groups = hooks.get(event)
         if not isinstance(groups, list):
