@@ -312,3 +312,17 @@ def test_codex_project_hooks_are_trusted_in_the_user_config(
     assert not any(k.startswith(str(project_config)) for k in after.get("hooks", {}).get("state", {}))
     assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "my-start"
     assert not project_config.exists()
+
+
+def test_a_project_link_into_codex_home_is_still_refused(
+    codex_with_hooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user config a project install may edit is named exactly: a repository whose
+    `.codex` links into $CODEX_HOME does not get passdown to edit other files there."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / ".codex").symlink_to(codex_with_hooks.parent)
+    monkeypatch.chdir(project)
+    before = codex_with_hooks.read_bytes()
+    assert main(["install", "codex", "--scope", "project"]) == 8
+    assert codex_with_hooks.read_bytes() == before

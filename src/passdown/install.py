@@ -37,7 +37,7 @@ def make_target(
 
 def install(target: InstallTarget) -> ManagedEdits:
     integration = integration_for(target.agent)
-    edits = ManagedEdits(target.key, confine_to=_confinement(target))
+    edits = _edits(target)
     for path, add, _remove in integration.plan(target):
         edits.apply(path, add)
     edits.notes.extend(integration.notes(target))
@@ -47,7 +47,7 @@ def install(target: InstallTarget) -> ManagedEdits:
 
 
 def uninstall(target: InstallTarget) -> ManagedEdits:
-    edits = ManagedEdits(target.key, confine_to=_confinement(target))
+    edits = _edits(target)
     edits.revert({path: remove for path, _add, remove in _plan(target)})
     return edits
 
@@ -56,12 +56,13 @@ def _plan(target: InstallTarget) -> Plan:
     return integration_for(target.agent).plan(target)
 
 
-def _confinement(target: InstallTarget) -> list[Path] | None:
+def _edits(target: InstallTarget) -> ManagedEdits:
     """A project install writes only inside the project (its files may be hostile), and
-    into the agent's own user config where the agent keeps something there."""
+    into the files of the agent's own user config that the integration names."""
     if target.scope != "project":
-        return None
-    return [target.project_dir, *integration_for(target.agent).extra_roots(target)]
+        return ManagedEdits(target.key)
+    outside = frozenset(integration_for(target.agent).user_files(target))
+    return ManagedEdits(target.key, confine_to=target.project_dir, outside=outside)
 
 
 def _codex_notify_note(target: InstallTarget) -> list[str]:

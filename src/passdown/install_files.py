@@ -63,7 +63,10 @@ class ManagedEdits:
 
     key: str  # e.g. "claude-user" or "codex-project-<hash of the project path>"
     # project scope: every file written must stay inside this folder (symlinks resolved)
-    confine_to: list[Path] | None = None
+    confine_to: Path | None = None
+    # ...except these, the agent's own user config that a project install also edits
+    # (named exactly: a repository link into that folder is still refused)
+    outside: frozenset[Path] = frozenset()
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -79,12 +82,17 @@ class ManagedEdits:
         ensure_private_dir(self.manifest_path.parent)
         _write_atomic(self.manifest_path, json.dumps(manifest, indent=2).encode() + b"\n")
 
+    def _target(self, path: Path) -> Path:
+        if path in self.outside or self.confine_to is None:
+            return confined_target(path, None)
+        return confined_target(path, [self.confine_to])
+
     # -- install -------------------------------------------------------------------------
     def apply(self, path: Path, transform: Transform) -> None:
         """Set `path` to `transform(current)`, backing up the original the first time.
         A symlinked `path` is written through (the link stays a link)."""
         manifest = self._manifest()
-        real = confined_target(path, self.confine_to)
+        real = self._target(path)
         before = _read(real)
         try:
             text = transform(before.decode("utf-8") if before is not None else None)
@@ -128,7 +136,7 @@ class ManagedEdits:
         from a file that changed since install."""
         manifest = self._manifest()
         for name, entry in reversed(manifest["files"].items()):  # last made, first undone
-            path = confined_target(Path(name), self.confine_to)  # through a link, kept
+            path = self._target(Path(name))  # through a link, which is kept
             current = _read(path)
             if current is not None and _sha(current) == entry.get("installed_sha256"):
                 self._restore(path, entry)

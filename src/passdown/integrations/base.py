@@ -71,9 +71,9 @@ class HookIntegration:
         """Lines `passdown install` prints after editing (what is automatic, what not)."""
         return []
 
-    def extra_roots(self, target: InstallTarget) -> list[Path]:
-        """Folders outside the project that a project install may write to (the agent's
-        own user config, e.g. where Codex keeps hook trust)."""
+    def user_files(self, target: InstallTarget) -> list[Path]:
+        """Files outside the project that a project install also edits (the agent's own
+        user config, e.g. where Codex keeps hook trust)."""
         return []
 
     # -- the hook's payload --------------------------------------------------------------

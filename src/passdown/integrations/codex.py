@@ -124,8 +124,8 @@ class CodexHooks(HookIntegration):
                          lambda text: remove_trust(text, config, key_file)))
         return plan
 
-    def extra_roots(self, target: InstallTarget) -> list[Path]:
-        return [codex_home()] if target.scope == "project" and self.lifecycle() else []
+    def user_files(self, target: InstallTarget) -> list[Path]:
+        return [codex_home() / "config.toml"] if target.scope == "project" and self.lifecycle() else []
 
     def notes(self, target: InstallTarget) -> list[str]:
         if self.lifecycle() and target.scope == "project":
