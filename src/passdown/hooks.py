@@ -108,8 +108,13 @@ def export_for_payload(
 
 @contextmanager
 def _workspace_lock(workspace: Path) -> Iterator[None]:
-    import fcntl
     import hashlib
+
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: exports of one workspace may race, as before
+        yield
+        return
 
     from passdown.fsio import ensure_private_dir
     from passdown.paths import data_dir
