@@ -260,6 +260,7 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
     assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
     assert "document the add() edge cases" in first
     assert f"pickup qwen claimed {handoff['id']}" in _hook_log(agent_env)
+    assert _handoff_json(workspace)["source"]["agent"] == "qwen", _hook_log(agent_env)  # its Stop hook
 
     # Gemini as the receiving side: a fresh Gemini session after another Gemini session
     with GeminiServer([Step(text=f"More notes. {NEXT}")]) as gemini:

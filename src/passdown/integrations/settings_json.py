@@ -9,8 +9,9 @@ default in both (Gemini `hooksConfig.enabled`, Qwen `disableAllHooks`); passdown
 turn them on where a user turned them off.
 
 Events passdown uses: Gemini `SessionStart`, `SessionEnd`, `PreCompress`; Qwen
-`SessionStart`, `SessionEnd`, `PreCompact`, `StopFailure` (a turn that ended on an API
-error). The MCP server and skill are not installed for these agents yet.
+`SessionStart`, `Stop` (each turn: the pinned Qwen fires no `SessionEnd` in `-p` runs),
+`SessionEnd`, `PreCompact`, `StopFailure` (a turn that ended on an API error; not seen
+firing in `-p` runs of the pinned version). The MCP server and skill are not installed for these agents yet.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from passdown.integrations.base import (
     SESSION_END,
     SESSION_START,
     STOP_FAILURE,
+    TURN_COMPLETE,
     HookIntegration,
     InstallTarget,
     Plan,
@@ -79,9 +81,11 @@ class GeminiHooks(SettingsJsonHooks):
 class QwenHooks(SettingsJsonHooks):
     agent = "qwen"
     folder = ".qwen"
-    write_events: ClassVar[list[str]] = ["SessionEnd", "PreCompact", "StopFailure"]
+    # Stop (each turn's end): the pinned Qwen fires no SessionEnd in `-p` runs
+    write_events: ClassVar[list[str]] = ["Stop", "SessionEnd", "PreCompact", "StopFailure"]
     events: ClassVar[dict[str, str]] = {"SessionStart": SESSION_START, "SessionEnd": SESSION_END,
-                                        "PreCompact": PRE_COMPACT, "StopFailure": STOP_FAILURE}
+                                        "PreCompact": PRE_COMPACT, "StopFailure": STOP_FAILURE,
+                                        "Stop": TURN_COMPLETE}
 
     def home(self) -> Path:
         configured = os.environ.get("QWEN_HOME")
