@@ -32,7 +32,11 @@ def passdown(*args: str) -> int:
 
 @pytest.fixture
 def home(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HOME with existing agent config (the files a user already has)."""
+    """A HOME with existing agent config (the files a user already has), and a Codex
+    without lifecycle hooks (test_continuity.py covers the one with them)."""
+    from passdown.integrations import codex as codex_integration
+
+    monkeypatch.setattr(codex_integration, "has_lifecycle_hooks", lambda program="codex": False)
     claude, codex = Path(os.environ["CLAUDE_CONFIG_DIR"]), Path(os.environ["CODEX_HOME"])
     claude.mkdir(parents=True)
     codex.mkdir(parents=True)

@@ -427,12 +427,6 @@ def test_a_token_in_the_workspace_path_changes_neither_where_files_go_nor_leaks(
     assert json.loads(found.stdout)["records"], "the record is found from the workspace again"
 
 
-@pytest.mark.xfail(
-    reason="install_files.py (the continuity helper's file) still writes the manifest and "
-    "backups with the umask's mode: it should use paths.private_data_dir('install', ...) and "
-    "fsio.write_private for them. Remove this mark once it does.",
-    strict=True,
-)
 def test_install_manifests_and_backups_are_private(tmp_path: Path, umask_022: None) -> None:
     home = Path(os.environ["HOME"])
     settings = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"

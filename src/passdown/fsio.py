@@ -126,30 +126,10 @@ def _tighten(fd: int, path: Path) -> None:
 
 def write_private(path: Path, data: bytes | str) -> None:
     """Atomically replace `path` with `data`, as a 0600 file; raises `OutputError`."""
-    path = Path(path)
     if isinstance(data, str):
         # a lone surrogate from a damaged session must not cost the whole handoff
         data = data.encode("utf-8", "replace")
-    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
-    except OSError as exc:
-        raise _error("write", path, exc) from exc
-    try:
-        try:
-            os.fchmod(fd, FILE_MODE)  # the umask may have taken bits away; set exactly 0600
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)  # rename(2) replaces a symlink at `path`, never follows it
-    except OSError as exc:
-        _unlink_quietly(tmp)
-        raise _error("write", path, exc) from exc
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    _fsync_dir(path.parent)
+    write_atomic(path, data, FILE_MODE)
 
 
 def ensure_private_file(path: Path, *, create: bool = True) -> None:
@@ -381,3 +361,50 @@ def _exclude_path(repo_root: Path) -> Path | None:
     # relative to `-C repo_root` unless absolute; not resolved, so that a symlink at
     # info/ or info/exclude stays visible to the caller (who refuses it)
     return Path(os.path.normpath(repo_root / text))
+
+
+# -- config files of other programs (`passdown install`) ----------------------------------
+
+
+def write_atomic(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """The one writer of every file passdown writes: an unpredictable temp name in the
+    target folder created with O_EXCL|O_NOFOLLOW, exactly `mode` (0600 for passdown's
+    own files; an agent's config keeps the mode it had), fsync, rename, fsync of the
+    folder. Raises `OutputError`."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask may have taken bits away: set exactly `mode`
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # rename(2) replaces a symlink at `path`, never follows it
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _error("write", path, exc) from exc
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def confined_target(path: Path, roots: list[Path] | None) -> Path:
+    """Where a write to `path` really lands: symlinks (of the file and of its folders)
+    resolved, so a linked config file is written through and the link kept. With
+    `roots` (a repository, ...), a target outside all of them is refused: a hostile
+    repository could otherwise commit a link that makes passdown overwrite any file the
+    user can write."""
+    real = Path(os.path.realpath(path))
+    if roots is not None and not any(real.is_relative_to(Path(os.path.realpath(r))) for r in roots):
+        raise OutputError(
+            f"refusing to write {path}: it is a symlink (or inside one) that leads out of "
+            f"{roots[0]}, to {real}",
+            hint="remove the link from the repository, or install with --scope user",
+        )
+    return real

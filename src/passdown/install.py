@@ -1,291 +1,78 @@
-"""`passdown install claude|codex`: put passdown inside the agent.
+"""`passdown install AGENT`: put passdown inside the agent.
 
-What is installed, per agent and scope (user = the agent's home config; project = files
-in the project folder):
-
-Claude Code
-- MCP server `passdown` (`passdown mcp`): user `~/.claude.json` (or
-  `$CLAUDE_CONFIG_DIR/.claude.json`) `mcpServers`, the file `claude mcp add -s user`
-  writes; project `.mcp.json` (and `enabledMcpjsonServers` in `.claude/settings.json` so
-  it loads without a prompt).
-- Hooks `PreCompact` and `SessionEnd` running `passdown hook claude` (export --quiet in
-  hook mode): user `~/.claude/settings.json`; project `.claude/settings.json`.
-- The takeover skill: `~/.claude/skills/passdown-takeover/SKILL.md` (project:
-  `.claude/skills/...`).
-
-Codex CLI
-- `[mcp_servers.passdown]` and `notify = ["passdown", "hook", "codex"]` (turn completion)
-  in `$CODEX_HOME/config.toml` (project: `.codex/config.toml`), as a marked block.
-- The skill in `$CODEX_HOME/skills/passdown-takeover/` (project: a marked snippet in
-  `AGENTS.md`).
+What is installed depends on the agent's hook integration (`passdown.integrations`,
+named by each agent module): the MCP server, the hooks that write a handoff when a
+session ends, compacts or stops on a limit, the session-start hook that injects the
+pickup pointer (unless `--no-pickup`), and the takeover skill. Scopes: user (the agent's
+home config) or project (files in the project folder, which passdown never writes
+outside of).
 
 All changes go through `install_files.ManagedEdits` (backups, exact uninstall).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from passdown.errors import UsageError
-from passdown.install_files import ManagedEdits, Transform
+from passdown.install_files import ManagedEdits
+from passdown.integrations import integrated_agents, integration_for
+from passdown.integrations.base import InstallTarget, Plan
 
-AGENTS = ("claude", "codex")
 SCOPES = ("user", "project")
-SERVER_NAME = "passdown"
-SKILL_NAME = "passdown-takeover"
-SKILLS_DIR = Path(__file__).parent / "skills"
-CLAUDE_HOOK_EVENTS = ("PreCompact", "SessionEnd")
-HOOK_TIMEOUT_S = 30
-BEGIN = "# >>> passdown (managed by `passdown install`; `passdown uninstall` removes it)"
-END = "# <<< passdown"
-FORWARDED_ENV = ("PASSDOWN_STORE", "PASSDOWN_DATA_DIR")
-NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
-MD_BEGIN = "<!-- >>> passdown takeover (managed by `passdown install`) -->"
-MD_END = "<!-- <<< passdown takeover -->"
+Target = InstallTarget  # the name earlier releases used
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    agent: str
-    scope: str
-    project_dir: Path
-    command: str  # the passdown executable the agent runs
-
-    @property
-    def key(self) -> str:
-        if self.scope == "user":
-            return f"{self.agent}-user"
-        digest = hashlib.sha256(str(self.project_dir.resolve()).encode()).hexdigest()[:12]
-        return f"{self.agent}-project-{digest}"
-
-
-def skill_text() -> str:
-    return (SKILLS_DIR / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8")
-
-
-def agents_snippet() -> str:
-    return (SKILLS_DIR / "AGENTS.md").read_text(encoding="utf-8")
-
-
-def make_target(agent: str, scope: str, project_dir: Path, command: str = "passdown") -> Target:
-    if agent not in AGENTS:
-        raise UsageError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
+def make_target(
+    agent: str, scope: str, project_dir: Path, command: str = "passdown", *, pickup: bool = True
+) -> InstallTarget:
+    if agent not in integrated_agents():
+        raise UsageError(
+            f"cannot install into {agent!r}: expected one of {', '.join(integrated_agents())}"
+        )
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r}: expected user or project")
-    return Target(agent, scope, project_dir, command)
+    return InstallTarget(agent, scope, project_dir, command, pickup)
 
 
-def install(target: Target) -> ManagedEdits:
-    edits = ManagedEdits(target.key)
-    for path, add, _remove in _plan(target):
+def install(target: InstallTarget) -> ManagedEdits:
+    integration = integration_for(target.agent)
+    edits = _edits(target)
+    for path, add, _remove in integration.plan(target):
         edits.apply(path, add)
-        if path.name == "config.toml" and NOTIFY_MARK not in path.read_text(encoding="utf-8"):
-            # Codex takes one notify program; replacing the user's would break it.
-            edits.notes.append(
-                f"{path} already sets notify: left as is, so Codex turns do not write "
-                f"handoffs; add `{target.command} hook codex` to your notify program"
-            )
+    edits.notes.extend(integration.notes(target))
+    if target.agent == "codex":
+        edits.notes.extend(_codex_notify_note(target))
     return edits
 
 
-def uninstall(target: Target) -> ManagedEdits:
-    edits = ManagedEdits(target.key)
+def uninstall(target: InstallTarget) -> ManagedEdits:
+    edits = _edits(target)
     edits.revert({path: remove for path, _add, remove in _plan(target)})
     return edits
 
 
-Plan = list[tuple[Path, Transform, Transform]]
+def _plan(target: InstallTarget) -> Plan:
+    return integration_for(target.agent).plan(target)
 
 
-def _plan(t: Target) -> Plan:
-    return _claude_plan(t) if t.agent == "claude" else _codex_plan(t)
+def _edits(target: InstallTarget) -> ManagedEdits:
+    """A project install writes only inside the project (its files may be hostile), and
+    into the files of the agent's own user config that the integration names."""
+    if target.scope != "project":
+        return ManagedEdits(target.key)
+    outside = frozenset(integration_for(target.agent).user_files(target))
+    return ManagedEdits(target.key, confine_to=target.project_dir, outside=outside)
 
 
-# -- Claude Code ---------------------------------------------------------------------------
+def _codex_notify_note(target: InstallTarget) -> list[str]:
+    from passdown.integrations.codex import CodexHooks, codex_home, is_our_notify, parse_toml
 
-
-def claude_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-
-
-def claude_json() -> Path:
-    """Where `claude mcp add -s user` keeps MCP servers."""
-    configured = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(configured) / ".claude.json" if configured else Path.home() / ".claude.json"
-
-
-def _claude_plan(t: Target) -> Plan:
-    server = {"type": "stdio", "command": t.command, "args": ["mcp"], "env": {}}
-    hook = f"{t.command} hook claude"
-    if t.scope == "user":
-        mcp_file, settings, skills = claude_json(), claude_dir() / "settings.json", claude_dir()
-    else:
-        base = t.project_dir / ".claude"
-        mcp_file, settings, skills = t.project_dir / ".mcp.json", base / "settings.json", base
-    enable = t.scope == "project"
-    return [
-        (mcp_file, _json_edit(lambda d: _add_server(d, server)), _json_edit(_remove_server)),
-        (settings, _json_edit(lambda d: _add_hooks(d, hook, enable)), _json_edit(_remove_hooks)),
-        (skills / "skills" / SKILL_NAME / "SKILL.md", _whole_file(skill_text()), _drop_file),
-    ]
-
-
-def _json_edit(change: Callable[[dict[str, Any]], None]) -> Transform:
-    def transform(text: str | None) -> str | None:
-        data = _load_json(text)
-        before = json.dumps(data, sort_keys=True)
-        change(data)
-        if json.dumps(data, sort_keys=True) == before:
-            return text  # nothing to do: leave the bytes alone
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-
-    return transform
-
-
-def _load_json(text: str | None) -> dict[str, Any]:
-    if text is None or not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"cannot change a config file that is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise UsageError("cannot change a config file whose JSON is not an object")
-    return data
-
-
-def _add_server(data: dict[str, Any], server: dict[str, Any]) -> None:
-    data.setdefault("mcpServers", {})[SERVER_NAME] = server
-
-
-def _remove_server(data: dict[str, Any]) -> None:
-    servers = data.get("mcpServers")
-    if isinstance(servers, dict):
-        servers.pop(SERVER_NAME, None)
-
-
-def _is_ours(group: Any) -> bool:
-    hooks = group.get("hooks") if isinstance(group, dict) else None
-    return isinstance(hooks, list) and any(
-        isinstance(h, dict) and " hook claude" in str(h.get("command", "")) for h in hooks
-    )
-
-
-def _add_hooks(data: dict[str, Any], command: str, enable_mcpjson: bool) -> None:
-    hooks = data.setdefault("hooks", {})
-    ours = {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]}
-    for event in CLAUDE_HOOK_EVENTS:
-        groups = [g for g in hooks.get(event, []) if not _is_ours(g)]
-        hooks[event] = [*groups, ours]
-    if enable_mcpjson:
-        enabled = data.setdefault("enabledMcpjsonServers", [])
-        if SERVER_NAME not in enabled:
-            enabled.append(SERVER_NAME)
-
-
-def _remove_hooks(data: dict[str, Any]) -> None:
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        for event in CLAUDE_HOOK_EVENTS:
-            kept = [g for g in hooks.get(event, []) if not _is_ours(g)]
-            if kept:
-                hooks[event] = kept
-            else:
-                hooks.pop(event, None)
-    enabled = data.get("enabledMcpjsonServers")
-    if isinstance(enabled, list) and SERVER_NAME in enabled:
-        enabled.remove(SERVER_NAME)
-
-
-def _whole_file(content: str) -> Transform:
-    return lambda _text: content
-
-
-def _drop_file(text: str | None) -> str | None:
-    return None  # a file passdown created (the skill): on uninstall it goes
-
-
-# -- Codex ---------------------------------------------------------------------------------
-
-
-def codex_home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-
-
-def _codex_plan(t: Target) -> Plan:
-    if t.scope == "user":
-        config, skill = codex_home() / "config.toml", codex_home() / "skills" / SKILL_NAME
-        skill_edit: tuple[Path, Transform, Transform] = (
-            skill / "SKILL.md", _whole_file(skill_text()), _drop_file,
-        )
-    else:
-        config = t.project_dir / ".codex" / "config.toml"
-        skill_edit = (t.project_dir / "AGENTS.md", _add_md_block, _remove_md_block)
-    return [
-        (config, lambda text: _add_toml(text, t.command), _remove_toml),
-        skill_edit,
-    ]
-
-
-def _toml_block(command: str) -> str:
-    return (
-        f"{BEGIN}\n[mcp_servers.{SERVER_NAME}]\n"
-        f"command = {json.dumps(command)}\nargs = [\"mcp\"]\n"
-        # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
-        f"env_vars = {json.dumps(list(FORWARDED_ENV))}\n{END}\n"
-    )
-
-
-def _notify_line(command: str) -> str:
-    return f"notify = [{json.dumps(command)}, \"hook\", \"codex\"]  {NOTIFY_MARK}\n"
-
-
-def _add_toml(text: str | None, command: str) -> str:
-    """Codex's config with passdown's server block at the end and `notify` at the top
-    level (before the first table: a key after a table header would belong to it)."""
-    body = _remove_toml(text) or ""
-    has_notify = re.search(r"(?m)^\s*notify\s*=", _top_level(body)) is not None
-    if not has_notify:
-        body = _insert_top_level(body, _notify_line(command))
-    if body and not body.endswith("\n"):
-        body += "\n"
-    return body + ("\n" if body.strip() else "") + _toml_block(command)
-
-
-def _top_level(text: str) -> str:
-    found = re.search(r"(?m)^\s*\[", text)
-    return text[: found.start()] if found else text
-
-
-def _insert_top_level(text: str, line: str) -> str:
-    found = re.search(r"(?m)^\s*\[", text)
-    if not found:
-        return text + ("\n" if text and not text.endswith("\n") else "") + line
-    return text[: found.start()] + line + text[found.start():]
-
-
-def _remove_toml(text: str | None) -> str | None:
-    if text is None:
-        return None
-    text = re.sub(rf"(?ms)\n?^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n?", "", text)
-    return re.sub(rf"(?m)^notify = .*{re.escape(NOTIFY_MARK)}\n", "", text)
-
-
-def _add_md_block(text: str | None) -> str:
-    body = _remove_md_block(text) or ""
-    sep = "\n" if body and not body.endswith("\n") else ""
-    gap = "\n" if body.strip() else ""
-    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet()}{MD_END}\n"
-
-
-def _remove_md_block(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return re.sub(rf"(?ms)\n?^{re.escape(MD_BEGIN)}\n.*?^{re.escape(MD_END)}\n?", "", text)
+    if CodexHooks().lifecycle():
+        return []
+    config = codex_home() / "config.toml" if target.scope == "user" else target.project_dir / ".codex" / "config.toml"
+    if is_our_notify(parse_toml(config.read_text(encoding="utf-8")).get("notify")):
+        return []
+    # Codex takes one notify program; replacing the user's would break it.
+    return [f"{config} already sets notify: left as is, so Codex turns do not write "
+            f"handoffs; add `{target.command} hook codex` to your notify program"]

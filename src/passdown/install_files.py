@@ -18,14 +18,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from passdown.errors import OutputError
+from passdown.errors import OutputError, UsageError
+from passdown.fsio import FILE_MODE, confined_target, ensure_private_dir, write_atomic
 from passdown.paths import data_dir
 
 Transform = Callable[[str | None], str | None]  # current text (None: absent) -> new text
@@ -47,11 +46,9 @@ def _read(path: Path) -> bytes | None:
 
 
 def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
-    tmp = path.with_name(f".{path.name}.passdown-tmp")
-    tmp.write_bytes(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    """The one atomic writer (`fsio`): an unpredictable temp name made with O_EXCL and
+    O_NOFOLLOW, so a symlink planted in a repository is never written through."""
+    write_atomic(path, data, FILE_MODE if mode is None else mode)
 
 
 @dataclass(slots=True)
@@ -65,6 +62,11 @@ class ManagedEdits:
     """One (agent, scope) installation's files, with its manifest."""
 
     key: str  # e.g. "claude-user" or "codex-project-<hash of the project path>"
+    # project scope: every file written must stay inside this folder (symlinks resolved)
+    confine_to: Path | None = None
+    # ...except these, the agent's own user config that a project install also edits
+    # (named exactly: a repository link into that folder is still refused)
+    outside: frozenset[Path] = frozenset()
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -77,15 +79,25 @@ class ManagedEdits:
         return json.loads(raw) if raw else {"files": {}}
 
     def _save_manifest(self, manifest: dict[str, Any]) -> None:
-        self.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.manifest_path.parent)
         _write_atomic(self.manifest_path, json.dumps(manifest, indent=2).encode() + b"\n")
+
+    def _target(self, path: Path) -> Path:
+        if path in self.outside or self.confine_to is None:
+            return confined_target(path, None)
+        return confined_target(path, [self.confine_to])
 
     # -- install -------------------------------------------------------------------------
     def apply(self, path: Path, transform: Transform) -> None:
-        """Set `path` to `transform(current)`, backing up the original the first time."""
+        """Set `path` to `transform(current)`, backing up the original the first time.
+        A symlinked `path` is written through (the link stays a link)."""
         manifest = self._manifest()
-        before = _read(path)
-        text = transform(before.decode("utf-8") if before is not None else None)
+        real = self._target(path)
+        before = _read(real)
+        try:
+            text = transform(before.decode("utf-8") if before is not None else None)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc.message}", hint=exc.hint) from None
         after = text.encode("utf-8") if text is not None else None
         entry = manifest["files"].get(str(path))
         if after == before:
@@ -97,24 +109,24 @@ class ManagedEdits:
         if after is None:
             raise OutputError(f"refusing to delete {path} while installing")
         if entry is None:
-            entry = self._backup(path, before)
+            entry = self._backup(path, real, before)
             manifest["files"][str(path)] = entry
-        created = _make_parents(path.parent)
+        created = _make_parents(real.parent)
         entry["created_dirs"] = sorted(set(entry.get("created_dirs", [])) | set(created))
-        mode = path.stat().st_mode & 0o777 if before is not None else None
-        _write_atomic(path, after, mode)
+        mode = real.stat().st_mode & 0o777 if before is not None else None
+        _write_atomic(real, after, mode)
         entry["installed_sha256"] = _sha(after)
         self._save_manifest(manifest)
         self.changes.append(Change(path, "created" if before is None else "updated"))
 
-    def _backup(self, path: Path, before: bytes | None) -> dict[str, Any]:
+    def _backup(self, path: Path, real: Path, before: bytes | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"existed": before is not None, "created_dirs": []}
         if before is not None:
             name = f"{self.key}-{_sha(str(path).encode())[:12]}-{path.name}"
-            backup = install_dir() / "backups" / name
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, backup)  # bytes and mode, kept until uninstall
+            backup = ensure_private_dir(install_dir() / "backups") / name
+            _write_atomic(backup, before)  # private copy, kept until uninstall
             entry["backup"] = str(backup)
+            entry["mode"] = real.stat().st_mode & 0o777
             entry["original_sha256"] = _sha(before)
         return entry
 
@@ -124,7 +136,7 @@ class ManagedEdits:
         from a file that changed since install."""
         manifest = self._manifest()
         for name, entry in reversed(manifest["files"].items()):  # last made, first undone
-            path = Path(name)
+            path = self._target(Path(name))  # through a link, which is kept
             current = _read(path)
             if current is not None and _sha(current) == entry.get("installed_sha256"):
                 self._restore(path, entry)
@@ -142,7 +154,7 @@ class ManagedEdits:
         if entry["existed"]:
             backup = Path(entry["backup"])
             data = backup.read_bytes()
-            _write_atomic(path, data, backup.stat().st_mode & 0o777)
+            _write_atomic(path, data, entry.get("mode", backup.stat().st_mode & 0o777))
             backup.unlink()
             self.changes.append(Change(path, "restored"))
         else:

@@ -959,3 +959,7 @@ def _created_task_id(raw: msgspec.Raw) -> str | None:
 
 
 __all__ = ["ClaudeCode", "api_error_reason", "clean_compact_summary", "encode_cwd"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+ClaudeCode.integration = "passdown.integrations.claude:ClaudeHooks"  # type: ignore[attr-defined]

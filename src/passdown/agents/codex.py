@@ -604,3 +604,7 @@ def _plan_items(plan: object) -> tuple[PlanItem, ...]:
 
 
 __all__ = ["CodexCLI"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+CodexCLI.integration = "passdown.integrations.codex:CodexHooks"  # type: ignore[attr-defined]

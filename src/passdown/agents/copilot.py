@@ -536,3 +536,7 @@ def _raw_string(raw: msgspec.Raw) -> str | None:
 
 
 __all__ = ["CopilotCLI"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+CopilotCLI.integration = "passdown.integrations.copilot:CopilotHooks"  # type: ignore[attr-defined]

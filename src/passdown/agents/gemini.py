@@ -874,3 +874,7 @@ def _legacy_compact(line: bytes, reader: LineReader, emitter: _Emitter) -> Itera
 
 
 __all__ = ["GeminiCLI"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+GeminiCLI.integration = "passdown.integrations.settings_json:GeminiHooks"  # type: ignore[attr-defined]

@@ -532,3 +532,7 @@ def _iso(millis: object) -> str | None:
 
 
 __all__ = ["OpenCode"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+OpenCode.integration = "passdown.integrations.opencode:OpenCodeHooks"  # type: ignore[attr-defined]

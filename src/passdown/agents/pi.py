@@ -375,3 +375,7 @@ def _text(content: str | list[_Block] | None) -> str:
 
 
 __all__ = ["PiAgent", "encode_cwd"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+PiAgent.integration = "passdown.integrations.pi:PiHooks"  # type: ignore[attr-defined]

@@ -426,3 +426,7 @@ def _api_error(rec: _Record) -> Iterator[Event]:
 
 
 __all__ = ["QwenCode", "encode_project"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+QwenCode.integration = "passdown.integrations.settings_json:QwenHooks"  # type: ignore[attr-defined]

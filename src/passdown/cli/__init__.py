@@ -32,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install": ("passdown.cli.install_cmds:install_command", "Register passdown (MCP, hooks, skill) with Claude Code or Codex."),
     "uninstall": ("passdown.cli.install_cmds:uninstall_command", "Undo `passdown install`, restoring the config files."),
     "hook": ("passdown.cli.install_cmds:hook_command", "Run by agent hooks: export a handoff quietly; never fails."),
+    "run": ("passdown.cli.install_cmds:run_command", "Run an agent; on a rate or usage limit, continue in the next one."),
+    "config": ("passdown.cli.install_cmds:config_command", "Read or change settings: fallback chain, pickup."),
 }
 
 

@@ -1,4 +1,4 @@
-"""`passdown install | uninstall | hook`: wire passdown into Claude Code and Codex."""
+"""`passdown install | uninstall | hook | run | config`: passdown inside the agents."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-_AGENT = click.Choice(["claude", "codex"])
+_AGENT_HELP = "An agent with a hook integration: claude, codex."
 _SCOPE_HELP = "user: the agent's own config in your home; project: files in this project."
 
 
-def _target(agent: str, scope: str, command: str) -> object:
+def _target(agent: str, scope: str, command: str, pickup: bool = True) -> object:
     from passdown import pipeline
     from passdown.install import make_target
 
     project = pipeline.workspace_for() if scope == "project" else Path.cwd()
-    return make_target(agent, scope, project, command)
+    return make_target(agent, scope, project, command, pickup=pickup)
 
 
 def _report(edits: object, verb: str) -> None:
@@ -31,20 +31,22 @@ def _report(edits: object, verb: str) -> None:
 
 
 @click.command("install")
-@click.argument("agent", type=_AGENT)
+@click.argument("agent")
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True, help=_SCOPE_HELP)
 @click.option("--command", "command", default="passdown", show_default=True, help="The passdown executable the agent runs (a name on PATH or an absolute path).")
-def install_command(agent: str, scope: str, command: str) -> None:
-    """Register passdown with an agent: the MCP server, hooks that write a handoff when a
-    session ends or compacts (Claude Code) or a turn completes (Codex), and the takeover
-    skill. Idempotent; every changed config file is backed up for `passdown uninstall`."""
+@click.option("--no-pickup", is_flag=True, help="Do not register the session-start hook that points a new session at an unclaimed handoff.")
+def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> None:
+    """Register passdown with an agent (claude, codex): the MCP server, hooks that write
+    a handoff when a session ends, compacts or stops on a limit, the session-start hook
+    that picks an unclaimed handoff up, and the takeover skill. Idempotent; every changed
+    config file is backed up for `passdown uninstall`."""
     from passdown.install import install
 
-    _report(install(_target(agent, scope, command)), "install")  # type: ignore[arg-type]
+    _report(install(_target(agent, scope, command, pickup=not no_pickup)), "install")  # type: ignore[arg-type]
 
 
 @click.command("uninstall")
-@click.argument("agent", type=_AGENT)
+@click.argument("agent")
 @click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True, help=_SCOPE_HELP)
 def uninstall_command(agent: str, scope: str) -> None:
     """Undo `passdown install`: restore each config file exactly as it was (or, for a file
@@ -58,9 +60,66 @@ def uninstall_command(agent: str, scope: str) -> None:
 @click.argument("agent")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hook_command(agent: str, args: tuple[str, ...]) -> int:
-    """Run by agent hooks: `export --quiet` for the session in the hook's payload
-    (Claude Code: JSON on stdin; Codex notify: JSON as the last argument). Never fails:
-    errors go to the hook log in the data folder and the exit code is 0."""
+    """Run by agent hooks: export the session in the hook's payload (JSON on stdin, or
+    Codex notify's last argument), or at session start print the pickup pointer. Never
+    fails: errors go to the hook log in the data folder and the exit code is 0."""
     from passdown.hooks import main
 
     return main(agent, list(args))
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("agent")
+@click.option("--fallback", "fallbacks", multiple=True, help="The agent to continue in when this one stops on a rate or usage limit (repeatable; default: `passdown config get fallback`).")
+@click.option("--non-interactive", is_flag=True, help="Run the agent once on a task (the last AGENT_ARG), as its -p/exec mode does.")
+@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
+def run_command(agent: str, fallbacks: tuple[str, ...], non_interactive: bool, agent_args: tuple[str, ...]) -> int:
+    """Run AGENT as you would; when its session ends on a rate or usage limit (read from
+    the session's handoff, never from the terminal), hand off to the next agent of the
+    chain with the takeover prompt `switch` uses. Without a fallback, write the handoff
+    and print the one command that continues elsewhere. Arguments after `--` go to the
+    agent. Exits with the last agent's exit code."""
+    from passdown.continuity import fallback_chain, run
+
+    chain = list(fallbacks) or [a for a in fallback_chain() if a != agent]
+    return run(agent, chain, list(agent_args), interactive=not non_interactive)
+
+
+@click.command("config")
+@click.argument("action", type=click.Choice(["get", "set", "unset", "list"]))
+@click.argument("key", required=False)
+@click.argument("value", required=False)
+def config_command(action: str, key: str | None, value: str | None) -> None:
+    """Read or change passdown's settings (<data folder>/config.json): `fallback`
+    (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),
+    `pickup_max_age_days` (default 7)."""
+    from passdown.continuity import SETTINGS, load_config, set_config
+    from passdown.errors import UsageError
+
+    if action == "list":
+        config = load_config()
+        for name, help_text in SETTINGS.items():
+            click.echo(f"{name} = {_show(config.get(name))}    # {help_text}")
+        return
+    if key is None:
+        raise UsageError(f"`passdown config {action}` needs a setting name: {', '.join(SETTINGS)}")
+    if action == "get":
+        if key not in SETTINGS:
+            raise UsageError(f"unknown setting {key!r}: expected one of {', '.join(SETTINGS)}")
+        click.echo(_show(load_config().get(key)))
+    elif action == "set":
+        if value is None:
+            raise UsageError(f"`passdown config set {key}` needs a value")
+        click.echo(f"{key} = {_show(set_config(key, value))}")
+    else:
+        set_config(key, None)
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

@@ -13,6 +13,7 @@ whichever door asked.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -89,17 +90,21 @@ def export(
     request: HandoffRequest, here: str | os.PathLike[str], *,
     store: Store | str | Literal[False] | None = None, scope: ScopeLike | None = None,
     out_dir: Path | None = None, confine: bool = False, identity: str | None = None,
+    adjust: Callable[[HandoffCoordinator, HandoffPackage], HandoffPackage] | None = None,
 ) -> pipeline.WrittenHandoff:
     """prepare -> publish -> write: `passdown export`, the hooks and MCP `prepare_handoff`.
     With a store, the package is stored and made the active handoff by compare-and-swap;
-    losing that race to another export prepares again on top of the winner."""
+    losing that race to another export prepares again on top of the winner. `adjust`
+    lets a door add what only it knows before publishing (a hook's payload says the turn
+    failed on a rate limit when the session file does not)."""
     from passdown.coordinator.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
         prepared = prepare(request, here, store=store, scope=scope, confine=confine, identity=identity)
         with prepared.coordinator as coordinator:
+            package = adjust(coordinator, prepared.package) if adjust else prepared.package
             try:
-                return coordinator.export_sync(prepared.package, out_dir, store=store is not False)
+                return coordinator.export_sync(package, out_dir, store=store is not False)
             except HandoffConflict:
                 if attempt == MAX_RACE_RETRIES - 1:
                     raise

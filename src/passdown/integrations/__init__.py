@@ -1,0 +1,35 @@
+"""Per-agent hook integrations: where an agent's hooks are configured, which events it
+has, how its payload names the session, and how it takes injected context.
+
+Each agent module names its integration at its end (`Agent.integration = "module:Class"`),
+so `passdown install`, `passdown hook` and `passdown run` work for any agent that has one
+and wiring a new agent touches only its own files.
+"""
+
+from __future__ import annotations
+
+from passdown.errors import UsageError
+from passdown.integrations.base import HookIntegration, InstallTarget, Plan
+
+__all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "integration_for"]
+
+
+def integration_for(agent_name: str) -> HookIntegration:
+    """The hook integration of `agent_name`; `UsageError` when it has none."""
+    from passdown.agents.registry import get_agent
+
+    agent = get_agent(agent_name)
+    dotted = getattr(agent, "integration", None)
+    if not dotted:
+        known = ", ".join(integrated_agents()) or "none"
+        raise UsageError(f"{agent.display_name} has no hook integration (agents with one: {known})")
+    module_name, _, attr = str(dotted).partition(":")
+    module = __import__(module_name, fromlist=[attr])
+    integration: HookIntegration = getattr(module, attr)()
+    return integration
+
+
+def integrated_agents() -> list[str]:
+    from passdown.agents.registry import load_agents
+
+    return sorted(name for name, agent in load_agents().items() if getattr(agent, "integration", None))
