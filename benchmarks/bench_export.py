@@ -8,7 +8,8 @@ Two shapes:
 For each agent and size, in the same run:
 - the floor: `wc -l FILE; cat FILE >/dev/null` (best of 3, page cache warm);
 - `passdown export` in a child process: wall time, CPU time (user+system, both cores),
-  wall / floor, lines/s, MB/s, the child's peak RSS; best of `--runs`;
+  wall / floor wall and CPU / floor CPU (steadier on a loaded machine), lines/s, MB/s,
+  the child's peak RSS; best of `--runs`;
 - the check: the export of the grown file says what the export of the recording says
   (first request, last progress, plan, files touched), or the row says what differs.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -52,6 +54,7 @@ class Row:
     size_mb: float
     lines: int
     floor_s: float
+    floor_cpu_s: float
     wall_s: float
     cpu_s: float
     peak_rss_mb: float
@@ -62,15 +65,24 @@ class Row:
     def ratio(self) -> float:
         return self.wall_s / self.floor_s
 
+    @property
+    def cpu_ratio(self) -> float:
+        return self.cpu_s / self.floor_cpu_s
 
-def floor_seconds(path: Path) -> float:
-    """`wc -l FILE; cat FILE >/dev/null`: what reading every byte (twice) costs."""
+
+def floor_seconds(path: Path) -> tuple[float, float]:
+    """`wc -l FILE; cat FILE >/dev/null`: what reading every byte (twice) costs, as
+    (wall s, CPU s); on a loaded machine the CPU figure is the steadier one."""
     script = 'wc -l "$1" >/dev/null; cat "$1" >/dev/null'
     runs = []
     for _ in range(4):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(["sh", "-c", script, "sh", str(path)], check=True)
-        runs.append(time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        runs.append((wall, cpu))
     return min(runs[1:])  # the first run warms the page cache
 
 
@@ -146,7 +158,7 @@ class Bench:
 
     def run(self) -> None:
         print(f"{'agent':7} {'shape':5} {'src':>8} {'size':>7} {'lines':>9} {'floor':>7} "
-              f"{'export':>7} {'x floor':>7} {'CPU':>7} {'klines/s':>8} {'MB/s':>6} "
+              f"{'export':>7} {'x floor':>7} {'CPU':>7} {'x fl CPU':>7} {'klines/s':>8} {'MB/s':>6} "
               f"{'RSS MB':>7} {'load':>5}  check", flush=True)
         for agent in self.args.agents.split(","):
             sizes = self.args.sizes or DEFAULT_SIZES.get(agent, OTHER_SIZES)
@@ -192,7 +204,7 @@ class Bench:
                 ) -> None:
         size = path.stat().st_size
         lines = count_lines(path)
-        floor = floor_seconds(path)
+        floor, floor_cpu = floor_seconds(path)
         for src in self.args.src:
             best: tuple[float, float, float, dict[str, Any]] | None = None
             for _ in range(self.args.runs):
@@ -200,11 +212,11 @@ class Bench:
                 best = result if best is None or result[0] < best[0] else best
             assert best is not None
             wall, cpu, rss, handoff = best
-            row = Row(agent, shape, self._label(src), size / MB, lines, floor, wall, cpu, rss,
-                      check(src, handoff), os.getloadavg()[0])
+            row = Row(agent, shape, self._label(src), size / MB, lines, floor, floor_cpu, wall,
+                      cpu, rss, check(src, handoff), os.getloadavg()[0])
             self.rows.append(row)
             print(f"{agent:7} {shape:5} {row.src:>8} {row.size_mb:6.0f}M {lines:9d} "
-                  f"{floor:6.2f}s {wall:6.2f}s {row.ratio:7.1f} {cpu:6.2f}s "
+                  f"{floor:6.2f}s {wall:6.2f}s {row.ratio:7.1f} {cpu:6.2f}s {row.cpu_ratio:7.1f} "
                   f"{lines / wall / 1000:8.0f} {size / 1e6 / wall:6.0f} {rss:7.0f} "
                   f"{row.load:5.1f}  {row.check}", flush=True)
 
@@ -216,7 +228,7 @@ class Bench:
     def close(self) -> None:
         if self.args.json:
             Path(self.args.json).write_text(
-                "\n".join(json.dumps({**asdict(r), "ratio": r.ratio}) for r in self.rows) + "\n"
+                "\n".join(json.dumps({**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio}) for r in self.rows) + "\n"
             )
         if not self.args.keep:
             shutil.rmtree(self.work, ignore_errors=True)
