@@ -1,9 +1,11 @@
 """Start-up cost of the CLI and of the MCP server.
 
 `passdown --help` must answer in under 0.1 s and `passdown mcp` must answer MCP's
-`initialize` over stdio in under 0.3 s (spawn to the reply's last byte); also timed: the
-first `tools/list` reply, which needs the MCP SDK loaded. The baseline is a bare
-`python -c pass` in the same run, so the figures show what passdown itself adds.
+`initialize` over stdio in under 0.3 s (spawn to the reply). Also timed: the first
+`tools/list` reply (both are answered before the MCP SDK loads, see
+passdown.mcp.handshake) and the first `tools/call` reply, which waits for the SDK. The
+baseline is a bare `python -c pass` in the same run, so the figures show what passdown
+itself adds.
 
 Usage: python benchmarks/bench_startup.py [--runs 20]
 """
@@ -43,11 +45,14 @@ FOLLOW_UP = [
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
 ]
+CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "find_records", "arguments": {"limit": 1}}}
 
 
-def _mcp_session(workspace: str, env: dict[str, str]) -> tuple[float, float]:
-    """Seconds from spawning `passdown mcp` to its `initialize` reply, and to its first
-    `tools/list` reply (sent right after `initialize` was answered, as clients do)."""
+def _mcp_session(workspace: str, env: dict[str, str]) -> tuple[float, float, float]:
+    """Seconds from spawning `passdown mcp` to its `initialize` reply, to its first
+    `tools/list` reply (sent right after `initialize` was answered, as clients do) and
+    to its first `tools/call` reply (sent right after the tool list)."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "passdown", "mcp"], cwd=workspace, env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -65,9 +70,15 @@ def _mcp_session(workspace: str, env: dict[str, str]) -> tuple[float, float]:
     listed = time.perf_counter() - start
     if reply.get("id") != 2 or not reply.get("result", {}).get("tools"):
         raise SystemExit(f"bad tools/list reply: {reply}")
+    proc.stdin.write(json.dumps(CALL).encode() + b"\n")
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())
+    called = time.perf_counter() - start
+    if reply.get("id") != 3 or reply.get("result", {}).get("isError") is not False:
+        raise SystemExit(f"bad tools/call reply: {reply}")
     proc.stdin.close()
     proc.wait(30)
-    return initialized, listed
+    return initialized, listed, called
 
 
 def _report(name: str, runs: list[float], baseline: float | None) -> float:
@@ -93,11 +104,12 @@ def main() -> None:
         env = {**os.environ, "PASSDOWN_DATA_DIR": f"{tmp}/data", "HOME": tmp}
         src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
         env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
-        session: Callable[[], tuple[float, float]] = lambda: _mcp_session(tmp, env)  # noqa: E731
+        session: Callable[[], tuple[float, float, float]] = lambda: _mcp_session(tmp, env)  # noqa: E731
         session()  # warm
-        pairs = [session() for _ in range(max(5, args.runs // 2))]
-        _report("passdown mcp: initialize reply", [p[0] for p in pairs], baseline)
-        _report("passdown mcp: first tools/list", [p[1] for p in pairs], baseline)
+        runs = [session() for _ in range(max(5, args.runs // 2))]
+        _report("passdown mcp: initialize reply", [r[0] for r in runs], baseline)
+        _report("passdown mcp: first tools/list", [r[1] for r in runs], baseline)
+        _report("passdown mcp: first tools/call", [r[2] for r in runs], baseline)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""`passdown mcp` answers `initialize` before importing the MCP SDK
-(passdown.mcp.handshake). The early answer must be exactly the SDK's, the client must get
-one answer per request, and a first line that is not a well-formed `initialize` must be
-left to the SDK untouched."""
+"""`passdown mcp` answers `initialize` and the first `tools/list` before importing the MCP
+SDK (passdown.mcp.handshake). The early answers must be exactly the SDK's, the client
+must get one answer per request, and lines that are not what the early path expects
+must be left to the SDK untouched."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from passdown.mcp.handshake import HANDSHAKE_VERSIONS, early_answer
+from passdown.mcp.handshake import HANDSHAKE_VERSIONS, early_answer, recorded_tools, tools_answer
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(120)
@@ -63,16 +63,50 @@ def test_the_early_answer_is_the_sdks_answer(tmp_path: Path, version: str) -> No
     early = converse(tmp_path, [initialize(version), INITIALIZED, LIST_TOOLS], {1, 2})
     # A ping first makes the SDK read its own initialize (no early answer).
     sdk = converse(tmp_path, [PING, initialize(version), INITIALIZED, LIST_TOOLS], {0, 1, 2})
-    early_init = [r for r in early if r.get("id") == 1]
-    sdk_init = [r for r in sdk if r.get("id") == 1]
-    assert len(early_init) == 1, early  # the SDK's own reply was dropped
-    assert early_init == sdk_init
-    assert early_init[0]["result"]["protocolVersion"] == (
+    for request_id in (1, 2):  # initialize, tools/list
+        early_reply = [r for r in early if r.get("id") == request_id]
+        sdk_reply = [r for r in sdk if r.get("id") == request_id]
+        assert len(early_reply) == 1, early  # the SDK's own reply was dropped
+        assert early_reply == sdk_reply
+    init = next(r for r in early if r.get("id") == 1)
+    assert init["result"]["protocolVersion"] == (
         version if version in HANDSHAKE_PROTOCOL_VERSIONS else HANDSHAKE_PROTOCOL_VERSIONS[-1]
     )
-    # the SDK took the replayed initialize as its own: the session serves tools
     tools = {t["name"] for r in early if r.get("id") == 2 for t in r["result"]["tools"]}
     assert "load_handoff" in tools and "prepare_handoff" in tools
+
+
+def test_the_recorded_tool_list_is_current() -> None:
+    """tools_list.json is used only while server.py is the one it was recorded from;
+    after changing the tools, record it again: python -m passdown.mcp.handshake."""
+    for version in HANDSHAKE_PROTOCOL_VERSIONS:
+        assert recorded_tools(version) is not None, "run: python -m passdown.mcp.handshake"
+
+
+def test_the_session_goes_on_after_the_early_answers(tmp_path: Path) -> None:
+    """A tool call right after the early answers is served by the SDK, which took the
+    replayed initialize as its own."""
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "find_records", "arguments": {"text": "nothing"}}}
+    replies = converse(tmp_path, [initialize("2025-06-18"), INITIALIZED, LIST_TOOLS, call],
+                       {1, 2, 3})
+    assert [r.get("id") for r in replies].count(2) == 1
+    result = next(r for r in replies if r.get("id") == 3)["result"]
+    assert result["isError"] is False and result["structuredContent"]["records"] == []
+
+
+def test_another_request_after_initialize_is_left_to_the_sdk(tmp_path: Path) -> None:
+    other = {"jsonrpc": "2.0", "id": 7, "method": "prompts/list"}
+    replies = converse(tmp_path, [initialize("2025-06-18"), INITIALIZED, other, LIST_TOOLS],
+                       {1, 7, 2})
+    assert sorted(str(r.get("id")) for r in replies) == ["1", "2", "7"]
+    assert next(r for r in replies if r.get("id") == 7)["result"] == {"prompts": []}
+
+
+def test_a_paged_tools_list_is_left_to_the_sdk() -> None:
+    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "x"}}
+    assert tools_answer(json.dumps(request).encode(), "2025-06-18") is None
+    assert tools_answer(json.dumps(LIST_TOOLS).encode(), "2025-06-18") is not None
 
 
 def test_a_string_request_id_is_answered_once(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from passdown.errors import PassdownError
-from passdown.mcp.handshake import INSTRUCTIONS, SERVER_NAME, FirstLine, server_version
+from passdown.mcp.handshake import INSTRUCTIONS, SERVER_NAME, EarlyLines, server_version
 from passdown.mcp.tools import MAX_FIND_LIMIT, ScopedTools
 from passdown.records import Scope
 from passdown.store import Store
@@ -179,10 +179,10 @@ def fixed_scope(tools: ScopedTools) -> ToolsFor:
 
 
 def run_stdio(
-    store: Store, project: str, workspace: Path, first_line: FirstLine | None = None
+    store: Store, project: str, workspace: Path, early: EarlyLines | None = None
 ) -> None:
     """Serve over stdin/stdout until the client closes them. One server process is one
-    agent session, so it is one actor in the handoff lifecycle. `first_line` is what
+    agent session, so it is one actor in the handoff lifecycle. `early` is what
     `passdown.mcp.handshake` already read (and maybe answered) before the SDK loaded."""
     import os
     import socket
@@ -192,40 +192,42 @@ def run_stdio(
     actor = f"passdown-mcp@{socket.gethostname()}:{os.getpid()}"
     tools = ScopedTools(store, Scope(project=project), workspace=workspace, actor=actor)
     server = build_server(fixed_scope(tools))
-    anyio.run(_serve_stdio, server, first_line)
+    anyio.run(_serve_stdio, server, early)
 
 
-async def _serve_stdio(server: MCPServer, first_line: FirstLine | None) -> None:
-    """`MCPServer.run_stdio_async`, with the line read before the SDK loaded replayed
-    first and the SDK's reply to an `initialize` already answered dropped."""
+async def _serve_stdio(server: MCPServer, early: EarlyLines | None) -> None:
+    """`MCPServer.run_stdio_async`, with the lines read before the SDK loaded replayed
+    first and the SDK's replies to the requests already answered dropped."""
     import mcp_types
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
-    lowlevel = server._lowlevel_server
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs, given our streams
     async with stdio_server() as (read_stream, write_stream):
         reads: Any = read_stream
         writes: Any = write_stream
-        if first_line is not None and first_line.raw.strip():
-            try:
-                message: object = SessionMessage(
-                    mcp_types.jsonrpc_message_adapter.validate_json(
-                        first_line.raw, by_name=False
-                    )
-                )
-            except Exception as exc:  # what stdio_server does with a bad line
-                message = exc
-            reads = _Replayed(message, read_stream)
-            if first_line.answered_id is not None:
-                writes = _DropReply(first_line.answered_id, write_stream)
+        if early is not None:
+            replayed: list[object] = []
+            for line in early.lines:
+                if not line.strip():
+                    continue
+                try:
+                    replayed.append(SessionMessage(
+                        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    ))
+                except Exception as exc:  # what stdio_server does with a bad line
+                    replayed.append(exc)
+            reads = _Replayed(replayed, read_stream)
+            if early.answered:
+                writes = _DropReplies(early.answered, write_stream)
         await lowlevel.run(reads, writes, lowlevel.create_initialization_options())
 
 
 class _Replayed:
-    """A read stream that yields one message before the transport's own."""
+    """A read stream that yields some messages before the transport's own."""
 
-    def __init__(self, first: object, inner: Any) -> None:
-        self._first: list[object] = [first]
+    def __init__(self, first: list[object], inner: Any) -> None:
+        self._first = list(reversed(first))
         self._inner = inner
 
     @property
@@ -255,25 +257,26 @@ class _Replayed:
         await self.aclose()
 
 
-class _DropReply:
-    """A write stream that drops the one response to the request answered early."""
+class _DropReplies:
+    """A write stream that drops one response to each request answered early."""
 
-    def __init__(self, request_id: int | str, inner: Any) -> None:
-        self._request_id: int | str | None = request_id
+    def __init__(self, request_ids: list[int | str], inner: Any) -> None:
+        self._pending = list(request_ids)
         self._inner = inner
 
     async def send(self, item: Any) -> None:
-        if self._request_id is not None:
+        if self._pending:
             reply = getattr(item, "message", None)
-            if getattr(reply, "id", None) == self._request_id and not hasattr(reply, "method"):
-                self._request_id = None
+            reply_id = getattr(reply, "id", None)
+            if reply_id in self._pending and not hasattr(reply, "method"):
+                self._pending.remove(reply_id)
                 return
         await self._inner.send(item)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> _DropReply:
+    async def __aenter__(self) -> _DropReplies:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
