@@ -24,15 +24,19 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "sessions"
 
-# uuids, prefixed ids (toolu_..., call_..., msg_...), and bare 8/32-hex ids in quotes
+# uuids, prefixed ids (toolu_..., call_..., msg_...), Gemini's tool-call ids
+# (<tool>__<tool>_<ms>_<n>), and bare 8/32-hex ids in quotes
 ID = re.compile(
     rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
     rb"|(?:toolu|call|msg|req|fc)_[A-Za-z0-9]{8,}"
+    rb"|[a-z_]+__[a-z_]+_[0-9]{10,}_[0-9]+"
     rb'|(?<=")[0-9a-f]{32}(?=")|(?<=")[0-9a-f]{8}(?=")'
 )
 # records that happen once or rarely in a session and would not repeat every few KB
 _ONCE = (b'"session_meta"', b'"compact_boundary"', b'"isCompactSummary":true',
          b'"session.start"', b'"type":"session"')
+CALL_ID = re.compile(rb"(?:toolu|call|fc)_[A-Za-z0-9]{8,}|[a-z_]+__[a-z_]+_[0-9]{10,}_[0-9]+")
+_PREFIX = re.compile(rb"^[A-Za-z_]*_")
 _HEX = frozenset(b"0123456789abcdef")
 
 
@@ -73,12 +77,22 @@ def _record(line: bytes) -> dict | None:
 
 def choose_middle(lines: list[bytes], tree: tuple[str, str] | None) -> tuple[int, int]:
     """[start, end) of the block to repeat: about the middle 40% of the recording, cut
-    where repeating is sound. For a tree: the block's first record is the child of the
+    where repeating is sound: no tool call is cut from its result. For a tree: the block's first record is the child of the
     record just before it, and the first tree record after the block is the child of the
     block's last tree record (so copies chain). Control records that rewrite history
     (Gemini's `$set`/`$rewindTo`), compactions and session headers stay out of it."""
     n = len(lines)
     recs = [_record(line) for line in lines]
+    calls = [set(CALL_ID.findall(line)) for line in lines]
+
+    def calls_in(start: int, end: int) -> set[bytes]:
+        return set().union(*calls[start:end])
+
+    def whole_calls(start: int, end: int) -> bool:
+        """No tool call has its call on one side of a cut and its result on the other
+        (each copy would leave one call without a result)."""
+        inside = calls_in(start, end)
+        return not (inside & calls_in(0, start)) and not (inside & calls_in(end, n))
 
     def plain(i: int) -> bool:
         line = lines[i]
@@ -103,7 +117,8 @@ def choose_middle(lines: list[bytes], tree: tuple[str, str] | None) -> tuple[int
     for width in range(int(n * 0.4), 3, -1):
         for start in range(int(n * 0.3), n - width):
             end = start + width
-            if all(plain(i) for i in range(start, end)) and tree_ok(start, end):
+            if (all(plain(i) for i in range(start, end)) and tree_ok(start, end)
+                    and whole_calls(start, end)):
                 return start, end
     raise ValueError("no repeatable middle found")
 
@@ -134,17 +149,22 @@ class Grower:
             )
 
     def _fresh(self, token: bytes, copy: int, index: int) -> bytes:
-        """A unique id shaped like `token`: its hex digits become the copy number, the
-        token's index and a hash, so no two copies (and no two tokens) share an id."""
-        digits = f"{copy:08x}{index:04x}".encode()
-        digits += hashlib.blake2b(token + digits, digest_size=16).hexdigest().encode()
-        out = bytearray(token)
-        pos = 0
-        for i, char in enumerate(out):
-            if char in _HEX and pos < len(digits):
-                out[i] = digits[pos]
-                pos += 1
-        return bytes(out)
+        """A unique id shaped like `token`: a prefix such as `call_` or `toolu_` is kept,
+        and its hex digits end with a serial number unique to (copy, token), the digits
+        before it coming from a hash so the ids look as random as the real ones."""
+        prefix = _PREFIX.match(token)
+        head = prefix.group() if prefix else b""
+        body = token[len(head) :]
+        serial = f"{copy * len(self.tokens) + index + 1:x}".encode()
+        positions = [i for i, char in enumerate(body) if char in _HEX]
+        if len(positions) < len(serial):
+            raise ValueError(f"id {token!r} too short for {copy} copies")
+        filler = hashlib.blake2b(token + serial, digest_size=32).hexdigest().encode()
+        digits = (filler + serial)[-len(positions) :]
+        out = bytearray(body)
+        for pos, digit in zip(positions, digits, strict=True):
+            out[pos] = digit
+        return head + bytes(out)
 
     def _copy(self, copy: int) -> tuple[bytes, dict[bytes, bytes]]:
         if copy == 0:
