@@ -148,3 +148,15 @@ def test_initialize_is_answered_fast(tmp_path: Path) -> None:
         proc.stdin.close()
         proc.wait(60)
     assert best < 1.0, f"initialize took {best:.2f} s"
+
+
+def test_a_stale_recording_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool list recorded from another server.py (or SDK) is ignored: the SDK answers."""
+    from passdown.mcp import handshake
+
+    stale = json.loads(handshake.TOOLS_CACHE.read_text())
+    stale["key"] = "0" * 64
+    (tmp_path / "tools_list.json").write_text(json.dumps(stale))
+    monkeypatch.setattr(handshake, "TOOLS_CACHE", tmp_path / "tools_list.json")
+    assert recorded_tools("2025-06-18") is None
+    assert tools_answer(json.dumps(LIST_TOOLS).encode(), "2025-06-18") is None
