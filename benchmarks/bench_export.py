@@ -1,14 +1,24 @@
-"""Export speed and memory on large, realistic Claude Code and Codex sessions.
+"""Export speed and memory on large sessions, against the cost of reading the file.
 
-Generates sessions shaped like the recorded fixtures (tool calls with file contents
-and command output, plan updates, progress/attachment records, rewinds that leave
-dead branches, a compaction), then for each size reports:
+Two shapes:
+- `real` (default): real recorded sessions (tests/fixtures/sessions/<agent>/full/) grown
+  to size by realshape.py: many small lines, as the agents write them;
+- `fat`: synthetic Claude/Codex sessions with 3-4 KB lines (fatshape.py).
 
-- `wc -l` on the same file: the physical baseline (read every byte once);
-- `passdown export` run in a child process: wall time, MB/s, ratio to `wc -l`;
-- the child's peak RSS (to show memory does not grow with the file).
+For each agent and size, in the same run:
+- the floor: `wc -l FILE; cat FILE >/dev/null` (best of 3, page cache warm);
+- `passdown export` in a child process: wall time, CPU time (user+system, both cores),
+  wall / floor wall and CPU / floor CPU (steadier on a loaded machine), lines/s, MB/s,
+  the child's peak RSS; best of `--runs`;
+- the check: the export of the grown file says what the export of the recording says
+  (first request, last progress, plan, files touched), or the row says what differs.
 
-Usage: python benchmarks/bench_export.py [--sizes 256,1024] [--agents claude,codex] [--keep]
+`--src` may name several source trees (e.g. an older checkout) to compare them on the same
+files in the same run. Generated files live under --workdir (default /tmp) and are removed
+at the end unless --keep.
+
+Usage: python benchmarks/bench_export.py [--agents claude,codex] [--sizes 100,300,1000]
+       [--shape real|fat] [--src DIR ...] [--runs 2] [--json FILE] [--keep]
 """
 
 from __future__ import annotations
@@ -16,535 +26,234 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-WORKSPACE = "/tmp/passdown-bench/ws"
-LOREM = (
-    "def handler(event, context):\n    items = [normalise(x) for x in event['items']]\n"
-    "    return {'count': len(items), 'ok': all(i.valid for i in items)}\n"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fatshape
+import realshape
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SIZES = {"claude": "100,300,1000", "codex": "100,300,1000"}
+OTHER_SIZES = "30,100,300"
+MB = 1024 * 1024
+
+
+@dataclass
+class Row:
+    agent: str
+    shape: str
+    src: str
+    size_mb: float
+    lines: int
+    floor_s: float
+    floor_cpu_s: float
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    check: str
+    load: float
+
+    @property
+    def ratio(self) -> float:
+        return self.wall_s / self.floor_s
+
+    @property
+    def cpu_ratio(self) -> float:
+        return self.cpu_s / self.floor_cpu_s
+
+
+def floor_seconds(path: Path) -> tuple[float, float]:
+    """`wc -l FILE; cat FILE >/dev/null`: what reading every byte (twice) costs, as
+    (wall s, CPU s); on a loaded machine the CPU figure is the steadier one."""
+    script = 'wc -l "$1" >/dev/null; cat "$1" >/dev/null'
+    runs = []
+    for _ in range(4):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(["sh", "-c", script, "sh", str(path)], check=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        runs.append((wall, cpu))
+    return min(runs[1:])  # the first run warms the page cache
+
+
+def count_lines(path: Path) -> int:
+    out = subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True, text=True)
+    return int(out.stdout.split()[0])
+
+
+_WRAPPER = (
+    "import resource,subprocess,sys,time;t=time.perf_counter();"
+    "p=subprocess.run(sys.argv[1:],capture_output=True);"
+    "w=time.perf_counter()-t;r=resource.getrusage(resource.RUSAGE_CHILDREN);"
+    "sys.stderr.buffer.write(p.stderr);"
+    "print(p.returncode, w, r.ru_utime+r.ru_stime, r.ru_maxrss)"
 )
 
 
-def _text(rng: random.Random, size: int) -> str:
-    words = [
-        "update",
-        "the",
-        "parser",
-        "so",
-        "that",
-        "it",
-        "streams",
-        "lines",
-        "and",
-        "keeps",
-        "memory",
-        "flat",
-        "while",
-        "tests",
-        "pass",
-        "\n",
-        "fix",
-        "handler",
-        "config",
-        "value",
-    ]
-    out: list[str] = []
-    n = 0
-    while n < size:
-        w = rng.choice(words)
-        out.append(w)
-        n += len(w) + 1
-    return " ".join(out)
+def export(agent: str, path: Path, src: str, env: dict[str, str], out: Path, cwd: Path
+           ) -> tuple[float, float, float, dict[str, Any]]:
+    """(wall s, CPU s, peak RSS MB, handoff.json) of one export in a child process."""
+    if out.exists():
+        shutil.rmtree(out)
+    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session",
+            str(path), "--out", str(out), "--no-store", "--quiet"]
+    run_env = {**env, "PYTHONPATH": src}
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], cwd=cwd, env=run_env,
+                          capture_output=True, text=True)
+    code, wall, cpu, rss_kb = proc.stdout.split()
+    if code != "0":
+        raise RuntimeError(f"export failed ({code}): {proc.stderr.strip()[-2000:]}")
+    handoff = json.loads((out / "handoff.json").read_text())
+    return float(wall), float(cpu), int(rss_kb) / 1024, handoff
 
 
-class ClaudeWriter:
-    def __init__(self, handle, rng: random.Random) -> None:  # type: ignore[no-untyped-def]
-        self.h = handle
-        self.rng = rng
-        self.parent: str | None = None
-        self.session = str(uuid.UUID(int=rng.getrandbits(128)))
-        self.n = 0
-        self.tasks = 0
-
-    def rec(self, kind: str, message: dict | None = None, **extra: object) -> str:
-        uid = str(uuid.UUID(int=self.rng.getrandbits(128)))
-        record = {
-            "parentUuid": self.parent,
-            "isSidechain": False,
-            "userType": "external",
-            "cwd": WORKSPACE,
-            "sessionId": self.session,
-            "version": "2.1.197",
-            "gitBranch": "main",
-            "type": kind,
-            "uuid": uid,
-            "timestamp": f"2026-11-29T10:{self.n // 6000 % 60:02d}:{self.n // 100 % 60:02d}.000Z",
-        }
-        if message is not None:
-            record["message"] = message
-        record.update(extra)
-        self.h.write(json.dumps(record, separators=(",", ":")).encode() + b"\n")
-        self.parent = uid
-        self.n += 1
-        return uid
-
-    def turn(self, i: int) -> None:
-        rng = self.rng
-        self.rec("user", {"role": "user", "content": f"Step {i}: " + _text(rng, 200)})
-        self.rec("attachment", attachment={"type": "todo_reminder", "content": _text(rng, 300)})
-        mid = f"msg_{i:08d}"
-        self.rec(
-            "assistant",
-            {
-                "id": mid,
-                "role": "assistant",
-                "model": "claude-opus-4-8",
-                "content": [{"type": "thinking", "thinking": _text(rng, 400), "signature": "x"}],
-            },
-        )
-        self.rec(
-            "assistant",
-            {
-                "id": mid,
-                "role": "assistant",
-                "model": "claude-opus-4-8",
-                "content": [{"type": "text", "text": _text(rng, 300)}],
-            },
-        )
-        for _ in range(rng.randint(2, 5)):
-            self.tool(rng.random())
-        self.rec(
-            "assistant",
-            {
-                "id": mid + "b",
-                "role": "assistant",
-                "model": "claude-opus-4-8",
-                "content": [{"type": "text", "text": "Progress: " + _text(rng, 400)}],
-            },
-        )
-        self.h.write(
-            json.dumps(
-                {"type": "last-prompt", "leafUuid": self.parent, "sessionId": self.session}
-            ).encode()
-            + b"\n"
-        )
-
-    def tool(self, roll: float) -> None:
-        rng = self.rng
-        tid = f"toolu_{rng.getrandbits(64):016x}"
-        if roll < 0.35:
-            body = LOREM * rng.randint(10, 120)
-            path = f"{WORKSPACE}/src/mod_{rng.randint(0, 300)}.py"
-            self.rec(
-                "assistant",
-                {
-                    "id": tid,
-                    "role": "assistant",
-                    "model": "claude-opus-4-8",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": tid,
-                            "name": "Write",
-                            "input": {"file_path": path, "content": body},
-                        }
-                    ],
-                },
-            )
-            self.rec(
-                "user",
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": tid,
-                            "type": "tool_result",
-                            "content": f"File created successfully at: {path}",
-                        }
-                    ],
-                },
-                toolUseResult={
-                    "type": "create",
-                    "filePath": path,
-                    "content": body,
-                    "structuredPatch": [],
-                },
-            )
-        elif roll < 0.7:
-            out = _text(rng, rng.randint(500, 20000))
-            fail = rng.random() < 0.1
-            self.rec(
-                "assistant",
-                {
-                    "id": tid,
-                    "role": "assistant",
-                    "model": "claude-opus-4-8",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": tid,
-                            "name": "Bash",
-                            "input": {"command": "pytest -q tests/", "description": "run tests"},
-                        }
-                    ],
-                },
-            )
-            if fail:
-                self.rec(
-                    "user",
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": tid,
-                                "is_error": True,
-                                "content": "Exit code 1\nFAILED tests/test_x.py::test_y - AssertionError\n"
-                                + out,
-                            }
-                        ],
-                    },
-                    toolUseResult="Error: Exit code 1\n" + out,
-                )
-            else:
-                self.rec(
-                    "user",
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "tool_use_id": tid,
-                                "type": "tool_result",
-                                "content": out,
-                                "is_error": False,
-                            }
-                        ],
-                    },
-                    toolUseResult={
-                        "stdout": out,
-                        "stderr": "",
-                        "interrupted": False,
-                        "isImage": False,
-                    },
-                )
-        elif roll < 0.74:  # plans are small next to the work they describe
-            self.tasks += 1
-            self.rec(
-                "assistant",
-                {
-                    "id": tid,
-                    "role": "assistant",
-                    "model": "claude-opus-4-8",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": tid,
-                            "name": "TaskCreate",
-                            "input": {
-                                "subject": f"Task {self.tasks}",
-                                "description": "d",
-                                "activeForm": "Doing",
-                            },
-                        }
-                    ],
-                },
-            )
-            self.rec(
-                "user",
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": tid,
-                            "type": "tool_result",
-                            "content": f"Task #{self.tasks} created",
-                        }
-                    ],
-                },
-                toolUseResult={"task": {"id": str(self.tasks), "subject": f"Task {self.tasks}"}},
-            )
-        else:
-            body = LOREM * rng.randint(5, 60)
-            self.rec(
-                "assistant",
-                {
-                    "id": tid,
-                    "role": "assistant",
-                    "model": "claude-opus-4-8",
-                    "content": [
-                        {
-                            "type": "tool_use",
-                            "id": tid,
-                            "name": "Read",
-                            "input": {"file_path": f"{WORKSPACE}/src/a.py"},
-                        }
-                    ],
-                },
-            )
-            self.rec(
-                "user",
-                {
-                    "role": "user",
-                    "content": [{"tool_use_id": tid, "type": "tool_result", "content": body}],
-                },
-                toolUseResult={
-                    "type": "text",
-                    "file": {"filePath": f"{WORKSPACE}/src/a.py", "content": body},
-                },
-            )
-        self.rec("progress", data={"type": "hook_progress", "hookEvent": "PostToolUse"})
+def essentials(handoff: dict[str, Any]) -> dict[str, Any]:
+    task, state = handoff["task"], handoff["state"]
+    return {
+        "first request": task.get("original_request"),
+        "last progress": task.get("latest_progress"),
+        "plan": [(p["id"], p["subject"], p["status"]) for p in state.get("plan") or []],
+        "files": sorted(f["path"] for f in state.get("files_touched") or []),
+        # a grown file whose chain broke would add a warning (and be read in file order)
+        "warnings": sorted(handoff.get("warnings") or []),
+    }
 
 
-def generate_claude(path: Path, size: int, seed: int = 7) -> None:
-    rng = random.Random(seed)
-    with open(path, "wb") as handle:
-        w = ClaudeWriter(handle, rng)
-        i = 0
-        while handle.tell() < size:
-            i += 1
-            fork_point = w.parent
-            w.turn(i)
-            if i % 50 == 0:  # a rewind: the last turn becomes a dead branch
-                w.parent = fork_point
-            if i % 400 == 0:  # a compaction
-                last = w.parent
-                w.parent = None
-                w.rec(
-                    "system",
-                    subtype="compact_boundary",
-                    content="Conversation compacted",
-                    logicalParentUuid=last,
-                    compactMetadata={"trigger": "auto", "preTokens": 160000},
-                )
-                w.rec(
-                    "user",
-                    {
-                        "role": "user",
-                        "content": "This session is being continued... " + _text(rng, 3000),
-                    },
-                    isCompactSummary=True,
-                )
+def compare(reference: dict[str, Any], handoff: dict[str, Any]) -> str:
+    got = essentials(handoff)
+    bad = [key for key, value in reference.items() if got[key] != value]
+    return "ok" if not bad else "DIFFERS: " + ", ".join(bad)
 
 
-def generate_codex(path: Path, size: int, seed: int = 11) -> None:
-    rng = random.Random(seed)
+def fat_check(handoff: dict[str, Any]) -> str:
+    got = essentials(handoff)
+    bad = []
+    if not str(got["first request"]).startswith("Step 1:"):
+        bad.append("first request")
+    if not str(got["last progress"]).startswith("Progress:"):
+        bad.append("last progress")
+    if not got["files"]:
+        bad.append("files")
+    return "ok" if not bad else "DIFFERS: " + ", ".join(bad)
 
-    def line(kind: str, payload: dict) -> bytes:
-        return (
-            json.dumps(
-                {"timestamp": "2026-11-29T10:00:00.000Z", "type": kind, "payload": payload},
-                separators=(",", ":"),
-            ).encode()
-            + b"\n"
-        )
 
-    with open(path, "wb") as h:
-        h.write(
-            line(
-                "session_meta",
-                {
-                    "id": str(uuid.UUID(int=rng.getrandbits(128))),
-                    "cwd": WORKSPACE,
-                    "cli_version": "0.171.0",
-                    "originator": "codex_exec",
-                    "timestamp": "2026-11-29T10:00:00.000Z",
-                },
-            )
-        )
-        i = 0
-        while h.tell() < size:
-            i += 1
-            h.write(line("turn_context", {"cwd": WORKSPACE, "model": "gpt-5.5"}))
-            prompt = f"Step {i}: " + _text(rng, 200)
-            h.write(
-                line(
-                    "response_item",
-                    {
-                        "type": "message",
-                        "role": "user",
-                        "content": [{"type": "input_text", "text": prompt}],
-                    },
-                )
-            )
-            h.write(line("event_msg", {"type": "user_message", "message": prompt}))
-            h.write(
-                line(
-                    "response_item",
-                    {
-                        "type": "reasoning",
-                        "summary": [{"type": "summary_text", "text": _text(rng, 300)}],
-                        "encrypted_content": "x" * 800,
-                    },
-                )
-            )
-            for _ in range(rng.randint(2, 5)):
-                cid = f"call_{rng.getrandbits(64):016x}"
-                if rng.random() < 0.5:
-                    out = _text(rng, rng.randint(500, 20000))
-                    code = 1 if rng.random() < 0.1 else 0
-                    h.write(
-                        line(
-                            "response_item",
-                            {
-                                "type": "function_call",
-                                "name": "exec_command",
-                                "arguments": json.dumps({"cmd": "pytest -q"}),
-                                "call_id": cid,
-                            },
-                        )
-                    )
-                    h.write(
-                        line(
-                            "event_msg",
-                            {
-                                "type": "item_completed",
-                                "item": {
-                                    "type": "CommandExecution",
-                                    "id": cid,
-                                    "command": ["bash", "-lc", "pytest -q"],
-                                    "exit_code": code,
-                                    "aggregated_output": out,
-                                },
-                            },
-                        )
-                    )
-                    h.write(
-                        line(
-                            "response_item",
-                            {
-                                "type": "function_call_output",
-                                "call_id": cid,
-                                "output": f"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code {code}\nOutput:\n{out}",
-                            },
-                        )
-                    )
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = Path(tempfile.mkdtemp(prefix="passdown-bench-", dir=args.workdir))
+        self.cwd = self.work / "ws"
+        self.cwd.mkdir()
+        self.base_env = {**os.environ, "PASSDOWN_DATA_DIR": str(self.work / "data")}
+        self.rows: list[Row] = []
+
+    def run(self) -> None:
+        print(f"{'agent':7} {'shape':5} {'src':>8} {'size':>7} {'lines':>9} {'floor':>7} "
+              f"{'export':>7} {'x floor':>7} {'CPU':>7} {'x fl CPU':>7} {'klines/s':>8} {'MB/s':>6} "
+              f"{'RSS MB':>7} {'load':>5}  check", flush=True)
+        for agent in self.args.agents.split(","):
+            sizes = self.args.sizes or DEFAULT_SIZES.get(agent, OTHER_SIZES)
+            for size_mb in (float(s) for s in sizes.split(",")):
+                if self.args.shape == "real":
+                    self.real(agent, size_mb)
                 else:
-                    body = "".join(
-                        "+" + ln + "\n" for ln in (LOREM * rng.randint(10, 100)).splitlines()
-                    )
-                    h.write(
-                        line(
-                            "response_item",
-                            {
-                                "type": "custom_tool_call",
-                                "name": "apply_patch",
-                                "call_id": cid,
-                                "input": f"*** Begin Patch\n*** Add File: src/m{rng.randint(0, 300)}.py\n{body}*** End Patch\n",
-                            },
-                        )
-                    )
-                    h.write(
-                        line(
-                            "response_item",
-                            {
-                                "type": "custom_tool_call_output",
-                                "call_id": cid,
-                                "output": "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess.",
-                            },
-                        )
-                    )
-                h.write(
-                    line(
-                        "event_msg",
-                        {"type": "token_count", "info": {"total_token_usage": {"input_tokens": i}}},
-                    )
-                )
-            text = "Progress: " + _text(rng, 400)
-            h.write(
-                line(
-                    "response_item",
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": text}],
-                    },
-                )
+                    self.fat(agent, size_mb)
+
+    def real(self, agent: str, size_mb: float) -> None:
+        fixture = realshape.fixtures()[agent]
+        root = self.work / agent
+        path = realshape.install(fixture, root)
+        env = {**self.base_env, fixture.env_var: str(root)}
+        references = {
+            src: essentials(export(agent, path, src, env, self.work / "out", self.cwd)[3])
+            for src in self.args.src
+        }
+        realshape.Grower(fixture).write(path, int(size_mb * MB))
+        self.measure(agent, "real", path, env, lambda src, h: compare(references[src], h))
+        shutil.rmtree(root)
+
+    def fat(self, agent: str, size_mb: float) -> None:
+        root = self.work / agent
+        if agent == "claude":
+            folder = root / "projects" / "-tmp-passdown-bench-ws"
+            folder.mkdir(parents=True)
+            path = folder / "5e551011-0000-4000-8000-00000000fa70.jsonl"
+            fatshape.generate_claude(path, int(size_mb * MB))
+            env = {**self.base_env, "CLAUDE_CONFIG_DIR": str(root)}
+        elif agent == "codex":
+            folder = root / "sessions" / "2026" / "11" / "29"
+            folder.mkdir(parents=True)
+            path = folder / "rollout-2026-11-29T10-00-00-01a22926-0000-7000-8000-00000000fa70.jsonl"
+            fatshape.generate_codex(path, int(size_mb * MB))
+            env = {**self.base_env, "CODEX_HOME": str(root)}
+        else:
+            raise SystemExit(f"the fat shape exists for claude and codex, not {agent}")
+        self.measure(agent, "fat", path, env, lambda _src, h: fat_check(h))
+        shutil.rmtree(root)
+
+    def measure(self, agent: str, shape: str, path: Path, env: dict[str, str], check: Any
+                ) -> None:
+        size = path.stat().st_size
+        lines = count_lines(path)
+        floor, floor_cpu = floor_seconds(path)
+        for src in self.args.src:
+            best: tuple[float, float, float, dict[str, Any]] | None = None
+            for _ in range(self.args.runs):
+                result = export(agent, path, src, env, self.work / "out", self.cwd)
+                best = result if best is None or result[0] < best[0] else best
+            assert best is not None
+            wall, cpu, rss, handoff = best
+            row = Row(agent, shape, self._label(src), size / MB, lines, floor, floor_cpu, wall,
+                      cpu, rss, check(src, handoff), os.getloadavg()[0])
+            self.rows.append(row)
+            print(f"{agent:7} {shape:5} {row.src:>8} {row.size_mb:6.0f}M {lines:9d} "
+                  f"{floor:6.2f}s {wall:6.2f}s {row.ratio:7.1f} {cpu:6.2f}s {row.cpu_ratio:7.1f} "
+                  f"{lines / wall / 1000:8.0f} {size / 1e6 / wall:6.0f} {rss:7.0f} "
+                  f"{row.load:5.1f}  {row.check}", flush=True)
+
+    def _label(self, src: str) -> str:
+        if Path(src).resolve() == (REPO / "src").resolve():
+            return "this"
+        return Path(src).parent.name[-8:] or src[-8:]
+
+    def close(self) -> None:
+        if self.args.json:
+            Path(self.args.json).write_text(
+                "\n".join(json.dumps({**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio}) for r in self.rows) + "\n"
             )
-            h.write(line("event_msg", {"type": "agent_message", "message": text}))
-
-
-def _wc(path: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(["wc", "-l", str(path)], check=True, capture_output=True)
-    return time.perf_counter() - start
-
-
-def _export(agent: str, path: Path, env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall time, CPU time (user+system, both cores) and peak RSS of one export run in a
-    child process, measured through a wrapper so each run has its own rusage."""
-    code = (
-        "import resource,subprocess,sys,time;t=time.perf_counter();"
-        "subprocess.run(sys.argv[1:],check=True,capture_output=True);"
-        "w=time.perf_counter()-t;r=resource.getrusage(resource.RUSAGE_CHILDREN);"
-        "print(w, r.ru_utime+r.ru_stime, r.ru_maxrss)"
-    )
-    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(path)]
-    argv += ["--out", env["PASSDOWN_BENCH_OUT"], "--no-store", "--quiet"]
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *argv],
-        cwd=WORKSPACE,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"export failed: {proc.stderr}")
-    wall, cpu, rss_kb = proc.stdout.split()
-    return float(wall), float(cpu), int(rss_kb)
+        if not self.args.keep:
+            shutil.rmtree(self.work, ignore_errors=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="256,1024", help="session sizes in MB")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agents", default="claude,codex")
+    parser.add_argument("--sizes", help="sizes in MB (default: 100,300,1000 for Claude and "
+                        f"Codex, {OTHER_SIZES} for the others)")
+    parser.add_argument("--shape", choices=("real", "fat"), default="real")
+    parser.add_argument("--src", nargs="+", default=[str(REPO / "src")],
+                        help="passdown source trees to compare (PYTHONPATH of the export)")
+    parser.add_argument("--runs", type=int, default=1, help="export runs per file (best kept)")
+    parser.add_argument("--json", help="also write the rows as JSON lines to this file")
+    parser.add_argument("--workdir", default=tempfile.gettempdir())
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     args = parser.parse_args()
-    Path(WORKSPACE).mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="passdown-bench-"))
-    env = dict(os.environ)
-    env["CLAUDE_CONFIG_DIR"] = str(tmp / "claude")
-    env["CODEX_HOME"] = str(tmp / "codex")
-    env["PASSDOWN_DATA_DIR"] = str(tmp / "data")
-    env["PASSDOWN_BENCH_OUT"] = str(tmp / "out")
-    src = str(Path(__file__).resolve().parents[1] / "src")
-    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-    print(
-        f"{'agent':7} {'size':>8} {'wc -l':>8} {'export':>8} {'MB/s':>8} {'x wc':>6} {'CPU':>7} {'peak RSS':>9}"
-    )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    bench = Bench(args)
     try:
-        for agent in args.agents.split(","):
-            for size_mb in (int(s) for s in args.sizes.split(",")):
-                if agent == "claude":
-                    folder = tmp / "claude" / "projects" / "-tmp-passdown-bench-ws"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    path = folder / f"{uuid.uuid4()}.jsonl"
-                    generate_claude(path, size_mb * 1024 * 1024)
-                else:
-                    folder = tmp / "codex" / "sessions" / "2026" / "11" / "29"
-                    folder.mkdir(parents=True, exist_ok=True)
-                    path = folder / f"rollout-2026-11-29T10-00-00-{uuid.uuid4()}.jsonl"
-                    generate_codex(path, size_mb * 1024 * 1024)
-                size = path.stat().st_size
-                _wc(path)  # warm the page cache so both runs read from memory
-                wc = min(_wc(path) for _ in range(3))
-                elapsed, cpu, rss_kb = min(_export(agent, path, env) for _ in range(2))
-                mb = size / 1e6
-                print(
-                    f"{agent:7} {mb:7.0f}M {wc:7.2f}s {elapsed:7.2f}s {mb / elapsed:8.0f}"
-                    f" {elapsed / wc:6.1f} {cpu:6.2f}s {rss_kb / 1024:8.0f}M",
-                    flush=True,
-                )
-                path.unlink()
+        bench.run()
     finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+        bench.close()
 
 
 if __name__ == "__main__":

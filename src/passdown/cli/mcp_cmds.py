@@ -24,13 +24,16 @@ def _workspace() -> Path:
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def mcp_command(project: str | None, store_url: str | None) -> None:
     """Serve passdown's tools to an agent over MCP (stdio), bound to one project."""
+    from passdown.mcp.handshake import answer_early
+
+    early = answer_early()  # initialize and tools/list, before the MCP SDK's slow import
     from passdown.mcp.server import run_stdio
     from passdown.records import default_project
     from passdown.store import open_store
 
     workspace = _workspace()
     with open_store(store_url) as store:
-        run_stdio(store, project or default_project(workspace), workspace)
+        run_stdio(store, project or default_project(workspace), workspace, early)
 
 
 @click.command("serve")

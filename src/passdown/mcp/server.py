@@ -21,6 +21,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from passdown.errors import PassdownError
+from passdown.mcp.handshake import INSTRUCTIONS, SERVER_NAME, EarlyLines, server_version
 from passdown.mcp.tools import MAX_FIND_LIMIT, ScopedTools
 from passdown.records import Scope
 from passdown.store import Store
@@ -28,15 +29,6 @@ from passdown.store import Store
 log = logging.getLogger("passdown.mcp")
 T = TypeVar("T")
 ToolsFor = Callable[[Context], ScopedTools]
-
-INSTRUCTIONS = (
-    "passdown keeps handoffs between coding agents and sessions. Every tool works inside "
-    "one project (the scope this server is bound to). To take over a task: call "
-    "load_handoff, mark_handoff(id, 'claimed'), reconcile the workspace with it (git "
-    "status, the files it lists), continue from its next steps, and mark it 'completed' "
-    "when done. Before stopping with unfinished work, call prepare_handoff."
-)
-
 
 async def call(fn: Callable[[], T]) -> T:
     """Run one store/pipeline call off the event loop; PassdownError -> a tool error."""
@@ -72,9 +64,9 @@ TypeArg = Annotated[
 TimeArg = Annotated[str | None, Field(description="ISO 8601 timestamp.")]
 
 
-def build_server(tools_for: ToolsFor, *, name: str = "passdown") -> MCPServer:
+def build_server(tools_for: ToolsFor, *, name: str = SERVER_NAME) -> MCPServer:
     server: MCPServer = MCPServer(
-        name, version=_version(), instructions=INSTRUCTIONS, log_level="WARNING"
+        name, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
     reads = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 
@@ -182,22 +174,16 @@ def build_server(tools_for: ToolsFor, *, name: str = "passdown") -> MCPServer:
     return server
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("passdown")
-    except PackageNotFoundError:
-        return "0"
-
-
 def fixed_scope(tools: ScopedTools) -> ToolsFor:
     return functools.partial(lambda t, _ctx: t, tools)
 
 
-def run_stdio(store: Store, project: str, workspace: Path) -> None:
+def run_stdio(
+    store: Store, project: str, workspace: Path, early: EarlyLines | None = None
+) -> None:
     """Serve over stdin/stdout until the client closes them. One server process is one
-    agent session, so it is one actor in the handoff lifecycle."""
+    agent session, so it is one actor in the handoff lifecycle. `early` is what
+    `passdown.mcp.handshake` already read (and maybe answered) before the SDK loaded."""
     import os
     import socket
 
@@ -206,5 +192,92 @@ def run_stdio(store: Store, project: str, workspace: Path) -> None:
     actor = f"passdown-mcp@{socket.gethostname()}:{os.getpid()}"
     tools = ScopedTools(store, Scope(project=project), workspace=workspace, actor=actor)
     server = build_server(fixed_scope(tools))
-    anyio.run(server.run_stdio_async)
+    anyio.run(_serve_stdio, server, early)
 
+
+async def _serve_stdio(server: MCPServer, early: EarlyLines | None) -> None:
+    """`MCPServer.run_stdio_async`, with the lines read before the SDK loaded replayed
+    first and the SDK's replies to the requests already answered dropped."""
+    import mcp_types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs, given our streams
+    async with stdio_server() as (read_stream, write_stream):
+        reads: Any = read_stream
+        writes: Any = write_stream
+        if early is not None:
+            replayed: list[object] = []
+            for line in early.lines:
+                if not line.strip():
+                    continue
+                try:
+                    replayed.append(SessionMessage(
+                        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    ))
+                except Exception as exc:  # what stdio_server does with a bad line
+                    replayed.append(exc)
+            reads = _Replayed(replayed, read_stream)
+            if early.answered:
+                writes = _DropReplies(early.answered, write_stream)
+        await lowlevel.run(reads, writes, lowlevel.create_initialization_options())
+
+
+class _Replayed:
+    """A read stream that yields some messages before the transport's own."""
+
+    def __init__(self, first: list[object], inner: Any) -> None:
+        self._first = list(reversed(first))
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> object:
+        if self._first:
+            return self._first.pop()
+        return await self._inner.receive()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Replayed:
+        return self
+
+    async def __anext__(self) -> object:
+        if self._first:
+            return self._first.pop()
+        return await self._inner.__anext__()
+
+    async def __aenter__(self) -> _Replayed:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class _DropReplies:
+    """A write stream that drops one response to each request answered early."""
+
+    def __init__(self, request_ids: list[int | str], inner: Any) -> None:
+        self._pending = list(request_ids)
+        self._inner = inner
+
+    async def send(self, item: Any) -> None:
+        if self._pending:
+            reply = getattr(item, "message", None)
+            reply_id = getattr(reply, "id", None)
+            if reply_id in self._pending and not hasattr(reply, "method"):
+                self._pending.remove(reply_id)
+                return
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _DropReplies:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

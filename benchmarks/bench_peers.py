@@ -1,0 +1,186 @@
+"""passdown against its peers on one real-shaped Claude Code session (200 MB by default).
+
+The peers are installed from PyPI into a scratch virtualenv (never a dependency of
+passdown): session-handover, harness-distill, baton-agents (the `baton` CLI; the PyPI
+package named `baton` is an unrelated wrapper) and claude-handoff. A peer that cannot be
+installed here is reported as such and skipped.
+
+The session is the recorded Claude fixture grown by realshape.py, placed under a scratch
+HOME as ~/.claude/projects/<workspace>/<id>.jsonl with its task files, and each tool is
+run on it the way its help says, in a child process: wall time, CPU time and peak RSS,
+plus what its output carries of the session (first request, last progress message, the
+plan's three tasks, the three files touched) and whether it leaked the planted AWS key.
+The floor (`wc -l; cat`) is measured in the same run.
+
+Usage: python benchmarks/bench_peers.py [--size 200] [--venv /tmp/passdown-peers-venv]
+       [--runs 2] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import realshape
+from bench_export import MB, floor_seconds
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS = {  # PyPI package -> CLI it installs
+    "session-handover": "session-handover",
+    "harness-distill": "harness-distill",
+    "baton-agents": "baton",
+    "claude-handoff": "claude-handoff",
+}
+RECORDED_WS = "/tmp/passdown-rec/claude-full"
+# What a handoff of this session must carry, as strings its output must contain.
+CONTENT = {
+    "first request": ["Create calc.py with an add() function and a unittest"],
+    "last progress": ["Working on the README Usage section now"],
+    "plan": ["Write calc.py with add() and its test", "Make greet() say Hi",
+             "Add a Usage section to README.md"],
+    "files": ["calc.py", "greet.py", "test_calc.py"],
+}
+SECRET = "AKIAQ4XJ7PASSDOWN5ZT"  # planted in the first request; must not leave redacted
+
+
+@dataclass
+class Result:
+    tool: str
+    wall: float
+    cpu: float
+    rss_mb: float
+    output: str
+    error: str = ""
+
+
+# argv: STDOUT_FILE COMMAND...; prints "exit wall cpu maxrss_kb" of COMMAND
+_WRAPPER = (
+    "import resource,subprocess,sys,time;t=time.perf_counter();"
+    "p=subprocess.run(sys.argv[2:],capture_output=True,stdin=subprocess.DEVNULL);"
+    "w=time.perf_counter()-t;r=resource.getrusage(resource.RUSAGE_CHILDREN);"
+    "open(sys.argv[1],'wb').write(p.stdout);"
+    "sys.stderr.buffer.write(p.stderr[-3000:]);"
+    "print(p.returncode, w, r.ru_utime+r.ru_stime, r.ru_maxrss)"
+)
+
+
+def timed(tool: str, argv: list[str], env: dict[str, str], cwd: Path, outputs: list[Path],
+          scratch: Path) -> Result:
+    """Run one tool; its output is what it wrote to `outputs` plus its stdout."""
+    for out in outputs:
+        if out.is_dir():
+            shutil.rmtree(out)
+        elif out.exists():
+            out.unlink()
+    stdout_file = scratch / f"{tool}.stdout"
+    proc = subprocess.run([sys.executable, "-c", _WRAPPER, str(stdout_file), *argv], cwd=cwd,
+                          env=env, capture_output=True, text=True)
+    code, wall, cpu, rss_kb = proc.stdout.split()
+    text = stdout_file.read_text(errors="replace")
+    for out in outputs:
+        files = [out] if out.is_file() else sorted(out.rglob("*")) if out.is_dir() else []
+        text += "".join(f.read_text(errors="replace") for f in files if f.is_file())
+    error = "" if code == "0" else f"exit {code}: {proc.stderr.strip()[-300:]}"
+    return Result(tool, float(wall), float(cpu), int(rss_kb) / 1024, text, error)
+
+
+def content_report(text: str) -> tuple[str, bool]:
+    missing = [key for key, needles in CONTENT.items() if not all(n in text for n in needles)]
+    complete = "complete" if not missing else "missing " + ", ".join(missing)
+    return complete, SECRET in text
+
+
+def ensure_venv(venv: Path) -> dict[str, str]:
+    """{package: "" if installed, else why not}."""
+    status: dict[str, str] = {}
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    for package in PEERS:
+        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", package],
+                              capture_output=True, text=True)
+        lines = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln]
+        status[package] = "" if proc.returncode == 0 else (lines[-1] if lines else "pip failed")
+    return status
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=float, default=200, help="session size in MB")
+    parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(),
+                                                       "passdown-peers-venv"))
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    venv = Path(args.venv)
+    installed = ensure_venv(venv)
+    work = Path(tempfile.mkdtemp(prefix="passdown-peers-"))
+    try:
+        run(args, venv, installed, work)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: Path) -> None:
+    home, ws, out = work / "home", work / "ws", work / "out"
+    ws.mkdir(parents=True)
+    out.mkdir()
+    fixture = realshape.fixtures()["claude"]
+    claude_dir = home / ".claude"
+    session = realshape.install(fixture, claude_dir)
+    folder = claude_dir / "projects" / "".join(c if c.isalnum() else "-" for c in str(ws))
+    session.parent.rename(folder)
+    session = folder / session.name
+    grower = realshape.Grower(fixture, lambda b: b.replace(RECORDED_WS.encode(), str(ws).encode()))
+    grower.write(session, int(args.size * MB))
+    session_id = session.stem
+    size = session.stat().st_size
+    floor, floor_cpu = floor_seconds(session)
+    print(f"session {size / 1e6:.0f} MB, {session_id}; floor {floor:.2f} s wall, "
+          f"{floor_cpu:.2f} s CPU; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude_dir),
+           "PASSDOWN_DATA_DIR": str(work / "data"), "PYTHONPATH": str(REPO / "src"),
+           "NO_COLOR": "1"}
+    bin_dir = venv / "bin"
+    commands = {
+        "passdown": ([sys.executable, "-m", "passdown", "export", "--from", "claude",
+                      "--session", str(session), "--out", str(out / "passdown"),
+                      "--no-store", "--quiet"], [out / "passdown"]),
+        "session-handover": ([str(bin_dir / "session-handover"), "make", "--session",
+                              session_id, "--out", str(out / "sh.md")], [out / "sh.md"]),
+        "harness-distill": ([str(bin_dir / "harness-distill"), "harvest", str(ws), "--source",
+                             "claude", "--out", str(out / "hd.md")], [out / "hd.md"]),
+        "baton-agents": ([str(bin_dir / "baton"), "move", "--from", "claude", "--to", "codex",
+                          "--session", session_id, "--dry-run", "-y"], []),
+        "claude-handoff": ([str(bin_dir / "claude-handoff"), str(session), "-o",
+                            str(out / "ch.md"), "--no-cache"], [out / "ch.md"]),
+    }
+    print(f"{'tool':17} {'wall':>7} {'x floor':>7} {'CPU':>7} {'x passdown':>10} "
+          f"{'RSS MB':>7}  content; secret")
+    base: float | None = None
+    for tool, (argv, outputs) in commands.items():
+        if tool != "passdown" and installed.get(tool):
+            print(f"{tool:17} not installable here: {installed[tool]}")
+            continue
+        results = [timed(tool, argv, env, ws, outputs, work) for _ in range(args.runs)]
+        best = min(results, key=lambda r: r.wall)
+        if best.error:
+            print(f"{tool:17} failed: {best.error}")
+            continue
+        base = base or best.wall
+        complete, leaked = content_report(best.output)
+        print(f"{tool:17} {best.wall:6.2f}s {best.wall / floor:7.1f} {best.cpu:6.2f}s "
+              f"{best.wall / base:10.2f} {best.rss_mb:7.0f}  {complete}; "
+              f"{'LEAKS the AWS key' if leaked else 'redacted'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
