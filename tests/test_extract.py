@@ -75,3 +75,21 @@ def test_plan_create_update_delete_with_ids_from_results() -> None:
     ]
     ex = extract(iter(events), workspace=None)
     assert [(p.id, p.subject, p.status) for p in ex.state.plan] == [("7", "A", "completed")]
+
+
+def test_failed_edits_keep_only_the_most_recent() -> None:
+    """A long session's failed edits are a bounded window, newest last, not a list that
+    grows with the session (memory stays flat on multi-GB files)."""
+    from passdown.extract import RECENT_FAILED_EDITS
+
+    def failed_edit(n: int) -> list[object]:
+        return [ToolCall(call_id=f"e{n}", name="Edit", action="edit", paths=(f"/ws/f{n}.py",)),
+                ToolResult(call_id=f"e{n}", is_error=True, error=f"old_string not found {n}")]
+
+    events: list[object] = [Message(role="user", text="Fix everything")]
+    for n in range(5000):
+        events += failed_edit(n)
+    state = extract(iter(events), workspace="/ws").state
+    assert len(state.failed_edits) == RECENT_FAILED_EDITS
+    assert [f.path for f in state.failed_edits] == [f"f{n}.py" for n in range(4980, 5000)]
+    assert state.files_touched == []

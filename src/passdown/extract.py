@@ -39,6 +39,7 @@ from passdown.transcript import (
 DEFAULT_MAX_MESSAGES = 24
 DEFAULT_MAX_CHARS = 80_000
 RECENT_COMMANDS = 20
+RECENT_FAILED_EDITS = 20
 OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 MAX_NOTES = 8  # decisions / open questions / next steps taken from prose
 
@@ -123,7 +124,8 @@ class _Extractor:
     plan_source: str | None = None
     plan_counter: int = 0
     files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
-    failed_edits: list[Failure] = field(default_factory=list)
+    # the most recent only: a long session's failed edits must not grow memory with its size
+    failed_edits: deque[Failure] = field(default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS))
     commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
@@ -318,7 +320,7 @@ class _Extractor:
             plan=[_plan_entry(item) for item in self.plan.values()],
             plan_source=self.plan_source if self.plan else None,
             files_touched=list(self.files.values()),
-            failed_edits=self.failed_edits[-20:],
+            failed_edits=list(self.failed_edits),
             commands=list(self.commands),
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
