@@ -6,29 +6,35 @@ Only click is imported at module level; the pipeline loads when a command runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from passdown.coordinator.doors import HandoffRequest
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _FROM_HELP = "The agent whose session to hand off: claude, codex, another installed agent, or auto (the newest session of any agent)."
 
 
-def _from_option(default: str | None = "auto") -> Any:
+def _from_option(default: str | None = "auto") -> Callable[[F], F]:
     return click.option("--from", "source", default=default, show_default=True, help=_FROM_HELP)
 
 
-def _session_option() -> Any:
+def _session_option() -> Callable[[F], F]:
     return click.option("--session", "session", default=None, help="A session id, an id prefix, or a session file path.")
 
 
-def _budget_options(func: Any) -> Any:
+def _budget_options(func: F) -> F:
     func = click.option("--max-chars", type=click.IntRange(min=1000), default=80_000, show_default=True, help="Character budget of the portable transcript.")(func)
     func = click.option("--max-messages", type=click.IntRange(min=2), default=24, show_default=True, help="Message budget of the portable transcript.")(func)
     return func
 
 
-def _json_option() -> Any:
+def _json_option() -> Callable[[F], F]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
@@ -39,7 +45,7 @@ def _emit_json(data: Any) -> None:
     click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
 
 
-def _workspace_option() -> Any:
+def _workspace_option() -> Callable[[F], F]:
     return click.option(
         "--workspace", "workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
         help="Hand off into this workspace (default: the session's own; for the newest session, this one).",
@@ -47,7 +53,7 @@ def _workspace_option() -> Any:
 
 
 def _request(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int,
-             workspace: Path | None) -> Any:
+             workspace: Path | None) -> HandoffRequest:
     from passdown.coordinator.doors import HandoffRequest
 
     return HandoffRequest(source=source, session=session, target=to, max_messages=max_messages,
@@ -79,6 +85,7 @@ def inspect_command(
     request = _request(source, session, None, max_messages, max_chars, workspace)
     prepared = doors.prepare(request, Path.cwd(), store=False)  # prepare only: nothing stored
     handoff = prepared.package.handoff
+    assert handoff is not None  # doors.prepare requires a session
     if as_json:
         from passdown.text import json_safe
 
@@ -148,11 +155,11 @@ def switch_command(
     max_chars: int, dry_run: bool, non_interactive: bool, no_store: bool, as_json: bool,
 ) -> int:
     """Export a handoff, then launch the target agent in the workspace to continue."""
-    from passdown import pipeline
+    from passdown.agents import get_agent
     from passdown.coordinator import doors
     from passdown.launch import check_argv, format_argv
 
-    target = pipeline.get_agent(to)
+    target = get_agent(to)
     store = not no_store and not dry_run  # a dry run does not even open the store
     request = _request(source, session, to, max_messages, max_chars, workspace)
     prepared = doors.prepare(request, Path.cwd(), store=None if store else False)
@@ -172,7 +179,7 @@ def switch_command(
             store=store, require_store=False, dry_run=dry_run, on_launch=None if dry_run else announce,
         )
     if dry_run:
-        assert result.argv is not None
+        assert result.argv is not None and result.written is not None  # a dry run plans both
         check_argv(result.argv)
         if as_json:
             _emit_json({**_written_summary(result.written), "argv": result.argv, "cwd": str(result.written.handoff.workspace.path), "target": target.name})
