@@ -6,14 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from passdown.errors import PassdownError
+from passdown.errors import GitError as GitError
 
 MAX_COMMITS = 200
 MAX_FILES = 500
-
-
-class GitError(PassdownError):
-    pass
 
 
 def _git(path: Path, *args: str) -> tuple[bool, str, str]:

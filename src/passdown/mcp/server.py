@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from passdown.errors import PassdownError
+from passdown.errors import PassdownError, tool_error_message
 from passdown.mcp.tools import MAX_FIND_LIMIT, ScopedTools
 from passdown.records import Scope
 from passdown.store import Store
@@ -45,8 +45,7 @@ async def call(fn: Callable[[], T]) -> T:
     try:
         return await anyio.to_thread.run_sync(fn)
     except PassdownError as exc:
-        message = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-        raise ToolError(redact(message)) from None
+        raise ToolError(tool_error_message(exc)) from None
     except Exception as exc:  # a bug: still a tool error, never a crashed server
         log.exception("tool failed")
         raise ToolError(redact(f"internal error ({type(exc).__name__}): {exc}")) from None
