@@ -17,8 +17,7 @@ from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError,
 from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, extract
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import Event, SessionRef, ToolCall, Transcript
-
-HANDOFF_DIR = ".agent-handoff"
+from passdown.workspace import HANDOFF_DIR as HANDOFF_DIR
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ handoffs, and the engine under `passdown export` / `passdown switch`.
 Modules: `package` (the model, record conversion), `project_files` (feature list and
 progress log), `build` (composing state, provenance), `compact` (the budgeted
 compactor), `checks` (validation), `lifecycle` (status and pointers in the store),
-`execute` (execution by type), `gitops` (ancestry, worktrees), `core` (the class),
+`execute` (execution by type), `core` (the class),
 `doors` (the one export path the CLI, hooks and MCP server take into `core`).
 """
 
@@ -36,10 +36,9 @@ from passdown.coordinator.package import (
     PackageContext,
     PackageState,
     RecoveryInfo,
-    package_from_record,
     package_json_schema,
-    package_to_record,
 )
+from passdown.handoff_record import package_from_record, package_to_record
 
 __all__ = [
     "CheckResult",

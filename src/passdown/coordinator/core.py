@@ -40,11 +40,11 @@ from passdown.coordinator.package import (
     HandoffType,
     PackageContext,
     RecoveryInfo,
-    package_from_record,
 )
 from passdown.coordinator.project_files import read_feature_list, read_progress
 from passdown.errors import RecordNotFound, SessionNotFound, StoreError, UsageError
 from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
+from passdown.handoff_record import package_from_record
 
 if TYPE_CHECKING:
     from passdown.coordinator.execute import ExecuteResult
@@ -239,19 +239,18 @@ class HandoffCoordinator:
         return pipeline.build_handoff(selection, options)
 
     def _recovery_base(self, source_agent: str) -> tuple[Handoff | None, tuple[str, Any, list[str], str | None], RecoveryInfo]:
-        from passdown.coordinator import gitops
-        from passdown.coordinator.checks import git_head
+        from passdown import workspace as git
 
-        head, _ = git_head(self.workspace)
+        head, _ = git.git_head(self.workspace)
         for pkg in self.history(limit=200):
             if pkg.parent_id or pkg.status == "rejected":
                 continue
             commit = pkg.context.git_hash
-            if (head and commit and gitops.is_ancestor(self.workspace, commit, head)) or (not head and not commit):
+            if (head and commit and git.is_ancestor(self.workspace, commit, head)) or (not head and not commit):
                 info = RecoveryInfo(
                     from_id=pkg.id, from_git_hash=commit,
-                    commits_since=gitops.commits_since(self.workspace, commit) if commit else [],
-                    files_changed=gitops.files_changed_since(self.workspace, commit) if commit else [],
+                    commits_since=git.commits_since(self.workspace, commit) if commit else [],
+                    files_changed=git.files_differing_from(self.workspace, commit) if commit else [],
                 )
                 recent = list(dict.fromkeys([*pkg.context.recent_files, *info.files_changed]))
                 return pkg.handoff, (f"recovered:{pkg.id}", pkg.state, recent, pkg.summary), info
@@ -446,7 +445,7 @@ class HandoffCoordinator:
             for record in page.records:
                 try:
                     pkg = package_from_record(record)
-                except (ValueError, StoreError):
+                except StoreError:
                     continue  # a foreign record that is no package
                 seen += 1
                 yield pkg
@@ -465,7 +464,7 @@ class HandoffCoordinator:
             return None
         try:
             return package_from_record(self.store().retrieve(self.scope, pkg.previous_id))
-        except (StoreError, ValueError):
+        except StoreError:
             return None
 
     # -- session manager -----------------------------------------------------------------------

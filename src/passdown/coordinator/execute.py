@@ -31,20 +31,17 @@ from passdown.coordinator.checks import (
 )
 from passdown.coordinator.errors import HandoffBlocked, HandoffConflict
 from passdown.coordinator.lifecycle import HandoffStateError, Lifecycle
-from passdown.coordinator.package import (
-    ChildRef,
-    HandoffPackage,
-    package_from_record,
-    package_to_record,
-)
+from passdown.coordinator.package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
     LaunchError,
     RecordConflict,
+    RecordInvalid,
     RecordNotFound,
     StoreError,
     UsageError,
 )
+from passdown.handoff_record import package_from_record, package_to_record
 
 if TYPE_CHECKING:
     from passdown.agents import LaunchSpec
@@ -270,7 +267,7 @@ def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
     except RecordConflict:
         try:
             stored = package_from_record(store.retrieve(coord.scope, pkg.id))
-        except (RecordNotFound, ValueError):
+        except (RecordNotFound, RecordInvalid):
             stored = None
         if stored is None or stored.content_hash() != pkg.content_hash():
             raise HandoffConflict(
@@ -353,8 +350,7 @@ def _child_options(opts: _Options, *, launch: bool, out_dir: Path | None) -> _Op
 def child_package(coord: HandoffCoordinator, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:
     """The child's own package: its assignment as next steps, a note of who owns what,
     its worktree as workspace. A stored child (an earlier, interrupted run) is reused."""
-    from passdown.coordinator.gitops import add_worktree
-    from passdown.workspace import snapshot
+    from passdown.workspace import add_worktree, snapshot
 
     if coord.has_store:
         try:

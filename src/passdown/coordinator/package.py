@@ -145,25 +145,6 @@ def package_json_schema() -> dict[str, Any]:
     return schema
 
 
-# -- record conversion: one converter, in passdown.handoff_record --------------------------
-
-
-def package_to_record(package: HandoffPackage, *, project: str | None = None) -> Any:
-    """The stored handoff record for a package (see `handoff_record.package_to_record`)."""
-    from passdown.handoff_record import package_to_record as convert
-
-    where = project or package.project
-    if not where:
-        raise ValueError("a package without a project needs project=")
-    data = package.model_dump(mode="json", exclude={"handoff", "status"})
-    return convert(data, package.handoff, project=where)
-
-
-def package_from_record(record: Any) -> HandoffPackage:
-    from passdown.handoff_record import package_from_record as convert
-
-    data, handoff = convert(record)
-    data.setdefault("project", record.scope.project)
-    if handoff is not None:
-        data["handoff"] = handoff
-    return HandoffPackage.model_validate(data)
+# Record conversion lives in the one converter module; re-exported for this import path.
+from passdown.handoff_record import package_from_record as package_from_record  # noqa: E402
+from passdown.handoff_record import package_to_record as package_to_record  # noqa: E402
