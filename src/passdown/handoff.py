@@ -144,7 +144,7 @@ class Redaction(_Model):
 
 
 class Handoff(_Model):
-    schema_: Literal["passdown.handoff/1"] = Field(SCHEMA_ID, alias="schema")
+    schema_: Literal["passdown.handoff/1"] = Field(default=SCHEMA_ID, alias="schema")
     id: str
     created_at: str
     source: Source

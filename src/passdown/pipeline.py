@@ -268,7 +268,8 @@ def _attribute_git_changes(
         return
     named = _named_in_commands(commands)
     others = _paths_of_concurrent_sessions(selection)
-    ours, meanwhile = [], []
+    ours: list[str] = []
+    meanwhile: list[str] = []
     for path in unexplained:
         if path in others:
             continue  # another session's work, not this one's

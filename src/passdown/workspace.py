@@ -351,7 +351,7 @@ def _xy(code: str) -> str:
 
 
 def _apply_head_details(snap: WorkspaceSnapshot, root: Path, tracked: list[str]) -> None:
-    calls = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
+    calls: dict[str, tuple[str, ...]] = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
     if tracked:  # a clean tree has no diff: skip the call
         calls["diff"] = _diff_args(tracked)
     results = _run_parallel(root, calls)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from passdown.handoff import Handoff
 
-PACKAGE_FORMAT = "passdown.package/1"
+PACKAGE_FORMAT: Final = "passdown.package/1"
 HandoffType = Literal["session", "agent", "parallel", "recovery"]
 HANDOFF_TYPES: tuple[str, ...] = ("session", "agent", "parallel", "recovery")
 LifecycleStatus = Literal["prepared", "published", "claimed", "completed", "rejected", "superseded"]
@@ -42,7 +42,7 @@ class PackageState(_Model):
 class PackageContext(_Model):
     recent_files: list[str] = Field(default_factory=list)
     git_hash: str | None = None
-    session_number: int = Field(1, ge=1)
+    session_number: int = Field(default=1, ge=1)
 
 
 class ChildRef(_Model):
