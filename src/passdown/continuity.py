@@ -173,9 +173,8 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
 
 
 def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_id: str | None) -> str | None:
-    from passdown.coordinator import gitops
-    from passdown.coordinator.checks import git_head
     from passdown.records import parse_timestamp
+    from passdown.workspace import git_head, is_ancestor
 
     if package.status != "published":
         return f"already-{package.status}"  # claimed, completed, ...: not ours to take
@@ -186,7 +185,7 @@ def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_i
         return "too-old"
     then = package.context.git_hash
     head, _ = git_head(coordinator.workspace)
-    if then and (not head or not gitops.is_ancestor(coordinator.workspace, then, head)):
+    if then and (not head or not is_ancestor(coordinator.workspace, then, head)):
         return "not-ancestor"  # the workspace moved elsewhere (another branch, a reset)
     return None
 

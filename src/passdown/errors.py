@@ -1,25 +1,35 @@
-"""passdown's errors, one tree, each with the exit code the CLI uses for it.
+"""passdown's errors: one tree, and the one table that maps them onto every door.
 
-    PassdownError                  (exit 1)
-    ├── UsageError                 (exit 2)  bad arguments or options
-    ├── SessionNotFound            (exit 3)  no session for this workspace / id
-    ├── AmbiguousSession           (exit 4)  an id prefix matches several sessions
-    ├── SessionReadError           (exit 5)  a session file cannot be read at all
-    ├── AgentNotInstalled          (exit 6)  the target agent's program is not on PATH
-    ├── LaunchError                (exit 7)  the target agent could not be started
-    ├── OutputError                (exit 8)  the handoff could not be written
-    ├── StoreError                 (exit 9)  the handoff store failed
-    │   ├── RecordNotFound         (exit 10)
-    │   ├── RecordConflict         (exit 11)
-    │   └── RecordInvalid          (exit 12)
-    ├── UnknownAgent               (exit 13) no agent of that name is registered
-    └── ServeError                 (exit 14) `passdown serve` cannot listen (port in use)
+    PassdownError                     exit 1   HTTP 500
+    ├── UsageError                    exit 2   HTTP 400  bad arguments or options
+    ├── SessionNotFound               exit 3             no session for this workspace / id
+    ├── AmbiguousSession              exit 4             an id prefix matches several sessions
+    ├── SessionReadError              exit 5             a session file cannot be read at all
+    ├── AgentNotInstalled             exit 6             the target agent's program is not on PATH
+    ├── LaunchError                   exit 7             the target agent could not be started
+    ├── OutputError                   exit 8             the handoff could not be written
+    ├── StoreError                    exit 9   HTTP 503  the handoff store failed
+    │   ├── RecordNotFound            exit 10  HTTP 404
+    │   │   └── HandoffNotFound       exit 10  HTTP 404  no such (or no active) handoff
+    │   ├── RecordConflict            exit 11  HTTP 409
+    │   │   └── HandoffConflict       exit 11  HTTP 409  another package won the race / differs under this id
+    │   └── RecordInvalid             exit 12  HTTP 400
+    ├── UnknownAgent                  exit 13            no agent of that name is registered
+    ├── ServeError                    exit 14            `passdown serve` cannot listen (port in use)
+    ├── HandoffBlocked                exit 1             validation errors block execute (pass force=True)
+    ├── HandoffStateError             exit 1             a lifecycle transition the status does not allow
+    └── GitError                      exit 1             a git operation the coordinator needs failed
 
-The CLI converts these to a message and an exit code in exactly one place
-(`passdown.cli`); library callers catch them as exceptions.
+A blank HTTP column inherits the parent's status (500). Every door converts errors in
+one way: the CLI exits with `exit_code_for(exc)`, `passdown serve` answers with
+`http_status_for(exc)`, and the MCP server raises a tool error with
+`tool_error_message(exc)`. Library callers catch the classes as exceptions.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
 
 
 class PassdownError(Exception):
@@ -83,22 +93,102 @@ class ServeError(PassdownError):
     exit_code = 14
 
 
-EXIT_CODES: dict[str, int] = {
-    cls.__name__: cls.exit_code
-    for cls in (
-        PassdownError,
-        UsageError,
-        SessionNotFound,
-        AmbiguousSession,
-        SessionReadError,
-        AgentNotInstalled,
-        LaunchError,
-        OutputError,
-        StoreError,
-        RecordNotFound,
-        RecordConflict,
-        RecordInvalid,
-        UnknownAgent,
-        ServeError,
-    )
+# -- the coordinator's errors ------------------------------------------------------------
+
+
+class HandoffNotFound(RecordNotFound):
+    """No such handoff in the project, or no active one."""
+
+
+class HandoffConflict(RecordConflict):
+    """Another package became the active handoff first, or a different package is
+    stored under this id."""
+
+
+class HandoffStateError(PassdownError):
+    """A lifecycle transition that the current status does not allow."""
+
+
+class GitError(PassdownError):
+    """A git operation the coordinator needs (a worktree for a parallel child) failed."""
+
+
+class _Check(Protocol):
+    """What HandoffBlocked reads of a `coordinator.checks.CheckResult`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def blocking(self) -> bool: ...
+
+
+class HandoffBlocked(PassdownError):
+    """Validation errors block an execute (unless it is forced)."""
+
+    def __init__(self, checks: Sequence[_Check]) -> None:
+        failed = [c for c in checks if c.blocking]
+        text = "; ".join(f"{c.name}: {c.message}" for c in failed)
+        super().__init__(
+            f"the handoff failed {len(failed)} check(s): {text}",
+            hint="fix the workspace and prepare again, or execute with force=True",
+        )
+        self.checks = list(checks)
+
+
+# -- the one mapping onto the doors ------------------------------------------------------
+
+ERROR_CLASSES: tuple[type[PassdownError], ...] = (
+    PassdownError,
+    UsageError,
+    SessionNotFound,
+    AmbiguousSession,
+    SessionReadError,
+    AgentNotInstalled,
+    LaunchError,
+    OutputError,
+    StoreError,
+    RecordNotFound,
+    RecordConflict,
+    RecordInvalid,
+    UnknownAgent,
+    ServeError,
+    HandoffNotFound,
+    HandoffConflict,
+    HandoffStateError,
+    HandoffBlocked,
+    GitError,
+)
+
+EXIT_CODES: dict[str, int] = {cls.__name__: cls.exit_code for cls in ERROR_CLASSES}
+
+HTTP_STATUSES: dict[type[PassdownError], int] = {
+    PassdownError: 500,
+    UsageError: 400,
+    StoreError: 503,
+    RecordNotFound: 404,
+    RecordConflict: 409,
+    RecordInvalid: 400,
 }
+"""The HTTP status of a class; a class not listed takes its nearest listed ancestor's."""
+
+
+def exit_code_for(exc: PassdownError) -> int:
+    """The CLI's exit code (README "Exit codes")."""
+    return exc.exit_code
+
+
+def http_status_for(exc: PassdownError) -> int:
+    """The status `passdown serve` answers with."""
+    for cls in type(exc).__mro__:
+        if cls in HTTP_STATUSES:
+            return HTTP_STATUSES[cls]
+    return 500
+
+
+def tool_error_message(exc: PassdownError) -> str:
+    """The text of the MCP tool error: the message and its hint, redacted."""
+    from passdown.redact import redact
+
+    return redact(exc.message + (f" (hint: {exc.hint})" if exc.hint else ""))

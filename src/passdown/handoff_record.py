@@ -1,4 +1,4 @@
-"""A handoff as an SGM record and back, without loss.
+"""The one converter between handoffs, coordinator packages and SGM records, without loss.
 
 The record's canonical annotations carry the handoff's state in the portable shape
 other implementations read (`what_i_did`, `next`, `blockers`, `files_touched`,
@@ -8,11 +8,14 @@ along as the extra field `passdown_handoff`, so converting back is exact.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from passdown.errors import RecordInvalid
+from passdown.errors import RecordInvalid, UsageError
 from passdown.handoff import Handoff
 from passdown.records import Record, validate_record
+
+if TYPE_CHECKING:
+    from passdown.coordinator.package import HandoffPackage
 
 EXTRA_FIELD = "passdown_handoff"
 
@@ -73,14 +76,42 @@ PACKAGE_FIELD = "package"  # the extra field `records.record_from_package` also 
 _PACKAGE_HEAD = ("id", "source_agent", "timestamp")
 
 
-def package_to_record(package: dict[str, Any], handoff: Handoff | None, *, project: str) -> Record:
-    """A coordinator package as one handoff record, without loss.
+def package_to_record(package: HandoffPackage, *, project: str | None = None) -> Record:
+    """A coordinator package as one handoff record, without loss (`package_from_record`
+    reads it back).
 
     With its full handoff, the record is the handoff's own record (HANDOFF.md as content,
     the canonical annotations, `passdown_handoff`) plus the package's fields under
-    `package`, so `records.record_to_package` reads the package back and
-    `handoff_from_record` the handoff. Without one, it is `records.record_from_package`.
+    `package`. Without one, it is `records.record_from_package`. The record's scope is
+    `project`, else the package's own project (UsageError when it has none).
     """
+    where = project or package.project
+    if not where:
+        raise UsageError("a package without a project needs project=")
+    data = package.model_dump(mode="json", exclude={"handoff", "status"})
+    return _package_data_to_record(data, package.handoff, project=where)
+
+
+def package_from_record(record: Record) -> HandoffPackage:
+    """The package a record holds, with its full handoff when the record carries one;
+    RecordInvalid when the record holds no valid package."""
+    from pydantic import ValidationError
+
+    from passdown.coordinator.package import HandoffPackage
+    from passdown.records import record_to_package
+
+    try:
+        data = record_to_package(record)
+        handoff = handoff_from_record(record)
+        data.setdefault("project", record.scope.project)
+        if handoff is not None:
+            data["handoff"] = handoff
+        return HandoffPackage.model_validate(data)
+    except ValidationError as exc:
+        raise RecordInvalid(f"invalid package in record {record.id}: {exc.error_count()} error(s)") from exc
+
+
+def _package_data_to_record(package: dict[str, Any], handoff: Handoff | None, *, project: str) -> Record:
     from passdown.records import record_from_package, record_to_dict
 
     if handoff is None:
@@ -95,10 +126,3 @@ def package_to_record(package: dict[str, Any], handoff: Handoff | None, *, proje
         data["annotations"].append({"kind": "current_feature", "value": current})
     data[PACKAGE_FIELD] = {k: v for k, v in package.items() if k not in _PACKAGE_HEAD}
     return validate_record(data)
-
-
-def package_from_record(record: Record) -> tuple[dict[str, Any], Handoff | None]:
-    """The package fields and the full handoff (None when the record carries none)."""
-    from passdown.records import record_to_package
-
-    return record_to_package(record), handoff_from_record(record)

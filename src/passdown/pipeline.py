@@ -17,8 +17,7 @@ from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError,
 from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, extract
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import Event, SessionRef, ToolCall, Transcript
-
-HANDOFF_DIR = ".agent-handoff"
+from passdown.workspace import HANDOFF_DIR as HANDOFF_DIR
 
 
 @dataclass(slots=True)
@@ -276,7 +275,8 @@ def _attribute_git_changes(
         return
     named = _named_in_commands(commands)
     others = _paths_of_concurrent_sessions(selection)
-    ours, meanwhile = [], []
+    ours: list[str] = []
+    meanwhile: list[str] = []
     for path in unexplained:
         if path in others:
             continue  # another session's work, not this one's

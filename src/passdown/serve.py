@@ -36,12 +36,10 @@ from starlette.responses import JSONResponse, Response
 
 from passdown.errors import (
     PassdownError,
-    RecordConflict,
     RecordInvalid,
-    RecordNotFound,
     ServeError,
-    StoreError,
     UsageError,
+    http_status_for,
 )
 from passdown.mcp.tools import ScopedTools
 from passdown.records import Scope
@@ -188,18 +186,13 @@ def tools_for_request(store: Store, workspace: Path | None, request: Any) -> Sco
 
 # -- the JSON API ------------------------------------------------------------------------
 
-_STATUS = ((RecordNotFound, 404), (RecordConflict, 409), (RecordInvalid, 400), (UsageError, 400),
-           (StoreError, 503))
-
-
 def _error(exc: PassdownError) -> JSONResponse:
     from passdown.redact import redact
 
-    status = next((code for cls, code in _STATUS if isinstance(exc, cls)), 500)
     body = {"error": redact(exc.message)}
     if exc.hint:
         body["hint"] = redact(exc.hint)
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=http_status_for(exc))
 
 
 async def _run(request: Request, store: Store, call: Callable[[ScopedTools], Any], status: int = 200) -> Response:

@@ -216,6 +216,72 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
     return sorted(p for p in found if not _is_handoff_path(p))
 
 
+def dirty_paths(path: Path) -> list[str]:
+    """Every changed or untracked path now (each file, not its folder; a rename's new
+    name), sorted, without `.agent-handoff/`; empty outside git. Undecodable bytes are
+    kept (surrogateescape), so each path can be opened."""
+    status = _status(_absolute(path), untracked="all")
+    if not status.ok:
+        return []
+    entries = _parse_entries(_split_z(status.out, exact=True))
+    return sorted({e.path for e in entries if not _is_handoff_path(e.path)})
+
+
+def git_head(path: Path) -> tuple[str | None, str | None]:
+    """(HEAD's commit, the branch name): None for a repo without commits, a detached
+    HEAD, or outside git."""
+    head = run_git(path, "rev-parse", "--verify", "-q", "HEAD")
+    branch = run_git(path, "symbolic-ref", "--short", "-q", "HEAD")
+    return (
+        head.out.decode().strip() or None if head.ok else None,
+        branch.out.decode().strip() or None if branch.ok else None,
+    )
+
+
+# -- the coordinator's git operations: ancestry (recovery), worktrees (parallel) -----------
+
+MAX_COMMITS = 200  # commits listed in a recovery report
+MAX_FILES = 500  # files listed in a recovery report
+
+
+def is_ancestor(path: Path, commit: str, head: str = "HEAD") -> bool:
+    return run_git(path, "merge-base", "--is-ancestor", commit, head).ok
+
+
+def commits_since(path: Path, commit: str) -> list[str]:
+    """`<short hash> <subject>` of each commit after `commit` up to HEAD, newest first."""
+    log = run_git(path, "log", "--format=%h %s", f"--max-count={MAX_COMMITS}", f"{commit}..HEAD", "--")
+    return _text(log.out).splitlines() if log.ok else []
+
+
+def files_differing_from(path: Path, commit: str) -> list[str]:
+    """Files that differ from `commit` now: committed since, staged, unstaged, untracked.
+    (`files_changed_since` asks the same from a point in time instead of a commit.)"""
+    diff = run_git(path, "diff", "--name-only", "--no-renames", commit, "--")
+    changed = set(_text(diff.out).splitlines()) if diff.ok else set()
+    changed.update(dirty_paths(path))
+    return sorted(p for p in changed if p and not p.startswith(HANDOFF_DIR))[:MAX_FILES]
+
+
+def add_worktree(repo: Path, where: Path, branch: str) -> Path:
+    """A worktree at `where` on a new `branch` from HEAD; reused when it already exists
+    on that branch (a re-run after a crash). Raises GitError otherwise."""
+    from passdown.errors import GitError
+
+    if where.exists():
+        current = run_git(where, "symbolic-ref", "--short", "-q", "HEAD")
+        if current.ok and _text(current.out).strip() == branch:
+            return where
+        raise GitError(f"cannot create worktree {where}: the folder exists and is not on {branch}")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    added = run_git(repo, "worktree", "add", "-q", "-b", branch, str(where), "HEAD")
+    if not added.ok:
+        added = run_git(repo, "worktree", "add", "-q", str(where), branch)  # the branch exists
+    if not added.ok:
+        raise GitError(f"cannot create worktree {where} on {branch}: {added.error}")
+    return where
+
+
 # -- status -------------------------------------------------------------------------
 
 
@@ -285,7 +351,7 @@ def _xy(code: str) -> str:
 
 
 def _apply_head_details(snap: WorkspaceSnapshot, root: Path, tracked: list[str]) -> None:
-    calls = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
+    calls: dict[str, tuple[str, ...]] = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
     if tracked:  # a clean tree has no diff: skip the call
         calls["diff"] = _diff_args(tracked)
     results = _run_parallel(root, calls)
@@ -379,8 +445,9 @@ def _absolute(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def _split_z(out: bytes, *, log: bool = False) -> list[str]:
-    tokens = _text(out).split("\0")
+def _split_z(out: bytes, *, log: bool = False, exact: bool = False) -> list[str]:
+    # `exact` keeps undecodable bytes (surrogateescape) for paths that are opened later
+    tokens = (out.decode("utf-8", "surrogateescape") if exact else _text(out)).split("\0")
     if log:  # `log --format= -z` puts a newline between commits
         tokens = [t.lstrip("\n") for t in tokens]
     return [t for t in tokens if t]

@@ -76,15 +76,15 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from passdown.errors import PassdownError
+    from passdown.errors import PassdownError, exit_code_for
 
     args = sys.argv[1:] if argv is None else argv
     as_json = _wants_json(args)
     try:
         result = cli.main(args=args, prog_name="passdown", standalone_mode=False)
     except PassdownError as exc:
-        _print_error(exc.message, exc.hint, exc.exit_code, as_json=as_json)
-        return exc.exit_code
+        _print_error(exc.message, exc.hint, exit_code_for(exc), as_json=as_json)
+        return exit_code_for(exc)
     except click.exceptions.Abort:
         _print_error("aborted", None, 130, as_json=as_json)
         return 130

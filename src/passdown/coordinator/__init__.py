@@ -13,11 +13,14 @@ handoffs, and the engine under `passdown export` / `passdown switch`.
     ...
     coordinator.complete(package)
 
-Modules: `package` (the model, record conversion), `project_files` (feature list and
-progress log), `build` (composing state, provenance), `compact` (the budgeted
-compactor), `checks` (validation), `lifecycle` (status and pointers in the store),
-`execute` (execution by type), `gitops` (ancestry, worktrees), `core` (the class),
-`doors` (the one export path the CLI, hooks and MCP server take into `core`).
+Modules: `core` (the class: the seed's API) on top of `context` (workspace, scope,
+identity and the store, passed explicitly to every part), `prepare` (session or
+recovery base -> sealed package), `execute` (execution by type), `package` (the
+model), `project_files` (feature list and progress log), `build` (composing state,
+provenance), `compact` (the budgeted compactor), `checks` (validation) and
+`lifecycle` (status and pointers in the store); `doors` is the one export path the
+CLI, hooks and MCP server take into `core`. Git lives in `passdown.workspace`, record
+conversion in `passdown.handoff_record`, the errors in `passdown.errors`.
 """
 
 from passdown.coordinator.checks import CheckResult
@@ -36,10 +39,9 @@ from passdown.coordinator.package import (
     PackageContext,
     PackageState,
     RecoveryInfo,
-    package_from_record,
     package_json_schema,
-    package_to_record,
 )
+from passdown.handoff_record import package_from_record, package_to_record
 
 __all__ = [
     "CheckResult",

@@ -68,18 +68,31 @@ def base_state(h: Handoff) -> tuple[PackageState, list[str]]:
     return state, [f.path for f in h.state.files_touched]
 
 
+@dataclass(slots=True)
+class Base:
+    """What a package is built on: a session's or a stored package's state.
+    `source` names it in the provenance ("session", "recovered:<id>")."""
+
+    source: str
+    state: PackageState
+    recent_files: list[str]
+    summary: str | None
+
+
 def compose(
-    base: tuple[str, PackageState, list[str], str | None] | None,
+    base: Base | None,
     features: FeatureList | None,
     progress: ProgressNotes | None,
     o: Overrides,
     *,
     git_files: list[str] | None = None,
 ) -> Composed:
-    """`base` is (source name, its state, its recent files, its summary) or None."""
+    """The package's state, recent files and summary from the caller's values, the
+    project files and `base` (None: built from the project files alone)."""
     prov: dict[str, str] = {}
     fl = features if features is not None and features.error is None else None
-    src, st, files, summary = base if base else ("none", PackageState(), [], None)
+    base = base or Base("none", PackageState(), [], None)
+    src, st, files, summary = base.source, base.state, base.recent_files, base.summary
     current = fl.current if fl else None
     progress_tag = f"progress:{progress.path.name}" if progress else "progress"
     state = PackageState(

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ValidationError
 
 from passdown.coordinator.package import Fingerprint, HandoffPackage
 from passdown.coordinator.project_files import FEATURE_LIST, PROGRESS_FILES, read_feature_list
+from passdown.workspace import dirty_paths, git_head
 
 MAX_FINGERPRINT_FILES = 2000
 MAX_DIGEST_BYTES = 16 * 1024 * 1024
-_HANDOFF_DIR = ".agent-handoff"
 
 
 class CheckResult(BaseModel):
@@ -45,38 +45,6 @@ def blocking(results: list[CheckResult]) -> list[CheckResult]:
 
 
 # -- workspace fingerprint -----------------------------------------------------------------
-
-
-def git_head(workspace: Path) -> tuple[str | None, str | None]:
-    from passdown.workspace import run_git
-
-    head = run_git(workspace, "rev-parse", "--verify", "-q", "HEAD")
-    branch = run_git(workspace, "symbolic-ref", "--short", "-q", "HEAD")
-    return (
-        head.out.decode().strip() or None if head.ok else None,
-        branch.out.decode().strip() or None if branch.ok else None,
-    )
-
-
-def dirty_paths(workspace: Path) -> list[str]:
-    """Every changed or untracked path (each file, not its folder), without .agent-handoff/."""
-    from passdown.workspace import run_git
-
-    status = run_git(workspace, "status", "--porcelain", "-z", "--untracked-files=all")
-    if not status.ok:
-        return []
-    tokens = status.out.decode("utf-8", "surrogateescape").split("\0")
-    paths: list[str] = []
-    skip = False
-    for token in tokens:
-        if skip or len(token) < 4:
-            skip = False
-            continue
-        code, path = token[:2], token[3:]
-        skip = code[0] in "RC"  # the next token is the old name
-        if path != _HANDOFF_DIR and not path.startswith(_HANDOFF_DIR + "/"):
-            paths.append(path)
-    return sorted(set(paths))
 
 
 def _digest(path: Path) -> str:

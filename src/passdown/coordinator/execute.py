@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,24 +31,21 @@ from passdown.coordinator.checks import (
 )
 from passdown.coordinator.errors import HandoffBlocked, HandoffConflict
 from passdown.coordinator.lifecycle import HandoffStateError, Lifecycle
-from passdown.coordinator.package import (
-    ChildRef,
-    HandoffPackage,
-    package_from_record,
-    package_to_record,
-)
+from passdown.coordinator.package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
     LaunchError,
     RecordConflict,
+    RecordInvalid,
     RecordNotFound,
     StoreError,
     UsageError,
 )
+from passdown.handoff_record import package_from_record, package_to_record
 
 if TYPE_CHECKING:
     from passdown.agents import LaunchSpec
-    from passdown.coordinator.core import HandoffCoordinator
+    from passdown.coordinator.context import ProjectContext
 
 PARALLEL_DIR = "parallel"
 ENV_HANDOFF_ID = "PASSDOWN_HANDOFF_ID"
@@ -72,34 +69,31 @@ class ExecuteResult:
         return self.package.status
 
 
-@dataclass
-class _Options:
+OnLaunch = Callable[["LaunchSpec", ExecuteResult], None]
+
+
+@dataclass(slots=True)
+class ExecuteOptions:
+    """How to execute a package (the keywords of `HandoffCoordinator.execute_handoff`)."""
+
     launch: bool | None = None
     interactive: bool = False
+    force: bool = False
     out_dir: Path | None = None
     dry_run: bool = False
     store: bool = True
     require_store: bool = True
     env: Mapping[str, str] | None = None
-    on_launch: Callable[[LaunchSpec, ExecuteResult], None] | None = None
+    on_launch: OnLaunch | None = None
 
 
 def execute(
-    coord: HandoffCoordinator,
+    ctx: ProjectContext,
     package: HandoffPackage | Mapping[str, Any],
-    target_agent: str | None = None,
-    *,
-    launch: bool | None = None,
-    interactive: bool = False,
-    force: bool = False,
-    out_dir: str | os.PathLike[str] | None = None,
-    dry_run: bool = False,
-    store: bool = True,
-    require_store: bool = True,
-    env: Mapping[str, str] | None = None,
-    on_launch: Callable[[LaunchSpec, ExecuteResult], None] | None = None,
+    target_agent: str | None,
+    opts: ExecuteOptions,
 ) -> ExecuteResult:
-    """Check the package (errors block unless `force`), then by type:
+    """Check the package (errors block unless `opts.force`), then by type:
 
     - session / agent / recovery: store and publish it, write HANDOFF.md + handoff.json,
       and launch the target. `launch=None` launches when the target is an agent passdown
@@ -116,21 +110,19 @@ def execute(
     model, schema = coerce_package(package)
     if model is None:
         raise HandoffBlocked([schema])
-    checks = run_checks(model, coord.workspace, previous=coord._previous(model))
-    if blocking(checks) and not force:
+    checks = run_checks(model, ctx.workspace, previous=ctx.previous(model))
+    if blocking(checks) and not opts.force:
         raise HandoffBlocked(checks)
-    pkg = finalise(coord, model, target_agent)
-    opts = _Options(launch, interactive, Path(out_dir) if out_dir else None, dry_run, store,
-                    require_store, env, on_launch)
+    pkg = finalise(ctx, model, target_agent)
     if pkg.handoff_type == "parallel":
-        result = _execute_parallel(coord, pkg, opts)
+        result = _execute_parallel(ctx, pkg, opts)
     else:
-        result = _execute_one(coord, pkg, opts)
+        result = _execute_one(ctx, pkg, opts)
     result.checks = checks
     return result
 
 
-def finalise(coord: HandoffCoordinator, pkg: HandoffPackage, target: str | None) -> HandoffPackage:
+def finalise(ctx: ProjectContext, pkg: HandoffPackage, target: str | None) -> HandoffPackage:
     """The package as it will be stored: its target set, and a full handoff (built from
     the seed's fields when the package came from elsewhere). Deterministic, so a re-run
     of the same execute produces the same record."""
@@ -139,16 +131,16 @@ def finalise(coord: HandoffCoordinator, pkg: HandoffPackage, target: str | None)
         raise UsageError("an agent handoff needs a target agent (target_agent=...)")
     if pkg.handoff is not None and target == pkg.target_agent and pkg.handoff.target_agent == target:
         return pkg
-    handoff = pkg.handoff or _handoff_for(coord, pkg)
+    handoff = pkg.handoff or _handoff_for(ctx, pkg)
     handoff = handoff.model_copy(update={"target_agent": target})
     return pkg.model_copy(update={"target_agent": target, "handoff": handoff}).sealed()
 
 
-def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
+def _handoff_for(ctx: ProjectContext, pkg: HandoffPackage) -> Any:
     """A handoff for a package that arrived without one (e.g. the seed's JSON)."""
     from passdown.workspace import snapshot
 
-    ws = workspace_of(coord, pkg)
+    ws = workspace_of(ctx, pkg)
     h = build.synthetic_handoff(
         id=pkg.id, created_at=pkg.timestamp, source_agent=pkg.source_agent,
         session_label=f"session-{pkg.context.session_number}", workspace=ws,
@@ -163,39 +155,39 @@ def _handoff_for(coord: HandoffCoordinator, pkg: HandoffPackage) -> Any:
 # -- one package ------------------------------------------------------------------------------
 
 
-def _execute_one(coord: HandoffCoordinator, pkg: HandoffPackage, opts: _Options) -> ExecuteResult:
+def _execute_one(ctx: ProjectContext, pkg: HandoffPackage, opts: ExecuteOptions) -> ExecuteResult:
     """A dry run writes and stores nothing. A launch that cannot happen (the target is
     not installed, the argv is too long) fails before anything is stored, published or
     written, so the previous handoff stays the active one, in the store and on disk."""
     result = ExecuteResult(package=pkg)
     target = pkg.target_agent
     launching = bool(target) and _should_launch(opts.launch, target or "")
-    planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(coord, pkg, opts.out_dir))
+    planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, opts.out_dir))
     if opts.dry_run:
         result.written = planned
         if launching:
-            result.argv = launch_spec(coord, pkg, planned, opts).argv
+            result.argv = launch_spec(ctx, pkg, planned, opts).argv
         return result
     if launching:
-        _resolved(launch_spec(coord, pkg, planned, opts))
+        _resolved(launch_spec(ctx, pkg, planned, opts))
     lc: Lifecycle | None = None
-    if opts.store and coord.has_store:
+    if opts.store and ctx.has_store:
         try:
-            publish(coord, pkg)
-            lc, result.stored = coord.lifecycle(), True
+            publish(ctx, pkg)
+            lc, result.stored = ctx.lifecycle(), True
         except (HandoffConflict, HandoffStateError):
             raise
         except StoreError as exc:
             if opts.require_store:
                 raise
             result.warnings.append(f"the handoff was written but not stored: {exc.message}")
-    result.written = write_files(coord, pkg, opts.out_dir)
+    result.written = write_files(ctx, pkg, opts.out_dir)
     if result.stored:
         result.written.record_id = pkg.id
     if launching:
-        _launch(coord, lc, pkg, result, opts)
+        _launch(ctx, lc, pkg, result, opts)
     if lc is not None:
-        result.package = coord._with_status(pkg, lc)
+        result.package = ctx.with_status(pkg, lc)
     return result
 
 
@@ -205,19 +197,19 @@ def _handoff_of(pkg: HandoffPackage) -> Any:
     return pkg.handoff
 
 
-def _out_folder(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> Path:
-    return out_dir or workspace_of(coord, pkg) / pipeline.HANDOFF_DIR
+def _out_folder(ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None) -> Path:
+    return out_dir or workspace_of(ctx, pkg) / pipeline.HANDOFF_DIR
 
 
-def workspace_of(coord: HandoffCoordinator, pkg: HandoffPackage) -> Path:
+def workspace_of(ctx: ProjectContext, pkg: HandoffPackage) -> Path:
     """Where the package's files go and its target runs. The package's `workspace` is
     redacted like everything it carries (a token in a folder name becomes
     `[REDACTED:...]`), and redaction must never change where passdown writes: when it
     names this coordinator's workspace, the real path is used."""
     from passdown.redact import redact
 
-    if not pkg.workspace or pkg.workspace == redact(str(coord.workspace)):
-        return coord.workspace
+    if not pkg.workspace or pkg.workspace == redact(str(ctx.workspace)):
+        return ctx.workspace
     return Path(pkg.workspace)
 
 
@@ -237,11 +229,11 @@ def _should_launch(launch: bool | None, target: str) -> bool:
     return target in load_agents()
 
 
-def publish(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
+def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
     """Store the record, then prepared -> published, swapping the active pointer from
     the package's `previous_id` (children of a parallel handoff are never active)."""
-    lc, by = coord.lifecycle(), coord.identity
-    _store_record(coord, pkg)
+    lc, by = ctx.lifecycle(), ctx.identity
+    _store_record(ctx, pkg)
     lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
     event = lc.current(pkg.id)
     status = event.status if event else None
@@ -263,14 +255,14 @@ def publish(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
                       only_from=frozenset({"prepared", "published", "claimed"}))
 
 
-def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
-    store = coord.store()
+def _store_record(ctx: ProjectContext, pkg: HandoffPackage) -> None:
+    store = ctx.store()
     try:
-        store.store(package_to_record(pkg, project=coord.scope.project))
+        store.store(package_to_record(pkg, project=ctx.scope.project))
     except RecordConflict:
         try:
-            stored = package_from_record(store.retrieve(coord.scope, pkg.id))
-        except (RecordNotFound, ValueError):
+            stored = package_from_record(store.retrieve(ctx.scope, pkg.id))
+        except (RecordNotFound, RecordInvalid):
             stored = None
         if stored is None or stored.content_hash() != pkg.content_hash():
             raise HandoffConflict(
@@ -279,33 +271,34 @@ def _store_record(coord: HandoffCoordinator, pkg: HandoffPackage) -> None:
             ) from None
 
 
-def write_files(coord: HandoffCoordinator, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
-    ws = workspace_of(coord, pkg)
-    return pipeline.write_handoff(_handoff_of(pkg), _out_folder(coord, pkg, out_dir), ws)
+def write_files(ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
+    ws = workspace_of(ctx, pkg)
+    return pipeline.write_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, out_dir), ws)
 
 
-def launch_spec(coord: HandoffCoordinator, pkg: HandoffPackage, written: pipeline.WrittenHandoff,
-                opts: _Options) -> LaunchSpec:
+def launch_spec(ctx: ProjectContext, pkg: HandoffPackage, written: pipeline.WrittenHandoff,
+                opts: ExecuteOptions) -> LaunchSpec:
+    from passdown.agents import get_agent
     from passdown.launch import check_argv
 
-    agent = pipeline.get_agent(pkg.target_agent or "")
-    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive, workspace=workspace_of(coord, pkg))
+    agent = get_agent(pkg.target_agent or "")
+    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive, workspace=workspace_of(ctx, pkg))
     spec.env.update(opts.env or {})
     spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
     check_argv(spec.argv, env={**os.environ, **spec.env})
     return spec
 
 
-def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage,
-            result: ExecuteResult, opts: _Options) -> None:
+def _launch(ctx: ProjectContext, lc: Lifecycle | None, pkg: HandoffPackage,
+            result: ExecuteResult, opts: ExecuteOptions) -> None:
     """Start the target once: the launch is claimed in the store first, and released
     only when the agent could not be started at all."""
     from passdown.launch import run
 
     assert result.written is not None  # written before any launch
-    spec = launch_spec(coord, pkg, result.written, opts)
+    spec = launch_spec(ctx, pkg, result.written, opts)
     result.argv = list(spec.argv)
-    if lc is not None and not lc.claim_launch(pkg.id, coord.identity):
+    if lc is not None and not lc.claim_launch(pkg.id, ctx.identity):
         result.already_launched = True
         return
     try:
@@ -323,46 +316,44 @@ def _launch(coord: HandoffCoordinator, lc: Lifecycle | None, pkg: HandoffPackage
 # -- parallel --------------------------------------------------------------------------------
 
 
-def _execute_parallel(coord: HandoffCoordinator, parent: HandoffPackage, opts: _Options) -> ExecuteResult:
+def _execute_parallel(ctx: ProjectContext, parent: HandoffPackage, opts: ExecuteOptions) -> ExecuteResult:
     if opts.interactive and len(parent.children) > 1:
         raise UsageError("parallel children cannot share one terminal; launch them non-interactively")
-    ws = workspace_of(coord, parent)
-    result = _execute_one(coord, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
+    ws = workspace_of(ctx, parent)
+    result = _execute_one(ctx, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
     for ref in parent.children:
-        child = child_package(coord, parent, ref)
+        child = child_package(ctx, parent, ref)
         out = None if ref.worktree else ws / pipeline.HANDOFF_DIR / PARALLEL_DIR / ref.id
-        result.children.append(_execute_one(coord, child, _child_options(opts, launch=False, out_dir=out)))
+        result.children.append(_execute_one(ctx, child, _child_options(opts, launch=False, out_dir=out)))
     to_launch = [c for c in result.children if c.package.target_agent and _should_launch(opts.launch, c.package.target_agent)]
     if to_launch and not opts.dry_run:
-        lc = coord.lifecycle() if result.stored else None
+        lc = ctx.lifecycle() if result.stored else None
         with ThreadPoolExecutor(max_workers=len(to_launch)) as pool:
-            for future in [pool.submit(_launch, coord, lc, c.package, c, opts) for c in to_launch]:
+            for future in [pool.submit(_launch, ctx, lc, c.package, c, opts) for c in to_launch]:
                 future.result()
     elif opts.dry_run:
         for c in to_launch:
             assert c.written is not None
-            c.argv = launch_spec(coord, c.package, c.written, opts).argv
+            c.argv = launch_spec(ctx, c.package, c.written, opts).argv
     return result
 
 
-def _child_options(opts: _Options, *, launch: bool, out_dir: Path | None) -> _Options:
-    return _Options(launch, opts.interactive, out_dir, opts.dry_run, opts.store,
-                    opts.require_store, opts.env, opts.on_launch)
+def _child_options(opts: ExecuteOptions, *, launch: bool, out_dir: Path | None) -> ExecuteOptions:
+    return replace(opts, launch=launch, out_dir=out_dir)
 
 
-def child_package(coord: HandoffCoordinator, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:
+def child_package(ctx: ProjectContext, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:
     """The child's own package: its assignment as next steps, a note of who owns what,
     its worktree as workspace. A stored child (an earlier, interrupted run) is reused."""
-    from passdown.coordinator.gitops import add_worktree
-    from passdown.workspace import snapshot
+    from passdown.workspace import add_worktree, snapshot
 
-    if coord.has_store:
+    if ctx.has_store:
         try:
-            return package_from_record(coord.store().retrieve(coord.scope, ref.id))
+            return package_from_record(ctx.store().retrieve(ctx.scope, ref.id))
         except (RecordNotFound, StoreError):
             pass
     assert parent.handoff is not None
-    ws = workspace_of(coord, parent)
+    ws = workspace_of(ctx, parent)
     child_ws = add_worktree(ws, Path(ref.worktree), ref.branch or ref.id) if ref.worktree else ws
     h = parent.handoff.model_copy(deep=True)
     h.id, h.target_agent = ref.id, ref.target_agent
@@ -389,14 +380,14 @@ def _owners_note(parent: HandoffPackage, ref: ChildRef) -> str:
     return note
 
 
-def launch_only(coord: HandoffCoordinator, pkg: HandoffPackage, *, interactive: bool = False,
+def launch_only(ctx: ProjectContext, pkg: HandoffPackage, *, interactive: bool = False,
                 env: Mapping[str, str] | None = None) -> ExecuteResult:
     """Start the target of a published package (the target side of a harness that
     launches its own sessions); at most once per package, like execute."""
     if not pkg.target_agent:
         raise UsageError(f"handoff {pkg.id} has no target agent to launch")
     result = ExecuteResult(package=pkg)
-    result.written = write_files(coord, pkg, None)
-    lc = coord.lifecycle() if coord.has_store else None
-    _launch(coord, lc, pkg, result, _Options(launch=True, interactive=interactive, env=env))
+    result.written = write_files(ctx, pkg, None)
+    lc = ctx.lifecycle() if ctx.has_store else None
+    _launch(ctx, lc, pkg, result, ExecuteOptions(launch=True, interactive=interactive, env=env))
     return result

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from passdown.coordinator.package import LifecycleStatus
-from passdown.errors import PassdownError, RecordNotFound
+from passdown.errors import HandoffStateError as HandoffStateError
+from passdown.errors import RecordNotFound
 
 if TYPE_CHECKING:
     from passdown.records import Scope
@@ -43,10 +44,6 @@ ALLOWED: dict[str | None, frozenset[str]] = {
     "claimed": frozenset({"completed", "rejected", "superseded"}),
 }
 MAX_CAS_ATTEMPTS = 50  # each retry means another writer made progress; give up eventually
-
-
-class HandoffStateError(PassdownError):
-    """A lifecycle transition that the current status does not allow."""
 
 
 class StatusEvent(BaseModel):

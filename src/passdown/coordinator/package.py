@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from passdown.handoff import Handoff
 
-PACKAGE_FORMAT = "passdown.package/1"
+PACKAGE_FORMAT: Final = "passdown.package/1"
 HandoffType = Literal["session", "agent", "parallel", "recovery"]
 HANDOFF_TYPES: tuple[str, ...] = ("session", "agent", "parallel", "recovery")
 LifecycleStatus = Literal["prepared", "published", "claimed", "completed", "rejected", "superseded"]
@@ -42,7 +42,7 @@ class PackageState(_Model):
 class PackageContext(_Model):
     recent_files: list[str] = Field(default_factory=list)
     git_hash: str | None = None
-    session_number: int = Field(1, ge=1)
+    session_number: int = Field(default=1, ge=1)
 
 
 class ChildRef(_Model):
@@ -145,25 +145,6 @@ def package_json_schema() -> dict[str, Any]:
     return schema
 
 
-# -- record conversion: one converter, in passdown.handoff_record --------------------------
-
-
-def package_to_record(package: HandoffPackage, *, project: str | None = None) -> Any:
-    """The stored handoff record for a package (see `handoff_record.package_to_record`)."""
-    from passdown.handoff_record import package_to_record as convert
-
-    where = project or package.project
-    if not where:
-        raise ValueError("a package without a project needs project=")
-    data = package.model_dump(mode="json", exclude={"handoff", "status"})
-    return convert(data, package.handoff, project=where)
-
-
-def package_from_record(record: Any) -> HandoffPackage:
-    from passdown.handoff_record import package_from_record as convert
-
-    data, handoff = convert(record)
-    data.setdefault("project", record.scope.project)
-    if handoff is not None:
-        data["handoff"] = handoff
-    return HandoffPackage.model_validate(data)
+# Record conversion lives in the one converter module; re-exported for this import path.
+from passdown.handoff_record import package_from_record as package_from_record  # noqa: E402
+from passdown.handoff_record import package_to_record as package_to_record  # noqa: E402

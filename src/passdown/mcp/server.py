@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from passdown.errors import PassdownError
+from passdown.errors import PassdownError, tool_error_message
 from passdown.mcp.handshake import INSTRUCTIONS, SERVER_NAME, EarlyLines, server_version
 from passdown.mcp.tools import MAX_FIND_LIMIT, ScopedTools
 from passdown.records import Scope
@@ -37,8 +37,7 @@ async def call(fn: Callable[[], T]) -> T:
     try:
         return await anyio.to_thread.run_sync(fn)
     except PassdownError as exc:
-        message = exc.message + (f" (hint: {exc.hint})" if exc.hint else "")
-        raise ToolError(redact(message)) from None
+        raise ToolError(tool_error_message(exc)) from None
     except Exception as exc:  # a bug: still a tool error, never a crashed server
         log.exception("tool failed")
         raise ToolError(redact(f"internal error ({type(exc).__name__}): {exc}")) from None
@@ -68,7 +67,7 @@ def build_server(tools_for: ToolsFor, *, name: str = SERVER_NAME) -> MCPServer:
     server: MCPServer = MCPServer(
         name, version=server_version(), instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    reads = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
+    reads = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 
     @server.tool(description="Store a record in this project's scope; returns its id.")
     async def store_record(
@@ -158,7 +157,7 @@ def build_server(tools_for: ToolsFor, *, name: str = SERVER_NAME) -> MCPServer:
         description="Mark a handoff claimed (you are taking it over), completed (its work is "
         "done) or rejected. A handoff already claimed by another agent cannot be claimed "
         "again.",
-        annotations=ToolAnnotations(idempotentHint=True),
+        annotations=ToolAnnotations(idempotent_hint=True),
     )
     async def mark_handoff(
         id: HandoffIdArg,
