@@ -238,7 +238,7 @@ def record_from_package(package: Mapping[str, Any], *, project: str) -> Record:
         if not isinstance(package.get(key), str):
             raise RecordInvalid(f"invalid package: {key}: a string is required")
     rest = {k: v for k, v in package.items() if k not in ("id", "source_agent", "timestamp")}
-    summary = rest.get("summary") if isinstance(rest.get("summary"), str) else ""
+    summary = rest["summary"] if isinstance(rest.get("summary"), str) else ""
     data = {
         "id": package["id"],
         "type": "handoff",

@@ -692,7 +692,9 @@ class Redactor:
     def _apply(self, rule: _Rule, text: str, lowered: str) -> str:
         if rule.finder is not None and len(lowered) == len(text):
             starts: Iterable[int] = (f.start() for f in rule.finder.finditer(lowered))
-            matches = (m for pos in starts if (m := rule.pattern.match(text, pos)))
+            matches: Iterable[re.Match[str]] = (
+                m for pos in starts if (m := rule.pattern.match(text, pos))
+            )
         else:  # lower() changed the length (rare non-ASCII): scan the text itself
             matches = rule.pattern.finditer(text)
         parts: list[str] = []

@@ -81,4 +81,5 @@ _JSON_UNSAFE = r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2
 def json_safe(dumped: str) -> str:
     """JSON text (from `json.dumps(..., ensure_ascii=False)`, which already escapes C0)
     with DEL, C1 and bidirectional controls escaped too."""
-    return _re(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+    escaped: str = _re(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
+    return escaped

@@ -118,7 +118,7 @@ def narrowing(scope: Scope) -> tuple[tuple[str, str], ...]:
 def prepare(record: Record | Mapping[str, object]) -> Prepared:
     from passdown.records import canonical_json, timestamp_us, validate_record
 
-    rec = validate_record(record)  # type: ignore[arg-type]
+    rec = validate_record(record)
     body = canonical_json(rec)
     limit = max_record_bytes()
     size = len(body.encode("utf-8", "surrogatepass"))

@@ -182,7 +182,7 @@ class PostgresStore(Store):
 
     def _read(self, sql: str, args: tuple[object, ...] | list[object]) -> list[tuple[Any, ...]]:
         with self._errors(), self._pool.connection() as conn:
-            return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
+            return conn.execute(sql, args).fetchall()
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         from psycopg import sql
@@ -209,7 +209,7 @@ class PostgresStore(Store):
             for version, (name, statements) in enumerate(MIGRATIONS, start=1):
                 if name not in applied:
                     for statement in statements:
-                        conn.execute(statement)  # type: ignore[arg-type]
+                        conn.execute(statement)
                     conn.execute(
                         "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                         (version, name),
@@ -315,9 +315,9 @@ class PostgresStore(Store):
     def _select(self, q: Query) -> list[tuple[int, int, str]]:
         where = ["project = %s"]
         args: list[object] = [q.project]
-        for field, value in q.narrow:
+        for field, scope_value in q.narrow:
             where.append(f"scope_{field} = %s")
-            args.append(value)
+            args.append(scope_value)
         for clause, value in (
             ("type = %s", q.type),
             ("created_us >= %s", q.since_us),
@@ -363,7 +363,7 @@ class PostgresStore(Store):
             sql = f"UPDATE pointers SET value = %s, updated_at = now() WHERE {_POINTER_KEY} AND value = %s RETURNING 1"
             args = (new, *key, expected)
         with self._transaction() as conn:
-            return conn.execute(sql, args).fetchone() is not None  # type: ignore[arg-type]
+            return conn.execute(sql, args).fetchone() is not None
 
     # -- health -------------------------------------------------------------------------
 

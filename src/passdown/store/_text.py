@@ -81,7 +81,7 @@ class Term:
 def query_terms(project: str, text: str) -> list[Term]:
     """The searched words (all must match); a trailing `*` matches words starting so."""
     prefix = project_prefix(project)
-    terms = []
+    terms: list[Term] = []
     for run, star in _QUERY_WORD.findall(fold(text)):
         parts = list(_word_chars(run))
         terms.extend(
