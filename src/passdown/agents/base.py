@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, ClassVar, Protocol
 
 from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
 from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
@@ -23,6 +24,19 @@ class LaunchSpec:
     argv: list[str]
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
+
+
+class ResumableReader(Protocol):
+    """A session reader that can stop between two lines and continue later from its
+    state (incremental export: `passdown.checkpoint`). It is fed the session's bytes in
+    windows that always start at a line start; its state is plain data (dicts, lists,
+    strings, numbers) that msgspec can encode."""
+
+    def events(self, stream: BinaryIO) -> Iterator[Event]:
+        """The events of the lines in `stream` (one window of the file)."""
+
+    def state(self) -> object:
+        """What the reader remembers between lines, as plain data."""
 
 
 def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
@@ -55,6 +69,17 @@ class Agent(ABC):
     @abstractmethod
     def read(self, ref: SessionRef) -> Transcript:
         """Open a session for streaming; never loads the whole file."""
+
+    # Whether `resumable_reader` is implemented: only for sessions that are one file
+    # that only ever grows at its end (forward-only JSON Lines).
+    supports_checkpoint: ClassVar[bool] = False
+
+    def resumable_reader(
+        self, info: SessionInfo, diagnostics: Diagnostics, state: object | None
+    ) -> ResumableReader:
+        """A reader that continues from `state` (None: from the start of the file).
+        Reading through it window by window gives the events `read` gives."""
+        raise NotImplementedError(f"{self.display_name} sessions cannot be read incrementally")
 
     def stream(self, ref: SessionRef, produce: EventProducer) -> Transcript:
         """A transcript whose events come from `produce`, with the file's sha256 taken
