@@ -13,27 +13,26 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passdown import checkpoint, pipeline
-from passdown.agents.codex import CodexCLI
+from passdown.agents import get_agent
 from passdown.errors import SessionReadError
 from passdown.extract import CODEX_SUMMARY_PREFIX
 
-FIXTURE = next(
-    (Path(__file__).parent / "fixtures" / "sessions" / "codex" / "full" / "sessions").rglob(
-        "rollout-*.jsonl"
-    )
-)
+FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
+FIXTURE = next((FIXTURES / "codex" / "full" / "sessions").rglob("rollout-*.jsonl"))
+COPILOT_FIXTURE = next((FIXTURES / "copilot" / "full").rglob("events.jsonl"))
 RECORDS: list[dict[str, Any]] = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
 HEADER = RECORDS[0]  # session_meta
 TURN_ONE = RECORDS[1:63]  # task_started .. task_complete
@@ -162,6 +161,132 @@ TURNS: list[Callable[[TurnMaker], bytes]] = [
 ]
 
 
+COPILOT: list[dict[str, Any]] = [
+    json.loads(line) for line in COPILOT_FIXTURE.read_text().splitlines()
+]
+COPILOT_TURN_ONE = COPILOT[1:68]  # user.message .. session.shutdown
+COPILOT_TURN_TWO = COPILOT[68:87]  # session.resume .. session.shutdown
+WS = "/tmp/ws-copilot"
+
+
+class CopilotTurnMaker(TurnMaker):
+    """Real-shaped Copilot CLI events (from the recorded events.jsonl)."""
+
+    def real_turn(self, records: list[dict[str, Any]]) -> bytes:
+        n = self._next()
+        out = []
+        for record in records:
+            record = copy.deepcopy(record)
+            data = record.get("data") or {}
+            for holder in [data, *(data.get("toolRequests") or [])]:
+                if "toolCallId" in holder:
+                    holder["toolCallId"] = f"{holder['toolCallId']}-{n}"
+            if "messageId" in data:
+                data["messageId"] = f"{data['messageId']}-{n}"
+            out.append(_line(record))
+        return b"".join(out)
+
+    def _event(self, kind: str, data: dict[str, Any]) -> bytes:
+        return _line({"type": kind, "data": data, "id": f"e{self._next()}",
+                      "timestamp": "2026-11-29T21:30:00.000Z", "parentId": None})
+
+    def _call(self, name: str, args: dict[str, Any], content: str = "") -> tuple[str, bytes]:
+        call_id = f"call-{self._next()}"
+        request = {"toolCallId": call_id, "name": name, "arguments": args}
+        line = self._event("assistant.message", {"messageId": f"m-{call_id}", "content": content,
+                                                 "toolRequests": [request]})
+        return call_id, line
+
+    def edit(self) -> bytes:
+        """An edit whose result names the files Copilot changed (the reader adds them to
+        the call it emitted earlier)."""
+        n = self._next()
+        call_id, call = self._call("edit", {"path": f"{WS}/src/calc.py"}, "Fixing add().")
+        done = self._event("tool.execution_complete", {
+            "toolCallId": call_id, "success": True, "result": {"content": "File updated."},
+            "fileEdits": [{"path": f"{WS}/src/calc.py", "kind": "edit"},
+                          {"path": f"{WS}/src/calc_{n}.py", "kind": "create"}]})
+        return call + done
+
+    def shell(self, command: str, exit_code: int, output: str) -> bytes:
+        call_id, call = self._call("bash", {"command": command})
+        done = self._event("tool.execution_complete", {
+            "toolCallId": call_id, "success": True, "result": {"content": output},
+            "shellExecution": {"exitCode": exit_code}})
+        return call + done
+
+    def reply_in_chunks(self) -> bytes:
+        """One reply written as several events sharing a messageId."""
+        message_id = f"reply-{self._next()}"
+        return b"".join(
+            self._event("assistant.message", {"messageId": message_id, "content": text})
+            for text in ("Part one of the reply.", "Next steps:\n- run the suite", "- ship it")
+        )
+
+    def compaction(self) -> bytes:
+        return self._event("session.compaction_complete", {
+            "success": True, "summaryContent": f"Summary {self._next()}: add() fixed.",
+            "trigger": "auto"})
+
+    def rate_limit(self) -> bytes:
+        return self._event("session.error", {
+            "errorType": "rate_limit", "statusCode": 429,
+            "message": "Failed to get response from the AI model; retried 5 times. "
+                       "Last error: 429 Too Many Requests"})
+
+    def subagent(self) -> bytes:
+        return self._event("subagent.started", {"toolCallId": f"task-{self._next()}",
+                                                "agentName": "explore",
+                                                "agentDescription": "Find the tests"})
+
+    def user(self) -> bytes:
+        return self._event("user.message", {"messageId": f"u-{self._next()}",
+                                            "content": f"Prompt {self.n}: keep going."})
+
+
+COPILOT_TURNS: list[Callable[[Any], bytes]] = [
+    lambda m: m.real_turn(COPILOT_TURN_ONE),
+    lambda m: m.real_turn(COPILOT_TURN_TWO),
+    lambda m: m.edit(),
+    lambda m: m.shell("python -m pytest tests/test_calc.py", 1, "FAILED test_add\nFAILED (failures=1)"),
+    lambda m: m.shell("python -m pytest tests/test_calc.py", 0, "3 passed"),
+    lambda m: m.reply_in_chunks(),
+    lambda m: m.compaction(),
+    lambda m: m.rate_limit(),
+    lambda m: m.subagent(),
+    lambda m: m.user(),
+    lambda m: m.garbage(),
+]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One agent's sessions for the property test."""
+
+    agent: str
+    header: bytes
+    turns: list[Callable[[Any], bytes]]
+    maker: Callable[[], TurnMaker]
+    layout: Callable[[Path], Path]  # where the session file goes under a temp root
+
+
+def _codex_layout(root: Path) -> Path:
+    return root / "rollout-2026-11-29T21-12-24-01a22926-e5e1-7e83-acf2-37049be87d5c.jsonl"
+
+
+def _copilot_layout(root: Path) -> Path:
+    folder = root / ".copilot" / "session-state" / COPILOT_FIXTURE.parent.name
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(COPILOT_FIXTURE.parent / "session.db", folder / "session.db")  # the todo plan
+    return folder / "events.jsonl"
+
+
+CASES = [
+    Case("codex", _line(HEADER), TURNS, TurnMaker, _codex_layout),
+    Case("copilot", _line(COPILOT[0]), COPILOT_TURNS, CopilotTurnMaker, _copilot_layout),
+]
+
+
 @contextmanager
 def _env(name: str, value: str | None) -> Iterator[None]:
     old = os.environ.get(name)
@@ -178,9 +303,9 @@ def _env(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _handoff(path: Path, workspace: Path, *, incremental: bool) -> dict[str, Any]:
+def _handoff(path: Path, workspace: Path, *, incremental: bool, agent_name: str = "codex") -> dict[str, Any]:
     """The handoff JSON (without its id and creation time) of the session at `path`."""
-    agent = CodexCLI()
+    agent = get_agent(agent_name)
     selection = pipeline.Selection(agent=agent, ref=agent.ref_for_path(path), workspace=workspace)
     with _env(checkpoint.DISABLE_ENV, None if incremental else "1"):
         data = pipeline.build_handoff(selection).model_dump(mode="json")
@@ -188,50 +313,60 @@ def _handoff(path: Path, workspace: Path, *, incremental: bool) -> dict[str, Any
     return data
 
 
-def _saved(path: Path) -> checkpoint.Checkpoint:
+def _saved(path: Path, agent: str = "codex") -> checkpoint.Checkpoint:
     return msgspec.msgpack.decode(
-        checkpoint.checkpoint_path("codex", path).read_bytes(), type=checkpoint.Checkpoint
+        checkpoint.checkpoint_path(agent, path).read_bytes(), type=checkpoint.Checkpoint
     )
 
 
 def _session(root: Path) -> tuple[Path, Path]:
     workspace = root / "ws"
     workspace.mkdir()
-    path = root / "rollout-2026-11-29T21-12-24-01a22926-e5e1-7e83-acf2-37049be87d5c.jsonl"
-    return path, workspace
+    return _codex_layout(root), workspace
 
 
-def _outcome(path: Path, workspace: Path, *, incremental: bool) -> dict[str, Any] | str:
+def _outcome(path: Path, workspace: Path, *, incremental: bool, agent: str) -> dict[str, Any] | str:
     try:
-        return _handoff(path, workspace, incremental=incremental)
+        return _handoff(path, workspace, incremental=incremental, agent_name=agent)
     except SessionReadError as exc:  # e.g. nothing but a torn first line yet
         return exc.message
 
 
-def _export_and_compare(path: Path, workspace: Path) -> dict[str, Any] | str:
-    incremental = _outcome(path, workspace, incremental=True)
-    full = _outcome(path, workspace, incremental=False)
+def _export_and_compare(path: Path, workspace: Path, agent: str = "codex") -> dict[str, Any] | str:
+    incremental = _outcome(path, workspace, incremental=True, agent=agent)
+    full = _outcome(path, workspace, incremental=False, agent=agent)
     assert incremental == full
     return incremental
 
 
-def _assert_checkpoint_at_last_line_end(path: Path) -> None:
+def _assert_checkpoint_at_last_line_end(path: Path, agent: str = "codex") -> None:
     data = path.read_bytes()
-    assert _saved(path).offset == data.rfind(b"\n") + 1
+    assert _saved(path, agent).offset == data.rfind(b"\n") + 1
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    turns=st.lists(st.integers(0, len(TURNS) - 1), min_size=1, max_size=12),
-    cuts=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8),
+    case=st.sampled_from(CASES),
+    picks=st.lists(st.integers(0, 1000), min_size=1, max_size=12),
+    cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=10),
 )
-def test_incremental_export_equals_full_read(turns: list[int], cuts: list[float]) -> None:
-    maker = TurnMaker()
-    body = _line(HEADER) + b"".join(TURNS[i](maker) for i in turns)
-    # append in chunks ending at random byte positions (often inside a line)
-    ends = sorted({int(c * len(body)) for c in cuts} | {len(body)})
+def test_incremental_export_equals_full_read(
+    case: Case, picks: list[int], cuts: list[tuple[bool, float]]
+) -> None:
+    maker = case.maker()
+    turns = [case.turns[p % len(case.turns)] for p in picks]
+    body = case.header + b"".join(turn(maker) for turn in turns)
+    # append in chunks ending at a line end or at any byte (often inside a line)
+    line_ends = [i + 1 for i, byte in enumerate(body) if byte == 0x0A]
+    ends = sorted(
+        {line_ends[int(f * (len(line_ends) - 1))] if at_line_end else int(f * len(body))
+         for at_line_end, f in cuts} | {len(body)}
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        path, workspace = _session(Path(tmp))
+        root = Path(tmp)
+        workspace = root / "ws"
+        workspace.mkdir()
+        path = case.layout(root)
         written = 0
         for end in ends:
             if end <= written:
@@ -239,15 +374,16 @@ def test_incremental_export_equals_full_read(turns: list[int], cuts: list[float]
             with open(path, "ab") as handle:
                 handle.write(body[written:end])
             written = end
-            handoff = _export_and_compare(path, workspace)
+            handoff = _export_and_compare(path, workspace, case.agent)
             if b"\n" in body[:end]:
-                _assert_checkpoint_at_last_line_end(path)
+                _assert_checkpoint_at_last_line_end(path, case.agent)
         # the whole session went through (or, with no event at all, was refused)
         if isinstance(handoff, str):
-            assert "holds no readable codex record" in handoff
+            assert f"holds no readable {case.agent} record" in handoff
             return
-        assert handoff["source"]["session_id"] == HEADER["payload"]["id"]
-        assert handoff["task"]["messages_total"] >= sum(TURNS[i] is TURNS[0] for i in turns)
+        assert handoff["source"]["agent"] == case.agent
+        real_turns = sum(turn in case.turns[:2] for turn in turns)
+        assert handoff["task"]["messages_total"] >= real_turns
 
 
 def _recorded_body() -> bytes:
@@ -348,8 +484,47 @@ def test_no_checkpoint_env_writes_none(tmp_path: Path) -> None:
     assert not checkpoint.checkpoint_path("codex", path).exists()
 
 
-@pytest.mark.parametrize("agent", ["claude", "gemini", "copilot"])
-def test_agents_without_checkpoint_support_read_in_full(agent: str) -> None:
-    from passdown.agents import get_agent
+def test_which_agents_support_checkpoints() -> None:
+    from passdown.agents import load_agents
 
-    assert not get_agent(agent).supports_checkpoint
+    supported = sorted(name for name, agent in load_agents().items() if agent.supports_checkpoint)
+    assert supported == ["codex", "copilot"]
+
+
+def test_copilot_edit_completed_after_the_checkpoint_keeps_its_recorded_files(tmp_path: Path) -> None:
+    """Copilot adds the files its result lists to the edit call emitted earlier: after a
+    checkpoint between the call and its result, the restored reader must complete the
+    call extraction is waiting on, not a copy of it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    path = _copilot_layout(tmp_path)
+    maker = CopilotTurnMaker()
+    created = f"{WS}/src/calc_{maker.n + 1}.py"
+    edit = maker.edit()
+    call, result = edit.splitlines(keepends=True)
+    path.write_bytes(_line(COPILOT[0]) + maker.user() + call)
+    _export_and_compare(path, workspace, "copilot")
+    with open(path, "ab") as handle:
+        handle.write(result)
+    handoff = _export_and_compare(path, workspace, "copilot")
+    assert isinstance(handoff, dict)
+    touched = {f["path"]: f["confirmed"] for f in handoff["state"]["files_touched"]}
+    assert touched == {f"{WS}/src/calc.py": True, created: True}
+
+
+def test_copilot_reply_split_across_the_checkpoint_is_one_message(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    path = _copilot_layout(tmp_path)
+    maker = CopilotTurnMaker()
+    chunks = maker.reply_in_chunks().splitlines(keepends=True)
+    path.write_bytes(_line(COPILOT[0]) + maker.user() + chunks[0])
+    _export_and_compare(path, workspace, "copilot")
+    with open(path, "ab") as handle:
+        handle.write(b"".join(chunks[1:]))
+    handoff = _export_and_compare(path, workspace, "copilot")
+    assert isinstance(handoff, dict)
+    assert handoff["task"]["latest_progress"] == (
+        "Part one of the reply.\n\nNext steps:\n- run the suite\n\n- ship it"
+    )
+    assert handoff["state"]["plan"]  # the todo plan from session.db, read at the end

@@ -156,7 +156,7 @@ class _Resumed:
             file_hash = _Sha256(saved.file_sha256_state)
             self.seen.count = saved.events_seen
             self.seen.commands = list(saved.commands)
-        reader = self.agent.resumable_reader(info, diagnostics, reader_state)
+        reader = self.agent.resumable_reader(info, diagnostics, reader_state, extractor.pending)
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -176,6 +176,8 @@ class _Resumed:
         # a last line without its newline: part of this handoff, never of the checkpoint
         file_hash.update_from(self.fd, end, size)
         for event in self.seen.watch(reader.events(_Window(self.fd, end, size))):
+            extractor.feed(event)
+        for event in self.seen.watch(reader.close()):
             extractor.feed(event)
         transcript = Transcript(info=info, diagnostics=diagnostics, _events=iter(()),
                                 sha256=file_hash.hexdigest())

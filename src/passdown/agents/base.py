@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
 
 from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
-from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
+from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, ToolCall, Transcript
 
 # Reads one session's events, filling in the facts and diagnostics as it goes.
 EventProducer = Callable[[SessionInfo, Diagnostics], Iterator[Event]]
@@ -34,6 +34,10 @@ class ResumableReader(Protocol):
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         """The events of the lines in `stream` (one window of the file)."""
+
+    def close(self) -> Iterator[Event]:
+        """The events due at the end of the file (a reply still buffered, a plan kept
+        beside the log); called once, after the last window."""
 
     def state(self) -> object:
         """What the reader remembers between lines, as plain data."""
@@ -75,10 +79,17 @@ class Agent(ABC):
     supports_checkpoint: ClassVar[bool] = False
 
     def resumable_reader(
-        self, info: SessionInfo, diagnostics: Diagnostics, state: object | None
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
     ) -> ResumableReader:
         """A reader that continues from `state` (None: from the start of the file).
-        Reading through it window by window gives the events `read` gives."""
+        Reading through it window by window, then `close`, gives the events `read`
+        gives. `pending` holds the restored tool calls extraction still waits a result
+        for: a reader that completes a call it emitted earlier (adds the paths its
+        result names) must complete these very objects."""
         raise NotImplementedError(f"{self.display_name} sessions cannot be read incrementally")
 
     def stream(self, ref: SessionRef, produce: EventProducer) -> Transcript:

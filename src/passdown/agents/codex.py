@@ -208,7 +208,11 @@ class CodexCLI(Agent):
     supports_checkpoint = True
 
     def resumable_reader(
-        self, info: SessionInfo, diagnostics: Diagnostics, state: object | None
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
     ) -> _RolloutReader:
         reader = _RolloutReader(info.path, info, diagnostics)
         if isinstance(state, dict):
@@ -274,6 +278,9 @@ class _RolloutReader:
             "calls": {call_id: call.action for call_id, call in self.calls.items()},
             "last_user_text": self.last_user_text,
         }
+
+    def close(self) -> Iterator[Event]:
+        return iter(())  # nothing is buffered across lines
 
     def restore(self, state: dict[str, object]) -> None:
         calls = state.get("calls")
