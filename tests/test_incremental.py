@@ -394,11 +394,9 @@ def _recorded_body() -> bytes:
     )
 
 
-def test_resumed_export_reads_only_the_appended_bytes(tmp_path: Path) -> None:
-    """Proof that the prefix is not re-read: a change in its middle (outside the
-    fingerprinted head and tail) is not seen by the next export, while the appended
-    turn is."""
-    path, workspace = _session(tmp_path)
+def _with_a_changed_middle(path: Path, workspace: Path) -> tuple[dict[str, Any], bytes, TurnMaker]:
+    """A long session exported once, and its bytes with one passing command in the middle
+    (outside the fingerprinted head and tail) turned into a failure."""
     maker = TurnMaker()
     padding = b"".join(maker.real_turn(TURN_TWO) for _ in range(8))
     middle = maker.command("make lint", 0, "ok")
@@ -410,13 +408,34 @@ def test_resumed_export_reads_only_the_appended_bytes(tmp_path: Path) -> None:
     assert checkpoint.FINGERPRINT_SPAN < at < len(body) - checkpoint.FINGERPRINT_SPAN
     changed = bytearray(body)
     changed[at + len("exited with code ")] = ord("2")  # the same length, now a failure
-    path.write_bytes(bytes(changed) + maker.user())
+    return first, bytes(changed), maker
+
+
+def test_resumed_export_reads_only_the_appended_bytes(tmp_path: Path) -> None:
+    """Proof that the prefix is not re-read: a change in its middle is not seen by the
+    next export, while the appended turn is."""
+    path, workspace = _session(tmp_path)
+    first, changed, maker = _with_a_changed_middle(path, workspace)
+    path.write_bytes(changed + maker.user())  # the same file, rewritten in place
     resumed = _handoff(path, workspace, incremental=True)
     full = _handoff(path, workspace, incremental=False)
     assert resumed["task"]["latest_user_message"] == full["task"]["latest_user_message"]
     assert resumed["task"]["latest_user_message"].endswith(": keep going.")
     assert full["state"]["commands_failed"] == first["state"]["commands_failed"] + 1
     assert resumed["state"]["commands_failed"] == first["state"]["commands_failed"]
+
+
+def test_a_file_replaced_by_another_is_read_in_full(tmp_path: Path) -> None:
+    """A new file at the session's path (written beside it and renamed over it) is read
+    anew, even where the size and both fingerprinted ends match."""
+    path, workspace = _session(tmp_path)
+    first, changed, maker = _with_a_changed_middle(path, workspace)
+    replacement = path.with_name("replacement.tmp")
+    replacement.write_bytes(changed + maker.user())
+    os.replace(replacement, path)
+    after = _export_and_compare(path, workspace)
+    assert isinstance(after, dict)
+    assert after["state"]["commands_failed"] == first["state"]["commands_failed"] + 1
 
 
 def test_truncated_session_falls_back_to_a_full_read(tmp_path: Path) -> None:

@@ -9,9 +9,11 @@ fingerprint, restores both states, reads the bytes from the offset on, and saves
 checkpoint at the new last line end; a last line without its newline (a writer still
 writing it, or killed) is read for the handoff but never checkpointed past.
 
-Anything that does not match (a shorter file, changed bytes before the offset, other
-export options, another passdown version, an unreadable checkpoint) means a full read,
-which gives the same handoff. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
+Anything that does not match (a shorter file, another file at the same path, changed
+bytes in the fingerprinted parts, other export options, another passdown version, an
+unreadable checkpoint) means a full read, which gives the same handoff. A change in the
+middle of the prefix that keeps the file, its size and both fingerprinted ends is not
+seen: the agents that opt in only ever append to their logs. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
 Only agents whose sessions are one forward-only JSON Lines file implement it
 (`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full.
 """
@@ -70,6 +72,7 @@ class Checkpoint(msgspec.Struct):
     agent: str
     path: str
     offset: int
+    file_id: tuple[int, int]  # (st_dev, st_ino): a file replaced by another is read anew
     head_sha256: str  # of the first FINGERPRINT_SPAN bytes before the offset
     tail_sha256: str  # of the last FINGERPRINT_SPAN bytes before the offset
     file_sha256_state: bytes  # the running sha256 of bytes [0, offset)
@@ -131,9 +134,12 @@ class _Resumed:
     seen: _SeenEvents
     store: Path
     fd: int
+    file_id: tuple[int, int] = (0, 0)
 
     def run(self, workspace: str, max_messages: int, max_chars: int) -> tuple[Transcript, Extracted]:
-        size = os.fstat(self.fd).st_size  # bytes appended while reading wait for the next export
+        stat = os.fstat(self.fd)
+        size = stat.st_size  # bytes appended while reading wait for the next export
+        self.file_id = (stat.st_dev, stat.st_ino)
         saved = self._load(size, workspace, max_messages, max_chars)
         start = saved.offset if saved else 0
         end = _last_line_end(self.fd, start, size)
@@ -194,6 +200,7 @@ class _Resumed:
             or saved.passdown_version != _passdown_version()
             or saved.agent != self.agent.name
             or saved.path != str(self.ref.path)
+            or saved.file_id != self.file_id
             or (state.workspace, state.max_messages, state.max_chars)
             != (workspace, max_messages, max_chars)
             or not 0 < saved.offset <= size
@@ -214,6 +221,7 @@ class _Resumed:
             agent=self.agent.name,
             path=str(self.ref.path),
             offset=snapshot.offset,
+            file_id=self.file_id,
             head_sha256=head,
             tail_sha256=tail,
             file_sha256_state=snapshot.hash_state,
