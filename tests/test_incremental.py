@@ -493,6 +493,12 @@ def test_checkpoint_of_other_version_or_options_is_ignored(tmp_path: Path) -> No
     assert _export_and_compare(path, workspace)["state"]["plan"]
     store.write_bytes(b"not a checkpoint")
     assert _export_and_compare(path, workspace)["state"]["plan"]
+    # the right version, but a state that cannot be restored
+    broken = _saved(path)
+    broken.extractor.files = [{"path": "a.py", "not_a_field": True}]
+    broken.extractor.plan = []
+    store.write_bytes(msgspec.msgpack.encode(broken))
+    assert _export_and_compare(path, workspace)["state"]["plan"]
     assert _saved(path).offset == len(path.read_bytes())
 
 

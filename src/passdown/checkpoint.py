@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
+from pydantic import ValidationError as PydanticValidationError
 
 from passdown.errors import PassdownError, SessionReadError
 from passdown.extract import (
@@ -41,11 +42,13 @@ from passdown.extract import (
     new_extractor,
     restore_extractor,
 )
+from passdown.fsio import read_nofollow
 from passdown.jsonl import CHUNK, is_zstd
 from passdown.transcript import Diagnostics, SessionInfo, SessionRef, Transcript
 
 if TYPE_CHECKING:
-    from passdown.agents.base import Agent
+    from passdown.agents.base import Agent, ResumableReader
+    from passdown.extract import _Extractor
     from passdown.pipeline import _SeenEvents
 
 # Bump whenever the shape or the meaning of a checkpoint changes.
@@ -141,28 +144,25 @@ class _Resumed:
         size = stat.st_size  # bytes appended while reading wait for the next export
         self.file_id = (stat.st_dev, stat.st_ino)
         saved = self._load(size, workspace, max_messages, max_chars)
-        start = saved.offset if saved else 0
-        end = _last_line_end(self.fd, start, size)
+        if saved is not None:
+            start = saved.offset
+            end = _last_line_end(self.fd, start, size)
         info = SessionInfo(
             agent=self.agent.name, session_id=self.ref.session_id, path=self.ref.path,
             cwd=self.ref.cwd,
         )
-        diagnostics = Diagnostics()
-        if saved is None:
-            reader_state = None
+        resumed = self._restore(saved, info) if saved is not None else None
+        if resumed is None:  # from the start of the file
+            start = 0
+            end = _last_line_end(self.fd, start, size)
+            diagnostics = Diagnostics()
             extractor = new_extractor(
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
+            reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
             file_hash = _Sha256()
         else:
-            _restore_info(info, saved.info)
-            diagnostics = saved.diagnostics
-            reader_state = msgspec.msgpack.decode(saved.reader)
-            extractor = restore_extractor(saved.extractor)
-            file_hash = _Sha256(saved.file_sha256_state)
-            self.seen.count = saved.events_seen
-            self.seen.commands = list(saved.commands)
-        reader = self.agent.resumable_reader(info, diagnostics, reader_state, extractor.pending)
+            diagnostics, extractor, reader, file_hash = resumed
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -176,7 +176,7 @@ class _Resumed:
             hashing.join()
         if failed:
             raise SessionReadError(f"cannot read {self.ref.path}: {failed[0]}")
-        if saved is None or end > start:
+        if end > start:
             self._save(_Snapshot(end, file_hash.state(), info, diagnostics, reader.state(),
                                  extractor_state(extractor), self.seen))
         # a last line without its newline: part of this handoff, never of the checkpoint
@@ -189,9 +189,27 @@ class _Resumed:
                                 sha256=file_hash.hexdigest())
         return transcript, extractor.finish()
 
+    def _restore(
+        self, saved: Checkpoint, info: SessionInfo
+    ) -> tuple[Diagnostics, _Extractor, ResumableReader, _Sha256] | None:
+        """The states a valid checkpoint holds, live again; None if any of them cannot
+        be restored (then the file is read from its start)."""
+        try:
+            extractor = restore_extractor(saved.extractor)
+            reader_state = msgspec.msgpack.decode(saved.reader)
+            diagnostics = saved.diagnostics
+            reader = self.agent.resumable_reader(info, diagnostics, reader_state, extractor.pending)
+        except (msgspec.DecodeError, msgspec.ValidationError, PydanticValidationError,
+                TypeError, ValueError, KeyError):
+            return None
+        _restore_info(info, saved.info)
+        self.seen.count = saved.events_seen
+        self.seen.commands = list(saved.commands)
+        return diagnostics, extractor, reader, _Sha256(saved.file_sha256_state)
+
     def _load(self, size: int, workspace: str, max_messages: int, max_chars: int) -> Checkpoint | None:
         try:
-            saved = _DECODER.decode(self.store.read_bytes())
+            saved = _DECODER.decode(read_nofollow(self.store))
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
         state = saved.extractor
