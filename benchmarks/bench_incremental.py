@@ -11,7 +11,7 @@ resumed export within 1.5x of the 5 MB one. The full read of the 501 MB file
 Each export is `passdown export --from codex --session PATH` in a fresh process (as a
 hook runs it), storing into SQLite in a temp data folder; the workspace is a git repo.
 
-Usage: python benchmarks/bench_incremental.py [--big-mb 500] [--small-mb 5] [--append-mb 1] [--runs 5]
+Usage: python benchmarks/bench_incremental.py [--big-mb 500] [--small-mb 5] [--append-mb 1] [--runs 7]
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--big-mb", type=int, default=500)
     parser.add_argument("--small-mb", type=int, default=5)
     parser.add_argument("--append-mb", type=float, default=1.0)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     _git_workspace(Path(WORKSPACE))
     tmp = Path(tempfile.mkdtemp(prefix="passdown-bench-inc-"))
@@ -112,16 +112,19 @@ def main() -> None:
     base.pop("PASSDOWN_STORE", None)
     # one Codex home per session: an export also reads the workspace's other sessions
     # that ran at the same time (to leave their edits out), which would mix the two
-    small_env = {**base, "CODEX_HOME": str(tmp / "small")}
+    # (and its own data folder: the two stores never mix)
+    small_env = {**base, "CODEX_HOME": str(tmp / "small"), "PASSDOWN_DATA_DIR": str(tmp / "data-small")}
     big_env = {**base, "CODEX_HOME": str(tmp / "big")}
     try:
         small = _session(_folder(tmp / "small"), args.small_mb * MB, seed=3)
         big = _session(_folder(tmp / "big"), args.big_mb * MB, seed=5)
         appends = [_turns(int(args.append_mb * MB), 100 + n, tmp) for n in range(args.runs)]
-        small_times = [_export(small, small_env, checkpoint=False) for _ in range(args.runs)]
         first = _export(big, big_env)  # full read; writes the checkpoint
-        resumed_times = []
+        _export(small, small_env, checkpoint=False)  # warm-up: the store is created
+        # interleaved, so the load of a shared machine weighs on both alike
+        small_times, resumed_times = [], []
         for chunk in appends:
+            small_times.append(_export(small, small_env, checkpoint=False))
             with open(big, "ab") as handle:
                 handle.write(chunk)
             resumed_times.append(_export(big, big_env))
