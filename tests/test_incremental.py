@@ -553,3 +553,23 @@ def test_copilot_reply_split_across_the_checkpoint_is_one_message(tmp_path: Path
         "Part one of the reply.\n\nNext steps:\n- run the suite\n\n- ship it"
     )
     assert handoff["state"]["plan"]  # the todo plan from session.db, read at the end
+
+
+def test_progress_counts_offsets_in_the_file(tmp_path: Path) -> None:
+    """A terminal's progress bar sees how far into the file the resumed read is."""
+    from passdown.jsonl import read_progress
+
+    path, workspace = _session(tmp_path)
+    body = _recorded_body()
+    path.write_bytes(body)
+    _handoff(path, workspace, incremental=True)
+    appended = TurnMaker().user()
+    with open(path, "ab") as handle:
+        handle.write(appended)
+    seen: list[int] = []
+    token = read_progress.set(lambda _path, done: seen.append(done))
+    try:
+        _handoff(path, workspace, incremental=True)
+    finally:
+        read_progress.reset(token)
+    assert seen and max(seen) == len(body) + len(appended)

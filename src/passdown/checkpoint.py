@@ -26,6 +26,8 @@ import ctypes.util
 import hashlib
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -43,7 +45,7 @@ from passdown.extract import (
     restore_extractor,
 )
 from passdown.fsio import read_nofollow
-from passdown.jsonl import CHUNK, is_zstd
+from passdown.jsonl import CHUNK, is_zstd, read_progress
 from passdown.transcript import Diagnostics, SessionInfo, SessionRef, Transcript
 
 if TYPE_CHECKING:
@@ -170,8 +172,9 @@ class _Resumed:
         )
         hashing.start()
         try:
-            for event in self.seen.watch(reader.events(_Window(self.fd, start, end))):
-                extractor.feed(event)
+            with _progress_from(start):
+                for event in self.seen.watch(reader.events(_Window(self.fd, start, end))):
+                    extractor.feed(event)
         finally:
             hashing.join()
         if failed:
@@ -181,8 +184,9 @@ class _Resumed:
                                  extractor_state(extractor), self.seen))
         # a last line without its newline: part of this handoff, never of the checkpoint
         file_hash.update_from(self.fd, end, size)
-        for event in self.seen.watch(reader.events(_Window(self.fd, end, size))):
-            extractor.feed(event)
+        with _progress_from(end):
+            for event in self.seen.watch(reader.events(_Window(self.fd, end, size))):
+                extractor.feed(event)
         for event in self.seen.watch(reader.close()):
             extractor.feed(event)
         transcript = Transcript(info=info, diagnostics=diagnostics, _events=iter(()),
@@ -275,6 +279,21 @@ class _Snapshot:
     reader: object
     extractor: ExtractorState
     seen: _SeenEvents
+
+
+@contextmanager
+def _progress_from(start: int) -> Iterator[None]:
+    """A progress display (`jsonl.read_progress`) sees offsets in the file, not in the
+    window being read."""
+    hook = read_progress.get()
+    if hook is None or start == 0:
+        yield
+        return
+    token = read_progress.set(lambda path, done: hook(path, start + done))
+    try:
+        yield
+    finally:
+        read_progress.reset(token)
 
 
 def _restore_info(info: SessionInfo, saved: _InfoState) -> None:
