@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -573,3 +574,20 @@ def test_progress_counts_offsets_in_the_file(tmp_path: Path) -> None:
     finally:
         read_progress.reset(token)
     assert seen and max(seen) == len(body) + len(appended)
+
+
+def test_checkpoints_unused_for_a_month_are_removed(tmp_path: Path) -> None:
+    path, workspace = _session(tmp_path)
+    path.write_bytes(_recorded_body())
+    _handoff(path, workspace, incremental=True)
+    store = checkpoint.checkpoint_path("codex", path)
+    old = store.with_name("codex-" + "0" * 32 + ".msgpack")
+    old.write_bytes(b"an old session's checkpoint")
+    month_ago = time.time() - (checkpoint.STALE_AFTER_DAYS + 1) * 86400
+    os.utime(old, (month_ago, month_ago))
+    (tmp_path / "other").mkdir()
+    other, _ = _session(tmp_path / "other")
+    other.write_bytes(_recorded_body())
+    _handoff(other, workspace, incremental=True)  # a new session's first checkpoint
+    assert not old.exists()
+    assert store.exists() and checkpoint.checkpoint_path("codex", other).exists()

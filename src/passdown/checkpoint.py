@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 CHECKPOINT_FORMAT = 1
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
+STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
 _SHA256_CTX_BYTES = 256  # OpenSSL's SHA256_CTX is 112 bytes; room to spare
 
 
@@ -258,16 +259,41 @@ class _Resumed:
             events_seen=snapshot.seen.count,
             commands=list(dict.fromkeys(snapshot.seen.commands)),
         )
+        first_of_session = not self.store.exists()
         try:
             write_private(self.store, _ENCODER.encode(checkpoint))
         except (PassdownError, OSError, TypeError):
             # no checkpoint this time (a full data folder, a reader state msgspec cannot
             # encode): the handoff itself does not depend on it
             self._forget()
+            return
+        if first_of_session:  # rare enough to pay for a look at the others
+            prune_stale(self.store.parent)
 
     def _forget(self) -> None:
         with contextlib.suppress(OSError):
             self.store.unlink()
+
+
+def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> list[Path]:
+    """Remove the checkpoints no export has used for `older_than_days` (their sessions
+    are over; a later export of one just reads it in full)."""
+    import time
+
+    cutoff = time.time() - older_than_days * 86400
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if entry.name.endswith(".msgpack") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 @dataclass(slots=True)
