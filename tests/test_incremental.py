@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -345,7 +346,7 @@ def _assert_checkpoint_at_last_line_end(path: Path, agent: str = "codex") -> Non
     assert _saved(path, agent).offset == data.rfind(b"\n") + 1
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     case=st.sampled_from(CASES),
     picks=st.lists(st.integers(0, 1000), min_size=1, max_size=12),
@@ -591,3 +592,16 @@ def test_checkpoints_unused_for_a_month_are_removed(tmp_path: Path) -> None:
     _handoff(other, workspace, incremental=True)  # a new session's first checkpoint
     assert not old.exists()
     assert store.exists() and checkpoint.checkpoint_path("codex", other).exists()
+
+
+def test_without_a_resumable_sha256_every_export_reads_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No OpenSSL to resume a sha256 with (the file's sha256 is part of the handoff):
+    no checkpoint, the same handoff."""
+    monkeypatch.setattr(checkpoint._Sha256, "library", staticmethod(lambda: None))
+    path, workspace = _session(tmp_path)
+    path.write_bytes(_recorded_body())
+    handoff = _export_and_compare(path, workspace)
+    assert isinstance(handoff, dict) and handoff["state"]["plan"]
+    assert not checkpoint.checkpoint_path("codex", path).exists()

@@ -25,6 +25,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -401,9 +402,25 @@ class _Sha256:
     @staticmethod
     @cache
     def library() -> ctypes.CDLL | None:
-        name = ctypes.util.find_library("crypto")
-        if name is None:
-            return None
+        """The OpenSSL that Python's own hashlib uses (its symbols are found through
+        `_hashlib`'s dependencies); else the system's libcrypto, except on macOS, whose
+        unversioned /usr/lib/libcrypto aborts a process that loads it."""
+        try:
+            import _hashlib
+
+            candidates = [_hashlib.__file__]
+        except (ImportError, AttributeError):
+            candidates = []
+        if sys.platform != "darwin":
+            candidates.append(ctypes.util.find_library("crypto"))
+        for name in candidates:
+            lib = _Sha256._probe(name) if name else None
+            if lib is not None:
+                return lib
+        return None
+
+    @staticmethod
+    def _probe(name: str) -> ctypes.CDLL | None:
         try:
             lib = ctypes.CDLL(name)
             for fn in (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final):
