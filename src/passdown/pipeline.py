@@ -14,7 +14,7 @@ from pathlib import Path
 
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
-from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, extract
+from passdown.extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted, extract
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import Event, SessionRef, ToolCall, Transcript
 from passdown.workspace import HANDOFF_DIR as HANDOFF_DIR
@@ -171,14 +171,7 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
 
     options = options or ExportOptions()
     options.validate()
-    transcript = selection.agent.read(selection.ref)
-    seen = _SeenEvents()
-    extracted = extract(
-        seen.watch(transcript.events()),
-        workspace=_paths_relative_to(selection),
-        max_messages=options.max_messages,
-        max_chars=options.max_chars,
-    )
+    transcript, extracted, seen = _read_and_extract(selection, options)
     _refuse_unreadable(transcript, seen)
     info = transcript.info
     workspace = snapshot(selection.workspace)
@@ -208,6 +201,32 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         warnings=warnings,
     )
     return redact_handoff(handoff)
+
+
+def _read_and_extract(
+    selection: Selection, options: ExportOptions
+) -> tuple[Transcript, Extracted, _SeenEvents]:
+    """The session's transcript facts and extracted state: through the session's
+    checkpoint when its agent supports one (only the appended bytes are read), else a
+    full read. Both give the same result."""
+    from passdown.checkpoint import read_with_checkpoint
+
+    seen = _SeenEvents()
+    workspace = _paths_relative_to(selection)
+    resumed = read_with_checkpoint(
+        selection.agent, selection.ref, seen, workspace=workspace,
+        max_messages=options.max_messages, max_chars=options.max_chars,
+    )
+    if resumed is not None:
+        return resumed[0], resumed[1], seen
+    transcript = selection.agent.read(selection.ref)
+    extracted = extract(
+        seen.watch(transcript.events()),
+        workspace=workspace,
+        max_messages=options.max_messages,
+        max_chars=options.max_chars,
+    )
+    return transcript, extracted, seen
 
 
 @dataclass(slots=True)

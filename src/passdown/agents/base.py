@@ -8,9 +8,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, ClassVar, Protocol
 
 from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
-from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
+from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, ToolCall, Transcript
 
 # Reads one session's events, filling in the facts and diagnostics as it goes.
 EventProducer = Callable[[SessionInfo, Diagnostics], Iterator[Event]]
@@ -23,6 +24,23 @@ class LaunchSpec:
     argv: list[str]
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
+
+
+class ResumableReader(Protocol):
+    """A session reader that can stop between two lines and continue later from its
+    state (incremental export: `passdown.checkpoint`). It is fed the session's bytes in
+    windows that always start at a line start; its state is plain data (dicts, lists,
+    strings, numbers) that msgspec can encode."""
+
+    def events(self, stream: BinaryIO) -> Iterator[Event]:
+        """The events of the lines in `stream` (one window of the file)."""
+
+    def close(self) -> Iterator[Event]:
+        """The events due at the end of the file (a reply still buffered, a plan kept
+        beside the log); called once, after the last window."""
+
+    def state(self) -> object:
+        """What the reader remembers between lines, as plain data."""
 
 
 def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
@@ -55,6 +73,24 @@ class Agent(ABC):
     @abstractmethod
     def read(self, ref: SessionRef) -> Transcript:
         """Open a session for streaming; never loads the whole file."""
+
+    # Whether `resumable_reader` is implemented: only for sessions that are one file
+    # that only ever grows at its end (forward-only JSON Lines).
+    supports_checkpoint: ClassVar[bool] = False
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> ResumableReader:
+        """A reader that continues from `state` (None: from the start of the file).
+        Reading through it window by window, then `close`, gives the events `read`
+        gives. `pending` holds the restored tool calls extraction still waits a result
+        for: a reader that completes a call it emitted earlier (adds the paths its
+        result names) must complete these very objects."""
+        raise NotImplementedError(f"{self.display_name} sessions cannot be read incrementally")
 
     def stream(self, ref: SessionRef, produce: EventProducer) -> Transcript:
         """A transcript whose events come from `produce`, with the file's sha256 taken

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
@@ -204,6 +205,20 @@ class CodexCLI(Agent):
     def read(self, ref: SessionRef) -> Transcript:
         return self.stream(ref, lambda info, diag: _RolloutReader(ref.path, info, diag).events())
 
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> _RolloutReader:
+        reader = _RolloutReader(info.path, info, diagnostics)
+        if isinstance(state, dict):
+            reader.restore(state)
+        return reader
+
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
         # "--" ends the options, so a prompt starting with "-" is still the prompt.
@@ -257,9 +272,29 @@ class _RolloutReader:
         self.calls: dict[str, ToolCall] = {}
         self.last_user_text: str | None = None
 
-    def events(self) -> Iterator[Event]:
+    def state(self) -> dict[str, object]:
+        # a call waiting for its output is only ever asked its action
+        return {
+            "calls": {call_id: call.action for call_id, call in self.calls.items()},
+            "last_user_text": self.last_user_text,
+        }
+
+    def close(self) -> Iterator[Event]:
+        return iter(())  # nothing is buffered across lines
+
+    def restore(self, state: dict[str, object]) -> None:
+        calls = state.get("calls")
+        if isinstance(calls, dict):
+            self.calls = {
+                str(call_id): ToolCall(call_id=str(call_id), name="", action=action)
+                for call_id, action in calls.items()
+            }
+        last = state.get("last_user_text")
+        self.last_user_text = last if isinstance(last, str) else None
+
+    def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
         reader = LineReader(self.path, self.diag)
-        for offset, line in reader.forward():
+        for offset, line in reader.forward(stream):
             try:  # one decode for the common shape; anything unusual takes the slow path
                 typed = _TYPED_LINE.decode(line)
             except msgspec.DecodeError:

@@ -22,6 +22,7 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
 import msgspec
@@ -224,10 +225,23 @@ class CopilotCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        yield from _EventReader(ref.path, info, diag).events()
-        plan = _todo_plan(ref.path.parent / "session.db", diag)
-        if plan is not None:
-            yield plan
+        reader = _EventReader(ref.path, info, diag)
+        yield from reader.events()
+        yield from reader.close()
+
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> _EventReader:
+        reader = _EventReader(info.path, info, diagnostics)
+        if isinstance(state, dict):
+            reader.restore(state, pending)
+        return reader
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -329,13 +343,42 @@ class _EventReader:
         self.text_id: str | None = None
         self.text_ts: str | None = None
 
-    def events(self) -> Iterator[Event]:
+    def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
+        """The log's events; the reply still being assembled stays buffered until the
+        next event or `close`."""
         reader = LineReader(self.path, self.diag)
-        for offset, line in reader.forward():
+        for offset, line in reader.forward(stream):
             event = decode_line(_EVENT, line, offset, reader.tail_offset, self.diag)
             if isinstance(event, _Event):
                 yield from self._event(event)
+
+    def close(self) -> Iterator[Event]:
+        """The end of the log: the buffered reply, then the plan from session.db."""
         yield from self._flush()
+        plan = _todo_plan(self.path.parent / "session.db", self.diag)
+        if plan is not None:
+            yield plan
+
+    def state(self) -> dict[str, object]:
+        return {
+            "calls": [msgspec.to_builtins(call) for call in self.calls.values()],
+            "text": list(self.text),
+            "text_id": self.text_id,
+            "text_ts": self.text_ts,
+        }
+
+    def restore(self, state: dict[str, object], pending: dict[str, ToolCall]) -> None:
+        """Continue from `state`; a call extraction still waits for is that same object
+        (its result may add the paths Copilot recorded as edited)."""
+        calls = state.get("calls")
+        for value in calls if isinstance(calls, list) else ():
+            call = msgspec.convert(value, ToolCall)
+            self.calls[call.call_id] = pending.get(call.call_id, call)
+        text = state.get("text")
+        self.text = [t for t in text if isinstance(t, str)] if isinstance(text, list) else []
+        text_id, text_ts = state.get("text_id"), state.get("text_ts")
+        self.text_id = text_id if isinstance(text_id, str) else None
+        self.text_ts = text_ts if isinstance(text_ts, str) else None
 
     def _event(self, event: _Event) -> Iterator[Event]:
         kind, ts = event.type, event.timestamp
