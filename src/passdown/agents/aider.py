@@ -53,6 +53,8 @@ class Aider(Agent):
         if workspace is None:
             return  # histories are scattered across repositories; only the workspace's is known
         path = workspace / HISTORY_FILE
+        # An unreadable history raises PermissionError here: the Agent base class
+        # reports it as "cannot be read" (exit 5).
         if not path.is_file():
             return
         runs = _run_starts(path)
@@ -111,11 +113,12 @@ def _run_starts(path: Path) -> list[str | None]:
     """The start time of every run in the history (streamed, not loaded)."""
     starts: list[str | None] = []
     for _, raw in LineReader(path, Diagnostics()).forward():
-        if raw.startswith(b"# aider chat started at"):
-            match = _HEADER.match(raw.decode("utf-8", "replace"))
-            starts.append(match.group(1) if match else None)
-    if not starts and path.stat().st_size:
-        starts.append(None)  # a history without a header is one run
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        header = _HEADER.match(line)
+        if header:
+            starts.append(header.group(1))
+        elif not starts and line.strip():
+            starts.append(None)  # text before any header: a first, headerless run
     return starts
 
 
@@ -140,7 +143,9 @@ class _RunReader:
                 current += 1
                 continue
             if current == 0:
-                current = 1  # text before any header belongs to a first, headerless run
+                if not line.strip():
+                    continue
+                current = 1  # text before any header: a first, headerless run (see _run_starts)
             if current < self.run:
                 continue
             if current > self.run:

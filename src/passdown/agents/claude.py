@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     env_path,
     file_mtime,
@@ -26,6 +27,7 @@ from passdown.agents._common import (
 )
 from passdown.agents._tree import Branch, LeafHint, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -279,9 +281,12 @@ class ClaudeCode(Agent):
             return None
         items: list[tuple[tuple[int, str], PlanItem]] = []
         for path in files:
+            data = read_side_file(path)  # regular files only, size-bounded
             try:
-                task = _TASK.decode(path.read_bytes())
-            except (OSError, msgspec.DecodeError):
+                task = _TASK.decode(data) if data is not None else None
+            except DECODE_ERRORS:
+                continue
+            if task is None:
                 continue
             task_id = str(task.id or path.stem)
             status = task.status if task.status in _PLAN_STATUSES else "pending"
@@ -339,7 +344,7 @@ def _read_head_fields(path: Path) -> _Head:
             continue
         try:
             head = _HEAD.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         found.timestamp = found.timestamp or head.timestamp
         found.cwd = found.cwd or head.cwd
@@ -406,7 +411,7 @@ class _ActiveReader:
                 record: object = _RECORD.decode(line)
             except msgspec.ValidationError:
                 record = decode_line(_LOOSE_RECORD, line, offset, tail, self.diag)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 record = decode_line(_RECORD, line, offset, tail, self.diag)
             if not isinstance(record, _Record):
                 continue
@@ -552,11 +557,11 @@ def _decode_raw(decoder: msgspec.json.Decoder, raw: msgspec.Raw) -> Any:
         return None
     try:
         return decoder.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     try:
         return decoder.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 

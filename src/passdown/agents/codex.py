@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     env_path,
     file_mtime,
@@ -221,7 +222,7 @@ def _session_meta(path: Path) -> _Payload | None:
             return _PAYLOAD.decode(first.payload)
         legacy = _PAYLOAD.decode(line)  # early 2025: a bare {id, timestamp, ...} header
         return legacy if legacy.id else None
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 
@@ -256,7 +257,7 @@ class _RolloutReader:
         for offset, line in reader.forward():
             try:  # one decode for the common shape; anything unusual takes the slow path
                 typed = _TYPED_LINE.decode(line)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 typed = None
             if typed is not None and typed.type in _KNOWN_TYPES:
                 yield from self._line(typed.type, typed.timestamp, typed.payload, line)
@@ -309,7 +310,7 @@ class _RolloutReader:
     def _legacy_header(self, raw: bytes) -> None:
         try:
             self._meta(_PAYLOAD.decode(raw))
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             self.diag.bad_lines += 1
 
     # response items ----------------------------------------------------------------
@@ -410,7 +411,7 @@ class _RolloutReader:
 def _payload(raw: msgspec.Raw) -> _Payload | None:
     try:
         return _PAYLOAD.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 
@@ -421,7 +422,7 @@ def _arguments(item: _Payload) -> dict[str, object]:
         return {}
     try:
         value = _ANY.decode(item.arguments)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -491,14 +492,14 @@ def _patch_action(patch: str) -> str:
 def _output_text(raw: msgspec.Raw) -> str:
     try:
         value = _ANY.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return ""
     if isinstance(value, str):
         # some builds wrap the output as a JSON string {"output": ..., "metadata": {...}}
         if value.startswith("{") and '"output"' in value[:200]:
             try:
                 inner = _ANY.decode(value)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 return value
             if isinstance(inner, dict):
                 code = (inner.get("metadata") or {}).get("exit_code")

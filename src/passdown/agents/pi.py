@@ -24,9 +24,13 @@ from pathlib import Path
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     file_mtime,
     first_error_line,
+    is_dir,
+    is_file,
+    list_folder,
     parse_exit_code,
     read_head,
 )
@@ -149,12 +153,8 @@ class PiAgent(Agent):
         # then confirm with the header's cwd.
         prefix = encode_cwd(str(workspace))[:-2] if workspace is not None else None
         for root in self.store_roots():
-            try:
-                entries = list(root.iterdir())
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.is_dir():
+            for entry in list_folder(root):
+                if is_dir(entry):
                     if prefix and not (
                         entry.name == prefix + "--" or entry.name.startswith(prefix + "-")
                     ):
@@ -200,10 +200,7 @@ class PiAgent(Agent):
 
 
 def _jsonl_files(folder: Path) -> list[Path]:
-    try:
-        return [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
-    except OSError:
-        return []
+    return [p for p in list_folder(folder) if p.suffix == ".jsonl" and is_file(p)]
 
 
 def _header(path: Path) -> _Header:
@@ -213,7 +210,7 @@ def _header(path: Path) -> _Header:
             continue
         try:
             head = _HEADER.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         if head.type == "session":
             return head
