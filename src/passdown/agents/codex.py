@@ -372,11 +372,11 @@ class _RolloutReader:
         elif name == "update_plan":
             call.action = "plan"
             call.plan = PlanOp(op="replace", items=_plan_items(args.get("plan")))
-        elif name == "create_goal" and args.get("objective"):
+        elif name == "create_goal" and isinstance(args.get("objective"), str) and args["objective"]:
             call.action = "plan"  # a thread goal: one plan item that lasts the session
             goal = PlanItem(id="goal", subject=f"Goal: {args['objective']}", status="in_progress")
             call.plan = PlanOp(op="create", items=(goal,))
-        elif name == "update_goal" and args.get("status") in _GOAL_STATUS:
+        elif name == "update_goal" and isinstance(args.get("status"), str) and args["status"] in _GOAL_STATUS:
             call.action = "plan"
             call.plan = PlanOp(
                 op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])]
@@ -539,12 +539,12 @@ def _plan_items(plan: object) -> tuple[PlanItem, ...]:
     for n, step in enumerate(plan, start=1):
         if not isinstance(step, dict):
             continue
-        status = step.get("status")
+        status, subject = step.get("status"), step.get("step") or step.get("content")
         items.append(
-            PlanItem(
+            PlanItem(  # fields of another type than text count as absent
                 id=str(n),
-                subject=str(step.get("step") or step.get("content") or ""),
-                status=status if status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+                subject=subject if isinstance(subject, str) else "",
+                status=status if isinstance(status, str) and status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
             )
         )
     return tuple(items)
