@@ -105,13 +105,14 @@ class _BoundedStream:
         self._path = path
 
     def read(self, size: int = -1) -> bytes:
-        want = self._left + 1 if size < 0 else min(size, self._left + 1)
-        data = self._stream.read(want)
+        if self._left <= 0:  # everything allowed was read: is there more?
+            if self._stream.read(1):
+                raise DecompressionLimit(
+                    f"{self._path.name} inflates to more than {MAX_ZSTD_RATIO} times its size"
+                )
+            return b""
+        data = self._stream.read(self._left if size < 0 else min(size, self._left))
         self._left -= len(data)
-        if self._left < 0:
-            raise DecompressionLimit(
-                f"{self._path.name} inflates to more than {MAX_ZSTD_RATIO} times its size"
-            )
         return data
 
 

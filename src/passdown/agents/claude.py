@@ -22,6 +22,8 @@ from passdown.agents._common import (
     env_path,
     file_mtime,
     first_error_line,
+    is_dir,
+    list_folder,
     parse_exit_code,
     read_head,
 )
@@ -216,10 +218,8 @@ class ClaudeCode(Agent):
     # -- discovery ----------------------------------------------------------------
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         projects = self.config_dir() / "projects"
-        try:
-            folders = [p for p in projects.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        # an unreadable store raises: the Agent base class reports it (exit 5)
+        folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             # The encoding is lossy: preselect by name, then confirm with the records' cwd.
             prefix = encode_cwd(str(workspace))

@@ -22,6 +22,7 @@ from passdown.agents._common import (
     env_path,
     file_mtime,
     first_error_line,
+    list_folder,
     parse_exit_code,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -168,6 +169,8 @@ class CodexCLI(Agent):
 
     def _rollouts(self) -> Iterator[Path]:
         for root in self.store_roots():
+            if not list_folder(root):  # missing or empty; an unreadable store raises (exit 5)
+                continue
             try:
                 candidates = list(root.rglob("rollout-*.jsonl*"))
             except OSError:

@@ -681,12 +681,12 @@ def _message(blob: bytes) -> _Message | None:
     except DECODE_ERRORS:
         pass
     loose = lenient(_LOOSE_MESSAGE, blob)
-    if not isinstance(loose, _LooseMessage):
-        return None
+    if not isinstance(loose, _LooseMessage) or not isinstance(loose.type, str):
+        return None  # not a message, or one whose type is of the wrong kind: unreadable
     return _Message(
         id=loose.id if isinstance(loose.id, str) else None,
         timestamp=loose.timestamp if isinstance(loose.timestamp, str) else None,
-        type=loose.type if isinstance(loose.type, str) else None,
+        type=loose.type,
         content=parts_of(loose.content),
         toolCalls=lenient(_TOOL_RECORDS, loose.toolCalls),
         model=loose.model if isinstance(loose.model, str) else None,
