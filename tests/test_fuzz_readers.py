@@ -11,9 +11,11 @@ Each case asserts: no traceback and no "internal error", a documented exit code,
 planted secret (and the recordings' own) in no output (stdout, stderr, files written),
 and nothing created, changed or removed outside `.agent-handoff`.
 
-CI runs a bounded, seeded number of cases. Any failure names its case seed; rerun it with
-`PASSDOWN_FUZZ_SEED=<seed> PASSDOWN_FUZZ_CASES=1`. Run more locally with, for example,
-`PASSDOWN_FUZZ_CASES=400 PASSDOWN_FUZZ_SEED=7 python -m pytest tests/test_fuzz_readers.py`.
+CI runs a bounded, seeded number of cases (14 per agent in process, 3 through `python -m
+passdown`; about 25 s). Any failure names its case seed, which `run_case` replays exactly.
+Run more locally with, for example, `PASSDOWN_FUZZ_CASES=400 PASSDOWN_FUZZ_SEED=7
+PASSDOWN_FUZZ_PROCESS_CASES=9 python -m pytest tests/test_fuzz_readers.py`;
+`PASSDOWN_FUZZ_LOG=FILE` lists every case with its exit code and last stderr line.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import shutil
 import signal
 import sqlite3
 import string
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +42,8 @@ from passdown.cli import main
 from recorded import scenarios
 
 SEED = int(os.environ.get("PASSDOWN_FUZZ_SEED", "20261130"))
-CASES = int(os.environ.get("PASSDOWN_FUZZ_CASES", "14"))  # per agent
+CASES = int(os.environ.get("PASSDOWN_FUZZ_CASES", "14"))  # per agent, in process
+PROCESS_CASES = int(os.environ.get("PASSDOWN_FUZZ_PROCESS_CASES", "3"))  # through `python -m`
 CASE_TIMEOUT = 60  # seconds: a hang (a reader blocked or spinning) fails the case
 DOCUMENTED_EXIT_CODES = {0, 3, 5}  # ok, no session, unreadable session
 SMALL_LINE_LIMIT = 96 * 1024  # in-process line bound, so "huge" lines cost little
@@ -110,8 +115,11 @@ DEEP = 1500
 
 
 def _deep(rng: random.Random) -> str:
-    opener, closer = rng.choice([("[", "]"), ('{"a":', "}")])
-    return opener * DEEP + "1" + closer * DEEP
+    """Nesting past msgspec's limit (~1,000), or just under it, where a reader that
+    walks, prints or re-encodes the value would recurse too deep itself."""
+    depth = rng.choice([DEEP, 5000, 900, 960])
+    opener, closer = rng.choice([("[", "]"), ('{"a":', "}"), ('{"command":', "}")])
+    return opener * depth + '"x"' + closer * depth
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
@@ -294,6 +302,17 @@ def plant_secret(rng: random.Random, data: bytes, secret: str) -> bytes:
     return b"\n".join(lines)
 
 
+def special_file(rng: random.Random, path: Path) -> str:
+    """Replace a file with a FIFO or a link to an endless device."""
+    kind = rng.choice(["fifo", "/dev/zero", "/dev/urandom"])
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(kind)
+    return kind
+
+
 # -- mutations of SQLite -----------------------------------------------------------------
 def mutate_sqlite(rng: random.Random, db: Path, secret: str) -> list[str]:
     done: list[str] = []
@@ -392,8 +411,27 @@ def _deadline(seconds: int, what: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def in_process(capsys: pytest.CaptureFixture[str]) -> Callable[[list[str]], tuple[int, str, str]]:
+    def invoke(argv: list[str]) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(argv)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return invoke
+
+
+def in_a_process(argv: list[str]) -> tuple[int, str, str]:
+    """The real CLI in its own interpreter: catches what only a process shows (a thread's
+    traceback at exit, a hang past the deadline)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(jsonl.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-m", "passdown", *argv], capture_output=True,
+                          text=True, env=env, timeout=CASE_TIMEOUT)
+    return done.returncode, done.stdout, done.stderr
+
+
 def run_case(base: Base, case_seed: int, folder: Path, monkeypatch: pytest.MonkeyPatch,
-             capsys: pytest.CaptureFixture[str]) -> str:
+             invoke: Callable[[list[str]], tuple[int, str, str]]) -> str:
     rng = random.Random(case_seed)
     folder.mkdir()
     store = folder / "store"
@@ -419,12 +457,18 @@ def run_case(base: Base, case_seed: int, folder: Path, monkeypatch: pytest.Monke
     for side in base.side:
         path = store / side
         if path.exists() and rng.random() < 0.5:
-            if path.suffix == ".db":
+            if rng.random() < 0.2:
+                what.append(f"{special_file(rng, path)}:{path.name}")
+            elif path.suffix == ".db":
                 what += mutate_sqlite(rng, path, secret)
             else:
                 mutation = rng.choice([m_truncate, m_flip, m_wrong_type, m_deep, m_empty])
                 path.write_bytes(mutation(rng, path.read_bytes()))
                 what.append(f"{mutation.__name__}:{path.name}")
+    allowed = set(DOCUMENTED_EXIT_CODES)
+    if not base.workspace_file and rng.random() < 0.04:
+        what.append(special_file(rng, target))
+        allowed.add(2)  # a link to a device resolves outside the store: bad argument
     label = f"{base.agent} case seed {case_seed} ({', '.join(what)})"
 
     out_dir = workspace / ".agent-handoff"
@@ -435,16 +479,14 @@ def run_case(base: Base, case_seed: int, folder: Path, monkeypatch: pytest.Monke
         ["sessions", "--from", base.agent, "--all", "--json"],
     ]
     for argv in commands:
-        capsys.readouterr()
         with _deadline(CASE_TIMEOUT, f"{label}: passdown {' '.join(argv[:1])}"):
-            code = main(argv)
-        out, err = capsys.readouterr()
+            code, out, err = invoke(argv)
         shown = out + err
         log = os.environ.get("PASSDOWN_FUZZ_LOG")  # a file to list every case's outcome in
         if log:
             with open(log, "a", encoding="utf-8") as handle:
                 handle.write(f"{label}\t{argv[0]}\t{code}\t{err.strip()[-300:]!r}\n")
-        assert code in DOCUMENTED_EXIT_CODES, f"{label}: exit {code}: {err[-2000:]}"
+        assert code in allowed, f"{label}: exit {code}: {err[-2000:]}"
         assert "internal error" not in err and "Traceback" not in shown, f"{label}: {err[-2000:]}"
         for planted in [secret, *base.secrets]:
             assert planted not in shown, f"{label}: secret in the output of {argv[0]}"
@@ -482,7 +524,18 @@ def test_fuzzed_sessions_never_crash_leak_or_write_outside(
     agent_seed = SEED * 1000 + AGENTS.index(agent)
     for case in range(CASES):
         case_seed = random.Random(agent_seed + case * 7919).randrange(2**32)
-        run_case(base, case_seed, tmp_path / f"case{case}", monkeypatch, capsys)
+        run_case(base, case_seed, tmp_path / f"case{case}", monkeypatch, in_process(capsys))
+
+
+def test_fuzzed_sessions_through_the_cli_process(
+    bases: dict[str, Base], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few cases through `python -m passdown` (the full line bound applies); each
+    process costs seconds on a loaded machine, so the seed picks which agents."""
+    rng = random.Random(SEED)
+    for n, agent in enumerate(rng.sample(AGENTS, min(PROCESS_CASES, len(AGENTS)))):
+        case_seed = rng.randrange(2**32)
+        run_case(bases[agent], case_seed, tmp_path / f"case{n}", monkeypatch, in_a_process)
 
 
 def test_a_replayed_case_seed_mutates_identically(bases: dict[str, Base], tmp_path: Path,
@@ -490,8 +543,8 @@ def test_a_replayed_case_seed_mutates_identically(bases: dict[str, Base], tmp_pa
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A failure report names its case seed: the same seed must give the same case."""
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", SMALL_LINE_LIMIT)
-    first = run_case(bases["qwen"], 12345, tmp_path / "a", monkeypatch, capsys)
-    second = run_case(bases["qwen"], 12345, tmp_path / "b", monkeypatch, capsys)
+    first = run_case(bases["qwen"], 12345, tmp_path / "a", monkeypatch, in_process(capsys))
+    second = run_case(bases["qwen"], 12345, tmp_path / "b", monkeypatch, in_process(capsys))
     assert first == second
     assert (tmp_path / "a/store").exists()
     a = sorted(p.read_bytes() for p in (tmp_path / "a/store").rglob("*.jsonl"))

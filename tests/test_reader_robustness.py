@@ -386,6 +386,7 @@ def test_a_decompression_bomb_costs_bounded_memory(agent: str, tmp_path: Path, m
     assert done.returncode == 0, done.stderr
     rss_mb = int(done.stdout.rsplit("RSS", 1)[1]) / 1024
     assert rss_mb < 350, f"peak RSS {rss_mb:.0f} MB"
+    print(f"{agent}: peak RSS {rss_mb:.0f} MB, {elapsed:.1f} s")
     handoff = json.loads(Path(json.loads(done.stdout.rsplit("RSS", 1)[0])["json"]).read_text())
     assert handoff["task"]["original_request"] == redact(rec.expected["original_request"])
     assert "oversized line" in warnings_of(handoff)

@@ -348,7 +348,8 @@ def _tool_call(block: _Block, ts: str | None) -> ToolCall:
         call.paths = (target,) if isinstance(target, str) and target else ()
     elif name == "bash":
         call.action = "command"
-        call.command = str(args.get("command") or "")
+        command = args.get("command")
+        call.command = command if isinstance(command, str) else ""  # another type: absent
     elif name in _READ_TOOLS:
         call.action = "read"
     return call
