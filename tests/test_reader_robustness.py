@@ -243,7 +243,7 @@ def test_session_path_in_an_unreadable_folder_is_exit_5(tmp_path: Path, monkeypa
     assert "cannot read" in err and str(path.parent) in err
 
 
-@pytest.mark.parametrize("agent", ["copilot", "gemini", "qwen", "pi", "codex", "claude"])
+@pytest.mark.parametrize("agent", ["copilot", "gemini", "qwen", "pi", "opencode", "codex", "claude"])
 def test_an_unreadable_store_is_exit_5_naming_it(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str], deny: Any) -> None:
     """Before: the store's listing failed silently and the answer was 3 (no session)."""
