@@ -284,6 +284,9 @@ TEXT_MUTATIONS = [
 WEIGHTS = [2, 3, 4, 4, 3, 2, 3, 2, 1, 1]
 
 
+SHOWN_KEYS = {"text", "content", "message", "command", "output", "display", "summary"}
+
+
 def plant_secret(rng: random.Random, data: bytes, secret: str) -> bytes:
     """Put the secret, between spaces, into a random string value of a JSON line (or,
     for text that is not JSON Lines, on a line of its own)."""
@@ -293,8 +296,10 @@ def plant_secret(rng: random.Random, data: bytes, secret: str) -> bytes:
     for n in candidates[:20]:
         record = json.loads(lines[n])
         strings = [p for p in _paths(record) if isinstance(_get(record, p), str) and p]
+        # mostly where the text reaches the handoff (messages, commands, outputs)
+        shown = [p for p in strings if p[-1] in SHOWN_KEYS]
         if strings:
-            path = rng.choice(strings)
+            path = rng.choice(shown if shown and rng.random() < 0.8 else strings)
             _set(record, path, f"{_get(record, path)} {secret} ")
             lines[n] = json.dumps(record).encode()
             return b"\n".join(lines)
