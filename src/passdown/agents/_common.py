@@ -191,22 +191,27 @@ def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
     warning: str | None = None
     if not wal or side["shm"]:
         try:
-            conn = sqlite3.connect(
-                uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None
-            )
-            conn.execute("PRAGMA query_only = 1")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # may be locked
-            return conn, None
+            return _checked(sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None)), None
         except sqlite3.OperationalError as exc:
             warning = f"{path.name} could not be opened normally ({exc}); read it without locking"
     elif side["wal"]:
         warning = f"{path.name} has a write-ahead log but no shared-memory file; read without it"
-    conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
-    conn.execute("PRAGMA query_only = 1")
-    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    conn = _checked(sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None))
     if warning:
         warning += ", so changes not yet checkpointed may be missing"
     return conn, warning
+
+
+def _checked(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """The connection once it has really opened the file (locks are met on the first
+    read), closed again when it cannot."""
+    try:
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
 
 
 def _is_wal(path: Path) -> bool:
