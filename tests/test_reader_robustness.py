@@ -474,6 +474,25 @@ def test_a_20_mb_record_type_costs_little(tmp_path: Path, monkeypatch: pytest.Mo
     assert elapsed < 10, f"{elapsed:.1f} s"
 
 
+def test_a_copilot_output_full_of_shell_markers_costs_little(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The `<shellId: N>` suffix was stripped with a regex over the whole output: an
+    output of 2 MB of unclosed markers took minutes (quadratic)."""
+    path, _, _ = install("copilot", tmp_path, monkeypatch)
+    lines = path.read_text().splitlines()
+    for n, line in enumerate(lines):
+        event = json.loads(line)
+        result = (event.get("data") or {}).get("result")
+        if event["type"] == "tool.execution_complete" and isinstance(result, dict) and "content" in result:
+            result["content"] = "<shellId: " * 200_000  # never closed
+            lines[n] = json.dumps(event)
+    path.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    code, _, err = export(capsys, "copilot", str(path))
+    assert code == 0, err
+    assert time.monotonic() - started < 15
+
+
 def test_a_line_spanning_many_chunks_is_read_backwards_in_linear_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -451,7 +451,7 @@ class _EventReader:
         if call.action == "command":
             shell = data.shellExecution
             result.exit_code = shell.exitCode if shell else (None if result.is_error else 0)
-            output = _SHELL_MARKER.sub("", output or "")
+            output = _without_shell_marker(output or "")
         if result.is_error or result.exit_code not in (None, 0):
             error = data.error.message if isinstance(data.error, _Error) else data.error
             text = "\n".join(t for t in (error, output) if t)
@@ -467,6 +467,14 @@ class _EventReader:
         yield from self._flush()
         trigger = _raw_string(data.trigger)
         yield Compaction(summary=data.summaryContent or None, trigger=trigger, timestamp=ts)
+
+
+def _without_shell_marker(output: str) -> str:
+    """The output without the `<shellId: N>` line Copilot appends. Searched for in the
+    tail only: over the whole text the pattern costs quadratic time on an output full of
+    unclosed `<shellId: ` (20,000 of them took 3 s)."""
+    cut = max(len(output) - 512, 0)
+    return output[:cut] + _SHELL_MARKER.sub("", output[cut:])
 
 
 def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -> ToolCall:
