@@ -493,6 +493,49 @@ def test_a_copilot_output_full_of_shell_markers_costs_little(tmp_path: Path, mon
     assert time.monotonic() - started < 15
 
 
+@pytest.mark.parametrize("agent", ["pi", "gemini", "aider"])
+def test_long_runs_of_one_character_cost_linear_time(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Patterns that rescanned a run at every position (quadratic: 40,000 backslashes
+    took 5.7 s in Gemini's surrogate repair; pi's exit-line strip on a run of newlines
+    and Aider's header match on a run of spaces were alike)."""
+    run = 200_000
+    if agent == "aider":
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        monkeypatch.chdir(workspace)
+        (workspace / ".aider.chat.history.md").write_text(
+            "# aider chat started at 2026-11-01" + " " * run + "x\n\n#### the request\n"
+            "> Applied edit to" + " " * run + "x\n> ## SearchReplaceNoExactMatch: a" + " in" * run + "\n"
+        )
+        session = None
+    else:
+        path, _, _ = install(agent, tmp_path, monkeypatch)
+        session = str(path)
+        if agent == "pi":
+            def change(record: dict[str, Any]) -> bool:  # every tool becomes a command
+                message = record.get("message") or {}
+                for block in message.get("content") or ():
+                    if isinstance(block, dict) and block.get("type") == "toolCall":
+                        block["name"], block["arguments"] = "bash", {"command": "make"}
+                if message.get("role") == "toolResult":
+                    message["toolName"] = "bash"
+                    message["content"] = [{"type": "text", "text": "x" + "\n" * run + "y"}]
+                    return True
+                return False
+
+            assert _rewrite_records(path, change)
+        else:
+            # a lone surrogate escape sends the line through the surrogate repair, then a
+            # long run of escaped backslashes before a `\u` escape that is no surrogate
+            content = "\\ud83d " + "\\\\" * run + "\\u0041"
+            insert_lines(path, 10_000, '{"id": "m-slash", "type": "gemini", "content": "' + content + '"}')
+    started = time.monotonic()
+    code, _, err = export(capsys, agent, session)
+    assert code == 0, err
+    assert time.monotonic() - started < 15
+
+
 def test_a_line_spanning_many_chunks_is_read_backwards_in_linear_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,11 +32,13 @@ from passdown.transcript import (
 )
 
 HISTORY_FILE = ".aider.chat.history.md"
-_HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
-_APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
+# Matched against lines with trailing whitespace already stripped: a lazy `(.+?)\s*$`
+# is quadratic on a long run of spaces.
+_HEADER = re.compile(r"^# aider chat started at (.+)$")
+_APPLIED = re.compile(r"^> Applied edit to (.+)$")
 _RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
 _EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
-_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+?)\s*$")
+_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
 _HANDOFF_PATH = re.compile(r"Read the full handoff first: (\S+)")
 
 
@@ -113,11 +115,11 @@ def _run_starts(path: Path) -> list[str | None]:
     """The start time of every run in the history (streamed, not loaded)."""
     starts: list[str | None] = []
     for _, raw in LineReader(path, Diagnostics()).forward():
-        line = raw.decode("utf-8", "replace").rstrip("\r")
+        line = raw.decode("utf-8", "replace").rstrip()
         header = _HEADER.match(line)
         if header:
             starts.append(header.group(1))
-        elif not starts and line.strip():
+        elif not starts and line:
             starts.append(None)  # text before any header: a first, headerless run
     return starts
 
@@ -139,7 +141,7 @@ class _RunReader:
         current = 0
         for _, raw in LineReader(self.path, self.diag).forward():
             line = raw.decode("utf-8", "replace").rstrip("\r")
-            if _HEADER.match(line):
+            if _HEADER.match(line.rstrip()):
                 current += 1
                 continue
             if current == 0:
@@ -176,8 +178,9 @@ class _RunReader:
         yield from self._tool_output(line)
 
     def _tool_output(self, line: str) -> Iterator[Event]:
-        applied = _APPLIED.match(line)
-        failed = _FAILED_FILE.match(line)
+        stripped = line.rstrip()
+        applied = _APPLIED.match(stripped)
+        failed = _FAILED_FILE.match(stripped)
         if applied or failed:
             self.calls += 1
             path = (applied or failed).group(1)  # type: ignore[union-attr]

@@ -130,7 +130,9 @@ _SHELL_FRAME = (
 )
 # A lone UTF-16 surrogate escape (JavaScript writes one when it cuts a string inside an
 # emoji); msgspec rejects the whole line for it. Group 1 is the run of backslashes.
-_SURROGATE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
+# The lookbehind starts a match only at the first backslash of a run: without it every
+# position inside a long run of backslashes rescans the run (quadratic).
+_SURROGATE = re.compile(rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
 _EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
 _SIGNAL_LINE = re.compile(r"^Signal: (\d+|SIG\w+)\s*$", re.MULTILINE)
 

@@ -313,7 +313,10 @@ class _BranchReader:
             # pi marks a non-zero exit as an error and appends "Command exited with code N"
             code = parse_exit_code(text[-200:])
             result.exit_code = code if code is not None else (None if msg.isError else 0)
-            text = _EXIT_LINE.sub("", text)
+            # the line is at the very end: matching only the tail keeps this linear (over
+            # the whole text, `\n*` before it is quadratic on a run of newlines)
+            cut = max(len(text) - 200, 0)
+            text = text[:cut] + _EXIT_LINE.sub("", text[cut:])
         if msg.isError:
             result.error = first_error_line(text) or text.strip()[:300] or None
         return result
