@@ -220,8 +220,15 @@ def m_huge(rng: random.Random, data: bytes) -> bytes:
     if rng.random() < 0.5:  # a line over the bound, with or without a newline after it
         blob = b'{"type":"' + b"x" * (SMALL_LINE_LIMIT + rng.randrange(SMALL_LINE_LIMIT)) + b'"}'
         lines.insert(rng.randrange(len(lines) + 1), blob)
-    else:  # a huge string value under the bound, where a short one was
+    elif rng.random() < 0.5:  # a huge string value under the bound, where a short one was
         _mutate_json_value(rng, lines, lambda old: rng.choice("ab{\\\"/") * (SMALL_LINE_LIMIT - 4096))
+    else:  # a long run of what patterns repeat over (quadratic-time regexes)
+        run = rng.choice(["\n", " ", "\\", "<shellId: ", " in", "Exit Code: ", "\\u", "\r\n"])
+        size = (SMALL_LINE_LIMIT // 2) // len(run)
+        _mutate_json_value(rng, lines, lambda old: "x" + run * size + rng.choice(["", "y", "\\ud83d"]))
+    if rng.random() < 0.3:  # the same as raw text lines (Aider's Markdown, broken JSON)
+        prefix = rng.choice(["# aider chat started at ", "> Applied edit to ", "#### ", "> ## SearchReplaceNoExactMatch: a", ""])
+        lines.insert(rng.randrange(len(lines) + 1), (prefix + rng.choice([" ", " in", "\\"]) * 40_000 + "x").encode())
     return b"\n".join(lines)
 
 
