@@ -46,7 +46,7 @@ CASES = int(os.environ.get("PASSDOWN_FUZZ_CASES", "14"))  # per agent, in proces
 PROCESS_CASES = int(os.environ.get("PASSDOWN_FUZZ_PROCESS_CASES", "3"))  # through `python -m`
 CASE_TIMEOUT = 60  # seconds: a hang (a reader blocked or spinning) fails the case
 DOCUMENTED_EXIT_CODES = {0, 3, 5}  # ok, no session, unreadable session
-SMALL_LINE_LIMIT = 96 * 1024  # in-process line bound, so "huge" lines cost little
+SMALL_LINE_LIMIT = 1024 * 1024  # in-process line bound: huge lines stay cheap
 
 
 # -- the sessions to mutate ------------------------------------------------------------
@@ -221,14 +221,14 @@ def m_huge(rng: random.Random, data: bytes) -> bytes:
         blob = b'{"type":"' + b"x" * (SMALL_LINE_LIMIT + rng.randrange(SMALL_LINE_LIMIT)) + b'"}'
         lines.insert(rng.randrange(len(lines) + 1), blob)
     elif rng.random() < 0.5:  # a huge string value under the bound, where a short one was
-        _mutate_json_value(rng, lines, lambda old: rng.choice("ab{\\\"/") * (SMALL_LINE_LIMIT - 4096))
+        _mutate_json_value(rng, lines, lambda old: rng.choice("ab{\\\"/") * (SMALL_LINE_LIMIT // 4))
     else:  # a long run of what patterns repeat over (quadratic-time regexes)
         run = rng.choice(["\n", " ", "\\", "<shellId: ", " in", "Exit Code: ", "\\u", "\r\n"])
-        size = (SMALL_LINE_LIMIT // 2) // len(run)
+        size = (SMALL_LINE_LIMIT * 2 // 5) // len(run)  # quadratic in this takes minutes
         _mutate_json_value(rng, lines, lambda old: "x" + run * size + rng.choice(["", "y", "\\ud83d"]))
     if rng.random() < 0.3:  # the same as raw text lines (Aider's Markdown, broken JSON)
         prefix = rng.choice(["# aider chat started at ", "> Applied edit to ", "#### ", "> ## SearchReplaceNoExactMatch: a", ""])
-        lines.insert(rng.randrange(len(lines) + 1), (prefix + rng.choice([" ", " in", "\\"]) * 40_000 + "x").encode())
+        lines.insert(rng.randrange(len(lines) + 1), (prefix + rng.choice([" ", " in", "\\"]) * 150_000 + "x").encode())
     return b"\n".join(lines)
 
 
