@@ -3,12 +3,18 @@
 Session files reach several GB, so nothing here holds more than one chunk plus the
 current line in memory. `.zst` files are decompressed as a stream (forwards) or spilled
 to a private temporary file when a reader needs to seek (backwards).
+
+Every session and side file an agent module reads is opened here (`open_regular`,
+`read_side_file`): only regular files are read, so a FIFO, a device (`/dev/zero`) or a
+socket planted as a session file never blocks or spins, and side files are size-bounded.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +30,91 @@ from passdown.transcript import Diagnostics
 CHUNK = 4 * 1024 * 1024
 # A line longer than this is skipped (and counted), not parsed: it bounds memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
+# The bound inside a compressed file: a few KB of .zst can inflate to one line of
+# hundreds of MB, so the size on disk no longer limits what a line costs. Real lines
+# (a pasted image, a large tool output) stay far below this.
+MAX_ZSTD_LINE_BYTES = 32 * 1024 * 1024
+# A compressed file that inflates past this many times its size (and past
+# MAX_LINE_BYTES) is read no further: JSON text compresses about 5-20x.
+MAX_ZSTD_RATIO = 1000
+# Side files (a plan list, a project registry, a workspace.yaml) are small; one larger
+# than this is not read.
+MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, device, socket or folder, not a file passdown will read."""
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open `path` for reading only if it is a regular file (symlinks followed).
+
+    O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer;
+    the type is then checked on the open descriptor (no race with a swapped path) and
+    the flag cleared again for ordinary blocking reads."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(0, "not a regular file", str(path))
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_side_file(path: Path, limit: int = MAX_SIDE_FILE_BYTES) -> bytes | None:
+    """A small side file's bytes, or None when it is missing, unreadable, not a regular
+    file or larger than `limit` (never more than `limit` + 1 bytes are read)."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    return None if len(data) > limit else data
+
+
+def _open_session(path: Path) -> BinaryIO:
+    try:
+        return open_regular(path)
+    except FileNotFoundError:
+        raise SessionReadError(f"session file not found: {path}") from None
+    except NotRegularFile:
+        raise SessionReadError(f"not a regular file: {path}") from None
+    except OSError as exc:
+        raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def line_limit(path: Path) -> int:
+    return min(MAX_LINE_BYTES, MAX_ZSTD_LINE_BYTES) if is_zstd(path) else MAX_LINE_BYTES
+
+
+class DecompressionLimit(ValueError):
+    """A compressed session inflates far past what its size allows (a bomb)."""
+
+
+class _BoundedStream:
+    """A decompressing stream that raises once it has produced more than `limit` bytes,
+    so a decompression bomb costs bounded time as well as memory (the line reader turns
+    the error into a warning and keeps what it read)."""
+
+    def __init__(self, stream: BinaryIO, limit: int, path: Path) -> None:
+        self._stream = stream
+        self._left = limit
+        self._path = path
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:  # everything allowed was read: is there more?
+            if self._stream.read(1):
+                raise DecompressionLimit(
+                    f"{self._path.name} inflates to more than {MAX_ZSTD_RATIO} times its size"
+                )
+            return b""
+        data = self._stream.read(self._left if size < 0 else min(size, self._left))
+        self._left -= len(data)
+        return data
 
 # Set by a front end that shows progress (the CLI on a terminal): called once per chunk
 # with the file and the bytes read so far in the current pass. A context variable, so
@@ -45,19 +136,17 @@ def is_zstd(path: Path) -> bool:
 
 @contextmanager
 def open_binary(path: Path) -> Iterator[BinaryIO]:
-    """The file's decompressed bytes as a forward-only stream."""
-    try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise SessionReadError(f"session file not found: {path}") from None
-    except OSError as exc:
-        raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
+    """The file's decompressed bytes as a forward-only stream (a regular file only; a
+    compressed one is cut off past MAX_ZSTD_RATIO times its size)."""
+    raw = _open_session(path)
     try:
         if is_zstd(path):
             import zstandard
 
+            size = os.fstat(raw.fileno()).st_size
+            limit = max(MAX_LINE_BYTES, size * MAX_ZSTD_RATIO)
             with zstandard.ZstdDecompressor().stream_reader(raw, closefd=False) as stream:
-                yield stream  # type: ignore[misc]
+                yield _BoundedStream(stream, limit, path)  # type: ignore[misc]
         else:
             yield raw
     finally:
@@ -76,6 +165,7 @@ class LineReader:
         self.path = path
         self.diagnostics = diagnostics
         self.tail_offset = -1
+        self.max_line = line_limit(path)
 
     def forward(self, stream: BinaryIO | None = None) -> Iterator[tuple[int, bytes]]:
         """(offset, line) pairs in file order; offsets count decompressed bytes."""
@@ -87,6 +177,7 @@ class LineReader:
 
     def _forward(self, stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
         diag = self.diagnostics
+        limit = self.max_line
         pending: list[bytes] = []  # pieces of a line that spans chunks
         pending_size = 0
         skipping = False  # inside an oversized line: drop bytes until its newline
@@ -104,12 +195,12 @@ class LineReader:
                         line = b"".join(pending)
                         pending.clear()
                         pending_size = 0
-                        if len(line) > MAX_LINE_BYTES:
+                        if len(line) > limit:
                             diag.oversized_lines += 1
                         else:
                             diag.lines += 1
                             yield line_start, line
-                    elif len(part) > MAX_LINE_BYTES:
+                    elif len(part) > limit:
                         diag.oversized_lines += 1
                     elif part:
                         diag.lines += 1
@@ -119,7 +210,7 @@ class LineReader:
                 if last and not skipping:
                     pending.append(last)
                     pending_size += len(last)
-                    if pending_size > MAX_LINE_BYTES:
+                    if pending_size > limit:
                         diag.oversized_lines += 1
                         skipping = True
                         pending.clear()
@@ -138,13 +229,17 @@ class LineReader:
 
     def backward(self) -> Iterator[tuple[int, bytes]]:
         """(offset, line) pairs from the end of the file to the start."""
-        with seekable(self.path) as handle:
+        with seekable(self.path, self.diagnostics) as handle:
             yield from self._backward(handle)
 
     def _backward(self, handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         diag = self.diagnostics
+        limit = self.max_line
         pos = end = handle.seek(0, os.SEEK_END)
-        carry = b""  # start of a line that began before the current chunk
+        # The part of a line that began before the current chunk, as pieces in reverse
+        # file order: a line spanning many chunks is joined once, never copied per chunk.
+        carry: list[bytes] = []
+        carry_size = 0
         skipping = False  # inside an oversized line: drop bytes until its start
         at_end = True
         while pos > 0:
@@ -154,9 +249,17 @@ class LineReader:
             chunk = handle.read(size)
             _report(self.path, end - pos)
             lines = chunk.split(b"\n")
+            if len(lines) == 1:  # the whole chunk lies inside one line
+                if not skipping:
+                    carry.append(chunk)
+                    carry_size += len(chunk)
+                    if carry_size > limit:
+                        diag.oversized_lines += 1
+                        skipping, carry, carry_size = True, [], 0
+                continue
+            cursor = pos + len(chunk) + carry_size
             if carry:  # join only the one line that spans the boundary, not the chunk
-                lines[-1] += carry
-            cursor = pos + len(chunk) + len(carry)
+                lines[-1] += b"".join(reversed(carry))
             for k in range(len(lines) - 1, 0, -1):
                 line = lines[k]
                 start = cursor - len(line)
@@ -165,7 +268,7 @@ class LineReader:
                     skipping = False  # this newline ends the oversized line's start
                     at_end = False
                     continue
-                if len(line) > MAX_LINE_BYTES:
+                if len(line) > limit:
                     diag.oversized_lines += 1
                 elif line:
                     if at_end and k == len(lines) - 1:
@@ -173,34 +276,34 @@ class LineReader:
                     diag.lines += 1
                     yield start, line
                 at_end = False
-            carry = lines[0]
-            if len(carry) > MAX_LINE_BYTES:
-                if not skipping:
-                    diag.oversized_lines += 1
-                skipping = True
-                carry = b""
-        if carry and not skipping:
+            carry, carry_size = [lines[0]], len(lines[0])
+            if carry_size > limit:
+                diag.oversized_lines += 1
+                skipping, carry, carry_size = True, [], 0
+        if carry_size and not skipping:
             if at_end:
                 self.tail_offset = 0
             diag.lines += 1
-            yield 0, carry
+            yield 0, b"".join(reversed(carry))
 
 
 @contextmanager
-def seekable(path: Path) -> Iterator[BinaryIO]:
-    """A seekable handle on the decompressed file (spilled to a 0600 temp file for .zst)."""
+def seekable(path: Path, diagnostics: Diagnostics | None = None) -> Iterator[BinaryIO]:
+    """A seekable handle on the decompressed file (spilled to a 0600 temp file for .zst;
+    a corrupt or bomb-like stream is spilled up to where it stops, with a warning)."""
     if not is_zstd(path):
-        try:
-            with open(path, "rb") as handle:
-                yield handle
-        except FileNotFoundError:
-            raise SessionReadError(f"session file not found: {path}") from None
-        except OSError as exc:
-            raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
+        with _open_session(path) as handle:
+            yield handle
         return
     with tempfile.TemporaryFile(prefix="passdown-") as spill, open_binary(path) as stream:
-        while chunk := stream.read(CHUNK):
-            spill.write(chunk)
+        try:
+            while chunk := stream.read(CHUNK):
+                spill.write(chunk)
+        except OSError as exc:
+            raise SessionReadError(f"cannot read {path}: {exc}") from None
+        except Exception as exc:  # zstd stream errors, DecompressionLimit
+            if diagnostics is not None:
+                diagnostics.warnings.append(f"stopped reading {path.name} early: {exc}")
         spill.flush()
         yield spill
 
@@ -213,7 +316,7 @@ def start_fingerprint(path: Path) -> Future[str]:
     def work() -> None:
         digest = hashlib.sha256()
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path) as handle:
                 while chunk := handle.read(CHUNK):
                     digest.update(chunk)
             future.set_result(digest.hexdigest())

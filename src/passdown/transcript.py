@@ -164,6 +164,10 @@ class Diagnostics:
     warnings: list[str] = field(default_factory=list)
 
     def unknown(self, record_type: str) -> None:
+        # A type name is the session's own text: bounded, so a hostile 20 MB `type` costs
+        # nothing further on (redaction, rendering) and cannot flood the warnings.
+        if len(record_type) > 80:
+            record_type = record_type[:79] + "…"
         self.unknown_types[record_type] = self.unknown_types.get(record_type, 0) + 1
 
     def summary(self) -> list[str]:

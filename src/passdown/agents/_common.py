@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
+import stat
 from pathlib import Path
+from urllib.parse import quote
 
 import msgspec
 
@@ -70,22 +73,62 @@ _ERROR_WORDS = (
 )
 
 
+# What decoding untrusted JSON can raise: a syntax or shape error (DecodeError, and
+# ValidationError below it), or RecursionError for nesting deeper than msgspec allows.
+DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
+
+
 def decode_line(
     decoder: msgspec.json.Decoder, line: bytes, offset: int, tail_offset: int, diag: Diagnostics
 ) -> object | None:
-    """Decode one JSONL line; bad bytes are replaced, a torn last line is noted."""
+    """Decode one JSONL line into the decoder's typed shape; bad bytes are replaced, a
+    torn last line is noted, and a line that cannot be read (bad JSON, a field of the
+    wrong type, nesting too deep) is skipped and counted."""
     try:
         return decoder.decode(line)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     try:  # non-UTF-8 bytes: keep what can be read
         return decoder.decode(line.decode("utf-8", "replace").encode("utf-8"))
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         if offset == tail_offset:
             diag.torn_last_line = True
         else:
             diag.bad_lines += 1
         return None
+
+
+def decode_or_none(decoder: msgspec.json.Decoder, data: bytes | msgspec.Raw | str) -> object | None:
+    """Decode one nested field or side file; anything unreadable gives None."""
+    try:
+        return decoder.decode(data)
+    except DECODE_ERRORS:
+        return None
+
+
+def list_folder(folder: Path) -> list[Path]:
+    """The entries of a folder of an agent's store; a missing folder (or a file where a
+    folder was expected) has none. A folder that exists but cannot be listed raises
+    OSError: the agent base class reports it as an unreadable store (exit 5)."""
+    try:
+        return list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def is_file(path: Path) -> bool:
+    """Path.is_file, but never raising (a file in an unreadable folder is not one)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def parse_exit_code(text: str | None) -> int | None:
@@ -180,4 +223,64 @@ def read_head(path: Path, limit: int = 256 * 1024) -> bytes:
         with open_binary(path) as stream:
             return stream.read(limit)
     except Exception:
+        return b""
+
+
+SQLITE_BUSY_TIMEOUT = 2.0  # seconds: the agents' own writes hold the lock for milliseconds
+
+
+def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
+    """A read-only connection to another program's SQLite database that never creates a
+    file next to it, and a warning when the read may miss recent changes.
+
+    SQLite creates `-shm` (and `-wal`) beside a WAL-mode database even for a `mode=ro`
+    reader, and they stay behind when it closes. So a WAL database is read normally only
+    while its owner has those files open anyway; otherwise it is read with `immutable=1`
+    (no locks, no side files), which sees exactly the main file: everything, when no
+    `-wal` is left to replay. A rollback-journal database is read with `mode=ro`, which
+    creates nothing. A lock held past the busy timeout also falls back to immutable."""
+    if not is_file(path):
+        raise sqlite3.OperationalError(f"no such database: {path}")
+    uri = "file:" + quote(str(path)) + "?mode=ro"
+    wal = _is_wal(path)
+    side = {name: os.path.lexists(f"{path}-{name}") for name in ("wal", "shm")}
+    warning: str | None = None
+    if not wal or side["shm"]:
+        try:
+            return _checked(sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None)), None
+        except sqlite3.OperationalError as exc:
+            warning = f"{path.name} could not be opened normally ({exc}); read it without locking"
+    elif side["wal"]:
+        warning = f"{path.name} has a write-ahead log but no shared-memory file; read without it"
+    conn = _checked(sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None))
+    if warning:
+        warning += ", so changes not yet checkpointed may be missing"
+    return conn, warning
+
+
+def _checked(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """The connection once it has really opened the file (locks are met on the first
+    read), closed again when it cannot."""
+    try:
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def _is_wal(path: Path) -> bool:
+    """Bytes 18-19 of the database header are 2 for a WAL-mode database."""
+    head = _read_prefix(path, 20)
+    return len(head) == 20 and head[18] == 2 and head[19] == 2
+
+
+def _read_prefix(path: Path, size: int) -> bytes:
+    from passdown.jsonl import open_regular
+
+    try:
+        with open_regular(path) as handle:
+            return handle.read(size)
+    except OSError:
         return b""

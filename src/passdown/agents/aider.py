@@ -32,11 +32,13 @@ from passdown.transcript import (
 )
 
 HISTORY_FILE = ".aider.chat.history.md"
-_HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
-_APPLIED = re.compile(r"^> Applied edit to (.+?)\s*$")
+# Matched against lines with trailing whitespace already stripped: a lazy `(.+?)\s*$`
+# is quadratic on a long run of spaces.
+_HEADER = re.compile(r"^# aider chat started at (.+)$")
+_APPLIED = re.compile(r"^> Applied edit to (.+)$")
 _RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
 _EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
-_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+?)\s*$")
+_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
 _HANDOFF_PATH = re.compile(r"Read the full handoff first: (\S+)")
 
 
@@ -53,6 +55,8 @@ class Aider(Agent):
         if workspace is None:
             return  # histories are scattered across repositories; only the workspace's is known
         path = workspace / HISTORY_FILE
+        # An unreadable history raises PermissionError here: the Agent base class
+        # reports it as "cannot be read" (exit 5).
         if not path.is_file():
             return
         runs = _run_starts(path)
@@ -111,11 +115,12 @@ def _run_starts(path: Path) -> list[str | None]:
     """The start time of every run in the history (streamed, not loaded)."""
     starts: list[str | None] = []
     for _, raw in LineReader(path, Diagnostics()).forward():
-        if raw.startswith(b"# aider chat started at"):
-            match = _HEADER.match(raw.decode("utf-8", "replace"))
-            starts.append(match.group(1) if match else None)
-    if not starts and path.stat().st_size:
-        starts.append(None)  # a history without a header is one run
+        line = raw.decode("utf-8", "replace").rstrip()
+        header = _HEADER.match(line)
+        if header:
+            starts.append(header.group(1))
+        elif not starts and line:
+            starts.append(None)  # text before any header: a first, headerless run
     return starts
 
 
@@ -136,11 +141,13 @@ class _RunReader:
         current = 0
         for _, raw in LineReader(self.path, self.diag).forward():
             line = raw.decode("utf-8", "replace").rstrip("\r")
-            if _HEADER.match(line):
+            if _HEADER.match(line.rstrip()):
                 current += 1
                 continue
             if current == 0:
-                current = 1  # text before any header belongs to a first, headerless run
+                if not line.strip():
+                    continue
+                current = 1  # text before any header: a first, headerless run (see _run_starts)
             if current < self.run:
                 continue
             if current > self.run:
@@ -171,8 +178,9 @@ class _RunReader:
         yield from self._tool_output(line)
 
     def _tool_output(self, line: str) -> Iterator[Event]:
-        applied = _APPLIED.match(line)
-        failed = _FAILED_FILE.match(line)
+        stripped = line.rstrip()
+        applied = _APPLIED.match(stripped)
+        failed = _FAILED_FILE.match(stripped)
         if applied or failed:
             self.calls += 1
             path = (applied or failed).group(1)  # type: ignore[union-attr]

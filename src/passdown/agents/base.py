@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from abc import ABC, abstractmethod
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
 
-from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
+from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
 from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, ToolCall, Transcript
 
 # Reads one session's events, filling in the facts and diagnostics as it goes.
@@ -60,6 +61,16 @@ class Agent(ABC):
     name: str  # short id used on the command line: "claude"
     display_name: str  # "Claude Code"
     program: str  # the executable: "claude"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # Every agent's discovery and reading goes through one guard, so an OS error
+        # no module anticipated (a store folder or session file the user cannot read)
+        # is the documented "cannot be read" (exit 5) naming the path, never a crash.
+        super().__init_subclass__(**kwargs)
+        if "discover" in cls.__dict__:
+            cls.discover = _guard_discover(cls.__dict__["discover"])  # type: ignore[method-assign]
+        if "read" in cls.__dict__:
+            cls.read = _guard_read(cls.__dict__["read"])  # type: ignore[method-assign]
 
     # -- sessions -----------------------------------------------------------------
     @abstractmethod
@@ -177,9 +188,56 @@ class Agent(ABC):
                 f"{path} is outside {self.display_name}'s session store",
                 hint=f"session files live under {where}",
             )
-        if not real.is_file():
+        try:
+            exists = real.is_file()
+        except OSError as exc:
+            raise unreadable(exc, real) from None
+        if not exists:
             raise SessionNotFound(f"session file not found: {path}")
-        return self.ref_for_path(real)
+        try:
+            return self.ref_for_path(real)
+        except OSError as exc:
+            raise unreadable(exc, real) from None
+
+
+def unreadable(exc: OSError, fallback: Path | None = None) -> SessionReadError:
+    """The exit-5 error for an OS error met while finding or reading a session."""
+    where = exc.filename if exc.filename is not None else fallback
+    reason = exc.strerror or str(exc)
+    return SessionReadError(f"cannot read {where}: {reason}" if where else f"cannot read: {reason}")
+
+
+def _guard_discover(
+    discover: Callable[[Agent, Path | None], Iterator[SessionRef]],
+) -> Callable[[Agent, Path | None], Iterator[SessionRef]]:
+    @functools.wraps(discover)
+    def guarded(self: Agent, workspace: Path | None) -> Iterator[SessionRef]:
+        try:
+            yield from discover(self, workspace)
+        except OSError as exc:
+            raise unreadable(exc) from None
+
+    return guarded
+
+
+def _guard_read(read: Callable[[Agent, SessionRef], Transcript]) -> Callable[[Agent, SessionRef], Transcript]:
+    @functools.wraps(read)
+    def guarded(self: Agent, ref: SessionRef) -> Transcript:
+        try:
+            transcript = read(self, ref)
+        except OSError as exc:
+            raise unreadable(exc, ref.path) from None
+        transcript._events = _guard_events(transcript._events, ref.path)
+        return transcript
+
+    return guarded
+
+
+def _guard_events(events: Iterator[Event], path: Path) -> Iterator[Event]:
+    try:
+        yield from events
+    except OSError as exc:
+        raise unreadable(exc, path) from None
 
 
 def _looks_like_path(spec: str) -> bool:

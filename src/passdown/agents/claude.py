@@ -23,15 +23,19 @@ from typing import Any
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     env_path,
     file_mtime,
     first_error_line,
+    is_dir,
+    list_folder,
     parse_exit_code,
     read_head,
 )
 from passdown.agents._tree import Branch, LeafHint, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -228,10 +232,8 @@ class ClaudeCode(Agent):
     # -- discovery ----------------------------------------------------------------
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         projects = self.config_dir() / "projects"
-        try:
-            folders = [p for p in projects.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        # an unreadable store raises: the Agent base class reports it (exit 5)
+        folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             # The encoding is lossy: preselect by name, then confirm with the records' cwd.
             prefix = encode_cwd(str(workspace))
@@ -295,11 +297,13 @@ def _task_files(config_dir: Path, session_id: str) -> dict[str, _TaskFile]:
         return {}
     tasks: dict[str, _TaskFile] = {}
     for path in files:
+        data = read_side_file(path)  # regular files only, size-bounded
         try:
-            task = _TASK.decode(path.read_bytes())
-        except (OSError, msgspec.DecodeError):
+            task = _TASK.decode(data) if data is not None else None
+        except DECODE_ERRORS:
             continue
-        tasks[str(task.id or path.stem)] = task
+        if task is not None:
+            tasks[str(task.id or path.stem)] = task
     return tasks
 
 
@@ -333,7 +337,7 @@ def _read_head_fields(path: Path) -> _Head:
             continue
         try:
             head = _HEAD.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         found.timestamp = found.timestamp or head.timestamp
         found.cwd = found.cwd or head.cwd
@@ -419,7 +423,7 @@ class _ActiveReader:
                 record: object = _RECORD.decode(line)
             except msgspec.ValidationError:
                 record = decode_line(_LOOSE_RECORD, line, offset, tail, self.diag)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 record = decode_line(_RECORD, line, offset, tail, self.diag)
             if not isinstance(record, _Record):
                 continue
@@ -661,9 +665,12 @@ class _Subagents:
             except OSError:
                 files = []
             for path in files:
+                data = read_side_file(path)  # regular files only, size-bounded
                 try:
-                    meta = _META.decode(path.read_bytes())
-                except (OSError, msgspec.DecodeError):
+                    meta = _META.decode(data) if data is not None else None
+                except DECODE_ERRORS:
+                    continue
+                if meta is None:
                     continue
                 agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
                 self._meta[agent_id] = meta
@@ -868,11 +875,11 @@ def _decode_raw(decoder: msgspec.json.Decoder, raw: msgspec.Raw) -> Any:
         return None
     try:
         return decoder.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     try:
         return decoder.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 

@@ -18,10 +18,12 @@ from typing import BinaryIO
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     env_path,
     file_mtime,
     first_error_line,
+    list_folder,
     parse_exit_code,
 )
 from passdown.agents._endings import api_error_ending
@@ -174,6 +176,8 @@ class CodexCLI(Agent):
 
     def _rollouts(self) -> Iterator[Path]:
         for root in self.store_roots():
+            if not list_folder(root):  # missing or empty; an unreadable store raises (exit 5)
+                continue
             try:
                 candidates = list(root.rglob("rollout-*.jsonl*"))
             except OSError:
@@ -242,7 +246,7 @@ def _session_meta(path: Path) -> _Payload | None:
             return _PAYLOAD.decode(first.payload)
         legacy = _PAYLOAD.decode(line)  # early 2025: a bare {id, timestamp, ...} header
         return legacy if legacy.id else None
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 
@@ -297,7 +301,7 @@ class _RolloutReader:
         for offset, line in reader.forward(stream):
             try:  # one decode for the common shape; anything unusual takes the slow path
                 typed = _TYPED_LINE.decode(line)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 typed = None
             if typed is not None and typed.type in _KNOWN_TYPES:
                 yield from self._line(typed.type, typed.timestamp, typed.payload, line)
@@ -350,7 +354,7 @@ class _RolloutReader:
     def _legacy_header(self, raw: bytes) -> None:
         try:
             self._meta(_PAYLOAD.decode(raw))
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             self.diag.bad_lines += 1
 
     # response items ----------------------------------------------------------------
@@ -412,11 +416,11 @@ class _RolloutReader:
         elif name == "update_plan":
             call.action = "plan"
             call.plan = PlanOp(op="replace", items=_plan_items(args.get("plan")))
-        elif name == "create_goal" and args.get("objective"):
+        elif name == "create_goal" and isinstance(args.get("objective"), str) and args["objective"]:
             call.action = "plan"  # a thread goal: one plan item that lasts the session
             goal = PlanItem(id="goal", subject=f"Goal: {args['objective']}", status="in_progress")
             call.plan = PlanOp(op="create", items=(goal,))
-        elif name == "update_goal" and args.get("status") in _GOAL_STATUS:
+        elif name == "update_goal" and isinstance(args.get("status"), str) and args["status"] in _GOAL_STATUS:
             call.action = "plan"
             call.plan = PlanOp(
                 op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])]
@@ -499,7 +503,7 @@ def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> SessionEnding | None
 def _payload(raw: msgspec.Raw) -> _Payload | None:
     try:
         return _PAYLOAD.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 
@@ -510,7 +514,7 @@ def _arguments(item: _Payload) -> dict[str, object]:
         return {}
     try:
         value = _ANY.decode(item.arguments)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -580,14 +584,14 @@ def _patch_action(patch: str) -> str:
 def _output_text(raw: msgspec.Raw) -> str:
     try:
         value = _ANY.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return ""
     if isinstance(value, str):
         # some builds wrap the output as a JSON string {"output": ..., "metadata": {...}}
         if value.startswith("{") and '"output"' in value[:200]:
             try:
                 inner = _ANY.decode(value)
-            except msgspec.DecodeError:
+            except DECODE_ERRORS:
                 return value
             if isinstance(inner, dict):
                 code = (inner.get("metadata") or {}).get("exit_code")
@@ -627,12 +631,12 @@ def _plan_items(plan: object) -> tuple[PlanItem, ...]:
     for n, step in enumerate(plan, start=1):
         if not isinstance(step, dict):
             continue
-        status = step.get("status")
+        status, subject = step.get("status"), step.get("step") or step.get("content")
         items.append(
-            PlanItem(
+            PlanItem(  # fields of another type than text count as absent
                 id=str(n),
-                subject=str(step.get("step") or step.get("content") or ""),
-                status=status if status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+                subject=subject if isinstance(subject, str) else "",
+                status=status if isinstance(status, str) and status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
             )
         )
     return tuple(items)

@@ -23,11 +23,22 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import quote
 
 import msgspec
 
-from passdown.agents._common import decode_line, env_path, file_mtime, first_error_line, read_head
+from passdown.agents._common import (
+    DECODE_ERRORS,
+    decode_line,
+    decode_or_none,
+    env_path,
+    file_mtime,
+    first_error_line,
+    is_dir,
+    is_file,
+    list_folder,
+    open_sqlite_readonly,
+    read_head,
+)
 from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader
@@ -189,13 +200,10 @@ class CopilotCLI(Agent):
     # -- discovery ----------------------------------------------------------------
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         root = self.home() / "session-state"
-        try:
-            folders = [p for p in root.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        folders = [p for p in list_folder(root) if is_dir(p)]
         for folder in folders:
             events = folder / "events.jsonl"
-            if not events.is_file():
+            if not is_file(events):
                 continue
             ref = self.ref_for_path(events)
             if cwd_in_workspace(ref.cwd, workspace):
@@ -273,7 +281,7 @@ def _yaml_scalar(value: str) -> str | None:
     if len(value) >= 2 and value[0] == value[-1] == '"':
         try:
             decoded = _ANY.decode(value)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             return value[1:-1]
         return decoded if isinstance(decoded, str) else None
     return value.split(" #", 1)[0].strip() or None
@@ -285,7 +293,7 @@ def _first_start(path: Path) -> _Data | None:
             continue
         try:
             event = _START.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         if event.type == "session.start":
             return event.data
@@ -294,14 +302,15 @@ def _first_start(path: Path) -> _Data | None:
 
 def _todo_plan(db: Path, diag: Diagnostics) -> PlanOp | None:
     """The final plan: the `todos` table of the session's own database (read-only)."""
-    if not db.is_file():
+    if not is_file(db):
         return None
-    uri = "file:" + quote(str(db)) + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=2.0, isolation_level=None)
+    try:  # never creates a -shm/-wal file in Copilot's folder
+        conn, warning = open_sqlite_readonly(db)
     except sqlite3.Error as exc:
         diag.warnings.append(f"could not open the session's todo database: {exc}")
         return None
+    if warning:
+        diag.warnings.append(warning)
     try:
         rows = conn.execute(
             "SELECT id, title, description, status FROM todos ORDER BY created_at, rowid"
@@ -427,11 +436,11 @@ class _EventReader:
     def _data(self, raw: msgspec.Raw) -> _Data | None:
         try:
             return _DATA.decode(raw)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             pass
         try:  # non-UTF-8 bytes inside the payload: keep what can be read
             return _DATA.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             self.diag.bad_lines += 1
             return None
 
@@ -490,7 +499,7 @@ class _EventReader:
         if call.action == "command":
             shell = data.shellExecution
             result.exit_code = shell.exitCode if shell else (None if result.is_error else 0)
-            output = _SHELL_MARKER.sub("", output or "")
+            output = _without_shell_marker(output or "")
         if result.is_error or result.exit_code not in (None, 0):
             error = data.error.message if isinstance(data.error, _Error) else data.error
             text = "\n".join(t for t in (error, output) if t)
@@ -536,6 +545,14 @@ def _session_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
     )
 
 
+def _without_shell_marker(output: str) -> str:
+    """The output without the `<shellId: N>` line Copilot appends. Searched for in the
+    tail only: over the whole text the pattern costs quadratic time on an output full of
+    unclosed `<shellId: ` (20,000 of them took 3 s)."""
+    cut = max(len(output) - 512, 0)
+    return output[:cut] + _SHELL_MARKER.sub("", output[cut:])
+
+
 def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -> ToolCall:
     call = ToolCall(call_id=call_id, name=name, timestamp=ts)
     args = _decode_args(raw_args)
@@ -564,17 +581,12 @@ def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -
 def _decode_args(raw: msgspec.Raw) -> _Args:
     if len(raw) == 0 or bytes(raw) == b"null":
         return _Args()
-    try:
-        return _ARGS.decode(raw)
-    except msgspec.DecodeError:
-        return _Args()
+    args = decode_or_none(_ARGS, raw)
+    return args if isinstance(args, _Args) else _Args()
 
 
 def _raw_string(raw: msgspec.Raw) -> str | None:
-    try:
-        value = _ANY.decode(raw)
-    except msgspec.DecodeError:
-        return None
+    value = decode_or_none(_ANY, raw)
     return value if isinstance(value, str) else None
 
 

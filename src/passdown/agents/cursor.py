@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from passdown.agents._common import decode_line, env_path, file_mtime
+from passdown.agents._common import decode_line, env_path, file_mtime, is_dir, is_file, list_folder
 from passdown.agents.base import Agent, LaunchSpec
 from passdown.jsonl import LineReader
 from passdown.transcript import (
@@ -39,11 +39,29 @@ _SHELL_HINTS = ("shell", "terminal", "bash", "command")
 _PLAN_HINTS = ("todo", "plan")
 
 
+class _TodoArg(msgspec.Struct):
+    id: str | int | None = None
+    content: str | None = None
+    status: str | None = None
+
+
+class _Input(msgspec.Struct):
+    """The tool arguments passdown reads, typed: a wrong kind skips the record."""
+
+    path: str | None = None
+    file_path: str | None = None
+    target_file: str | None = None
+    filePath: str | None = None
+    command: str | None = None
+    cmd: str | None = None
+    todos: list[_TodoArg] | None = None
+
+
 class _Block(msgspec.Struct):
     type: str = ""
     text: str | None = None
     name: str | None = None
-    input: dict[str, object] | None = None
+    input: _Input | None = None
 
 
 class _Inner(msgspec.Struct):
@@ -79,10 +97,7 @@ class CursorAgent(Agent):
 
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         projects = self.home() / "projects"
-        try:
-            folders = [p for p in projects.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             slugs = workspace_slugs(workspace)
             folders = [f for f in folders if f.name in slugs]
@@ -125,15 +140,11 @@ def _jsonl_transcript(path: Path, diag: Diagnostics) -> Iterator[Event]:
 
 
 def _transcripts(folder: Path) -> list[Path]:
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return []
     found = []
-    for entry in entries:
-        if entry.is_dir():
+    for entry in list_folder(folder):
+        if is_dir(entry):
             nested = entry / f"{entry.name}.jsonl"
-            if nested.is_file():
+            if is_file(nested):
                 found.append(nested)
         elif entry.suffix in (".jsonl", ".txt"):
             found.append(entry)
@@ -148,43 +159,42 @@ def _record_events(role: str, content: str | list[_Block] | None, calls: int) ->
             texts.append(_QUERY.sub("", block.text).strip())
         elif block.type == "tool_use" and block.name and role == "assistant":
             calls += 1
-            yield _tool_call(f"cursor-{calls}", block.name, block.input or {})
+            yield _tool_call(f"cursor-{calls}", block.name, block.input or _Input())
     text = "\n\n".join(t for t in texts if t)
     if text and role in ("user", "assistant"):
         yield Message(role=role, text=text)  # type: ignore[arg-type]
 
 
-def _tool_call(call_id: str, name: str, args: dict[str, object]) -> ToolCall:
+_CURSOR_STATUS = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "in-progress": "in_progress",
+    "completed": "completed",
+    "complete": "completed",
+    "done": "completed",
+    "cancelled": "cancelled",
+}
+
+
+def _tool_call(call_id: str, name: str, args: _Input) -> ToolCall:
     low = name.lower()
     call = ToolCall(call_id=call_id, name=name)
-    path = (
-        args.get("path") or args.get("file_path") or args.get("target_file") or args.get("filePath")
-    )
-    if any(h in low for h in _PLAN_HINTS) and isinstance(args.get("todos"), list):
+    path = args.path or args.file_path or args.target_file or args.filePath
+    if any(h in low for h in _PLAN_HINTS) and args.todos is not None:
         call.action = "plan"
-        items = []
-        for n, todo in enumerate(args["todos"], start=1):  # type: ignore[arg-type]
-            if isinstance(todo, dict):
-                status = str(todo.get("status") or "pending").lower()
-                status = {
-                    "done": "completed",
-                    "complete": "completed",
-                    "in-progress": "in_progress",
-                }.get(status, status)
-                items.append(
-                    PlanItem(
-                        id=str(todo.get("id") or n),
-                        subject=str(todo.get("content") or ""),
-                        status=status
-                        if status in ("pending", "in_progress", "completed", "cancelled")
-                        else "pending",
-                    )
-                )  # type: ignore[arg-type]
-        call.plan = PlanOp(op="replace", items=tuple(items))
+        items = tuple(
+            PlanItem(
+                id=str(todo.id or n),
+                subject=todo.content or "",
+                status=_CURSOR_STATUS.get((todo.status or "pending").lower(), "pending"),  # type: ignore[arg-type]
+            )
+            for n, todo in enumerate(args.todos, start=1)
+        )
+        call.plan = PlanOp(op="replace", items=items)
     elif any(h in low for h in _SHELL_HINTS):
         call.action = "command"
-        call.command = str(args.get("command") or args.get("cmd") or "")
-    elif isinstance(path, str) and any(h in low for h in _EDIT_HINTS):
+        call.command = args.command or args.cmd or ""
+    elif path and any(h in low for h in _EDIT_HINTS):
         call.action = (
             "delete"
             if "delete" in low

@@ -42,10 +42,19 @@ from typing import Any
 
 import msgspec
 
-from passdown.agents._common import decode_line, file_mtime, first_error_line, read_head
+from passdown.agents._common import (
+    DECODE_ERRORS,
+    decode_line,
+    file_mtime,
+    first_error_line,
+    is_dir,
+    is_file,
+    list_folder,
+    read_head,
+)
 from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import MAX_LINE_BYTES, LineReader, seekable
+from passdown.jsonl import LineReader, line_limit, read_side_file, seekable
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -123,7 +132,9 @@ _SHELL_FRAME = (
 )
 # A lone UTF-16 surrogate escape (JavaScript writes one when it cuts a string inside an
 # emoji); msgspec rejects the whole line for it. Group 1 is the run of backslashes.
-_SURROGATE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
+# The lookbehind starts a match only at the first backslash of a run: without it every
+# position inside a long run of backslashes rescans the run (quadratic).
+_SURROGATE = re.compile(rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
 _EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
 _SIGNAL_LINE = re.compile(r"^Signal: (\d+|SIG\w+)\s*$", re.MULTILINE)
 
@@ -184,11 +195,11 @@ def lenient(decoder: msgspec.json.Decoder, raw: msgspec.Raw | bytes) -> Any:
         return None
     try:
         return decoder.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     try:  # invalid UTF-8 or lone surrogates inside the field: keep what can be read
         return decoder.decode(repair(bytes(raw)).decode("utf-8", "replace").encode("utf-8"))
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 
@@ -198,7 +209,7 @@ def decode_record(
     """`decode_line`, plus repair of the lone surrogate escapes Node can write."""
     try:
         return decoder.decode(line)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     return decode_line(decoder, repair(line), offset, tail_offset, diag)
 
@@ -235,7 +246,10 @@ def as_text(raw: msgspec.Raw) -> str | None:
         return None
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)[:20000]
+    try:
+        return json.dumps(value, ensure_ascii=False)[:20000]
+    except (RecursionError, ValueError):  # nested deeper than json can print
+        return None
 
 
 def response_texts(resp: FunctionResponse) -> tuple[str | None, str | None]:
@@ -337,10 +351,11 @@ def _head(text: str | None) -> str | None:
 
 # -- session files ------------------------------------------------------------------
 class _Brief(msgspec.Struct):
-    """A message inside `$set.messages`: only what pass 1 needs."""
+    """A message inside `$set.messages`: only what pass 1 needs (typed: a `$set` whose
+    messages have ids or types of the wrong kind is skipped as unreadable)."""
 
-    id: Any = None
-    type: Any = None
+    id: str | None = None
+    type: str | None = None
     content: msgspec.Raw = _NULL
 
 
@@ -376,9 +391,9 @@ class _ToolRecord(msgspec.Struct):
 class _Message(msgspec.Struct):
     """A message in the shapes the CLI writes (typed: one decode in the common case)."""
 
-    id: Any = None
+    id: str | None = None
     timestamp: str | None = None
-    type: Any = None
+    type: str | None = None
     content: str | list[Part] | None = None
     toolCalls: list[_ToolRecord] | None = None
     model: str | None = None
@@ -444,10 +459,7 @@ class GeminiCLI(Agent):
     def _projects(self, workspace: Path | None) -> Iterator[tuple[Path, str | None]]:
         tmp = self.gemini_dir() / "tmp"
         roots = {name: root for root, name in _registry(self.gemini_dir()).items()}
-        try:
-            folders = [p for p in tmp.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        folders = [p for p in list_folder(tmp) if is_dir(p)]
         ws_hash = hashlib.sha256(str(workspace).encode()).hexdigest() if workspace else None
         for folder in folders:
             root = _marker(folder) or roots.get(folder.name)
@@ -508,12 +520,10 @@ class GeminiCLI(Agent):
 # -- discovery helpers -----------------------------------------------------------------
 def _registry(gemini_dir: Path) -> dict[str, str]:
     """projects.json: {project root: short name}; missing or broken gives {}."""
-    path = gemini_dir / "projects.json"
+    raw = read_side_file(gemini_dir / "projects.json", _REGISTRY_LIMIT)
     try:
-        if path.stat().st_size > _REGISTRY_LIMIT:
-            return {}
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
         return {}
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
@@ -523,19 +533,13 @@ def _registry(gemini_dir: Path) -> dict[str, str]:
 
 def _marker(folder: Path) -> str | None:
     """The project root a folder belongs to (`.project_root`, written by 0.2x+)."""
-    try:
-        with open(folder / ".project_root", "rb") as handle:
-            root = handle.read(8192).decode("utf-8", "replace").strip()
-    except OSError:
-        return None
+    raw = read_side_file(folder / ".project_root", 8192)
+    root = raw.decode("utf-8", "replace").strip() if raw is not None else ""
     return root or None
 
 
 def _session_files(chats: Path) -> list[Path]:
-    try:
-        entries = [p for p in chats.iterdir() if p.name.startswith("session-") and p.is_file()]
-    except OSError:
-        return []
+    entries = [p for p in list_folder(chats) if p.name.startswith("session-") and is_file(p)]
     names = {p.name for p in entries}
     # A resumed legacy session.json is continued as session.jsonl next to it.
     return [
@@ -654,9 +658,10 @@ class _Replay:
         if not self.live:
             return
         cached: tuple[int, list[_Message]] = (-1, [])
-        with seekable(self.path) as handle:
+        limit = line_limit(self.path)
+        with seekable(self.path, self.diag) as handle:
             for offset, index in list(self.live.values()):
-                line = _line_at(handle, offset)
+                line = _line_at(handle, offset, limit)
                 if index < 0:
                     msg = _message(line)
                 else:
@@ -669,21 +674,21 @@ class _Replay:
                     self.diag.bad_lines += 1
 
 
-def _line_at(handle: Any, offset: int) -> bytes:
+def _line_at(handle: Any, offset: int, limit: int) -> bytes:
     handle.seek(offset)
-    return handle.readline(MAX_LINE_BYTES + 1).rstrip(b"\r\n")
+    return handle.readline(limit + 1).rstrip(b"\r\n")
 
 
 def _message(blob: bytes) -> _Message | None:
     try:
         return _MESSAGE.decode(blob)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         pass
     loose = lenient(_LOOSE_MESSAGE, blob)
-    if not isinstance(loose, _LooseMessage):
-        return None
+    if not isinstance(loose, _LooseMessage) or not isinstance(loose.type, str):
+        return None  # not a message, or one whose type is of the wrong kind: unreadable
     return _Message(
-        id=loose.id,
+        id=loose.id if isinstance(loose.id, str) else None,
         timestamp=loose.timestamp if isinstance(loose.timestamp, str) else None,
         type=loose.type,
         content=parts_of(loose.content),

@@ -14,11 +14,10 @@ any database of the store; `--session PATH/opencode.db` means that database's ne
 top-level session. Since the .db holds every session, the transcript fingerprint is a
 sha256 over this session's rows as read, not over the file.
 
-The database is opened read-only through a `mode=ro` URI and never written. opencode
-keeps it in WAL mode while it runs; readers are not blocked by its writes, and a brief
-exclusive lock is waited out (busy timeout). When the database cannot be opened that
-way (a WAL database whose -shm cannot be created, a lock held past the timeout), it is
-read with `immutable=1`, which sees only what is in the main file, and a warning says so.
+The database is opened read-only and never written, and no file is ever created next
+to it (`open_sqlite_readonly`: a WAL database whose `-shm` opencode does not hold open
+is read with `immutable=1`). Every column is type-checked as it is read: a row of the
+wrong shape is skipped and counted.
 """
 
 from __future__ import annotations
@@ -30,11 +29,17 @@ import sqlite3
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import quote
 
 import msgspec
 
-from passdown.agents._common import first_error_line, parse_exit_code
+from passdown.agents._common import (
+    DECODE_ERRORS,
+    first_error_line,
+    is_file,
+    list_folder,
+    open_sqlite_readonly,
+    parse_exit_code,
+)
 from passdown.agents._endings import api_error_ending, short_message
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.errors import SessionNotFound
@@ -53,7 +58,6 @@ from passdown.transcript import (
     Transcript,
 )
 
-_BUSY_TIMEOUT = 2.0  # seconds: opencode's own writes hold the lock for milliseconds
 _EDIT_TOOLS = {"write": "write", "edit": "edit", "multiedit": "edit"}
 _PATCH_TOOLS = frozenset({"patch", "apply_patch"})
 _READ_TOOLS = frozenset(
@@ -132,10 +136,10 @@ class OpenCode(Agent):
         if configured and configured != ":memory:":
             path = Path(configured).expanduser()
             return [path if path.is_absolute() else self.data_dir() / path]
-        try:
-            return sorted(p for p in self.data_dir().glob("opencode*.db") if p.is_file())
-        except OSError:
-            return []
+        return sorted(
+            p for p in list_folder(self.data_dir())
+            if p.name.startswith("opencode") and p.name.endswith(".db") and is_file(p)
+        )
 
     def store_roots(self) -> list[Path]:
         roots = [self.data_dir()]
@@ -201,25 +205,11 @@ class OpenCode(Agent):
 
 # -- database access --------------------------------------------------------------
 def _connect(path: Path, diag: Diagnostics | None = None) -> sqlite3.Connection:
-    """A read-only connection; falls back to an unlocked immutable read (with a warning)."""
-    if not path.is_file():
-        raise sqlite3.OperationalError(f"no such database: {path}")
-    uri = "file:" + quote(str(path)) + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, isolation_level=None)
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens, may be locked
-        return conn
-    except sqlite3.OperationalError as exc:
-        reason = str(exc)
-    conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
-    conn.execute("PRAGMA query_only = 1")
-    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    if diag is not None:
-        diag.warnings.append(
-            f"{path.name} could not be opened normally ({reason}); read it without locking, "
-            "so changes opencode has not yet checkpointed may be missing"
-        )
+    """A read-only connection that creates no file in opencode's folder (see
+    `open_sqlite_readonly`); a read that may miss recent changes is warned about."""
+    conn, warning = open_sqlite_readonly(path)
+    if warning and diag is not None:
+        diag.warnings.append(warning)
     return conn
 
 
@@ -240,16 +230,18 @@ def _session_refs(db: Path, agent: str) -> list[SessionRef]:
             " WHERE parent_id IS NULL"
         )
         for sid, directory, title, created, updated in rows:
+            if not isinstance(sid, str):
+                continue  # not a session opencode wrote
             refs.append(
                 SessionRef(
                     agent=agent,
-                    session_id=str(sid),
+                    session_id=sid,
                     path=db,
-                    cwd=directory,
+                    cwd=_text(directory),
                     started_at=_iso(created),
-                    updated_at=(updated or 0) / 1000,
+                    updated_at=_seconds(updated),
                     size=size,
-                    title=title or None,
+                    title=_text(title),
                 )
             )
     except sqlite3.Error:
@@ -271,18 +263,18 @@ def _session_row(
         diag.warnings.append(f"session {session_id} is not in the database")
         return None
     directory, title, version, created, updated, revert = row
-    info.cwd = directory or info.cwd
-    info.title = title or info.title
-    info.agent_version = version or None
+    info.cwd = _text(directory) or info.cwd
+    info.title = _text(title) or info.title
+    info.agent_version = _text(version)
     info.started_at = _iso(created)
     info.updated_at = _iso(updated)
     if not revert:
         return None
-    try:
-        return _REVERT.decode(revert)
-    except msgspec.DecodeError:
+    decoded = _decode_column(_REVERT, revert)
+    if not isinstance(decoded, _Revert):
         diag.bad_lines += 1
         return None
+    return decoded
 
 
 def _subagents(conn: sqlite3.Connection, session_id: str) -> Iterator[SubagentNote]:
@@ -291,7 +283,7 @@ def _subagents(conn: sqlite3.Connection, session_id: str) -> Iterator[SubagentNo
         (session_id,),
     )
     for sid, title in rows:
-        yield SubagentNote(agent_id=str(sid), description=title or None)
+        yield SubagentNote(agent_id=str(sid), description=_text(title))
 
 
 def _todo_table(conn: sqlite3.Connection, session_id: str) -> PlanOp | None:
@@ -306,7 +298,7 @@ def _todo_table(conn: sqlite3.Connection, session_id: str) -> PlanOp | None:
     if not rows:
         return None
     items = tuple(
-        PlanItem(id=str(n), subject=str(content), status=_status(status))
+        PlanItem(id=str(n), subject=_text(content) or "", status=_status(status))
         for n, (content, status) in enumerate(rows, start=1)
     )
     return PlanOp(op="replace", items=items)
@@ -420,16 +412,11 @@ class _SessionReader:
         yield result
 
     def _decode(self, decoder: msgspec.json.Decoder, data: object) -> object | None:
-        raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
-        if not isinstance(raw, bytes):
-            self.diag.bad_lines += 1
-            return None
         self.diag.lines += 1
-        try:
-            return decoder.decode(raw)
-        except msgspec.DecodeError:
+        decoded = _decode_column(decoder, data)
+        if decoded is None:
             self.diag.bad_lines += 1
-            return None
+        return decoded
 
     def _hash(self, row_id: object, data: object) -> None:
         self.digest.update(str(row_id).encode())
@@ -479,10 +466,11 @@ def _tool_call(call_id: str, name: str, args: dict[str, object], timestamp: str 
     elif name in _PATCH_TOOLS:
         patch = args.get("patchText") or args.get("patch") or ""
         call.action = "edit"
-        call.paths = tuple(dict.fromkeys(m.group(2).strip() for m in _PATCH_FILE.finditer(str(patch))))
+        patch_text = patch if isinstance(patch, str) else ""
+        call.paths = tuple(dict.fromkeys(m.group(2).strip() for m in _PATCH_FILE.finditer(patch_text)))
     elif name == "bash":
         call.action = "command"
-        call.command = str(args.get("command") or "")
+        call.command = _text(args.get("command")) or ""
     elif name == "todowrite":
         call.action = "plan"
         call.plan = PlanOp(op="replace", items=_todo_items(args.get("todos")))
@@ -498,8 +486,8 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
         return ()
     return tuple(
         PlanItem(
-            id=str(todo.get("id") or n),
-            subject=str(todo.get("content") or ""),
+            id=_text(todo.get("id")) or str(n),
+            subject=_text(todo.get("content")) or "",
             status=_status(todo.get("status")),
         )
         for n, todo in enumerate(todos, start=1)
@@ -519,6 +507,27 @@ def _unquote(text: str) -> str:
         if '"' not in inner.replace('\\"', ""):
             return inner.replace('\\"', '"')
     return text
+
+
+def _text(value: object) -> str | None:
+    """A column or field that must be text: anything else (a number, a blob, JSON of
+    another shape) counts as absent."""
+    return value if isinstance(value, str) and value else None
+
+
+def _seconds(millis: object) -> float:
+    return millis / 1000 if isinstance(millis, (int, float)) and millis > 0 else 0.0
+
+
+def _decode_column(decoder: msgspec.json.Decoder, data: object) -> object | None:
+    """A JSON column (text or blob) decoded into its typed shape, or None."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    if not isinstance(raw, bytes):
+        return None
+    try:
+        return decoder.decode(raw)
+    except DECODE_ERRORS:
+        return None
 
 
 def _iso(millis: object) -> str | None:

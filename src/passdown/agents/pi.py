@@ -24,9 +24,13 @@ from pathlib import Path
 import msgspec
 
 from passdown.agents._common import (
+    DECODE_ERRORS,
     decode_line,
     file_mtime,
     first_error_line,
+    is_dir,
+    is_file,
+    list_folder,
     parse_exit_code,
     read_head,
 )
@@ -154,12 +158,8 @@ class PiAgent(Agent):
         # then confirm with the header's cwd.
         prefix = encode_cwd(str(workspace))[:-2] if workspace is not None else None
         for root in self.store_roots():
-            try:
-                entries = list(root.iterdir())
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.is_dir():
+            for entry in list_folder(root):
+                if is_dir(entry):
                     if prefix and not (
                         entry.name == prefix + "--" or entry.name.startswith(prefix + "-")
                     ):
@@ -205,10 +205,7 @@ class PiAgent(Agent):
 
 
 def _jsonl_files(folder: Path) -> list[Path]:
-    try:
-        return [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
-    except OSError:
-        return []
+    return [p for p in list_folder(folder) if p.suffix == ".jsonl" and is_file(p)]
 
 
 def _header(path: Path) -> _Header:
@@ -218,7 +215,7 @@ def _header(path: Path) -> _Header:
             continue
         try:
             head = _HEADER.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         if head.type == "session":
             return head
@@ -326,7 +323,10 @@ class _BranchReader:
             # pi marks a non-zero exit as an error and appends "Command exited with code N"
             code = parse_exit_code(text[-200:])
             result.exit_code = code if code is not None else (None if msg.isError else 0)
-            text = _EXIT_LINE.sub("", text)
+            # the line is at the very end: matching only the tail keeps this linear (over
+            # the whole text, `\n*` before it is quadratic on a run of newlines)
+            cut = max(len(text) - 200, 0)
+            text = text[:cut] + _EXIT_LINE.sub("", text[cut:])
         if msg.isError:
             result.error = first_error_line(text) or text.strip()[:300] or None
         return result
@@ -361,7 +361,8 @@ def _tool_call(block: _Block, ts: str | None) -> ToolCall:
         call.paths = (target,) if isinstance(target, str) and target else ()
     elif name == "bash":
         call.action = "command"
-        call.command = str(args.get("command") or "")
+        command = args.get("command")
+        call.command = command if isinstance(command, str) else ""  # another type: absent
     elif name in _READ_TOOLS:
         call.action = "read"
     return call

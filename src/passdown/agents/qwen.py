@@ -32,7 +32,14 @@ from typing import Any
 
 import msgspec
 
-from passdown.agents._common import file_mtime, read_head
+from passdown.agents._common import (
+    DECODE_ERRORS,
+    file_mtime,
+    is_dir,
+    is_file,
+    list_folder,
+    read_head,
+)
 from passdown.agents._endings import api_error_ending
 from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -46,6 +53,7 @@ from passdown.agents.gemini import (
     response_texts,
     todo_items,
 )
+from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -76,11 +84,13 @@ _REMINDER = "<system-reminder>"
 _ACK = "Got it. Thanks for the additional context!"
 
 
+# Fields are typed: a record whose fields have the wrong kind (a list for `type`) fails
+# to decode and is skipped as an unreadable line, counted in the diagnostics.
 class _Envelope(msgspec.Struct):
-    uuid: Any = None
-    parentUuid: Any = None
-    type: Any = None
-    subtype: Any = None
+    uuid: str | None = None
+    parentUuid: str | None = None
+    type: str | None = None
+    subtype: str | None = None
 
 
 class _QMessage(msgspec.Struct):
@@ -95,12 +105,12 @@ class _CallResult(msgspec.Struct):
 
 
 class _Record(msgspec.Struct):
-    uuid: Any = None
-    sessionId: Any = None
+    uuid: str | None = None
+    sessionId: str | None = None
     timestamp: str | None = None
-    type: Any = None
-    subtype: Any = None
-    provenance: Any = None
+    type: str | None = None
+    subtype: str | None = None
+    provenance: str | None = None
     cwd: str | None = None
     version: str | None = None
     gitBranch: str | None = None
@@ -113,7 +123,7 @@ class _Record(msgspec.Struct):
 class _Head(msgspec.Struct):
     cwd: str | None = None
     timestamp: str | None = None
-    sessionId: Any = None
+    sessionId: str | None = None
 
 
 class _ShellDisplay(msgspec.Struct):
@@ -168,10 +178,7 @@ class QwenCode(Agent):
     # -- discovery ----------------------------------------------------------------
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         projects = self.runtime_dir() / "projects"
-        try:
-            folders = [p for p in projects.iterdir() if p.is_dir()]
-        except OSError:
-            return
+        folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             prefix = encode_project(str(workspace))
             folders = [f for f in folders if f.name == prefix or f.name.startswith(prefix + "-")]
@@ -213,12 +220,8 @@ class QwenCode(Agent):
         """The final plan Qwen keeps in <runtime>/todos/<sessionId>.json."""
         if not session_id or "/" in session_id or "\\" in session_id or ".." in session_id:
             return None
-        path = self.runtime_dir() / "todos" / f"{session_id}.json"
-        try:
-            if path.stat().st_size > 16 * 1024 * 1024:
-                return None
-            data = path.read_bytes()
-        except OSError:
+        data = read_side_file(self.runtime_dir() / "todos" / f"{session_id}.json")
+        if data is None:
             return None
         todos = lenient(_TODOS, msgspec.Raw(data))
         if not isinstance(todos, ToolArgs) or todos.todos is None:
@@ -240,10 +243,7 @@ class QwenCode(Agent):
 def _session_files(chats: Path) -> list[Path]:
     files = []
     for folder in (chats, chats / "archive"):
-        try:
-            files += [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
-        except OSError:
-            continue
+        files += [p for p in list_folder(folder) if p.suffix == ".jsonl" and is_file(p)]
     return files
 
 
@@ -252,7 +252,7 @@ def _head(path: Path) -> _Head:
     for line in read_head(path, 64 * 1024).split(b"\n")[:50]:
         try:
             head = _HEAD.decode(line)
-        except msgspec.DecodeError:
+        except DECODE_ERRORS:
             continue
         if head.cwd:
             return head
