@@ -45,7 +45,7 @@ def claude_session(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def hook(agent: str, payload: dict[str, object], capsys: pytest.CaptureFixture[str]) -> str:
-    from passdown.hooks import run_hook
+    from passdown.integrations.hooks import run_hook
 
     assert run_hook(agent, [], json.dumps(payload)) == 0
     return capsys.readouterr().out
@@ -111,7 +111,7 @@ def test_pickup_refusals(
     rule: str, claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from passdown.continuity import pickup
+    from passdown.integrations.continuity import pickup
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
     session = "another-session"
@@ -133,7 +133,7 @@ def test_pickup_claim_is_a_compare_and_swap(claude_session: Path, workspace: Pat
                                             capsys: pytest.CaptureFixture[str]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from passdown.continuity import pickup
+    from passdown.integrations.continuity import pickup
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
     with ThreadPoolExecutor(4) as pool:
@@ -215,7 +215,7 @@ def test_codex_lifecycle_payload_is_exported(
 
 
 def test_config_set_get_and_errors(isolated_homes: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from passdown.continuity import config_path, fallback_chain, pickup_enabled
+    from passdown.integrations.continuity import config_path, fallback_chain, pickup_enabled
 
     assert main(["config", "set", "fallback", "claude,codex"]) == 0
     assert fallback_chain() == ["claude", "codex"]

@@ -15,7 +15,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from passdown.cli import main
-from passdown.install_files import install_dir
+from passdown.integrations.files import install_dir
 
 CLAUDE_JSON = '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": {"command": "x"}\n  }\n}'
 SETTINGS = '{"model": "opus", "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}}'
@@ -151,7 +151,7 @@ def test_invalid_json_config_is_left_alone(home: Path) -> None:
 def test_hook_never_fails_and_logs(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passdown.hooks import log_path, run_hook
+    from passdown.integrations.hooks import log_path, run_hook
 
     # `passdown hook` narrows PASSDOWN_AGENTS for its own process; keep this one's intact
     monkeypatch.setenv("PASSDOWN_AGENTS", "")

@@ -238,7 +238,7 @@ def test_records_of_odd_shapes_never_break_a_page(client: TestClient, store: Sto
 
 
 def test_an_open_event_stream_ends_when_its_token_is_revoked(trail: Trail) -> None:
-    from passdown.serve_tokens import create_token, revoke_token
+    from passdown.store.tokens import create_token, revoke_token
 
     from .conftest import TeamServer
 

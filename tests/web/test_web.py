@@ -19,8 +19,8 @@ import pytest
 
 from passdown.records import record_to_dict
 from passdown.redact import redact
-from passdown.serve_tokens import create_token
 from passdown.store import open_store
+from passdown.store.tokens import create_token
 from recorded import scenarios
 
 from .conftest import REBIND_HOST, TeamServer, Trail, UiServer

@@ -12,14 +12,14 @@ _SCOPE_HELP = "user: the agent's own config in your home; project: files in this
 
 def _target(agent: str, scope: str, command: str, pickup: bool = True) -> object:
     from passdown import pipeline
-    from passdown.install import make_target
+    from passdown.integrations.install import make_target
 
     project = pipeline.workspace_for() if scope == "project" else Path.cwd()
     return make_target(agent, scope, project, command, pickup=pickup)
 
 
 def _report(edits: object, verb: str) -> None:
-    from passdown.install_files import ManagedEdits
+    from passdown.integrations.files import ManagedEdits
 
     assert isinstance(edits, ManagedEdits)
     for change in edits.changes:
@@ -40,7 +40,7 @@ def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> No
     a handoff when a session ends, compacts or stops on a limit, the session-start hook
     that picks an unclaimed handoff up, and the takeover skill. Idempotent; every changed
     config file is backed up for `passdown uninstall`."""
-    from passdown.install import install
+    from passdown.integrations.install import install
 
     _report(install(_target(agent, scope, command, pickup=not no_pickup)), "install")  # type: ignore[arg-type]
 
@@ -51,7 +51,7 @@ def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> No
 def uninstall_command(agent: str, scope: str) -> None:
     """Undo `passdown install`: restore each config file exactly as it was (or, for a file
     changed since, remove only passdown's entries)."""
-    from passdown.install import uninstall
+    from passdown.integrations.install import uninstall
 
     _report(uninstall(_target(agent, scope, "passdown")), "uninstall")  # type: ignore[arg-type]
 
@@ -63,7 +63,7 @@ def hook_command(agent: str, args: tuple[str, ...]) -> int:
     """Run by agent hooks: export the session in the hook's payload (JSON on stdin, or
     Codex notify's last argument), or at session start print the pickup pointer. Never
     fails: errors go to the hook log in the data folder and the exit code is 0."""
-    from passdown.hooks import main
+    from passdown.integrations.hooks import main
 
     return main(agent, list(args))
 
@@ -79,7 +79,7 @@ def run_command(agent: str, fallbacks: tuple[str, ...], non_interactive: bool, a
     chain with the takeover prompt `switch` uses. Without a fallback, write the handoff
     and print the one command that continues elsewhere. Arguments after `--` go to the
     agent. Exits with the last agent's exit code."""
-    from passdown.continuity import fallback_chain, run
+    from passdown.integrations.continuity import fallback_chain, run
 
     chain = list(fallbacks) or [a for a in fallback_chain() if a != agent]
     return run(agent, chain, list(agent_args), interactive=not non_interactive)
@@ -93,8 +93,8 @@ def config_command(action: str, key: str | None, value: str | None) -> None:
     """Read or change passdown's settings (<data folder>/config.json): `fallback`
     (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),
     `pickup_max_age_days` (default 7)."""
-    from passdown.continuity import SETTINGS, load_config, set_config
     from passdown.errors import UsageError
+    from passdown.integrations.continuity import SETTINGS, load_config, set_config
 
     if action == "list":
         config = load_config()

@@ -47,7 +47,7 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
 def serve_command(host: str, port: int, store_url: str | None, max_body: int | None) -> None:
     """Team server: the MCP tools over streamable HTTP at /mcp and a JSON API at
     /api/records, for tokens from `passdown token create` (each bound to one project)."""
-    from passdown.serve import bind, max_body_from_env, run
+    from passdown.mcp.http import bind, max_body_from_env, run
     from passdown.store import open_store
 
     limit = max_body or max_body_from_env()
@@ -74,8 +74,8 @@ def token_command() -> None:
 def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
     from passdown.errors import UsageError
-    from passdown.serve_tokens import create_token
     from passdown.store import open_store
+    from passdown.store.tokens import create_token
 
     if not project.strip() or project != project.strip():
         raise UsageError("--project must be a project name (not empty, no surrounding spaces)")
@@ -92,8 +92,8 @@ def token_create(project: str, label: str, as_json: bool, store_url: str | None)
 def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
     """Revoke a token (it stops working within a few seconds on running servers)."""
     from passdown.errors import UsageError
-    from passdown.serve_tokens import revoke_token
     from passdown.store import open_store
+    from passdown.store.tokens import revoke_token
 
     with open_store(store_url) as store:
         if not revoke_token(store, token):

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from passdown.errors import UsageError
-from passdown.install_files import Transform
+from passdown.integrations.files import Transform
 
 SERVER_NAME = "passdown"
 SKILL_NAME = "passdown-takeover"
-SKILLS_DIR = Path(__file__).resolve().parent.parent / "skills"
+SKILLS_DIR = Path(__file__).resolve().parent / "skills"
 HOOK_TIMEOUT_S = 30
 MD_BEGIN = "<!-- >>> passdown takeover (managed by `passdown install`) -->"
 MD_END = "<!-- <<< passdown takeover -->"

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 from passdown.records import Scope
-from passdown.serve_tokens import REGISTRY, scope_for_token
 from passdown.store import Store
+from passdown.store.tokens import REGISTRY, scope_for_token
 
 SESSION_COOKIE = "passdown_session"
 TOKEN_CACHE_S = 5.0  # a revoked token stops opening pages within this long

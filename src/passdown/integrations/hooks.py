@@ -68,7 +68,7 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
 
 
 def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
-    from passdown.continuity import first_time_for_session, pickup
+    from passdown.integrations.continuity import first_time_for_session, pickup
 
     session = integration.session_id(payload)
     if payload.get("source") == "clear":

@@ -7,7 +7,7 @@ pickup pointer (unless `--no-pickup`), and the takeover skill. Scopes: user (the
 home config) or project (files in the project folder, which passdown never writes
 outside of).
 
-All changes go through `install_files.ManagedEdits` (backups, exact uninstall).
+All changes go through `files.ManagedEdits` (backups, exact uninstall).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from passdown.errors import UsageError
-from passdown.install_files import ManagedEdits
 from passdown.integrations import integrated_agents, integration_for
 from passdown.integrations.base import InstallTarget, Plan
+from passdown.integrations.files import ManagedEdits
 
 SCOPES = ("user", "project")
 Target = InstallTarget  # the name earlier releases used

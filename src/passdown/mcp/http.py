@@ -43,8 +43,8 @@ from passdown.errors import (
 )
 from passdown.mcp.tools import ScopedTools
 from passdown.records import Scope
-from passdown.serve_tokens import scope_for_token, token_hash
 from passdown.store import Store
+from passdown.store.tokens import scope_for_token, token_hash
 
 Scope_ = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
