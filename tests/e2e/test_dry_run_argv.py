@@ -38,9 +38,13 @@ CONTENT = "written by the takeover\n"
 
 
 def test_every_builtin_agent_is_pinned_or_fixture_only() -> None:
-    from passdown.agents.registry import _BUILTINS
+    import tomllib
 
-    assert set(_BUILTINS) == set(PINNED) | FIXTURE_ONLY
+    from e2e.agents import REPO_ROOT
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    builtins = pyproject["project"]["entry-points"]["passdown.agents"]
+    assert set(builtins) == set(PINNED) | FIXTURE_ONLY
 
 
 def _help(target: str, sub: list[str], env: dict[str, str]) -> str:

@@ -11,24 +11,11 @@ from passdown.errors import UnknownAgent
 
 ENTRY_POINT_GROUP = "passdown.agents"
 
-# Used when passdown runs from a source tree that was never installed.
-_BUILTINS = {
-    "claude": "passdown.agents.claude:ClaudeCode",
-    "codex": "passdown.agents.codex:CodexCLI",
-    "cursor": "passdown.agents.cursor:CursorAgent",
-    "aider": "passdown.agents.aider:Aider",
-    "opencode": "passdown.agents.opencode:OpenCode",
-    "pi": "passdown.agents.pi:PiAgent",
-    "copilot": "passdown.agents.copilot:CopilotCLI",
-    "gemini": "passdown.agents.gemini:GeminiCLI",
-    "qwen": "passdown.agents.qwen:QwenCode",
-}
-
-
 def _load_path(dotted: str) -> type[Agent]:
     module_name, _, attr = dotted.partition(":")
     module = __import__(module_name, fromlist=[attr])
-    return getattr(module, attr)
+    agent_cls: type[Agent] = getattr(module, attr)
+    return agent_cls
 
 
 @cache
@@ -36,9 +23,8 @@ def load_agents() -> dict[str, Agent]:
     """All registered agents by name; `PASSDOWN_AGENTS=a,b` limits which load."""
     wanted = {n.strip() for n in os.environ.get("PASSDOWN_AGENTS", "").split(",") if n.strip()}
     found: dict[str, Agent] = {}
-    sources = {name: path for name, path in _BUILTINS.items()}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        sources[ep.name] = ep.value
+    # The built-in agents are registered in pyproject.toml like any plugin: one list.
+    sources = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
     for name, path in sources.items():
         if wanted and name not in wanted:
             continue
