@@ -13,19 +13,31 @@ from typing import Any
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
+    # the engine (the seed's API)
     "HandoffCoordinator": "passdown.coordinator",
     "HandoffPackage": "passdown.coordinator",
     "ExecuteResult": "passdown.coordinator",
     "Verification": "passdown.coordinator",
     "CheckResult": "passdown.coordinator",
-    "HandoffBlocked": "passdown.coordinator",
-    "HandoffConflict": "passdown.coordinator",
-    "HandoffNotFound": "passdown.coordinator",
-    "HandoffStateError": "passdown.coordinator",
+    # the models and the store
     "Handoff": "passdown.handoff",
     "Record": "passdown.records",
     "open_store": "passdown.store",
-    "PassdownError": "passdown.errors",
+    # agents (plugins subclass Agent)
+    "Agent": "passdown.agents",
+    "get_agent": "passdown.agents",
+    "load_agents": "passdown.agents",
+    # every error a caller can catch: one tree, rooted at PassdownError
+    **{
+        name: "passdown.errors"
+        for name in (
+            "PassdownError", "UsageError", "SessionNotFound", "AmbiguousSession",
+            "SessionReadError", "AgentNotInstalled", "LaunchError", "OutputError",
+            "StoreError", "RecordNotFound", "RecordConflict", "RecordInvalid", "UnknownAgent",
+            "ServeError", "HandoffNotFound", "HandoffConflict", "HandoffStateError",
+            "HandoffBlocked", "GitError",
+        )
+    },
 }
 
 __all__ = sorted(_EXPORTS)
