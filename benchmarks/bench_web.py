@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ def run(size: int, record: dict[str, Any], tmp: Path) -> None:
     from passdown.store import open_store
     from passdown.web import local_app
 
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     copies = []
     for i in range(size):
         data = json.loads(json.dumps(record))

@@ -8,10 +8,10 @@ import importlib.metadata
 import importlib.util
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from passdown.errors import StoreError
 from passdown.store import open_store

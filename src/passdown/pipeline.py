@@ -9,7 +9,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
@@ -390,12 +390,12 @@ def redact_handoff(handoff: Handoff) -> Handoff:
 
 def new_handoff_id() -> str:
     """Sortable by time and unique under parallel use."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     return f"handoff-{stamp}-{uuid.uuid4().hex[:12]}"
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:

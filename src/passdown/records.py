@@ -24,7 +24,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -118,15 +118,15 @@ def parse_timestamp(value: str) -> datetime:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def timestamp_us(value: str | datetime) -> int:
     """Microseconds since the epoch: the sortable form the stores index."""
     moment = parse_timestamp(value) if isinstance(value, str) else value
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

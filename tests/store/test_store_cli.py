@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ def test_store_url_option_and_env(
 
 
 def test_parse_since_accepts_durations_and_timestamps() -> None:
-    now = datetime(2026, 1, 10, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
     assert parse_since("2h", now) == "2026-01-10T10:00:00+00:00"
     assert parse_since("7d", now) == "2026-01-03T12:00:00+00:00"
     assert parse_since("1w", now) == "2026-01-03T12:00:00+00:00"

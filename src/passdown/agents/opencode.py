@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -534,7 +534,7 @@ def _iso(millis: object) -> str | None:
     if not isinstance(millis, (int, float)) or millis <= 0:
         return None
     try:
-        stamp = datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+        stamp = datetime.fromtimestamp(millis / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     if not found:
         return text
     amount, unit = int(found.group(1)), found.group(2)
-    moment = (now or datetime.now(timezone.utc)) - timedelta(**{_UNITS[unit]: amount})
+    moment = (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
     return moment.isoformat()
 
 
@@ -262,7 +262,7 @@ def _status_cell(record: Record, statuses: dict[str, str]) -> str:
 def _second(created_at: str) -> str:
     from passdown.records import parse_timestamp
 
-    moment = parse_timestamp(created_at).astimezone(timezone.utc)
+    moment = parse_timestamp(created_at).astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,7 +181,7 @@ def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_i
     source = package.handoff.source.session_id if package.handoff else None
     if session_id and source and session_id == source:
         return "own-session"  # a resumed session: it knows its own history
-    if datetime.now(timezone.utc) - parse_timestamp(package.timestamp) > max_age():
+    if datetime.now(UTC) - parse_timestamp(package.timestamp) > max_age():
         return "too-old"
     then = package.context.git_hash
     head, _ = git_head(coordinator.workspace)

@@ -22,7 +22,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -181,7 +181,7 @@ def _log(line: str, detail: str | None = None) -> None:
         path = log_path()
         if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
             path.replace(path.with_suffix(".log.1"))  # keep one old log, bounded size
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
         from passdown.text import one_line
 
         # one line per event: a payload value cannot forge log lines

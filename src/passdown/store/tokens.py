@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from passdown.errors import UsageError
 from passdown.records import Scope
@@ -42,7 +42,7 @@ def create_token(store: Store, project: str, label: str = "") -> str:
     value = json.dumps({
         "scope": scope.model_dump(exclude_none=True),
         "label": label,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     })
     if not store.set_pointer(REGISTRY, _pointer(token), None, value):  # pragma: no cover
         raise UsageError("token collision; try again")

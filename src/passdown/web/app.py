@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
@@ -304,7 +304,7 @@ class WebApp:
             except ValueError:
                 raise UsageError(f"since: not a timestamp: {since!r}") from None
         row = self.env.get_template("_row.html")
-        feed = LiveFeed(reader, filters, since or datetime.now(timezone.utc).isoformat())
+        feed = LiveFeed(reader, filters, since or datetime.now(UTC).isoformat())
 
         async def stream() -> AsyncIterator[str]:
             await anyio.to_thread.run_sync(feed.start)

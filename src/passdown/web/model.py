@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from passdown.coordinator.lifecycle import Lifecycle, StatusEvent
@@ -201,7 +201,7 @@ class Filters:
 
 def _day(value: str, name: str) -> datetime:
     try:
-        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=timezone.utc)
+        return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
         raise UsageError(f"{name}: expected a date as YYYY-MM-DD, got {value!r}") from None
 
@@ -302,7 +302,7 @@ class Reader:
         found: list[HandoffView] = []
         lower = parse_timestamp(of.created_at)
         window = timedelta(minutes=1)
-        end = datetime.now(timezone.utc) + timedelta(days=1)  # created_at may run a little ahead
+        end = datetime.now(UTC) + timedelta(days=1)  # created_at may run a little ahead
         scanned = 0
         while count and len(found) < count and lower < end and scanned < TASK_SCAN_LIMIT:
             batch = list(self._records(type="handoff", since=lower, until=lower + window))
