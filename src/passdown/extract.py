@@ -102,6 +102,56 @@ class Extracted:
     ended: Ended = field(default_factory=Ended)
 
 
+@dataclass(slots=True)
+class CommandRecord:
+    """A command run as the pass keeps it: the fields of `handoff.CommandRun`, without a
+    pydantic model per command (validation cost more than the rest of the command's
+    handling); models are built once, in `finish`."""
+
+    command: str
+    exit_code: int | None = None
+    ok: bool | None = None
+    error: str | None = None
+    timestamp: str | None = None
+    by: str | None = None
+
+    def to_model(self) -> CommandRun:
+        return CommandRun(
+            command=self.command,
+            exit_code=self.exit_code,
+            ok=self.ok,
+            error=self.error,
+            timestamp=self.timestamp,
+            by=self.by,
+        )
+
+
+@dataclass(slots=True)
+class FailureRecord:
+    """A failure as the pass keeps it: the fields of `handoff.Failure` (see CommandRecord)."""
+
+    tool: str
+    command: str | None = None
+    path: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    timestamp: str | None = None
+    resolved_later: bool = False
+    by: str | None = None
+
+    def to_model(self) -> Failure:
+        return Failure(
+            tool=self.tool,
+            command=self.command,
+            path=self.path,
+            exit_code=self.exit_code,
+            error=self.error,
+            timestamp=self.timestamp,
+            resolved_later=self.resolved_later,
+            by=self.by,
+        )
+
+
 @dataclass
 class _Budget:
     max_messages: int
@@ -125,11 +175,13 @@ class _Extractor:
     plan_counter: int = 0
     files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
     # the most recent only: a long session's failed edits must not grow memory with its size
-    failed_edits: deque[Failure] = field(default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS))
-    commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
+    failed_edits: deque[FailureRecord] = field(
+        default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS)
+    )
+    commands: deque[CommandRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
-    latest_failure: Failure | None = None
+    latest_failure: FailureRecord | None = None
     # failures no later passing run has covered yet, oldest first; bounded: a session with
     # thousands of failures only needs the newest ones to name the open blocker
     open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
@@ -198,7 +250,7 @@ class _Extractor:
         elif call.action in ("edit", "write", "delete"):
             if result.is_error:
                 self.failed_edits.append(
-                    Failure(
+                    FailureRecord(
                         tool=call.name,
                         path=self._rel(call.paths[0]) if call.paths else None,
                         error=result.error,
@@ -217,20 +269,16 @@ class _Extractor:
         failed = bool(result and (result.is_error or (exit_code not in (None, 0))))
         ok = None if result is None else not failed
         self.commands_total += 1
-        run = CommandRun(
-            command=command,
-            exit_code=exit_code,
-            ok=ok,
-            error=result.error if (result and failed) else None,
-            timestamp=call.timestamp,
-            by=call.by,
+        run = CommandRecord(
+            command, exit_code, ok, result.error if (result and failed) else None,
+            call.timestamp, call.by,
         )
         self.commands.append(run)
         if failed:
             self.commands_failed += 1
             if _is_probe(command, exit_code):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
-            failure = Failure(
+            failure = FailureRecord(
                 tool=call.name,
                 command=command,
                 exit_code=exit_code,
@@ -246,7 +294,10 @@ class _Extractor:
     def _resolve(self, passed: str) -> None:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
-        run = _Run.of(passed)
+        if any(o.run.tests is not None for o in self.open_failures):
+            run = _Run.of(passed)
+        else:  # only the same command can cover these: no need to parse it as a test run
+            run = _Run(" ".join(passed.split()), None)
         still_open: deque[_OpenFailure] = deque(maxlen=OPEN_FAILURES)
         for open_failure in self.open_failures:
             if run.covers(open_failure.run):
@@ -316,18 +367,19 @@ class _Extractor:
             elif call.action == "command":
                 self._command(call, None)
         self.pending.clear()
+        # the open blocker: the newest failure nothing fixed; else the newest one
+        last_failure = (
+            self.open_failures[-1].failure if self.open_failures else self.latest_failure
+        )
         state = State(
             plan=[_plan_entry(item) for item in self.plan.values()],
             plan_source=self.plan_source if self.plan else None,
             files_touched=list(self.files.values()),
-            failed_edits=list(self.failed_edits),
-            commands=list(self.commands),
+            failed_edits=[failure.to_model() for failure in self.failed_edits],
+            commands=[run.to_model() for run in self.commands],
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
-            # the open blocker: the newest failure nothing fixed; else the newest one
-            last_failure=(
-                self.open_failures[-1].failure if self.open_failures else self.latest_failure
-            ),
+            last_failure=last_failure.to_model() if last_failure else None,
             subagents=self.subagents,
             subagent_calls=self.subagent_calls,
         )
@@ -433,7 +485,7 @@ class _Run:
 
 @dataclass(slots=True)
 class _OpenFailure:
-    failure: Failure
+    failure: FailureRecord
     run: _Run
 
 
