@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from passdown.handoff import (
     CommandRun,
@@ -194,30 +196,32 @@ class _Extractor:
 
     # events -------------------------------------------------------------------
     def feed(self, event: Event) -> None:
-        if isinstance(event, Message):
-            self._message(event)
-        elif isinstance(event, ToolCall):
-            self._call(event)
-        elif isinstance(event, ToolResult):
-            self._result(event)
-        elif isinstance(event, PlanOp):
-            self._plan(event, source="task files")
-        elif isinstance(event, Compaction):
-            self.compactions += 1
-            summary = strip_compaction_instructions(event.summary or "")
-            if summary:
-                self.compaction_summary = summary
-        elif isinstance(event, SubagentNote):
-            self.subagents.append(
-                Subagent(
-                    id=event.agent_id,
-                    path=event.path,
-                    agent_type=event.agent_type,
-                    task=event.description,
-                )
+        # one dict lookup on the exact type instead of an isinstance chain per event
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _plan_file_op(self, op: PlanOp) -> None:
+        self._plan(op, source="task files")
+
+    def _compaction(self, event: Compaction) -> None:
+        self.compactions += 1
+        summary = strip_compaction_instructions(event.summary or "")
+        if summary:
+            self.compaction_summary = summary
+
+    def _subagent(self, event: SubagentNote) -> None:
+        self.subagents.append(
+            Subagent(
+                id=event.agent_id,
+                path=event.path,
+                agent_type=event.agent_type,
+                task=event.description,
             )
-        elif isinstance(event, SessionEnding):
-            self.ending = event
+        )
+
+    def _ending(self, event: SessionEnding) -> None:
+        self.ending = event
 
     def _message(self, msg: Message) -> None:
         if msg.synthetic:
@@ -407,6 +411,17 @@ class _Extractor:
             messages_total=self.messages_total,
             messages_omitted=omitted,
         )
+
+
+_HANDLERS: dict[type, Callable[[_Extractor, Any], None]] = {
+    Message: _Extractor._message,
+    ToolCall: _Extractor._call,
+    ToolResult: _Extractor._result,
+    PlanOp: _Extractor._plan_file_op,
+    Compaction: _Extractor._compaction,
+    SubagentNote: _Extractor._subagent,
+    SessionEnding: _Extractor._ending,
+}
 
 
 def strip_compaction_instructions(text: str) -> str:

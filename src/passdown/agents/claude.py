@@ -437,7 +437,10 @@ class _ActiveReader:
         if rec.type == "assistant":
             yield from self._assistant(rec)
             return
-        yield from self._flush_assistant()
+        if self.assistant_text:
+            yield from self._flush_assistant()
+        else:  # nothing to say: skip the generator (this runs once per record)
+            self.assistant_ts = self.assistant_id = None
         if rec.type == "user":
             yield from self._user(rec)
         elif rec.type == "system" and rec.subtype == "compact_boundary":
@@ -462,7 +465,10 @@ class _ActiveReader:
             return  # "No response requested." and the like: not the agent speaking
         self.info.add_model(msg.model)
         if msg.id != self.assistant_id:
-            yield from self._flush_assistant()
+            if self.assistant_text:
+                yield from self._flush_assistant()
+            else:
+                self.assistant_ts = None
             self.assistant_id = msg.id
         for block in _blocks(msg.content):
             if block.type == "text" and block.text:
