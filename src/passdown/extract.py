@@ -13,6 +13,7 @@ import shlex
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from passdown.handoff import (
@@ -302,13 +303,14 @@ class _Extractor:
             run = _Run.of(passed)
         else:  # only the same command can cover these: no need to parse it as a test run
             run = _Run(" ".join(passed.split()), None)
-        still_open: deque[_OpenFailure] = deque(maxlen=OPEN_FAILURES)
-        for open_failure in self.open_failures:
-            if run.covers(open_failure.run):
-                open_failure.failure.resolved_later = True
-            else:
-                still_open.append(open_failure)
-        self.open_failures = still_open
+        fixed = [o for o in self.open_failures if run.covers(o.run)]
+        if not fixed:
+            return  # the usual case: keep the deque as it is
+        for open_failure in fixed:
+            open_failure.failure.resolved_later = True
+        self.open_failures = deque(
+            (o for o in self.open_failures if not o.failure.resolved_later), maxlen=OPEN_FAILURES
+        )
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
         for path in call.paths:
@@ -481,6 +483,10 @@ class _Run:
 
     @classmethod
     def of(cls, command: str) -> _Run:
+        # Sessions run the same commands again and again (the test suite after each fix),
+        # and parsing one through shlex costs tens of microseconds: short ones are cached.
+        if len(command) <= _CACHED_COMMAND_CHARS:
+            return _parsed_run(command)
         return cls(" ".join(command.split()), _test_run(command))
 
     def covers(self, failed: _Run) -> bool:
@@ -496,6 +502,14 @@ class _Run:
         if not bad_run.selectors:
             return False  # the whole suite failed; a part of it passing proves little
         return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
+
+
+_CACHED_COMMAND_CHARS = 4096
+
+
+@lru_cache(maxsize=256)  # bounded: at most 256 commands of at most 4 KB
+def _parsed_run(command: str) -> _Run:
+    return _Run(" ".join(command.split()), _test_run(command))
 
 
 @dataclass(slots=True)
