@@ -16,7 +16,7 @@ an interruption on the branch becomes a `SessionEnding`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -261,9 +261,7 @@ class ClaudeCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        branch = find_active_branch(
-            ref.path, diag, lambda o, line, t: _node(line, o, t, info, diag)
-        )
+        branch = find_active_branch(ref.path, diag, _node_reader(info, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
         subagents = _Subagents(ref.path.parent / ref.session_id / "subagents", ref.path.parent)
         reader = _ActiveReader(ref.path, info, diag, branch, subagents=subagents)
@@ -342,13 +340,26 @@ def _read_head_fields(path: Path) -> _Head:
     return found
 
 
-def _node(
-    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
-) -> Node | LeafHint | None:
-    """Pass 1's view of a line: its place in the tree, a leaf hint, or nothing."""
-    env = decode_line(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope):
-        return None
+def _node_reader(
+    info: SessionInfo, diag: Diagnostics
+) -> Callable[[int, bytes, int], Node | LeafHint | None]:
+    """Pass 1's view of each line, called once per line of the file: the decode is tried
+    inline (the lenient retry only when it fails) to save a call level per line."""
+
+    def read(offset: int, line: bytes, tail: int) -> Node | LeafHint | None:
+        try:
+            env = _ENVELOPE.decode(line)
+        except msgspec.DecodeError:
+            env = decode_line(_ENVELOPE, line, offset, tail, diag)
+            if not isinstance(env, _Envelope):
+                return None
+        return _node(env, info, diag)
+
+    return read
+
+
+def _node(env: _Envelope, info: SessionInfo, diag: Diagnostics) -> Node | LeafHint | None:
+    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing."""
     kind = env.type
     if kind not in _CHAIN_TYPES:
         _note_title(env, info)
