@@ -16,7 +16,8 @@ an interruption on the branch becomes a `SessionEnding`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -348,12 +349,10 @@ def _node_reader(
 
     def read(offset: int, line: bytes, tail: int) -> Node | LeafHint | None:
         try:
-            env = _ENVELOPE.decode(line)
+            env: object = _ENVELOPE.decode(line)
         except msgspec.DecodeError:
             env = decode_line(_ENVELOPE, line, offset, tail, diag)
-            if not isinstance(env, _Envelope):
-                return None
-        return _node(env, info, diag)
+        return _node(env, info, diag) if isinstance(env, _Envelope) else None
 
     return read
 
@@ -437,7 +436,9 @@ class _ActiveReader:
             yield from self._record(record)
         yield from self._flush_assistant()
 
-    def _record(self, rec: _Record) -> Iterator[Event]:
+    def _record(self, rec: _Record) -> Iterable[Event]:
+        """What one record says. A plain function returning an iterable, not a generator:
+        it runs once per record, and a generator level per record cost more than its body."""
         info = self.info
         if rec.timestamp:
             info.started_at = info.started_at or rec.timestamp
@@ -445,20 +446,19 @@ class _ActiveReader:
         info.cwd = info.cwd or rec.cwd
         info.agent_version = rec.version or info.agent_version
         info.git_branch = rec.gitBranch or info.git_branch
-        if rec.type == "assistant":
-            yield from self._assistant(rec)
-            return
-        if self.assistant_text:
-            yield from self._flush_assistant()
-        else:  # nothing to say: skip the generator (this runs once per record)
-            self.assistant_ts = self.assistant_id = None
-        if rec.type == "user":
-            yield from self._user(rec)
-        elif rec.type == "system" and rec.subtype == "compact_boundary":
+        kind = rec.type
+        if kind == "assistant":
+            return self._assistant(rec)
+        flushed = self._assistant_message()
+        if kind == "user":
+            events = self._user(rec)
+            return events if flushed is None else chain((flushed,), events)
+        if kind == "system" and rec.subtype == "compact_boundary":
             trigger = (rec.compactMetadata or {}).get("trigger")
             self.pending_trigger = str(trigger) if trigger else "unknown"
-        elif rec.type not in _CHAIN_TYPES:
-            self.diag.unknown(rec.type or "(no type)")  # a new record type on the chain
+        elif kind not in _CHAIN_TYPES:
+            self.diag.unknown(kind or "(no type)")  # a new record type on the chain
+        return (flushed,) if flushed is not None else ()
 
     # assistant -------------------------------------------------------------------
     def _assistant(self, rec: _Record) -> Iterator[Event]:
@@ -492,13 +492,22 @@ class _ActiveReader:
                 yield call
 
     def _flush_assistant(self) -> Iterator[Event]:
+        message = self._assistant_message()
+        if message is not None:
+            yield message
+
+    def _assistant_message(self) -> Message | None:
+        """The assistant's text gathered so far, as one message (None if there is none);
+        the gathering starts again."""
+        message = None
         if self.assistant_text:
             text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
             if text:
-                yield Message(role="assistant", text=text, timestamp=self.assistant_ts)
-        self.assistant_text = []
+                message = Message(role="assistant", text=text, timestamp=self.assistant_ts)
+            self.assistant_text = []
         self.assistant_ts = None
         self.assistant_id = None
+        return message
 
     def _tool_call(self, block: _Block, timestamp: str | None) -> ToolCall:
         name = block.name or ""
