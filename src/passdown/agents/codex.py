@@ -392,9 +392,8 @@ class _RolloutReader:
             call.plan = PlanOp(op="create", items=(goal,))
         elif name == "update_goal" and args.get("status") in _GOAL_STATUS:
             call.action = "plan"
-            call.plan = PlanOp(
-                op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])]
-            )  # type: ignore[arg-type]
+            status = _GOAL_STATUS[str(args["status"])]
+            call.plan = PlanOp(op="update", item_id="goal", status=status)  # type: ignore[arg-type]
         elif name in _READ_TOOLS:
             call.action = "read"
         return call
