@@ -928,7 +928,8 @@ def _joined_text(raw: str | list[_Block] | msgspec.Raw | None) -> str | None:
 
 
 def _is_null(raw: msgspec.Raw) -> bool:
-    return len(raw) == 0 or bytes(raw) == b"null"
+    # compared as Raw: bytes(raw) copied every field (a command's whole output) to compare
+    return len(raw) == 0 or raw == _NULL
 
 
 def _is_wrapper(text: str) -> bool:
