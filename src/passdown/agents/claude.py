@@ -550,7 +550,13 @@ class _ActiveReader:
             if block.type == "text" and block.text:
                 texts.append(block.text)
             elif block.type == "tool_result" and block.tool_use_id:
-                yield from self._result_events(block, rec)
+                call = self.calls.pop(block.tool_use_id, None)
+                result = self._tool_result(block, rec, call)
+                if call is not None and call.action == "subagent":
+                    yield from self._subagent_work(call, block, rec)
+                elif call is not None and call.plan is not None and not result.is_error:
+                    self.plan.apply(call.plan, result.created_item_id)
+                yield result
         text = "\n\n".join(t.strip() for t in texts if t.strip())
         if not text or self.by is not None:
             return
@@ -559,19 +565,13 @@ class _ActiveReader:
         synthetic = rec.isMeta or _is_wrapper(text)
         yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
 
-    def _result_events(self, block: _Block, rec: _Record) -> Iterator[Event]:
-        call = self.calls.pop(block.tool_use_id or "", None)
-        result = self._tool_result(block, rec, call)
-        if call is not None and call.action == "subagent":
-            # The sub-agent ran between the call and its result: its work comes first.
-            outcome = _outcome(rec.toolUseResult)
-            agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
-                _agent_id_in(_joined_text(block.content))
-            )
-            yield from self._run_subagent(call.call_id, agent_id)
-        elif call is not None and call.plan is not None and not result.is_error:
-            self.plan.apply(call.plan, result.created_item_id)
-        yield result
+    def _subagent_work(self, call: ToolCall, block: _Block, rec: _Record) -> Iterator[Event]:
+        """The sub-agent ran between the call and its result: its work comes first."""
+        outcome = _outcome(rec.toolUseResult)
+        agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
+            _agent_id_in(_joined_text(block.content))
+        )
+        yield from self._run_subagent(call.call_id, agent_id)
 
     def _tool_result(self, block: _Block, rec: _Record, call: ToolCall | None) -> ToolResult:
         is_error = bool(block.is_error)
