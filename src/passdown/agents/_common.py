@@ -144,21 +144,23 @@ def _line_rank(line: str) -> int:
     return 1 if _ERROR_WORD.search(line.lower()) else 0
 
 
+# Everything `_clean` drops, as one pattern: one C call per line instead of four checks
+# in Python (failure outputs are scanned line by line, so this is on the hot path).
+_NOISE = re.compile(
+    rf"(?:{_SEPARATOR.pattern})"
+    rf"|(?:{_EXIT_CODE.pattern})"
+    # a test runner's section header: "===== FAILURES =====", "___ test_x ___"
+    r"|[-=_*~#+ ]{3}.*[-=_*~#+ ]{3}"
+    rf"|(?=.{{0,200}}\Z)(?:{_DECORATION.pattern})",  # decoration, on short lines only
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def _clean(raw: str) -> str:
     line = raw.strip()
-    if not line or _SEPARATOR.fullmatch(line) or _EXIT_CODE.fullmatch(line):
-        return ""
-    if _is_rule(line) or (len(line) <= 200 and _DECORATION.fullmatch(line)):
+    if not line or _NOISE.fullmatch(line):
         return ""
     return line
-
-
-_RULE_CHARS = frozenset("-=_*~#+ ")
-
-
-def _is_rule(line: str) -> bool:
-    """A test runner's section header: "===== FAILURES =====", "___ test_x ___"."""
-    return len(line) >= 6 and _RULE_CHARS.issuperset(line[:3]) and _RULE_CHARS.issuperset(line[-3:])
 
 
 def env_path(var: str, default: Path) -> Path:
