@@ -106,7 +106,9 @@ def export(agent: str, path: Path, src: str, env: dict[str, str], out: Path, cwd
     if out.exists():
         shutil.rmtree(out)
     argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session",
-            str(path), "--out", str(out), "--no-store", "--quiet"]
+            str(path), "--out", str(out), "--no-store", "--quiet",
+            # the recording's own cwd is gone on this machine: hand off into the bench's
+            "--workspace", str(cwd)]
     run_env = {**env, "PYTHONPATH": src}
     proc = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], cwd=cwd, env=run_env,
                           capture_output=True, text=True)

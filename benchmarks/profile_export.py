@@ -123,9 +123,9 @@ def phases(agent_name: str, path: Path) -> None:
 
 
 def _node_reader(module: object, agent_name: str, info: object, diag: object) -> Callable:
-    node = module._node  # type: ignore[attr-defined]
     if agent_name == "claude":
-        return lambda o, line, t: node(line, o, t, info, diag)
+        return module._node_reader(info, diag)  # type: ignore[attr-defined,no-any-return]
+    node = module._node  # type: ignore[attr-defined]
     return lambda o, line, t: node(line, o, t, diag)
 
 

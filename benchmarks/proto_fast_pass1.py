@@ -47,7 +47,7 @@ def main() -> None:
         info = SessionInfo(agent="claude", session_id="s", path=path)
 
         def exact(diag: Diagnostics):  # type: ignore[no-untyped-def]
-            return lambda o, line, t: claude._node(line, o, t, info, diag)
+            return claude._node_reader(info, diag)
 
         def fast(diag: Diagnostics):  # type: ignore[no-untyped-def]
             node_type = _tree.Node

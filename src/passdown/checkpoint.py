@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from passdown.pipeline import _SeenEvents
 
 # Bump whenever the shape or the meaning of a checkpoint changes.
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2  # 2: failures and commands kept as records, not models
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
 STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -105,6 +107,56 @@ class Extracted:
     ended: Ended = field(default_factory=Ended)
 
 
+@dataclass(slots=True)
+class CommandRecord:
+    """A command run as the pass keeps it: the fields of `handoff.CommandRun`, without a
+    pydantic model per command (validation cost more than the rest of the command's
+    handling); models are built once, in `finish`."""
+
+    command: str
+    exit_code: int | None = None
+    ok: bool | None = None
+    error: str | None = None
+    timestamp: str | None = None
+    by: str | None = None
+
+    def to_model(self) -> CommandRun:
+        return CommandRun(
+            command=self.command,
+            exit_code=self.exit_code,
+            ok=self.ok,
+            error=self.error,
+            timestamp=self.timestamp,
+            by=self.by,
+        )
+
+
+@dataclass(slots=True)
+class FailureRecord:
+    """A failure as the pass keeps it: the fields of `handoff.Failure` (see CommandRecord)."""
+
+    tool: str
+    command: str | None = None
+    path: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    timestamp: str | None = None
+    resolved_later: bool = False
+    by: str | None = None
+
+    def to_model(self) -> Failure:
+        return Failure(
+            tool=self.tool,
+            command=self.command,
+            path=self.path,
+            exit_code=self.exit_code,
+            error=self.error,
+            timestamp=self.timestamp,
+            resolved_later=self.resolved_later,
+            by=self.by,
+        )
+
+
 @dataclass
 class _Budget:
     max_messages: int
@@ -128,11 +180,13 @@ class _Extractor:
     plan_counter: int = 0
     files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
     # the most recent only: a long session's failed edits must not grow memory with its size
-    failed_edits: deque[Failure] = field(default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS))
-    commands: deque[CommandRun] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
+    failed_edits: deque[FailureRecord] = field(
+        default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS)
+    )
+    commands: deque[CommandRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
-    latest_failure: Failure | None = None
+    latest_failure: FailureRecord | None = None
     # failures no later passing run has covered yet, oldest first; bounded: a session with
     # thousands of failures only needs the newest ones to name the open blocker
     open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
@@ -145,30 +199,32 @@ class _Extractor:
 
     # events -------------------------------------------------------------------
     def feed(self, event: Event) -> None:
-        if isinstance(event, Message):
-            self._message(event)
-        elif isinstance(event, ToolCall):
-            self._call(event)
-        elif isinstance(event, ToolResult):
-            self._result(event)
-        elif isinstance(event, PlanOp):
-            self._plan(event, source="task files")
-        elif isinstance(event, Compaction):
-            self.compactions += 1
-            summary = strip_compaction_instructions(event.summary or "")
-            if summary:
-                self.compaction_summary = summary
-        elif isinstance(event, SubagentNote):
-            self.subagents.append(
-                Subagent(
-                    id=event.agent_id,
-                    path=event.path,
-                    agent_type=event.agent_type,
-                    task=event.description,
-                )
+        # one dict lookup on the exact type instead of an isinstance chain per event
+        handler = _HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    def _plan_file_op(self, op: PlanOp) -> None:
+        self._plan(op, source="task files")
+
+    def _compaction(self, event: Compaction) -> None:
+        self.compactions += 1
+        summary = strip_compaction_instructions(event.summary or "")
+        if summary:
+            self.compaction_summary = summary
+
+    def _subagent(self, event: SubagentNote) -> None:
+        self.subagents.append(
+            Subagent(
+                id=event.agent_id,
+                path=event.path,
+                agent_type=event.agent_type,
+                task=event.description,
             )
-        elif isinstance(event, SessionEnding):
-            self.ending = event
+        )
+
+    def _ending(self, event: SessionEnding) -> None:
+        self.ending = event
 
     def _message(self, msg: Message) -> None:
         if msg.synthetic:
@@ -201,7 +257,7 @@ class _Extractor:
         elif call.action in ("edit", "write", "delete"):
             if result.is_error:
                 self.failed_edits.append(
-                    Failure(
+                    FailureRecord(
                         tool=call.name,
                         path=self._rel(call.paths[0]) if call.paths else None,
                         error=result.error,
@@ -220,20 +276,16 @@ class _Extractor:
         failed = bool(result and (result.is_error or (exit_code not in (None, 0))))
         ok = None if result is None else not failed
         self.commands_total += 1
-        run = CommandRun(
-            command=command,
-            exit_code=exit_code,
-            ok=ok,
-            error=result.error if (result and failed) else None,
-            timestamp=call.timestamp,
-            by=call.by,
+        run = CommandRecord(
+            command, exit_code, ok, result.error if (result and failed) else None,
+            call.timestamp, call.by,
         )
         self.commands.append(run)
         if failed:
             self.commands_failed += 1
             if _is_probe(command, exit_code):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
-            failure = Failure(
+            failure = FailureRecord(
                 tool=call.name,
                 command=command,
                 exit_code=exit_code,
@@ -249,14 +301,18 @@ class _Extractor:
     def _resolve(self, passed: str) -> None:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
-        run = _Run.of(passed)
-        still_open: deque[_OpenFailure] = deque(maxlen=OPEN_FAILURES)
-        for open_failure in self.open_failures:
-            if run.covers(open_failure.run):
-                open_failure.failure.resolved_later = True
-            else:
-                still_open.append(open_failure)
-        self.open_failures = still_open
+        if any(o.run.tests is not None for o in self.open_failures):
+            run = _Run.of(passed)
+        else:  # only the same command can cover these: no need to parse it as a test run
+            run = _Run(" ".join(passed.split()), None)
+        fixed = [o for o in self.open_failures if run.covers(o.run)]
+        if not fixed:
+            return  # the usual case: keep the deque as it is
+        for open_failure in fixed:
+            open_failure.failure.resolved_later = True
+        self.open_failures = deque(
+            (o for o in self.open_failures if not o.failure.resolved_later), maxlen=OPEN_FAILURES
+        )
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
         for path in call.paths:
@@ -319,18 +375,19 @@ class _Extractor:
             elif call.action == "command":
                 self._command(call, None)
         self.pending.clear()
+        # the open blocker: the newest failure nothing fixed; else the newest one
+        last_failure = (
+            self.open_failures[-1].failure if self.open_failures else self.latest_failure
+        )
         state = State(
             plan=[_plan_entry(item) for item in self.plan.values()],
             plan_source=self.plan_source if self.plan else None,
             files_touched=list(self.files.values()),
-            failed_edits=list(self.failed_edits),
-            commands=list(self.commands),
+            failed_edits=[failure.to_model() for failure in self.failed_edits],
+            commands=[run.to_model() for run in self.commands],
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
-            # the open blocker: the newest failure nothing fixed; else the newest one
-            last_failure=(
-                self.open_failures[-1].failure if self.open_failures else self.latest_failure
-            ),
+            last_failure=last_failure.to_model() if last_failure else None,
             subagents=self.subagents,
             subagent_calls=self.subagent_calls,
         )
@@ -360,6 +417,17 @@ class _Extractor:
         )
 
 
+_HANDLERS: dict[type, Callable[[_Extractor, Any], None]] = {
+    Message: _Extractor._message,
+    ToolCall: _Extractor._call,
+    ToolResult: _Extractor._result,
+    PlanOp: _Extractor._plan_file_op,
+    Compaction: _Extractor._compaction,
+    SubagentNote: _Extractor._subagent,
+    SessionEnding: _Extractor._ending,
+}
+
+
 class ExtractorState(msgspec.Struct, omit_defaults=True):
     """An `_Extractor` between two events, as data (for incremental export). Messages
     keep their identity where extraction compares by identity: the first request is
@@ -382,13 +450,13 @@ class ExtractorState(msgspec.Struct, omit_defaults=True):
     plan_source: str | None = None
     plan_counter: int = 0
     files: list[dict[str, Any]] = []
-    failed_edits: list[dict[str, Any]] = []
-    commands: list[dict[str, Any]] = []
+    failed_edits: list[FailureRecord] = []
+    commands: list[CommandRecord] = []
     commands_total: int = 0
     commands_failed: int = 0
-    latest_failure: dict[str, Any] | None = None
+    latest_failure: FailureRecord | None = None
     latest_failure_in_open: int = -1
-    open_failures: list[dict[str, Any]] = []
+    open_failures: list[FailureRecord] = []
     subagents: list[dict[str, Any]] = []
     subagent_calls: int = 0
     ending: SessionEnding | None = None
@@ -417,17 +485,13 @@ def extractor_state(extractor: _Extractor) -> ExtractorState:
         plan_source=extractor.plan_source,
         plan_counter=extractor.plan_counter,
         files=[entry.model_dump() for entry in extractor.files.values()],
-        failed_edits=[f.model_dump() for f in extractor.failed_edits],
-        commands=[run.model_dump() for run in extractor.commands],
+        failed_edits=list(extractor.failed_edits),
+        commands=list(extractor.commands),
         commands_total=extractor.commands_total,
         commands_failed=extractor.commands_failed,
-        latest_failure=(
-            extractor.latest_failure.model_dump()
-            if extractor.latest_failure is not None and latest_in_open < 0
-            else None
-        ),
+        latest_failure=extractor.latest_failure if latest_in_open < 0 else None,
         latest_failure_in_open=latest_in_open,
-        open_failures=[f.model_dump() for f in open_failures],
+        open_failures=open_failures,
         subagents=[s.model_dump() for s in extractor.subagents],
         subagent_calls=extractor.subagent_calls,
         ending=extractor.ending,
@@ -456,16 +520,16 @@ def restore_extractor(state: ExtractorState) -> _Extractor:
     extractor.files = OrderedDict(
         (entry["path"], FileTouched(**entry)) for entry in state.files
     )
-    extractor.failed_edits.extend(Failure(**f) for f in state.failed_edits)
-    extractor.commands.extend(CommandRun(**run) for run in state.commands)
+    extractor.failed_edits.extend(state.failed_edits)
+    extractor.commands.extend(state.commands)
     extractor.commands_total = state.commands_total
     extractor.commands_failed = state.commands_failed
-    failures = [Failure(**f) for f in state.open_failures]
+    failures = list(state.open_failures)
     extractor.open_failures.extend(_OpenFailure(f, _Run.of(f.command or "")) for f in failures)
     if 0 <= state.latest_failure_in_open < len(failures):
         extractor.latest_failure = failures[state.latest_failure_in_open]
-    elif state.latest_failure is not None:
-        extractor.latest_failure = Failure(**state.latest_failure)
+    else:
+        extractor.latest_failure = state.latest_failure
     extractor.subagents = [Subagent(**s) for s in state.subagents]
     extractor.subagent_calls = state.subagent_calls
     extractor.ending = state.ending
@@ -535,6 +599,10 @@ class _Run:
 
     @classmethod
     def of(cls, command: str) -> _Run:
+        # Sessions run the same commands again and again (the test suite after each fix),
+        # and parsing one through shlex costs tens of microseconds: short ones are cached.
+        if len(command) <= _CACHED_COMMAND_CHARS:
+            return _parsed_run(command)
         return cls(" ".join(command.split()), _test_run(command))
 
     def covers(self, failed: _Run) -> bool:
@@ -552,9 +620,17 @@ class _Run:
         return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
 
 
+_CACHED_COMMAND_CHARS = 4096
+
+
+@lru_cache(maxsize=256)  # bounded: at most 256 commands of at most 4 KB
+def _parsed_run(command: str) -> _Run:
+    return _Run(" ".join(command.split()), _test_run(command))
+
+
 @dataclass(slots=True)
 class _OpenFailure:
-    failure: Failure
+    failure: FailureRecord
     run: _Run
 
 
@@ -567,7 +643,16 @@ def _contains(outer: str, inner: str) -> bool:
     return not rest or rest[0] in "/." or rest.startswith("::")
 
 
+# Every runner `_runner` knows has one of these in its name or in its first argument.
+# shlex only drops quotes and backslashes, so a command without any of them, once those
+# are dropped, runs no tests: no need to split it (shlex is the slow part).
+_RUNNER_HINT = re.compile(r"test|jest|mocha|tox|nox|rspec|phpunit")
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+
+
 def _test_run(command: str) -> _TestRun | None:
+    if not _RUNNER_HINT.search(command.translate(_UNQUOTE)):
+        return None
     for segment in _SEGMENT.split(command):
         words = _words(segment)
         if words is None:

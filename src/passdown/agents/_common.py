@@ -71,6 +71,8 @@ _ERROR_WORDS = (
     "panic",
     "abort",
 )
+# one C-level search instead of a Python loop over the words (same answer as `any(w in low)`)
+_ERROR_WORD = re.compile("|".join(re.escape(word) for word in _ERROR_WORDS))
 
 
 # What decoding untrusted JSON can raise: a syntax or shape error (DecodeError, and
@@ -155,6 +157,8 @@ def first_error_line(text: str | None) -> str | None:
         # ties: the first diagnostic, but the last exception (a traceback ends with it)
         if rank > best_rank or (rank == best_rank == 3):
             best, best_rank = line, rank
+            if rank == 4:
+                break  # nothing outranks the first located diagnostic
     if best is None:
         return None
     verdict = next((line for line in reversed(lines) if _VERDICT.fullmatch(line)), None)
@@ -168,6 +172,8 @@ def _scan_lines(text: str) -> list[str]:
         text = text[:_ERROR_SCAN_HEAD] + "\n" + text[-_ERROR_SCAN_TAIL:]
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "tool_use_error>" in text:  # the tags never span lines: strip them once, not per line
+        text = text.replace("<tool_use_error>", "").replace("</tool_use_error>", "")
     return [line for line in map(_clean, text.splitlines()) if line]
 
 
@@ -178,27 +184,26 @@ def _line_rank(line: str) -> int:
         return 3
     if _ERRORISH.match(line) or _NPM_NOISE.match(line):
         return 2
-    low = line.lower()
-    if any(word in low for word in _ERROR_WORDS):
-        return 1
-    return 0
+    return 1 if _ERROR_WORD.search(line.lower()) else 0
+
+
+# Everything `_clean` drops, as one pattern: one C call per line instead of four checks
+# in Python (failure outputs are scanned line by line, so this is on the hot path).
+_NOISE = re.compile(
+    rf"(?:{_SEPARATOR.pattern})"
+    rf"|(?:{_EXIT_CODE.pattern})"
+    # a test runner's section header: "===== FAILURES =====", "___ test_x ___"
+    r"|[-=_*~#+ ]{3}.*[-=_*~#+ ]{3}"
+    rf"|(?=.{{0,200}}\Z)(?:{_DECORATION.pattern})",  # decoration, on short lines only
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def _clean(raw: str) -> str:
-    line = raw.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-    if not line or _SEPARATOR.fullmatch(line) or _EXIT_CODE.fullmatch(line):
-        return ""
-    if _is_rule(line) or (len(line) <= 200 and _DECORATION.fullmatch(line)):
+    line = raw.strip()
+    if not line or _NOISE.fullmatch(line):
         return ""
     return line
-
-
-_RULE_CHARS = frozenset("-=_*~#+ ")
-
-
-def _is_rule(line: str) -> bool:
-    """A test runner's section header: "===== FAILURES =====", "___ test_x ___"."""
-    return len(line) >= 6 and _RULE_CHARS.issuperset(line[:3]) and _RULE_CHARS.issuperset(line[-3:])
 
 
 def env_path(var: str, default: Path) -> Path:

@@ -16,7 +16,8 @@ an interruption on the branch becomes a `SessionEnding`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -263,9 +264,7 @@ class ClaudeCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        branch = find_active_branch(
-            ref.path, diag, lambda o, line, t: _node(line, o, t, info, diag)
-        )
+        branch = find_active_branch(ref.path, diag, _node_reader(info, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
         subagents = _Subagents(ref.path.parent / ref.session_id / "subagents", ref.path.parent)
         reader = _ActiveReader(ref.path, info, diag, branch, subagents=subagents)
@@ -346,13 +345,24 @@ def _read_head_fields(path: Path) -> _Head:
     return found
 
 
-def _node(
-    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
-) -> Node | LeafHint | None:
-    """Pass 1's view of a line: its place in the tree, a leaf hint, or nothing."""
-    env = decode_line(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope):
-        return None
+def _node_reader(
+    info: SessionInfo, diag: Diagnostics
+) -> Callable[[int, bytes, int], Node | LeafHint | None]:
+    """Pass 1's view of each line, called once per line of the file: the decode is tried
+    inline (the lenient retry only when it fails) to save a call level per line."""
+
+    def read(offset: int, line: bytes, tail: int) -> Node | LeafHint | None:
+        try:
+            env: object = _ENVELOPE.decode(line)
+        except DECODE_ERRORS:
+            env = decode_line(_ENVELOPE, line, offset, tail, diag)
+        return _node(env, info, diag) if isinstance(env, _Envelope) else None
+
+    return read
+
+
+def _node(env: _Envelope, info: SessionInfo, diag: Diagnostics) -> Node | LeafHint | None:
+    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing."""
     kind = env.type
     if kind not in _CHAIN_TYPES:
         _note_title(env, info)
@@ -430,7 +440,9 @@ class _ActiveReader:
             yield from self._record(record)
         yield from self._flush_assistant()
 
-    def _record(self, rec: _Record) -> Iterator[Event]:
+    def _record(self, rec: _Record) -> Iterable[Event]:
+        """What one record says. A plain function returning an iterable, not a generator:
+        it runs once per record, and a generator level per record cost more than its body."""
         info = self.info
         if rec.timestamp:
             info.started_at = info.started_at or rec.timestamp
@@ -438,17 +450,19 @@ class _ActiveReader:
         info.cwd = info.cwd or rec.cwd
         info.agent_version = rec.version or info.agent_version
         info.git_branch = rec.gitBranch or info.git_branch
-        if rec.type == "assistant":
-            yield from self._assistant(rec)
-            return
-        yield from self._flush_assistant()
-        if rec.type == "user":
-            yield from self._user(rec)
-        elif rec.type == "system" and rec.subtype == "compact_boundary":
+        kind = rec.type
+        if kind == "assistant":
+            return self._assistant(rec)
+        flushed = self._assistant_message()
+        if kind == "user":
+            events = self._user(rec)
+            return events if flushed is None else chain((flushed,), events)
+        if kind == "system" and rec.subtype == "compact_boundary":
             trigger = (rec.compactMetadata or {}).get("trigger")
             self.pending_trigger = str(trigger) if trigger else "unknown"
-        elif rec.type not in _CHAIN_TYPES:
-            self.diag.unknown(rec.type or "(no type)")  # a new record type on the chain
+        elif kind not in _CHAIN_TYPES:
+            self.diag.unknown(kind or "(no type)")  # a new record type on the chain
+        return (flushed,) if flushed is not None else ()
 
     # assistant -------------------------------------------------------------------
     def _assistant(self, rec: _Record) -> Iterator[Event]:
@@ -466,7 +480,10 @@ class _ActiveReader:
             return  # "No response requested." and the like: not the agent speaking
         self.info.add_model(msg.model)
         if msg.id != self.assistant_id:
-            yield from self._flush_assistant()
+            if self.assistant_text:
+                yield from self._flush_assistant()
+            else:
+                self.assistant_ts = None
             self.assistant_id = msg.id
         for block in _blocks(msg.content):
             if block.type == "text" and block.text:
@@ -479,13 +496,22 @@ class _ActiveReader:
                 yield call
 
     def _flush_assistant(self) -> Iterator[Event]:
+        message = self._assistant_message()
+        if message is not None:
+            yield message
+
+    def _assistant_message(self) -> Message | None:
+        """The assistant's text gathered so far, as one message (None if there is none);
+        the gathering starts again."""
+        message = None
         if self.assistant_text:
             text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
             if text:
-                yield Message(role="assistant", text=text, timestamp=self.assistant_ts)
-        self.assistant_text = []
+                message = Message(role="assistant", text=text, timestamp=self.assistant_ts)
+            self.assistant_text = []
         self.assistant_ts = None
         self.assistant_id = None
+        return message
 
     def _tool_call(self, block: _Block, timestamp: str | None) -> ToolCall:
         name = block.name or ""
@@ -528,7 +554,13 @@ class _ActiveReader:
             if block.type == "text" and block.text:
                 texts.append(block.text)
             elif block.type == "tool_result" and block.tool_use_id:
-                yield from self._result_events(block, rec)
+                call = self.calls.pop(block.tool_use_id, None)
+                result = self._tool_result(block, rec, call)
+                if call is not None and call.action == "subagent":
+                    yield from self._subagent_work(call, block, rec)
+                elif call is not None and call.plan is not None and not result.is_error:
+                    self.plan.apply(call.plan, result.created_item_id)
+                yield result
         text = "\n\n".join(t.strip() for t in texts if t.strip())
         if not text or self.by is not None:
             return
@@ -537,19 +569,13 @@ class _ActiveReader:
         synthetic = rec.isMeta or _is_wrapper(text)
         yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
 
-    def _result_events(self, block: _Block, rec: _Record) -> Iterator[Event]:
-        call = self.calls.pop(block.tool_use_id or "", None)
-        result = self._tool_result(block, rec, call)
-        if call is not None and call.action == "subagent":
-            # The sub-agent ran between the call and its result: its work comes first.
-            outcome = _outcome(rec.toolUseResult)
-            agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
-                _agent_id_in(_joined_text(block.content))
-            )
-            yield from self._run_subagent(call.call_id, agent_id)
-        elif call is not None and call.plan is not None and not result.is_error:
-            self.plan.apply(call.plan, result.created_item_id)
-        yield result
+    def _subagent_work(self, call: ToolCall, block: _Block, rec: _Record) -> Iterator[Event]:
+        """The sub-agent ran between the call and its result: its work comes first."""
+        outcome = _outcome(rec.toolUseResult)
+        agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
+            _agent_id_in(_joined_text(block.content))
+        )
+        yield from self._run_subagent(call.call_id, agent_id)
 
     def _tool_result(self, block: _Block, rec: _Record, call: ToolCall | None) -> ToolResult:
         is_error = bool(block.is_error)
@@ -909,7 +935,8 @@ def _joined_text(raw: str | list[_Block] | msgspec.Raw | None) -> str | None:
 
 
 def _is_null(raw: msgspec.Raw) -> bool:
-    return len(raw) == 0 or bytes(raw) == b"null"
+    # compared as Raw: bytes(raw) copied every field (a command's whole output) to compare
+    return len(raw) == 0 or raw == _NULL
 
 
 def _is_wrapper(text: str) -> bool:

@@ -268,6 +268,9 @@ def _first_line(path: Path) -> bytes:
     return b"".join(pieces)
 
 
+_NOTHING: tuple[Event, ...] = ()
+
+
 class _RolloutReader:
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
         self.path = path
@@ -316,9 +319,11 @@ class _RolloutReader:
                 continue
             yield from self._line(decoded.type, decoded.timestamp, _payload(decoded.payload), line)
 
+    # The handlers below return what a line says as a tuple (usually empty) rather than
+    # being generators: one generator per line cost more than the rest of most lines.
     def _line(
         self, kind: str, timestamp: str | None, payload: _Payload | None, raw: bytes
-    ) -> Iterator[Event]:
+    ) -> tuple[Event, ...]:
         if timestamp:
             self.info.updated_at = timestamp
         if kind not in _KNOWN_TYPES:
@@ -326,23 +331,25 @@ class _RolloutReader:
                 self.diag.unknown(kind or "(no type)")
             else:
                 self._legacy_header(raw)
-            return
+            return _NOTHING
         if kind in ("world_state", "token_usage_record"):
-            return
+            return _NOTHING
         if payload is None:
             self.diag.bad_lines += 1
-            return
+            return _NOTHING
+        if kind == "response_item":
+            return self._response_item(payload, timestamp)
+        if kind == "event_msg":
+            ending = self._event(payload, timestamp)
+            return (ending,) if ending is not None else _NOTHING
         if kind == "session_meta":
             self._meta(payload)
         elif kind == "turn_context":
             self.info.add_model(payload.model)
             self.info.cwd = self.info.cwd or payload.cwd
-        elif kind == "response_item":
-            yield from self._response_item(payload, timestamp)
         elif kind == "compacted":
-            yield Compaction(summary=payload.message, trigger="auto", timestamp=timestamp)
-        elif kind == "event_msg":
-            yield from self._event(payload, timestamp)
+            return (Compaction(summary=payload.message, trigger="auto", timestamp=timestamp),)
+        return _NOTHING
 
     def _meta(self, meta: _Payload) -> None:
         info = self.info
@@ -358,25 +365,27 @@ class _RolloutReader:
             self.diag.bad_lines += 1
 
     # response items ----------------------------------------------------------------
-    def _response_item(self, item: _Payload, timestamp: str | None) -> Iterator[Event]:
+    def _response_item(self, item: _Payload, timestamp: str | None) -> tuple[Event, ...]:
         kind = item.type
         if kind == "message":
-            yield from self._message(item, timestamp)
-        elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+            message = self._message(item, timestamp)
+            return (message,) if message is not None else _NOTHING
+        if kind in ("function_call", "custom_tool_call", "local_shell_call"):
             call = self._tool_call(item, timestamp)
-            if call is not None:
-                self.last_user_text = None
-                self.calls[call.call_id] = call
-                yield call
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+            if call is None:
+                return _NOTHING
+            self.last_user_text = None
+            self.calls[call.call_id] = call
+            return (call,)
+        if kind in ("function_call_output", "custom_tool_call_output"):
             result = self._tool_result(item, timestamp)
-            if result is not None:
-                yield result
+            return (result,) if result is not None else _NOTHING
         # reasoning (hidden), web_search_call and unknown items are not exported
+        return _NOTHING
 
-    def _message(self, item: _Payload, timestamp: str | None) -> Iterator[Event]:
+    def _message(self, item: _Payload, timestamp: str | None) -> Message | None:
         if item.role not in ("user", "assistant"):
-            return  # developer/system instructions never cross the boundary
+            return None  # developer/system instructions never cross the boundary
         texts = [
             c.text
             for c in item.content or ()
@@ -384,16 +393,16 @@ class _RolloutReader:
         ]
         text = "\n\n".join(t.strip() for t in texts if t.strip())
         if not text:
-            return
+            return None
         if item.role == "user":
             if text.lstrip().startswith(_INJECTED_PREFIXES):
-                return
+                return None
             if text == self.last_user_text:
-                return  # the same prompt written again for the same turn
+                return None  # the same prompt written again for the same turn
             self.last_user_text = text
         else:
             self.last_user_text = None
-        yield Message(role=item.role, text=text, timestamp=timestamp)  # type: ignore[arg-type]
+        return Message(role=item.role, text=text, timestamp=timestamp)  # type: ignore[arg-type]
 
     def _tool_call(self, item: _Payload, timestamp: str | None) -> ToolCall | None:
         call_id = item.call_id or item.id
@@ -422,9 +431,8 @@ class _RolloutReader:
             call.plan = PlanOp(op="create", items=(goal,))
         elif name == "update_goal" and isinstance(args.get("status"), str) and args["status"] in _GOAL_STATUS:
             call.action = "plan"
-            call.plan = PlanOp(
-                op="update", item_id="goal", status=_GOAL_STATUS[str(args["status"])]
-            )  # type: ignore[arg-type]
+            status = _GOAL_STATUS[str(args["status"])]
+            call.plan = PlanOp(op="update", item_id="goal", status=status)  # type: ignore[arg-type]
         elif name in _READ_TOOLS:
             call.action = "read"
         return call
@@ -446,29 +454,29 @@ class _RolloutReader:
         return result
 
     # events ------------------------------------------------------------------------
-    def _event(self, event: _Payload, timestamp: str | None) -> Iterator[Event]:
+    def _event(self, event: _Payload, timestamp: str | None) -> Compaction | SessionEnding | None:
         kind = event.type
         if kind == "context_compacted":
-            yield Compaction(summary=None, trigger="auto", timestamp=timestamp)
-        elif kind == "task_complete":
-            ending = _turn_error(event.error, timestamp)
-            if ending is not None:
-                yield ending
-        elif kind == "turn_aborted":
+            return Compaction(summary=None, trigger="auto", timestamp=timestamp)
+        if kind == "task_complete":
+            return _turn_error(event.error, timestamp)
+        if kind == "turn_aborted":
             if _raw_value(event.reason) in ("interrupted", None):
-                yield SessionEnding(reason="interrupted", message="the turn was interrupted",
-                                    timestamp=timestamp)
+                return SessionEnding(
+                    reason="interrupted", message="the turn was interrupted", timestamp=timestamp
+                )
         elif kind in ("error", "stream_error") and event.message:
             # older builds' error event; a stream_error nothing follows (the CLI stopped
             # while reconnecting). A later answer or tool call makes either moot.
-            yield api_error_ending(event.message, timestamp=timestamp)
+            return api_error_ending(event.message, timestamp=timestamp)
         # user_message / agent_message / item_completed repeat the response items.
+        return None
 
 
 def _raw_value(raw: msgspec.Raw) -> object:
     try:
         return _ANY.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return None
 
 

@@ -535,7 +535,7 @@ def _session_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
         kind, message, status = (
             _ANY.decode(data.errorType), _ANY.decode(data.message), _ANY.decode(data.statusCode)
         )
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return
     yield api_error_ending(
         message if isinstance(message, str) else None,

@@ -440,7 +440,7 @@ def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
     it on the assistant message, as it does at once for a 401 or a 400."""
     try:
         error = _ANY.decode(raw)
-    except msgspec.DecodeError:
+    except DECODE_ERRORS:
         return
     if not isinstance(error, dict):
         return
