@@ -15,6 +15,8 @@ How each pinned CLI goes back (read in its bundled source, then driven here):
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -27,13 +29,15 @@ import pytest
 from e2e.agents import (
     CHAT_MODEL,
     CHAT_PROVIDER,
+    GEMINI_MODEL,
     AgentEnv,
     find_agent,
+    run_gemini,
     run_passdown,
+    run_qwen,
 )
-
 from e2e.checks import load_handoff, ok
-from e2e.servers import ChatCompletionsServer, Step
+from e2e.servers import ChatCompletionsServer, GeminiServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -164,3 +168,181 @@ def test_pi_fork_keeps_only_the_forked_branch(agent_env: AgentEnv, workspace: Pa
     _md, old = _export(env, ws, "pi", "--session", str(original))
     assert old["task"]["latest_user_message"] == ABANDONED_REQUEST
     assert ABANDONED_STEP in old["state"]["next_steps"]
+
+
+# -- Gemini and Qwen: /rewind in a terminal --------------------------------------------
+ACTIVE_TASK = "Write a.txt"
+ABANDONED_TASK = "Abandoned task B"
+
+
+class Terminal:
+    """The CLI's interactive UI in our own tmux server, driven by keys, read by screen."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        tmux = shutil.which("tmux")
+        assert tmux, "tmux is needed to drive the interactive /rewind"
+        self.tmux = [tmux, "-L", f"passdown-rewind-{cwd.parent.name}-{time.time_ns()}"]
+        self.env = {**env, "TERM": "xterm-256color"}
+        env_args = [x for k, v in self.env.items() for x in ("-e", f"{k}={v}")]
+        self._tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(cwd), *env_args,
+                   shlex.join(argv))
+
+    def _tmux(self, *args: str) -> str:
+        return subprocess.run([*self.tmux, *args], env=self.env, capture_output=True,
+                              text=True, timeout=30, check=False).stdout
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p")
+
+    def wait_for(self, text: str, seconds: float = 120) -> str:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.5)
+        raise AssertionError(f"{text!r} never showed; the screen:\n{self.screen()}")
+
+    def keys(self, *keys: str, pause: float = 0.7) -> None:
+        for key in keys:
+            self._tmux("send-keys", key)
+            time.sleep(pause)
+
+    def type(self, text: str) -> None:
+        self._tmux("send-keys", "-l", text)
+        time.sleep(1.5)  # let the input box settle (and a slash command's completion)
+
+    def replace_input(self, text: str) -> None:
+        """The rewound prompt is put back in the input box: erase it, type ours, send."""
+        self.keys(*["BSpace"] * 40, pause=0.05)
+        self.type(text)
+        self.keys("Enter")
+
+    def close(self) -> None:
+        self._tmux("kill-server")
+
+
+def _todos(agent: str, *items: tuple[str, str]) -> dict[str, object]:
+    """write_todos (Gemini: description) or todo_write (Qwen: id, content)."""
+    if agent == "gemini":
+        return {"todos": [{"description": d, "status": s} for d, s in items]}
+    return {"todos": [{"id": str(i), "content": d, "status": s}
+                      for i, (d, s) in enumerate(items, 1)]}
+
+
+def _turns(agent: str, ws: Path) -> list[tuple[str, list[Step]]]:
+    """Turn 1 plans and writes a.txt; turn 2 (to be abandoned) completes that item, adds
+    its own and writes b.txt; turn 3 (after the rewind) only writes c.txt."""
+    plan, write = ("write_todos", "write_file") if agent == "gemini" else ("todo_write",
+                                                                         "write_file")
+
+    def write_step(name: str) -> Step:
+        return Step(tool=write, input={"file_path": str(ws / name), "content": name[0] + "\n"})
+
+    return [
+        (FIRST_REQUEST, [Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "in_progress"))),
+                         write_step("a.txt"), Step(text=A_DONE)]),
+        (ABANDONED_REQUEST, [Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "completed"),
+                                                          (ABANDONED_TASK, "in_progress"))),
+                             write_step("b.txt"), Step(text=B_DONE)]),
+        (ACTIVE_REQUEST, [write_step("c.txt"), Step(text=C_DONE)]),
+    ]
+
+
+def _assert_rewound_handoff(md: str, data: dict[str, Any]) -> None:
+    _assert_active_branch(md, data)
+    # the plan is turn 1's: the abandoned turn completed it and added its own item
+    assert [(p["subject"], p["status"]) for p in data["state"]["plan"]] == [
+        (ACTIVE_TASK, "in_progress")]
+    assert ABANDONED_TASK not in md and ABANDONED_TASK not in json.dumps(data)
+    # b.txt is still on disk (not restored): a workspace change, not this session's work
+    assert "b.txt" in json.dumps(data["state"]["workspace_changes"])
+
+
+def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
+                    env: dict[str, str], ws: Path, turns: list[tuple[str, list[Step]]],
+                    resume: Any) -> None:
+    run = run_gemini if agent == "gemini" else run_qwen
+    for i, (prompt, steps) in enumerate(turns):
+        server.set_script(steps)
+        ok(run(env, ws, prompt, resume=resume() if i else None, timeout=150), f"{agent} -p")
+        assert server.remaining == 0, f"{agent}: {server.remaining} steps never requested"
+
+
+def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
+                                                   gemini_server: GeminiServer) -> None:
+    env = agent_env.gemini_environ(gemini_server.url)
+    ws = workspace
+    first, abandoned, active = _turns("gemini", ws)
+    _scripted_turns("gemini", gemini_server, env, ws, [first, abandoned], lambda: "latest")
+    gemini_server.set_script(active[1])
+    term = Terminal([str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
+                     "--resume", "latest"], env, ws)
+    try:
+        term.wait_for(ABANDONED_STEP)
+        term.type("/rewind")
+        term.keys("Enter")
+        term.wait_for("Stay at current position")
+        # the picker starts on "Stay"; above it, turn 2's function responses (listed as
+        # messages too), then turn 2's prompt
+        for _ in range(8):
+            term.keys("Up")
+            if f"● {ABANDONED_REQUEST}" in term.screen():
+                break
+        else:
+            raise AssertionError(f"turn 2 never selected:\n{term.screen()}")
+        term.keys("Enter")
+        term.wait_for("Confirm Rewind")
+        term.keys("Enter")  # 1. Rewind conversation
+        term.wait_for(f"* {ABANDONED_REQUEST}")  # the rewound prompt is back in the input
+        term.replace_input(ACTIVE_REQUEST)
+        term.wait_for("review c.txt")
+        time.sleep(1)
+    finally:
+        term.close()
+    assert gemini_server.remaining == 0
+    chat = next((agent_env.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+    records = [json.loads(line) for line in chat.read_text(encoding="utf-8").splitlines()]
+    turn2 = next(r["id"] for r in records if r.get("type") == "user"
+                 and ABANDONED_REQUEST in json.dumps(r.get("content")))
+    assert {"$rewindTo": turn2} in records
+    md, data = _export(env, ws, "gemini")
+    _assert_rewound_handoff(md, data)
+
+
+def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
+                                                 chat_server: ChatCompletionsServer) -> None:
+    env = agent_env.qwen_environ(chat_server.url)
+    ws = workspace
+
+    def session_id() -> str:
+        return next((agent_env.home / ".qwen" / "projects").rglob("chats/*.jsonl")).stem
+
+    first, abandoned, active = _turns("qwen", ws)
+    _scripted_turns("qwen", chat_server, env, ws, [first, abandoned], session_id)
+    chat_server.set_script(active[1])
+    term = Terminal([str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode",
+                     "yolo", "-r", session_id()], env, ws)
+    try:
+        term.wait_for(ABANDONED_STEP)
+        term.keys("Escape", "Escape", pause=0.3)  # Esc twice: rewind
+        screen = term.wait_for("Rewind Conversation (2 turns)")
+        assert f"› #2 {ABANDONED_REQUEST}" in screen, screen
+        term.keys("Enter")
+        term.wait_for("Restore conversation only")
+        term.keys("Enter")
+        term.wait_for("Conversation rewound")
+        term.replace_input(ACTIVE_REQUEST)
+        term.wait_for("review c.txt")
+        time.sleep(1)
+    finally:
+        term.close()
+    assert chat_server.remaining == 0
+    chat = next((agent_env.home / ".qwen" / "projects").rglob("chats/*.jsonl"))
+    records = [json.loads(line) for line in chat.read_text(encoding="utf-8").splitlines()]
+    by_uuid = {r["uuid"]: r for r in records}
+    rewind = next(r for r in records if r.get("subtype") == "rewind")
+    # the rewind hangs off turn 1's last reply: turn 2 is a dead branch
+    assert A_DONE in json.dumps(by_uuid[rewind["parentUuid"]]["message"])
+    md, data = _export(env, ws, "qwen")
+    _assert_rewound_handoff(md, data)
