@@ -34,10 +34,11 @@ from e2e.agents import (
     find_agent,
     run_gemini,
     run_passdown,
+    run_pi,
     run_qwen,
 )
 from e2e.checks import load_handoff, ok
-from e2e.servers import ChatCompletionsServer, GeminiServer, Step
+from e2e.servers import ChatCompletionsServer, GeminiServer, Step, chat_has_tools
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -346,3 +347,69 @@ def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace
     assert A_DONE in json.dumps(by_uuid[rewind["parentUuid"]]["message"])
     md, data = _export(env, ws, "qwen")
     _assert_rewound_handoff(md, data)
+
+
+# -- pi: /tree in a terminal -------------------------------------------------------------
+BRANCH_SUMMARY = (f"The user asked for b.txt; b.txt was written.\n\nNext steps:\n"
+                  f"- {ABANDONED_STEP}")
+
+
+@pytest.mark.parametrize("summarize", [False, True], ids=["no-summary", "summary"])
+def test_pi_tree_navigation_keeps_only_the_active_branch(
+        agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer,
+        summarize: bool) -> None:
+    env = agent_env.pi_environ(chat_server.url)
+    ws = workspace
+    session: str | None = None
+    for request, name, done in [(FIRST_REQUEST, "a.txt", A_DONE),
+                                (ABANDONED_REQUEST, "b.txt", B_DONE)]:
+        chat_server.set_script(_pi_write(ws / name, name[0] + "\n", done))
+        ok(run_pi(env, ws, request, resume=session, timeout=150), "pi -p")
+        assert chat_server.remaining == 0
+        session = str(_pi_sessions(agent_env, ws)[0])
+    assert session is not None
+    if summarize:  # the summary request carries no tools: answered aside from the script
+        chat_server.aux = lambda body: None if chat_has_tools(body) else BRANCH_SUMMARY
+    chat_server.set_script(_pi_write(ws / "c.txt", "c\n", C_DONE))
+    term = Terminal([str(find_agent("pi")), "--provider", CHAT_PROVIDER, "--model",
+                     CHAT_MODEL, "--session", session], env, ws)
+    try:
+        term.wait_for(ABANDONED_STEP)
+        term.type("/tree")
+        term.keys("Enter")
+        term.wait_for("Session Tree")
+        term.keys("Up", "Up")  # from the last reply up to turn 2's prompt
+        assert f"› • user: {ABANDONED_REQUEST}" in term.screen(), term.screen()
+        term.keys("Enter")
+        term.wait_for("Summarize branch?")
+        term.keys(*(["Down"] if summarize else []), "Enter")
+        term.wait_for("Navigated to selected point", seconds=150)
+        term.replace_input(ACTIVE_REQUEST)
+        term.wait_for("review c.txt")
+        time.sleep(1)
+    finally:
+        term.close()
+    assert chat_server.remaining == 0
+    assert _pi_sessions(agent_env, ws) == [Path(session)]  # one file, two branches
+    entries = [json.loads(line) for line in Path(session).read_text().splitlines()]
+    by_id = {e.get("id"): e for e in entries}
+    turn3 = next(e for e in entries if e.get("type") == "message"
+                 and ACTIVE_REQUEST in json.dumps(e["message"]))
+    parent = by_id[turn3["parentId"]]
+    if summarize:
+        assert parent["type"] == "branch_summary" and ABANDONED_STEP in parent["summary"]
+        parent = by_id[parent["parentId"]]
+    assert A_DONE in json.dumps(parent["message"])  # the branch point: turn 1's reply
+    md, data = _export(env, ws, "pi")
+    task, state = data["task"], data["state"]
+    assert task["original_request"] == FIRST_REQUEST
+    assert task["latest_user_message"] == ACTIVE_REQUEST
+    assert task["latest_progress"] == C_DONE
+    assert state["next_steps"] == ["review c.txt"]
+    touched = {f["path"] for f in state["files_touched"]}
+    assert {"a.txt", "c.txt"} <= touched and "b.txt" not in touched, touched
+    assert "b.txt" in json.dumps(state["workspace_changes"])
+    assert ABANDONED_REQUEST not in json.dumps(data) and ABANDONED_REQUEST not in md
+    # pi's summary of the abandoned branch is read as a synthetic message, which the
+    # handoff leaves out: its next step is the abandoned branch's, not this one's
+    assert ABANDONED_STEP not in json.dumps(data) and ABANDONED_STEP not in md
