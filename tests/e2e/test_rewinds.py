@@ -413,3 +413,47 @@ def test_pi_tree_navigation_keeps_only_the_active_branch(
     # pi's summary of the abandoned branch is read as a synthetic message, which the
     # handoff leaves out: its next step is the abandoned branch's, not this one's
     assert ABANDONED_STEP not in json.dumps(data) and ABANDONED_STEP not in md
+
+
+# -- Qwen: --fork-session ----------------------------------------------------------------
+def test_qwen_fork_session_and_its_source_stay_apart(agent_env: AgentEnv, workspace: Path,
+                                                    chat_server: ChatCompletionsServer) -> None:
+    """`qwen -r A --fork-session PROMPT` copies A's active history into a new session B
+    (fresh uuids) and runs the prompt there; A then goes on with other work. Each
+    session's handoff carries only its own turns, and B's plan is the copied todo_write's,
+    not A's todo file (which A's later turn rewrote)."""
+    env = agent_env.qwen_environ(chat_server.url)
+    ws = workspace
+    first, other, forked = _turns("qwen", ws)
+    _scripted_turns("qwen", chat_server, env, ws, [first], lambda: None)
+    chats = next((agent_env.home / ".qwen" / "projects").rglob("chats"))
+    source = next(chats.glob("*.jsonl")).stem
+    chat_server.set_script(forked[1])
+    proc = _run_qwen_argv(env, ws, "-r", source, "--fork-session", ACTIVE_REQUEST)
+    ok(proc, "qwen --fork-session")
+    assert chat_server.remaining == 0
+    fork = next(p.stem for p in chats.glob("*.jsonl") if p.stem != source)
+    chat_server.set_script(other[1])
+    ok(run_qwen(env, ws, other[0], resume=source, timeout=150), "qwen -r source")
+    assert chat_server.remaining == 0
+    fork_text = (chats / f"{fork}.jsonl").read_text(encoding="utf-8")
+    assert FIRST_REQUEST in fork_text and ABANDONED_REQUEST not in fork_text
+    md, data = _export(env, ws, "qwen", "--session", fork)
+    assert data["source"]["session_id"] == fork
+    _assert_active_branch(md, data)
+    assert [(p["subject"], p["status"]) for p in data["state"]["plan"]] == [
+        (ACTIVE_TASK, "in_progress")]
+    assert ABANDONED_TASK not in md and ABANDONED_TASK not in json.dumps(data)
+    # the source, exported on its own, is its own story (its todo file agrees with it)
+    _md, src = _export(env, ws, "qwen", "--session", source)
+    assert src["task"]["latest_user_message"] == ABANDONED_REQUEST
+    assert [(p["subject"], p["status"]) for p in src["state"]["plan"]] == [
+        (ACTIVE_TASK, "completed"), (ABANDONED_TASK, "in_progress")]
+    assert ACTIVE_REQUEST not in json.dumps(src)
+
+
+def _run_qwen_argv(env: dict[str, str], ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode", "yolo",
+            "-o", "text", *args]
+    return subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=150,
+                          stdin=subprocess.DEVNULL, check=False)
