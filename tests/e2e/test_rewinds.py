@@ -250,14 +250,27 @@ def _turns(agent: str, ws: Path) -> list[tuple[str, list[Step]]]:
     ]
 
 
-def _assert_rewound_handoff(md: str, data: dict[str, Any]) -> None:
+def _assert_rewound_handoff(md: str, data: dict[str, Any], ws: Path, reverted: bool) -> None:
     _assert_active_branch(md, data)
     # the plan is turn 1's: the abandoned turn completed it and added its own item
     assert [(p["subject"], p["status"]) for p in data["state"]["plan"]] == [
         (ACTIVE_TASK, "in_progress")]
     assert ABANDONED_TASK not in md and ABANDONED_TASK not in json.dumps(data)
-    # b.txt is still on disk (not restored): a workspace change, not this session's work
-    assert "b.txt" in json.dumps(data["state"]["workspace_changes"])
+    if reverted:  # the CLI deleted b.txt again: nothing of it is left anywhere
+        assert not (ws / "b.txt").exists()
+        assert "b.txt" not in json.dumps(data) and "b.txt" not in md
+    else:  # still on disk: a workspace change, not this session's work
+        assert "b.txt" in json.dumps(data["state"]["workspace_changes"])
+
+
+def _abandoned_turn_in(term: Terminal, revert: bool) -> None:
+    """With `revert`, turn 2 runs in the terminal, so the CLI checkpoints its edit and
+    offers to revert it; else it already ran under `-p` and the terminal resumed it."""
+    if revert:
+        term.wait_for(A_DONE)
+        term.type(ABANDONED_REQUEST)
+        term.keys("Enter")
+    term.wait_for(ABANDONED_STEP)
 
 
 def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
@@ -270,17 +283,20 @@ def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
         assert server.remaining == 0, f"{agent}: {server.remaining} steps never requested"
 
 
+@pytest.mark.parametrize("revert", [False, True], ids=["conversation", "and-code"])
 def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
-                                                   gemini_server: GeminiServer) -> None:
+                                                   gemini_server: GeminiServer,
+                                                   revert: bool) -> None:
     env = agent_env.gemini_environ(gemini_server.url)
     ws = workspace
     first, abandoned, active = _turns("gemini", ws)
-    _scripted_turns("gemini", gemini_server, env, ws, [first, abandoned], lambda: "latest")
-    gemini_server.set_script(active[1])
+    _scripted_turns("gemini", gemini_server, env, ws, [first] if revert else [first, abandoned],
+                    lambda: "latest")
+    gemini_server.set_script([*abandoned[1], *active[1]] if revert else active[1])
     term = Terminal([str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
                      "--resume", "latest"], env, ws)
     try:
-        term.wait_for(ABANDONED_STEP)
+        _abandoned_turn_in(term, revert)
         term.type("/rewind")
         term.keys("Enter")
         term.wait_for("Stay at current position")
@@ -293,8 +309,10 @@ def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspa
         else:
             raise AssertionError(f"turn 2 never selected:\n{term.screen()}")
         term.keys("Enter")
-        term.wait_for("Confirm Rewind")
-        term.keys("Enter")  # 1. Rewind conversation
+        screen = term.wait_for("Confirm Rewind")
+        # 1. is "Rewind conversation and revert code changes" when it has the edit
+        assert ("1. Rewind conversation and revert code changes" in screen) == revert, screen
+        term.keys("Enter")
         term.wait_for(f"* {ABANDONED_REQUEST}")  # the rewound prompt is back in the input
         term.replace_input(ACTIVE_REQUEST)
         term.wait_for("review c.txt")
@@ -308,29 +326,41 @@ def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspa
                  and ABANDONED_REQUEST in json.dumps(r.get("content")))
     assert {"$rewindTo": turn2} in records
     md, data = _export(env, ws, "gemini")
-    _assert_rewound_handoff(md, data)
+    _assert_rewound_handoff(md, data, ws, revert)
 
 
+@pytest.mark.parametrize("revert", [False, True], ids=["conversation", "and-code"])
 def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
-                                                 chat_server: ChatCompletionsServer) -> None:
+                                                 chat_server: ChatCompletionsServer,
+                                                 revert: bool) -> None:
     env = agent_env.qwen_environ(chat_server.url)
+    # After an interactive turn the UI asks the model for a follow-up suggestion, a
+    # request with tools that would eat the next scripted step.
+    settings = agent_env.home / ".qwen" / "settings.json"
+    config = json.loads(settings.read_text(encoding="utf-8"))
+    config.setdefault("ui", {})["enableFollowupSuggestions"] = False
+    settings.write_text(json.dumps(config), encoding="utf-8")
     ws = workspace
 
     def session_id() -> str:
         return next((agent_env.home / ".qwen" / "projects").rglob("chats/*.jsonl")).stem
 
     first, abandoned, active = _turns("qwen", ws)
-    _scripted_turns("qwen", chat_server, env, ws, [first, abandoned], session_id)
-    chat_server.set_script(active[1])
+    _scripted_turns("qwen", chat_server, env, ws, [first] if revert else [first, abandoned],
+                    session_id)
+    chat_server.set_script([*abandoned[1], *active[1]] if revert else active[1])
     term = Terminal([str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode",
                      "yolo", "-r", session_id()], env, ws)
     try:
-        term.wait_for(ABANDONED_STEP)
+        _abandoned_turn_in(term, revert)
         term.keys("Escape", "Escape", pause=0.3)  # Esc twice: rewind
         screen = term.wait_for("Rewind Conversation (2 turns)")
         assert f"› #2 {ABANDONED_REQUEST}" in screen, screen
         term.keys("Enter")
-        term.wait_for("Restore conversation only")
+        screen = term.wait_for("Restore conversation only")
+        # the first option restores the code too when the CLI captured turn 2's edit
+        first_option = "Restore code and conversation" if revert else "Restore conversation only"
+        assert f"› {first_option}" in screen, screen
         term.keys("Enter")
         term.wait_for("Conversation rewound")
         term.replace_input(ACTIVE_REQUEST)
@@ -346,7 +376,7 @@ def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace
     # the rewind hangs off turn 1's last reply: turn 2 is a dead branch
     assert A_DONE in json.dumps(by_uuid[rewind["parentUuid"]]["message"])
     md, data = _export(env, ws, "qwen")
-    _assert_rewound_handoff(md, data)
+    _assert_rewound_handoff(md, data, ws, revert)
 
 
 # -- pi: /tree in a terminal -------------------------------------------------------------
