@@ -1,15 +1,37 @@
 """Issue 10, rewinds and forks in Gemini CLI 0.61.0, Qwen Code 0.24.4 and pi 0.73.1: the
 real CLIs against the scripted servers. Each session does some work, then goes back to
 an earlier message and does different work; the abandoned branch's request, progress,
-files and next steps must not reach the handoff.
+plan, files and next steps must not reach the handoff.
 
 How each pinned CLI goes back (read in its bundled source, then driven here):
 
-- pi 0.73.1: `/fork` (interactive) and the RPC command `{"type": "fork", "entryId"}`
-  (`pi --mode rpc`, driven here over stdin/stdout) copy the path up to the chosen user
-  message's parent into a NEW session file whose header names the `parentSession`; the
-  old file keeps the abandoned branch. `/tree` (interactive only, not in RPC mode) moves
-  the leaf inside the same file; `pi --fork FILE` copies a whole session (no branch point).
+- Gemini CLI 0.61.0: `/rewind`, interactive only (`gemini -p "/rewind"`
+  exits with "command result that is not supported in non-interactive mode"). A picker
+  lists the user messages (function responses are listed too), then "Confirm Rewind":
+  "Rewind conversation and revert code changes" (only when the interactive session
+  checkpointed the turn's edits), "Rewind conversation", "Do nothing". It appends
+  `{"$rewindTo": "<user message id>"}` and a `$set messages` with the kept history, and
+  puts the rewound prompt back in the input box. `/restore` (checkpointing) is not
+  driven here. Driven in tmux.
+- Qwen Code 0.24.4: `/rewind` or Esc twice, interactive only (`qwen "/rewind"`: "is not
+  supported in this mode"; its ACP server has a rewind too, not driven here). "Rewind
+  Conversation" lists one row per user turn, then "Restore code and conversation" (only
+  when it captured the turn's edits) / "Restore conversation only" / ... It appends a
+  `system/rewind` record whose `parentUuid` is the last record before the chosen turn, so
+  that turn is a dead branch of the uuid tree; the next prompt hangs off the rewind
+  record. `qwen -r ID --fork-session PROMPT` copies the active history into a new session
+  (fresh uuids; no branch point). Driven in tmux, and `--fork-session` non-interactively.
+- pi 0.73.1: `/tree` (interactive only; not an RPC command) moves the leaf inside the
+  same file: choosing the abandoned turn's user message asks "Summarize branch?" (No
+  summary / Summarize: one more model request, written as a `branch_summary` entry whose
+  `parentId` is the branch point) and puts that message back in the editor; the next
+  prompt's entry hangs off the branch point (or the summary). Driven in tmux. `/fork`
+  and the RPC command `{"type": "fork", "entryId"}` (`pi --mode rpc`, driven over
+  stdin/stdout) copy the path up to the chosen message's parent into a NEW session file
+  whose header names the `parentSession`; `pi --fork FILE` copies a whole session.
+
+A rewind "conversation only" leaves b.txt on disk (the handoff lists it apart, as a
+workspace change no tool call explains); "and code" deletes it (nowhere in the handoff).
 """
 
 from __future__ import annotations
@@ -20,6 +42,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from queue import Empty, Queue
 from typing import Any
@@ -210,8 +233,18 @@ class Terminal:
             time.sleep(pause)
 
     def type(self, text: str) -> None:
-        self._tmux("send-keys", "-l", text)
-        time.sleep(1.5)  # let the input box settle (and a slash command's completion)
+        """Type into the input box. A UI still starting (history already drawn) can drop
+        keys, so the text is sent again until the screen shows it once more than before."""
+        before = self.screen().count(text)
+        for _ in range(3):
+            self._tmux("send-keys", "-l", text)
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                if self.screen().count(text) > before:
+                    time.sleep(1.5)  # let the input box settle (and a command's completion)
+                    return
+                time.sleep(0.5)
+        raise AssertionError(f"typed {text!r} never showed; the screen:\n{self.screen()}")
 
     def replace_input(self, text: str) -> None:
         """The rewound prompt is put back in the input box: erase it, type ours, send."""
@@ -234,11 +267,10 @@ def _todos(agent: str, *items: tuple[str, str]) -> dict[str, object]:
 def _turns(agent: str, ws: Path) -> list[tuple[str, list[Step]]]:
     """Turn 1 plans and writes a.txt; turn 2 (to be abandoned) completes that item, adds
     its own and writes b.txt; turn 3 (after the rewind) only writes c.txt."""
-    plan, write = ("write_todos", "write_file") if agent == "gemini" else ("todo_write",
-                                                                         "write_file")
+    plan = "write_todos" if agent == "gemini" else "todo_write"
 
     def write_step(name: str) -> Step:
-        return Step(tool=write, input={"file_path": str(ws / name), "content": name[0] + "\n"})
+        return Step(tool="write_file", input={"file_path": str(ws / name), "content": name[0] + "\n"})
 
     return [
         (FIRST_REQUEST, [Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "in_progress"))),
@@ -268,14 +300,17 @@ def _abandoned_turn_in(term: Terminal, revert: bool) -> None:
     offers to revert it; else it already ran under `-p` and the terminal resumed it."""
     if revert:
         term.wait_for(A_DONE)
+        term.wait_for("Type your message")
         term.type(ABANDONED_REQUEST)
         term.keys("Enter")
     term.wait_for(ABANDONED_STEP)
+    term.wait_for("Type your message")  # the input box is up: keys are not dropped
 
 
 def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
                     env: dict[str, str], ws: Path, turns: list[tuple[str, list[Step]]],
-                    resume: Any) -> None:
+                    resume: Callable[[], str | None]) -> None:
+    """Turns run with `-p`; every turn after the first resumes the session `resume()`."""
     run = run_gemini if agent == "gemini" else run_qwen
     for i, (prompt, steps) in enumerate(turns):
         server.set_script(steps)
@@ -320,11 +355,14 @@ def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspa
     finally:
         term.close()
     assert gemini_server.remaining == 0
-    chat = next((agent_env.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
-    records = [json.loads(line) for line in chat.read_text(encoding="utf-8").splitlines()]
-    turn2 = next(r["id"] for r in records if r.get("type") == "user"
-                 and ABANDONED_REQUEST in json.dumps(r.get("content")))
-    assert {"$rewindTo": turn2} in records
+    chats = sorted((agent_env.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+    texts = {chat.name: chat.read_text(encoding="utf-8") for chat in chats}
+    rewound = [name for name, text in texts.items() if '"$rewindTo"' in text]
+    assert len(rewound) == 1, {name: text[-3000:] for name, text in texts.items()}
+    records = [json.loads(line) for line in texts[rewound[0]].splitlines()]
+    turn2 = [r["id"] for r in records if r.get("type") == "user"
+             and ABANDONED_REQUEST in json.dumps(r.get("content"))]
+    assert turn2 and {"$rewindTo": turn2[0]} in records, texts[rewound[0]][-3000:]
     md, data = _export(env, ws, "gemini")
     _assert_rewound_handoff(md, data, ws, revert)
 
@@ -353,7 +391,11 @@ def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace
                      "yolo", "-r", session_id()], env, ws)
     try:
         _abandoned_turn_in(term, revert)
-        term.keys("Escape", "Escape", pause=0.3)  # Esc twice: rewind
+        for _ in range(3):  # Esc twice: rewind (again if a still-busy UI missed it)
+            term.keys("Escape", "Escape", pause=0.3)
+            if "Rewind Conversation" in term.screen():
+                break
+            time.sleep(3)
         screen = term.wait_for("Rewind Conversation (2 turns)")
         assert f"› #2 {ABANDONED_REQUEST}" in screen, screen
         term.keys("Enter")
