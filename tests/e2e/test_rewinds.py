@@ -205,7 +205,8 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         tmux = shutil.which("tmux")
         assert tmux, "tmux is needed to drive the interactive /rewind"
-        self.tmux = [tmux, "-L", f"passdown-rewind-{cwd.parent.name}-{time.time_ns()}"]
+        # our own server, its socket in the test's folder (none left in /tmp/tmux-UID)
+        self.tmux = [tmux, "-S", str(cwd.parent / f"tmux-{time.time_ns()}.sock")]
         self.env = {**env, "TERM": "xterm-256color"}
         env_args = [x for k, v in self.env.items() for x in ("-e", f"{k}={v}")]
         self._tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(cwd), *env_args,
