@@ -18,7 +18,8 @@ fragment of its records); pass 2 reads forwards and decodes just those lines.
 
 The plan is `todo_write` (whole list each call; only offered with
 `tools.todoWrite.enabled`), and its final state is also kept in
-`<runtime>/todos/<sessionId>.json`, which wins when present. Compression is a
+`<runtime>/todos/<sessionId>.json`, which wins when present, unless the file has a
+dead branch (after a rewind the todo file may be the abandoned branch's). Compression is a
 `system/chat_compression` record whose `compressedHistory` starts with the summary.
 """
 
@@ -212,7 +213,10 @@ class QwenCode(Agent):
         )
         diag.lines = 0  # pass 2 counts again; report lines once
         yield from _BranchReader(ref.path, info, diag, branch).events()
-        plan = self._todo_file(info.session_id)
+        # The todo file holds whatever list was written last, on any branch: after a
+        # rewind it can be the abandoned branch's, so only a file without dead branches
+        # may let it win over the active branch's own todo_write calls.
+        plan = self._todo_file(info.session_id) if not diag.off_branch_records else None
         if plan is not None:
             yield plan
 
