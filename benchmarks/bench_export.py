@@ -100,18 +100,37 @@ _WRAPPER = (
 )
 
 
-def export(agent: str, path: Path, src: str, env: dict[str, str], out: Path, cwd: Path
-           ) -> tuple[float, float, float, dict[str, Any]]:
+def export(
+    agent: str, path: Path, src: str, env: dict[str, str], out: Path, cwd: Path
+) -> tuple[float, float, float, dict[str, Any]]:
     """(wall s, CPU s, peak RSS MB, handoff.json) of one export in a child process."""
     if out.exists():
         shutil.rmtree(out)
-    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session",
-            str(path), "--out", str(out), "--no-store", "--quiet",
-            # the recording's own cwd is gone on this machine: hand off into the bench's
-            "--workspace", str(cwd)]
+    argv = [
+        sys.executable,
+        "-m",
+        "passdown",
+        "export",
+        "--from",
+        agent,
+        "--session",
+        str(path),
+        "--out",
+        str(out),
+        "--no-store",
+        "--quiet",
+        # the recording's own cwd is gone on this machine: hand off into the bench's
+        "--workspace",
+        str(cwd),
+    ]
     run_env = {**env, "PYTHONPATH": src}
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], cwd=cwd, env=run_env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *argv],
+        cwd=cwd,
+        env=run_env,
+        capture_output=True,
+        text=True,
+    )
     code, wall, cpu, rss_kb = proc.stdout.split()
     if code != "0":
         raise RuntimeError(f"export failed ({code}): {proc.stderr.strip()[-2000:]}")
@@ -159,9 +178,12 @@ class Bench:
         self.rows: list[Row] = []
 
     def run(self) -> None:
-        print(f"{'agent':7} {'shape':5} {'src':>8} {'size':>7} {'lines':>9} {'floor':>7} "
-              f"{'export':>7} {'x floor':>7} {'CPU':>7} {'x fl CPU':>7} {'klines/s':>8} {'MB/s':>6} "
-              f"{'RSS MB':>7} {'load':>5}  check", flush=True)
+        print(
+            f"{'agent':7} {'shape':5} {'src':>8} {'size':>7} {'lines':>9} {'floor':>7} "
+            f"{'export':>7} {'x floor':>7} {'CPU':>7} {'x fl CPU':>7} {'klines/s':>8} {'MB/s':>6} "
+            f"{'RSS MB':>7} {'load':>5}  check",
+            flush=True,
+        )
         for agent in self.args.agents.split(","):
             sizes = self.args.sizes or DEFAULT_SIZES.get(agent, OTHER_SIZES)
             for size_mb in (float(s) for s in sizes.split(",")):
@@ -202,8 +224,7 @@ class Bench:
         self.measure(agent, "fat", path, env, lambda _src, h: fat_check(h))
         shutil.rmtree(root)
 
-    def measure(self, agent: str, shape: str, path: Path, env: dict[str, str], check: Any
-                ) -> None:
+    def measure(self, agent: str, shape: str, path: Path, env: dict[str, str], check: Any) -> None:
         size = path.stat().st_size
         lines = count_lines(path)
         floor, floor_cpu = floor_seconds(path)
@@ -214,13 +235,28 @@ class Bench:
                 best = result if best is None or result[0] < best[0] else best
             assert best is not None
             wall, cpu, rss, handoff = best
-            row = Row(agent, shape, self._label(src), size / MB, lines, floor, floor_cpu, wall,
-                      cpu, rss, check(src, handoff), os.getloadavg()[0])
+            row = Row(
+                agent,
+                shape,
+                self._label(src),
+                size / MB,
+                lines,
+                floor,
+                floor_cpu,
+                wall,
+                cpu,
+                rss,
+                check(src, handoff),
+                os.getloadavg()[0],
+            )
             self.rows.append(row)
-            print(f"{agent:7} {shape:5} {row.src:>8} {row.size_mb:6.0f}M {lines:9d} "
-                  f"{floor:6.2f}s {wall:6.2f}s {row.ratio:7.1f} {cpu:6.2f}s {row.cpu_ratio:7.1f} "
-                  f"{lines / wall / 1000:8.0f} {size / 1e6 / wall:6.0f} {rss:7.0f} "
-                  f"{row.load:5.1f}  {row.check}", flush=True)
+            print(
+                f"{agent:7} {shape:5} {row.src:>8} {row.size_mb:6.0f}M {lines:9d} "
+                f"{floor:6.2f}s {wall:6.2f}s {row.ratio:7.1f} {cpu:6.2f}s {row.cpu_ratio:7.1f} "
+                f"{lines / wall / 1000:8.0f} {size / 1e6 / wall:6.0f} {rss:7.0f} "
+                f"{row.load:5.1f}  {row.check}",
+                flush=True,
+            )
 
     def _label(self, src: str) -> str:
         if Path(src).resolve() == (REPO / "src").resolve():
@@ -230,21 +266,33 @@ class Bench:
     def close(self) -> None:
         if self.args.json:
             Path(self.args.json).write_text(
-                "\n".join(json.dumps({**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio}) for r in self.rows) + "\n"
+                "\n".join(
+                    json.dumps({**asdict(r), "ratio": r.ratio, "cpu_ratio": r.cpu_ratio})
+                    for r in self.rows
+                )
+                + "\n"
             )
         if not self.args.keep:
             shutil.rmtree(self.work, ignore_errors=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--agents", default="claude,codex")
-    parser.add_argument("--sizes", help="sizes in MB (default: 100,300,1000 for Claude and "
-                        f"Codex, {OTHER_SIZES} for the others)")
+    parser.add_argument(
+        "--sizes",
+        help="sizes in MB (default: 100,300,1000 for Claude and "
+        f"Codex, {OTHER_SIZES} for the others)",
+    )
     parser.add_argument("--shape", choices=("real", "fat"), default="real")
-    parser.add_argument("--src", nargs="+", default=[str(REPO / "src")],
-                        help="passdown source trees to compare (PYTHONPATH of the export)")
+    parser.add_argument(
+        "--src",
+        nargs="+",
+        default=[str(REPO / "src")],
+        help="passdown source trees to compare (PYTHONPATH of the export)",
+    )
     parser.add_argument("--runs", type=int, default=1, help="export runs per file (best kept)")
     parser.add_argument("--json", help="also write the rows as JSON lines to this file")
     parser.add_argument("--workdir", default=tempfile.gettempdir())

@@ -31,8 +31,13 @@ TARGET_S = 0.5
 
 def _git_workspace(path: Path) -> None:
     path.mkdir(parents=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.invalid",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.invalid",
+    }
     (path / "README.md").write_text("# bench\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
@@ -47,7 +52,9 @@ def _replant(src: Path, dest: Path, old_cwd: str, new_cwd: str, repeat: int) -> 
     dest.write_text("".join(body), encoding="utf-8")
 
 
-def _setup(root: Path, repeat: int) -> tuple[dict[str, str], dict[str, tuple[list[str], str | None]]]:
+def _setup(
+    root: Path, repeat: int
+) -> tuple[dict[str, str], dict[str, tuple[list[str], str | None]]]:
     ws = root / "ws"
     _git_workspace(ws)
     claude_dir, codex_home = root / "claude", root / "codex"
@@ -59,30 +66,53 @@ def _setup(root: Path, repeat: int) -> tuple[dict[str, str], dict[str, tuple[lis
     rollout = codex_home / codex_src.relative_to(CODEX_FIXTURE.parent)
     _replant(codex_src, rollout, "/tmp/passdown-rec/codex-full", str(ws), repeat)
     thread_id = json.loads(rollout.read_text().splitlines()[0])["payload"]["id"]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CLAUDE_CONFIG_DIR": str(claude_dir),
-           "CODEX_HOME": str(codex_home), "PASSDOWN_DATA_DIR": str(root / "data")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "CLAUDE_CONFIG_DIR": str(claude_dir),
+        "CODEX_HOME": str(codex_home),
+        "PASSDOWN_DATA_DIR": str(root / "data"),
+    }
     env.pop("PASSDOWN_STORE", None)
-    claude_payload = json.dumps({"hook_event_name": "SessionEnd", "cwd": str(ws),
-                                 "session_id": claude_src.stem,
-                                 "transcript_path": str(transcript), "reason": "exit"})
-    codex_payload = json.dumps({"type": "agent-turn-complete", "thread-id": thread_id,
-                                "turn-id": "1", "cwd": str(ws), "input-messages": [],
-                                "last-assistant-message": "done"})
+    claude_payload = json.dumps(
+        {
+            "hook_event_name": "SessionEnd",
+            "cwd": str(ws),
+            "session_id": claude_src.stem,
+            "transcript_path": str(transcript),
+            "reason": "exit",
+        }
+    )
+    codex_payload = json.dumps(
+        {
+            "type": "agent-turn-complete",
+            "thread-id": thread_id,
+            "turn-id": "1",
+            "cwd": str(ws),
+            "input-messages": [],
+            "last-assistant-message": "done",
+        }
+    )
     py = [sys.executable]
     cases = {
         "python -c pass (baseline)": ([*py, "-c", "pass"], None),
-        "passdown hook claude (SessionEnd)": ([*py, "-m", "passdown", "hook", "claude"],
-                                              claude_payload),
-        "passdown hook codex (notify)": ([*py, "-m", "passdown", "hook", "codex",
-                                          codex_payload], None),
+        "passdown hook claude (SessionEnd)": (
+            [*py, "-m", "passdown", "hook", "claude"],
+            claude_payload,
+        ),
+        "passdown hook codex (notify)": (
+            [*py, "-m", "passdown", "hook", "codex", codex_payload],
+            None,
+        ),
     }
     return env, cases
 
 
 def _time(argv: list[str], stdin: str | None, env: dict[str, str], cwd: Path) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(argv, input=stdin or "", env=env, cwd=cwd, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        argv, input=stdin or "", env=env, cwd=cwd, capture_output=True, text=True, check=False
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode != 0 or proc.stdout:
         raise SystemExit(f"{argv} exited {proc.returncode}: {proc.stdout}{proc.stderr}")

@@ -38,16 +38,30 @@ MB = 1024 * 1024
 def _git_workspace(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.invalid",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.invalid",
+    }
     (path / "README.md").write_text("# bench\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
 def _export(path: Path, env: dict[str, str], *, checkpoint: bool = True) -> float:
-    argv = [sys.executable, "-m", "passdown", "export", "--from", "codex", "--session", str(path),
-            "--quiet"]
+    argv = [
+        sys.executable,
+        "-m",
+        "passdown",
+        "export",
+        "--from",
+        "codex",
+        "--session",
+        str(path),
+        "--quiet",
+    ]
     run_env = dict(env)
     if not checkpoint:
         run_env["PASSDOWN_NO_CHECKPOINT"] = "1"
@@ -65,8 +79,9 @@ def _read_and_extract(path: Path, *, checkpoint: bool) -> float:
     from passdown.agents.codex import CodexCLI
 
     agent = CodexCLI()
-    selection = pipeline.Selection(agent=agent, ref=agent.ref_for_path(path),
-                                   workspace=Path(WORKSPACE))
+    selection = pipeline.Selection(
+        agent=agent, ref=agent.ref_for_path(path), workspace=Path(WORKSPACE)
+    )
     if checkpoint:
         os.environ.pop("PASSDOWN_NO_CHECKPOINT", None)
     else:
@@ -106,14 +121,21 @@ def main() -> None:
     args = parser.parse_args()
     _git_workspace(Path(WORKSPACE))
     tmp = Path(tempfile.mkdtemp(prefix="passdown-bench-inc-"))
-    base = {**os.environ, "PASSDOWN_DATA_DIR": str(tmp / "data"),
-            "CLAUDE_CONFIG_DIR": str(tmp / "claude"),
-            "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    base = {
+        **os.environ,
+        "PASSDOWN_DATA_DIR": str(tmp / "data"),
+        "CLAUDE_CONFIG_DIR": str(tmp / "claude"),
+        "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     base.pop("PASSDOWN_STORE", None)
     # one Codex home per session: an export also reads the workspace's other sessions
     # that ran at the same time (to leave their edits out), which would mix the two
     # (and its own data folder: the two stores never mix)
-    small_env = {**base, "CODEX_HOME": str(tmp / "small"), "PASSDOWN_DATA_DIR": str(tmp / "data-small")}
+    small_env = {
+        **base,
+        "CODEX_HOME": str(tmp / "small"),
+        "PASSDOWN_DATA_DIR": str(tmp / "data-small"),
+    }
     big_env = {**base, "CODEX_HOME": str(tmp / "big")}
     try:
         small = _session(_folder(tmp / "small"), args.small_mb * MB, seed=3)
@@ -140,20 +162,28 @@ def main() -> None:
         small_s = statistics.median(small_times)
         resumed_s = statistics.median(resumed_times)
         big_mb = big.stat().st_size / MB
-        print(f"export of a {small.stat().st_size / MB:.0f} MB session (full read)  "
-              f"median {small_s:.3f}s  ({', '.join(f'{t:.3f}' for t in small_times)})")
-        print(f"first export of the {args.big_mb} MB session (full read + checkpoint)  {first:.3f}s")
-        print(f"export after appending {args.append_mb:g} MB (checkpoint)  median {resumed_s:.3f}s  "
-              f"({', '.join(f'{t:.3f}' for t in resumed_times)})")
+        print(
+            f"export of a {small.stat().st_size / MB:.0f} MB session (full read)  "
+            f"median {small_s:.3f}s  ({', '.join(f'{t:.3f}' for t in small_times)})"
+        )
+        print(
+            f"first export of the {args.big_mb} MB session (full read + checkpoint)  {first:.3f}s"
+        )
+        print(
+            f"export after appending {args.append_mb:g} MB (checkpoint)  median {resumed_s:.3f}s  "
+            f"({', '.join(f'{t:.3f}' for t in resumed_times)})"
+        )
         print(f"full read of the {big_mb:.0f} MB session (PASSDOWN_NO_CHECKPOINT=1)  {full:.3f}s")
         ratio = resumed_s / small_s
         verdict = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
         print(f"ratio resumed / small = {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")
         print(f"resumed / full read = {resumed_s / full:.3f}")
-        print(f"read + extract only (in process): {small.stat().st_size / MB:.0f} MB session "
-              f"{statistics.median(small_read) * 1000:.0f} ms, after appending "
-              f"{args.append_mb:g} MB to the {big_mb:.0f} MB one "
-              f"{statistics.median(resumed_read) * 1000:.0f} ms")
+        print(
+            f"read + extract only (in process): {small.stat().st_size / MB:.0f} MB session "
+            f"{statistics.median(small_read) * 1000:.0f} ms, after appending "
+            f"{args.append_mb:g} MB to the {big_mb:.0f} MB one "
+            f"{statistics.median(resumed_read) * 1000:.0f} ms"
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

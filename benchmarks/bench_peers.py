@@ -43,8 +43,11 @@ RECORDED_WS = "/tmp/passdown-rec/claude-full"
 CONTENT = {
     "first request": ["Create calc.py with an add() function and a unittest"],
     "last progress": ["Working on the README Usage section now"],
-    "plan": ["Write calc.py with add() and its test", "Make greet() say Hi",
-             "Add a Usage section to README.md"],
+    "plan": [
+        "Write calc.py with add() and its test",
+        "Make greet() say Hi",
+        "Add a Usage section to README.md",
+    ],
     "files": ["calc.py", "greet.py", "test_calc.py"],
 }
 SECRET = "AKIAQ4XJ7PASSDOWN5ZT"  # planted in the first request; must not leave redacted
@@ -71,8 +74,9 @@ _WRAPPER = (
 )
 
 
-def timed(tool: str, argv: list[str], env: dict[str, str], cwd: Path, outputs: list[Path],
-          scratch: Path) -> Result:
+def timed(
+    tool: str, argv: list[str], env: dict[str, str], cwd: Path, outputs: list[Path], scratch: Path
+) -> Result:
     """Run one tool; its output is what it wrote to `outputs` plus its stdout."""
     for out in outputs:
         if out.is_dir():
@@ -80,8 +84,13 @@ def timed(tool: str, argv: list[str], env: dict[str, str], cwd: Path, outputs: l
         elif out.exists():
             out.unlink()
     stdout_file = scratch / f"{tool}.stdout"
-    proc = subprocess.run([sys.executable, "-c", _WRAPPER, str(stdout_file), *argv], cwd=cwd,
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, str(stdout_file), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     code, wall, cpu, rss_kb = proc.stdout.split()
     text = stdout_file.read_text(errors="replace")
     for out in outputs:
@@ -103,19 +112,22 @@ def ensure_venv(venv: Path) -> dict[str, str]:
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     for package in PEERS:
-        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", package],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", package], capture_output=True, text=True
+        )
         lines = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln]
         status[package] = "" if proc.returncode == 0 else (lines[-1] if lines else "pip failed")
     return status
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=float, default=200, help="session size in MB")
-    parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(),
-                                                       "passdown-peers-venv"))
+    parser.add_argument(
+        "--venv", default=os.path.join(tempfile.gettempdir(), "passdown-peers-venv")
+    )
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -144,27 +156,84 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
     session_id = session.stem
     size = session.stat().st_size
     floor, floor_cpu = floor_seconds(session)
-    print(f"session {size / 1e6:.0f} MB, {session_id}; floor {floor:.2f} s wall, "
-          f"{floor_cpu:.2f} s CPU; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude_dir),
-           "PASSDOWN_DATA_DIR": str(work / "data"), "PYTHONPATH": str(REPO / "src"),
-           "NO_COLOR": "1"}
+    print(
+        f"session {size / 1e6:.0f} MB, {session_id}; floor {floor:.2f} s wall, "
+        f"{floor_cpu:.2f} s CPU; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(claude_dir),
+        "PASSDOWN_DATA_DIR": str(work / "data"),
+        "PYTHONPATH": str(REPO / "src"),
+        "NO_COLOR": "1",
+    }
     bin_dir = venv / "bin"
     commands = {
-        "passdown": ([sys.executable, "-m", "passdown", "export", "--from", "claude",
-                      "--session", str(session), "--out", str(out / "passdown"),
-                      "--no-store", "--quiet"], [out / "passdown"]),
-        "session-handover": ([str(bin_dir / "session-handover"), "make", "--session",
-                              session_id, "--out", str(out / "sh.md")], [out / "sh.md"]),
-        "harness-distill": ([str(bin_dir / "harness-distill"), "harvest", str(ws), "--source",
-                             "claude", "--out", str(out / "hd.md")], [out / "hd.md"]),
-        "baton-agents": ([str(bin_dir / "baton"), "move", "--from", "claude", "--to", "codex",
-                          "--session", session_id, "--dry-run", "-y"], []),
-        "claude-handoff": ([str(bin_dir / "claude-handoff"), str(session), "-o",
-                            str(out / "ch.md"), "--no-cache"], [out / "ch.md"]),
+        "passdown": (
+            [
+                sys.executable,
+                "-m",
+                "passdown",
+                "export",
+                "--from",
+                "claude",
+                "--session",
+                str(session),
+                "--out",
+                str(out / "passdown"),
+                "--no-store",
+                "--quiet",
+            ],
+            [out / "passdown"],
+        ),
+        "session-handover": (
+            [
+                str(bin_dir / "session-handover"),
+                "make",
+                "--session",
+                session_id,
+                "--out",
+                str(out / "sh.md"),
+            ],
+            [out / "sh.md"],
+        ),
+        "harness-distill": (
+            [
+                str(bin_dir / "harness-distill"),
+                "harvest",
+                str(ws),
+                "--source",
+                "claude",
+                "--out",
+                str(out / "hd.md"),
+            ],
+            [out / "hd.md"],
+        ),
+        "baton-agents": (
+            [
+                str(bin_dir / "baton"),
+                "move",
+                "--from",
+                "claude",
+                "--to",
+                "codex",
+                "--session",
+                session_id,
+                "--dry-run",
+                "-y",
+            ],
+            [],
+        ),
+        "claude-handoff": (
+            [str(bin_dir / "claude-handoff"), str(session), "-o", str(out / "ch.md"), "--no-cache"],
+            [out / "ch.md"],
+        ),
     }
-    print(f"{'tool':17} {'wall':>7} {'x floor':>7} {'CPU':>7} {'x passdown':>10} "
-          f"{'RSS MB':>7}  content; secret")
+    print(
+        f"{'tool':17} {'wall':>7} {'x floor':>7} {'CPU':>7} {'x passdown':>10} "
+        f"{'RSS MB':>7}  content; secret"
+    )
     base: float | None = None
     for tool, (argv, outputs) in commands.items():
         if tool != "passdown" and installed.get(tool):
@@ -177,9 +246,12 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
             continue
         base = base or best.wall
         complete, leaked = content_report(best.output)
-        print(f"{tool:17} {best.wall:6.2f}s {best.wall / floor:7.1f} {best.cpu:6.2f}s "
-              f"{best.wall / base:10.2f} {best.rss_mb:7.0f}  {complete}; "
-              f"{'LEAKS the AWS key' if leaked else 'redacted'}", flush=True)
+        print(
+            f"{tool:17} {best.wall:6.2f}s {best.wall / floor:7.1f} {best.cpu:6.2f}s "
+            f"{best.wall / base:10.2f} {best.rss_mb:7.0f}  {complete}; "
+            f"{'LEAKS the AWS key' if leaked else 'redacted'}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

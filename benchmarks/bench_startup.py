@@ -37,16 +37,25 @@ def _time(argv: list[str]) -> float:
 
 
 INITIALIZE = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "bench", "version": "1"}},
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
 }
 FOLLOW_UP = [
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
 ]
-CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "find_records", "arguments": {"limit": 1}}}
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 3,
+    "method": "tools/call",
+    "params": {"name": "find_records", "arguments": {"limit": 1}},
+}
 
 
 def _mcp_session(workspace: str, env: dict[str, str]) -> tuple[float, float, float]:
@@ -54,9 +63,14 @@ def _mcp_session(workspace: str, env: dict[str, str]) -> tuple[float, float, flo
     `tools/list` reply (sent right after `initialize` was answered, as clients do) and
     to its first `tools/call` reply (sent right after the tool list)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "passdown", "mcp"], cwd=workspace, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "passdown", "mcp"],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
     proc.stdin.flush()
@@ -85,8 +99,11 @@ def _report(name: str, runs: list[float], baseline: float | None) -> float:
     runs = sorted(runs)
     median = statistics.median(runs)
     ratio = f"  ({median / baseline:4.1f}x baseline)" if baseline else ""
-    print(f"{name:34} median {median * 1000:6.0f} ms  p90 "
-          f"{runs[int(len(runs) * 0.9) - 1] * 1000:6.0f} ms{ratio}", flush=True)
+    print(
+        f"{name:34} median {median * 1000:6.0f} ms  p90 "
+        f"{runs[int(len(runs) * 0.9) - 1] * 1000:6.0f} ms{ratio}",
+        flush=True,
+    )
     return median
 
 

@@ -37,10 +37,28 @@ def exported_record(tmp: Path) -> dict[str, Any]:
     ws.mkdir()
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
     session = next(home.glob("projects/*/*.jsonl"))
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home), "PASSDOWN_DATA_DIR": str(tmp / "data"),
-           "PYTHONPATH": str(ROOT / "src")}
-    subprocess.run([sys.executable, "-m", "passdown", "export", "--from", "claude", "--session",
-                    str(session), "--quiet"], cwd=ws, env=env, check=True)
+    env = {
+        **os.environ,
+        "CLAUDE_CONFIG_DIR": str(home),
+        "PASSDOWN_DATA_DIR": str(tmp / "data"),
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "export",
+            "--from",
+            "claude",
+            "--session",
+            str(session),
+            "--quiet",
+        ],
+        cwd=ws,
+        env=env,
+        check=True,
+    )
     with open_store(f"sqlite://{tmp / 'data' / 'store.db'}") as store:
         return record_to_dict(store.query("ws", type="handoff", limit=1).records[0])
 
@@ -61,12 +79,19 @@ def run(size: int, record: dict[str, Any], tmp: Path) -> None:
     with open_store(f"sqlite://{tmp / f'bench-{size}.db'}") as store:
         began = time.perf_counter()
         store.store_many(copies)
-        print(f"{size} handoffs of {len(json.dumps(record)) // 1024} KB stored in {time.perf_counter() - began:.2f} s")
+        print(
+            f"{size} handoffs of {len(json.dumps(record)) // 1024} KB stored in {time.perf_counter() - began:.2f} s"
+        )
         client = TestClient(local_app(store, "ws"), base_url="http://127.0.0.1:8000")
         middle = f"handoff-bench-{size // 2:05d}"
-        for name, path in (("timeline", "/p/ws/"), ("timeline ?agent=codex", "/p/ws/?agent=codex"),
-                           ("search", "/p/ws/?q=usage"), ("handoff (middle)", f"/p/ws/h/{middle}"),
-                           ("compare (middle)", f"/p/ws/compare?b={middle}"), ("plan over time", "/p/ws/plan")):
+        for name, path in (
+            ("timeline", "/p/ws/"),
+            ("timeline ?agent=codex", "/p/ws/?agent=codex"),
+            ("search", "/p/ws/?q=usage"),
+            ("handoff (middle)", f"/p/ws/h/{middle}"),
+            ("compare (middle)", f"/p/ws/compare?b={middle}"),
+            ("plan over time", "/p/ws/plan"),
+        ):
             client.get(path)
             best = min(_timed(client, path) for _ in range(3))
             print(f"  {name:24s} {best * 1000:6.0f} ms")

@@ -454,5 +454,3 @@ def generate_codex(path: Path, size: int, seed: int = 11) -> None:
                 )
             )
             h.write(line("event_msg", {"type": "agent_message", "message": text}))
-
-

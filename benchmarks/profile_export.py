@@ -59,8 +59,10 @@ def main() -> None:
         profile.enable()
         extract(agent.read(ref).events(), workspace=None)
         profile.disable()
-        print(f"{path.stat().st_size / 1e6:.0f} MB: {time.perf_counter() - start:.2f} s wall, "
-              f"{time.process_time() - cpu:.2f} s CPU (profiled)")
+        print(
+            f"{path.stat().st_size / 1e6:.0f} MB: {time.perf_counter() - start:.2f} s wall, "
+            f"{time.process_time() - cpu:.2f} s CPU (profiled)"
+        )
         pstats.Stats(profile).sort_stats(args.sort).print_stats(args.top)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -32,8 +32,9 @@ _UUID = b'"uuid":"'
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=float, default=300)
     args = parser.parse_args()
     from passdown.agents import _tree, claude
@@ -77,10 +78,12 @@ def main() -> None:
             results.setdefault(name, []).append((spent, bytes(branch.runs), branch.broken))
         same = results["decoder"][0][1:] == results["byte-level"][0][1:]
         size = path.stat().st_size / 1e6
-        print(f"claude {size:.0f} MB pass 1 CPU: decoder "
-              f"{min(r[0] for r in results['decoder']):.2f} s, byte-level "
-              f"{min(r[0] for r in results['byte-level']):.2f} s; same branch: {same}; "
-              f"load {os.getloadavg()[0]:.1f}")
+        print(
+            f"claude {size:.0f} MB pass 1 CPU: decoder "
+            f"{min(r[0] for r in results['decoder']):.2f} s, byte-level "
+            f"{min(r[0] for r in results['byte-level']):.2f} s; same branch: {same}; "
+            f"load {os.getloadavg()[0]:.1f}"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -73,8 +73,9 @@ def two_processes(agent: str, first: Path, second: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--agents", default="claude,codex")
     parser.add_argument("--size", type=float, default=300)
     parser.add_argument("--runs", type=int, default=2)
@@ -91,10 +92,13 @@ def main() -> None:
             for _ in range(args.runs):
                 one = one_process(agent, path)
                 two = two_processes(agent, first, second)
-                print(f"{agent:7} {path.stat().st_size / 1e6:5.0f} MB  one process "
-                      f"{one[0]:6.2f}s wall {one[1]:6.2f}s CPU | two processes "
-                      f"{two[0]:6.2f}s wall {two[1]:6.2f}s CPU | wall gain "
-                      f"{one[0] / two[0]:4.2f}x  load {os.getloadavg()[0]:.1f}", flush=True)
+                print(
+                    f"{agent:7} {path.stat().st_size / 1e6:5.0f} MB  one process "
+                    f"{one[0]:6.2f}s wall {one[1]:6.2f}s CPU | two processes "
+                    f"{two[0]:6.2f}s wall {two[1]:6.2f}s CPU | wall gain "
+                    f"{one[0] / two[0]:4.2f}x  load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
             shutil.rmtree(work / agent)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -33,8 +33,13 @@ ID = re.compile(
     rb'|(?<=")[0-9a-f]{32}(?=")|(?<=")[0-9a-f]{8}(?=")'
 )
 # records that happen once or rarely in a session and would not repeat every few KB
-_ONCE = (b'"session_meta"', b'"compact_boundary"', b'"isCompactSummary":true',
-         b'"session.start"', b'"type":"session"')
+_ONCE = (
+    b'"session_meta"',
+    b'"compact_boundary"',
+    b'"isCompactSummary":true',
+    b'"session.start"',
+    b'"type":"session"',
+)
 CALL_ID = re.compile(rb"(?:toolu|call|fc)_[A-Za-z0-9]{8,}|[a-z_]+__[a-z_]+_[0-9]{10,}_[0-9]+")
 _PREFIX = re.compile(rb"^[A-Za-z_]*_")
 _HEX = frozenset(b"0123456789abcdef")
@@ -54,8 +59,11 @@ class Fixture:
 
 def fixtures() -> dict[str, Fixture]:
     found: dict[str, Fixture] = {}
-    trees = {"claude": ("uuid", "parentUuid"), "qwen": ("uuid", "parentUuid"),
-             "pi": ("id", "parentId")}
+    trees = {
+        "claude": ("uuid", "parentUuid"),
+        "qwen": ("uuid", "parentUuid"),
+        "pi": ("id", "parentId"),
+    }
     env_vars = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
     for expected in sorted(FIXTURES.glob("*/full/expected.json")):
         agent = expected.parent.parent.name
@@ -117,8 +125,11 @@ def choose_middle(lines: list[bytes], tree: tuple[str, str] | None) -> tuple[int
     for width in range(int(n * 0.4), 3, -1):
         for start in range(int(n * 0.3), n - width):
             end = start + width
-            if (all(plain(i) for i in range(start, end)) and tree_ok(start, end)
-                    and whole_calls(start, end)):
+            if (
+                all(plain(i) for i in range(start, end))
+                and tree_ok(start, end)
+                and whole_calls(start, end)
+            ):
                 return start, end
     raise ValueError("no repeatable middle found")
 

@@ -43,7 +43,10 @@ def test_recorded_session(recorded_home: Path) -> None:
     plan = events[-1]
     assert isinstance(plan, PlanOp)  # from session.db: "done" is completed
     assert [(i.id, i.status) for i in plan.items] == [
-        ("write-calc", "completed"), ("greet-hi", "completed"), ("readme-usage", "in_progress")]
+        ("write-calc", "completed"),
+        ("greet-hi", "completed"),
+        ("readme-usage", "in_progress"),
+    ]
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     commands = [e for e in events if isinstance(e, ToolCall) and e.action == "command"]
     assert [results[c.call_id].exit_code for c in commands] == [0, 0, 1, 0]
@@ -51,7 +54,11 @@ def test_recorded_session(recorded_home: Path) -> None:
     assert "<shellId" not in (failing.error or "")
     assert "FAILED (failures=1)" in (failing.error or "")
     info = transcript.info
-    assert (info.agent_version, info.git_branch, info.models) == ("1.0.102", "main", ["scripted-model"])
+    assert (info.agent_version, info.git_branch, info.models) == (
+        "1.0.102",
+        "main",
+        ["scripted-model"],
+    )
     assert transcript.diagnostics.summary() == []
 
 
@@ -65,7 +72,9 @@ def test_resolve_by_prefix_and_refuse_outside_paths(recorded_home: Path) -> None
         agent.resolve(str(recorded_home / ".copilot" / "session-store.db"), None)
 
 
-def test_copilot_home_is_honoured(recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_copilot_home_is_honoured(
+    recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     moved = tmp_path / "copilot-home"
     shutil.copytree(recorded_home / ".copilot", moved)
     monkeypatch.setenv("COPILOT_HOME", str(moved))
@@ -76,24 +85,50 @@ def test_copilot_home_is_honoured(recorded_home: Path, tmp_path: Path, monkeypat
 
 # -- hand-made logs -------------------------------------------------------------------------
 def _ev(kind: str, data: dict, **top: object) -> dict:
-    return {"type": kind, "data": data, "id": kind, "timestamp": "2026-01-01T00:00:00Z", "parentId": None, **top}
+    return {
+        "type": kind,
+        "data": data,
+        "id": kind,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "parentId": None,
+        **top,
+    }
 
 
 def _start(cwd: str = WS) -> dict:
-    return _ev("session.start", {"sessionId": "s1", "copilotVersion": "9.9", "selectedModel": "m",
-                                 "context": {"cwd": cwd, "branch": "dev"}})
+    return _ev(
+        "session.start",
+        {
+            "sessionId": "s1",
+            "copilotVersion": "9.9",
+            "selectedModel": "m",
+            "context": {"cwd": cwd, "branch": "dev"},
+        },
+    )
 
 
 def _request(call_id: str, name: str, args: dict, content: str = "", **data: object) -> dict:
-    return _ev("assistant.message", {"messageId": f"m-{call_id}", "content": content,
-                                     "toolRequests": [{"toolCallId": call_id, "name": name, "arguments": args}], **data})
+    return _ev(
+        "assistant.message",
+        {
+            "messageId": f"m-{call_id}",
+            "content": content,
+            "toolRequests": [{"toolCallId": call_id, "name": name, "arguments": args}],
+            **data,
+        },
+    )
 
 
 def _complete(call_id: str, success: bool = True, content: str = "", **data: object) -> dict:
-    return _ev("tool.execution_complete", {"toolCallId": call_id, "success": success, "result": {"content": content}, **data})
+    return _ev(
+        "tool.execution_complete",
+        {"toolCallId": call_id, "success": success, "result": {"content": content}, **data},
+    )
 
 
-def _write_log(home: Path, lines: list[dict | str], *, sid: str = "s1", yaml: str | None = None) -> Path:
+def _write_log(
+    home: Path, lines: list[dict | str], *, sid: str = "s1", yaml: str | None = None
+) -> Path:
     folder = home / ".copilot" / "session-state" / sid
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "events.jsonl"
@@ -117,17 +152,32 @@ def _read(path: Path) -> tuple[list, object]:
 
 
 def test_subagent_events_stay_out_and_are_noted(home: Path) -> None:
-    path = _write_log(home, [
-        _start(),
-        _ev("user.message", {"content": "investigate"}),
-        _request("t1", "task", {"prompt": "look"}),
-        _ev("subagent.started", {"toolCallId": "t1", "agentName": "explore", "agentDisplayName": "Explore",
-                                 "agentDescription": "explores"}),
-        _ev("assistant.message", {"messageId": "sub", "content": "SUBAGENT-ONLY"}, agentId="a1"),
-        _request("b1", "bash", {"command": "grep -r x"}, parentToolCallId="t1"),
-        _complete("t1", content="found it"),
-        _ev("assistant.message", {"messageId": "m9", "content": "Done.", "reasoningText": "HIDDEN"}),
-    ])
+    path = _write_log(
+        home,
+        [
+            _start(),
+            _ev("user.message", {"content": "investigate"}),
+            _request("t1", "task", {"prompt": "look"}),
+            _ev(
+                "subagent.started",
+                {
+                    "toolCallId": "t1",
+                    "agentName": "explore",
+                    "agentDisplayName": "Explore",
+                    "agentDescription": "explores",
+                },
+            ),
+            _ev(
+                "assistant.message", {"messageId": "sub", "content": "SUBAGENT-ONLY"}, agentId="a1"
+            ),
+            _request("b1", "bash", {"command": "grep -r x"}, parentToolCallId="t1"),
+            _complete("t1", content="found it"),
+            _ev(
+                "assistant.message",
+                {"messageId": "m9", "content": "Done.", "reasoningText": "HIDDEN"},
+            ),
+        ],
+    )
     events, transcript = _read(path)
     assert "SUBAGENT-ONLY" not in repr(events) and "HIDDEN" not in repr(events)
     assert [e.agent_id for e in events if isinstance(e, SubagentNote)] == ["t1"]
@@ -139,20 +189,34 @@ def test_subagent_events_stay_out_and_are_noted(home: Path) -> None:
 
 
 def test_compaction_edits_and_failures(home: Path) -> None:
-    path = _write_log(home, [
-        _start(),
-        _ev("user.message", {"content": "go"}),
-        _request("e1", "edit", {"path": f"{WS}/a.py", "old_str": "x", "new_str": "y"}),
-        _complete("e1", success=False, error={"message": "No match found", "code": "failure"}),
-        _request("c1", "create", {"path": f"{WS}/b.py", "file_text": ""}),
-        _complete("c1", content="Created", fileEdits=[{"path": f"{WS}/b.py", "kind": "create"}]),
-        _request("s1", "bash", {"command": "make", "description": "d"}),
-        _complete("s1", content="make: *** error 2\n<shellId: 0 completed with exit code 2>", shellExecution={"exitCode": 2}),
-        _ev("session.compaction_complete", {"success": True, "summaryContent": "We did a and b.", "trigger": "manual"}),
-        _ev("user.message", {"content": "continue", "isAutopilotContinuation": True}),
-    ])
+    path = _write_log(
+        home,
+        [
+            _start(),
+            _ev("user.message", {"content": "go"}),
+            _request("e1", "edit", {"path": f"{WS}/a.py", "old_str": "x", "new_str": "y"}),
+            _complete("e1", success=False, error={"message": "No match found", "code": "failure"}),
+            _request("c1", "create", {"path": f"{WS}/b.py", "file_text": ""}),
+            _complete(
+                "c1", content="Created", fileEdits=[{"path": f"{WS}/b.py", "kind": "create"}]
+            ),
+            _request("s1", "bash", {"command": "make", "description": "d"}),
+            _complete(
+                "s1",
+                content="make: *** error 2\n<shellId: 0 completed with exit code 2>",
+                shellExecution={"exitCode": 2},
+            ),
+            _ev(
+                "session.compaction_complete",
+                {"success": True, "summaryContent": "We did a and b.", "trigger": "manual"},
+            ),
+            _ev("user.message", {"content": "continue", "isAutopilotContinuation": True}),
+        ],
+    )
     events, _ = _read(path)
-    assert [(c.summary, c.trigger) for c in events if isinstance(c, Compaction)] == [("We did a and b.", "manual")]
+    assert [(c.summary, c.trigger) for c in events if isinstance(c, Compaction)] == [
+        ("We did a and b.", "manual")
+    ]
     ex = extract(iter(events), workspace=WS)
     assert [f.path for f in ex.state.files_touched] == ["b.py"]
     assert [f.path for f in ex.state.failed_edits] == ["a.py"]
@@ -163,14 +227,17 @@ def test_compaction_edits_and_failures(home: Path) -> None:
 
 
 def test_bad_torn_and_unknown_lines(home: Path) -> None:
-    path = _write_log(home, [
-        _start(),
-        "{oops",
-        _ev("user.message", {"content": 42}),  # a known event with the wrong shape
-        _ev("brand.new_event", {"x": 1}),
-        _ev("assistant.turn_start", {"turnId": "0"}),
-        _ev("user.message", {"content": "hello"}),
-    ])
+    path = _write_log(
+        home,
+        [
+            _start(),
+            "{oops",
+            _ev("user.message", {"content": 42}),  # a known event with the wrong shape
+            _ev("brand.new_event", {"x": 1}),
+            _ev("assistant.turn_start", {"turnId": "0"}),
+            _ev("user.message", {"content": "hello"}),
+        ],
+    )
     with path.open("a") as fh:
         fh.write('{"type": "assistant.message", "data": {"con')
     events, transcript = _read(path)
@@ -182,7 +249,9 @@ def test_bad_torn_and_unknown_lines(home: Path) -> None:
 
 
 def test_cwd_from_yaml_or_from_the_start_event(home: Path) -> None:
-    _write_log(home, [_start("/elsewhere")], sid="s1", yaml="id: s1\ncwd: '/tmp/ws-copilot/it''s'\n")
+    _write_log(
+        home, [_start("/elsewhere")], sid="s1", yaml="id: s1\ncwd: '/tmp/ws-copilot/it''s'\n"
+    )
     _write_log(home, [_start(WS + "/sub")], sid="s2")  # no workspace.yaml
     agent = CopilotCLI()
     refs = {r.session_id: r.cwd for r in agent.sessions(Path(WS))}

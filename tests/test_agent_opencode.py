@@ -59,7 +59,9 @@ def test_recorded_session_reads_into_events(recorded_home: Path) -> None:
     assert [c.command for c in bash] == [c["command"] for c in EXPECTED["commands"]]
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     assert [results[c.call_id].exit_code for c in bash] == [0, 0, 1, 0]
-    failed_edit = next(e for e in events if isinstance(e, ToolCall) and e.paths and "README" in e.paths[0])
+    failed_edit = next(
+        e for e in events if isinstance(e, ToolCall) and e.paths and "README" in e.paths[0]
+    )
     assert results[failed_edit.call_id].is_error
     assert "Could not find oldString" in (results[failed_edit.call_id].error or "")
     assert isinstance(events[-1], PlanOp)  # the todo table, the final plan
@@ -97,7 +99,9 @@ def test_session_selection_by_id_prefix_and_path(recorded_home: Path) -> None:
         agent.resolve("ses_nope", None)
 
 
-def test_xdg_data_home_and_opencode_db_are_honoured(recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_xdg_data_home_and_opencode_db_are_honoured(
+    recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = tmp_path / "xdg"
     (data / "opencode").mkdir(parents=True)
     shutil.copy(_db(recorded_home), data / "opencode" / "opencode-dev.db")  # a channel db
@@ -152,11 +156,16 @@ class Store:
         self.n += 1
         mid = f"msg_{self.n:04d}"
         data = {"role": role, "time": {"created": 1_700_000_000_000 + self.n}, **extra}
-        self._run("INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, self.n, self.n, json.dumps(data)))
+        self._run(
+            "INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, self.n, self.n, json.dumps(data))
+        )
         for part in parts:
             self.n += 1
             raw = part if isinstance(part, str) else json.dumps(part)
-            self._run("INSERT INTO part VALUES (?,?,?,?,?,?)", (f"prt_{self.n:04d}", mid, sid, self.n, self.n, raw))
+            self._run(
+                "INSERT INTO part VALUES (?,?,?,?,?,?)",
+                (f"prt_{self.n:04d}", mid, sid, self.n, self.n, raw),
+            )
         return mid
 
     def _run(self, sql: str, args: tuple) -> None:
@@ -169,7 +178,12 @@ def _text(text: str) -> dict:
 
 
 def _tool(call_id: str, tool: str, status: str, inp: dict, **state: object) -> dict:
-    return {"type": "tool", "tool": tool, "callID": call_id, "state": {"status": status, "input": inp, **state}}
+    return {
+        "type": "tool",
+        "tool": tool,
+        "callID": call_id,
+        "state": {"status": status, "input": inp, **state},
+    }
 
 
 @pytest.fixture
@@ -190,7 +204,8 @@ def test_bad_rows_unknown_parts_and_hidden_reasoning(store: Store) -> None:
     store.session("ses_a")
     store.message("ses_a", "user", _text("do it"))
     store.message(
-        "ses_a", "assistant",
+        "ses_a",
+        "assistant",
         {"type": "reasoning", "text": "SECRET-THOUGHT"},
         "{not json",
         {"type": "hologram"},
@@ -198,7 +213,10 @@ def test_bad_rows_unknown_parts_and_hidden_reasoning(store: Store) -> None:
         modelID="m1",
     )
     events, transcript = _read()
-    assert [(e.role, e.text) for e in events if isinstance(e, Message)] == [("user", "do it"), ("assistant", "done")]
+    assert [(e.role, e.text) for e in events if isinstance(e, Message)] == [
+        ("user", "do it"),
+        ("assistant", "done"),
+    ]
     assert "SECRET-THOUGHT" not in repr(events)
     diag = transcript.diagnostics
     assert diag.bad_lines == 1
@@ -224,15 +242,26 @@ def test_compaction_summary_plan_and_subagent(store: Store) -> None:
     store.session("ses_child", parent="ses_a")
     store.message("ses_a", "user", _text("build it"))
     store.message(
-        "ses_a", "assistant",
-        _tool("c1", "todowrite", "completed", {"todos": [
-            {"content": "one", "status": "completed", "priority": "high"},
-            {"content": "two", "status": "in_progress", "priority": "low"}]}),
+        "ses_a",
+        "assistant",
+        _tool(
+            "c1",
+            "todowrite",
+            "completed",
+            {
+                "todos": [
+                    {"content": "one", "status": "completed", "priority": "high"},
+                    {"content": "two", "status": "in_progress", "priority": "low"},
+                ]
+            },
+        ),
         _tool("c2", "task", "completed", {"description": "look around"}),
         _tool("c3", "bash", "running", {"command": "sleep 100"}),
     )
     store.message("ses_a", "user", {"type": "compaction", "auto": True})
-    store.message("ses_a", "assistant", _text("Summary: one done, two going"), summary=True, mode="compaction")
+    store.message(
+        "ses_a", "assistant", _text("Summary: one done, two going"), summary=True, mode="compaction"
+    )
     store.message("ses_a", "user", _text('"keep going"'))
     events, _ = _read()
     comp = [e for e in events if isinstance(e, Compaction)]
@@ -240,7 +269,10 @@ def test_compaction_summary_plan_and_subagent(store: Store) -> None:
     assert [e.agent_id for e in events if isinstance(e, SubagentNote)] == ["ses_child"]
     assert [r.session_id for r in OpenCode().sessions(None)] == ["ses_a"]  # the child is not listed
     ex = extract(iter(events), workspace=WS)
-    assert [(p.subject, p.status) for p in ex.state.plan] == [("one", "completed"), ("two", "in_progress")]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        ("one", "completed"),
+        ("two", "in_progress"),
+    ]
     assert ex.task.latest_user_message == "keep going"
     assert [(c.command, c.exit_code) for c in ex.state.commands] == [("sleep 100", None)]
 
@@ -248,10 +280,15 @@ def test_compaction_summary_plan_and_subagent(store: Store) -> None:
 def test_failed_edit_touches_nothing_and_patch_paths(store: Store) -> None:
     store.session("ses_a")
     store.message("ses_a", "user", _text("edit"))
-    patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n*** End Patch"
+    patch = (
+        "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** Add File: b.py\n+z\n*** End Patch"
+    )
     store.message(
-        "ses_a", "assistant",
-        _tool("e1", "edit", "error", {"filePath": f"{WS}/bad.py"}, error="Could not find oldString"),
+        "ses_a",
+        "assistant",
+        _tool(
+            "e1", "edit", "error", {"filePath": f"{WS}/bad.py"}, error="Could not find oldString"
+        ),
         _tool("e2", "apply_patch", "completed", {"patchText": patch}, output="ok"),
         _tool("e3", "write", "completed", {"filePath": f"{WS}/c.py", "content": "x"}, output="ok"),
     )

@@ -57,28 +57,58 @@ def test_folder_name_encoding() -> None:
 
 # -- hand-made sessions --------------------------------------------------------------------
 def _entry(kind: str, eid: str, parent: str | None, **fields: object) -> dict:
-    return {"type": kind, "id": eid, "parentId": parent, "timestamp": f"2026-01-01T00:00:{len(eid):02d}Z", **fields}
+    return {
+        "type": kind,
+        "id": eid,
+        "parentId": parent,
+        "timestamp": f"2026-01-01T00:00:{len(eid):02d}Z",
+        **fields,
+    }
 
 
 def _user(eid: str, parent: str | None, text: str) -> dict:
-    return _entry("message", eid, parent, message={"role": "user", "content": [{"type": "text", "text": text}]})
+    return _entry(
+        "message",
+        eid,
+        parent,
+        message={"role": "user", "content": [{"type": "text", "text": text}]},
+    )
 
 
 def _assistant(eid: str, parent: str | None, *blocks: dict) -> dict:
-    return _entry("message", eid, parent, message={"role": "assistant", "content": list(blocks), "model": "m"})
+    return _entry(
+        "message", eid, parent, message={"role": "assistant", "content": list(blocks), "model": "m"}
+    )
 
 
 def _result(eid: str, parent: str, call_id: str, text: str, *, error: bool = False) -> dict:
-    return _entry("message", eid, parent, message={
-        "role": "toolResult", "toolCallId": call_id, "toolName": "x",
-        "content": [{"type": "text", "text": text}], "isError": error})
+    return _entry(
+        "message",
+        eid,
+        parent,
+        message={
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": "x",
+            "content": [{"type": "text", "text": text}],
+            "isError": error,
+        },
+    )
 
 
-def _write_session(home: Path, lines: list[dict | str], *, cwd: str = WS, name: str = "t_abc.jsonl") -> Path:
+def _write_session(
+    home: Path, lines: list[dict | str], *, cwd: str = WS, name: str = "t_abc.jsonl"
+) -> Path:
     folder = home / ".pi" / "agent" / "sessions" / encode_cwd(cwd)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    header = {"type": "session", "version": 3, "id": "sess-1", "timestamp": "2026-01-01T00:00:00Z", "cwd": cwd}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "sess-1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "cwd": cwd,
+    }
     body = [json.dumps(header)] + [x if isinstance(x, str) else json.dumps(x) for x in lines]
     path.write_text("\n".join(body) + "\n")
     return path
@@ -99,15 +129,31 @@ def _events(path: Path) -> tuple[list, object]:
 
 
 def test_only_the_active_branch_is_read(home: Path) -> None:
-    path = _write_session(home, [
-        _user("u1", None, "start"),
-        _assistant("a1", "u1", {"type": "text", "text": "abandoned answer"},
-                   {"type": "toolCall", "id": "c1", "name": "write", "arguments": {"path": f"{WS}/dead.py"}}),
-        _result("r1", "a1", "c1", "ok"),
-        _user("u2", "u1", "try again differently"),  # a fork from u1
-        _assistant("a2", "u2", {"type": "thinking", "thinking": "HIDDEN-THOUGHT"},
-                   {"type": "text", "text": "live answer"}),
-    ])
+    path = _write_session(
+        home,
+        [
+            _user("u1", None, "start"),
+            _assistant(
+                "a1",
+                "u1",
+                {"type": "text", "text": "abandoned answer"},
+                {
+                    "type": "toolCall",
+                    "id": "c1",
+                    "name": "write",
+                    "arguments": {"path": f"{WS}/dead.py"},
+                },
+            ),
+            _result("r1", "a1", "c1", "ok"),
+            _user("u2", "u1", "try again differently"),  # a fork from u1
+            _assistant(
+                "a2",
+                "u2",
+                {"type": "thinking", "thinking": "HIDDEN-THOUGHT"},
+                {"type": "text", "text": "live answer"},
+            ),
+        ],
+    )
     events, transcript = _events(path)
     texts = [e.text for e in events if isinstance(e, Message)]
     assert texts == ["start", "try again differently", "live answer"]
@@ -118,14 +164,34 @@ def test_only_the_active_branch_is_read(home: Path) -> None:
 
 
 def test_compaction_branch_summary_and_user_commands(home: Path) -> None:
-    path = _write_session(home, [
-        _user("u1", None, "the original request"),
-        _entry("compaction", "k1", "u1", summary="Earlier: did A and B", firstKeptEntryId="u1", tokensBefore=9),
-        _entry("branch_summary", "b1", "k1", fromId="u1", summary="tried C, failed"),
-        _entry("message", "x1", "b1", message={"role": "bashExecution", "command": "make", "output": "error: boom", "exitCode": 2}),
-        _entry("label", "l1", "x1", targetId="u1", label="start"),
-        _user("u2", "l1", "now continue"),
-    ])
+    path = _write_session(
+        home,
+        [
+            _user("u1", None, "the original request"),
+            _entry(
+                "compaction",
+                "k1",
+                "u1",
+                summary="Earlier: did A and B",
+                firstKeptEntryId="u1",
+                tokensBefore=9,
+            ),
+            _entry("branch_summary", "b1", "k1", fromId="u1", summary="tried C, failed"),
+            _entry(
+                "message",
+                "x1",
+                "b1",
+                message={
+                    "role": "bashExecution",
+                    "command": "make",
+                    "output": "error: boom",
+                    "exitCode": 2,
+                },
+            ),
+            _entry("label", "l1", "x1", targetId="u1", label="start"),
+            _user("u2", "l1", "now continue"),
+        ],
+    )
     events, transcript = _events(path)
     comp = [e for e in events if isinstance(e, Compaction)]
     assert [c.summary for c in comp] == ["Earlier: did A and B"]
@@ -138,13 +204,34 @@ def test_compaction_branch_summary_and_user_commands(home: Path) -> None:
 
 
 def test_failed_edit_touches_nothing(home: Path) -> None:
-    path = _write_session(home, [
-        _user("u1", None, "edit"),
-        _assistant("a1", "u1", {"type": "toolCall", "id": "c1", "name": "edit", "arguments": {"path": f"{WS}/x.py", "edits": []}}),
-        _result("r1", "a1", "c1", "Could not find the exact text in x.py", error=True),
-        _assistant("a2", "r1", {"type": "toolCall", "id": "c2", "name": "write", "arguments": {"path": f"{WS}/y.py", "content": ""}}),
-        _result("r2", "a2", "c2", "Successfully wrote"),
-    ])
+    path = _write_session(
+        home,
+        [
+            _user("u1", None, "edit"),
+            _assistant(
+                "a1",
+                "u1",
+                {
+                    "type": "toolCall",
+                    "id": "c1",
+                    "name": "edit",
+                    "arguments": {"path": f"{WS}/x.py", "edits": []},
+                },
+            ),
+            _result("r1", "a1", "c1", "Could not find the exact text in x.py", error=True),
+            _assistant(
+                "a2",
+                "r1",
+                {
+                    "type": "toolCall",
+                    "id": "c2",
+                    "name": "write",
+                    "arguments": {"path": f"{WS}/y.py", "content": ""},
+                },
+            ),
+            _result("r2", "a2", "c2", "Successfully wrote"),
+        ],
+    )
     events, _ = _events(path)
     ex = extract(iter(events), workspace=WS)
     assert [f.path for f in ex.state.files_touched] == ["y.py"]
@@ -152,12 +239,15 @@ def test_failed_edit_touches_nothing(home: Path) -> None:
 
 
 def test_torn_last_line_bad_lines_and_unknown_types(home: Path) -> None:
-    path = _write_session(home, [
-        _user("u1", None, "hello"),
-        "{this is not json",
-        _entry("brand_new_kind", "n1", "u1"),
-        _assistant("a1", "n1", {"type": "text", "text": "hi"}),
-    ])
+    path = _write_session(
+        home,
+        [
+            _user("u1", None, "hello"),
+            "{this is not json",
+            _entry("brand_new_kind", "n1", "u1"),
+            _assistant("a1", "n1", {"type": "text", "text": "hi"}),
+        ],
+    )
     with path.open("a") as fh:
         fh.write('{"type": "message", "id": "a2", "parentId": "a1", "mess')  # torn, no newline
     events, transcript = _events(path)
@@ -169,10 +259,13 @@ def test_torn_last_line_bad_lines_and_unknown_types(home: Path) -> None:
 
 
 def test_broken_tree_falls_back_to_file_order(home: Path) -> None:
-    path = _write_session(home, [
-        _user("u1", None, "one"),
-        _assistant("a1", "missing-parent", {"type": "text", "text": "two"}),
-    ])
+    path = _write_session(
+        home,
+        [
+            _user("u1", None, "one"),
+            _assistant("a1", "missing-parent", {"type": "text", "text": "two"}),
+        ],
+    )
     events, transcript = _events(path)
     assert [e.text for e in events if isinstance(e, Message)] == ["one", "two"]
     assert any("broken" in w for w in transcript.diagnostics.warnings)

@@ -50,26 +50,56 @@ class Tree:
     def add(self, kind: str, *, parent: Any = ..., uuid: str | None = None, **extra: Any) -> str:
         self.n += 1
         uid = uuid or f"r{self.n:03d}"
-        record = {"uuid": uid, "parentUuid": self.last if parent is ... else parent,
-                  "sessionId": self.session_id, "timestamp": f"2026-11-29T10:00:{self.n:02d}.000Z",
-                  "type": kind, "cwd": self.workspace, "version": "0.24.4", "gitBranch": "main", **extra}
+        record = {
+            "uuid": uid,
+            "parentUuid": self.last if parent is ... else parent,
+            "sessionId": self.session_id,
+            "timestamp": f"2026-11-29T10:00:{self.n:02d}.000Z",
+            "type": kind,
+            "cwd": self.workspace,
+            "version": "0.24.4",
+            "gitBranch": "main",
+            **extra,
+        }
         self.lines.append(json.dumps(record))
         self.last = uid
         return uid
 
     def user(self, text: str, **extra: Any) -> str:
-        return self.add("user", provenance="real_user", message={"role": "user", "parts": [{"text": text}]}, **extra)
+        return self.add(
+            "user",
+            provenance="real_user",
+            message={"role": "user", "parts": [{"text": text}]},
+            **extra,
+        )
 
     def assistant(self, *parts: dict[str, Any], **extra: Any) -> str:
-        return self.add("assistant", model="qwen-test", message={"role": "model", "parts": list(parts)}, **extra)
+        return self.add(
+            "assistant", model="qwen-test", message={"role": "model", "parts": list(parts)}, **extra
+        )
 
-    def result(self, cid: str, name: str, *, output: str | None = None, error: str | None = None,
-               display: Any = "", **extra: Any) -> str:
+    def result(
+        self,
+        cid: str,
+        name: str,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+        display: Any = "",
+        **extra: Any,
+    ) -> str:
         response = {"error": error} if error is not None else {"output": output or ""}
         return self.add(
             "tool_result",
-            message={"role": "user", "parts": [{"functionResponse": {"id": cid, "name": name, "response": response}}]},
-            toolCallResult={"callId": cid, "status": "error" if error is not None else "success", "resultDisplay": display},
+            message={
+                "role": "user",
+                "parts": [{"functionResponse": {"id": cid, "name": name, "response": response}}],
+            },
+            toolCallResult={
+                "callId": cid,
+                "status": "error" if error is not None else "success",
+                "resultDisplay": display,
+            },
             **extra,
         )
 
@@ -93,7 +123,9 @@ def _texts(events: list[Any]) -> list[tuple[str, str]]:
 
 
 # -- the recorded real session ------------------------------------------------------------
-def test_recorded_session_is_discovered_by_workspace(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recorded_session_is_discovered_by_workspace(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = _recorded()
     rec.install(home / "store", monkeypatch)
     agent = QwenCode()
@@ -103,7 +135,9 @@ def test_recorded_session_is_discovered_by_workspace(home: Path, monkeypatch: py
     assert agent.sessions(Path("/tmp/some-other-workspace")) == []
 
 
-def test_recorded_session_extracts_what_the_agent_did(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recorded_session_extracts_what_the_agent_did(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = _recorded()
     path = rec.install(home / "store", monkeypatch)
     exp = rec.expected
@@ -113,7 +147,9 @@ def test_recorded_session_extracts_what_the_agent_did(home: Path, monkeypatch: p
     assert ex.task.latest_user_message == exp["latest_user_message"]
     assert ex.task.latest_progress == exp["final_assistant_message"]
     assert [t for r, t in _texts(events) if r == "user"] == exp["turns"]
-    assert [(p.subject, p.status) for p in ex.state.plan] == [(p["subject"], p["status"]) for p in exp["plan"]]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        (p["subject"], p["status"]) for p in exp["plan"]
+    ]
     assert {f.path for f in ex.state.files_touched} == set(exp["files_touched"])
     assert [f.path for f in ex.state.failed_edits] == exp["failed_edits"]
     assert [(c.command, c.exit_code) for c in ex.state.commands] == [
@@ -121,30 +157,48 @@ def test_recorded_session_extracts_what_the_agent_did(home: Path, monkeypatch: p
     ]
     failing = exp["failing_command"]
     assert ex.state.last_failure is not None
-    assert (ex.state.last_failure.command, ex.state.last_failure.exit_code) == (failing["command"], failing["exit_code"])
+    assert (ex.state.last_failure.command, ex.state.last_failure.exit_code) == (
+        failing["command"],
+        failing["exit_code"],
+    )
     assert failing["error_line_contains"] in (ex.state.last_failure.error or "")
     assert "Directory:" not in (ex.state.last_failure.error or "")
     info = transcript.info
-    assert (info.session_id, info.agent_version, info.git_branch) == (exp["session_id"], exp["cli_version"], "main")
+    assert (info.session_id, info.agent_version, info.git_branch) == (
+        exp["session_id"],
+        exp["cli_version"],
+        "main",
+    )
     assert info.models == [exp["model"]]
     assert transcript.sha256 and len(transcript.sha256) == 64
     diag = transcript.diagnostics
-    assert (diag.bad_lines, diag.torn_last_line, diag.unknown_types, diag.off_branch_records) == (0, False, {}, 0)
+    assert (diag.bad_lines, diag.torn_last_line, diag.unknown_types, diag.off_branch_records) == (
+        0,
+        False,
+        {},
+        0,
+    )
 
 
-def test_plan_comes_from_todo_write_even_without_the_todo_file(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_comes_from_todo_write_even_without_the_todo_file(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = _recorded()
     path = rec.install(home / "store", monkeypatch)
     (home / "store" / ".qwen" / "todos" / f"{rec.expected['session_id']}.json").unlink()
     events, _ = _read(path)
     assert not any(isinstance(e, PlanOp) for e in events)
     ex = extract(iter(events), workspace=rec.expected["workspace"])
-    assert [(p.subject, p.status) for p in ex.state.plan] == [(p["subject"], p["status"]) for p in rec.expected["plan"]]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        (p["subject"], p["status"]) for p in rec.expected["plan"]
+    ]
     assert ex.state.plan_source == "todo_write"
 
 
 @pytest.mark.parametrize("var", ["QWEN_HOME", "QWEN_RUNTIME_DIR"])
-def test_qwen_home_and_runtime_dir_override_home(var: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_qwen_home_and_runtime_dir_override_home(
+    var: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = _recorded()
     monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
     for other in ("QWEN_HOME", "QWEN_RUNTIME_DIR"):
@@ -171,8 +225,12 @@ def test_rewind_leaves_the_rewound_turn_on_a_dead_branch(home: Path) -> None:
     tree.assistant({"text": "final answer"})
     tree.add("system", subtype="ui_telemetry", systemPayload={"uiEvent": {}})
     events, transcript = _read(tree.write())
-    assert _texts(events) == [("user", "first request"), ("assistant", "ok"),
-                              ("user", "the real second request"), ("assistant", "final answer")]
+    assert _texts(events) == [
+        ("user", "first request"),
+        ("assistant", "ok"),
+        ("user", "the real second request"),
+        ("assistant", "final answer"),
+    ]
     assert extract(iter(events), workspace=WS).state.commands == []
     assert transcript.diagnostics.off_branch_records == 3
 
@@ -183,8 +241,12 @@ def test_fragments_of_one_record_are_joined(home: Path) -> None:
     parent = tree.last
     uid = tree.assistant({"text": "part one"})
     tree.add("system", subtype="ui_telemetry", systemPayload={})  # a sibling, off the branch
-    tree.assistant({"text": "part two"}, fc("c1", "write_file", {"file_path": f"{WS}/a.py", "content": "x"}),
-                   uuid=uid, parent=parent)
+    tree.assistant(
+        {"text": "part two"},
+        fc("c1", "write_file", {"file_path": f"{WS}/a.py", "content": "x"}),
+        uuid=uid,
+        parent=parent,
+    )
     tree.result("c1", "write_file", output="ok")
     events, _ = _read(tree.write())
     assert _texts(events) == [("user", "go"), ("assistant", "part one\n\npart two")]
@@ -195,47 +257,94 @@ def test_compression_record_gives_the_summary(home: Path) -> None:
     tree = Tree(home)
     tree.user("the original request")
     tree.assistant({"text": "early progress"})
-    history = [{"role": "user", "parts": [{"text": "<state_snapshot>goal: ship it</state_snapshot>"}]},
-               {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]}]
-    tree.add("system", subtype="chat_compression",
-             systemPayload={"info": {"trigger": "manual"}, "compressedHistory": history})
+    history = [
+        {"role": "user", "parts": [{"text": "<state_snapshot>goal: ship it</state_snapshot>"}]},
+        {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]},
+    ]
+    tree.add(
+        "system",
+        subtype="chat_compression",
+        systemPayload={"info": {"trigger": "manual"}, "compressedHistory": history},
+    )
     tree.user("carry on")
     tree.assistant({"text": "latest"})
     events, _ = _read(tree.write())
     comp = [e for e in events if isinstance(e, Compaction)]
     assert len(comp) == 1 and comp[0].trigger == "manual" and "ship it" in (comp[0].summary or "")
     ex = extract(iter(events), workspace=WS)
-    assert (ex.task.original_request, ex.task.latest_progress, ex.task.compactions) == ("the original request", "latest", 1)
+    assert (ex.task.original_request, ex.task.latest_progress, ex.task.compactions) == (
+        "the original request",
+        "latest",
+        1,
+    )
 
 
 def test_hidden_reasoning_and_injected_parts_are_never_exported(home: Path) -> None:
     tree = Tree(home)
-    tree.add("user", provenance="real_user", message={"role": "user", "parts": [
-        {"text": "real prompt"}, {"text": "<system-reminder>INJECTED</system-reminder>"},
-        {"text": "<qwen:user-prompt-submit-context>\nHOOK\n</qwen:user-prompt-submit-context>"}]})
+    tree.add(
+        "user",
+        provenance="real_user",
+        message={
+            "role": "user",
+            "parts": [
+                {"text": "real prompt"},
+                {"text": "<system-reminder>INJECTED</system-reminder>"},
+                {
+                    "text": "<qwen:user-prompt-submit-context>\nHOOK\n</qwen:user-prompt-submit-context>"
+                },
+            ],
+        },
+    )
     tree.assistant({"text": "SECRET-THOUGHT", "thought": True}, {"text": "visible"})
-    tree.add("user", provenance="system", subtype="notification",
-             message={"role": "user", "parts": [{"text": "background task finished"}]})
+    tree.add(
+        "user",
+        provenance="system",
+        subtype="notification",
+        message={"role": "user", "parts": [{"text": "background task finished"}]},
+    )
     events, _ = _read(tree.write())
     dumped = repr(events)
     assert "SECRET-THOUGHT" not in dumped and "INJECTED" not in dumped and "HOOK" not in dumped
     assert _texts(events) == [("user", "real prompt"), ("assistant", "visible")]
-    assert [m.text for m in events if isinstance(m, Message) and m.synthetic] == ["background task finished"]
+    assert [m.text for m in events if isinstance(m, Message) and m.synthetic] == [
+        "background task finished"
+    ]
 
 
 def test_shell_exit_code_from_the_result_display_or_the_text(home: Path) -> None:
     tree = Tree(home)
     tree.user("run")
     tree.assistant(fc("c1", "run_shell_command", {"command": "make"}))
-    tree.result("c1", "run_shell_command", error="Command: make\nDirectory: (root)\nOutput: make: *** No rule\nError: (none)\nExit Code: 2",
-                display={"type": "shell_result", "exitCode": 2, "output": "make: *** No rule"})
+    tree.result(
+        "c1",
+        "run_shell_command",
+        error="Command: make\nDirectory: (root)\nOutput: make: *** No rule\nError: (none)\nExit Code: 2",
+        display={"type": "shell_result", "exitCode": 2, "output": "make: *** No rule"},
+    )
     tree.assistant(fc("c2", "run_shell_command", {"command": "ls"}))
-    tree.add("tool_result", message={"role": "user", "parts": [{"functionResponse": {
-        "id": "c2", "name": "run_shell_command", "response": {"output": "Command: ls\nOutput: a\nExit Code: 0"}}}]})
+    tree.add(
+        "tool_result",
+        message={
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "c2",
+                        "name": "run_shell_command",
+                        "response": {"output": "Command: ls\nOutput: a\nExit Code: 0"},
+                    }
+                }
+            ],
+        },
+    )
     events, _ = _read(tree.write())
     results = {e.call_id: e for e in events if isinstance(e, ToolResult)}
     assert (results["c1"].exit_code, results["c1"].is_error) == (2, True)
-    assert results["c1"].error and "No rule" in results["c1"].error and "Command:" not in results["c1"].error
+    assert (
+        results["c1"].error
+        and "No rule" in results["c1"].error
+        and "Command:" not in results["c1"].error
+    )
     assert (results["c2"].exit_code, results["c2"].is_error) == (0, False)
 
 
@@ -246,7 +355,9 @@ def test_torn_last_line_and_unknown_types_do_not_raise(home: Path) -> None:
     tree.add("hologram")
     tree.add("assistant", message={"role": "model", "parts": "not a list"})
     tree.assistant({"text": "reply"})
-    tree.lines.append('{"uuid": "zz", "parentUuid": "r004", "type": "user", "message": {"parts": [{"text": "cut')
+    tree.lines.append(
+        '{"uuid": "zz", "parentUuid": "r004", "type": "user", "message": {"parts": [{"text": "cut'
+    )
     events, transcript = _read(tree.write(newline=False))
     assert _texts(events) == [("user", "hello"), ("assistant", "reply")]
     diag = transcript.diagnostics
@@ -268,7 +379,10 @@ def test_bad_lines_empty_file_and_missing_store(home: Path) -> None:
     tree.user("ok")
     tree.lines.insert(0, "{not json")
     path = tree.write()
-    path.write_bytes(path.read_bytes() + b'{"uuid": "r9", "parentUuid": "r001", "type": "assistant", "message": {"parts": [{"text": "caf\\udce9 \xff"}]}}\n')
+    path.write_bytes(
+        path.read_bytes()
+        + b'{"uuid": "r9", "parentUuid": "r001", "type": "assistant", "message": {"parts": [{"text": "caf\\udce9 \xff"}]}}\n'
+    )
     events, transcript = _read(path)
     assert _texts(events) == [("user", "ok"), ("assistant", "caf\ufffd \ufffd")]
     assert transcript.diagnostics.bad_lines == 1
@@ -281,7 +395,9 @@ def test_bad_lines_empty_file_and_missing_store(home: Path) -> None:
 
 def test_a_hostile_session_id_never_reaches_the_todos_folder(home: Path) -> None:
     (home / ".qwen" / "secret.json").parent.mkdir(parents=True)
-    (home / ".qwen" / "secret.json").write_text(json.dumps({"todos": [{"content": "LEAK", "status": "pending"}]}))
+    (home / ".qwen" / "secret.json").write_text(
+        json.dumps({"todos": [{"content": "LEAK", "status": "pending"}]})
+    )
     tree = Tree(home, session_id="../secret")
     tree.user("x")
     events, _ = _read(tree.write())
@@ -290,7 +406,9 @@ def test_a_hostile_session_id_never_reaches_the_todos_folder(home: Path) -> None
 
 # -- discovery ---------------------------------------------------------------------------
 def test_lossy_folder_names_are_confirmed_by_cwd(home: Path) -> None:
-    neighbour = Tree(home, workspace="/tmp/passdown-qwen/my-ws", session_id="aaaa1111")  # same folder name
+    neighbour = Tree(
+        home, workspace="/tmp/passdown-qwen/my-ws", session_id="aaaa1111"
+    )  # same folder name
     neighbour.user("neighbour")
     neighbour.write()
     assert neighbour.path.parent == Tree(home).path.parent
@@ -306,7 +424,11 @@ def test_lossy_folder_names_are_confirmed_by_cwd(home: Path) -> None:
     archived.user("old")
     archived.write()
     agent = QwenCode()
-    assert sorted(r.session_id for r in agent.sessions(Path(WS))) == ["bbbb2222", "cccc3333", "dddd4444"]
+    assert sorted(r.session_id for r in agent.sessions(Path(WS))) == [
+        "bbbb2222",
+        "cccc3333",
+        "dddd4444",
+    ]
     assert agent.resolve("bbbb", None).session_id == "bbbb2222"
     assert [r.session_id for r in agent.sessions(Path("/tmp/passdown-qwen/my-ws"))] == ["aaaa1111"]
 

@@ -18,8 +18,12 @@ CODEX = next(r for r in scenarios("codex") if r.scenario == "full")
 
 def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "passdown", *args], cwd=cwd, capture_output=True, text=True,
-        env=os.environ.copy(), timeout=60,
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
     )
 
 
@@ -38,11 +42,30 @@ def _secrets_absent(text: str, *recs: Recorded) -> None:
             assert secret not in text
 
 
-@pytest.mark.parametrize(("source", "target", "program"), [("claude", "codex", "codex"), ("codex", "claude", "claude")])
-def test_switch_dry_run_prints_a_safe_argv(source: str, target: str, program: str, both: dict[str, Path], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("source", "target", "program"), [("claude", "codex", "codex"), ("codex", "claude", "claude")]
+)
+def test_switch_dry_run_prints_a_safe_argv(
+    source: str, target: str, program: str, both: dict[str, Path], tmp_path: Path
+) -> None:
     rec = CLAUDE if source == "claude" else CODEX
-    proc = run(["switch", "--from", source, "--to", target, "--session", str(both[source]),
-                "--workspace", str(tmp_path), "--dry-run", "--non-interactive", "--json"], tmp_path)
+    proc = run(
+        [
+            "switch",
+            "--from",
+            source,
+            "--to",
+            target,
+            "--session",
+            str(both[source]),
+            "--workspace",
+            str(tmp_path),
+            "--dry-run",
+            "--non-interactive",
+            "--json",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     argv = out["argv"]
@@ -59,19 +82,53 @@ def test_switch_dry_run_prints_a_safe_argv(source: str, target: str, program: st
     assert out["record_id"] is None, "a dry run stores nothing"
 
 
-def test_switch_interactive_dry_run_has_no_print_mode(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["switch", "--from", "codex", "--to", "claude", "--session", str(both["codex"]),
-                "--workspace", ".", "--dry-run"], tmp_path)
+def test_switch_interactive_dry_run_has_no_print_mode(
+    both: dict[str, Path], tmp_path: Path
+) -> None:
+    proc = run(
+        [
+            "switch",
+            "--from",
+            "codex",
+            "--to",
+            "claude",
+            "--session",
+            str(both["codex"]),
+            "--workspace",
+            ".",
+            "--dry-run",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("claude -- ")
 
 
-def test_switch_to_a_missing_agent_fails_with_its_exit_code(both: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_switch_to_a_missing_agent_fails_with_its_exit_code(
+    both: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     proc = subprocess.run(
-        [sys.executable, "-m", "passdown", "switch", "--from", "claude", "--to", "codex",
-         "--session", str(both["claude"]), "--workspace", ".", "--non-interactive"],
-        cwd=tmp_path, capture_output=True, text=True, env=os.environ.copy(), timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "switch",
+            "--from",
+            "claude",
+            "--to",
+            "codex",
+            "--session",
+            str(both["claude"]),
+            "--workspace",
+            ".",
+            "--non-interactive",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
     )
     assert proc.returncode == 6, proc.stderr
     assert "not installed" in proc.stderr or "not found" in proc.stderr
@@ -92,27 +149,69 @@ def test_from_auto_picks_the_newest_session(both: dict[str, Path], tmp_path: Pat
 
 
 def test_inspect_writes_nothing_and_hides_secrets(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["inspect", "--from", "claude", "--session", str(both["claude"]), "--workspace", ".", "--json"], tmp_path)
+    proc = run(
+        [
+            "inspect",
+            "--from",
+            "claude",
+            "--session",
+            str(both["claude"]),
+            "--workspace",
+            ".",
+            "--json",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["task"]["original_request"].startswith("Create calc.py")
     assert not (tmp_path / ".agent-handoff").exists()
     _secrets_absent(proc.stdout, CLAUDE)
-    text = run(["inspect", "--from", "claude", "--session", str(both["claude"]), "--workspace", "."], tmp_path)
+    text = run(
+        ["inspect", "--from", "claude", "--session", str(both["claude"]), "--workspace", "."],
+        tmp_path,
+    )
     assert "## Plan" in text.stdout
     _secrets_absent(text.stdout + text.stderr, CLAUDE)
 
 
 def test_export_quiet_prints_nothing(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["export", "--from", "codex", "--session", str(both["codex"]), "--workspace", ".", "--quiet"], tmp_path)
+    proc = run(
+        [
+            "export",
+            "--from",
+            "codex",
+            "--session",
+            str(both["codex"]),
+            "--workspace",
+            ".",
+            "--quiet",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
     assert (tmp_path / ".agent-handoff" / "HANDOFF.md").exists()
 
 
 def test_export_budget_options(both: dict[str, Path], tmp_path: Path) -> None:
-    proc = run(["export", "--from", "claude", "--session", str(both["claude"]), "--workspace", ".", "--max-messages", "3",
-                "--out", str(tmp_path / "o"), "--no-store"], tmp_path)
+    proc = run(
+        [
+            "export",
+            "--from",
+            "claude",
+            "--session",
+            str(both["claude"]),
+            "--workspace",
+            ".",
+            "--max-messages",
+            "3",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-store",
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "o" / "handoff.json").read_text())
     real = [e for e in data["task"]["transcript"] if e["role"] != "cut"]

@@ -29,15 +29,27 @@ def run(
     args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "passdown", *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, input=stdin, timeout=120,
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        input=stdin,
+        timeout=120,
     )
 
 
-def record(record_id: str, type_: str = "task", title: str = "a task", at: str = "2026-11-30T10:00:00Z") -> dict[str, Any]:
+def record(
+    record_id: str, type_: str = "task", title: str = "a task", at: str = "2026-11-30T10:00:00Z"
+) -> dict[str, Any]:
     return {
-        "id": record_id, "type": type_, "title": title, "content": "c", "created_at": at,
-        "scope": {"project": "p"}, "provenance": {"agent": "test", "session": "s"},
+        "id": record_id,
+        "type": type_,
+        "title": title,
+        "content": "c",
+        "created_at": at,
+        "scope": {"project": "p"},
+        "provenance": {"agent": "test", "session": "s"},
     }
 
 
@@ -114,11 +126,18 @@ def test_find_shows_one_aligned_row_per_handoff_with_its_status(lifecycle_store:
         ("handoff", "h-old", "claimed"),
         ("task", "t1", "-"),
     ]
-    assert [c[0] for c in cells] == ["2026-11-30T11:00:00Z", "2026-11-30T09:00:00Z", "2026-11-30T08:00:00Z"]
+    assert [c[0] for c in cells] == [
+        "2026-11-30T11:00:00Z",
+        "2026-11-30T09:00:00Z",
+        "2026-11-30T08:00:00Z",
+    ]
     assert all(re.fullmatch(ISO_SECOND, c[0]) for c in cells)
     for column in (1, 2, 3):  # every column starts at the same place on every row
-        assert len({line.index(f"  {cell[column]}") for line, cell in zip(lines, cells, strict=True)}) == 1
-    title = lines[1][lines[1].index("Fix"):]
+        assert (
+            len({line.index(f"  {cell[column]}") for line, cell in zip(lines, cells, strict=True)})
+            == 1
+        )
+    title = lines[1][lines[1].index("Fix") :]
     assert len(lines[1]) <= 90 and title.endswith("…")
     kept = title[:-1]
     full = "Fix the flaky login test on CI and then rewrite the session cache so it never grows past its limit again"
@@ -142,11 +161,13 @@ def test_find_pages_through_handoffs_without_status_rows(lifecycle_store: Path) 
 def test_find_lists_status_records_when_asked(lifecycle_store: Path) -> None:
     proc = run(["find", "--project", "p", "--type", "status"], lifecycle_store)
     rows = [line.split()[1:4] for line in proc.stdout.splitlines()]
-    assert sorted(rows) == sorted([
-        ["status", "h-old#claimed", "claimed"],
-        ["status", "h-old#published", "published"],
-        ["status", "h-old#prepared", "prepared"],
-    ])
+    assert sorted(rows) == sorted(
+        [
+            ["status", "h-old#claimed", "claimed"],
+            ["status", "h-old#published", "published"],
+            ["status", "h-old#prepared", "prepared"],
+        ]
+    )
 
 
 def test_find_json_keeps_its_shape_and_adds_statuses(lifecycle_store: Path) -> None:
@@ -173,15 +194,24 @@ def test_agents_table_keeps_columns_for_long_names() -> None:
     from passdown.cli.handoff_cmds import _agents_table
 
     rows = [
-        {"name": "claude", "display_name": "Claude Code", "installed": True, "path": "/usr/bin/claude"},
-        {"name": "a-very-long-plugin-agent-name", "display_name": "An Agent With A Long Name",
-         "installed": False, "path": None},
+        {
+            "name": "claude",
+            "display_name": "Claude Code",
+            "installed": True,
+            "path": "/usr/bin/claude",
+        },
+        {
+            "name": "a-very-long-plugin-agent-name",
+            "display_name": "An Agent With A Long Name",
+            "installed": False,
+            "path": None,
+        },
     ]
     lines = _agents_table(rows)
     assert lines[0].split() == ["NAME", "AGENT", "INSTALLED", "PATH"]
     for header in ("AGENT", "INSTALLED", "PATH"):
         start = lines[0].index(header)
-        assert all(line[start - 2:start] == "  " and line[start] != " " for line in lines), header
+        assert all(line[start - 2 : start] == "  " and line[start] != " " for line in lines), header
     assert lines[1].split()[-2:] == ["yes", "/usr/bin/claude"]
     assert lines[2].split()[-2:] == ["no", "-"]
 
@@ -220,7 +250,9 @@ def test_no_session_found_lists_the_agents_searched_briefly(tmp_path: Path) -> N
     assert first == f"passdown: error: no session found for {tmp_path} {SEARCHED_ALL}"
     assert " or " not in first
     one = run(["inspect", "--from", "codex"], tmp_path)
-    assert one.stderr.splitlines()[0] == f"passdown: error: no Codex CLI session found for {tmp_path}"
+    assert (
+        one.stderr.splitlines()[0] == f"passdown: error: no Codex CLI session found for {tmp_path}"
+    )
 
 
 def test_failed_export_creates_no_store_file(tmp_path: Path) -> None:
@@ -240,7 +272,9 @@ def large_codex_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
     """The recorded Codex session grown past 2 MB (padding events passdown skips);
     returns (session file, workspace)."""
     session = CODEX.install(tmp_path / "codex", monkeypatch)
-    padding = json.dumps({"timestamp": "2026-01-01T00:00:00Z", "type": "padding", "payload": {"x": "y" * 10_000}})
+    padding = json.dumps(
+        {"timestamp": "2026-01-01T00:00:00Z", "type": "padding", "payload": {"x": "y" * 10_000}}
+    )
     with session.open("a") as handle:
         handle.write((padding + "\n") * 220)
     workspace = tmp_path / "ws"
@@ -254,8 +288,12 @@ def run_on_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
     leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "passdown", *args], cwd=cwd, env=env,
-        stdout=subprocess.PIPE, stderr=follower, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
     )
     os.close(follower)
     terminal = bytearray()
@@ -283,7 +321,8 @@ def test_export_of_a_large_session_shows_progress_on_a_terminal(
 ) -> None:
     session, workspace = large_codex_session
     code, out, terminal = run_on_terminal(
-        ["export", "--from", "codex", "--session", str(session), "--workspace", ".", "--no-store"], workspace
+        ["export", "--from", "codex", "--session", str(session), "--workspace", ".", "--no-store"],
+        workspace,
     )
     assert code == 0, terminal
     assert f"reading {session.name}" in terminal
@@ -293,11 +332,25 @@ def test_export_of_a_large_session_shows_progress_on_a_terminal(
 
 def test_no_progress_off_a_terminal_or_with_json(large_codex_session: tuple[Path, Path]) -> None:
     session, workspace = large_codex_session
-    piped = run(["export", "--from", "codex", "--session", str(session), "--workspace", ".", "--no-store"], workspace)
+    piped = run(
+        ["export", "--from", "codex", "--session", str(session), "--workspace", ".", "--no-store"],
+        workspace,
+    )
     assert piped.returncode == 0, piped.stderr
     assert "reading" not in piped.stderr and "\x1b" not in piped.stderr + piped.stdout
     code, out, terminal = run_on_terminal(
-        ["export", "--from", "codex", "--session", str(session), "--workspace", ".", "--no-store", "--json"], workspace
+        [
+            "export",
+            "--from",
+            "codex",
+            "--session",
+            str(session),
+            "--workspace",
+            ".",
+            "--no-store",
+            "--json",
+        ],
+        workspace,
     )
     assert code == 0, terminal
     assert json.loads(out)["source"]["agent"] == "codex"
@@ -316,5 +369,7 @@ def test_find_shows_progress_only_on_a_terminal(lifecycle_store: Path) -> None:
 
 def test_help_does_not_load_the_progress_library(tmp_path: Path) -> None:
     code = "import sys; from passdown.cli import main; main(['--help']); print(sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'pydantic')))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.stdout.splitlines()[-1] == "[]"

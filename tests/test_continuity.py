@@ -18,13 +18,23 @@ except ModuleNotFoundError:  # Python 3.10
 from passdown.cli import main
 from recorded import scenarios
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.invalid",
+}
 
 
 def git(ws: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ws, env={**os.environ, **GIT_ENV}, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args],
+        cwd=ws,
+        env={**os.environ, **GIT_ENV},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -56,9 +66,14 @@ def handoff_json(ws: Path) -> dict[str, object]:
 
 
 def stop_failure(session: Path, ws: Path) -> dict[str, object]:
-    return {"hook_event_name": "StopFailure", "session_id": session.stem, "transcript_path": str(session),
-            "cwd": str(ws), "error": "rate_limit",
-            "error_details": "API Error: Request rejected (429) · rate limit"}
+    return {
+        "hook_event_name": "StopFailure",
+        "session_id": session.stem,
+        "transcript_path": str(session),
+        "cwd": str(ws),
+        "error": "rate_limit",
+        "error_details": "API Error: Request rejected (429) · rate limit",
+    }
 
 
 def test_stop_failure_records_the_limit_and_session_end_keeps_it(
@@ -68,7 +83,11 @@ def test_stop_failure_records_the_limit_and_session_end_keeps_it(
     ended = handoff_json(workspace)["ended"]
     assert isinstance(ended, dict)
     assert ended["reason"] == "rate_limit" and "429" in str(ended["message"])
-    end = {**stop_failure(claude_session, workspace), "hook_event_name": "SessionEnd", "reason": "other"}
+    end = {
+        **stop_failure(claude_session, workspace),
+        "hook_event_name": "SessionEnd",
+        "reason": "other",
+    }
     del end["error"]
     hook("claude", end, capsys)
     assert handoff_json(workspace)["ended"] == ended  # nothing happened since: still the limit
@@ -79,8 +98,12 @@ def test_pickup_injects_once_and_claims(
 ) -> None:
     hook("claude", stop_failure(claude_session, workspace), capsys)
     handoff = handoff_json(workspace)
-    start = {"hook_event_name": "SessionStart", "session_id": "new-session", "cwd": str(workspace),
-             "source": "startup"}
+    start = {
+        "hook_event_name": "SessionStart",
+        "session_id": "new-session",
+        "cwd": str(workspace),
+        "source": "startup",
+    }
     out = hook("claude", start, capsys)
     context = json.loads(out)["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
@@ -100,15 +123,22 @@ def test_a_cleared_session_gets_no_pointer(
     claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hook("claude", stop_failure(claude_session, workspace), capsys)
-    start = {"hook_event_name": "SessionStart", "session_id": "after-clear", "cwd": str(workspace),
-             "source": "clear"}
+    start = {
+        "hook_event_name": "SessionStart",
+        "session_id": "after-clear",
+        "cwd": str(workspace),
+        "source": "clear",
+    }
     assert hook("claude", start, capsys) == ""  # the user asked for a fresh context
     assert hook("claude", {**start, "source": "startup"}, capsys) != ""  # still unclaimed
 
 
 @pytest.mark.parametrize("rule", ["own-session", "too-old", "off", "not-ancestor"])
 def test_pickup_refusals(
-    rule: str, claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str],
+    rule: str,
+    claude_session: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from passdown.integrations.continuity import pickup
@@ -129,8 +159,9 @@ def test_pickup_refusals(
     assert pickup("codex", session, str(workspace)).outcome == rule  # and nothing was claimed
 
 
-def test_pickup_claim_is_a_compare_and_swap(claude_session: Path, workspace: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_pickup_claim_is_a_compare_and_swap(
+    claude_session: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from passdown.integrations.continuity import pickup
@@ -152,7 +183,8 @@ def test_trusted_hash_matches_codex() -> None:
 
     # computed by Codex 0.171 for this hook (a plain `codex exec` ran it with this trust)
     assert trusted_hash("SessionStart", "sh -c 'cat > /tmp/cx/run/hookpayload.json'") == (
-        "sha256:7ea393d9596e513dc10e6463038cc2aeb918ed494d669f3c6cddfc92eb7ea2bd")
+        "sha256:7ea393d9596e513dc10e6463038cc2aeb918ed494d669f3c6cddfc92eb7ea2bd"
+    )
 
 
 @pytest.fixture
@@ -163,8 +195,10 @@ def codex_with_hooks(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> P
     home = Path(os.environ["CODEX_HOME"])
     home.mkdir(parents=True)
     config = home / "config.toml"
-    config.write_text('model = "gpt-5.5"  # mine\nnotify = ["my-notifier"]\n\n[hooks]\n'
-                      'SessionStart = [{ hooks = [{ type = "command", command = "my-start" }] }]\n')
+    config.write_text(
+        'model = "gpt-5.5"  # mine\nnotify = ["my-notifier"]\n\n[hooks]\n'
+        'SessionStart = [{ hooks = [{ type = "command", command = "my-start" }] }]\n'
+    )
     return config
 
 
@@ -178,10 +212,18 @@ def test_codex_lifecycle_hooks_with_trust(codex_with_hooks: Path) -> None:
     hooks = config["hooks"]
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == "my-start"
     key = str(codex_with_hooks)
-    for event, label, index in [("SessionStart", "session_start", 1), ("PreCompact", "pre_compact", 0),
-                                ("Stop", "stop", 0), ("SessionEnd", "session_end", 0)]:
-        assert hooks[event][index]["hooks"] == [{"type": "command", "command": "passdown hook codex", "timeout": 30}]
-        assert hooks["state"][f"{key}:{label}:{index}:0"]["trusted_hash"] == trusted_hash(event, "passdown hook codex")
+    for event, label, index in [
+        ("SessionStart", "session_start", 1),
+        ("PreCompact", "pre_compact", 0),
+        ("Stop", "stop", 0),
+        ("SessionEnd", "session_end", 0),
+    ]:
+        assert hooks[event][index]["hooks"] == [
+            {"type": "command", "command": "passdown hook codex", "timeout": 30}
+        ]
+        assert hooks["state"][f"{key}:{label}:{index}:0"]["trusted_hash"] == trusted_hash(
+            event, "passdown hook codex"
+        )
     once = codex_with_hooks.read_text()
     assert "# mine" in once
     assert main(["install", "codex"]) == 0
@@ -200,13 +242,20 @@ def test_no_pickup_registers_no_session_start(codex_with_hooks: Path, isolated_h
 
 
 def test_codex_lifecycle_payload_is_exported(
-    isolated_homes: Path, workspace: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    isolated_homes: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     recorded = next(r for r in scenarios("codex") if r.scenario == "full")
     session = recorded.install(tmp_path / "codex-home", monkeypatch)
-    payload = {"hook_event_name": "Stop", "session_id": "x", "transcript_path": str(session),
-               "cwd": str(workspace)}
+    payload = {
+        "hook_event_name": "Stop",
+        "session_id": "x",
+        "transcript_path": str(session),
+        "cwd": str(workspace),
+    }
     assert hook("codex", payload, capsys) == ""
     assert handoff_json(workspace)["source"]["transcript_path"] == str(session)  # type: ignore[index]
 
@@ -214,7 +263,9 @@ def test_codex_lifecycle_payload_is_exported(
 # -- passdown config ------------------------------------------------------------------------------
 
 
-def test_config_set_get_and_errors(isolated_homes: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_set_get_and_errors(
+    isolated_homes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from passdown.integrations.continuity import config_path, fallback_chain, pickup_enabled
 
     assert main(["config", "set", "fallback", "claude,codex"]) == 0
@@ -233,22 +284,41 @@ def test_config_set_get_and_errors(isolated_homes: Path, capsys: pytest.CaptureF
 # -- the other agents' integrations: where passdown writes, and an exact uninstall ---------------
 
 
-@pytest.mark.parametrize(("agent", "relative", "must_contain"), [
-    ("gemini", ".gemini/settings.json", '"SessionEnd"'),
-    ("qwen", ".qwen/settings.json", '"StopFailure"'),
-    ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
-    ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
-    ("opencode", ".config/opencode/plugins/passdown.js", '"experimental.chat.system.transform"'),
-])
+@pytest.mark.parametrize(
+    ("agent", "relative", "must_contain"),
+    [
+        ("gemini", ".gemini/settings.json", '"SessionEnd"'),
+        ("qwen", ".qwen/settings.json", '"StopFailure"'),
+        ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
+        ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
+        (
+            "opencode",
+            ".config/opencode/plugins/passdown.js",
+            '"experimental.chat.system.transform"',
+        ),
+    ],
+)
 def test_user_install_of_each_integration(
-    agent: str, relative: str, must_contain: str, isolated_homes: Path, monkeypatch: pytest.MonkeyPatch
+    agent: str,
+    relative: str,
+    must_contain: str,
+    isolated_homes: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for var in ("GEMINI_CLI_HOME", "QWEN_HOME", "COPILOT_HOME", "PI_CODING_AGENT_DIR", "XDG_CONFIG_HOME"):
+    for var in (
+        "GEMINI_CLI_HOME",
+        "QWEN_HOME",
+        "COPILOT_HOME",
+        "PI_CODING_AGENT_DIR",
+        "XDG_CONFIG_HOME",
+    ):
         monkeypatch.delenv(var, raising=False)
     path = isolated_homes / relative
     if path.suffix == ".json":  # the user's own settings, which must come back byte for byte
         path.parent.mkdir(parents=True)
-        path.write_text('{"theme": "dark",  "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "mine"}]}]}}')
+        path.write_text(
+            '{"theme": "dark",  "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "mine"}]}]}}'
+        )
     before = path.read_bytes() if path.exists() else None
     assert main(["install", agent]) == 0
     text = path.read_text()
@@ -258,7 +328,15 @@ def test_user_install_of_each_integration(
     assert main(["install", agent]) == 0
     assert path.read_text() == text  # idempotent
     assert main(["install", agent, "--no-pickup"]) == 0
-    assert not any(word in path.read_text() for word in ('"SessionStart"', '"userPromptSubmitted"', "const PICKUP = true", "const pickup = true"))
+    assert not any(
+        word in path.read_text()
+        for word in (
+            '"SessionStart"',
+            '"userPromptSubmitted"',
+            "const PICKUP = true",
+            "const pickup = true",
+        )
+    )
     assert main(["uninstall", agent]) == 0
     assert (path.read_bytes() if path.exists() else None) == before
 
@@ -267,16 +345,25 @@ def test_copilot_payload_names_its_event_by_argument() -> None:
     from passdown.integrations.copilot import CopilotHooks
 
     hooks = CopilotHooks()
-    payload = hooks.payload(["errorOccurred"], json.dumps({
-        "sessionId": "abc", "cwd": "/w", "error": {"message": '{"type":"rate_limit_exceeded"}'}}))
+    payload = hooks.payload(
+        ["errorOccurred"],
+        json.dumps(
+            {
+                "sessionId": "abc",
+                "cwd": "/w",
+                "error": {"message": '{"type":"rate_limit_exceeded"}'},
+            }
+        ),
+    )
     assert hooks.event(payload) == "stop_failure" and hooks.session_spec(payload) == "abc"
     assert hooks.failure(payload) == ("rate_limit", '{"type":"rate_limit_exceeded"}')
     assert hooks.wants_stdin(["sessionEnd"])
     assert json.loads(hooks.context_output("pointer")) == {"additionalContext": "pointer"}
 
 
-def test_install_refuses_an_agent_without_integration(isolated_homes: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_install_refuses_an_agent_without_integration(
+    isolated_homes: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["install", "aider"]) == 2
     assert "cannot install into 'aider'" in capsys.readouterr().err
     assert main(["install", "nonesuch"]) == 2
@@ -285,7 +372,10 @@ def test_install_refuses_an_agent_without_integration(isolated_homes: Path,
 def test_a_command_path_with_a_space_is_quoted_for_the_shell(isolated_homes: Path) -> None:
     assert main(["install", "claude", "--command", "/opt/my tools/passdown"]) == 0
     settings = json.loads((Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").read_text())
-    assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == "'/opt/my tools/passdown' hook claude"
+    assert (
+        settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+        == "'/opt/my tools/passdown' hook claude"
+    )
     assert main(["uninstall", "claude"]) == 0
 
 
@@ -303,13 +393,17 @@ def test_codex_project_hooks_are_trusted_in_the_user_config(
     assert "state" not in hooks  # a repository cannot trust its own hooks
     state = tomllib.loads(codex_with_hooks.read_text())["hooks"]["state"]
     key = f"{project_config}:session_start:0:0"
-    assert state[key] == {"trusted_hash": trusted_hash("SessionStart", "/opt/pd/passdown hook codex")}
+    assert state[key] == {
+        "trusted_hash": trusted_hash("SessionStart", "/opt/pd/passdown hook codex")
+    }
     # the user changes their config meanwhile: uninstall removes only passdown's trust
-    codex_with_hooks.write_text(codex_with_hooks.read_text() + '\n[tui]\nnotifications = true\n')
+    codex_with_hooks.write_text(codex_with_hooks.read_text() + "\n[tui]\nnotifications = true\n")
     assert main(["uninstall", "codex", "--scope", "project"]) == 0
     after = tomllib.loads(codex_with_hooks.read_text())
     assert after["tui"] == {"notifications": True}
-    assert not any(k.startswith(str(project_config)) for k in after.get("hooks", {}).get("state", {}))
+    assert not any(
+        k.startswith(str(project_config)) for k in after.get("hooks", {}).get("state", {})
+    )
     assert after["hooks"]["SessionStart"][0]["hooks"][0]["command"] == "my-start"
     assert not project_config.exists()
 

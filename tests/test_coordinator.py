@@ -48,7 +48,9 @@ pytest_plugins = ["test_coordinator_fixtures"]
 def test_seed_call_shapes_with_a_feature_list_and_no_session(project: Path) -> None:
     async def main() -> tuple[HandoffPackage, object]:
         coordinator = HandoffCoordinator(project)
-        package = await coordinator.prepare_handoff(source_agent="coding-agent", summary=SEED_SUMMARY)
+        package = await coordinator.prepare_handoff(
+            source_agent="coding-agent", summary=SEED_SUMMARY
+        )
         result = await coordinator.execute_handoff(package=package, target_agent="coding-agent")
         return package, result
 
@@ -56,12 +58,18 @@ def test_seed_call_shapes_with_a_feature_list_and_no_session(project: Path) -> N
     seed = package.seed_dict()
     assert set(seed) == set(SEED_EXAMPLE)
     assert seed["state"] == {
-        "current_feature": "auth-002", "completed_features": ["auth-001"], "blockers": [],
+        "current_feature": "auth-002",
+        "completed_features": ["auth-001"],
+        "blockers": [],
         "next_steps": ["Make auth-002 pass: Logout endpoint"],
     }
     assert seed["context"]["session_number"] == 1
-    assert seed["context"]["git_hash"] == subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True).stdout.strip()
+    assert (
+        seed["context"]["git_hash"]
+        == subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True
+        ).stdout.strip()
+    )
     assert seed["summary"] == SEED_SUMMARY
     assert seed["timestamp"].endswith("Z")  # carries its time zone
     assert package.provenance["summary"] == "caller"
@@ -74,10 +82,13 @@ def test_seed_call_shapes_with_a_feature_list_and_no_session(project: Path) -> N
 
 
 def test_first_handoff_with_nothing_completed(tmp_path: Path) -> None:
-    repo = make_project(tmp_path, features=[
-        {"id": "f-1", "description": "First", "passes": False},
-        {"id": "f-2", "description": "Second", "passes": False},
-    ])
+    repo = make_project(
+        tmp_path,
+        features=[
+            {"id": "f-1", "description": "First", "passes": False},
+            {"id": "f-2", "description": "Second", "passes": False},
+        ],
+    )
     coordinator = HandoffCoordinator(repo)
     package = coordinator.prepare_handoff_sync("coding-agent")
     assert package.state.completed_features == []
@@ -94,7 +105,11 @@ def test_a_bare_project_still_gets_a_handoff(tmp_path: Path) -> None:
     coordinator = HandoffCoordinator(repo)
     package = coordinator.prepare_handoff_sync("harness-bot", "Nothing done yet")
     assert package.state.model_dump() == {
-        "current_feature": None, "completed_features": [], "blockers": [], "next_steps": []}
+        "current_feature": None,
+        "completed_features": [],
+        "blockers": [],
+        "next_steps": [],
+    }
     assert coordinator.execute_handoff_sync(package, "harness-bot").status == "published"
 
 
@@ -113,7 +128,9 @@ def test_progress_log_and_caller_overrides_with_provenance(tmp_path: Path) -> No
     assert derived.provenance["state.next_steps"] == "progress:claude-progress.txt"
 
     given = coordinator.prepare_handoff_sync(
-        "coding-agent", current_feature="auth-003", next_steps=["Write the reset email"],
+        "coding-agent",
+        current_feature="auth-003",
+        next_steps=["Write the reset email"],
         blockers=[],
     )
     assert given.state.current_feature == "auth-003"
@@ -128,7 +145,9 @@ def test_progress_log_and_caller_overrides_with_provenance(tmp_path: Path) -> No
 
 def test_progress_md_is_read_too(tmp_path: Path) -> None:
     repo = make_project(tmp_path)
-    (repo / "PROGRESS.md").write_text("# Progress\n\n**Next steps:**\n1. Ship it\n\nBlocker: flaky CI\n")
+    (repo / "PROGRESS.md").write_text(
+        "# Progress\n\n**Next steps:**\n1. Ship it\n\nBlocker: flaky CI\n"
+    )
     package = HandoffCoordinator(repo).prepare_handoff_sync("coding-agent")
     assert package.state.next_steps == ["Ship it"]
     assert package.state.blockers == ["flaky CI"]
@@ -154,9 +173,17 @@ def test_package_round_trips_through_the_record_and_the_store(project: Path) -> 
     record = package_to_record(package)
     assert record.type == "handoff" and record.id == package.id
     assert package_from_record(record) == package
-    assert {a.kind for a in record.annotations} >= {"what_i_did", "next", "blockers", "files_touched", "current_feature"}
+    assert {a.kind for a in record.annotations} >= {
+        "what_i_did",
+        "next",
+        "blockers",
+        "files_touched",
+        "current_feature",
+    }
     # records.record_to_package (the store issue's converter) reads the same package back
-    assert {k: v for k, v in record_to_package(record).items() if k in SEED_EXAMPLE} == package.seed_dict()
+    assert {
+        k: v for k, v in record_to_package(record).items() if k in SEED_EXAMPLE
+    } == package.seed_dict()
     with open_store() as store:
         store.store(record)
         back = store.retrieve(record.scope, record.id)
@@ -176,15 +203,22 @@ def test_the_seeds_example_package_executes_and_loads(project: Path) -> None:
 
 
 def test_session_handoff_from_a_recorded_session_launches_the_target_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_agents: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_agents: Path,
 ) -> None:
     rec = next(r for r in scenarios("claude") if r.scenario == "full")
     session = rec.install(tmp_path / "claude-store", monkeypatch)
     repo = make_project(tmp_path)
     coordinator = HandoffCoordinator(repo)
-    package = coordinator.prepare_handoff_sync("claude", session=str(session), handoff_type="agent", target_agent="codex")
+    package = coordinator.prepare_handoff_sync(
+        "claude", session=str(session), handoff_type="agent", target_agent="codex"
+    )
     assert package.source_agent == "claude"
-    assert package.handoff is not None and package.handoff.source.session_id == rec.expected["session_id"]
+    assert (
+        package.handoff is not None
+        and package.handoff.source.session_id == rec.expected["session_id"]
+    )
     assert package.provenance["summary"] == "session"
     assert package.state.completed_features == ["auth-001"]  # the feature list wins over the plan
     for secret in rec.expected["secrets"]:
@@ -217,8 +251,10 @@ def test_target_side_load_verify_claim_complete(project: Path) -> None:
     assert target.complete(loaded.id).status == "completed"
     events = target.events(package.id)
     assert [(e.status, e.by) for e in events] == [
-        ("prepared", "session-1"), ("published", "session-1"),
-        ("claimed", "coding-agent#2"), ("completed", "session-2"),
+        ("prepared", "session-1"),
+        ("published", "session-1"),
+        ("claimed", "coding-agent#2"),
+        ("completed", "session-2"),
     ]
     assert all(e.at.endswith("Z") for e in events)
 
@@ -249,7 +285,9 @@ def test_on_threshold_prepares_and_optionally_executes(project: Path) -> None:
     prepared = asyncio.run(coordinator.on_threshold("coding-agent", 0.9, summary="context full"))
     assert prepared is not None and prepared.status == "prepared"
     assert prepared.handoff_type == "session" and prepared.target_agent == "coding-agent"
-    executed = coordinator.on_threshold_sync("coding-agent", 190_000, limit=200_000, execute=True, launch=False)
+    executed = coordinator.on_threshold_sync(
+        "coding-agent", 190_000, limit=200_000, execute=True, launch=False
+    )
     assert executed is not None and executed.status == "published"
     assert coordinator.load_handoff().id == executed.id
 
@@ -257,30 +295,40 @@ def test_on_threshold_prepares_and_optionally_executes(project: Path) -> None:
 def test_summaries_are_stored_and_recalled(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     for summary in ("Wired the OAuth callback", "Fixed flaky logout test"):
-        coordinator.execute_handoff_sync(coordinator.prepare_handoff_sync("coding-agent", summary), "coding-agent")
+        coordinator.execute_handoff_sync(
+            coordinator.prepare_handoff_sync("coding-agent", summary), "coding-agent"
+        )
     found = coordinator.recall("oauth")
     assert [p.summary for p in found] == ["Wired the OAuth callback"]
 
 
-def test_compaction_shares_the_max_chars_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compaction_shares_the_max_chars_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = next(r for r in scenarios("claude") if r.scenario == "full")
     session = rec.install(tmp_path / "claude-store", monkeypatch)
     repo = make_project(tmp_path)
     roomy = HandoffCoordinator(repo).prepare_handoff_sync("claude", session=str(session))
-    tight = HandoffCoordinator(repo, max_chars=1000).prepare_handoff_sync("claude", session=str(session))
+    tight = HandoffCoordinator(repo, max_chars=1000).prepare_handoff_sync(
+        "claude", session=str(session)
+    )
     assert roomy.compaction is not None and roomy.compaction.dropped == []
     assert tight.compaction is not None and tight.compaction.budget_chars == 1000
     assert tight.handoff is not None and roomy.handoff is not None
     kept = [e for e in tight.handoff.task.transcript if e.role != "cut"]
     assert len(kept) < len([e for e in roomy.handoff.task.transcript if e.role != "cut"])
     assert kept[0].text.startswith("Create calc.py")  # the request always survives
-    tokens = HandoffCoordinator(repo, max_tokens=300).prepare_handoff_sync("claude", session=str(session))
+    tokens = HandoffCoordinator(repo, max_tokens=300).prepare_handoff_sync(
+        "claude", session=str(session)
+    )
     assert tokens.compaction is not None and tokens.compaction.budget_chars == 1200
 
 
 def test_caller_secrets_are_redacted(project: Path) -> None:
     key = "AKIA" + "QWERTYUIOPASDFGH"
-    package = HandoffCoordinator(project).prepare_handoff_sync("coding-agent", f"deploy with {key}", next_steps=[f"export AWS_ACCESS_KEY_ID={key}"])
+    package = HandoffCoordinator(project).prepare_handoff_sync(
+        "coding-agent", f"deploy with {key}", next_steps=[f"export AWS_ACCESS_KEY_ID={key}"]
+    )
     assert key not in package.to_json()
     assert package.handoff is not None and package.handoff.redaction.findings
 

@@ -23,7 +23,14 @@ def test_a_fresh_package_passes_every_check(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     checks = coordinator.validate(coordinator.prepare_handoff_sync("coding-agent", "x"))
     assert [c.name for c in checks] == [
-        "schema", "integrity", "git_snapshot", "uncommitted_changes", "feature_list", "redaction", "fresh"]
+        "schema",
+        "integrity",
+        "git_snapshot",
+        "uncommitted_changes",
+        "feature_list",
+        "redaction",
+        "fresh",
+    ]
     assert all(c.ok for c in checks), checks
     assert {c.severity for c in checks} <= {"error", "warning"}
 
@@ -77,11 +84,15 @@ def test_tampered_packages_are_caught(project: Path) -> None:
 def test_unredacted_secret_blocks_execute(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("coding-agent", "x")
-    leaked = package.model_copy(update={"summary": "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}).sealed()
+    leaked = package.model_copy(
+        update={"summary": "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"}
+    ).sealed()
     failed = _failed(coordinator.validate(leaked))
     assert "unredacted secrets" in failed["redaction"]
     assert package.handoff is not None
-    unredacted = package.model_copy(update={"handoff": package.handoff.model_copy(update={"redaction": Redaction()})})
+    unredacted = package.model_copy(
+        update={"handoff": package.handoff.model_copy(update={"redaction": Redaction()})}
+    )
     assert "not redacted" in _failed(coordinator.validate(unredacted.sealed()))["redaction"]
 
 
@@ -98,7 +109,10 @@ def test_feature_that_went_from_passing_to_failing_needs_a_note(project: Path) -
     failed = _failed(coordinator.validate(second))
     assert "auth-001" in failed["feature_list"]
 
-    noted = [dict(f, passes=False, note="broken by the session refactor") if f["id"] == "auth-001" else f for f in FEATURES]
+    noted = [
+        dict(f, passes=False, note="broken by the session refactor") if f["id"] == "auth-001" else f
+        for f in FEATURES
+    ]
     write_features(project, noted)
     commit_all(project, "note the regression")
     third = coordinator.prepare_handoff_sync("coding-agent", "moving on")
@@ -106,7 +120,7 @@ def test_feature_that_went_from_passing_to_failing_needs_a_note(project: Path) -
 
 
 def test_malformed_feature_list_is_an_error_result(project: Path) -> None:
-    (project / "feature_list.json").write_text("[{\"id\": \"a\", \"passes\": tru")
+    (project / "feature_list.json").write_text('[{"id": "a", "passes": tru')
     commit_all(project, "broken list")
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("coding-agent", "x")
@@ -118,7 +132,9 @@ def test_malformed_feature_list_is_an_error_result(project: Path) -> None:
 def test_verify_reports_feature_changes(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("coding-agent", "x")
-    write_features(project, [dict(f, passes=True) if f["id"] == "auth-002" else f for f in FEATURES])
+    write_features(
+        project, [dict(f, passes=True) if f["id"] == "auth-002" else f for f in FEATURES]
+    )
     report = coordinator.verify_sync(package)
     assert "feature auth-002 now passes" in report.differences
     assert "feature_list.json: modified since the handoff was prepared" in report.differences

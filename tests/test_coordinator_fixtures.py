@@ -35,7 +35,9 @@ sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
 
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def commit_all(repo: Path, message: str) -> str:
@@ -48,7 +50,9 @@ def write_features(repo: Path, features: list[dict[str, object]]) -> None:
     (repo / "feature_list.json").write_text(json.dumps(features, indent=2) + "\n")
 
 
-def make_project(root: Path, *, features: list[dict[str, object]] | None = FEATURES, progress: str | None = None) -> Path:
+def make_project(
+    root: Path, *, features: list[dict[str, object]] | None = FEATURES, progress: str | None = None
+) -> Path:
     repo = root / "webapp"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")

@@ -26,7 +26,9 @@ def _race(project: Path, n: int) -> tuple[list[ExecuteResult], list[HandoffConfl
     """n coordinators (each its own store connection) prepare from the same state, then
     execute at the same moment."""
     coordinators = [HandoffCoordinator(project, identity=f"c{i}") for i in range(n)]
-    packages = [c.prepare_handoff_sync("coding-agent", f"from c{i}") for i, c in enumerate(coordinators)]
+    packages = [
+        c.prepare_handoff_sync("coding-agent", f"from c{i}") for i, c in enumerate(coordinators)
+    ]
     barrier = threading.Barrier(n)
     won: list[ExecuteResult] = []
     lost: list[HandoffConflict] = []
@@ -62,7 +64,9 @@ def test_racing_processes_have_exactly_one_winner(project: Path, tmp_path: Path)
     files = []
     for i in range(4):
         path = tmp_path / f"package-{i}.json"
-        path.write_text(coordinator.prepare_handoff_sync("coding-agent", f"from process {i}").to_json())
+        path.write_text(
+            coordinator.prepare_handoff_sync("coding-agent", f"from process {i}").to_json()
+        )
         files.append(path)
     go = tmp_path / "go"
     script = (
@@ -81,9 +85,16 @@ def test_racing_processes_have_exactly_one_winner(project: Path, tmp_path: Path)
         "    print('lost')\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(project), str(f), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for f in files]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(project), str(f), str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for f in files
+    ]
     while len(list(tmp_path.glob("go.*"))) < len(procs):  # every process is ready
         if any(p.poll() is not None for p in procs):
             break
@@ -95,7 +106,9 @@ def test_racing_processes_have_exactly_one_winner(project: Path, tmp_path: Path)
     assert winner.status == "published"
 
 
-def test_executing_one_package_from_two_threads_launches_once(project: Path, fake_agents: Path) -> None:
+def test_executing_one_package_from_two_threads_launches_once(
+    project: Path, fake_agents: Path
+) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "x")
     barrier = threading.Barrier(2)
@@ -120,7 +133,9 @@ class Crash(BaseException):
 
 
 def test_crash_between_store_and_launch_is_finished_once_by_a_rerun(
-    project: Path, fake_agents: Path, monkeypatch: pytest.MonkeyPatch,
+    project: Path,
+    fake_agents: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "x")
@@ -144,7 +159,9 @@ def test_crash_between_store_and_launch_is_finished_once_by_a_rerun(
 
 
 def test_process_killed_after_store_is_finished_once_by_a_rerun(
-    project: Path, fake_agents: Path, tmp_path: Path,
+    project: Path,
+    fake_agents: Path,
+    tmp_path: Path,
 ) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "x")
@@ -161,8 +178,13 @@ def test_process_killed_after_store_is_finished_once_by_a_rerun(
         "HandoffCoordinator(sys.argv[1]).execute_handoff_sync(p)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    proc = subprocess.run([sys.executable, "-c", script, str(project), str(path)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(project), str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 137, proc.stderr
     assert coordinator.load_handoff().id == package.id
     assert launches(fake_agents) == []
@@ -171,13 +193,22 @@ def test_process_killed_after_store_is_finished_once_by_a_rerun(
     assert len(launches(fake_agents)) == 1
 
 
-def test_a_launch_that_cannot_start_can_be_retried(project: Path, fake_agents: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_launch_that_cannot_start_can_be_retried(
+    project: Path, fake_agents: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from passdown.errors import AgentNotInstalled
 
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "x")
     with monkeypatch.context() as patch:
-        patch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(fake_agents.parent / "bin")))
+        patch.setenv(
+            "PATH",
+            os.pathsep.join(
+                p
+                for p in os.environ["PATH"].split(os.pathsep)
+                if p != str(fake_agents.parent / "bin")
+            ),
+        )
         with pytest.raises(AgentNotInstalled):
             coordinator.execute_handoff_sync(package)
     assert coordinator.execute_handoff_sync(package).launched

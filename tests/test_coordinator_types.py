@@ -11,7 +11,13 @@ from passdown.coordinator import HandoffNotFound
 from passdown.errors import UsageError
 from test_coordinator_fixtures import commit_all, git, launches
 
-STEPS = ["Implement logout", "Add expiry tests", "Write reset email", "Rate-limit login", "Update docs"]
+STEPS = [
+    "Implement logout",
+    "Add expiry tests",
+    "Write reset email",
+    "Rate-limit login",
+    "Update docs",
+]
 
 pytest_plugins = ["test_coordinator_fixtures"]
 
@@ -26,7 +32,9 @@ def test_session_handoff_relaunches_the_same_agent(project: Path, fake_agents: P
     assert argv[:3] == ["-p", "--permission-mode", "acceptEdits"]  # type: ignore[index]
 
 
-def test_agent_handoff_needs_and_launches_a_different_target(project: Path, fake_agents: Path) -> None:
+def test_agent_handoff_needs_and_launches_a_different_target(
+    project: Path, fake_agents: Path
+) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "needs a reviewer", "agent")
     with pytest.raises(UsageError):
@@ -40,8 +48,12 @@ def test_agent_handoff_needs_and_launches_a_different_target(project: Path, fake
 def test_parallel_split_with_worktrees(project: Path, fake_agents: Path) -> None:
     coordinator = HandoffCoordinator(project)
     parent = coordinator.prepare_handoff_sync(
-        "coding-agent", "split the auth work", "parallel", next_steps=STEPS,
-        targets=["codex", "claude"], worktrees=True,
+        "coding-agent",
+        "split the auth work",
+        "parallel",
+        next_steps=STEPS,
+        targets=["codex", "claude"],
+        worktrees=True,
     )
     assert [c.assignment for c in parent.children] == [STEPS[0::2], STEPS[1::2]]
     result = coordinator.execute_handoff_sync(parent)
@@ -64,7 +76,9 @@ def test_parallel_split_with_worktrees(project: Path, fake_agents: Path) -> None
     assert sorted(owned) == sorted(STEPS) and len(set(owned)) == len(owned)
     # the parent is the active handoff and lists its children; children are stored too
     loaded = coordinator.load_handoff()
-    assert loaded.id == parent.id and [c.id for c in loaded.children] == [c.package.id for c in result.children]
+    assert loaded.id == parent.id and [c.id for c in loaded.children] == [
+        c.package.id for c in result.children
+    ]
     assert coordinator.load_handoff(parent.children[0].id).owners == parent.children
     # executing again starts nobody twice
     coordinator.execute_handoff_sync(parent)
@@ -74,7 +88,12 @@ def test_parallel_split_with_worktrees(project: Path, fake_agents: Path) -> None
 def test_parallel_without_worktrees_writes_each_child_apart(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     parent = coordinator.prepare_handoff_sync(
-        "coding-agent", "split", "parallel", next_steps=STEPS[:2], targets=["bot-a", "bot-b", "bot-c"])
+        "coding-agent",
+        "split",
+        "parallel",
+        next_steps=STEPS[:2],
+        targets=["bot-a", "bot-b", "bot-c"],
+    )
     assert len(parent.children) == 2  # the third target had nothing to do
     result = coordinator.execute_handoff_sync(parent)
     for child in result.children:
@@ -88,18 +107,24 @@ def test_parallel_needs_targets_and_steps(project: Path) -> None:
     with pytest.raises(UsageError):
         coordinator.prepare_handoff_sync("coding-agent", "x", "parallel", next_steps=STEPS)
     with pytest.raises(UsageError):
-        coordinator.prepare_handoff_sync("coding-agent", "x", "parallel", next_steps=[], targets=["a"])
+        coordinator.prepare_handoff_sync(
+            "coding-agent", "x", "parallel", next_steps=[], targets=["a"]
+        )
 
 
 def test_recovery_picks_the_newest_handoff_on_this_history(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
-    good = coordinator.prepare_handoff_sync("coding-agent", "good state", next_steps=["Implement logout"])
+    good = coordinator.prepare_handoff_sync(
+        "coding-agent", "good state", next_steps=["Implement logout"]
+    )
     coordinator.execute_handoff_sync(good, "coding-agent")
     base = git(project, "rev-parse", "HEAD")
 
     (project / "experiment.txt").write_text("doomed\n")
     commit_all(project, "experiment")
-    doomed = coordinator.prepare_handoff_sync("coding-agent", "doomed state", next_steps=["Keep experimenting"])
+    doomed = coordinator.prepare_handoff_sync(
+        "coding-agent", "doomed state", next_steps=["Keep experimenting"]
+    )
     coordinator.execute_handoff_sync(doomed, "coding-agent")
 
     git(project, "reset", "-q", "--hard", base)  # the experiment is abandoned
@@ -112,7 +137,9 @@ def test_recovery_picks_the_newest_handoff_on_this_history(project: Path) -> Non
     assert recovery.recovery.files_changed == ["fix.txt"]
     assert recovery.state.next_steps == ["Implement logout"]
     assert recovery.provenance["state.next_steps"] == f"recovered:{good.id}"
-    assert recovery.summary.startswith(f"Recovery from {good.id}: 1 commit(s) and 1 changed file(s)")
+    assert recovery.summary.startswith(
+        f"Recovery from {good.id}: 1 commit(s) and 1 changed file(s)"
+    )
     assert recovery.previous_id == doomed.id
     result = coordinator.execute_handoff_sync(recovery, "coding-agent")
     assert result.status == "published"

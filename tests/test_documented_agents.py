@@ -65,18 +65,36 @@ def test_aider_reads_the_last_run(tmp_path: Path) -> None:
     assert ex.task.latest_progress.endswith("register the route in create_app().")
     assert "Next step: register the route in create_app()." in ex.state.next_steps
     first = agent.read(refs[1])
-    assert extract(first.events(), workspace=str(tmp_path)).task.original_request == "fix the typo in the readme"
+    assert (
+        extract(first.events(), workspace=str(tmp_path)).task.original_request
+        == "fix the typo in the readme"
+    )
 
 
 def test_aider_launch_argv(tmp_path: Path) -> None:
     agent = get_agent("aider")
-    spec = agent.launch_spec("-x Read the full handoff first: /w/.agent-handoff/HANDOFF.md", workspace=tmp_path, interactive=False)
-    assert spec.argv == ["aider", "--yes-always", "--message", "-x Read the full handoff first: /w/.agent-handoff/HANDOFF.md"]
-    spec = agent.launch_spec("Read the full handoff first: /w/.agent-handoff/HANDOFF.md", workspace=tmp_path, interactive=True)
+    spec = agent.launch_spec(
+        "-x Read the full handoff first: /w/.agent-handoff/HANDOFF.md",
+        workspace=tmp_path,
+        interactive=False,
+    )
+    assert spec.argv == [
+        "aider",
+        "--yes-always",
+        "--message",
+        "-x Read the full handoff first: /w/.agent-handoff/HANDOFF.md",
+    ]
+    spec = agent.launch_spec(
+        "Read the full handoff first: /w/.agent-handoff/HANDOFF.md",
+        workspace=tmp_path,
+        interactive=True,
+    )
     assert spec.argv == ["aider", "--read", "/w/.agent-handoff/HANDOFF.md"]
 
 
-def _cursor_session(root: Path, workspace: Path, records: list[dict[str, object]], sid: str = "c0ffee00-1111") -> Path:
+def _cursor_session(
+    root: Path, workspace: Path, records: list[dict[str, object]], sid: str = "c0ffee00-1111"
+) -> Path:
     slug = str(workspace).lstrip("/").replace("/", "-")
     folder = root / "projects" / slug / "agent-transcripts" / sid
     folder.mkdir(parents=True)
@@ -89,18 +107,61 @@ def test_cursor_jsonl_transcript(tmp_path: Path) -> None:
     workspace = tmp_path / "proj"
     workspace.mkdir()
     root = Path(os.environ["CURSOR_CONFIG_DIR"])
-    _cursor_session(root, workspace, [
-        {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nSplit utils.py into modules\n</user_query>"}]}},
-        {"role": "assistant", "message": {"content": [
-            {"type": "text", "text": "Splitting it."},
-            {"type": "tool_use", "name": "Write", "input": {"path": str(workspace / "utils" / "io.py"), "contents": "x"}},
-            {"type": "tool_use", "name": "Shell", "input": {"command": "pytest -q"}},
-            {"type": "tool_use", "name": "TodoWrite", "input": {"todos": [
-                {"id": "a", "content": "move io helpers", "status": "completed"},
-                {"id": "b", "content": "move string helpers", "status": "in_progress"}]}},
-        ]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "io helpers moved; string helpers next."}]}},
-    ])
+    _cursor_session(
+        root,
+        workspace,
+        [
+            {
+                "role": "user",
+                "message": {
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "<user_query>\nSplit utils.py into modules\n</user_query>",
+                        }
+                    ]
+                },
+            },
+            {
+                "role": "assistant",
+                "message": {
+                    "content": [
+                        {"type": "text", "text": "Splitting it."},
+                        {
+                            "type": "tool_use",
+                            "name": "Write",
+                            "input": {"path": str(workspace / "utils" / "io.py"), "contents": "x"},
+                        },
+                        {"type": "tool_use", "name": "Shell", "input": {"command": "pytest -q"}},
+                        {
+                            "type": "tool_use",
+                            "name": "TodoWrite",
+                            "input": {
+                                "todos": [
+                                    {
+                                        "id": "a",
+                                        "content": "move io helpers",
+                                        "status": "completed",
+                                    },
+                                    {
+                                        "id": "b",
+                                        "content": "move string helpers",
+                                        "status": "in_progress",
+                                    },
+                                ]
+                            },
+                        },
+                    ]
+                },
+            },
+            {
+                "role": "assistant",
+                "message": {
+                    "content": [{"type": "text", "text": "io helpers moved; string helpers next."}]
+                },
+            },
+        ],
+    )
     agent = get_agent("cursor")
     refs = agent.sessions(workspace)
     assert [r.session_id for r in refs] == ["c0ffee00-1111"]
@@ -108,7 +169,10 @@ def test_cursor_jsonl_transcript(tmp_path: Path) -> None:
     assert ex.task.original_request == "Split utils.py into modules"
     assert [(f.path, f.confirmed) for f in ex.state.files_touched] == [("utils/io.py", False)]
     assert [c.command for c in ex.state.commands] == ["pytest -q"]
-    assert [(p.subject, p.status) for p in ex.state.plan] == [("move io helpers", "completed"), ("move string helpers", "in_progress")]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        ("move io helpers", "completed"),
+        ("move string helpers", "in_progress"),
+    ]
     assert ex.task.latest_progress == "io helpers moved; string helpers next."
     assert agent.sessions(tmp_path / "elsewhere") == []
 
@@ -116,13 +180,39 @@ def test_cursor_jsonl_transcript(tmp_path: Path) -> None:
 def test_cursor_switch_dry_run(tmp_path: Path) -> None:
     workspace = tmp_path / "proj"
     workspace.mkdir()
-    _cursor_session(Path(os.environ["CURSOR_CONFIG_DIR"]), workspace, [
-        {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>hello</user_query>"}]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
-    ])
-    proc = subprocess.run([sys.executable, "-m", "passdown", "switch", "--from", "cursor", "--to", "claude",
-                           "--dry-run", "--json", "--non-interactive"], cwd=workspace, capture_output=True,
-                          text=True, env=os.environ.copy(), timeout=60)
+    _cursor_session(
+        Path(os.environ["CURSOR_CONFIG_DIR"]),
+        workspace,
+        [
+            {
+                "role": "user",
+                "message": {
+                    "content": [{"type": "text", "text": "<user_query>hello</user_query>"}]
+                },
+            },
+            {"role": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
+        ],
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "switch",
+            "--from",
+            "cursor",
+            "--to",
+            "claude",
+            "--dry-run",
+            "--json",
+            "--non-interactive",
+        ],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["source"]["agent"] == "cursor"

@@ -31,7 +31,9 @@ class ClaudeSession:
         self.parent: str | None = None
         self.n = 0
 
-    def add(self, kind: str, message: dict[str, Any] | None = None, *, parent: Any = ..., **extra: Any) -> str:
+    def add(
+        self, kind: str, message: dict[str, Any] | None = None, *, parent: Any = ..., **extra: Any
+    ) -> str:
         self.n += 1
         uid = f"u{self.n:04d}"
         record = {
@@ -57,14 +59,21 @@ class ClaudeSession:
     def assistant(self, text: str, **extra: Any) -> str:
         return self.add(
             "assistant",
-            {"id": f"m{self.n}", "role": "assistant", "model": "claude-test", "content": [{"type": "text", "text": text}]},
+            {
+                "id": f"m{self.n}",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": [{"type": "text", "text": text}],
+            },
             **extra,
         )
 
     def raw(self, line: bytes) -> None:
         self.lines.append(line)
 
-    def write(self, config_dir: Path, *, trailing_newline: bool = True, compress: bool = False) -> Path:
+    def write(
+        self, config_dir: Path, *, trailing_newline: bool = True, compress: bool = False
+    ) -> Path:
         folder = config_dir / "projects" / "-tmp-passdown-edge-ws"
         folder.mkdir(parents=True, exist_ok=True)
         data = b"\n".join(self.lines) + (b"\n" if trailing_newline else b"")
@@ -147,12 +156,35 @@ def test_compaction_keeps_summary_and_original_request(claude_dir: Path) -> None
     s = ClaudeSession()
     s.user("the very first request")
     last = s.assistant("working")
-    s.add("system", parent=None, subtype="compact_boundary", logicalParentUuid=last,
-          compactMetadata={"trigger": "auto", "preTokens": 150000}, content="Conversation compacted")
-    s.add("user", {"role": "user", "content": "Summary: we were building X."}, isCompactSummary=True)
+    s.add(
+        "system",
+        parent=None,
+        subtype="compact_boundary",
+        logicalParentUuid=last,
+        compactMetadata={"trigger": "auto", "preTokens": 150000},
+        content="Conversation compacted",
+    )
+    s.add(
+        "user", {"role": "user", "content": "Summary: we were building X."}, isCompactSummary=True
+    )
     s.add("user", {"role": "user", "content": "<command-name>/compact</command-name>"})
-    s.add("user", {"role": "user", "content": [{"type": "text", "text": "Continue from where you left off."}]}, isMeta=True)
-    s.add("assistant", {"id": "syn", "role": "assistant", "model": "<synthetic>", "content": [{"type": "text", "text": "No response requested."}]})
+    s.add(
+        "user",
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Continue from where you left off."}],
+        },
+        isMeta=True,
+    )
+    s.add(
+        "assistant",
+        {
+            "id": "syn",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "No response requested."}],
+        },
+    )
     s.user("real follow-up")
     s.assistant("after compaction")
     _, ex = _read("claude", s.write(claude_dir))
@@ -161,14 +193,24 @@ def test_compaction_keeps_summary_and_original_request(claude_dir: Path) -> None
     assert ex.task.compactions == 1
     assert ex.task.compaction_summary == "Summary: we were building X."
     texts = [e.text for e in ex.task.transcript]
-    assert "No response requested." not in texts and "Continue from where you left off." not in texts
+    assert (
+        "No response requested." not in texts and "Continue from where you left off." not in texts
+    )
 
 
 def test_sidechain_records_are_not_the_main_session(claude_dir: Path) -> None:
     s = ClaudeSession()
     s.user("main request")
-    s.add("assistant", {"id": "sc", "role": "assistant", "content": [{"type": "text", "text": "sidechain chatter"}]},
-          isSidechain=True, parent=None)
+    s.add(
+        "assistant",
+        {
+            "id": "sc",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "sidechain chatter"}],
+        },
+        isSidechain=True,
+        parent=None,
+    )
     s.parent = "u0001"
     s.assistant("main answer")
     transcript, ex = _read("claude", s.write(claude_dir))
@@ -179,9 +221,17 @@ def test_sidechain_records_are_not_the_main_session(claude_dir: Path) -> None:
 def test_thinking_is_never_exported(claude_dir: Path) -> None:
     s = ClaudeSession()
     s.user("request")
-    s.add("assistant", {"id": "m", "role": "assistant", "content": [
-        {"type": "thinking", "thinking": "SECRET-REASONING", "signature": "x"},
-        {"type": "text", "text": "visible"}]})
+    s.add(
+        "assistant",
+        {
+            "id": "m",
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "SECRET-REASONING", "signature": "x"},
+                {"type": "text", "text": "visible"},
+            ],
+        },
+    )
     _, ex = _read("claude", s.write(claude_dir))
     assert "SECRET-REASONING" not in ex.task.model_dump_json()
 
@@ -189,8 +239,10 @@ def test_thinking_is_never_exported(claude_dir: Path) -> None:
 def test_non_utf8_bytes_are_replaced_not_fatal(claude_dir: Path) -> None:
     s = ClaudeSession()
     s.user("request")
-    s.raw(b'{"type":"assistant","uuid":"u0002","parentUuid":"u0001","cwd":"/tmp/passdown-edge/ws",'
-          b'"message":{"id":"x","role":"assistant","content":[{"type":"text","text":"bad \xff\xfe bytes"}]}}')
+    s.raw(
+        b'{"type":"assistant","uuid":"u0002","parentUuid":"u0001","cwd":"/tmp/passdown-edge/ws",'
+        b'"message":{"id":"x","role":"assistant","content":[{"type":"text","text":"bad \xff\xfe bytes"}]}}'
+    )
     transcript, ex = _read("claude", s.write(claude_dir))
     assert ex.task.latest_progress is not None and "bytes" in ex.task.latest_progress
     assert transcript.diagnostics.bad_lines == 0
@@ -201,10 +253,26 @@ def test_a_50_mb_line_is_read_with_bounded_effort(claude_dir: Path) -> None:
     s.user("request")
     big = "x" * (50 * 1024 * 1024)
     tid = "toolu_big"
-    s.add("assistant", {"id": "a", "role": "assistant", "content": [
-        {"type": "tool_use", "id": tid, "name": "Write", "input": {"file_path": f"{WS}/big.txt", "content": big}}]})
-    s.add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]},
-          toolUseResult={"type": "create", "filePath": f"{WS}/big.txt", "content": big})
+    s.add(
+        "assistant",
+        {
+            "id": "a",
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": tid,
+                    "name": "Write",
+                    "input": {"file_path": f"{WS}/big.txt", "content": big},
+                }
+            ],
+        },
+    )
+    s.add(
+        "user",
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]},
+        toolUseResult={"type": "create", "filePath": f"{WS}/big.txt", "content": big},
+    )
     s.assistant("wrote the big file")
     del big
     _, ex = _read("claude", s.write(claude_dir))
@@ -283,11 +351,21 @@ def test_id_prefix_and_ambiguity(claude_dir: Path) -> None:
 
 
 # -- Codex ----------------------------------------------------------------------------
-def _codex_file(codex_dir: Path, lines: list[Any], *, name: str = "rollout-2026-11-29T10-00-00-bbbbbbbb-0000-4000-8000-000000000001.jsonl") -> Path:
+def _codex_file(
+    codex_dir: Path,
+    lines: list[Any],
+    *,
+    name: str = "rollout-2026-11-29T10-00-00-bbbbbbbb-0000-4000-8000-000000000001.jsonl",
+) -> Path:
     folder = codex_dir / "sessions" / "2026" / "11" / "29"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
-    path.write_bytes(b"".join((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines))
+    path.write_bytes(
+        b"".join(
+            (line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n"
+            for line in lines
+        )
+    )
     return path
 
 
@@ -300,52 +378,120 @@ def _msg(role: str, text: str) -> dict[str, Any]:
     return _item({"type": "message", "role": role, "content": [{"type": part, "text": text}]})
 
 
-META = _item({"id": "bbbbbbbb-0000-4000-8000-000000000001", "cwd": WS, "cli_version": "0.171.0"}, "session_meta")
+META = _item(
+    {"id": "bbbbbbbb-0000-4000-8000-000000000001", "cwd": WS, "cli_version": "0.171.0"},
+    "session_meta",
+)
 
 
 def test_codex_filters_injected_context_and_duplicate_prompts(codex_dir: Path) -> None:
-    path = _codex_file(codex_dir, [
-        META,
-        _msg("developer", "system rules"),
-        _msg("user", "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"),
-        _msg("user", "# AGENTS.md instructions for /x\n..."),
-        _msg("user", "the real request"),
-        _item({"type": "user_message", "message": "the real request"}, "event_msg"),
-        _msg("user", "the real request"),
-        _item({"type": "reasoning", "summary": [{"type": "summary_text", "text": "HIDDEN"}]}),
-        _msg("assistant", "on it"),
-        _item({"type": "agent_message", "message": "on it"}, "event_msg"),
-    ])
+    path = _codex_file(
+        codex_dir,
+        [
+            META,
+            _msg("developer", "system rules"),
+            _msg("user", "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"),
+            _msg("user", "# AGENTS.md instructions for /x\n..."),
+            _msg("user", "the real request"),
+            _item({"type": "user_message", "message": "the real request"}, "event_msg"),
+            _msg("user", "the real request"),
+            _item({"type": "reasoning", "summary": [{"type": "summary_text", "text": "HIDDEN"}]}),
+            _msg("assistant", "on it"),
+            _item({"type": "agent_message", "message": "on it"}, "event_msg"),
+        ],
+    )
     _, ex = _read("codex", path)
-    assert [(e.role, e.text) for e in ex.task.transcript] == [("user", "the real request"), ("assistant", "on it")]
+    assert [(e.role, e.text) for e in ex.task.transcript] == [
+        ("user", "the real request"),
+        ("assistant", "on it"),
+    ]
     assert "HIDDEN" not in ex.task.model_dump_json()
 
 
 def test_codex_commands_plan_and_failures(codex_dir: Path) -> None:
-    path = _codex_file(codex_dir, [
-        META,
-        _msg("user", "do it"),
-        _item({"type": "function_call", "name": "update_plan", "call_id": "p1",
-               "arguments": json.dumps({"plan": [{"step": "a", "status": "completed"}, {"step": "b", "status": "in_progress"}]})}),
-        _item({"type": "function_call_output", "call_id": "p1", "output": "Plan updated"}),
-        _item({"type": "function_call", "name": "exec_command", "call_id": "c1", "arguments": json.dumps({"cmd": "make test"})}),
-        _item({"type": "function_call_output", "call_id": "c1",
-               "output": "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nmake: *** [test] Error 2\n"}),
-        _item({"type": "function_call", "name": "shell", "call_id": "c2", "arguments": json.dumps({"command": ["bash", "-lc", "ls"]})}),
-        _item({"type": "function_call_output", "call_id": "c2", "output": json.dumps({"output": "a b", "metadata": {"exit_code": 0}})}),
-    ])
+    path = _codex_file(
+        codex_dir,
+        [
+            META,
+            _msg("user", "do it"),
+            _item(
+                {
+                    "type": "function_call",
+                    "name": "update_plan",
+                    "call_id": "p1",
+                    "arguments": json.dumps(
+                        {
+                            "plan": [
+                                {"step": "a", "status": "completed"},
+                                {"step": "b", "status": "in_progress"},
+                            ]
+                        }
+                    ),
+                }
+            ),
+            _item({"type": "function_call_output", "call_id": "p1", "output": "Plan updated"}),
+            _item(
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "call_id": "c1",
+                    "arguments": json.dumps({"cmd": "make test"}),
+                }
+            ),
+            _item(
+                {
+                    "type": "function_call_output",
+                    "call_id": "c1",
+                    "output": "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\nmake: *** [test] Error 2\n",
+                }
+            ),
+            _item(
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "call_id": "c2",
+                    "arguments": json.dumps({"command": ["bash", "-lc", "ls"]}),
+                }
+            ),
+            _item(
+                {
+                    "type": "function_call_output",
+                    "call_id": "c2",
+                    "output": json.dumps({"output": "a b", "metadata": {"exit_code": 0}}),
+                }
+            ),
+        ],
+    )
     _, ex = _read("codex", path)
-    assert [(p.subject, p.status) for p in ex.state.plan] == [("a", "completed"), ("b", "in_progress")]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        ("a", "completed"),
+        ("b", "in_progress"),
+    ]
     assert [(c.command, c.exit_code) for c in ex.state.commands] == [("make test", 2), ("ls", 0)]
     assert ex.state.last_failure is not None and "Error 2" in (ex.state.last_failure.error or "")
 
 
 def test_codex_legacy_file(codex_dir: Path) -> None:
-    path = _codex_file(codex_dir, [
-        {"id": "bbbbbbbb-0000-4000-8000-000000000001", "timestamp": "2025-03-01T10:00:00Z", "instructions": None},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "legacy request"}]},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "legacy answer"}]},
-    ])
+    path = _codex_file(
+        codex_dir,
+        [
+            {
+                "id": "bbbbbbbb-0000-4000-8000-000000000001",
+                "timestamp": "2025-03-01T10:00:00Z",
+                "instructions": None,
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "legacy request"}],
+            },
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "legacy answer"}],
+            },
+        ],
+    )
     transcript, ex = _read("codex", path)
     assert ex.task.original_request == "legacy request"
     assert ex.task.latest_progress == "legacy answer"
@@ -355,7 +501,9 @@ def test_codex_legacy_file(codex_dir: Path) -> None:
 def test_codex_zst_and_plain_prefers_plain(codex_dir: Path) -> None:
     plain = _codex_file(codex_dir, [META, _msg("user", "plain")])
     compressed = plain.with_name(plain.name + ".zst")
-    compressed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes().replace(b"plain", b"zsted")))
+    compressed.write_bytes(
+        zstandard.ZstdCompressor().compress(plain.read_bytes().replace(b"plain", b"zsted"))
+    )
     refs = get_agent("codex").sessions(Path(WS))
     assert [r.path for r in refs] == [plain]
     plain.unlink()
@@ -366,7 +514,10 @@ def test_codex_zst_and_plain_prefers_plain(codex_dir: Path) -> None:
 
 
 def test_codex_garbage_lines_do_not_stop_reading(codex_dir: Path) -> None:
-    path = _codex_file(codex_dir, [META, b"not json at all", b"\xff\xfe\x00", _msg("user", "still read"), b'{"type":"respo'])
+    path = _codex_file(
+        codex_dir,
+        [META, b"not json at all", b"\xff\xfe\x00", _msg("user", "still read"), b'{"type":"respo'],
+    )
     path.write_bytes(path.read_bytes().rstrip(b"\n"))  # the writer died mid-line
     transcript, ex = _read("codex", path)
     assert ex.task.original_request == "still read"
@@ -376,8 +527,14 @@ def test_codex_garbage_lines_do_not_stop_reading(codex_dir: Path) -> None:
 
 # -- the CLI on bad input: a message and an exit code, never a traceback -----------------
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "passdown", *args], cwd=cwd, capture_output=True,
-                          text=True, env=os.environ.copy(), timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize(
@@ -392,7 +549,9 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         (["inspect", "--from", "codex", "--session", "zzzz"], 3),
     ],
 )
-def test_cli_errors_have_exit_codes_and_no_traceback(args: list[str], code: int, tmp_path: Path, claude_dir: Path) -> None:
+def test_cli_errors_have_exit_codes_and_no_traceback(
+    args: list[str], code: int, tmp_path: Path, claude_dir: Path
+) -> None:
     proc = _cli(args, tmp_path)
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -405,7 +564,17 @@ def test_cli_never_overwrites_a_previous_handoff(tmp_path: Path, claude_dir: Pat
     s.assistant("answer")
     path = s.write(claude_dir)
     out = tmp_path / "out"
-    args = ["export", "--from", "claude", "--session", str(path), "--workspace", ".", "--out", str(out)]
+    args = [
+        "export",
+        "--from",
+        "claude",
+        "--session",
+        str(path),
+        "--workspace",
+        ".",
+        "--out",
+        str(out),
+    ]
     assert _cli(args, tmp_path).returncode == 0
     first = (out / "handoff.json").read_text()
     assert _cli(args, tmp_path).returncode == 0
@@ -432,15 +601,31 @@ def test_budget_keeps_first_request_and_latest_exchange() -> None:
 
 
 def test_codex_goal_tools_become_a_plan_item(codex_dir: Path) -> None:
-    path = _codex_file(codex_dir, [
-        META,
-        _msg("user", "make the build green"),
-        _item({"type": "function_call", "name": "create_goal", "call_id": "g1",
-               "arguments": json.dumps({"objective": "All tests pass"})}),
-        _item({"type": "function_call_output", "call_id": "g1", "output": "Goal created"}),
-        _item({"type": "function_call", "name": "update_goal", "call_id": "g2", "arguments": json.dumps({"status": "blocked"})}),
-        _item({"type": "function_call_output", "call_id": "g2", "output": "Goal updated"}),
-    ])
+    path = _codex_file(
+        codex_dir,
+        [
+            META,
+            _msg("user", "make the build green"),
+            _item(
+                {
+                    "type": "function_call",
+                    "name": "create_goal",
+                    "call_id": "g1",
+                    "arguments": json.dumps({"objective": "All tests pass"}),
+                }
+            ),
+            _item({"type": "function_call_output", "call_id": "g1", "output": "Goal created"}),
+            _item(
+                {
+                    "type": "function_call",
+                    "name": "update_goal",
+                    "call_id": "g2",
+                    "arguments": json.dumps({"status": "blocked"}),
+                }
+            ),
+            _item({"type": "function_call_output", "call_id": "g2", "output": "Goal updated"}),
+        ],
+    )
     _, ex = _read("codex", path)
     assert [(p.subject, p.status) for p in ex.state.plan] == [("Goal: All tests pass", "blocked")]
     assert ex.state.blockers == ["Goal: All tests pass (blocked)"]

@@ -38,7 +38,8 @@ TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 def _defined_error_classes() -> list[type[PassdownError]]:
     return [
-        obj for _, obj in inspect.getmembers(errors, inspect.isclass)
+        obj
+        for _, obj in inspect.getmembers(errors, inspect.isclass)
         if issubclass(obj, PassdownError) and obj.__module__ == errors.__name__
     ]
 
@@ -61,7 +62,9 @@ def test_no_other_module_defines_an_error_class() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
-                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+                bases = {
+                    b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+                }
                 if bases & {c.__name__ for c in errors.ERROR_CLASSES}:
                     offenders.append(f"{path.relative_to(SRC)}:{node.name}")
     assert offenders == []
@@ -95,7 +98,9 @@ def test_coordinator_error_paths_are_the_same_classes() -> None:
         (HandoffBlocked([]), 1, 500),
     ],
 )
-def test_one_mapping_to_exit_codes_and_http_statuses(error: PassdownError, exit_code: int, status: int) -> None:
+def test_one_mapping_to_exit_codes_and_http_statuses(
+    error: PassdownError, exit_code: int, status: int
+) -> None:
     assert exit_code_for(error) == exit_code
     assert http_status_for(error) == status
 
@@ -127,7 +132,9 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("part", ["execute", "prepare", "context", "checks", "lifecycle", "build", "package"])
+@pytest.mark.parametrize(
+    "part", ["execute", "prepare", "context", "checks", "lifecycle", "build", "package"]
+)
 def test_coordinator_parts_never_import_the_class(part: str) -> None:
     """core imports its parts, never the other way round (no import cycle)."""
     assert "passdown.coordinator.core" not in _imports(SRC / "coordinator" / f"{part}.py")
@@ -138,4 +145,6 @@ def test_async_twins_have_the_sync_signatures() -> None:
         twin, sync = getattr(HandoffCoordinator, name), getattr(HandoffCoordinator, f"{name}_sync")
         assert inspect.iscoroutinefunction(twin), name
         assert inspect.signature(twin) == inspect.signature(sync), name
-        assert not any(p.kind is p.VAR_KEYWORD for p in inspect.signature(sync).parameters.values()), name
+        assert not any(
+            p.kind is p.VAR_KEYWORD for p in inspect.signature(sync).parameters.values()
+        ), name

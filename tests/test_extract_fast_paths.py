@@ -40,7 +40,9 @@ def test_cached_and_uncached_commands_agree() -> None:
 def _run(call_id: str, command: str, code: int) -> list[Event]:
     return [
         ToolCall(call_id=call_id, name="Bash", action="command", command=command),
-        ToolResult(call_id=call_id, is_error=code != 0, exit_code=code, error="E boom" if code else None),
+        ToolResult(
+            call_id=call_id, is_error=code != 0, exit_code=code, error="E boom" if code else None
+        ),
     ]
 
 
@@ -72,13 +74,19 @@ def test_the_state_holds_real_models_built_at_the_end() -> None:
     ("output", "expected"),
     [
         # rules, separators, exit lines and short decoration are skipped, in one pattern
-        ("===== FAILURES =====\n___ test_x ___\n----\nExit code: 1\n5 passed in 0.1s\nboom", "boom"),
+        (
+            "===== FAILURES =====\n___ test_x ___\n----\nExit code: 1\n5 passed in 0.1s\nboom",
+            "boom",
+        ),
         # decoration longer than 200 characters is content, not decoration
         ("success: " + "y" * 200, "success: " + "y" * 200),
         # tool_use_error tags are stripped once per text, on every line they appear
         ("<tool_use_error>String not found\n</tool_use_error>", "String not found"),
         # the first located diagnostic wins; later lines are not ranked
-        ("src/a.py:3:1: F401 unused\nsrc/b.py:9:1: E501 long\nValueError: x", "src/a.py:3:1: F401 unused"),
+        (
+            "src/a.py:3:1: F401 unused\nsrc/b.py:9:1: E501 long\nValueError: x",
+            "src/a.py:3:1: F401 unused",
+        ),
     ],
 )
 def test_first_error_line_shortcuts(output: str, expected: str) -> None:

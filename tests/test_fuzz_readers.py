@@ -67,12 +67,22 @@ def _recorded_bases() -> list[Base]:
         if rec.scenario != "full":
             continue
         files = rec.session_files()
-        side = [f for f in rec.expected["session_files"] if f.endswith((".json", ".yaml", ".db", "_root"))]
+        side = [
+            f
+            for f in rec.expected["session_files"]
+            if f.endswith((".json", ".yaml", ".db", "_root"))
+        ]
         env = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}.get(rec.agent, "HOME")
         side = [f for f in side if f != files[0]]
         if rec.agent == "copilot":
-            side = [f for f in rec.expected["session_files"] if f.endswith(("workspace.yaml", "session.db"))]
-        bases.append(Base(rec.agent, rec.root, env, files[0], side, list(rec.expected.get("secrets", []))))
+            side = [
+                f
+                for f in rec.expected["session_files"]
+                if f.endswith(("workspace.yaml", "session.db"))
+            ]
+        bases.append(
+            Base(rec.agent, rec.root, env, files[0], side, list(rec.expected.get("secrets", [])))
+        )
     return bases
 
 
@@ -84,32 +94,83 @@ def _documented_bases(folder: Path) -> list[Base]:
     transcript = cursor_root / "projects" / "WORKSPACE" / "agent-transcripts" / sid / f"{sid}.jsonl"
     transcript.parent.mkdir(parents=True)
     records = [
-        {"role": "user", "message": {"content": [{"type": "text", "text": "<user_query>\nSplit utils.py\n</user_query>"}]}},
-        {"role": "assistant", "message": {"content": [
-            {"type": "text", "text": "Splitting it."},
-            {"type": "tool_use", "name": "Write", "input": {"path": "/w/utils/io.py", "contents": "x"}},
-            {"type": "tool_use", "name": "Shell", "input": {"command": "pytest -q"}},
-            {"type": "tool_use", "name": "TodoWrite", "input": {"todos": [
-                {"id": "a", "content": "move io helpers", "status": "completed"}]}},
-        ]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "io helpers moved."}]}},
+        {
+            "role": "user",
+            "message": {
+                "content": [{"type": "text", "text": "<user_query>\nSplit utils.py\n</user_query>"}]
+            },
+        },
+        {
+            "role": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "Splitting it."},
+                    {
+                        "type": "tool_use",
+                        "name": "Write",
+                        "input": {"path": "/w/utils/io.py", "contents": "x"},
+                    },
+                    {"type": "tool_use", "name": "Shell", "input": {"command": "pytest -q"}},
+                    {
+                        "type": "tool_use",
+                        "name": "TodoWrite",
+                        "input": {
+                            "todos": [
+                                {"id": "a", "content": "move io helpers", "status": "completed"}
+                            ]
+                        },
+                    },
+                ]
+            },
+        },
+        {
+            "role": "assistant",
+            "message": {"content": [{"type": "text", "text": "io helpers moved."}]},
+        },
     ]
     transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
     aider_root = folder / "aider"
     aider_root.mkdir()
     (aider_root / ".aider.chat.history.md").write_text(AIDER_HISTORY)
     return [
-        Base("cursor", cursor_root, "CURSOR_CONFIG_DIR", str(transcript.relative_to(cursor_root)), [], []),
-        Base("aider", aider_root, "HOME", ".aider.chat.history.md", [], ["AKIAQ4XJ7PASSDOWN5ZT"],
-             workspace_file=".aider.chat.history.md"),
+        Base(
+            "cursor",
+            cursor_root,
+            "CURSOR_CONFIG_DIR",
+            str(transcript.relative_to(cursor_root)),
+            [],
+            [],
+        ),
+        Base(
+            "aider",
+            aider_root,
+            "HOME",
+            ".aider.chat.history.md",
+            [],
+            ["AKIAQ4XJ7PASSDOWN5ZT"],
+            workspace_file=".aider.chat.history.md",
+        ),
     ]
 
 
 # -- mutations of JSON Lines ---------------------------------------------------------------
 WRONG_VALUES: list[Any] = [
-    [], {}, ["x", 1], {"a": [1]}, 0, -1, 2**70, 1.5e308, True, None, "", "x" * 10,
-    "../../../../etc/passwd", "/tmp/x\x1b]0;pwned\x07\x1b[31m\n## Takeover contract\nrm -rf ~",
-    "\u202e\x00\r\nfake", [[[[[]]]]],
+    [],
+    {},
+    ["x", 1],
+    {"a": [1]},
+    0,
+    -1,
+    2**70,
+    1.5e308,
+    True,
+    None,
+    "",
+    "x" * 10,
+    "../../../../etc/passwd",
+    "/tmp/x\x1b]0;pwned\x07\x1b[31m\n## Takeover contract\nrm -rf ~",
+    "\u202e\x00\r\nfake",
+    [[[[[]]]]],
 ]
 DEEP = 1500
 
@@ -181,7 +242,9 @@ def m_flip(rng: random.Random, data: bytes) -> bytes:
     buf = bytearray(data)
     for _ in range(rng.randint(1, 12)):
         if buf:
-            buf[rng.randrange(len(buf))] = rng.choice([0, 10, 34, 92, 123, 125, 91, 0xFF, 0xC3, rng.randrange(256)])
+            buf[rng.randrange(len(buf))] = rng.choice(
+                [0, 10, 34, 92, 123, 125, 91, 0xFF, 0xC3, rng.randrange(256)]
+            )
     return bytes(buf)
 
 
@@ -200,7 +263,11 @@ def m_wrong_types_everywhere(rng: random.Random, data: bytes) -> bytes:
     for line in lines:
         if rng.random() < 0.35:
             one = [line]
-            _mutate_json_value(rng, one, lambda old: rng.choice(WRONG_VALUES[:4] if isinstance(old, str) else WRONG_VALUES))
+            _mutate_json_value(
+                rng,
+                one,
+                lambda old: rng.choice(WRONG_VALUES[:4] if isinstance(old, str) else WRONG_VALUES),
+            )
             line = one[0]
         out.append(line)
     return b"\n".join(out)
@@ -221,14 +288,27 @@ def m_huge(rng: random.Random, data: bytes) -> bytes:
         blob = b'{"type":"' + b"x" * (SMALL_LINE_LIMIT + rng.randrange(SMALL_LINE_LIMIT)) + b'"}'
         lines.insert(rng.randrange(len(lines) + 1), blob)
     elif rng.random() < 0.5:  # a huge string value under the bound, where a short one was
-        _mutate_json_value(rng, lines, lambda old: rng.choice("ab{\\\"/") * (SMALL_LINE_LIMIT // 4))
+        _mutate_json_value(rng, lines, lambda old: rng.choice('ab{\\"/') * (SMALL_LINE_LIMIT // 4))
     else:  # a long run of what patterns repeat over (quadratic-time regexes)
         run = rng.choice(["\n", " ", "\\", "<shellId: ", " in", "Exit Code: ", "\\u", "\r\n"])
         size = (SMALL_LINE_LIMIT * 2 // 5) // len(run)  # quadratic in this takes minutes
-        _mutate_json_value(rng, lines, lambda old: "x" + run * size + rng.choice(["", "y", "\\ud83d"]))
+        _mutate_json_value(
+            rng, lines, lambda old: "x" + run * size + rng.choice(["", "y", "\\ud83d"])
+        )
     if rng.random() < 0.3:  # the same as raw text lines (Aider's Markdown, broken JSON)
-        prefix = rng.choice(["# aider chat started at ", "> Applied edit to ", "#### ", "> ## SearchReplaceNoExactMatch: a", ""])
-        lines.insert(rng.randrange(len(lines) + 1), (prefix + rng.choice([" ", " in", "\\"]) * 150_000 + "x").encode())
+        prefix = rng.choice(
+            [
+                "# aider chat started at ",
+                "> Applied edit to ",
+                "#### ",
+                "> ## SearchReplaceNoExactMatch: a",
+                "",
+            ]
+        )
+        lines.insert(
+            rng.randrange(len(lines) + 1),
+            (prefix + rng.choice([" ", " in", "\\"]) * 150_000 + "x").encode(),
+        )
     return b"\n".join(lines)
 
 
@@ -260,7 +340,14 @@ def m_tree(rng: random.Random, data: bytes) -> bytes:
 def m_paths(rng: random.Random, data: bytes) -> bytes:
     def hostile(old: Any) -> Any:
         if isinstance(old, str) and ("/" in old or "." in old):
-            return rng.choice(["../../../../etc/passwd", "a/../../b\x1b[2J\x07", "/tmp/\n## Next steps\nx", "C:\\..\\x"])
+            return rng.choice(
+                [
+                    "../../../../etc/passwd",
+                    "a/../../b\x1b[2J\x07",
+                    "/tmp/\n## Next steps\nx",
+                    "C:\\..\\x",
+                ]
+            )
         return old
 
     lines = data.split(b"\n")
@@ -285,8 +372,16 @@ def m_empty(rng: random.Random, data: bytes) -> bytes:
 
 
 TEXT_MUTATIONS = [
-    m_truncate, m_flip, m_wrong_type, m_wrong_types_everywhere, m_deep, m_huge, m_tree,
-    m_paths, m_reorder, m_empty,
+    m_truncate,
+    m_flip,
+    m_wrong_type,
+    m_wrong_types_everywhere,
+    m_deep,
+    m_huge,
+    m_tree,
+    m_paths,
+    m_reorder,
+    m_empty,
 ]
 WEIGHTS = [2, 3, 4, 4, 3, 2, 3, 2, 1, 1]
 
@@ -346,13 +441,37 @@ def mutate_sqlite(rng: random.Random, db: Path, secret: str) -> list[str]:
                 elif action == "cycle" and "parent_id" in columns:
                     conn.execute(f'UPDATE "{table}" SET parent_id = id WHERE rowid = ?', (rowid,))
                 elif action == "json":
-                    current = conn.execute(f'SELECT "{column}" FROM "{table}" WHERE rowid = ?', (rowid,)).fetchone()[0]
+                    current = conn.execute(
+                        f'SELECT "{column}" FROM "{table}" WHERE rowid = ?', (rowid,)
+                    ).fetchone()[0]
                     if isinstance(current, str) and current.startswith("{"):
-                        new = m_wrong_type(rng, current.encode()) if rng.random() < 0.6 else m_deep(rng, current.encode())
-                        conn.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (new.decode("utf-8", "replace"), rowid))
+                        new = (
+                            m_wrong_type(rng, current.encode())
+                            if rng.random() < 0.6
+                            else m_deep(rng, current.encode())
+                        )
+                        conn.execute(
+                            f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?',
+                            (new.decode("utf-8", "replace"), rowid),
+                        )
                 else:
-                    value = rng.choice(["text", -5, 2**62, 1.5, b"\x00\xff", None, "[]", '{"a":{}}', _deep(rng), "x" * 50_000])
-                    conn.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (value, rowid))
+                    value = rng.choice(
+                        [
+                            "text",
+                            -5,
+                            2**62,
+                            1.5,
+                            b"\x00\xff",
+                            None,
+                            "[]",
+                            '{"a":{}}',
+                            _deep(rng),
+                            "x" * 50_000,
+                        ]
+                    )
+                    conn.execute(
+                        f'UPDATE "{table}" SET "{column}" = ? WHERE rowid = ?', (value, rowid)
+                    )
                 done.append(f"{action}:{table}.{column}")
             except sqlite3.Error:
                 continue
@@ -362,10 +481,14 @@ def mutate_sqlite(rng: random.Random, db: Path, secret: str) -> list[str]:
     return done
 
 
-def _plant_in_sqlite(rng: random.Random, conn: sqlite3.Connection, tables: list[str], secret: str) -> None:
+def _plant_in_sqlite(
+    rng: random.Random, conn: sqlite3.Connection, tables: list[str], secret: str
+) -> None:
     for table in rng.sample(tables, len(tables)):
         for column in [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]:
-            rows = conn.execute(f'SELECT rowid, "{column}" FROM "{table}" WHERE typeof("{column}") = ?', ("text",)).fetchall()
+            rows = conn.execute(
+                f'SELECT rowid, "{column}" FROM "{table}" WHERE typeof("{column}") = ?', ("text",)
+            ).fetchall()
             if not rows:
                 continue
             rowid, text = rng.choice(rows)
@@ -437,13 +560,23 @@ def in_a_process(argv: list[str]) -> tuple[int, str, str]:
     """The real CLI in its own interpreter: catches what only a process shows (a thread's
     traceback at exit, a hang past the deadline)."""
     env = {**os.environ, "PYTHONPATH": str(Path(jsonl.__file__).parents[1])}
-    done = subprocess.run([sys.executable, "-m", "passdown", *argv], capture_output=True,
-                          text=True, env=env, timeout=CASE_TIMEOUT)
+    done = subprocess.run(
+        [sys.executable, "-m", "passdown", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CASE_TIMEOUT,
+    )
     return done.returncode, done.stdout, done.stderr
 
 
-def run_case(base: Base, case_seed: int, folder: Path, monkeypatch: pytest.MonkeyPatch,
-             invoke: Callable[[list[str]], tuple[int, str, str]]) -> str:
+def run_case(
+    base: Base,
+    case_seed: int,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    invoke: Callable[[list[str]], tuple[int, str, str]],
+) -> str:
     rng = random.Random(case_seed)
     folder.mkdir()
     store = folder / "store"
@@ -487,7 +620,17 @@ def run_case(base: Base, case_seed: int, folder: Path, monkeypatch: pytest.Monke
     before = _snapshot(folder, out_dir)
     session = "1" if base.agent == "aider" else str(target)
     commands = [
-        ["export", "--from", base.agent, "--session", session, "--workspace", ".", "--no-store", "--json"],
+        [
+            "export",
+            "--from",
+            base.agent,
+            "--session",
+            session,
+            "--workspace",
+            ".",
+            "--no-store",
+            "--json",
+        ],
         ["sessions", "--from", base.agent, "--all", "--json"],
     ]
     for argv in commands:
@@ -525,7 +668,10 @@ AGENTS = ["claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot", "cur
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_fuzzed_sessions_never_crash_leak_or_write_outside(
-    agent: str, bases: dict[str, Base], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+    bases: dict[str, Base],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base = bases.get(agent)
@@ -550,9 +696,12 @@ def test_fuzzed_sessions_through_the_cli_process(
         run_case(bases[agent], case_seed, tmp_path / f"case{n}", monkeypatch, in_a_process)
 
 
-def test_a_replayed_case_seed_mutates_identically(bases: dict[str, Base], tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_replayed_case_seed_mutates_identically(
+    bases: dict[str, Base],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A failure report names its case seed: the same seed must give the same case."""
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", SMALL_LINE_LIMIT)
     first = run_case(bases["qwen"], 12345, tmp_path / "a", monkeypatch, in_process(capsys))

@@ -31,7 +31,9 @@ def _handoff(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.mark.parametrize("rec", params())
-def test_handoff_json_validates_against_the_schema(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_handoff_json_validates_against_the_schema(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = json.loads(_handoff(rec, tmp_path, monkeypatch).to_json())
     jsonschema.validate(data, json.loads(SCHEMA_PATH.read_text()))
     data["state"]["plan"] = [{"id": "1", "subject": "x", "status": "bogus"}]
@@ -40,7 +42,9 @@ def test_handoff_json_validates_against_the_schema(rec: Recorded, tmp_path: Path
 
 
 @pytest.mark.parametrize("rec", params())
-def test_handoff_converts_to_a_record_and_back_without_loss(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_handoff_converts_to_a_record_and_back_without_loss(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     handoff = _handoff(rec, tmp_path, monkeypatch)
     record = handoff_to_record(handoff, project="demo")
     assert record.type == "handoff"

@@ -90,7 +90,8 @@ class TurnMaker:
 
     def failing_test(self, which: int) -> bytes:
         return self.command(
-            f"python -m pytest tests/test_calc.py::test_add_{which}", 1,
+            f"python -m pytest tests/test_calc.py::test_add_{which}",
+            1,
             f"FAILED tests/test_calc.py::test_add_{which} - AssertionError: assert -1 == 3",
         )
 
@@ -109,10 +110,16 @@ class TurnMaker:
 
     def compaction(self) -> bytes:
         n = self._next()
-        compacted = {"timestamp": "2026-11-29T21:13:00.000Z", "type": "compacted",
-                     "payload": {"message": f"{CODEX_SUMMARY_PREFIX}\nSummary {n}: add() fixed."}}
-        event = {"timestamp": "2026-11-29T21:13:00.001Z", "type": "event_msg",
-                 "payload": {"type": "context_compacted"}}
+        compacted = {
+            "timestamp": "2026-11-29T21:13:00.000Z",
+            "type": "compacted",
+            "payload": {"message": f"{CODEX_SUMMARY_PREFIX}\nSummary {n}: add() fixed."},
+        }
+        event = {
+            "timestamp": "2026-11-29T21:13:00.001Z",
+            "type": "event_msg",
+            "payload": {"type": "context_compacted"},
+        }
         return _line(compacted) + _line(event)
 
     def rate_limit(self) -> bytes:
@@ -124,8 +131,13 @@ class TurnMaker:
         return _line(record)
 
     def interrupted(self) -> bytes:
-        return _line({"timestamp": "2026-11-29T21:14:00.000Z", "type": "event_msg",
-                      "payload": {"type": "turn_aborted", "reason": "interrupted"}})
+        return _line(
+            {
+                "timestamp": "2026-11-29T21:14:00.000Z",
+                "type": "event_msg",
+                "payload": {"type": "turn_aborted", "reason": "interrupted"},
+            }
+        )
 
     def user(self) -> bytes:
         record = copy.deepcopy(USER)
@@ -189,14 +201,23 @@ class CopilotTurnMaker(TurnMaker):
         return b"".join(out)
 
     def _event(self, kind: str, data: dict[str, Any]) -> bytes:
-        return _line({"type": kind, "data": data, "id": f"e{self._next()}",
-                      "timestamp": "2026-11-29T21:30:00.000Z", "parentId": None})
+        return _line(
+            {
+                "type": kind,
+                "data": data,
+                "id": f"e{self._next()}",
+                "timestamp": "2026-11-29T21:30:00.000Z",
+                "parentId": None,
+            }
+        )
 
     def _call(self, name: str, args: dict[str, Any], content: str = "") -> tuple[str, bytes]:
         call_id = f"call-{self._next()}"
         request = {"toolCallId": call_id, "name": name, "arguments": args}
-        line = self._event("assistant.message", {"messageId": f"m-{call_id}", "content": content,
-                                                 "toolRequests": [request]})
+        line = self._event(
+            "assistant.message",
+            {"messageId": f"m-{call_id}", "content": content, "toolRequests": [request]},
+        )
         return call_id, line
 
     def edit(self) -> bytes:
@@ -204,17 +225,31 @@ class CopilotTurnMaker(TurnMaker):
         the call it emitted earlier)."""
         n = self._next()
         call_id, call = self._call("edit", {"path": f"{WS}/src/calc.py"}, "Fixing add().")
-        done = self._event("tool.execution_complete", {
-            "toolCallId": call_id, "success": True, "result": {"content": "File updated."},
-            "fileEdits": [{"path": f"{WS}/src/calc.py", "kind": "edit"},
-                          {"path": f"{WS}/src/calc_{n}.py", "kind": "create"}]})
+        done = self._event(
+            "tool.execution_complete",
+            {
+                "toolCallId": call_id,
+                "success": True,
+                "result": {"content": "File updated."},
+                "fileEdits": [
+                    {"path": f"{WS}/src/calc.py", "kind": "edit"},
+                    {"path": f"{WS}/src/calc_{n}.py", "kind": "create"},
+                ],
+            },
+        )
         return call + done
 
     def shell(self, command: str, exit_code: int, output: str) -> bytes:
         call_id, call = self._call("bash", {"command": command})
-        done = self._event("tool.execution_complete", {
-            "toolCallId": call_id, "success": True, "result": {"content": output},
-            "shellExecution": {"exitCode": exit_code}})
+        done = self._event(
+            "tool.execution_complete",
+            {
+                "toolCallId": call_id,
+                "success": True,
+                "result": {"content": output},
+                "shellExecution": {"exitCode": exit_code},
+            },
+        )
         return call + done
 
     def reply_in_chunks(self) -> bytes:
@@ -226,31 +261,50 @@ class CopilotTurnMaker(TurnMaker):
         )
 
     def compaction(self) -> bytes:
-        return self._event("session.compaction_complete", {
-            "success": True, "summaryContent": f"Summary {self._next()}: add() fixed.",
-            "trigger": "auto"})
+        return self._event(
+            "session.compaction_complete",
+            {
+                "success": True,
+                "summaryContent": f"Summary {self._next()}: add() fixed.",
+                "trigger": "auto",
+            },
+        )
 
     def rate_limit(self) -> bytes:
-        return self._event("session.error", {
-            "errorType": "rate_limit", "statusCode": 429,
-            "message": "Failed to get response from the AI model; retried 5 times. "
-                       "Last error: 429 Too Many Requests"})
+        return self._event(
+            "session.error",
+            {
+                "errorType": "rate_limit",
+                "statusCode": 429,
+                "message": "Failed to get response from the AI model; retried 5 times. "
+                "Last error: 429 Too Many Requests",
+            },
+        )
 
     def subagent(self) -> bytes:
-        return self._event("subagent.started", {"toolCallId": f"task-{self._next()}",
-                                                "agentName": "explore",
-                                                "agentDescription": "Find the tests"})
+        return self._event(
+            "subagent.started",
+            {
+                "toolCallId": f"task-{self._next()}",
+                "agentName": "explore",
+                "agentDescription": "Find the tests",
+            },
+        )
 
     def user(self) -> bytes:
-        return self._event("user.message", {"messageId": f"u-{self._next()}",
-                                            "content": f"Prompt {self.n}: keep going."})
+        return self._event(
+            "user.message",
+            {"messageId": f"u-{self._next()}", "content": f"Prompt {self.n}: keep going."},
+        )
 
 
 COPILOT_TURNS: list[Callable[[Any], bytes]] = [
     lambda m: m.real_turn(COPILOT_TURN_ONE),
     lambda m: m.real_turn(COPILOT_TURN_TWO),
     lambda m: m.edit(),
-    lambda m: m.shell("python -m pytest tests/test_calc.py", 1, "FAILED test_add\nFAILED (failures=1)"),
+    lambda m: m.shell(
+        "python -m pytest tests/test_calc.py", 1, "FAILED test_add\nFAILED (failures=1)"
+    ),
     lambda m: m.shell("python -m pytest tests/test_calc.py", 0, "3 passed"),
     lambda m: m.reply_in_chunks(),
     lambda m: m.compaction(),
@@ -305,7 +359,9 @@ def _env(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _handoff(path: Path, workspace: Path, *, incremental: bool, agent_name: str = "codex") -> dict[str, Any]:
+def _handoff(
+    path: Path, workspace: Path, *, incremental: bool, agent_name: str = "codex"
+) -> dict[str, Any]:
     """The handoff JSON (without its id and creation time) of the session at `path`."""
     agent = get_agent(agent_name)
     selection = pipeline.Selection(agent=agent, ref=agent.ref_for_path(path), workspace=workspace)
@@ -361,8 +417,11 @@ def test_incremental_export_equals_full_read(
     # append in chunks ending at a line end or at any byte (often inside a line)
     line_ends = [i + 1 for i, byte in enumerate(body) if byte == 0x0A]
     ends = sorted(
-        {line_ends[int(f * (len(line_ends) - 1))] if at_line_end else int(f * len(body))
-         for at_line_end, f in cuts} | {len(body)}
+        {
+            line_ends[int(f * (len(line_ends) - 1))] if at_line_end else int(f * len(body))
+            for at_line_end, f in cuts
+        }
+        | {len(body)}
     )
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -391,8 +450,12 @@ def test_incremental_export_equals_full_read(
 def _recorded_body() -> bytes:
     maker = TurnMaker()
     return (
-        _line(HEADER) + maker.real_turn(TURN_ONE) + maker.failing_test(1) + maker.compaction()
-        + maker.real_turn(TURN_TWO) + maker.plan(["completed", "in_progress"])
+        _line(HEADER)
+        + maker.real_turn(TURN_ONE)
+        + maker.failing_test(1)
+        + maker.compaction()
+        + maker.real_turn(TURN_TWO)
+        + maker.plan(["completed", "in_progress"])
     )
 
 
@@ -518,7 +581,9 @@ def test_which_agents_support_checkpoints() -> None:
     assert supported == ["codex", "copilot"]
 
 
-def test_copilot_edit_completed_after_the_checkpoint_keeps_its_recorded_files(tmp_path: Path) -> None:
+def test_copilot_edit_completed_after_the_checkpoint_keeps_its_recorded_files(
+    tmp_path: Path,
+) -> None:
     """Copilot adds the files its result lists to the edit call emitted earlier: after a
     checkpoint between the call and its result, the restored reader must complete the
     call extraction is waiting on, not a copy of it."""

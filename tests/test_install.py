@@ -23,7 +23,9 @@ CODEX_TOML = 'model = "gpt-5.5"   # mine\n\n[tui]\nnotifications = true\n'
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def passdown(*args: str) -> int:
@@ -49,14 +51,22 @@ def home(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def agent_files(home: Path) -> dict[str, bytes]:
-    return {**snapshot(home / ".claude"), **{"codex/" + k: v for k, v in snapshot(home / ".codex").items()}}
+    return {
+        **snapshot(home / ".claude"),
+        **{"codex/" + k: v for k, v in snapshot(home / ".codex").items()},
+    }
 
 
 def test_install_claude_user(home: Path) -> None:
     claude = home / ".claude"
     assert passdown("install", "claude") == 0
     servers = json.loads((claude / ".claude.json").read_text())["mcpServers"]
-    assert servers["passdown"] == {"type": "stdio", "command": "passdown", "args": ["mcp"], "env": {}}
+    assert servers["passdown"] == {
+        "type": "stdio",
+        "command": "passdown",
+        "args": ["mcp"],
+        "env": {},
+    }
     assert servers["other"] == {"command": "x"}  # the user's own entries survive
     settings = json.loads((claude / "settings.json").read_text())
     assert settings["model"] == "opus"
@@ -88,10 +98,15 @@ def test_install_is_idempotent_and_keeps_backups(home: Path) -> None:
     for agent in ("claude", "codex"):
         assert passdown("install", agent) == 0
     assert agent_files(home) == once
-    backups = {p.name.split("-", 3)[-1]: p.read_bytes() for p in (install_dir() / "backups").iterdir()}
+    backups = {
+        p.name.split("-", 3)[-1]: p.read_bytes() for p in (install_dir() / "backups").iterdir()
+    }
     # one backup per file that existed and changed, holding the original bytes
-    assert backups == {".claude.json": before[".claude.json"], "settings.json": before["settings.json"],
-                       "config.toml": before["codex/config.toml"]}
+    assert backups == {
+        ".claude.json": before[".claude.json"],
+        "settings.json": before["settings.json"],
+        "config.toml": before["codex/config.toml"],
+    }
 
 
 def test_uninstall_restores_byte_for_byte(home: Path) -> None:
@@ -126,7 +141,9 @@ def test_project_scope(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     before = snapshot(project)
     assert passdown("install", "claude", "--scope", "project") == 0
     assert passdown("install", "codex", "--scope", "project") == 0
-    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["passdown"]["args"] == ["mcp"]
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["passdown"]["args"] == [
+        "mcp"
+    ]
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["enabledMcpjsonServers"] == ["passdown"]
     assert (project / ".claude" / "skills" / "passdown-takeover" / "SKILL.md").is_file()
@@ -157,7 +174,10 @@ def test_hook_never_fails_and_logs(
     monkeypatch.setenv("PASSDOWN_AGENTS", "")
 
     assert run_hook("claude", [], "this is not json") == 0
-    assert run_hook("codex", [json.dumps({"type": "agent-turn-complete", "cwd": str(home)})], None) == 0
+    assert (
+        run_hook("codex", [json.dumps({"type": "agent-turn-complete", "cwd": str(home)})], None)
+        == 0
+    )
     assert run_hook("gemini", [], "{}") == 0
     assert passdown("hook", "codex", "{}") == 0
     log = log_path().read_text()

@@ -50,7 +50,9 @@ def victim(isolated_homes: Path) -> Path:
 # -- item 1: fixed temp-file names and symlinks out of the repository ----------------------
 
 
-@pytest.mark.parametrize("planted", [".mcp.json.passdown-tmp", ".claude/.settings.json.passdown-tmp"])
+@pytest.mark.parametrize(
+    "planted", [".mcp.json.passdown-tmp", ".claude/.settings.json.passdown-tmp"]
+)
 def test_planted_symlink_at_the_old_temp_name_is_never_written_through(
     project: Path, victim: Path, planted: str
 ) -> None:
@@ -59,8 +61,12 @@ def test_planted_symlink_at_the_old_temp_name_is_never_written_through(
     link.symlink_to(victim)
     assert passdown("install", "claude", "--scope", "project") == 0
     assert victim.read_text() == RC_TEXT
-    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["passdown"]["args"] == ["mcp"]
-    leftovers = [p.name for p in project.rglob("*.tmp")] + [p.name for p in project.rglob("*passdown-tmp") if p != link]
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["passdown"]["args"] == [
+        "mcp"
+    ]
+    leftovers = [p.name for p in project.rglob("*.tmp")] + [
+        p.name for p in project.rglob("*passdown-tmp") if p != link
+    ]
     assert leftovers == []
 
 
@@ -129,7 +135,9 @@ def test_existing_passdown_mcp_table_is_updated_not_duplicated(codex_config: Pat
     assert codex_config.read_text() == original  # byte for byte
 
 
-def test_multiline_array_with_a_bracket_line_keeps_notify_at_the_top_level(codex_config: Path) -> None:
+def test_multiline_array_with_a_bracket_line_keeps_notify_at_the_top_level(
+    codex_config: Path,
+) -> None:
     original = 'model = "gpt-5.5"\nprofiles_order = [\n  "a",\n["nested"]]\n\n[tui]\nnotifications = true\n'
     codex_config.write_text(original)
     assert passdown("install", "codex") == 0
@@ -155,17 +163,24 @@ def test_malformed_toml_is_refused_with_a_clear_error(
 def test_changed_config_loses_only_passdowns_entries_on_uninstall(codex_config: Path) -> None:
     codex_config.write_text('model = "gpt-5.5"  # mine\n')
     assert passdown("install", "codex") == 0
-    codex_config.write_text(codex_config.read_text() + '\n[projects."/w"]\ntrust_level = "trusted"\n')
+    codex_config.write_text(
+        codex_config.read_text() + '\n[projects."/w"]\ntrust_level = "trusted"\n'
+    )
     assert passdown("uninstall", "codex") == 0
     text = codex_config.read_text()
     assert "# mine" in text
-    assert tomllib.loads(text) == {"model": "gpt-5.5", "projects": {"/w": {"trust_level": "trusted"}}}
+    assert tomllib.loads(text) == {
+        "model": "gpt-5.5",
+        "projects": {"/w": {"trust_level": "trusted"}},
+    }
 
 
 # -- item 12: a symlinked ~/.claude/settings.json --------------------------------------------
 
 
-def test_symlinked_claude_settings_are_written_through_and_the_link_kept(isolated_homes: Path) -> None:
+def test_symlinked_claude_settings_are_written_through_and_the_link_kept(
+    isolated_homes: Path,
+) -> None:
     claude = Path(os.environ["CLAUDE_CONFIG_DIR"])
     claude.mkdir(parents=True)
     dotfiles = isolated_homes / "dotfiles"

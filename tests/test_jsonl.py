@@ -24,12 +24,17 @@ def _expected(data: bytes, limit: int) -> list[tuple[int, bytes]]:
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_forward_and_backward_agree(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forward_and_backward_agree(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(seed)
     monkeypatch.setattr(jsonl, "CHUNK", rng.choice([3, 7, 16, 64]))
     limit = rng.choice([5, 12, 1000])
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", limit)
-    lines = [bytes(rng.choice(b"abc{}\\\"") for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(0, 15))]
+    lines = [
+        bytes(rng.choice(b'abc{}\\"') for _ in range(rng.randint(0, 30)))
+        for _ in range(rng.randint(0, 15))
+    ]
     data = b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
     path = tmp_path / "s.jsonl"
     path.write_bytes(data)

@@ -22,22 +22,40 @@ from passdown.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests/fixtures/sessions/claude/full/projects/-tmp-passdown-rec-claude-full"
-TOOLS = {"store_record", "retrieve_record", "find_records", "prepare_handoff", "load_handoff",
-         "mark_handoff"}
+TOOLS = {
+    "store_record",
+    "retrieve_record",
+    "find_records",
+    "prepare_handoff",
+    "load_handoff",
+    "mark_handoff",
+}
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def record(id: str, project: str, title: str, type: str = "task") -> dict[str, Any]:
-    return {"id": id, "type": type, "title": title, "scope": {"project": project},
-            "content": f"{title} body", "annotations": [{"kind": "next", "value": "ship it"}],
-            "created_at": "2026-03-01T10:00:00Z", "provenance": {"agent": "test", "session": "s1"}}
+    return {
+        "id": id,
+        "type": type,
+        "title": title,
+        "scope": {"project": project},
+        "content": f"{title} body",
+        "annotations": [{"kind": "next", "value": "ship it"}],
+        "created_at": "2026-03-01T10:00:00Z",
+        "provenance": {"agent": "test", "session": "s1"},
+    }
 
 
 def git_workspace(path: Path) -> Path:
     path.mkdir(parents=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
     (path / "README.md").write_text("# alpha\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
@@ -68,12 +86,15 @@ def seeded() -> None:
 
 @asynccontextmanager
 async def connect(cwd: Path, *args: str) -> AsyncIterator[Client]:
-    env = {k: os.environ[k] for k in ("HOME", "PASSDOWN_DATA_DIR", "CLAUDE_CONFIG_DIR",
-                                      "CODEX_HOME", "PATH")}
+    env = {
+        k: os.environ[k]
+        for k in ("HOME", "PASSDOWN_DATA_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PATH")
+    }
     env["PYTHONPATH"] = str(REPO / "src")
     env["PASSDOWN_AGENTS"] = "claude,codex"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "passdown", "mcp", *args],
-                                   env=env, cwd=str(cwd))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "passdown", "mcp", *args], env=env, cwd=str(cwd)
+    )
     async with Client(params, mode="legacy") as client:
         yield client
 
@@ -84,7 +105,10 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[bool, A
     text = "".join(getattr(c, "text", "") for c in result.content)
     if result.is_error:
         return True, text
-    return False, result.structured_content if result.structured_content is not None else json.loads(text)
+    return (
+        False,
+        result.structured_content if result.structured_content is not None else json.loads(text),
+    )
 
 
 def run(coro_fn: Any) -> None:
@@ -99,7 +123,10 @@ def test_lists_every_tool_with_schema_and_description(ws: Path) -> None:
             for tool in tools.values():
                 assert tool.description and len(tool.description) > 40, tool.name
                 assert tool.input_schema["type"] == "object"
-                assert "project" not in json.dumps(tool.input_schema["properties"]) or tool.name == "store_record"
+                assert (
+                    "project" not in json.dumps(tool.input_schema["properties"])
+                    or tool.name == "store_record"
+                )
             assert tools["retrieve_record"].input_schema["required"] == ["id"]
             status = tools["mark_handoff"].input_schema["properties"]["status"]
             assert status["enum"] == ["claimed", "completed", "rejected"]
@@ -123,8 +150,11 @@ def test_store_retrieve_find_in_the_bound_project(ws: Path, seeded: None) -> Non
             assert not err and [r["id"] for r in found["records"]] == ["alpha-1"]
             err, found = await call(client, "find_records", {"type": "task", "limit": 1})
             assert not err and len(found["records"]) == 1 and found["next_cursor"]
-            err, more = await call(client, "find_records", {"type": "task", "cursor": found["next_cursor"]})
+            err, more = await call(
+                client, "find_records", {"type": "task", "cursor": found["next_cursor"]}
+            )
             assert not err and len(more["records"]) == 1
+
     run(main)
     with open_store() as store:  # really stored, in alpha only
         assert store.retrieve("alpha", "alpha-2").scope.project == "alpha"
@@ -144,10 +174,13 @@ def test_another_projects_record_is_not_found_without_a_hint(ws: Path, seeded: N
             # A record claiming another scope is refused, never stored there.
             err, msg = await call(client, "store_record", {"record": record("x", "beta", "sneaky")})
             assert err and "scope.project must be 'alpha'" in msg
-            err, msg = await call(client, "mark_handoff", {"id": "beta-secret", "status": "claimed"})
+            err, msg = await call(
+                client, "mark_handoff", {"id": "beta-secret", "status": "claimed"}
+            )
             assert err and "no record 'beta-secret' in project 'alpha'" in msg
             err, msg = await call(client, "load_handoff", {"id": "beta-secret"})
             assert err and "beta" not in msg.replace("beta-secret", "")
+
     run(main)
     with open_store() as store:
         assert [r.id for r in store.query("beta").records] == ["beta-secret"]
@@ -176,6 +209,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(ws: Path) ->
                 assert needle in msg, (tool, args, msg)
             err, out = await call(client, "find_records", {})
             assert not err and out["project"] == "alpha"
+
     run(main)
 
 
@@ -184,11 +218,15 @@ def test_prepare_load_and_mark_a_handoff(ws: Path) -> None:
 
     async def main() -> None:
         async with connect(ws) as client:  # default scope: the workspace's project
-            err, prepared = await call(client, "prepare_handoff", {"source": "claude", "target_agent": "codex"})
+            err, prepared = await call(
+                client, "prepare_handoff", {"source": "claude", "target_agent": "codex"}
+            )
             assert not err, prepared
             assert prepared["project"] == "alpha"
             assert Path(prepared["markdown_path"]) == ws / ".agent-handoff" / "HANDOFF.md"
-            assert Path(prepared["markdown_path"]).is_file() and Path(prepared["json_path"]).is_file()
+            assert (
+                Path(prepared["markdown_path"]).is_file() and Path(prepared["json_path"]).is_file()
+            )
             hid = prepared["id"]
             err, loaded = await call(client, "load_handoff", {})
             assert not err
@@ -203,6 +241,7 @@ def test_prepare_load_and_mark_a_handoff(ws: Path) -> None:
         async with connect(ws) as other:  # another agent: sees the status, cannot re-claim
             err, loaded = await call(other, "load_handoff", {"id": hid})
             assert not err and loaded["status"] == "completed"
+
     run(main)
     with open_store() as store:
         assert store.retrieve("alpha", prepared_id(store)).type == "handoff"
@@ -226,5 +265,8 @@ def test_a_claim_by_another_agent_is_refused(ws: Path) -> None:
             assert err and "already claimed" in msg
             err, loaded = await call(second, "load_handoff", {"id": "h-1"})
             assert not err and loaded["id"] == "h-1" and loaded["status"] == "claimed"
-            assert not loaded["active"], "a stored record never becomes the active handoff by itself"
+            assert not loaded["active"], (
+                "a stored record never becomes the active handoff by itself"
+            )
+
     run(main)

@@ -26,8 +26,12 @@ LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
 def initialize(version: str, request_id: int | str = 1, **params: Any) -> dict[str, Any]:
-    body = {"protocolVersion": version, "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"}, **params}
+    body = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+        **params,
+    }
     return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": body}
 
 
@@ -35,8 +39,14 @@ def converse(cwd: Path, messages: list[dict[str, Any]], wait_for: set[int | str]
     """Send the messages to a fresh `passdown mcp`, read replies until every id in
     `wait_for` is answered, then close stdin; every line it wrote, parsed."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PASSDOWN_AGENTS": "claude,codex"}
-    proc = subprocess.Popen([sys.executable, "-m", "passdown", "mcp"], cwd=cwd, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "passdown", "mcp"],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
     proc.stdin.flush()
@@ -86,10 +96,15 @@ def test_the_recorded_tool_list_is_current() -> None:
 def test_the_session_goes_on_after_the_early_answers(tmp_path: Path) -> None:
     """A tool call right after the early answers is served by the SDK, which took the
     replayed initialize as its own."""
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-            "params": {"name": "find_records", "arguments": {"text": "nothing"}}}
-    replies = converse(tmp_path, [initialize("2025-06-18"), INITIALIZED, LIST_TOOLS, call],
-                       {1, 2, 3})
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "find_records", "arguments": {"text": "nothing"}},
+    }
+    replies = converse(
+        tmp_path, [initialize("2025-06-18"), INITIALIZED, LIST_TOOLS, call], {1, 2, 3}
+    )
     assert [r.get("id") for r in replies].count(2) == 1
     result = next(r for r in replies if r.get("id") == 3)["result"]
     assert result["isError"] is False and result["structuredContent"]["records"] == []
@@ -97,8 +112,9 @@ def test_the_session_goes_on_after_the_early_answers(tmp_path: Path) -> None:
 
 def test_another_request_after_initialize_is_left_to_the_sdk(tmp_path: Path) -> None:
     other = {"jsonrpc": "2.0", "id": 7, "method": "prompts/list"}
-    replies = converse(tmp_path, [initialize("2025-06-18"), INITIALIZED, other, LIST_TOOLS],
-                       {1, 7, 2})
+    replies = converse(
+        tmp_path, [initialize("2025-06-18"), INITIALIZED, other, LIST_TOOLS], {1, 7, 2}
+    )
     assert sorted(str(r.get("id")) for r in replies) == ["1", "2", "7"]
     assert next(r for r in replies if r.get("id") == 7)["result"] == {"prompts": []}
 
@@ -110,8 +126,9 @@ def test_a_paged_tools_list_is_left_to_the_sdk() -> None:
 
 
 def test_a_string_request_id_is_answered_once(tmp_path: Path) -> None:
-    replies = converse(tmp_path, [initialize("2025-06-18", "init-A"), INITIALIZED, LIST_TOOLS],
-                       {"init-A", 2})
+    replies = converse(
+        tmp_path, [initialize("2025-06-18", "init-A"), INITIALIZED, LIST_TOOLS], {"init-A", 2}
+    )
     assert [r["id"] for r in replies].count("init-A") == 1
     assert any(r.get("id") == 2 and "result" in r for r in replies)
 
@@ -124,8 +141,16 @@ def test_a_malformed_initialize_gets_the_sdks_error(tmp_path: Path) -> None:
     assert len(replies) == 1 and "error" in replies[0] and "result" not in replies[0]
 
 
-@pytest.mark.parametrize("line", [b"not json\n", b"[]\n", b'{"jsonrpc":"2.0","id":true,'
-                                  b'"method":"initialize","params":{}}\n', b"\n", b""])
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json\n",
+        b"[]\n",
+        b'{"jsonrpc":"2.0","id":true,"method":"initialize","params":{}}\n',
+        b"\n",
+        b"",
+    ],
+)
 def test_other_first_lines_are_not_answered_early(line: bytes) -> None:
     assert early_answer(line) is None
 
@@ -137,9 +162,14 @@ def test_initialize_is_answered_fast(tmp_path: Path) -> None:
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "passdown", "mcp"], cwd=tmp_path,
-                                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "passdown", "mcp"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(initialize("2025-06-18")).encode() + b"\n")
         proc.stdin.flush()

@@ -32,12 +32,23 @@ pytestmark = pytest.mark.timeout(300)
 
 PROGRESS = "# Progress\n\n## Next steps\n- Write the release notes for calc.py\n"
 PROGRESS_STEP = "Write the release notes for calc.py"
-RECORDED = {r.agent: r for r in scenarios() if r.scenario == "full" and r.agent in ("claude", "codex")}
+RECORDED = {
+    r.agent: r for r in scenarios() if r.scenario == "full" and r.agent in ("claude", "codex")
+}
 
 
-def passdown(args: list[str], cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "passdown", *args], cwd=cwd, input=stdin,
-                          capture_output=True, text=True, env=os.environ.copy(), timeout=120)
+def passdown(
+    args: list[str], cwd: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -49,16 +60,20 @@ def plant(rec: Recorded, ws: Path) -> Path:
     old = rec.expected["workspace"]
     for rel in rec.session_files():
         text = (rec.root / rel).read_text(encoding="utf-8").replace(old, str(ws))
-        dest = home / rel.replace("".join(c if c.isalnum() else "-" for c in old),
-                                  "".join(c if c.isalnum() else "-" for c in str(ws)))
+        dest = home / rel.replace(
+            "".join(c if c.isalnum() else "-" for c in old),
+            "".join(c if c.isalnum() else "-" for c in str(ws)),
+        )
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     tasks = rec.root / "tasks"
     if tasks.is_dir():
         shutil.copytree(tasks, home / "tasks", dirs_exist_ok=True)
     main = rec.session_files()[0]
-    return home / main.replace("".join(c if c.isalnum() else "-" for c in old),
-                               "".join(c if c.isalnum() else "-" for c in str(ws)))
+    return home / main.replace(
+        "".join(c if c.isalnum() else "-" for c in old),
+        "".join(c if c.isalnum() else "-" for c in str(ws)),
+    )
 
 
 @pytest.fixture
@@ -86,10 +101,19 @@ def read_written(ws: Path) -> dict[str, Any]:
 
 def hook_payload(rec: Recorded, session: Path, ws: Path) -> tuple[list[str], str | None]:
     if rec.agent == "claude":
-        return [], json.dumps({"hook_event_name": "SessionEnd", "session_id": rec.expected["session_id"],
-                               "transcript_path": str(session), "cwd": str(ws)})
-    return [json.dumps({"type": "agent-turn-complete", "thread-id": rec.expected["session_id"],
-                        "cwd": str(ws)})], None
+        return [], json.dumps(
+            {
+                "hook_event_name": "SessionEnd",
+                "session_id": rec.expected["session_id"],
+                "transcript_path": str(session),
+                "cwd": str(ws),
+            }
+        )
+    return [
+        json.dumps(
+            {"type": "agent-turn-complete", "thread-id": rec.expected["session_id"], "cwd": str(ws)}
+        )
+    ], None
 
 
 def mcp_prepare(ws: Path, agent: str) -> dict[str, Any]:
@@ -127,8 +151,10 @@ def test_every_door_gives_the_same_handoff(agent: str, workspace: Path) -> None:
     args, stdin = hook_payload(rec, session, ws)
     assert passdown(["hook", agent, *args], ws, stdin=stdin).returncode == 0
     handoffs["hook"] = read_written(ws)
-    assert handoffs["hook"]["id"] != handoffs["export"]["id"], "the hook wrote nothing: " + \
-        Path(os.environ["PASSDOWN_DATA_DIR"], "logs", "hooks.log").read_text()
+    assert handoffs["hook"]["id"] != handoffs["export"]["id"], (
+        "the hook wrote nothing: "
+        + Path(os.environ["PASSDOWN_DATA_DIR"], "logs", "hooks.log").read_text()
+    )
 
     handoffs["mcp"] = mcp_prepare(ws, agent)
 
@@ -139,7 +165,9 @@ def test_every_door_gives_the_same_handoff(agent: str, workspace: Path) -> None:
         assert coordinator.load_handoff().id == package.id, "the API's export is the active handoff"
 
     reference = comparable(handoffs["inspect"])
-    assert PROGRESS_STEP in reference["state"]["next_steps"], "inspect reads PROGRESS.md like export"
+    assert PROGRESS_STEP in reference["state"]["next_steps"], (
+        "inspect reads PROGRESS.md like export"
+    )
     assert reference["source"]["session_id"] == rec.expected["session_id"]
     assert reference["task"]["original_request"]
     for door, handoff in handoffs.items():

@@ -76,8 +76,11 @@ def test_agent_cli_pins_have_one_source() -> None:
         if len(fields) == 3 and not line.startswith("#"):
             pins[fields[0]] = fields[2]
     assert set(pins) == {"claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot"}
-    copies = [ROOT / ".ci" / "install-agents.sh", ROOT / "tests" / "e2e" / "agents.py",
-              ROOT / "README.md"]
+    copies = [
+        ROOT / ".ci" / "install-agents.sh",
+        ROOT / "tests" / "e2e" / "agents.py",
+        ROOT / "README.md",
+    ]
     for path in copies:
         text = path.read_text(encoding="utf-8")
         for name, version in pins.items():

@@ -23,8 +23,12 @@ def plugin_env(tmp_path: Path) -> dict[str, str]:
     site = tmp_path / "site"
     dist = site / "passdown_example_agent-0.1.dist-info"
     dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: passdown-example-agent\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[passdown.agents]\nexample = passdown_example_agent:ExampleAgent\n")
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: passdown-example-agent\nVersion: 0.1\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[passdown.agents]\nexample = passdown_example_agent:ExampleAgent\n"
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "example-agent"
@@ -42,11 +46,19 @@ def plugin_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "passdown", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-def test_plugin_is_listed_with_its_install_state(plugin_env: dict[str, str], tmp_path: Path) -> None:
+def test_plugin_is_listed_with_its_install_state(
+    plugin_env: dict[str, str], tmp_path: Path
+) -> None:
     proc = _run(["agents", "--json"], tmp_path, plugin_env)
     assert proc.returncode == 0, proc.stderr
     agents = {a["name"]: a for a in json.loads(proc.stdout)}
@@ -55,14 +67,30 @@ def test_plugin_is_listed_with_its_install_state(plugin_env: dict[str, str], tmp
     assert {"claude", "codex"} <= set(agents)
 
 
-def test_switch_from_claude_to_the_plugin(plugin_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_switch_from_claude_to_the_plugin(
+    plugin_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec = next(r for r in scenarios("claude") if r.scenario == "full")
     session = rec.install(tmp_path / "claude", monkeypatch)
     plugin_env["CLAUDE_CONFIG_DIR"] = os.environ["CLAUDE_CONFIG_DIR"]
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = _run(["switch", "--from", "claude", "--to", "example", "--session", str(session), "--workspace", ".",
-                 "--non-interactive"], ws, plugin_env)
+    proc = _run(
+        [
+            "switch",
+            "--from",
+            "claude",
+            "--to",
+            "example",
+            "--session",
+            str(session),
+            "--workspace",
+            ".",
+            "--non-interactive",
+        ],
+        ws,
+        plugin_env,
+    )
     assert proc.returncode == 0, proc.stderr
     argv = json.loads(Path(plugin_env["EXAMPLE_ARGV_LOG"]).read_text())
     assert argv[0] == "--prompt" and len(argv) == 2
@@ -76,13 +104,21 @@ def test_switch_from_the_plugin_to_codex(plugin_env: dict[str, str], tmp_path: P
     ws.mkdir()
     sessions = Path(plugin_env["EXAMPLE_AGENT_HOME"]) / "sessions"
     sessions.mkdir(parents=True)
-    (sessions / "ex-1.jsonl").write_text("\n".join(json.dumps(r) for r in [
-        {"session": "ex-1", "cwd": str(ws)},
-        {"role": "user", "text": "Port the parser to Rust"},
-        {"tool": "write", "path": str(ws / "src" / "lib.rs")},
-        {"role": "assistant", "text": "lib.rs is started. Next step: port the tokenizer."},
-    ]) + "\n")
-    proc = _run(["switch", "--from", "auto", "--to", "codex", "--dry-run", "--json"], ws, plugin_env)
+    (sessions / "ex-1.jsonl").write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"session": "ex-1", "cwd": str(ws)},
+                {"role": "user", "text": "Port the parser to Rust"},
+                {"tool": "write", "path": str(ws / "src" / "lib.rs")},
+                {"role": "assistant", "text": "lib.rs is started. Next step: port the tokenizer."},
+            ]
+        )
+        + "\n"
+    )
+    proc = _run(
+        ["switch", "--from", "auto", "--to", "codex", "--dry-run", "--json"], ws, plugin_env
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["source"] == {"agent": "example", "session_id": "ex-1"}

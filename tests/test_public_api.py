@@ -15,7 +15,9 @@ def test_every_public_name_resolves() -> None:
 
 def test_import_is_cheap() -> None:
     code = "import sys, passdown; print(sorted(m for m in ('pydantic', 'msgspec', 'psycopg', 'mcp') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 

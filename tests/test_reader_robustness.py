@@ -47,8 +47,9 @@ def install(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tupl
     return path, store, rec
 
 
-def export(capsys: pytest.CaptureFixture[str], agent: str, session: str | None = None,
-           timeout: int = 60) -> tuple[int, dict[str, Any] | None, str]:
+def export(
+    capsys: pytest.CaptureFixture[str], agent: str, session: str | None = None, timeout: int = 60
+) -> tuple[int, dict[str, Any] | None, str]:
     argv = ["export", "--from", agent, "--no-store", "--json"]
     if session is not None:
         argv += ["--session", session, "--workspace", "."]
@@ -79,8 +80,9 @@ JSONL_AGENTS = ["claude", "codex", "gemini", "qwen", "pi", "copilot"]
 
 
 @pytest.mark.parametrize("agent", JSONL_AGENTS)
-def test_deep_nesting_is_an_unreadable_line(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_deep_nesting_is_an_unreadable_line(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """msgspec raises RecursionError (not DecodeError) past its depth limit: a whole line
     nested 1,500 deep and a record with one field nested that deep are both skipped as
     unreadable lines, the rest of the session is still read (also during discovery)."""
@@ -100,8 +102,9 @@ def test_deep_nesting_is_an_unreadable_line(agent: str, tmp_path: Path, monkeypa
     assert rec.expected["session_id"] in capsys.readouterr().out
 
 
-def test_deep_nesting_in_an_opencode_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_deep_nesting_in_an_opencode_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, _, rec = install("opencode", tmp_path, monkeypatch)
     with sqlite3.connect(db) as conn:
         part = conn.execute("SELECT id FROM part ORDER BY id DESC LIMIT 1").fetchone()[0]
@@ -127,13 +130,16 @@ def _rewrite_records(path: Path, change: Any) -> int:
     return changed
 
 
-def test_qwen_subtype_and_type_of_the_wrong_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_qwen_subtype_and_type_of_the_wrong_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _, rec = install("qwen", tmp_path, monkeypatch)
     lines = path.read_text().splitlines()
     last = json.loads(lines[-1])
-    lines += [json.dumps({**last, "uuid": "x1", "type": "system", "subtype": ["rewind"]}),
-              json.dumps({**last, "uuid": "x2", "parentUuid": "x1", "type": {"user": 1}})]
+    lines += [
+        json.dumps({**last, "uuid": "x1", "type": "system", "subtype": ["rewind"]}),
+        json.dumps({**last, "uuid": "x2", "parentUuid": "x1", "type": {"user": 1}}),
+    ]
     path.write_text("\n".join(lines) + "\n")
     code, handoff, err = export(capsys, "qwen", str(path))
     assert code == 0, err
@@ -141,42 +147,66 @@ def test_qwen_subtype_and_type_of_the_wrong_kind(tmp_path: Path, monkeypatch: py
     assert "2 unreadable line(s)" in warnings_of(handoff)
 
 
-def test_gemini_message_type_and_set_ids_of_the_wrong_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_gemini_message_type_and_set_ids_of_the_wrong_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _, rec = install("gemini", tmp_path, monkeypatch)
-    insert_lines(path, 10_000,
-                 json.dumps({"id": "m-wrong", "type": ["gemini"], "content": "x"}),
-                 json.dumps({"$set": {"messages": [{"id": {"a": 1}, "type": "user", "content": "y"}]}}))
+    insert_lines(
+        path,
+        10_000,
+        json.dumps({"id": "m-wrong", "type": ["gemini"], "content": "x"}),
+        json.dumps({"$set": {"messages": [{"id": {"a": 1}, "type": "user", "content": "y"}]}}),
+    )
     code, handoff, err = export(capsys, "gemini", str(path))
     assert code == 0, err
     assert handoff["task"]["original_request"] == redact(rec.expected["original_request"])
     assert "2 unreadable line(s)" in warnings_of(handoff)
 
 
-def test_codex_plan_and_goal_status_of_the_wrong_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_codex_plan_and_goal_status_of_the_wrong_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _, _ = install("codex", tmp_path, monkeypatch)
     stamp = "2026-11-29T21:12:40.000Z"
 
     def call(name: str, args: dict[str, Any], call_id: str) -> str:
-        payload = {"type": "function_call", "name": name, "arguments": json.dumps(args), "call_id": call_id}
+        payload = {
+            "type": "function_call",
+            "name": name,
+            "arguments": json.dumps(args),
+            "call_id": call_id,
+        }
         return json.dumps({"timestamp": stamp, "type": "response_item", "payload": payload})
 
-    insert_lines(path, 10_000,
-                 call("update_goal", {"status": {"complete": True}}, "g1"),
-                 call("update_plan", {"plan": [{"step": ["a"], "status": ["completed"]},
-                                               {"step": "keep me", "status": {"x": 1}}]}, "p1"))
+    insert_lines(
+        path,
+        10_000,
+        call("update_goal", {"status": {"complete": True}}, "g1"),
+        call(
+            "update_plan",
+            {
+                "plan": [
+                    {"step": ["a"], "status": ["completed"]},
+                    {"step": "keep me", "status": {"x": 1}},
+                ]
+            },
+            "p1",
+        ),
+    )
     code, handoff, err = export(capsys, "codex", str(path))
     assert code == 0, err
     plan = handoff["state"]["plan"]
     assert [(p["subject"], p["status"]) for p in plan][-1] == ("keep me", "pending")
 
 
-def test_opencode_columns_of_the_wrong_type(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_opencode_columns_of_the_wrong_type(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, _, rec = install("opencode", tmp_path, monkeypatch)
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE session SET time_updated = 'yesterday', title = x'00ff', version = x'01'")
+        conn.execute(
+            "UPDATE session SET time_updated = 'yesterday', title = x'00ff', version = x'01'"
+        )
     conn.close()
     capsys.readouterr()
     assert main(["sessions", "--from", "opencode", "--all", "--json"]) == 0
@@ -234,8 +264,9 @@ def deny(monkeypatch: pytest.MonkeyPatch) -> Any:
     return add
 
 
-def test_session_path_in_an_unreadable_folder_is_exit_5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str], deny: Any) -> None:
+def test_session_path_in_an_unreadable_folder_is_exit_5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], deny: Any
+) -> None:
     path, _, _ = install("pi", tmp_path, monkeypatch)
     deny(path.parent)
     code, _, err = export(capsys, "pi", str(path))
@@ -243,9 +274,16 @@ def test_session_path_in_an_unreadable_folder_is_exit_5(tmp_path: Path, monkeypa
     assert "cannot read" in err and str(path.parent) in err
 
 
-@pytest.mark.parametrize("agent", ["copilot", "gemini", "qwen", "pi", "opencode", "codex", "claude"])
-def test_an_unreadable_store_is_exit_5_naming_it(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str], deny: Any) -> None:
+@pytest.mark.parametrize(
+    "agent", ["copilot", "gemini", "qwen", "pi", "opencode", "codex", "claude"]
+)
+def test_an_unreadable_store_is_exit_5_naming_it(
+    agent: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    deny: Any,
+) -> None:
     """Before: the store's listing failed silently and the answer was 3 (no session)."""
     _, store, _ = install(agent, tmp_path, monkeypatch)
     from passdown.agents import get_agent
@@ -258,8 +296,9 @@ def test_an_unreadable_store_is_exit_5_naming_it(agent: str, tmp_path: Path, mon
     assert str(root) in err
 
 
-def test_an_unreadable_cursor_store_and_aider_history_are_exit_5(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str], deny: Any) -> None:
+def test_an_unreadable_cursor_store_and_aider_history_are_exit_5(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], deny: Any
+) -> None:
     from test_documented_agents import AIDER_HISTORY
 
     workspace = tmp_path / "ws"
@@ -278,8 +317,9 @@ def test_an_unreadable_cursor_store_and_aider_history_are_exit_5(tmp_path: Path,
 
 
 # -- special files -----------------------------------------------------------------------------
-def test_a_fifo_session_file_is_refused_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_fifo_session_file_is_refused_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, _, _ = install("codex", tmp_path, monkeypatch)
     path.unlink()
     os.mkfifo(path)
@@ -289,16 +329,25 @@ def test_a_fifo_session_file_is_refused_at_once(tmp_path: Path, monkeypatch: pyt
     assert code == 3, err
 
 
-@pytest.mark.parametrize(("agent", "side"), [
-    ("copilot", "workspace.yaml"),
-    ("gemini", ".project_root"),
-    ("gemini", "projects.json"),
-    ("qwen", "todos"),
-    ("claude", "tasks"),
-])
+@pytest.mark.parametrize(
+    ("agent", "side"),
+    [
+        ("copilot", "workspace.yaml"),
+        ("gemini", ".project_root"),
+        ("gemini", "projects.json"),
+        ("qwen", "todos"),
+        ("claude", "tasks"),
+    ],
+)
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/dev/urandom"])
-def test_special_side_files_are_skipped(agent: str, side: str, kind: str, tmp_path: Path,
-                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_special_side_files_are_skipped(
+    agent: str,
+    side: str,
+    kind: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A FIFO blocked open() forever; /dev/zero or /dev/urandom spun or grew to 1.5 GB."""
     path, store, rec = install(agent, tmp_path, monkeypatch)
     targets = [p for p in store.rglob(side) if p.is_file()]
@@ -317,8 +366,9 @@ def test_special_side_files_are_skipped(agent: str, side: str, kind: str, tmp_pa
 
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
-def test_a_session_file_linked_to_a_device_is_exit_5(device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_session_file_linked_to_a_device_is_exit_5(
+    device: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Cursor lists flat transcripts by name: one linked to a device was read forever."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -334,8 +384,9 @@ def test_a_session_file_linked_to_a_device_is_exit_5(device: str, tmp_path: Path
     assert "not a regular file" in err
 
 
-def test_cursor_transcript_fifo_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cursor_transcript_fifo_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     monkeypatch.chdir(workspace)
@@ -363,7 +414,9 @@ def _bomb(path: Path, head: list[str], tail: list[str], line_bytes: int) -> None
 
 
 @pytest.mark.parametrize("agent", ["codex", "claude"])
-def test_a_decompression_bomb_costs_bounded_memory(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_decompression_bomb_costs_bounded_memory(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A few KB of .jsonl.zst inflating to one 250 MB line took Codex to 1 GB RSS and
     Claude to 1.5 GB: the line bound now holds on the decompressed stream."""
     path, _, rec = install(agent, tmp_path, monkeypatch)
@@ -382,9 +435,24 @@ def test_a_decompression_bomb_costs_bounded_memory(agent: str, tmp_path: Path, m
     env = {**os.environ, "PYTHONPATH": str(Path(jsonl.__file__).parents[1])}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", probe, "export", "--from", agent, "--session", str(bomb), "--workspace", ".",
-         "--no-store", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            probe,
+            "export",
+            "--from",
+            agent,
+            "--session",
+            str(bomb),
+            "--workspace",
+            ".",
+            "--no-store",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
@@ -396,7 +464,9 @@ def test_a_decompression_bomb_costs_bounded_memory(agent: str, tmp_path: Path, m
     assert elapsed < 240
 
 
-def test_a_zstd_stream_inflating_past_the_ratio_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_zstd_stream_inflating_past_the_ratio_is_cut_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", 1024 * 1024)
     monkeypatch.setattr(jsonl, "MAX_ZSTD_RATIO", 10)
     path = tmp_path / "s.jsonl.zst"
@@ -414,8 +484,9 @@ def _wal_copy(db: Path) -> None:
     conn.close()  # the last connection checkpoints and removes -wal and -shm
 
 
-def test_opencode_wal_database_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_opencode_wal_database_leaves_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     db, _, rec = install("opencode", tmp_path, monkeypatch)
     _wal_copy(db)
     before = sorted(os.listdir(db.parent))
@@ -449,24 +520,34 @@ def test_opencode_wal_database_in_use_is_read_live_without_new_files(
         writer.close()
 
 
-def test_copilot_wal_todo_database_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_copilot_wal_todo_database_leaves_no_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path, store, rec = install("copilot", tmp_path, monkeypatch)
     _wal_copy(path.parent / "session.db")
     before = _snapshot(store, store / "none")
     code, handoff, err = export(capsys, "copilot", str(path))
     assert code == 0, err
-    assert [p["subject"] for p in handoff["state"]["plan"]] == [p["subject"] for p in rec.expected["plan"]]
+    assert [p["subject"] for p in handoff["state"]["plan"]] == [
+        p["subject"] for p in rec.expected["plan"]
+    ]
     assert _snapshot(store, store / "none") == before
 
 
 # -- slow paths --------------------------------------------------------------------------------------
-def test_a_20_mb_record_type_costs_little(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_20_mb_record_type_costs_little(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A 20 MB `type` in one Codex record took 17.6 s (the name was carried into the
     warnings and redacted, rendered and printed)."""
     path, _, _ = install("codex", tmp_path, monkeypatch)
-    insert_lines(path, 3, json.dumps({"timestamp": "2026-11-29T21:12:25.000Z", "type": "t" * 20_000_000, "payload": {}}))
+    insert_lines(
+        path,
+        3,
+        json.dumps(
+            {"timestamp": "2026-11-29T21:12:25.000Z", "type": "t" * 20_000_000, "payload": {}}
+        ),
+    )
     started = time.monotonic()
     code, handoff, err = export(capsys, "codex", str(path))
     elapsed = time.monotonic() - started
@@ -475,8 +556,9 @@ def test_a_20_mb_record_type_costs_little(tmp_path: Path, monkeypatch: pytest.Mo
     assert elapsed < 10, f"{elapsed:.1f} s"
 
 
-def test_a_copilot_output_full_of_shell_markers_costs_little(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_copilot_output_full_of_shell_markers_costs_little(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The `<shellId: N>` suffix was stripped with a regex over the whole output: an
     output of 2 MB of unclosed markers took minutes (quadratic)."""
     path, _, _ = install("copilot", tmp_path, monkeypatch)
@@ -484,7 +566,11 @@ def test_a_copilot_output_full_of_shell_markers_costs_little(tmp_path: Path, mon
     for n, line in enumerate(lines):
         event = json.loads(line)
         result = (event.get("data") or {}).get("result")
-        if event["type"] == "tool.execution_complete" and isinstance(result, dict) and "content" in result:
+        if (
+            event["type"] == "tool.execution_complete"
+            and isinstance(result, dict)
+            and "content" in result
+        ):
             result["content"] = "<shellId: " * 200_000  # never closed
             lines[n] = json.dumps(event)
     path.write_text("\n".join(lines) + "\n")
@@ -495,8 +581,9 @@ def test_a_copilot_output_full_of_shell_markers_costs_little(tmp_path: Path, mon
 
 
 @pytest.mark.parametrize("agent", ["pi", "gemini", "aider"])
-def test_long_runs_of_one_character_cost_linear_time(agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_long_runs_of_one_character_cost_linear_time(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Patterns that rescanned a run at every position (quadratic: 40,000 backslashes
     took 5.7 s in Gemini's surrogate repair; pi's exit-line strip on a run of newlines
     and Aider's header match on a run of spaces were alike)."""
@@ -507,13 +594,18 @@ def test_long_runs_of_one_character_cost_linear_time(agent: str, tmp_path: Path,
         monkeypatch.chdir(workspace)
         (workspace / ".aider.chat.history.md").write_text(
             "# aider chat started at 2026-11-01" + " " * run + "x\n\n#### the request\n"
-            "> Applied edit to" + " " * run + "x\n> ## SearchReplaceNoExactMatch: a" + " in" * run + "\n"
+            "> Applied edit to"
+            + " " * run
+            + "x\n> ## SearchReplaceNoExactMatch: a"
+            + " in" * run
+            + "\n"
         )
         session = None
     else:
         path, _, _ = install(agent, tmp_path, monkeypatch)
         session = str(path)
         if agent == "pi":
+
             def change(record: dict[str, Any]) -> bool:  # every tool becomes a command
                 message = record.get("message") or {}
                 for block in message.get("content") or ():
@@ -530,7 +622,9 @@ def test_long_runs_of_one_character_cost_linear_time(agent: str, tmp_path: Path,
             # a lone surrogate escape sends the line through the surrogate repair, then a
             # long run of escaped backslashes before a `\u` escape that is no surrogate
             content = "\\ud83d " + "\\\\" * run + "\\u0041"
-            insert_lines(path, 10_000, '{"id": "m-slash", "type": "gemini", "content": "' + content + '"}')
+            insert_lines(
+                path, 10_000, '{"id": "m-slash", "type": "gemini", "content": "' + content + '"}'
+            )
     started = time.monotonic()
     code, _, err = export(capsys, agent, session)
     assert code == 0, err
@@ -551,8 +645,9 @@ def test_a_line_spanning_many_chunks_is_read_backwards_in_linear_time(
 
 
 # -- Aider -------------------------------------------------------------------------------------------
-def test_aider_text_before_the_first_header_is_run_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_aider_text_before_the_first_header_is_run_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A line before the first header shifted the runs: #2 showed run 1."""
     from passdown.agents import get_agent
     from passdown.extract import extract
@@ -568,7 +663,9 @@ def test_aider_text_before_the_first_header_is_run_1(tmp_path: Path, monkeypatch
     assert refs["2"].started_at == "2026-11-01 09:00:00"
 
     def request(run: str) -> str | None:
-        return extract(agent.read(refs[run]).events(), workspace=str(tmp_path)).task.original_request
+        return extract(
+            agent.read(refs[run]).events(), workspace=str(tmp_path)
+        ).task.original_request
 
     assert request("2") == "first run request"
     assert request("3") == "second run request"

@@ -22,7 +22,9 @@ def _git(ws: Path, *args: str) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(ws), *args],
-        check=True, capture_output=True, env=env,
+        check=True,
+        capture_output=True,
+        env=env,
     )
 
 
@@ -43,7 +45,9 @@ def _workspace_like_recording(rec: Recorded, ws: Path) -> Path:
 
 
 @pytest.mark.parametrize("rec", params())
-def test_discovery_finds_the_recorded_session(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_discovery_finds_the_recorded_session(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rec.install(tmp_path / "store", monkeypatch)
     agent = get_agent(rec.agent)
     refs = agent.sessions(Path(rec.expected["workspace"]))
@@ -54,7 +58,9 @@ def test_discovery_finds_the_recorded_session(rec: Recorded, tmp_path: Path, mon
 
 
 @pytest.mark.parametrize("rec", params())
-def test_extraction_matches_what_the_agent_did(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extraction_matches_what_the_agent_did(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = rec.install(tmp_path / "store", monkeypatch)
     agent = get_agent(rec.agent)
     transcript = agent.read(agent.ref_for_path(path))
@@ -63,7 +69,9 @@ def test_extraction_matches_what_the_agent_did(rec: Recorded, tmp_path: Path, mo
     assert ex.task.original_request == exp["original_request"]
     assert ex.task.latest_user_message == exp["latest_user_message"]
     assert ex.task.latest_progress == exp["final_assistant_message"]
-    assert [(p.subject, p.status) for p in ex.state.plan] == [(p["subject"], p["status"]) for p in exp["plan"]]
+    assert [(p.subject, p.status) for p in ex.state.plan] == [
+        (p["subject"], p["status"]) for p in exp["plan"]
+    ]
     tool_files = {f.path for f in ex.state.files_touched}
     assert tool_files == set(exp["files_written"]) | set(exp["files_edited"])
     assert [f.path for f in ex.state.failed_edits] == exp["failed_edits"]
@@ -87,7 +95,9 @@ def test_extraction_matches_what_the_agent_did(rec: Recorded, tmp_path: Path, mo
 
 
 @pytest.mark.parametrize("rec", params())
-def test_hidden_and_subagent_text_stays_out(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hidden_and_subagent_text_stays_out(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = rec.install(tmp_path / "store", monkeypatch)
     agent = get_agent(rec.agent)
     ref = agent.ref_for_path(path)
@@ -115,16 +125,36 @@ def test_hidden_and_subagent_text_stays_out(rec: Recorded, tmp_path: Path, monke
         assert secret not in dumped
     if rec.expected.get("compaction", {}).get("triggered"):
         assert handoff.task.compactions >= 1
-        assert rec.expected["compaction"]["summary_contains"] in (handoff.task.compaction_summary or "")
+        assert rec.expected["compaction"]["summary_contains"] in (
+            handoff.task.compaction_summary or ""
+        )
 
 
 @pytest.mark.parametrize("rec", params())
-def test_cli_export_writes_a_safe_complete_handoff(rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_export_writes_a_safe_complete_handoff(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = rec.install(tmp_path / "store", monkeypatch)
     ws = _workspace_like_recording(rec, tmp_path / "ws")
     proc = subprocess.run(
-        [sys.executable, "-m", "passdown", "export", "--from", rec.agent, "--session", str(session), "--workspace", ".", "--json"],
-        cwd=ws, capture_output=True, text=True, env=os.environ.copy(), timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "export",
+            "--from",
+            rec.agent,
+            "--session",
+            str(session),
+            "--workspace",
+            ".",
+            "--json",
+        ],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)

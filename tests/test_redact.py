@@ -373,7 +373,18 @@ TOKEN = "ghp_" + A36
 
 @pytest.mark.parametrize(
     "before",
-    ["\x1b[1m", "\x1b[0;32m", "\\u001b[1m", "\\n", "\\t", "\\r", '\\"', "%22", "%0A", "\x1b]0;t\x07"],
+    [
+        "\x1b[1m",
+        "\x1b[0;32m",
+        "\\u001b[1m",
+        "\\n",
+        "\\t",
+        "\\r",
+        '\\"',
+        "%22",
+        "%0A",
+        "\x1b]0;t\x07",
+    ],
 )
 def test_a_secret_after_a_control_sequence_is_redacted(before: str) -> None:
     for secret in (TOKEN, "sk_live_" + A36[:24], "AKIA" + "Q3XZ7VJ4PLKW2MNB", "xoxb-" + A36[:20]):

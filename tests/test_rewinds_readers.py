@@ -28,8 +28,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _todo_args(*items: tuple[str, str]) -> dict[str, Any]:
-    return {"todos": [{"id": str(i), "content": c, "status": s}
-                      for i, (c, s) in enumerate(items, 1)]}
+    return {
+        "todos": [{"id": str(i), "content": c, "status": s} for i, (c, s) in enumerate(items, 1)]
+    }
 
 
 class QwenChat:
@@ -42,10 +43,19 @@ class QwenChat:
 
     def add(self, kind: str, parent: str | None = None, **extra: Any) -> str:
         uid = f"r{len(self.records):03d}"
-        self.records.append({
-            "uuid": uid, "parentUuid": parent if parent is not None else self.last,
-            "sessionId": SID, "timestamp": f"2026-11-30T19:20:{len(self.records):02d}.000Z",
-            "type": kind, "cwd": WS, "version": "0.24.4", "gitBranch": "main", **extra})
+        self.records.append(
+            {
+                "uuid": uid,
+                "parentUuid": parent if parent is not None else self.last,
+                "sessionId": SID,
+                "timestamp": f"2026-11-30T19:20:{len(self.records):02d}.000Z",
+                "type": kind,
+                "cwd": WS,
+                "version": "0.24.4",
+                "gitBranch": "main",
+                **extra,
+            }
+        )
         self.last = uid
         return uid
 
@@ -53,15 +63,31 @@ class QwenChat:
         return self.add("user", message={"role": "user", "parts": [{"text": text}]})
 
     def reply(self, text: str) -> str:
-        return self.add("assistant", model="scripted-model",
-                        message={"role": "model", "parts": [{"text": text}]})
+        return self.add(
+            "assistant",
+            model="scripted-model",
+            message={"role": "model", "parts": [{"text": text}]},
+        )
 
     def tool(self, cid: str, name: str, args: dict[str, Any]) -> None:
-        self.add("assistant", model="scripted-model", message={
-            "role": "model", "parts": [{"functionCall": {"id": cid, "name": name, "args": args}}]})
-        self.add("tool_result", message={"role": "user", "parts": [{"functionResponse": {
-            "id": cid, "name": name, "response": {"output": "ok"}}}]},
-            toolCallResult={"callId": cid, "status": "success", "resultDisplay": ""})
+        self.add(
+            "assistant",
+            model="scripted-model",
+            message={
+                "role": "model",
+                "parts": [{"functionCall": {"id": cid, "name": name, "args": args}}],
+            },
+        )
+        self.add(
+            "tool_result",
+            message={
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": cid, "name": name, "response": {"output": "ok"}}}
+                ],
+            },
+            toolCallResult={"callId": cid, "status": "success", "resultDisplay": ""},
+        )
 
     def write(self, todo_file: dict[str, Any] | None) -> Path:
         chats = self.home / ".qwen" / "projects" / encode_project(WS) / "chats"
@@ -95,8 +121,7 @@ def test_qwen_rewind_plan_is_the_active_branchs_not_the_todo_file(home: Path) ->
     abandoned = _todo_args(("Write a.txt", "completed"), ("Abandoned task B", "in_progress"))
     chat.tool("c3", "todo_write", abandoned)
     chat.reply("b.txt written.")
-    chat.add("system", parent=turn1_end, subtype="rewind",
-             systemPayload={"truncatedCount": 4})
+    chat.add("system", parent=turn1_end, subtype="rewind", systemPayload={"truncatedCount": 4})
     chat.user("Instead write c.txt")
     chat.tool("c4", "write_file", {"file_path": f"{WS}/c.txt", "content": "c\n"})
     chat.reply("c.txt written.")

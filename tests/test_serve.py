@@ -34,9 +34,13 @@ pytestmark = pytest.mark.timeout(240)
 
 def record(id: str, title: str, project: str | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "id": id, "type": "task", "title": title, "content": f"{title} body",
+        "id": id,
+        "type": "task",
+        "title": title,
+        "content": f"{title} body",
         "annotations": [{"kind": "next", "value": "carry on"}],
-        "created_at": "2026-04-01T12:00:00Z", "provenance": {"agent": "test", "session": "s"},
+        "created_at": "2026-04-01T12:00:00Z",
+        "provenance": {"agent": "test", "session": "s"},
     }
     if project:
         data["scope"] = {"project": project}
@@ -68,8 +72,9 @@ class Running:
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         config = uvicorn.Config(build_app(store), log_level="warning", lifespan="on")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
         self.thread.start()
         deadline = time.monotonic() + 20
         while not self.server.started:
@@ -97,12 +102,18 @@ def auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_no_token_or_a_wrong_token_is_401(server: Running, tokens: dict[str, str], store: Store) -> None:
+def test_no_token_or_a_wrong_token_is_401(
+    server: Running, tokens: dict[str, str], store: Store
+) -> None:
     with httpx.Client(base_url=server.url) as http:
         assert http.get("/healthz").status_code == 200
         for headers in ({}, auth("pdt_wrong"), {"Authorization": "Basic abc"}, auth("x" * 300)):
-            for method, path in (("GET", "/api/records"), ("GET", "/api/records/x"),
-                                 ("POST", "/api/records"), ("POST", "/mcp")):
+            for method, path in (
+                ("GET", "/api/records"),
+                ("GET", "/api/records/x"),
+                ("POST", "/api/records"),
+                ("POST", "/mcp"),
+            ):
                 r = http.request(method, path, headers=headers, json={})
                 assert r.status_code == 401, (method, path, headers, r.text)
                 assert r.headers["www-authenticate"].startswith("Bearer")
@@ -127,7 +138,9 @@ def test_two_tokens_see_only_their_own_project(server: Running, tokens: dict[str
         other = http.get("/api/records/plan-1", headers=b)
         missing = http.get("/api/records/never-was", headers=b)
         assert other.status_code == missing.status_code == 404
-        assert other.json()["error"].replace("plan-1", "ID") == missing.json()["error"].replace("never-was", "ID")
+        assert other.json()["error"].replace("plan-1", "ID") == missing.json()["error"].replace(
+            "never-was", "ID"
+        )
         assert "alpha" not in other.text
 
         found_a = http.get("/api/records", headers=a, params={"text": "deploy"}).json()
@@ -138,14 +151,20 @@ def test_two_tokens_see_only_their_own_project(server: Running, tokens: dict[str
         assert http.post("/api/records", headers=a, content=b"{nope").status_code == 400
 
     async def over_mcp(token: str) -> tuple[bool, str, bool, str]:
-        async with httpx.AsyncClient(headers=auth(token)) as client, \
-                Client(streamable_http_client(f"{server.url}/mcp", http_client=client)) as mcp:
+        async with (
+            httpx.AsyncClient(headers=auth(token)) as client,
+            Client(streamable_http_client(f"{server.url}/mcp", http_client=client)) as mcp,
+        ):
             names = {t.name for t in (await mcp.list_tools()).tools}
             assert {"store_record", "retrieve_record", "find_records", "load_handoff"} <= names
             own = await mcp.call_tool("find_records", {"text": "deploy"})
             theirs = await mcp.call_tool("retrieve_record", {"id": "plan-1"})
-            return (bool(own.is_error), own.content[0].text, bool(theirs.is_error),  # type: ignore[union-attr]
-                    theirs.content[0].text)  # type: ignore[union-attr]
+            return (
+                bool(own.is_error),
+                own.content[0].text,
+                bool(theirs.is_error),  # type: ignore[union-attr]
+                theirs.content[0].text,
+            )  # type: ignore[union-attr]
 
     err, own, err2, theirs = anyio.run(over_mcp, tokens["beta"])
     assert not err and "plan-b" in own and "plan-1" not in own
@@ -162,8 +181,9 @@ def test_1000_concurrent_requests_from_50_clients_lose_nothing(
     statuses: list[int] = []
 
     async def client(n: int) -> None:
-        async with httpx.AsyncClient(base_url=server.url, headers=auth(tokens["alpha"]),
-                                     timeout=60) as http:
+        async with httpx.AsyncClient(
+            base_url=server.url, headers=auth(tokens["alpha"]), timeout=60
+        ) as http:
             for i in range(per_client):
                 if i % 4 == 3:  # every fourth request reads back what this client stored
                     r = await http.get(f"/api/records/c{n}-r{i - 1}")
@@ -212,12 +232,20 @@ def test_a_body_over_the_limit_is_413_and_stores_nothing(
         def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
             body = json.dumps(big).encode()
             for i in range(0, len(body), 65536):
-                yield body[i:i + 65536]
+                yield body[i : i + 65536]
 
-        r = http.post("/api/records", content=chunks(), headers={"Content-Type": "application/json"})
+        r = http.post(
+            "/api/records", content=chunks(), headers={"Content-Type": "application/json"}
+        )
         assert r.status_code == 413, r.text
-        r = http.post("/mcp", content=b"[" * (DEFAULT_MAX_BODY + 10),
-                      headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        r = http.post(
+            "/mcp",
+            content=b"[" * (DEFAULT_MAX_BODY + 10),
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
         assert r.status_code == 413
         small = record("small", "Small record")
         small["content"] = "y" * (DEFAULT_MAX_BODY // 2)
@@ -231,7 +259,9 @@ def test_the_store_bounds_record_sizes(store: Store, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("PASSDOWN_MAX_RECORD_BYTES", "50000")
     huge = record("huge", "Huge", project="alpha")
     huge["content"] = "z" * 60_000
-    with pytest.raises(RecordInvalid, match=r"record 'huge' is 60,[0-9]{3} bytes; the store takes at most 50,000"):
+    with pytest.raises(
+        RecordInvalid, match=r"record 'huge' is 60,[0-9]{3} bytes; the store takes at most 50,000"
+    ):
         store.store(huge)
     with pytest.raises(RecordNotFound):
         store.retrieve("alpha", "huge")
@@ -265,7 +295,9 @@ def test_bad_bodies_and_ids_are_4xx_with_a_message(server: Running, tokens: dict
     deep_obj = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
     with httpx.Client(base_url=server.url, headers=auth(tokens["alpha"]), timeout=60) as http:
         for body in (deep, deep_obj, b"\xff\xfe", b"", b"null", b"[]", b'"x"', b"1e999999"):
-            r = http.post("/api/records", content=body, headers={"Content-Type": "application/json"})
+            r = http.post(
+                "/api/records", content=body, headers={"Content-Type": "application/json"}
+            )
             assert r.status_code == 400, (body[:20], r.status_code, r.text)
             assert r.json()["error"]
         nested = record("nested", "Nested")
@@ -282,8 +314,14 @@ def test_bad_bodies_and_ids_are_4xx_with_a_message(server: Running, tokens: dict
         for record_id in ("a%00b", "x" * 5000, "../../etc/passwd", "%ff"):
             r = http.get(f"/api/records/{record_id}")
             assert r.status_code in (400, 404), (record_id, r.status_code, r.text)
-        r = http.post("/mcp", content=deep, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        r = http.post(
+            "/mcp",
+            content=deep,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
         assert 400 <= r.status_code < 500, r.text
         r = http.get("/api/records/x", params={"version": "99999999999999999999999"})
         assert r.status_code in (400, 404)
@@ -299,9 +337,21 @@ def test_serve_on_a_port_in_use_exits_with_a_server_error(tmp_path: Any) -> None
     port = busy.getsockname()[1]
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "passdown", "serve", "--port", str(port),
-             "--store", f"sqlite://{tmp_path / 's.db'}"],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=os.environ.copy(),
+            [
+                sys.executable,
+                "-m",
+                "passdown",
+                "serve",
+                "--port",
+                str(port),
+                "--store",
+                f"sqlite://{tmp_path / 's.db'}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=os.environ.copy(),
         )
     finally:
         busy.close()
@@ -315,9 +365,22 @@ def test_token_create_with_an_empty_project_is_a_usage_error(tmp_path: Any) -> N
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "passdown", "token", "create", "--project", "",
-         "--store", f"sqlite://{tmp_path / 's.db'}"],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=os.environ.copy(),
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "token",
+            "create",
+            "--project",
+            "",
+            "--store",
+            f"sqlite://{tmp_path / 's.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=os.environ.copy(),
     )
     assert proc.returncode == 2, proc.stderr
     assert "project" in proc.stderr and "internal error" not in proc.stderr
@@ -338,7 +401,9 @@ def test_the_body_limit_is_configurable(store: Store, monkeypatch: pytest.Monkey
     with TestClient(build_app(store, max_body=2000), base_url="http://127.0.0.1") as http:
         r = http.post("/api/records", headers=auth(token), json=record("r", "t" * 3000))
         assert r.status_code == 413 and "2000 bytes" in r.json()["error"]
-        assert http.post("/api/records", headers=auth(token), json=record("r", "t")).status_code == 201
+        assert (
+            http.post("/api/records", headers=auth(token), json=record("r", "t")).status_code == 201
+        )
         r = http.post("/api/records", json=record("r2", "t" * 3000))
         assert r.status_code == 401, "no token: refused before the body is looked at"
 

@@ -94,20 +94,32 @@ def test_pass_2_gets_exactly_the_active_branch(tmp_path: Path, seed: int) -> Non
 
 
 def test_always_lines_come_with_the_branch_in_file_order(tmp_path: Path) -> None:
-    lines = [{"kind": "other", "n": 0}, {"kind": "node", "id": "a", "parent": None},
-             {"kind": "node", "id": "dead", "parent": "a"}, {"kind": "other", "n": 3},
-             {"kind": "node", "id": "b", "parent": "a"}, {"kind": "other", "n": 5}]
+    lines = [
+        {"kind": "other", "n": 0},
+        {"kind": "node", "id": "a", "parent": None},
+        {"kind": "node", "id": "dead", "parent": "a"},
+        {"kind": "other", "n": 3},
+        {"kind": "node", "id": "b", "parent": "a"},
+        {"kind": "other", "n": 5},
+    ]
     offsets = write(tmp_path / "s.jsonl", lines)
     diag = Diagnostics()
     branch = find_active_branch(tmp_path / "s.jsonl", diag, read_node)
-    got = [o for o, _, _ in branch_lines(tmp_path / "s.jsonl", diag, branch,
-                                         always=lambda _o, line: b'"other"' in line)]
+    got = [
+        o
+        for o, _, _ in branch_lines(
+            tmp_path / "s.jsonl", diag, branch, always=lambda _o, line: b'"other"' in line
+        )
+    ]
     assert got == [offsets[i] for i in (0, 1, 3, 4, 5)]
 
 
 def test_a_missing_parent_reads_every_line(tmp_path: Path) -> None:
-    lines = [{"kind": "node", "id": "a", "parent": "gone"}, {"kind": "other", "n": 1},
-             {"kind": "node", "id": "b", "parent": "a"}]
+    lines = [
+        {"kind": "node", "id": "a", "parent": "gone"},
+        {"kind": "other", "n": 1},
+        {"kind": "node", "id": "b", "parent": "a"},
+    ]
     offsets = write(tmp_path / "s.jsonl", lines)
     diag = Diagnostics()
     branch = find_active_branch(tmp_path / "s.jsonl", diag, read_node)
@@ -138,11 +150,13 @@ def test_what_pass_1_keeps_grows_with_rewinds_not_with_records(tmp_path: Path) -
 
 def test_fragments_of_a_record_are_all_kept(tmp_path: Path) -> None:
     """Qwen: pieces of one record share its id; each piece is on the branch."""
-    lines = [{"kind": "node", "id": "a", "parent": None},
-             {"kind": "node", "id": "b", "parent": "a"},
-             {"kind": "node", "id": "sibling", "parent": "a"},
-             {"kind": "node", "id": "b", "parent": "a"},
-             {"kind": "node", "id": "c", "parent": "b"}]
+    lines = [
+        {"kind": "node", "id": "a", "parent": None},
+        {"kind": "node", "id": "b", "parent": "a"},
+        {"kind": "node", "id": "sibling", "parent": "a"},
+        {"kind": "node", "id": "b", "parent": "a"},
+        {"kind": "node", "id": "c", "parent": "b"},
+    ]
     offsets = write(tmp_path / "s.jsonl", lines)
     diag = Diagnostics()
     branch = find_active_branch(tmp_path / "s.jsonl", diag, read_node, fragments=True)
@@ -156,8 +170,10 @@ def test_fragment_memory_is_bounded(tmp_path: Path) -> None:
     memory flat): a piece of the leaf written more than that many branch records before
     it counts as off the branch, a piece of a record nearby is kept."""
     last = FRAGMENT_MEMORY + 10
-    lines = [{"kind": "node", "id": "r0", "parent": None},
-             {"kind": "node", "id": f"r{last}", "parent": "r0"}]  # too far back
+    lines = [
+        {"kind": "node", "id": "r0", "parent": None},
+        {"kind": "node", "id": f"r{last}", "parent": "r0"},
+    ]  # too far back
     for n in range(1, last + 1):
         lines.append({"kind": "node", "id": f"r{n}", "parent": f"r{n - 1}"})
         if n == last - 5:

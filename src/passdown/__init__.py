@@ -31,11 +31,25 @@ _EXPORTS: dict[str, str] = {
     **{
         name: "passdown.errors"
         for name in (
-            "PassdownError", "UsageError", "SessionNotFound", "AmbiguousSession",
-            "SessionReadError", "AgentNotInstalled", "LaunchError", "OutputError",
-            "StoreError", "RecordNotFound", "RecordConflict", "RecordInvalid", "UnknownAgent",
-            "ServeError", "HandoffNotFound", "HandoffConflict", "HandoffStateError",
-            "HandoffBlocked", "GitError",
+            "PassdownError",
+            "UsageError",
+            "SessionNotFound",
+            "AmbiguousSession",
+            "SessionReadError",
+            "AgentNotInstalled",
+            "LaunchError",
+            "OutputError",
+            "StoreError",
+            "RecordNotFound",
+            "RecordConflict",
+            "RecordInvalid",
+            "UnknownAgent",
+            "ServeError",
+            "HandoffNotFound",
+            "HandoffConflict",
+            "HandoffStateError",
+            "HandoffBlocked",
+            "GitError",
         )
     },
 }

@@ -143,7 +143,9 @@ class _Resumed:
     fd: int
     file_id: tuple[int, int] = (0, 0)
 
-    def run(self, workspace: str, max_messages: int, max_chars: int) -> tuple[Transcript, Extracted]:
+    def run(
+        self, workspace: str, max_messages: int, max_chars: int
+    ) -> tuple[Transcript, Extracted]:
         stat = os.fstat(self.fd)
         size = stat.st_size  # bytes appended while reading wait for the next export
         self.file_id = (stat.st_dev, stat.st_ino)
@@ -152,7 +154,9 @@ class _Resumed:
             start = saved.offset
             end = _last_line_end(self.fd, start, size)
         info = SessionInfo(
-            agent=self.agent.name, session_id=self.ref.session_id, path=self.ref.path,
+            agent=self.agent.name,
+            session_id=self.ref.session_id,
+            path=self.ref.path,
             cwd=self.ref.cwd,
         )
         resumed = self._restore(saved, info) if saved is not None else None
@@ -182,8 +186,17 @@ class _Resumed:
         if failed:
             raise SessionReadError(f"cannot read {self.ref.path}: {failed[0]}")
         if end > start:
-            self._save(_Snapshot(end, file_hash.state(), info, diagnostics, reader.state(),
-                                 extractor_state(extractor), self.seen))
+            self._save(
+                _Snapshot(
+                    end,
+                    file_hash.state(),
+                    info,
+                    diagnostics,
+                    reader.state(),
+                    extractor_state(extractor),
+                    self.seen,
+                )
+            )
         # a last line without its newline: part of this handoff, never of the checkpoint
         file_hash.update_from(self.fd, end, size)
         with _progress_from(end):
@@ -191,8 +204,9 @@ class _Resumed:
                 extractor.feed(event)
         for event in self.seen.watch(reader.close()):
             extractor.feed(event)
-        transcript = Transcript(info=info, diagnostics=diagnostics, _events=iter(()),
-                                sha256=file_hash.hexdigest())
+        transcript = Transcript(
+            info=info, diagnostics=diagnostics, _events=iter(()), sha256=file_hash.hexdigest()
+        )
         return transcript, extractor.finish()
 
     def _restore(
@@ -205,15 +219,23 @@ class _Resumed:
             reader_state = msgspec.msgpack.decode(saved.reader)
             diagnostics = saved.diagnostics
             reader = self.agent.resumable_reader(info, diagnostics, reader_state, extractor.pending)
-        except (msgspec.DecodeError, msgspec.ValidationError, PydanticValidationError,
-                TypeError, ValueError, KeyError):
+        except (
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            PydanticValidationError,
+            TypeError,
+            ValueError,
+            KeyError,
+        ):
             return None
         _restore_info(info, saved.info)
         self.seen.count = saved.events_seen
         self.seen.commands = list(saved.commands)
         return diagnostics, extractor, reader, _Sha256(saved.file_sha256_state)
 
-    def _load(self, size: int, workspace: str, max_messages: int, max_chars: int) -> Checkpoint | None:
+    def _load(
+        self, size: int, workspace: str, max_messages: int, max_chars: int
+    ) -> Checkpoint | None:
         try:
             saved = _DECODER.decode(read_nofollow(self.store))
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
@@ -250,9 +272,14 @@ class _Resumed:
             tail_sha256=tail,
             file_sha256_state=snapshot.hash_state,
             info=_InfoState(
-                session_id=info.session_id, cwd=info.cwd, agent_version=info.agent_version,
-                models=list(info.models), started_at=info.started_at, updated_at=info.updated_at,
-                git_branch=info.git_branch, title=info.title,
+                session_id=info.session_id,
+                cwd=info.cwd,
+                agent_version=info.agent_version,
+                models=list(info.models),
+                started_at=info.started_at,
+                updated_at=info.updated_at,
+                git_branch=info.git_branch,
+                title=info.title,
             ),
             diagnostics=snapshot.diagnostics,
             reader=msgspec.Raw(_ENCODER.encode(snapshot.reader)),
@@ -289,7 +316,10 @@ def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> l
         return removed
     for entry in entries:
         try:
-            if entry.name.endswith(".msgpack") and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+            if (
+                entry.name.endswith(".msgpack")
+                and entry.stat(follow_symlinks=False).st_mtime < cutoff
+            ):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
         except OSError:
@@ -440,7 +470,9 @@ class _Sha256:
     def update(self, data: bytes) -> None:
         self._lib.SHA256_Update(self._ctx, data, len(data))
 
-    def update_from(self, fd: int, start: int, end: int, failed: list[OSError] | None = None) -> None:
+    def update_from(
+        self, fd: int, start: int, end: int, failed: list[OSError] | None = None
+    ) -> None:
         """Hash bytes [start, end) of `fd`; on a thread, a read error goes to `failed`."""
         pos = start
         try:

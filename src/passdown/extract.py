@@ -68,7 +68,10 @@ _NEXT_SENTENCE = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_BLOCKER = re.compile(r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b", re.IGNORECASE)
+_BLOCKER = re.compile(
+    r"\b(?:blocked (?:on|by)|blocker|cannot proceed|can't proceed|waiting (?:on|for))\b",
+    re.IGNORECASE,
+)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 
 # What the CLIs wrap around a compaction summary for the model that continues: not part
@@ -277,8 +280,12 @@ class _Extractor:
         ok = None if result is None else not failed
         self.commands_total += 1
         run = CommandRecord(
-            command, exit_code, ok, result.error if (result and failed) else None,
-            call.timestamp, call.by,
+            command,
+            exit_code,
+            ok,
+            result.error if (result and failed) else None,
+            call.timestamp,
+            call.by,
         )
         self.commands.append(run)
         if failed:
@@ -376,9 +383,7 @@ class _Extractor:
                 self._command(call, None)
         self.pending.clear()
         # the open blocker: the newest failure nothing fixed; else the newest one
-        last_failure = (
-            self.open_failures[-1].failure if self.open_failures else self.latest_failure
-        )
+        last_failure = self.open_failures[-1].failure if self.open_failures else self.latest_failure
         state = State(
             plan=[_plan_entry(item) for item in self.plan.values()],
             plan_source=self.plan_source if self.plan else None,
@@ -517,9 +522,7 @@ def restore_extractor(state: ExtractorState) -> _Extractor:
     extractor.plan = OrderedDict((item.id, item) for item in state.plan)
     extractor.plan_source = state.plan_source
     extractor.plan_counter = state.plan_counter
-    extractor.files = OrderedDict(
-        (entry["path"], FileTouched(**entry)) for entry in state.files
-    )
+    extractor.files = OrderedDict((entry["path"], FileTouched(**entry)) for entry in state.files)
     extractor.failed_edits.extend(state.failed_edits)
     extractor.commands.extend(state.commands)
     extractor.commands_total = state.commands_total
@@ -563,15 +566,54 @@ def strip_compaction_instructions(text: str) -> str:
 
 # failures fixed later ------------------------------------------------------------
 _WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
-_RUNNER_PREFIXES = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"),
-                    ("hatch", "run"), ("rye", "run"), ("pnpm", "exec"), ("npx",), ("bunx",)}
-_VALUE_OPTIONS = frozenset({"-p", "-c", "-o", "--rootdir", "--deselect", "--ignore",
-                            "--confcutdir", "--basetemp", "-n", "--maxfail", "--tb",
-                            "--timeout", "--durations", "--cov", "--cov-report"})
-_FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern",
-                             "--grep", "-g"})
-_PROBES = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "test", "[", "diff", "cmp",
-                     "which", "command", "type", "pgrep"})
+_RUNNER_PREFIXES = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+    ("pnpm", "exec"),
+    ("npx",),
+    ("bunx",),
+}
+_VALUE_OPTIONS = frozenset(
+    {
+        "-p",
+        "-c",
+        "-o",
+        "--rootdir",
+        "--deselect",
+        "--ignore",
+        "--confcutdir",
+        "--basetemp",
+        "-n",
+        "--maxfail",
+        "--tb",
+        "--timeout",
+        "--durations",
+        "--cov",
+        "--cov-report",
+    }
+)
+_FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern", "--grep", "-g"})
+_PROBES = frozenset(
+    {
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "test",
+        "[",
+        "diff",
+        "cmp",
+        "which",
+        "command",
+        "type",
+        "pgrep",
+    }
+)
 _REDIRECT = re.compile(r"\d*[<>]")
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 
@@ -707,9 +749,17 @@ def _runner(words: list[str]) -> _TestRun | None:
         return _selection("pytest", words[1:])
     if name in ("jest", "vitest", "mocha", "tox", "nox", "rspec", "phpunit"):
         return _selection(name, words[1:])
-    if len(words) >= 2 and (name, words[1]) in (("cargo", "test"), ("go", "test"), ("make", "test"),
-                                                ("npm", "test"), ("yarn", "test"), ("pnpm", "test"),
-                                                ("bun", "test"), ("deno", "test"), ("dotnet", "test")):
+    if len(words) >= 2 and (name, words[1]) in (
+        ("cargo", "test"),
+        ("go", "test"),
+        ("make", "test"),
+        ("npm", "test"),
+        ("yarn", "test"),
+        ("pnpm", "test"),
+        ("bun", "test"),
+        ("deno", "test"),
+        ("dotnet", "test"),
+    ):
         return _selection(f"{name} test", words[2:])
     return None
 
@@ -803,7 +853,9 @@ def _budgeted(
     return entries, max(total - len(msgs), 0)
 
 
-def _positions(first: Message | None, recent: list[Message], kept: list[Message], total: int) -> list[int]:
+def _positions(
+    first: Message | None, recent: list[Message], kept: list[Message], total: int
+) -> list[int]:
     """Each kept message's index in the whole conversation (for marking gaps)."""
     base = total - len(recent)
     index_of = {id(m): base + i for i, m in enumerate(recent)}
@@ -860,7 +912,9 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
     done = {p.id for p in state.plan if p.status == "completed"}
     blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, done)]
     state.blockers = [
-        f"{p.subject} (blocked by {', '.join(p.blocked_by)})" if p.blocked_by else f"{p.subject} (blocked)"
+        f"{p.subject} (blocked by {', '.join(p.blocked_by)})"
+        if p.blocked_by
+        else f"{p.subject} (blocked)"
         for p in blocked
     ]
     if state.last_failure and not state.last_failure.resolved_later:
@@ -871,7 +925,9 @@ def _derive_notes(state: State, latest: Message | None, recent: list[Message]) -
         )
     assistant_texts = [m.text for m in recent if m.role == "assistant"]
     state.decisions = _matching_lines(assistant_texts, _DECISION)
-    state.blockers += [b for b in _matching_lines(assistant_texts[-2:], _BLOCKER) if b not in state.blockers]
+    state.blockers += [
+        b for b in _matching_lines(assistant_texts[-2:], _BLOCKER) if b not in state.blockers
+    ]
     state.open_questions = _questions(latest.text) if latest else []
 
 

@@ -80,7 +80,9 @@ class FileTouched(_Model):
     # (edits made through shell commands leave no tool record)
     source: Literal["tool", "git", "tool+git"] = "tool"
     confirmed: bool = True  # False when the session ended before the tool reported back
-    by: str | None = None  # the sub-agent (id) whose tool call touched it, if not the session's own agent
+    by: str | None = (
+        None  # the sub-agent (id) whose tool call touched it, if not the session's own agent
+    )
 
 
 class CommandRun(_Model):

@@ -42,7 +42,11 @@ def handoff_to_record(h: Handoff, *, project: str) -> Record:
     from passdown.render import render_markdown
 
     request = " ".join((h.task.original_request or "").split())
-    title = f"Handoff from {h.source.agent}: {request[:100]}" if request else f"Handoff from {h.source.agent}"
+    title = (
+        f"Handoff from {h.source.agent}: {request[:100]}"
+        if request
+        else f"Handoff from {h.source.agent}"
+    )
     data: dict[str, Any] = {
         "id": h.id,
         "type": "handoff",
@@ -108,18 +112,28 @@ def package_from_record(record: Record) -> HandoffPackage:
             data["handoff"] = handoff
         return HandoffPackage.model_validate(data)
     except ValidationError as exc:
-        raise RecordInvalid(f"invalid package in record {record.id}: {exc.error_count()} error(s)") from exc
+        raise RecordInvalid(
+            f"invalid package in record {record.id}: {exc.error_count()} error(s)"
+        ) from exc
 
 
-def _package_data_to_record(package: dict[str, Any], handoff: Handoff | None, *, project: str) -> Record:
+def _package_data_to_record(
+    package: dict[str, Any], handoff: Handoff | None, *, project: str
+) -> Record:
     from passdown.records import record_from_package, record_to_dict
 
     if handoff is None:
         return record_from_package(package, project=project)
-    expected = {"id": handoff.id, "source_agent": handoff.source.agent, "timestamp": handoff.created_at}
+    expected = {
+        "id": handoff.id,
+        "source_agent": handoff.source.agent,
+        "timestamp": handoff.created_at,
+    }
     for key, value in expected.items():
         if package.get(key) != value:
-            raise RecordInvalid(f"invalid package: {key}: {package.get(key)!r} differs from its handoff's {value!r}")
+            raise RecordInvalid(
+                f"invalid package: {key}: {package.get(key)!r} differs from its handoff's {value!r}"
+            )
     data = record_to_dict(handoff_to_record(handoff, project=project))
     current = (package.get("state") or {}).get("current_feature")
     if isinstance(current, str):

@@ -116,6 +116,7 @@ class _BoundedStream:
         self._left -= len(data)
         return data
 
+
 # Set by a front end that shows progress (the CLI on a terminal): called once per chunk
 # with the file and the bytes read so far in the current pass. A context variable, so
 # no other thread or caller sees the hook.

@@ -110,8 +110,10 @@ def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selectio
         inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
         if not inside:
             roots = ", ".join(str(r) for a in agents for r in a.store_roots())
-            raise UsageError(f"{spec} is outside every agent's session store",
-                             hint=f"session files live under {roots or '(none)'}")
+            raise UsageError(
+                f"{spec} is outside every agent's session store",
+                hint=f"session files live under {roots or '(none)'}",
+            )
         errors = inside
     if len(errors) == 1:
         raise errors[0]
@@ -132,7 +134,9 @@ def _inside_store(agent: Agent, spec: str) -> bool:
         return False
 
 
-def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None = None) -> list[str]:
+def hand_off_into(
+    selection: Selection, invoked_in: Path, explicit: Path | None = None
+) -> list[str]:
     """Point the selection at the workspace the handoff belongs to, and say why.
 
     `explicit` (`--workspace`) wins. Otherwise a session that ran in another workspace is
@@ -158,8 +162,10 @@ def hand_off_into(selection: Selection, invoked_in: Path, explicit: Path | None 
     if own == invoked_in:
         return []  # the same folder under another name (a symlinked path)
     selection.workspace = own
-    note = (f"session {selection.ref.session_id} ran in {selection.workspace}, not in {invoked_in}: "
-            "the handoff uses that workspace's git state and is written there")
+    note = (
+        f"session {selection.ref.session_id} ran in {selection.workspace}, not in {invoked_in}: "
+        "the handoff uses that workspace's git state and is written there"
+    )
     selection.notes.append(note)
     return [note]
 
@@ -175,7 +181,11 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
     _refuse_unreadable(transcript, seen)
     info = transcript.info
     workspace = snapshot(selection.workspace)
-    warnings = [*selection.notes, *transcript.diagnostics.summary(), *(f"git: {e}" for e in workspace.errors)]
+    warnings = [
+        *selection.notes,
+        *transcript.diagnostics.summary(),
+        *(f"git: {e}" for e in workspace.errors),
+    ]
     changed = files_changed_since(selection.workspace, info.started_at)
     _attribute_git_changes(extracted.state, changed, seen.commands, selection, warnings)
     handoff = Handoff(
@@ -214,8 +224,12 @@ def _read_and_extract(
     seen = _SeenEvents()
     workspace = _paths_relative_to(selection)
     resumed = read_with_checkpoint(
-        selection.agent, selection.ref, seen, workspace=workspace,
-        max_messages=options.max_messages, max_chars=options.max_chars,
+        selection.agent,
+        selection.ref,
+        seen,
+        workspace=workspace,
+        max_messages=options.max_messages,
+        max_chars=options.max_chars,
     )
     if resumed is not None:
         return resumed[0], resumed[1], seen
@@ -304,10 +318,14 @@ def _attribute_git_changes(
     _append_capped(state.workspace_changes, meanwhile, "files changed meanwhile", warnings)
 
 
-def _append_capped(files: list[FileTouched], paths: list[str], what: str, warnings: list[str]) -> None:
+def _append_capped(
+    files: list[FileTouched], paths: list[str], what: str, warnings: list[str]
+) -> None:
     if len(paths) > MAX_GIT_FILES:
         warnings.append(f"git shows more than {MAX_GIT_FILES} {what}; the list is cut")
-    files.extend(FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES])
+    files.extend(
+        FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES]
+    )
 
 
 _SHELL_WORD = re.compile(r"""[^\s'"`;|&<>()]+""")
@@ -384,7 +402,9 @@ def redact_handoff(handoff: Handoff) -> Handoff:
 
     redactor = Redactor()
     data = redactor.redact_data(handoff.model_dump(by_alias=True))
-    data["redaction"] = Redaction(applied=True, findings=dict(sorted(redactor.findings.items()))).model_dump()
+    data["redaction"] = Redaction(
+        applied=True, findings=dict(sorted(redactor.findings.items()))
+    ).model_dump()
     return Handoff.model_validate(data)
 
 
@@ -402,8 +422,12 @@ def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
     """Where `write_handoff` would put the files, writing nothing (for dry runs, and to
     check a launch before anything is written)."""
     folder = Path(out_dir)
-    return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=folder / "HANDOFF.md",
-                          json_path=folder / "handoff.json")
+    return WrittenHandoff(
+        handoff=handoff,
+        folder=folder,
+        markdown_path=folder / "HANDOFF.md",
+        json_path=folder / "handoff.json",
+    )
 
 
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
@@ -420,11 +444,14 @@ def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHa
     write_private(md_path, render_markdown(handoff))
     if folder.resolve().is_relative_to(workspace.resolve()):
         add_git_exclude(workspace, f"/{HANDOFF_DIR}/")
-    return WrittenHandoff(handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path)
+    return WrittenHandoff(
+        handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path
+    )
 
 
-def launch_spec_for(target: Agent, written: WrittenHandoff, *, interactive: bool,
-                    workspace: Path | None = None) -> LaunchSpec:
+def launch_spec_for(
+    target: Agent, written: WrittenHandoff, *, interactive: bool, workspace: Path | None = None
+) -> LaunchSpec:
     """The target's argv with the takeover prompt. The prompt stays short: the handoff
     travels as the file it points to, never as a huge argument. `workspace` is the real
     folder to start in (the handoff's own path is the redacted one)."""

@@ -480,6 +480,8 @@ class _ProgramsBeforeOptions:
                 if name.start() > last:
                     last = name.start()
                     yield _Hit(last)
+
+
 # `name <sep> value`: anchored on the secret-ish word; the start of the name is found by
 # looking back from the match, so the regex need not try every identifier.
 _ASSIGN_WORD = r"(?:secret|token|pass|pwd|key|credential|auth|sess|sig|salt|hmac)"

@@ -125,7 +125,12 @@ def render_markdown(h: Handoff) -> str:
     parts += _subagents_section(h)
     parts += _workspace_section(h)
     if h.task.compaction_summary:
-        parts += ["## Earlier context (compaction summary)", "", _fence(h.task.compaction_summary), ""]
+        parts += [
+            "## Earlier context (compaction summary)",
+            "",
+            _fence(h.task.compaction_summary),
+            "",
+        ]
     parts += _transcript_section(h)
     parts += _source_section(h)
     return safe_text("\n".join(parts).rstrip() + "\n")
@@ -171,8 +176,12 @@ def _meanwhile_section(h: Handoff) -> list[str]:
     changes = h.state.workspace_changes
     if not changes:
         return []
-    out = ["## Changed in the workspace meanwhile", "",
-           "Git shows these changes, but no tool call of this session made them: not this session's work.", ""]
+    out = [
+        "## Changed in the workspace meanwhile",
+        "",
+        "Git shows these changes, but no tool call of this session made them: not this session's work.",
+        "",
+    ]
     return [*out, *[f"- {_code(f.path)}" for f in changes], ""]
 
 
@@ -180,7 +189,10 @@ def _commands_section(h: Handoff) -> list[str]:
     s = h.state
     if not s.commands_total:
         return []
-    out = [f"## Commands ({s.commands_total} run, {s.commands_failed} failed; most recent last)", ""]
+    out = [
+        f"## Commands ({s.commands_total} run, {s.commands_failed} failed; most recent last)",
+        "",
+    ]
     for c in s.commands:
         status = "?" if c.exit_code is None else str(c.exit_code)
         out.append(f"- {_code(_one_line(c.command, 200))} → exit {status}{_by(c.by)}")
@@ -220,7 +232,8 @@ def _workspace_section(h: Handoff) -> list[str]:
         return [*out, "- Not a git repository.", ""]
     out += [
         f"- Branch: {_v(ws.branch or '(detached HEAD)')}",
-        f"- HEAD: {_code(ws.head or '(no commits)')}" + (f" {_v(ws.head_subject)}" if ws.head_subject else ""),
+        f"- HEAD: {_code(ws.head or '(no commits)')}"
+        + (f" {_v(ws.head_subject)}" if ws.head_subject else ""),
     ]
     if ws.upstream:
         out.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")

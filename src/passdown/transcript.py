@@ -22,7 +22,13 @@ PlanStatus = Literal["pending", "in_progress", "completed", "deleted", "blocked"
 # How a session ended. Anything but "normal" means the next agent should know the last
 # turn did not finish on its own terms (the seed's main case: a usage or rate limit).
 EndReason = Literal[
-    "rate_limit", "usage_limit", "overloaded", "auth", "context_length", "error", "interrupted",
+    "rate_limit",
+    "usage_limit",
+    "overloaded",
+    "auth",
+    "context_length",
+    "error",
+    "interrupted",
     "normal",
 ]
 

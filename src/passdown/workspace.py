@@ -250,7 +250,9 @@ def is_ancestor(path: Path, commit: str, head: str = "HEAD") -> bool:
 
 def commits_since(path: Path, commit: str) -> list[str]:
     """`<short hash> <subject>` of each commit after `commit` up to HEAD, newest first."""
-    log = run_git(path, "log", "--format=%h %s", f"--max-count={MAX_COMMITS}", f"{commit}..HEAD", "--")
+    log = run_git(
+        path, "log", "--format=%h %s", f"--max-count={MAX_COMMITS}", f"{commit}..HEAD", "--"
+    )
     return _text(log.out).splitlines() if log.ok else []
 
 
@@ -351,7 +353,9 @@ def _xy(code: str) -> str:
 
 
 def _apply_head_details(snap: WorkspaceSnapshot, root: Path, tracked: list[str]) -> None:
-    calls: dict[str, tuple[str, ...]] = {"subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")}
+    calls: dict[str, tuple[str, ...]] = {
+        "subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")
+    }
     if tracked:  # a clean tree has no diff: skip the call
         calls["diff"] = _diff_args(tracked)
     results = _run_parallel(root, calls)

@@ -73,7 +73,8 @@ def find_agent(name: str) -> Path:
     if not (path.exists() and os.access(path, os.X_OK)):
         raise AgentsMissing(
             f"{name} not found at {path}; run `bash {INSTALL_SCRIPT.relative_to(REPO_ROOT)}` "
-            "(the e2e tests require the real pinned agent CLIs)")
+            "(the e2e tests require the real pinned agent CLIs)"
+        )
     return path
 
 
@@ -83,8 +84,9 @@ def ensure_agents() -> Path:
     Always runs the install script: it is idempotent and cached (~0.3 s when up to date) and
     it verifies the installed versions, so a stale cache cannot pass for the pinned build.
     """
-    proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True,
-                          timeout=900, check=False)
+    proc = subprocess.run(
+        ["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
+    )
     if proc.returncode != 0:
         raise AgentsMissing(f"install-agents.sh failed ({proc.returncode}):\n{proc.stderr}")
     for name in VERSIONS:
@@ -111,14 +113,20 @@ class AgentEnv:
     @classmethod
     def create(cls, root: Path) -> AgentEnv:
         home = root / "home"
-        env = cls(root=root, home=home, claude_dir=home / ".claude",
-                  codex_home=home / ".codex", passdown_data=home / "passdown-data")
+        env = cls(
+            root=root,
+            home=home,
+            claude_dir=home / ".claude",
+            codex_home=home / ".codex",
+            passdown_data=home / "passdown-data",
+        )
         for d in (env.home, env.claude_dir, env.codex_home):
             d.mkdir(parents=True, exist_ok=True)
         return env
 
-    def environ(self, *, anthropic_url: str | None = None,
-                openai_url: str | None = None) -> dict[str, str]:
+    def environ(
+        self, *, anthropic_url: str | None = None, openai_url: str | None = None
+    ) -> dict[str, str]:
         """A minimal environment: nothing of the developer's own agent setup leaks in."""
         env = {
             "PATH": f"{npm_bin_dir()}:{os.environ.get('PATH', '/usr/bin:/bin')}",
@@ -136,11 +144,14 @@ class AgentEnv:
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-            "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
-            "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+            "GIT_AUTHOR_NAME": "e2e",
+            "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+            "GIT_COMMITTER_NAME": "e2e",
+            "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
             # `python -m passdown` works from the checkout even when it is not installed.
             "PYTHONPATH": os.pathsep.join(
-                p for p in (str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
+                p for p in (str(REPO_ROOT / "src"), os.environ.get("PYTHONPATH")) if p
+            ),
             "NO_COLOR": "1",
         }
         # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
@@ -156,74 +167,131 @@ class AgentEnv:
     def gemini_environ(self, gemini_url: str) -> dict[str, str]:
         """Gemini CLI with an API key against GOOGLE_GEMINI_BASE_URL (plain http is allowed
         for localhost); settings turn off folder trust, telemetry, usage stats, updates."""
-        _write_json(self.home / ".gemini" / "settings.json", {
-            "security": {"auth": {"selectedType": "gemini-api-key"},
-                         "folderTrust": {"enabled": False}},
-            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
-            "privacy": {"usageStatisticsEnabled": False},
-            "telemetry": {"enabled": False},
-            "model": {"name": GEMINI_MODEL},
-        })
-        return {**self.environ(), "GEMINI_API_KEY": FAKE_KEY,
-                "GOOGLE_GEMINI_BASE_URL": gemini_url,
-                "GEMINI_CLI_NO_RELAUNCH": "true"}
+        _write_json(
+            self.home / ".gemini" / "settings.json",
+            {
+                "security": {
+                    "auth": {"selectedType": "gemini-api-key"},
+                    "folderTrust": {"enabled": False},
+                },
+                "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "model": {"name": GEMINI_MODEL},
+            },
+        )
+        return {
+            **self.environ(),
+            "GEMINI_API_KEY": FAKE_KEY,
+            "GOOGLE_GEMINI_BASE_URL": gemini_url,
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        }
 
     def qwen_environ(self, chat_url: str) -> dict[str, str]:
         """Qwen Code with `--auth-type openai`; todo_write is off unless enabled in settings,
         and the managed memory agents would send extra model requests."""
-        _write_json(self.home / ".qwen" / "settings.json", {
-            "general": {"enableAutoUpdate": False},
-            "privacy": {"usageStatisticsEnabled": False},
-            "telemetry": {"enabled": False},
-            "security": {"folderTrust": {"enabled": False}},
-            "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False,
-                       "enableAutoSkill": False, "enableTeamMemory": False},
-            "tools": {"todoWrite": {"enabled": True}},
-        })
-        return {**self.environ(), "OPENAI_API_KEY": FAKE_KEY,
-                "OPENAI_BASE_URL": f"{chat_url}/v1", "OPENAI_MODEL": CHAT_MODEL,
-                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
+        _write_json(
+            self.home / ".qwen" / "settings.json",
+            {
+                "general": {"enableAutoUpdate": False},
+                "privacy": {"usageStatisticsEnabled": False},
+                "telemetry": {"enabled": False},
+                "security": {"folderTrust": {"enabled": False}},
+                "memory": {
+                    "enableManagedAutoMemory": False,
+                    "enableManagedAutoDream": False,
+                    "enableAutoSkill": False,
+                    "enableTeamMemory": False,
+                },
+                "tools": {"todoWrite": {"enabled": True}},
+            },
+        )
+        return {
+            **self.environ(),
+            "OPENAI_API_KEY": FAKE_KEY,
+            "OPENAI_BASE_URL": f"{chat_url}/v1",
+            "OPENAI_MODEL": CHAT_MODEL,
+            "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+        }
 
     def opencode_environ(self, chat_url: str) -> dict[str, str]:
         """opencode with an openai-compatible provider on loopback."""
         cfg = self.home / ".config" / "opencode"
-        _write_json(cfg / "opencode.json", {
-            "$schema": "https://opencode.ai/config.json",
-            "provider": {CHAT_PROVIDER: {
-                "npm": "@ai-sdk/openai-compatible", "name": "Scripted",
-                "options": {"baseURL": f"{chat_url}/v1", "apiKey": FAKE_KEY},
-                "models": {CHAT_MODEL: {"name": CHAT_MODEL, "tool_call": True}}}},
-            "model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
-            "small_model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
-            "autoupdate": False, "share": "disabled",
-        })
+        _write_json(
+            cfg / "opencode.json",
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "provider": {
+                    CHAT_PROVIDER: {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Scripted",
+                        "options": {"baseURL": f"{chat_url}/v1", "apiKey": FAKE_KEY},
+                        "models": {CHAT_MODEL: {"name": CHAT_MODEL, "tool_call": True}},
+                    }
+                },
+                "model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+                "small_model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+                "autoupdate": False,
+                "share": "disabled",
+            },
+        )
         # opencode npm-installs @opencode-ai/plugin into its config dir in the background
         # unless node_modules exists and package-lock.json already lists it: pretend it does,
         # so a test run never reaches the npm registry.
         (cfg / "node_modules").mkdir(exist_ok=True)
-        _write_json(cfg / "package-lock.json", {"packages": {"": {"dependencies": {
-            "@opencode-ai/plugin": OPENCODE_VERSION}}}})
-        return {**self.environ(), "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                "OPENCODE_DISABLE_TERMINAL_TITLE": "1"}
+        _write_json(
+            cfg / "package-lock.json",
+            {"packages": {"": {"dependencies": {"@opencode-ai/plugin": OPENCODE_VERSION}}}},
+        )
+        return {
+            **self.environ(),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_SHARE": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_TERMINAL_TITLE": "1",
+        }
 
     def pi_environ(self, chat_url: str) -> dict[str, str]:
         """pi with a custom openai-completions provider in models.json."""
-        _write_json(self.home / ".pi" / "agent" / "models.json", {"providers": {CHAT_PROVIDER: {
-            "baseUrl": f"{chat_url}/v1", "api": "openai-completions", "apiKey": FAKE_KEY,
-            "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
-            "models": [{"id": CHAT_MODEL}]}}})
-        return {**self.environ(), "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1",
-                "PI_TELEMETRY": "0"}
+        _write_json(
+            self.home / ".pi" / "agent" / "models.json",
+            {
+                "providers": {
+                    CHAT_PROVIDER: {
+                        "baseUrl": f"{chat_url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": FAKE_KEY,
+                        "compat": {
+                            "supportsDeveloperRole": False,
+                            "supportsReasoningEffort": False,
+                        },
+                        "models": [{"id": CHAT_MODEL}],
+                    }
+                }
+            },
+        )
+        return {
+            **self.environ(),
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+        }
 
     def copilot_environ(self, chat_url: str) -> dict[str, str]:
         """Copilot CLI on a bring-your-own provider, no GitHub login, shared unpack cache."""
-        return {**self.environ(), "COPILOT_OFFLINE": "true",
-                "COPILOT_PROVIDER_BASE_URL": f"{chat_url}/v1",
-                "COPILOT_PROVIDER_TYPE": "openai", "COPILOT_PROVIDER_WIRE_API": "completions",
-                "COPILOT_PROVIDER_API_KEY": FAKE_KEY, "COPILOT_MODEL": CHAT_MODEL,
-                "COPILOT_AUTO_UPDATE": "false", "XDG_CACHE_HOME": str(copilot_cache_dir())}
+        return {
+            **self.environ(),
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": f"{chat_url}/v1",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_WIRE_API": "completions",
+            "COPILOT_PROVIDER_API_KEY": FAKE_KEY,
+            "COPILOT_MODEL": CHAT_MODEL,
+            "COPILOT_AUTO_UPDATE": "false",
+            "XDG_CACHE_HOME": str(copilot_cache_dir()),
+        }
 
     def write_codex_config(self, openai_url: str) -> None:
         # A custom provider on loopback; no auth.json, no update checks, no analytics.
@@ -232,7 +300,7 @@ class AgentEnv:
         (self.codex_home / "config.toml").write_text(
             f'model = "{CODEX_MODEL}"\n'
             'model_provider = "scripted"\n'
-            'check_for_update_on_startup = false\n'
+            "check_for_update_on_startup = false\n"
             "[analytics]\nenabled = false\n"
             "[feedback]\nenabled = false\n"
             "[model_providers.scripted]\n"
@@ -243,7 +311,8 @@ class AgentEnv:
             "request_max_retries = 0\n"
             "stream_max_retries = 0\n"
             "[tools.update_plan]\nenabled = true\n",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
 
 
 def target_environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
@@ -257,11 +326,17 @@ def target_environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
     if agent == "codex":
         return agent_env.environ(openai_url=url)
     if agent == "pi":
-        _write_json(agent_env.home / ".pi" / "agent" / "settings.json",
-                    {"defaultProvider": CHAT_PROVIDER, "defaultModel": CHAT_MODEL})
-    environ = {"gemini": agent_env.gemini_environ, "qwen": agent_env.qwen_environ,
-               "opencode": agent_env.opencode_environ, "pi": agent_env.pi_environ,
-               "copilot": agent_env.copilot_environ}[agent]
+        _write_json(
+            agent_env.home / ".pi" / "agent" / "settings.json",
+            {"defaultProvider": CHAT_PROVIDER, "defaultModel": CHAT_MODEL},
+        )
+    environ = {
+        "gemini": agent_env.gemini_environ,
+        "qwen": agent_env.qwen_environ,
+        "opencode": agent_env.opencode_environ,
+        "pi": agent_env.pi_environ,
+        "copilot": agent_env.copilot_environ,
+    }[agent]
     return environ(url)
 
 
@@ -271,9 +346,15 @@ def init_git_workspace(path: Path, files: dict[str, str] | None = None) -> Path:
     # A fixed, past commit date: like a real repo, its history predates the agent session
     # (git dates have 1 s resolution, so a commit made just before the session would look
     # like work done during it). It also keeps HEAD's hash stable across recordings.
-    env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
-           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
-           "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "e2e",
+        "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+        "GIT_COMMITTER_NAME": "e2e",
+        "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+        "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
+        "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
+    }
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
@@ -287,64 +368,108 @@ def init_git_workspace(path: Path, files: dict[str, str] | None = None) -> Path:
     return path
 
 
-def run_claude(env: dict[str, str], cwd: Path, prompt: str, *extra: str,
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    argv = [str(find_agent("claude")), "-p", prompt, "--permission-mode", "acceptEdits",
-            "--allowedTools", CLAUDE_TOOLS, *extra]
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+def run_claude(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    argv = [
+        str(find_agent("claude")),
+        "-p",
+        prompt,
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        CLAUDE_TOOLS,
+        *extra,
+    ]
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
-def run_codex(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_codex(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     codex = str(find_agent("codex"))
     flags = ["--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check"]
     if resume:
         argv = [codex, "exec", *flags, "resume", resume, prompt]
     else:
         argv = [codex, "exec", *flags, prompt]
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path,
-         timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+def _run(
+    argv: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
-def run_gemini(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_gemini(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`gemini -p` in yolo mode; `resume` is a session id, an index or "latest"."""
-    argv = [str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
-            "-o", "text"]
+    argv = [str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo", "-o", "text"]
     if resume:
         argv += ["--resume", resume]
     return _run([*argv, "-p", prompt], env, cwd, timeout)
 
 
-def run_qwen(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-             timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_qwen(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`qwen PROMPT` runs once and exits; `-r ID` resumes that session."""
-    argv = [str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode", "yolo",
-            "-o", "text"]
+    argv = [
+        str(find_agent("qwen")),
+        "--auth-type",
+        "openai",
+        "--approval-mode",
+        "yolo",
+        "-o",
+        "text",
+    ]
     if resume:
         argv += ["-r", resume]
     return _run([*argv, prompt], env, cwd, timeout)
 
 
-def run_opencode(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_opencode(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`opencode run --auto`; `-s ID` continues that session."""
-    argv = [str(find_agent("opencode")), "run", "--auto", "-m",
-            f"{CHAT_PROVIDER}/{CHAT_MODEL}"]
+    argv = [str(find_agent("opencode")), "run", "--auto", "-m", f"{CHAT_PROVIDER}/{CHAT_MODEL}"]
     if resume:
         argv += ["-s", resume]
     return _run([*argv, prompt], env, cwd, timeout)
 
 
-def run_pi(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_pi(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`pi -p`; `--session` takes a session file path or an id prefix."""
     argv = [str(find_agent("pi")), "--provider", CHAT_PROVIDER, "--model", CHAT_MODEL]
     if resume:
@@ -352,8 +477,9 @@ def run_pi(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = 
     return _run([*argv, "-p", prompt], env, cwd, timeout)
 
 
-def run_copilot(env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None,
-                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_copilot(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`copilot -p --allow-all-tools`; `--resume=ID` continues that session."""
     argv = [str(find_agent("copilot")), "-p", prompt, "--allow-all-tools", "--no-color"]
     if resume:
@@ -366,12 +492,20 @@ def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def run_passdown(env: dict[str, str], cwd: Path, *args: str,
-                 timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def run_passdown(
+    env: dict[str, str], cwd: Path, *args: str, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
     """The passdown CLI as a user runs it, in the test's isolated environment."""
-    return subprocess.run([sys.executable, "-m", "passdown", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def which_git() -> str:

@@ -18,7 +18,8 @@ from e2e.servers import LoggedRequest
 def ok(proc: subprocess.CompletedProcess[str], what: str) -> str:
     assert proc.returncode == 0, (
         f"{what} exited {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\n"
-        f"stderr:\n{proc.stderr[-4000:]}")
+        f"stderr:\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout
 
 
@@ -53,8 +54,12 @@ def assert_handoff_matches(ws: Path, expected: dict[str, Any], stdout: str) -> N
     """The handoff carries the scenario's request, plan, files, failure and progress."""
     md, data = load_handoff(ws)
     everything = md + "\n" + json.dumps(data, ensure_ascii=False) + "\n" + stdout
-    assert_no_secrets(expected["secrets"], handoff_md=md,
-                      handoff_json=json.dumps(data, ensure_ascii=False), stdout=stdout)
+    assert_no_secrets(
+        expected["secrets"],
+        handoff_md=md,
+        handoff_json=json.dumps(data, ensure_ascii=False),
+        stdout=stdout,
+    )
     for hidden in expected.get("hidden_reasoning_planted", []):
         assert hidden not in everything, f"hidden reasoning exported: {hidden!r}"
 
@@ -101,8 +106,11 @@ def anthropic_user_texts(req: LoggedRequest) -> list[str]:
         if isinstance(content, str):
             texts.append(content)
             continue
-        texts.extend(b.get("text", "") for b in content or []
-                     if isinstance(b, dict) and b.get("type") == "text")
+        texts.extend(
+            b.get("text", "")
+            for b in content or []
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
     return texts
 
 

@@ -120,9 +120,15 @@ class _ScriptedServer:
             self._steps = list(steps)
             self._cursor = 0
 
-    def fail(self, status: int, body: Any, *, times: int | None = None,
-             headers: dict[str, str] | None = None,
-             when: Callable[[Any], bool] | None = None) -> None:
+    def fail(
+        self,
+        status: int,
+        body: Any,
+        *,
+        times: int | None = None,
+        headers: dict[str, str] | None = None,
+        when: Callable[[Any], bool] | None = None,
+    ) -> None:
         """Answer POSTs with an HTTP error instead of the script: every one (`times=None`,
         a sticky 429) or the next `times` of them (a 529 on the first request of a turn).
         `when` limits it to matching bodies (e.g. only requests that carry tools)."""
@@ -213,15 +219,26 @@ class _ScriptedServer:
 
         return Handler
 
-    def _log(self, h: BaseHTTPRequestHandler, method: str, body: Any, kind: str,
-             step_index: int | None = None) -> None:
+    def _log(
+        self,
+        h: BaseHTTPRequestHandler,
+        method: str,
+        body: Any,
+        kind: str,
+        step_index: int | None = None,
+    ) -> None:
         with self._lock:
-            self.requests.append(LoggedRequest(method, h.path, dict(h.headers.items()), body,
-                                               kind, step_index))
+            self.requests.append(
+                LoggedRequest(method, h.path, dict(h.headers.items()), body, kind, step_index)
+            )
 
     @staticmethod
-    def send_json(h: BaseHTTPRequestHandler, obj: Any, status: int = 200,
-                  headers: dict[str, str] | None = None) -> None:
+    def send_json(
+        h: BaseHTTPRequestHandler,
+        obj: Any,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = json.dumps(obj).encode()
         h.send_response(status)
         for name, value in (headers or {}).items():
@@ -275,8 +292,9 @@ class AnthropicServer(_ScriptedServer):
             return self.send_json(h, {"input_tokens": 1000})
         if method != "POST" or path != "/v1/messages" or not isinstance(body, dict):
             self._log(h, method, body, "other")
-            return self.send_json(h, {"type": "error", "error": {"type": "not_found_error",
-                                                                 "message": path}}, 404)
+            return self.send_json(
+                h, {"type": "error", "error": {"type": "not_found_error", "message": path}}, 404
+            )
         if is_compaction_request(body):
             self._log(h, method, body, "aux")
             step: Step = Step(text=COMPACT_SUMMARY)
@@ -293,13 +311,20 @@ class AnthropicServer(_ScriptedServer):
     def _blocks(self, step: Step) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         if step.thinking:
-            blocks.append({"type": "thinking", "thinking": step.thinking,
-                           "signature": "c2NyaXB0ZWQ="})
+            blocks.append(
+                {"type": "thinking", "thinking": step.thinking, "signature": "c2NyaXB0ZWQ="}
+            )
         if step.text:
             blocks.append({"type": "text", "text": step.text})
         if step.tool:
-            blocks.append({"type": "tool_use", "id": self._new_id("toolu"), "name": step.tool,
-                           "input": step.input})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": self._new_id("toolu"),
+                    "name": step.tool,
+                    "input": step.input,
+                }
+            )
         if not blocks:
             blocks.append({"type": "text", "text": DEFAULT_FINAL_TEXT})
         return blocks
@@ -307,40 +332,80 @@ class AnthropicServer(_ScriptedServer):
     def _reply(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: Step) -> None:
         blocks = self._blocks(step)
         stop_reason = "tool_use" if step.tool else "end_turn"
-        usage = {"input_tokens": 1200, "output_tokens": 40, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0}
+        usage = {
+            "input_tokens": 1200,
+            "output_tokens": 40,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
         msg_id = self._new_id("msg")
         model = body.get("model") or self.model
         if not body.get("stream"):
-            return self.send_json(h, {"id": msg_id, "type": "message", "role": "assistant",
-                                      "model": model, "content": blocks,
-                                      "stop_reason": stop_reason, "stop_sequence": None,
-                                      "usage": usage})
-        events: list[tuple[str, dict[str, Any]]] = [("message_start", {
-            "type": "message_start",
-            "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-                        "content": [], "stop_reason": None, "stop_sequence": None,
-                        "usage": {**usage, "output_tokens": 1}}})]
+            return self.send_json(
+                h,
+                {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": blocks,
+                    "stop_reason": stop_reason,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            )
+        events: list[tuple[str, dict[str, Any]]] = [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {**usage, "output_tokens": 1},
+                    },
+                },
+            )
+        ]
         for i, b in enumerate(blocks):
             if b["type"] == "text":
                 start = {"type": "text", "text": ""}
                 deltas = [{"type": "text_delta", "text": b["text"]}]
             elif b["type"] == "thinking":
                 start = {"type": "thinking", "thinking": "", "signature": ""}
-                deltas = [{"type": "thinking_delta", "thinking": b["thinking"]},
-                          {"type": "signature_delta", "signature": b["signature"]}]
+                deltas = [
+                    {"type": "thinking_delta", "thinking": b["thinking"]},
+                    {"type": "signature_delta", "signature": b["signature"]},
+                ]
             else:
                 start = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
                 deltas = [{"type": "input_json_delta", "partial_json": json.dumps(b["input"])}]
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": start}))
-            events.extend(("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                   "delta": d}) for d in deltas)
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": start},
+                )
+            )
+            events.extend(
+                ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d})
+                for d in deltas
+            )
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        events.append(("message_delta", {"type": "message_delta",
-                                         "delta": {"stop_reason": stop_reason,
-                                                   "stop_sequence": None},
-                                         "usage": {"output_tokens": 40}}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                    "usage": {"output_tokens": 40},
+                },
+            )
+        )
         events.append(("message_stop", {"type": "message_stop"}))
         self.send_sse(h, events)
 
@@ -370,46 +435,103 @@ class OpenAIResponsesServer(_ScriptedServer):
     def _items(self, step: Step) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         if step.thinking:
-            items.append({"type": "reasoning", "id": self._new_id("rs"),
-                          "summary": [{"type": "summary_text", "text": step.thinking}],
-                          "content": None, "encrypted_content": None})
+            items.append(
+                {
+                    "type": "reasoning",
+                    "id": self._new_id("rs"),
+                    "summary": [{"type": "summary_text", "text": step.thinking}],
+                    "content": None,
+                    "encrypted_content": None,
+                }
+            )
         if step.text or not step.tool:
-            items.append({"type": "message", "id": self._new_id("msg"), "role": "assistant",
-                          "status": "completed",
-                          "content": [{"type": "output_text", "text": step.text or
-                                       DEFAULT_FINAL_TEXT, "annotations": []}]})
+            items.append(
+                {
+                    "type": "message",
+                    "id": self._new_id("msg"),
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [
+                        {
+                            "type": "output_text",
+                            "text": step.text or DEFAULT_FINAL_TEXT,
+                            "annotations": [],
+                        }
+                    ],
+                }
+            )
         if step.tool and isinstance(step.input, str):
-            items.append({"type": "custom_tool_call", "id": self._new_id("ctc"),
-                          "call_id": self._new_id("call"), "name": step.tool,
-                          "input": step.input, "status": "completed"})
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": self._new_id("ctc"),
+                    "call_id": self._new_id("call"),
+                    "name": step.tool,
+                    "input": step.input,
+                    "status": "completed",
+                }
+            )
         elif step.tool:
-            items.append({"type": "function_call", "id": self._new_id("fc"),
-                          "call_id": self._new_id("call"), "name": step.tool,
-                          "arguments": json.dumps(step.input), "status": "completed"})
+            items.append(
+                {
+                    "type": "function_call",
+                    "id": self._new_id("fc"),
+                    "call_id": self._new_id("call"),
+                    "name": step.tool,
+                    "arguments": json.dumps(step.input),
+                    "status": "completed",
+                }
+            )
         return items
 
     def _reply(self, h: BaseHTTPRequestHandler, body: dict[str, Any], step: Step) -> None:
         resp_id = self._new_id("resp")
         model = body.get("model") or self.model
-        base = {"id": resp_id, "object": "response", "created_at": int(time.time()),
-                "model": model}
+        base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model}
         items = self._items(step)
         events: list[tuple[str, dict[str, Any]]] = [
-            ("response.created", {"type": "response.created",
-                                  "response": {**base, "status": "in_progress", "output": []}})]
+            (
+                "response.created",
+                {
+                    "type": "response.created",
+                    "response": {**base, "status": "in_progress", "output": []},
+                },
+            )
+        ]
         for i, item in enumerate(items):
-            events.append(("response.output_item.added", {
-                "type": "response.output_item.added", "output_index": i,
-                "item": {**item, "status": "in_progress"}}))
-            events.append(("response.output_item.done", {
-                "type": "response.output_item.done", "output_index": i, "item": item}))
-        usage = {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 50, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 1550}
-        events.append(("response.completed", {"type": "response.completed", "response": {
-            **base, "status": "completed", "output": items, "usage": usage}}))
+            events.append(
+                (
+                    "response.output_item.added",
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": i,
+                        "item": {**item, "status": "in_progress"},
+                    },
+                )
+            )
+            events.append(
+                (
+                    "response.output_item.done",
+                    {"type": "response.output_item.done", "output_index": i, "item": item},
+                )
+            )
+        usage = {
+            "input_tokens": 1500,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 50,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 1550,
+        }
+        events.append(
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {**base, "status": "completed", "output": items, "usage": usage},
+                },
+            )
+        )
         self.send_sse(h, events)
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -423,7 +545,7 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     if len(text) < n:
         return [text]
     size = -(-len(text) // n)
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def chat_has_tools(body: dict[str, Any]) -> bool:
@@ -440,8 +562,11 @@ class ChatCompletionsServer(_ScriptedServer):
 
     model = "scripted-model"
 
-    def __init__(self, steps: list[Step] | None = None,
-                 aux: Callable[[dict[str, Any]], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        steps: list[Step] | None = None,
+        aux: Callable[[dict[str, Any]], str | None] | None = None,
+    ) -> None:
         super().__init__(steps)
         self.aux = aux
 
@@ -449,13 +574,22 @@ class ChatCompletionsServer(_ScriptedServer):
         path = h.path.split("?")[0]
         if method == "GET" and path.endswith("/models"):
             self._log(h, method, body, "other")
-            return self.send_json(h, {"object": "list", "data": [
-                {"id": self.model, "object": "model", "created": 0, "owned_by": "scripted"}]})
-        if (method != "POST" or not path.endswith("/chat/completions")
-                or not isinstance(body, dict)):
+            return self.send_json(
+                h,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": self.model, "object": "model", "created": 0, "owned_by": "scripted"}
+                    ],
+                },
+            )
+        if method != "POST" or not path.endswith("/chat/completions") or not isinstance(body, dict):
             self._log(h, method, body, "other")
-            return self.send_json(h, {"error": {"message": f"not found: {path}",
-                                                "type": "invalid_request_error"}}, 404)
+            return self.send_json(
+                h,
+                {"error": {"message": f"not found: {path}", "type": "invalid_request_error"}},
+                404,
+            )
         aux_text = self.aux(body) if self.aux else None
         if aux_text is None and chat_has_tools(body):
             idx, step = self._next_step()
@@ -473,25 +607,35 @@ class ChatCompletionsServer(_ScriptedServer):
         call = None
         if step.tool:
             args = step.input if isinstance(step.input, str) else json.dumps(step.input)
-            call = {"id": self._new_id("call"), "type": "function",
-                    "function": {"name": step.tool, "arguments": args}}
+            call = {
+                "id": self._new_id("call"),
+                "type": "function",
+                "function": {"name": step.tool, "arguments": args},
+            }
         finish = "tool_calls" if call else "stop"
         usage = {"prompt_tokens": 1500, "completion_tokens": 50, "total_tokens": 1550}
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": text or None}
             if call:
                 message["tool_calls"] = [call]
-            return self.send_json(h, {"id": cid, "object": "chat.completion",
-                                      "created": created, "model": model,
-                                      "choices": [{"index": 0, "message": message,
-                                                   "finish_reason": finish}],
-                                      "usage": usage})
-        base = {"id": cid, "object": "chat.completion.chunk", "created": created,
-                "model": model}
+            return self.send_json(
+                h,
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage,
+                },
+            )
+        base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
 
         def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-            return {**base, "choices": [{"index": 0, "delta": delta,
-                                         "finish_reason": finish_reason}]}
+            return {
+                **base,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
 
         chunks = [chunk({"role": "assistant", "content": ""})]
         if step.thinking:  # the DeepSeek/Qwen convention for visible reasoning
@@ -499,12 +643,24 @@ class ChatCompletionsServer(_ScriptedServer):
         chunks.extend(chunk({"content": p}) for p in _pieces(text, 2) if p)
         if call:
             fn = call["function"]
-            chunks.append(chunk({"tool_calls": [{"index": 0, "id": call["id"],
-                                                 "type": "function",
-                                                 "function": {"name": fn["name"],
-                                                              "arguments": ""}}]}))
-            chunks.extend(chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
-                          for p in _pieces(fn["arguments"]))
+            chunks.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": fn["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            chunks.extend(
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]})
+                for p in _pieces(fn["arguments"])
+            )
         chunks.append(chunk({}, finish))
         chunks.append({**base, "choices": [], "usage": usage})
         self.send_sse_data(h, [*chunks, "[DONE]"])
@@ -562,11 +718,17 @@ class GeminiServer(_ScriptedServer):
         if method == "GET" and path.rstrip("/").endswith("/models"):
             self._log(h, method, body, "other")
             return self.send_json(h, {"models": [{"name": f"models/{self.model}"}]})
-        if method != "POST" or not isinstance(body, dict) or action not in (
-                "streamGenerateContent", "generateContent", "countTokens"):
+        if (
+            method != "POST"
+            or not isinstance(body, dict)
+            or action not in ("streamGenerateContent", "generateContent", "countTokens")
+        ):
             self._log(h, method, body, "other")
-            return self.send_json(h, {"error": {"code": 404, "message": f"not found: {path}",
-                                                "status": "NOT_FOUND"}}, 404)
+            return self.send_json(
+                h,
+                {"error": {"code": 404, "message": f"not found: {path}", "status": "NOT_FOUND"}},
+                404,
+            )
         if action == "countTokens":
             self._log(h, method, body, "other")
             return self.send_json(h, {"totalTokens": 1000})
@@ -583,10 +745,14 @@ class GeminiServer(_ScriptedServer):
             parts = [{"text": text}]
         model = path.split("/models/")[-1].split(":")[0] or self.model
         response = {
-            "candidates": [{"content": {"role": "model", "parts": parts},
-                            "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 1500, "candidatesTokenCount": 50,
-                              "totalTokenCount": 1550},
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 1500,
+                "candidatesTokenCount": 50,
+                "totalTokenCount": 1550,
+            },
             "modelVersion": model,
             "responseId": self._new_id("resp"),
         }

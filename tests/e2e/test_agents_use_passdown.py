@@ -39,9 +39,16 @@ class ToolSearchServer(OpenAIResponsesServer):
     def _items(self, step: Step) -> list[dict[str, Any]]:
         if step.tool == TOOL_SEARCH:
             items = super()._items(Step(text=step.text)) if step.text else []
-            items.append({"type": "tool_search_call", "id": self._new_id("ts"),
-                          "call_id": self._new_id("call"), "status": "completed",
-                          "execution": "client", "arguments": step.input})
+            items.append(
+                {
+                    "type": "tool_search_call",
+                    "id": self._new_id("ts"),
+                    "call_id": self._new_id("call"),
+                    "status": "completed",
+                    "execution": "client",
+                    "arguments": step.input,
+                }
+            )
             return items
         if step.tool and "/" in step.tool:
             namespace, name = step.tool.split("/", 1)
@@ -67,7 +74,11 @@ class ToolSearchServer(OpenAIResponsesServer):
     def _empty_search(body: dict[str, Any]) -> bool:
         items = body.get("input") or []
         last = items[-1] if items else {}
-        return isinstance(last, dict) and last.get("type") == "tool_search_output" and not last.get("tools")
+        return (
+            isinstance(last, dict)
+            and last.get("type") == "tool_search_output"
+            and not last.get("tools")
+        )
 
 
 def _passdown_on_path(root: Path) -> tuple[Path, Path]:
@@ -82,7 +93,8 @@ def _passdown_on_path(root: Path) -> tuple[Path, Path]:
         "#!/bin/sh\n"
         f'echo "$*" >> "{calls}"\n'
         f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     wrapper.chmod(0o755)
     return bindir, calls
 
@@ -108,8 +120,11 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
 
     # 1. Claude: install, then one real session that ends.
     claude_steps = [
-        Step(text="Writing the notes file.", tool="Write",
-             input={"file_path": str(workspace / "NOTES.md"), "content": "usage notes\n"}),
+        Step(
+            text="Writing the notes file.",
+            tool="Write",
+            input={"file_path": str(workspace / "NOTES.md"), "content": "usage notes\n"},
+        ),
         Step(text="NOTES.md is written; next: document the add() edge cases."),
     ]
     with AnthropicServer(claude_steps) as anthropic:
@@ -127,11 +142,17 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
 
     # 2. Codex, next, in the same project: reads the handoff through the MCP server.
     codex_steps = [
-        Step(text="Looking for the passdown tools.", tool=TOOL_SEARCH,
-             input={"query": "passdown load handoff"}),
+        Step(
+            text="Looking for the passdown tools.",
+            tool=TOOL_SEARCH,
+            input={"query": "passdown load handoff"},
+        ),
         Step(text="Loading the latest handoff.", tool=f"{MCP_NAMESPACE}/load_handoff", input={}),
-        Step(text="Claiming it.", tool=f"{MCP_NAMESPACE}/mark_handoff",
-             input={"id": handoff["id"], "status": "claimed"}),
+        Step(
+            text="Claiming it.",
+            tool=f"{MCP_NAMESPACE}/mark_handoff",
+            input={"id": handoff["id"], "status": "claimed"},
+        ),
         Step(text="I have the handoff and will continue from its next steps."),
     ]
     with ToolSearchServer(codex_steps) as openai:
@@ -149,12 +170,14 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
     assert loaded, f"no load_handoff answer carried the handoff: {outputs}"
     assert "NOTES.md" in loaded[0]  # the handoff's content, not only its id
     assert "Write usage notes for the calculator" in loaded[0]
-    assert any('claimed' in o and "Error" not in o for o in outputs), outputs
+    assert any("claimed" in o and "Error" not in o for o in outputs), outputs
     # Codex's turn-complete notify ran passdown's hook, which stored Codex's own handoff.
     assert "hook codex" in calls.read_text(), "Codex's notify hook never ran passdown"
     # Codex starts `notify` and does not wait for it: give the hook time to finish
     deadline = time.monotonic() + 60
-    while len(agents := [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]) < 2 \
-            and time.monotonic() < deadline:
+    while (
+        len(agents := [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]) < 2
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.5)
     assert sorted(agents) == ["claude", "codex"], agents

@@ -27,24 +27,61 @@ SESSIONS = {
 }
 
 
-def start_claude(env: dict[str, str], ws: Path, prompt: str, session_id: str) -> subprocess.Popen[str]:
-    argv = [str(find_agent("claude")), "-p", prompt, "--permission-mode", "acceptEdits",
-            "--allowedTools", CLAUDE_TOOLS, "--session-id", session_id]
-    return subprocess.Popen(argv, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+def start_claude(
+    env: dict[str, str], ws: Path, prompt: str, session_id: str
+) -> subprocess.Popen[str]:
+    argv = [
+        str(find_agent("claude")),
+        "-p",
+        prompt,
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        CLAUDE_TOOLS,
+        "--session-id",
+        session_id,
+    ]
+    return subprocess.Popen(
+        argv,
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
 
 
-def test_two_concurrent_claude_sessions_keep_their_own_files(workspace: Path, agent_env: AgentEnv) -> None:
+def test_two_concurrent_claude_sessions_keep_their_own_files(
+    workspace: Path, agent_env: AgentEnv
+) -> None:
     ws = workspace
-    servers = {name: AnthropicServer([
-        Step(text=f"Writing {name}.", tool="Write",
-             input={"file_path": str(ws / name), "content": f"# written by the session for {name}\n"}),
-        Step(text=f"{name} is written. Next: add a test for {name}."),
-    ]).start() for name in SESSIONS}
+    servers = {
+        name: AnthropicServer(
+            [
+                Step(
+                    text=f"Writing {name}.",
+                    tool="Write",
+                    input={
+                        "file_path": str(ws / name),
+                        "content": f"# written by the session for {name}\n",
+                    },
+                ),
+                Step(text=f"{name} is written. Next: add a test for {name}."),
+            ]
+        ).start()
+        for name in SESSIONS
+    }
     try:
-        procs = {name: start_claude(agent_env.environ(anthropic_url=servers[name].url), ws,
-                                    f"Create {name} with a header comment.", sid)
-                 for name, sid in SESSIONS.items()}
+        procs = {
+            name: start_claude(
+                agent_env.environ(anthropic_url=servers[name].url),
+                ws,
+                f"Create {name} with a header comment.",
+                sid,
+            )
+            for name, sid in SESSIONS.items()
+        }
         (ws / "meanwhile.txt").write_text("changed by hand while both sessions ran\n")
         for name, proc in procs.items():
             out, err = proc.communicate(timeout=240)
@@ -58,8 +95,10 @@ def test_two_concurrent_claude_sessions_keep_their_own_files(workspace: Path, ag
     env = agent_env.environ()
     for name, sid in SESSIONS.items():
         other = next(n for n in SESSIONS if n != name)
-        ok(run_passdown(env, ws, "export", "--from", "claude", "--session", sid, "--no-store"),
-           f"passdown export of the session for {name}")
+        ok(
+            run_passdown(env, ws, "export", "--from", "claude", "--session", sid, "--no-store"),
+            f"passdown export of the session for {name}",
+        )
         data = json.loads((ws / ".agent-handoff" / "handoff.json").read_text())
         assert data["source"]["session_id"] == sid
         touched = {f["path"]: f["source"] for f in data["state"]["files_touched"]}

@@ -32,8 +32,13 @@ from e2e.servers import AnthropicServer, LoggedRequest, OpenAIResponsesServer, S
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 POINTER = "passdown: an unfinished task was handed over from"
-RATE_LIMIT_BODY = {"type": "error", "error": {"type": "rate_limit_error",
-                                              "message": "Number of request tokens has exceeded your per-minute rate limit"}}
+RATE_LIMIT_BODY = {
+    "type": "error",
+    "error": {
+        "type": "rate_limit_error",
+        "message": "Number of request tokens has exceeded your per-minute rate limit",
+    },
+}
 TASK = "Write usage notes for the calculator in NOTES.md"
 NEXT = "Next step: document the add() edge cases in NOTES.md."
 
@@ -50,13 +55,15 @@ def _passdown_on_path(root: Path) -> tuple[Path, Path]:
         "#!/bin/sh\n"
         f'echo "$*" >> "{calls}"\n'
         f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     wrapper.chmod(0o755)
     return bindir, calls
 
 
-def _env(agent_env: AgentEnv, bindir: Path, *, anthropic: str | None = None,
-         openai: str | None = None) -> dict[str, str]:
+def _env(
+    agent_env: AgentEnv, bindir: Path, *, anthropic: str | None = None, openai: str | None = None
+) -> dict[str, str]:
     env = agent_env.environ(anthropic_url=anthropic, openai_url=openai)
     env["PATH"] = f"{bindir}:{env['PATH']}"
     env["CLAUDE_CODE_MAX_RETRIES"] = "2"
@@ -82,16 +89,27 @@ def _hook_log(agent_env: AgentEnv) -> str:
     return path.read_text() if path.exists() else "(no hook log)"
 
 
-def _claude_hits_the_limit(agent_env: AgentEnv, bindir: Path, ws: Path) -> tuple[dict[str, str], AnthropicServer]:
+def _claude_hits_the_limit(
+    agent_env: AgentEnv, bindir: Path, ws: Path
+) -> tuple[dict[str, str], AnthropicServer]:
     """A Claude Code session whose first turn writes a file and says what comes next,
     then every request answers 429: the StopFailure hook writes the handoff."""
-    steps = [Step(text=f"Writing the notes file. {NEXT}", tool="Write",
-                  input={"file_path": str(ws / "NOTES.md"), "content": "usage notes\n"})]
+    steps = [
+        Step(
+            text=f"Writing the notes file. {NEXT}",
+            tool="Write",
+            input={"file_path": str(ws / "NOTES.md"), "content": "usage notes\n"},
+        )
+    ]
     anthropic = AnthropicServer(steps).start()
     assert isinstance(anthropic, AnthropicServer)
     # every request after the tool ran: the limit hits mid-task
-    anthropic.fail(429, RATE_LIMIT_BODY, headers={"retry-after": "0"},
-                   when=lambda body: "tool_result" in json.dumps(body))
+    anthropic.fail(
+        429,
+        RATE_LIMIT_BODY,
+        headers={"retry-after": "0"},
+        when=lambda body: "tool_result" in json.dumps(body),
+    )
     return _env(agent_env, bindir, anthropic=anthropic.url), anthropic
 
 
@@ -101,7 +119,9 @@ def _first_step_request(server: OpenAIResponsesServer | AnthropicServer) -> Logg
     return requests[0]
 
 
-def test_claude_rate_limit_then_codex_picks_it_up(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_claude_rate_limit_then_codex_picks_it_up(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     bindir, calls = _passdown_on_path(tmp_path)
     env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
     try:
@@ -111,7 +131,11 @@ def test_claude_rate_limit_then_codex_picks_it_up(tmp_path: Path, agent_env: Age
         anthropic.stop()
     assert "hook claude" in calls.read_text(), "Claude's hooks never ran passdown"
     handoff = _handoff_json(workspace)
-    assert handoff["ended"]["reason"] == "rate_limit", (handoff["ended"], _hook_log(agent_env), proc.stderr[-800:])
+    assert handoff["ended"]["reason"] == "rate_limit", (
+        handoff["ended"],
+        _hook_log(agent_env),
+        proc.stderr[-800:],
+    )
     assert handoff["source"]["agent"] == "claude"
     assert handoff["task"]["original_request"] == TASK
     claude_session = handoff["source"]["session_id"]
@@ -131,10 +155,17 @@ def test_claude_rate_limit_then_codex_picks_it_up(tmp_path: Path, agent_env: Age
     assert len(claims) == 1 and claims[0]["provenance"]["agent"].startswith("codex:"), claims
 
 
-def _codex_session(agent_env: AgentEnv, bindir: Path, ws: Path, prompt: str) -> tuple[dict[str, str], str]:
-    steps = [Step(text=f"Writing the notes file. {NEXT}", tool="apply_patch",
-                  input=f"*** Begin Patch\n*** Add File: {ws / 'NOTES.md'}\n+usage notes\n*** End Patch\n"),
-             Step(text=f"NOTES.md is written. {NEXT}")]
+def _codex_session(
+    agent_env: AgentEnv, bindir: Path, ws: Path, prompt: str
+) -> tuple[dict[str, str], str]:
+    steps = [
+        Step(
+            text=f"Writing the notes file. {NEXT}",
+            tool="apply_patch",
+            input=f"*** Begin Patch\n*** Add File: {ws / 'NOTES.md'}\n+usage notes\n*** End Patch\n",
+        ),
+        Step(text=f"NOTES.md is written. {NEXT}"),
+    ]
     with OpenAIResponsesServer(steps) as openai:
         env = _env(agent_env, bindir, openai=openai.url)
         ok(run_passdown(env, ws, "install", "codex"), "passdown install codex")
@@ -145,7 +176,9 @@ def _codex_session(agent_env: AgentEnv, bindir: Path, ws: Path, prompt: str) -> 
     return env, str(handoff["source"]["session_id"])
 
 
-def test_codex_session_ends_then_claude_picks_it_up(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_codex_session_ends_then_claude_picks_it_up(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     bindir, _calls = _passdown_on_path(tmp_path)
     _env_codex, codex_session = _codex_session(agent_env, bindir, workspace, TASK)
     with AnthropicServer([Step(text="Reading the handoff first.")]) as anthropic:
@@ -167,15 +200,35 @@ def test_run_falls_over_from_claude_to_codex_on_a_rate_limit(
     bindir, _calls = _passdown_on_path(tmp_path)
     env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
     with OpenAIResponsesServer([Step(text="Continuing from the handoff.")]) as openai:
-        env = {**env, **{k: v for k, v in _env(agent_env, bindir, openai=openai.url).items()
-                         if k not in ("ANTHROPIC_BASE_URL",)}}
+        env = {
+            **env,
+            **{
+                k: v
+                for k, v in _env(agent_env, bindir, openai=openai.url).items()
+                if k not in ("ANTHROPIC_BASE_URL",)
+            },
+        }
         try:
             ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
-            proc = run_passdown(env, workspace, "run", "claude", "--fallback", "codex",
-                                "--non-interactive", "--", TASK, timeout=360)
+            proc = run_passdown(
+                env,
+                workspace,
+                "run",
+                "claude",
+                "--fallback",
+                "codex",
+                "--non-interactive",
+                "--",
+                TASK,
+                timeout=360,
+            )
         finally:
             anthropic.stop()
-        assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:], _hook_log(agent_env))
+        assert proc.returncode == 0, (
+            proc.stdout[-1500:],
+            proc.stderr[-3000:],
+            _hook_log(agent_env),
+        )
         first = _first_step_request(openai).text()
     assert "You are taking over a coding task from claude" in first, first[-3000:]
     assert TASK in first  # the request
@@ -185,7 +238,9 @@ def test_run_falls_over_from_claude_to_codex_on_a_rate_limit(
     assert POINTER not in first  # claimed by `run` before the launch: no second pointer
 
 
-def test_two_sessions_starting_at_once_claim_once(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_two_sessions_starting_at_once_claim_once(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     bindir, _calls = _passdown_on_path(tmp_path)
     _env_codex, source_session = _codex_session(agent_env, bindir, workspace, TASK)
     handoff_id = _handoff_json(workspace)["id"]
@@ -193,9 +248,16 @@ def test_two_sessions_starting_at_once_claim_once(tmp_path: Path, agent_env: Age
         env = _env(agent_env, bindir, openai=openai.url)  # rewrites Codex's config.toml
         ok(run_passdown(env, workspace, "install", "codex"), "passdown install codex")
         results: list[subprocess.CompletedProcess[str]] = []
-        threads = [threading.Thread(target=lambda: results.append(
-            run_codex(env, workspace, "Continue where the last session stopped", timeout=300)))
-            for _ in range(2)]
+        threads = [
+            threading.Thread(
+                target=lambda: results.append(
+                    run_codex(
+                        env, workspace, "Continue where the last session stopped", timeout=300
+                    )
+                )
+            )
+            for _ in range(2)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -206,8 +268,11 @@ def test_two_sessions_starting_at_once_claim_once(tmp_path: Path, agent_env: Age
     # handoff reached exactly one of the two sessions
     sessions = {r.body.get("prompt_cache_key") for r in requests if isinstance(r.body, dict)}
     assert len(sessions) == 2, sessions
-    pointed = {r.body.get("prompt_cache_key") for r in requests
-               if POINTER in r.text() and f"codex session {source_session}" in r.text()}
+    pointed = {
+        r.body.get("prompt_cache_key")
+        for r in requests
+        if POINTER in r.text() and f"codex session {source_session}" in r.text()
+    }
     assert len(pointed) == 1, (pointed, _hook_log(agent_env))
     log = _hook_log(agent_env)
     assert log.count(f"pickup codex claimed {handoff_id}") == 1, log
@@ -215,7 +280,9 @@ def test_two_sessions_starting_at_once_claim_once(tmp_path: Path, agent_env: Age
     assert len(claims) == 1, claims
 
 
-def test_resumed_source_session_gets_no_pointer(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_resumed_source_session_gets_no_pointer(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     bindir, _calls = _passdown_on_path(tmp_path)
     _env_codex, codex_session = _codex_session(agent_env, bindir, workspace, TASK)
     with OpenAIResponsesServer([Step(text="Resuming.")]) as openai:
@@ -257,10 +324,14 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
         proc = run_qwen(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
-    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, (
+        _hook_log(agent_env)
+    )
     assert "document the add() edge cases" in first
     assert f"pickup qwen claimed {handoff['id']}" in _hook_log(agent_env)
-    assert _handoff_json(workspace)["source"]["agent"] == "qwen", _hook_log(agent_env)  # its Stop hook
+    assert _handoff_json(workspace)["source"]["agent"] == "qwen", _hook_log(
+        agent_env
+    )  # its Stop hook
 
     # Gemini as the receiving side: a fresh Gemini session after another Gemini session
     with GeminiServer([Step(text=f"More notes. {NEXT}")]) as gemini:
@@ -276,7 +347,9 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
         ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
         assert run_gemini(env, workspace, "Continue").returncode == 0
         first = _first_step_request(gemini).text()  # type: ignore[arg-type]
-    assert POINTER in first and f"gemini session {second['source']['session_id']}" in first, _hook_log(agent_env)
+    assert POINTER in first and f"gemini session {second['source']['session_id']}" in first, (
+        _hook_log(agent_env)
+    )
 
 
 def test_copilot_picks_up_on_its_first_prompt_and_writes_at_session_end(
@@ -302,14 +375,18 @@ def test_copilot_picks_up_on_its_first_prompt_and_writes_at_session_end(
         proc = run_copilot(env, workspace, "Continue where the last session stopped", timeout=240)
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
-    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, (
+        _hook_log(agent_env)
+    )
     assert f"pickup copilot claimed {handoff['id']}" in _hook_log(agent_env)
     own = _handoff_json(workspace)
     assert own["source"]["agent"] == "copilot", _hook_log(agent_env)
     assert own["task"]["original_request"] == "Continue where the last session stopped"
 
 
-def test_pi_extension_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_pi_extension_picks_up_and_writes(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     """pi has extensions, not command hooks: `passdown install pi` writes one that calls
     `passdown hook pi` on the first prompt (the pointer, injected as a message) and at
     each prompt's end (the export)."""
@@ -330,12 +407,16 @@ def test_pi_extension_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, w
         proc = run_pi(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
-    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, (
+        _hook_log(agent_env)
+    )
     own = _handoff_json(workspace)
     assert own["source"]["agent"] == "pi", _hook_log(agent_env)
 
 
-def test_opencode_plugin_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_opencode_plugin_picks_up_and_writes(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     """opencode has plugins, not command hooks: `passdown install opencode` writes one
     that appends the pointer to the first system prompt of a session and exports when a
     turn ends (`session.idle`)."""
@@ -356,7 +437,9 @@ def test_opencode_plugin_picks_up_and_writes(tmp_path: Path, agent_env: AgentEnv
         proc = run_opencode(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
-    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, _hook_log(agent_env)
+    assert POINTER in first and f"gemini session {handoff['source']['session_id']}" in first, (
+        _hook_log(agent_env)
+    )
     # the plugin exports in a detached process that outlives `opencode run`: wait for it
     deadline = time.monotonic() + 60
     while _handoff_json(workspace)["source"]["agent"] != "opencode" and time.monotonic() < deadline:  # type: ignore[index]
@@ -372,14 +455,22 @@ def test_run_without_fallback_prints_the_command_that_continues(
     env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
     try:
         ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
-        proc = run_passdown(env, workspace, "run", "claude", "--non-interactive", "--", TASK, timeout=300)
+        proc = run_passdown(
+            env, workspace, "run", "claude", "--non-interactive", "--", TASK, timeout=300
+        )
     finally:
         anthropic.stop()
     handoff = _handoff_json(workspace)
     assert handoff["ended"]["reason"] == "rate_limit"
     session = handoff["source"]["session_id"]
-    assert proc.stdout.strip().splitlines()[-1] == f"passdown switch --from claude --session {session} --to codex", proc.stdout
-    assert "on a rate limit" in proc.stderr and str(workspace / ".agent-handoff" / "HANDOFF.md") in proc.stderr
+    assert (
+        proc.stdout.strip().splitlines()[-1]
+        == f"passdown switch --from claude --session {session} --to codex"
+    ), proc.stdout
+    assert (
+        "on a rate limit" in proc.stderr
+        and str(workspace / ".agent-handoff" / "HANDOFF.md") in proc.stderr
+    )
     assert proc.returncode != 0  # Claude's own exit code: its turn failed
 
 
@@ -413,11 +504,16 @@ def test_copilot_project_scope_hooks_run_in_a_trusted_folder(
 
     bindir, _calls = _passdown_on_path(tmp_path)
     (agent_env.home / ".copilot").mkdir(parents=True, exist_ok=True)
-    (agent_env.home / ".copilot" / "config.json").write_text(json.dumps({"trusted_folders": [str(workspace)]}))
+    (agent_env.home / ".copilot" / "config.json").write_text(
+        json.dumps({"trusted_folders": [str(workspace)]})
+    )
     with ChatCompletionsServer([Step(text=f"Notes drafted. {NEXT}")]) as chat:
         env = agent_env.copilot_environ(chat.url)
         env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "copilot", "--scope", "project"), "install --scope project")
+        ok(
+            run_passdown(env, workspace, "install", "copilot", "--scope", "project"),
+            "install --scope project",
+        )
         assert (workspace / ".github" / "hooks" / "passdown.json").is_file()
         assert run_copilot(env, workspace, TASK, timeout=240).returncode == 0
     handoff = _handoff_json(workspace)
@@ -435,14 +531,24 @@ def test_codex_project_scope_hooks_trusted_from_the_user_config(
     with OpenAIResponsesServer([Step(text=f"Notes drafted. {NEXT}")]) as openai:
         env = _env(agent_env, bindir, openai=openai.url)
         user_config = agent_env.codex_home / "config.toml"
-        user_config.write_text(user_config.read_text() + f'\n[projects."{workspace}"]\ntrust_level = "trusted"\n')
+        user_config.write_text(
+            user_config.read_text() + f'\n[projects."{workspace}"]\ntrust_level = "trusted"\n'
+        )
         before = user_config.read_bytes()
-        ok(run_passdown(env, workspace, "install", "codex", "--scope", "project"), "install --scope project")
-        assert f'"{workspace / ".codex" / "config.toml"}:session_start:0:0"' in user_config.read_text()
+        ok(
+            run_passdown(env, workspace, "install", "codex", "--scope", "project"),
+            "install --scope project",
+        )
+        assert (
+            f'"{workspace / ".codex" / "config.toml"}:session_start:0:0"' in user_config.read_text()
+        )
         assert run_codex(env, workspace, TASK).returncode == 0
     assert "hook codex" in calls.read_text(), "Codex did not run the project's hooks"
     handoff = _handoff_json(workspace)
     assert handoff["source"]["agent"] == "codex" and handoff["task"]["original_request"] == TASK
-    ok(run_passdown(env, workspace, "uninstall", "codex", "--scope", "project"), "uninstall --scope project")
+    ok(
+        run_passdown(env, workspace, "uninstall", "codex", "--scope", "project"),
+        "uninstall --scope project",
+    )
     assert user_config.read_bytes() == before
     assert not (workspace / ".codex").exists()

@@ -48,9 +48,15 @@ def test_every_builtin_agent_is_pinned_or_fixture_only() -> None:
 
 
 def _help(target: str, sub: list[str], env: dict[str, str]) -> str:
-    proc = subprocess.run([str(find_agent(target)), *sub, "--help"], capture_output=True,
-                          text=True, timeout=60, check=False, env=env,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [str(find_agent(target)), *sub, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "--help" in text, (target, sub, text[-2000:])
     return text
@@ -71,13 +77,13 @@ def check_argv_against_help(target: str, argv: list[str], env: dict[str, str]) -
         assert flag_in_help(sub[0], _help(target, [], env)), f"{target} has no {sub[0]}"
     help_text = _help(target, sub, env)
     checked: list[str] = []
-    args = argv[1 + len(sub):]
+    args = argv[1 + len(sub) :]
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
             # Only the prompt may follow the end of options.
-            assert args[i + 1:] == [argv[prompts[0]]], argv
+            assert args[i + 1 :] == [argv[prompts[0]]], argv
             break
         if arg.startswith("-") and "HANDOFF.md" not in arg:
             flag, _, value = arg.partition("=")
@@ -85,8 +91,11 @@ def check_argv_against_help(target: str, argv: list[str], env: dict[str, str]) -
             checked.append(flag)
             if value:
                 assert _value_in_help(value, help_text), f"{target} {flag}: bad value {value}"
-            elif i + 1 < len(args) and not args[i + 1].startswith("-") \
-                    and "HANDOFF.md" not in args[i + 1]:
+            elif (
+                i + 1 < len(args)
+                and not args[i + 1].startswith("-")
+                and "HANDOFF.md" not in args[i + 1]
+            ):
                 value = args[i + 1]  # e.g. --permission-mode acceptEdits
                 assert _value_in_help(value, help_text), f"{target} {flag}: bad value {value}"
                 i += 1
@@ -102,16 +111,28 @@ def check_argv_against_help(target: str, argv: list[str], env: dict[str, str]) -
     return checked
 
 
-def dry_run(target: str, interactive: bool, tmp_path: Path,
-            agent_env: AgentEnv, url: str) -> tuple[Path, dict[str, str], dict[str, Any]]:
+def dry_run(
+    target: str, interactive: bool, tmp_path: Path, agent_env: AgentEnv, url: str
+) -> tuple[Path, dict[str, str], dict[str, Any]]:
     """`passdown switch --dry-run --json` from a recorded session (Claude's; Codex's for
     the target Claude) in a fresh workspace; returns workspace, target env, the JSON."""
     source = "codex" if target == "claude" else "claude"
     session = install_source(source, agent_env)
     ws = seed_workspace(tmp_path / "ws")
     env = target_environ(agent_env, target, url)
-    args = ["switch", "--from", source, "--to", target, "--session",
-            session_arg(source, session), "--workspace", str(ws), "--dry-run", "--json"]
+    args = [
+        "switch",
+        "--from",
+        source,
+        "--to",
+        target,
+        "--session",
+        session_arg(source, session),
+        "--workspace",
+        str(ws),
+        "--dry-run",
+        "--json",
+    ]
     if not interactive:
         args.append("--non-interactive")
     out = json.loads(ok(run_passdown(env, ws, *args), f"passdown switch --to {target} --dry-run"))
@@ -123,8 +144,7 @@ def dry_run(target: str, interactive: bool, tmp_path: Path,
 
 
 @pytest.mark.parametrize("target", PINNED)
-def test_interactive_argv_matches_help(target: str, tmp_path: Path,
-                                       agent_env: AgentEnv) -> None:
+def test_interactive_argv_matches_help(target: str, tmp_path: Path, agent_env: AgentEnv) -> None:
     with server_for(target) as srv:
         _ws, env, out = dry_run(target, True, tmp_path, agent_env, srv.url)
         check_argv_against_help(target, out["argv"], env)
@@ -139,25 +159,40 @@ def test_interactive_argv_matches_help(target: str, tmp_path: Path,
 TUI_AGENTS = [a for a in PINNED if a != "codex"]
 
 
-def _answer_first_run_questions(target: str, agent_env: AgentEnv, ws: Path,
-                                env: dict[str, str]) -> None:
+def _answer_first_run_questions(
+    target: str, agent_env: AgentEnv, ws: Path, env: dict[str, str]
+) -> None:
     if target == "claude":  # onboarding, folder trust, "use this API key?"
-        (agent_env.claude_dir / ".claude.json").write_text(json.dumps({
-            "hasCompletedOnboarding": True, "theme": "dark",
-            "customApiKeyResponses": {"approved": [env["ANTHROPIC_API_KEY"][-20:]],
-                                      "rejected": []},
-            "projects": {str(ws): {"hasTrustDialogAccepted": True,
-                                   "hasCompletedProjectOnboarding": True}}}),
-            encoding="utf-8")
+        (agent_env.claude_dir / ".claude.json").write_text(
+            json.dumps(
+                {
+                    "hasCompletedOnboarding": True,
+                    "theme": "dark",
+                    "customApiKeyResponses": {
+                        "approved": [env["ANTHROPIC_API_KEY"][-20:]],
+                        "rejected": [],
+                    },
+                    "projects": {
+                        str(ws): {
+                            "hasTrustDialogAccepted": True,
+                            "hasCompletedProjectOnboarding": True,
+                        }
+                    },
+                }
+            ),
+            encoding="utf-8",
+        )
     elif target == "copilot":  # folder trust
         (agent_env.home / ".copilot").mkdir(exist_ok=True)
         (agent_env.home / ".copilot" / "config.json").write_text(
-            json.dumps({"trusted_folders": [str(ws)]}), encoding="utf-8")
+            json.dumps({"trusted_folders": [str(ws)]}), encoding="utf-8"
+        )
 
 
 @pytest.mark.parametrize("target", TUI_AGENTS)
-def test_interactive_argv_starts_the_tui_on_the_handoff(target: str, tmp_path: Path,
-                                                        agent_env: AgentEnv) -> None:
+def test_interactive_argv_starts_the_tui_on_the_handoff(
+    target: str, tmp_path: Path, agent_env: AgentEnv
+) -> None:
     tmux = shutil.which("tmux")
     assert tmux, "tmux is needed to run the agents' interactive argv in a terminal"
     with server_for(target) as srv:
@@ -168,28 +203,55 @@ def test_interactive_argv_starts_the_tui_on_the_handoff(target: str, tmp_path: P
         env = {**env, "TERM": "xterm-256color"}
         socket = f"passdown-e2e-{uuid.uuid4().hex[:8]}"  # our own tmux server, no other
         env_args = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
-        subprocess.run([tmux, "-L", socket, "new-session", "-d", "-x", "200", "-y", "50",
-                        "-c", str(ws), *env_args, shlex.join(argv)],
-                       check=True, env=env, timeout=30)
+        subprocess.run(
+            [
+                tmux,
+                "-L",
+                socket,
+                "new-session",
+                "-d",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "-c",
+                str(ws),
+                *env_args,
+                shlex.join(argv),
+            ],
+            check=True,
+            env=env,
+            timeout=30,
+        )
         try:
             deadline = time.monotonic() + 60
             while not srv.step_requests() and time.monotonic() < deadline:
                 time.sleep(0.25)
-            screen = subprocess.run([tmux, "-L", socket, "capture-pane", "-p"], env=env,
-                                    capture_output=True, text=True, timeout=30).stdout
+            screen = subprocess.run(
+                [tmux, "-L", socket, "capture-pane", "-p"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout
         finally:
-            subprocess.run([tmux, "-L", socket, "kill-server"], env=env,
-                           capture_output=True, timeout=30, check=False)
+            subprocess.run(
+                [tmux, "-L", socket, "kill-server"],
+                env=env,
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
         steps = srv.step_requests()
         assert steps, f"{target}'s TUI sent no model request; its screen:\n{screen}"
-        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(
-            user_texts(target, steps[0]))
+        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(user_texts(target, steps[0]))
 
 
 def _write_step(target: str, path: Path) -> Step:
     if target == "claude":
-        return Step(text="Writing.", tool="Write",
-                    input={"file_path": str(path), "content": CONTENT})
+        return Step(
+            text="Writing.", tool="Write", input={"file_path": str(path), "content": CONTENT}
+        )
     if target == "codex":
         patch = f"*** Begin Patch\n*** Add File: {path.name}\n+{CONTENT}*** End Patch\n"
         return Step(text="Writing.", tool="apply_patch", input=patch)
@@ -199,8 +261,9 @@ def _write_step(target: str, path: Path) -> Step:
 
 
 @pytest.mark.parametrize("target", PINNED)
-def test_non_interactive_argv_matches_help_and_runs(target: str, tmp_path: Path,
-                                                    agent_env: AgentEnv) -> None:
+def test_non_interactive_argv_matches_help_and_runs(
+    target: str, tmp_path: Path, agent_env: AgentEnv
+) -> None:
     with server_for(target) as srv:
         ws, env, out = dry_run(target, False, tmp_path, agent_env, srv.url)
         argv: list[str] = out["argv"]
@@ -210,15 +273,23 @@ def test_non_interactive_argv_matches_help_and_runs(target: str, tmp_path: Path,
         # takeover may write in the workspace unattended.
         written = ws / WRITTEN
         srv.set_script([_write_step(target, written), Step(text="Done.")])
-        proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            argv,
+            cwd=ws,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         ok(proc, f"{target} dry-run argv")
         steps = srv.step_requests()
         assert steps, "the printed argv never reached the scripted server"
-        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(
-            user_texts(target, steps[0]))
-        assert written.is_file(), (f"{target} did not write in the workspace\n"
-                                   f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(user_texts(target, steps[0]))
+        assert written.is_file(), (
+            f"{target} did not write in the workspace\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
         assert written.read_text(encoding="utf-8") == CONTENT
         assert srv.remaining == 0
 
@@ -234,12 +305,24 @@ FIXTURE_ONLY_ARGV = {
 
 
 @pytest.mark.parametrize(("target", "interactive"), sorted(FIXTURE_ONLY_ARGV))
-def test_fixture_only_agents_dry_run_argv(target: str, interactive: bool, tmp_path: Path,
-                                          agent_env: AgentEnv) -> None:
+def test_fixture_only_agents_dry_run_argv(
+    target: str, interactive: bool, tmp_path: Path, agent_env: AgentEnv
+) -> None:
     session = install_source("claude", agent_env)
     ws = seed_workspace(tmp_path / "ws")
-    args = ["switch", "--from", "claude", "--to", target, "--session", str(session),
-            "--workspace", str(ws), "--dry-run", "--json"]
+    args = [
+        "switch",
+        "--from",
+        "claude",
+        "--to",
+        target,
+        "--session",
+        str(session),
+        "--workspace",
+        str(ws),
+        "--dry-run",
+        "--json",
+    ]
     if not interactive:
         args.append("--non-interactive")
     out = json.loads(ok(run_passdown(agent_env.environ(), ws, *args), "passdown --dry-run"))

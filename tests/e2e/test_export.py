@@ -31,8 +31,9 @@ def test_claude_session_export(tmp_path: Path, agent_env: AgentEnv) -> None:
     _md, data = load_handoff(ctx.workspace)
     # The compaction summary is kept as prior context.
     assert data["task"]["compactions"] >= 1
-    assert ctx.expected["compaction"]["summary_contains"] in (data["task"]["compaction_summary"]
-                                                             or "")
+    assert ctx.expected["compaction"]["summary_contains"] in (
+        data["task"]["compaction_summary"] or ""
+    )
     # The latest real user message, not a /compact command or a synthetic continuation.
     assert data["task"]["latest_user_message"] == ctx.expected["latest_user_message"]
 
@@ -40,8 +41,10 @@ def test_claude_session_export(tmp_path: Path, agent_env: AgentEnv) -> None:
 def test_codex_session_export(tmp_path: Path, agent_env: AgentEnv) -> None:
     ctx = _recorded("codex", "full", tmp_path, agent_env)
     env = agent_env.environ()
-    out = ok(run_passdown(env, ctx.workspace, "export", "--from", "codex", "--json"),
-             "passdown export --json")
+    out = ok(
+        run_passdown(env, ctx.workspace, "export", "--from", "codex", "--json"),
+        "passdown export --json",
+    )
     json.loads(out)  # --json prints one JSON document
     assert_handoff_matches(ctx.workspace, ctx.expected, out)
     _md, data = load_handoff(ctx.workspace)
@@ -59,8 +62,10 @@ def test_export_out_dir_and_permissions(tmp_path: Path, agent_env: AgentEnv) -> 
     ctx = _recorded("claude", "todowrite", tmp_path, agent_env)
     out_dir = tmp_path / "elsewhere"
     env = agent_env.environ()
-    out = ok(run_passdown(env, ctx.workspace, "export", "--from", "claude", "--out",
-                          str(out_dir)), "passdown export --out")
+    out = ok(
+        run_passdown(env, ctx.workspace, "export", "--from", "claude", "--out", str(out_dir)),
+        "passdown export --out",
+    )
     assert str(out_dir) in out
     assert (out_dir / "HANDOFF.md").is_file() and (out_dir / "handoff.json").is_file()
     data = json.loads((out_dir / "handoff.json").read_text())

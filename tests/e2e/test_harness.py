@@ -19,19 +19,30 @@ def test_pinned_versions_installed(agent_bin: Path) -> None:
     import subprocess
 
     for name, version in (("claude", CLAUDE_VERSION), ("codex", CODEX_VERSION)):
-        out = subprocess.run([str(find_agent(name)), "--version"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            [str(find_agent(name)), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
         assert version in out, (name, out)
 
 
-def test_claude_runs_scripted_tools(agent_env: AgentEnv, workspace: Path,
-                                    anthropic_server: AnthropicServer) -> None:
-    anthropic_server.set_script([
-        Step(text="Writing.", tool="Write",
-             input={"file_path": str(workspace / "out.txt"), "content": "scripted\n"}),
-        Step(tool="Bash", input={"command": "exit 3", "description": "fail on purpose"}),
-        Step(text="Finished."),
-    ])
+def test_claude_runs_scripted_tools(
+    agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
+    anthropic_server.set_script(
+        [
+            Step(
+                text="Writing.",
+                tool="Write",
+                input={"file_path": str(workspace / "out.txt"), "content": "scripted\n"},
+            ),
+            Step(tool="Bash", input={"command": "exit 3", "description": "fail on purpose"}),
+            Step(text="Finished."),
+        ]
+    )
     env = agent_env.environ(anthropic_url=anthropic_server.url)
     proc = run_claude(env, workspace, "write out.txt")
     assert "Finished." in ok(proc, "claude")
@@ -40,23 +51,30 @@ def test_claude_runs_scripted_tools(agent_env: AgentEnv, workspace: Path,
     assert len(steps) == 3 and anthropic_server.remaining == 0
     # The request log shows what the agent sent: its tools, then each tool's result.
     assert {"Write", "Edit", "Bash", "TaskCreate", "TaskUpdate"} <= {
-        t["name"] for t in steps[0].body["tools"]}
+        t["name"] for t in steps[0].body["tools"]
+    }
     assert "write out.txt" in steps[0].text()
     assert "Exit code 3" in steps[2].text()
     files = list((agent_env.claude_dir / "projects").glob("*/*.jsonl"))
     assert len(files) == 1
-    first_user = next(json.loads(line) for line in files[0].read_text().splitlines()
-                      if json.loads(line).get("type") == "user")
+    first_user = next(
+        json.loads(line)
+        for line in files[0].read_text().splitlines()
+        if json.loads(line).get("type") == "user"
+    )
     assert first_user["cwd"] == str(workspace)
 
 
-def test_codex_runs_scripted_tools(agent_env: AgentEnv, workspace: Path,
-                                   openai_server: OpenAIResponsesServer) -> None:
-    openai_server.set_script([
-        Step(text="Writing.", tool="exec_command", input={"cmd": "printf 'x\\n' > out.txt"}),
-        Step(tool="update_plan", input={"plan": [{"step": "write", "status": "completed"}]}),
-        Step(text="Finished."),
-    ])
+def test_codex_runs_scripted_tools(
+    agent_env: AgentEnv, workspace: Path, openai_server: OpenAIResponsesServer
+) -> None:
+    openai_server.set_script(
+        [
+            Step(text="Writing.", tool="exec_command", input={"cmd": "printf 'x\\n' > out.txt"}),
+            Step(tool="update_plan", input={"plan": [{"step": "write", "status": "completed"}]}),
+            Step(text="Finished."),
+        ]
+    )
     env = agent_env.environ(openai_url=openai_server.url)
     proc = run_codex(env, workspace, "write out.txt")
     assert "Finished." in ok(proc, "codex")

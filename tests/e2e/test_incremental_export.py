@@ -76,10 +76,16 @@ def test_export_after_each_codex_turn_resumes_from_the_checkpoint(
 
     # and it is the right handoff: turn one's failure fixed in turn two, after a compaction
     assert [(p["subject"], p["status"]) for p in after_1["state"]["plan"]] == [
-        (S1, "in_progress"), (S2, "in_progress"), (S3, "pending")]
+        (S1, "in_progress"),
+        (S2, "in_progress"),
+        (S3, "pending"),
+    ]
     assert after_1["state"]["last_failure"]["resolved_later"] is False
     assert [(p["subject"], p["status"]) for p in resumed["state"]["plan"]] == [
-        (S1, "completed"), (S2, "in_progress"), (S3, "pending")]
+        (S1, "completed"),
+        (S2, "in_progress"),
+        (S3, "pending"),
+    ]
     failure = resumed["state"]["last_failure"]
     assert failure["command"] == TEST_CMD and failure["resolved_later"] is True
     assert resumed["task"]["compactions"] >= 1

@@ -28,8 +28,14 @@ def _env(agent_env: AgentEnv, server: AnthropicServer, **extra: str) -> dict[str
     return env
 
 
-def _turn(server: AnthropicServer, env: dict[str, str], cwd: Path, prompt: str,
-          steps: list[Step], *extra: str) -> subprocess.CompletedProcess[str]:
+def _turn(
+    server: AnthropicServer,
+    env: dict[str, str],
+    cwd: Path,
+    prompt: str,
+    steps: list[Step],
+    *extra: str,
+) -> subprocess.CompletedProcess[str]:
     """One scripted `claude -p` turn that must succeed and use every step."""
     server.set_script(steps)
     proc = run_claude(env, cwd, prompt, *extra, timeout=180)
@@ -38,8 +44,9 @@ def _turn(server: AnthropicServer, env: dict[str, str], cwd: Path, prompt: str,
     return proc
 
 
-def _export(env: dict[str, str], cwd: Path, *args: str,
-            root: Path | None = None) -> tuple[str, dict[str, Any]]:
+def _export(
+    env: dict[str, str], cwd: Path, *args: str, root: Path | None = None
+) -> tuple[str, dict[str, Any]]:
     """`passdown export` run in `cwd`; the handoff is written at the repository root."""
     ok(run_passdown(env, cwd, "export", "--from", "claude", *args), "passdown export")
     return load_handoff(root or cwd)
@@ -73,41 +80,93 @@ ABANDONED_TASK = "Abandoned task B"
 ABANDONED_STEP = "polish the abandoned b.txt"
 
 
-def _two_turns_then_rewind(agent_env: AgentEnv, server: AnthropicServer, ws: Path,
-                           *fork: str) -> dict[str, str]:
+def _two_turns_then_rewind(
+    agent_env: AgentEnv, server: AnthropicServer, ws: Path, *fork: str
+) -> dict[str, str]:
     """Turn 1 creates task 1 (in progress) and a.txt; turn 2 creates the abandoned task 2,
     completes task 1 and writes b.txt. The files are rewound to before turn 2 and the
     session resumes at turn 1's last message: the new branch creates c.txt's task."""
     env = _env(agent_env, server, CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING="1")
-    _turn(server, env, ws, "Write a.txt and track it as a task", [
-        Step(tool="TaskCreate", input={"subject": "Write a.txt", "description": "the a file",
-                                       "activeForm": "Writing a.txt"}),
-        Step(tool="TaskUpdate", input={"taskId": "1", "status": "in_progress"}),
-        Step(tool="Write", input={"file_path": str(ws / "a.txt"), "content": "a\n"}),
-        Step(text=A_DONE),
-    ], "--session-id", SESSION)
-    _turn(server, env, ws, "Now write b.txt", [
-        Step(tool="TaskCreate", input={"subject": ABANDONED_TASK, "description": "b",
-                                       "activeForm": "Writing b.txt"}),
-        Step(tool="TaskUpdate", input={"taskId": "1", "status": "completed"}),
-        Step(tool="Write", input={"file_path": str(ws / "b.txt"), "content": "b\n"}),
-        Step(text=f"b.txt written.\n\nNext steps:\n- {ABANDONED_STEP}"),
-    ], "--resume", SESSION)
+    _turn(
+        server,
+        env,
+        ws,
+        "Write a.txt and track it as a task",
+        [
+            Step(
+                tool="TaskCreate",
+                input={
+                    "subject": "Write a.txt",
+                    "description": "the a file",
+                    "activeForm": "Writing a.txt",
+                },
+            ),
+            Step(tool="TaskUpdate", input={"taskId": "1", "status": "in_progress"}),
+            Step(tool="Write", input={"file_path": str(ws / "a.txt"), "content": "a\n"}),
+            Step(text=A_DONE),
+        ],
+        "--session-id",
+        SESSION,
+    )
+    _turn(
+        server,
+        env,
+        ws,
+        "Now write b.txt",
+        [
+            Step(
+                tool="TaskCreate",
+                input={
+                    "subject": ABANDONED_TASK,
+                    "description": "b",
+                    "activeForm": "Writing b.txt",
+                },
+            ),
+            Step(tool="TaskUpdate", input={"taskId": "1", "status": "completed"}),
+            Step(tool="Write", input={"file_path": str(ws / "b.txt"), "content": "b\n"}),
+            Step(text=f"b.txt written.\n\nNext steps:\n- {ABANDONED_STEP}"),
+        ],
+        "--resume",
+        SESSION,
+    )
     records = _session_records(agent_env, SESSION)
     turn2 = _uuid_of(records, "user", "Now write b.txt")
     resume_at = _uuid_of(records, "assistant", "a.txt written")
     rewind = subprocess.run(
         [str(find_agent("claude")), "--resume", SESSION, "--rewind-files", turn2],
-        cwd=ws, env=env, capture_output=True, text=True, timeout=180,
-        stdin=subprocess.DEVNULL, check=False)
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     ok(rewind, "claude --rewind-files")
     assert not (ws / "b.txt").exists(), "--rewind-files restored the files"
-    _turn(server, env, ws, "Instead write c.txt", [
-        Step(tool="TaskCreate", input={"subject": "Write c.txt", "description": "the c file",
-                                       "activeForm": "Writing c.txt"}),
-        Step(tool="Write", input={"file_path": str(ws / "c.txt"), "content": "c\n"}),
-        Step(text=C_DONE),
-    ], "--resume", SESSION, "--resume-session-at", resume_at, *fork)
+    _turn(
+        server,
+        env,
+        ws,
+        "Instead write c.txt",
+        [
+            Step(
+                tool="TaskCreate",
+                input={
+                    "subject": "Write c.txt",
+                    "description": "the c file",
+                    "activeForm": "Writing c.txt",
+                },
+            ),
+            Step(tool="Write", input={"file_path": str(ws / "c.txt"), "content": "c\n"}),
+            Step(text=C_DONE),
+        ],
+        "--resume",
+        SESSION,
+        "--resume-session-at",
+        resume_at,
+        *fork,
+    )
     return env
 
 
@@ -124,9 +183,9 @@ def _assert_active_branch(md: str, data: dict[str, Any]) -> None:
     assert {"a.txt", "c.txt"} <= touched and "b.txt" not in touched, touched
 
 
-def test_rewind_with_resume_session_at(tmp_path: Path, agent_env: AgentEnv,
-                                       workspace: Path, anthropic_server: AnthropicServer
-                                       ) -> None:
+def test_rewind_with_resume_session_at(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _two_turns_then_rewind(agent_env, anthropic_server, workspace)
     # The CLI's task store kept what ran last: the abandoned task, task 1 completed.
     assert _task_file(agent_env, SESSION, "2")["subject"] == ABANDONED_TASK
@@ -139,11 +198,11 @@ def test_rewind_with_resume_session_at(tmp_path: Path, agent_env: AgentEnv,
     assert data["state"]["plan"][0]["description"] == "the a file"
 
 
-def test_fork_session(tmp_path: Path, agent_env: AgentEnv, workspace: Path,
-                      anthropic_server: AnthropicServer) -> None:
+def test_fork_session(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _two_turns_then_rewind(agent_env, anthropic_server, workspace, "--fork-session")
-    forks = [p for p in (agent_env.claude_dir / "projects").rglob("*.jsonl")
-             if p.stem != SESSION]
+    forks = [p for p in (agent_env.claude_dir / "projects").rglob("*.jsonl") if p.stem != SESSION]
     assert len(forks) == 1, forks
     fork_id = forks[0].stem
     # The fork's own task store started empty, so its new task reused id 1.
@@ -161,19 +220,37 @@ FIRST_DONE = "hello.py is written. Next step: add a test for hello()."
 
 
 def _first_turn(env: dict[str, str], server: AnthropicServer, ws: Path) -> None:
-    _turn(server, env, ws, "Write hello.py", [
-        Step(tool="Write", input={"file_path": str(ws / "hello.py"),
-                                  "content": "def hello() -> str:\n    return 'hi'\n"}),
-        Step(text=FIRST_DONE),
-    ], "--session-id", SESSION)
+    _turn(
+        server,
+        env,
+        ws,
+        "Write hello.py",
+        [
+            Step(
+                tool="Write",
+                input={
+                    "file_path": str(ws / "hello.py"),
+                    "content": "def hello() -> str:\n    return 'hi'\n",
+                },
+            ),
+            Step(text=FIRST_DONE),
+        ],
+        "--session-id",
+        SESSION,
+    )
 
 
-def test_sticky_429_ends_on_rate_limit(tmp_path: Path, agent_env: AgentEnv, workspace: Path,
-                                       anthropic_server: AnthropicServer) -> None:
+def test_sticky_429_ends_on_rate_limit(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _env(agent_env, anthropic_server, CLAUDE_CODE_MAX_RETRIES="2")
     _first_turn(env, anthropic_server, workspace)
-    anthropic_server.fail(429, anthropic_error(
-        "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"))
+    anthropic_server.fail(
+        429,
+        anthropic_error(
+            "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"
+        ),
+    )
     proc = run_claude(env, workspace, "Now add the test", "--resume", SESSION, timeout=240)
     assert proc.returncode != 0 and "429" in proc.stdout + proc.stderr
     md, data = _export(env, workspace)
@@ -188,9 +265,9 @@ def test_sticky_429_ends_on_rate_limit(tmp_path: Path, agent_env: AgentEnv, work
     assert "**How it ended:**" in summary and "rate limit" in summary.lower(), summary
 
 
-def test_529_on_the_first_request_of_a_turn(tmp_path: Path, agent_env: AgentEnv,
-                                            workspace: Path,
-                                            anthropic_server: AnthropicServer) -> None:
+def test_529_on_the_first_request_of_a_turn(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _env(agent_env, anthropic_server, CLAUDE_CODE_MAX_RETRIES="0")
     _first_turn(env, anthropic_server, workspace)
     anthropic_server.fail(529, anthropic_error("overloaded_error", "Overloaded"), times=1)
@@ -202,22 +279,43 @@ def test_529_on_the_first_request_of_a_turn(tmp_path: Path, agent_env: AgentEnv,
     assert data["task"]["latest_progress"] == FIRST_DONE
     assert "**How it ended:**" in md
     # the next turn goes through: the session recovered, so it ended normally
-    _turn(anthropic_server, env, workspace, "Try again", [Step(text="Test added.")],
-          "--resume", SESSION)
+    _turn(
+        anthropic_server,
+        env,
+        workspace,
+        "Try again",
+        [Step(text="Test added.")],
+        "--resume",
+        SESSION,
+    )
     _md, data = _export(env, workspace)
     assert data["ended"]["reason"] == "normal", data["ended"]
     assert data["task"]["latest_progress"] == "Test added."
 
 
-@pytest.mark.parametrize(("status", "error_type", "message", "reason"), [
-    (401, "authentication_error", "invalid x-api-key", "auth"),
-    (400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum",
-     "context_length"),
-    (429, "rate_limit_error", "You've hit your limit", "usage_limit"),
-])
-def test_other_api_error_endings(tmp_path: Path, agent_env: AgentEnv, workspace: Path,
-                                 anthropic_server: AnthropicServer, status: int,
-                                 error_type: str, message: str, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "error_type", "message", "reason"),
+    [
+        (401, "authentication_error", "invalid x-api-key", "auth"),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "context_length",
+        ),
+        (429, "rate_limit_error", "You've hit your limit", "usage_limit"),
+    ],
+)
+def test_other_api_error_endings(
+    tmp_path: Path,
+    agent_env: AgentEnv,
+    workspace: Path,
+    anthropic_server: AnthropicServer,
+    status: int,
+    error_type: str,
+    message: str,
+    reason: str,
+) -> None:
     env = _env(agent_env, anthropic_server, CLAUDE_CODE_MAX_RETRIES="0")
     anthropic_server.fail(status, anthropic_error(error_type, message))
     proc = run_claude(env, workspace, "Write hello.py", "--session-id", SESSION, timeout=240)
@@ -231,14 +329,18 @@ def test_other_api_error_endings(tmp_path: Path, agent_env: AgentEnv, workspace:
 
 # -- three compactions ------------------------------------------------------------------
 COMPACT_REQUEST = "Build the parser in three steps and track them as tasks"
-CLI_INSTRUCTIONS = ("without asking the user", "Continue the conversation",
-                    "If you need specific details", "read the full transcript",
-                    "This session is being continued")
+CLI_INSTRUCTIONS = (
+    "without asking the user",
+    "Continue the conversation",
+    "If you need specific details",
+    "read the full transcript",
+    "This session is being continued",
+)
 
 
-def test_three_compactions_keep_plan_and_request(tmp_path: Path, agent_env: AgentEnv,
-                                                 workspace: Path,
-                                                 anthropic_server: AnthropicServer) -> None:
+def test_three_compactions_keep_plan_and_request(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _env(agent_env, anthropic_server)
     server = anthropic_server
 
@@ -246,28 +348,56 @@ def test_three_compactions_keep_plan_and_request(tmp_path: Path, agent_env: Agen
         server.set_script([])
         ok(run_claude(env, workspace, "/compact", "-c", timeout=180), "claude -p /compact -c")
 
-    _turn(server, env, workspace, COMPACT_REQUEST, [
-        Step(tool="TaskCreate", input={"subject": "Tokenize", "description": "t",
-                                       "activeForm": "Tokenizing"}),
-        Step(tool="TaskCreate", input={"subject": "Parse", "description": "p",
-                                       "activeForm": "Parsing"}),
-        Step(tool="TaskUpdate", input={"taskId": "1", "status": "in_progress"}),
-        Step(text="Tokenizing first."),
-    ], "--session-id", SESSION)
+    _turn(
+        server,
+        env,
+        workspace,
+        COMPACT_REQUEST,
+        [
+            Step(
+                tool="TaskCreate",
+                input={"subject": "Tokenize", "description": "t", "activeForm": "Tokenizing"},
+            ),
+            Step(
+                tool="TaskCreate",
+                input={"subject": "Parse", "description": "p", "activeForm": "Parsing"},
+            ),
+            Step(tool="TaskUpdate", input={"taskId": "1", "status": "in_progress"}),
+            Step(text="Tokenizing first."),
+        ],
+        "--session-id",
+        SESSION,
+    )
     compact()
-    _turn(server, env, workspace, "Go on", [
-        Step(tool="TaskUpdate", input={"taskId": "1", "status": "completed"}),
-        Step(tool="TaskUpdate", input={"taskId": "2", "status": "in_progress"}),
-        Step(text="Tokenizer done; parsing now."),
-    ], "-c")
+    _turn(
+        server,
+        env,
+        workspace,
+        "Go on",
+        [
+            Step(tool="TaskUpdate", input={"taskId": "1", "status": "completed"}),
+            Step(tool="TaskUpdate", input={"taskId": "2", "status": "in_progress"}),
+            Step(text="Tokenizer done; parsing now."),
+        ],
+        "-c",
+    )
     compact()
-    _turn(server, env, workspace, "Continue and add an evaluator task", [
-        Step(tool="TaskCreate", input={"subject": "Evaluate", "description": "e",
-                                       "activeForm": "Evaluating"}),
-        Step(tool="TaskUpdate", input={"taskId": "2", "status": "completed"}),
-        Step(tool="TaskUpdate", input={"taskId": "3", "status": "in_progress"}),
-        Step(text="Parser done. Next step: write the evaluator."),
-    ], "-c")
+    _turn(
+        server,
+        env,
+        workspace,
+        "Continue and add an evaluator task",
+        [
+            Step(
+                tool="TaskCreate",
+                input={"subject": "Evaluate", "description": "e", "activeForm": "Evaluating"},
+            ),
+            Step(tool="TaskUpdate", input={"taskId": "2", "status": "completed"}),
+            Step(tool="TaskUpdate", input={"taskId": "3", "status": "in_progress"}),
+            Step(text="Parser done. Next step: write the evaluator."),
+        ],
+        "-c",
+    )
     compact()
     records = _session_records(agent_env, SESSION)
     assert sum(1 for r in records if r.get("subtype") == "compact_boundary") == 3
@@ -276,8 +406,11 @@ def test_three_compactions_keep_plan_and_request(tmp_path: Path, agent_env: Agen
     assert task["compactions"] == 3
     assert task["original_request"] == COMPACT_REQUEST
     assert task["latest_user_message"] == "Continue and add an evaluator task"
-    assert _plan(data) == [("Tokenize", "completed"), ("Parse", "completed"),
-                           ("Evaluate", "in_progress")]
+    assert _plan(data) == [
+        ("Tokenize", "completed"),
+        ("Parse", "completed"),
+        ("Evaluate", "in_progress"),
+    ]
     summary = task["compaction_summary"] or ""
     assert "Primary Request and Intent" in summary
     for instruction in CLI_INSTRUCTIONS:
@@ -286,17 +419,25 @@ def test_three_compactions_keep_plan_and_request(tmp_path: Path, agent_env: Agen
 
 
 # -- a session started in a subdirectory ------------------------------------------------
-def test_session_started_in_a_subdirectory(tmp_path: Path, agent_env: AgentEnv,
-                                           workspace: Path,
-                                           anthropic_server: AnthropicServer) -> None:
+def test_session_started_in_a_subdirectory(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     sub = workspace / "pkg"
     sub.mkdir()
     env = _env(agent_env, anthropic_server)
-    _turn(anthropic_server, env, sub, "Add pkg/mod.py and list the folder", [
-        Step(tool="Write", input={"file_path": str(sub / "mod.py"), "content": "X = 1\n"}),
-        Step(tool="Bash", input={"command": "ls", "description": "List the folder"}),
-        Step(text="mod.py added. Next step: import it from greet.py."),
-    ], "--session-id", SESSION)
+    _turn(
+        anthropic_server,
+        env,
+        sub,
+        "Add pkg/mod.py and list the folder",
+        [
+            Step(tool="Write", input={"file_path": str(sub / "mod.py"), "content": "X = 1\n"}),
+            Step(tool="Bash", input={"command": "ls", "description": "List the folder"}),
+            Step(text="mod.py added. Next step: import it from greet.py."),
+        ],
+        "--session-id",
+        SESSION,
+    )
     for where in (workspace, sub):
         shutil.rmtree(workspace / ".agent-handoff", ignore_errors=True)
         md, data = _export(env, where, root=workspace)
@@ -315,21 +456,42 @@ SUB_PROMPT = "Create helper.py with a double() function, then run the check comm
 FAILING = "python3 -c 'import sys; print(\"check failed: double() missing\"); sys.exit(3)'"
 
 
-def test_subagent_that_edits_files(tmp_path: Path, agent_env: AgentEnv, workspace: Path,
-                                   anthropic_server: AnthropicServer) -> None:
+def test_subagent_that_edits_files(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path, anthropic_server: AnthropicServer
+) -> None:
     env = _env(agent_env, anthropic_server)
-    _turn(anthropic_server, env, workspace, SUB_REQUEST, [
-        Step(text="Delegating.", tool="Agent",
-             input={"description": "Write helper.py", "prompt": SUB_PROMPT,
-                    "subagent_type": "general-purpose"}),
-        # the sub-agent's own requests take the next steps while the main agent waits
-        Step(tool="Write", input={"file_path": str(workspace / "helper.py"),
-                                  "content": "def double(x: int) -> int:\n    return 2 * x\n"}),
-        Step(tool="Bash", input={"command": FAILING, "description": "Run the check"}),
-        Step(text="helper.py is written; the check fails."),
-        Step(text="The helper agent wrote helper.py; its check failed. Next step: fix the "
-                  "check."),
-    ], "--session-id", SESSION)
+    _turn(
+        anthropic_server,
+        env,
+        workspace,
+        SUB_REQUEST,
+        [
+            Step(
+                text="Delegating.",
+                tool="Agent",
+                input={
+                    "description": "Write helper.py",
+                    "prompt": SUB_PROMPT,
+                    "subagent_type": "general-purpose",
+                },
+            ),
+            # the sub-agent's own requests take the next steps while the main agent waits
+            Step(
+                tool="Write",
+                input={
+                    "file_path": str(workspace / "helper.py"),
+                    "content": "def double(x: int) -> int:\n    return 2 * x\n",
+                },
+            ),
+            Step(tool="Bash", input={"command": FAILING, "description": "Run the check"}),
+            Step(text="helper.py is written; the check fails."),
+            Step(
+                text="The helper agent wrote helper.py; its check failed. Next step: fix the check."
+            ),
+        ],
+        "--session-id",
+        SESSION,
+    )
     folder = next((agent_env.claude_dir / "projects").rglob(f"{SESSION}/subagents"))
     agent_id = next(folder.glob("agent-*.jsonl")).stem.removeprefix("agent-")
     md, data = _export(env, workspace)
@@ -338,7 +500,8 @@ def test_subagent_that_edits_files(tmp_path: Path, agent_env: AgentEnv, workspac
     assert task["latest_user_message"] == SUB_REQUEST
     assert SUB_PROMPT not in json.dumps(task)
     assert [(s["id"], s["agent_type"], s["task"]) for s in state["subagents"]] == [
-        (agent_id, "general-purpose", "Write helper.py")]
+        (agent_id, "general-purpose", "Write helper.py")
+    ]
     files = {f["path"]: f for f in state["files_touched"]}
     assert files["helper.py"]["by"] == agent_id and files["helper.py"]["confirmed"]
     runs = [c for c in state["commands"] if c["command"] == FAILING]

@@ -41,11 +41,22 @@ def _write_script(tool: str, args: dict[str, object]) -> list[Step]:
 
 @pytest.mark.parametrize("agent", ["gemini", "qwen", "opencode", "pi", "copilot"])
 def test_pinned_version_installed(agent_bin: Path, tmp_path: Path, agent: str) -> None:
-    env = {"PATH": f"{agent_bin}:/usr/bin:/bin", "HOME": str(tmp_path),
-           "XDG_CACHE_HOME": str(copilot_cache_dir()), "COPILOT_OFFLINE": "true",
-           "COPILOT_AUTO_UPDATE": "false"}
-    proc = subprocess.run([str(find_agent(agent)), "--version"], capture_output=True,
-                          text=True, timeout=60, check=True, stdin=subprocess.DEVNULL, env=env)
+    env = {
+        "PATH": f"{agent_bin}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "XDG_CACHE_HOME": str(copilot_cache_dir()),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_AUTO_UPDATE": "false",
+    }
+    proc = subprocess.run(
+        [str(find_agent(agent)), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     # pi prints its version on stderr
     assert VERSIONS[agent] in proc.stdout + proc.stderr, (agent, proc.stdout, proc.stderr)
 
@@ -57,11 +68,13 @@ def _assert_step_requests(srv: ChatCompletionsServer | GeminiServer, tool: str) 
     assert tool in steps[0].text()  # the agent offered the tool the script calls
 
 
-def test_gemini_writes_session(agent_env: AgentEnv, workspace: Path,
-                               gemini_server: GeminiServer) -> None:
+def test_gemini_writes_session(
+    agent_env: AgentEnv, workspace: Path, gemini_server: GeminiServer
+) -> None:
     out = workspace / "out.txt"
-    gemini_server.set_script(_write_script("write_file", {"file_path": str(out),
-                                                          "content": "scripted\n"}))
+    gemini_server.set_script(
+        _write_script("write_file", {"file_path": str(out), "content": "scripted\n"})
+    )
     env = agent_env.gemini_environ(gemini_server.url)
     assert FINAL in ok(run_gemini(env, workspace, PROMPT, timeout=90), "gemini")
     assert out.read_text() == "scripted\n"
@@ -77,11 +90,13 @@ def test_gemini_writes_session(agent_env: AgentEnv, workspace: Path,
     assert any(c["name"] == "write_file" and c["status"] == "success" for c in calls)
 
 
-def test_qwen_writes_session(agent_env: AgentEnv, workspace: Path,
-                             chat_server: ChatCompletionsServer) -> None:
+def test_qwen_writes_session(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     out = workspace / "out.txt"
-    chat_server.set_script(_write_script("write_file", {"file_path": str(out),
-                                                        "content": "scripted\n"}))
+    chat_server.set_script(
+        _write_script("write_file", {"file_path": str(out), "content": "scripted\n"})
+    )
     env = agent_env.qwen_environ(chat_server.url)
     assert FINAL in ok(run_qwen(env, workspace, PROMPT, timeout=90), "qwen")
     assert out.read_text() == "scripted\n"
@@ -95,11 +110,11 @@ def test_qwen_writes_session(agent_env: AgentEnv, workspace: Path,
     assert all(r["cwd"] == str(workspace) for r in records)
 
 
-def test_opencode_writes_session(agent_env: AgentEnv, workspace: Path,
-                                 chat_server: ChatCompletionsServer) -> None:
+def test_opencode_writes_session(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     out = workspace / "out.txt"
-    chat_server.set_script(_write_script("write", {"filePath": str(out),
-                                                   "content": "scripted\n"}))
+    chat_server.set_script(_write_script("write", {"filePath": str(out), "content": "scripted\n"}))
     env = agent_env.opencode_environ(chat_server.url)
     ok(run_opencode(env, workspace, PROMPT, timeout=90), "opencode")
     assert out.read_text() == "scripted\n"
@@ -108,14 +123,19 @@ def test_opencode_writes_session(agent_env: AgentEnv, workspace: Path,
     db = agent_env.home / ".local" / "share" / "opencode" / "opencode.db"
     with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
         sessions = con.execute("SELECT id, directory FROM session").fetchall()
-        tools = [json.loads(d)["tool"] for (d,) in con.execute(
-            "SELECT data FROM part WHERE json_extract(data, '$.type') = 'tool'")]
+        tools = [
+            json.loads(d)["tool"]
+            for (d,) in con.execute(
+                "SELECT data FROM part WHERE json_extract(data, '$.type') = 'tool'"
+            )
+        ]
     assert [d for _, d in sessions] == [str(workspace)]
     assert tools == ["write"]
 
 
-def test_pi_writes_session(agent_env: AgentEnv, workspace: Path,
-                           chat_server: ChatCompletionsServer) -> None:
+def test_pi_writes_session(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     out = workspace / "out.txt"
     chat_server.set_script(_write_script("write", {"path": str(out), "content": "scripted\n"}))
     env = agent_env.pi_environ(chat_server.url)
@@ -130,11 +150,11 @@ def test_pi_writes_session(agent_env: AgentEnv, workspace: Path,
     assert first["type"] == "session" and first["cwd"] == str(workspace)
 
 
-def test_copilot_writes_session(agent_env: AgentEnv, workspace: Path,
-                                chat_server: ChatCompletionsServer) -> None:
+def test_copilot_writes_session(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     out = workspace / "out.txt"
-    chat_server.set_script(_write_script("create", {"path": str(out),
-                                                    "file_text": "scripted\n"}))
+    chat_server.set_script(_write_script("create", {"path": str(out), "file_text": "scripted\n"}))
     env = agent_env.copilot_environ(chat_server.url)
     assert FINAL in ok(run_copilot(env, workspace, PROMPT, timeout=120), "copilot")
     assert out.read_text() == "scripted\n"

@@ -98,10 +98,24 @@ class PiRpc:
     """`pi --mode rpc`: JSON commands on stdin, responses and events on stdout."""
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        argv = [str(find_agent("pi")), "--mode", "rpc", "--provider", CHAT_PROVIDER,
-                "--model", CHAT_MODEL]
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        argv = [
+            str(find_agent("pi")),
+            "--mode",
+            "rpc",
+            "--provider",
+            CHAT_PROVIDER,
+            "--model",
+            CHAT_MODEL,
+        ]
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: Queue[dict[str, Any]] = Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
@@ -157,14 +171,17 @@ def _pi_sessions(agent_env: AgentEnv, ws: Path) -> list[Path]:
     return sorted((agent_env.home / ".pi" / "agent" / "sessions" / encoded).glob("*.jsonl"))
 
 
-def test_pi_fork_keeps_only_the_forked_branch(agent_env: AgentEnv, workspace: Path,
-                                             chat_server: ChatCompletionsServer) -> None:
+def test_pi_fork_keeps_only_the_forked_branch(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     env = agent_env.pi_environ(chat_server.url)
     ws = workspace
     rpc = PiRpc(env, ws)
     try:
-        for request, name, done in [(FIRST_REQUEST, "a.txt", A_DONE),
-                                    (ABANDONED_REQUEST, "b.txt", B_DONE)]:
+        for request, name, done in [
+            (FIRST_REQUEST, "a.txt", A_DONE),
+            (ABANDONED_REQUEST, "b.txt", B_DONE),
+        ]:
             chat_server.set_script(_pi_write(ws / name, name[0] + "\n", done))
             rpc.prompt(request)
             assert chat_server.remaining == 0
@@ -178,8 +195,10 @@ def test_pi_fork_keeps_only_the_forked_branch(agent_env: AgentEnv, workspace: Pa
         assert chat_server.remaining == 0
     finally:
         rpc.close()
-    original, forked = sorted(_pi_sessions(agent_env, ws), key=lambda p: "parentSession"
-                              in p.read_text(encoding="utf-8").splitlines()[0])
+    original, forked = sorted(
+        _pi_sessions(agent_env, ws),
+        key=lambda p: "parentSession" in p.read_text(encoding="utf-8").splitlines()[0],
+    )
     header = json.loads(forked.read_text(encoding="utf-8").splitlines()[0])
     assert header["parentSession"] == str(original), header
     # the fork copied only the path before the abandoned turn
@@ -209,12 +228,28 @@ class Terminal:
         self.tmux = [tmux, "-S", str(cwd.parent / f"tmux-{time.time_ns()}.sock")]
         self.env = {**env, "TERM": "xterm-256color"}
         env_args = [x for k, v in self.env.items() for x in ("-e", f"{k}={v}")]
-        self._tmux("new-session", "-d", "-x", "160", "-y", "50", "-c", str(cwd), *env_args,
-                   shlex.join(argv))
+        self._tmux(
+            "new-session",
+            "-d",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            "-c",
+            str(cwd),
+            *env_args,
+            shlex.join(argv),
+        )
 
     def _tmux(self, *args: str) -> str:
-        return subprocess.run([*self.tmux, *args], env=self.env, capture_output=True,
-                              text=True, timeout=30, check=False).stdout
+        return subprocess.run(
+            [*self.tmux, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p")
@@ -261,8 +296,9 @@ def _todos(agent: str, *items: tuple[str, str]) -> dict[str, object]:
     """write_todos (Gemini: description) or todo_write (Qwen: id, content)."""
     if agent == "gemini":
         return {"todos": [{"description": d, "status": s} for d, s in items]}
-    return {"todos": [{"id": str(i), "content": d, "status": s}
-                      for i, (d, s) in enumerate(items, 1)]}
+    return {
+        "todos": [{"id": str(i), "content": d, "status": s} for i, (d, s) in enumerate(items, 1)]
+    }
 
 
 def _turns(agent: str, ws: Path) -> list[tuple[str, list[Step]]]:
@@ -271,14 +307,32 @@ def _turns(agent: str, ws: Path) -> list[tuple[str, list[Step]]]:
     plan = "write_todos" if agent == "gemini" else "todo_write"
 
     def write_step(name: str) -> Step:
-        return Step(tool="write_file", input={"file_path": str(ws / name), "content": name[0] + "\n"})
+        return Step(
+            tool="write_file", input={"file_path": str(ws / name), "content": name[0] + "\n"}
+        )
 
     return [
-        (FIRST_REQUEST, [Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "in_progress"))),
-                         write_step("a.txt"), Step(text=A_DONE)]),
-        (ABANDONED_REQUEST, [Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "completed"),
-                                                          (ABANDONED_TASK, "in_progress"))),
-                             write_step("b.txt"), Step(text=B_DONE)]),
+        (
+            FIRST_REQUEST,
+            [
+                Step(tool=plan, input=_todos(agent, (ACTIVE_TASK, "in_progress"))),
+                write_step("a.txt"),
+                Step(text=A_DONE),
+            ],
+        ),
+        (
+            ABANDONED_REQUEST,
+            [
+                Step(
+                    tool=plan,
+                    input=_todos(
+                        agent, (ACTIVE_TASK, "completed"), (ABANDONED_TASK, "in_progress")
+                    ),
+                ),
+                write_step("b.txt"),
+                Step(text=B_DONE),
+            ],
+        ),
         (ACTIVE_REQUEST, [write_step("c.txt"), Step(text=C_DONE)]),
     ]
 
@@ -287,7 +341,8 @@ def _assert_rewound_handoff(md: str, data: dict[str, Any], ws: Path, reverted: b
     _assert_active_branch(md, data)
     # the plan is turn 1's: the abandoned turn completed it and added its own item
     assert [(p["subject"], p["status"]) for p in data["state"]["plan"]] == [
-        (ACTIVE_TASK, "in_progress")]
+        (ACTIVE_TASK, "in_progress")
+    ]
     assert ABANDONED_TASK not in md and ABANDONED_TASK not in json.dumps(data)
     if reverted:  # the CLI deleted b.txt again: nothing of it is left anywhere
         assert not (ws / "b.txt").exists()
@@ -308,9 +363,14 @@ def _abandoned_turn_in(term: Terminal, revert: bool) -> None:
     term.wait_for("Type your message")  # the input box is up: keys are not dropped
 
 
-def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
-                    env: dict[str, str], ws: Path, turns: list[tuple[str, list[Step]]],
-                    resume: Callable[[], str | None]) -> None:
+def _scripted_turns(
+    agent: str,
+    server: ChatCompletionsServer | GeminiServer,
+    env: dict[str, str],
+    ws: Path,
+    turns: list[tuple[str, list[Step]]],
+    resume: Callable[[], str | None],
+) -> None:
     """Turns run with `-p`; every turn after the first resumes the session `resume()`."""
     run = run_gemini if agent == "gemini" else run_qwen
     for i, (prompt, steps) in enumerate(turns):
@@ -320,17 +380,34 @@ def _scripted_turns(agent: str, server: ChatCompletionsServer | GeminiServer,
 
 
 @pytest.mark.parametrize("revert", [False, True], ids=["conversation", "and-code"])
-def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
-                                                   gemini_server: GeminiServer,
-                                                   revert: bool) -> None:
+def test_gemini_rewind_keeps_only_the_active_branch(
+    agent_env: AgentEnv, workspace: Path, gemini_server: GeminiServer, revert: bool
+) -> None:
     env = agent_env.gemini_environ(gemini_server.url)
     ws = workspace
     first, abandoned, active = _turns("gemini", ws)
-    _scripted_turns("gemini", gemini_server, env, ws, [first] if revert else [first, abandoned],
-                    lambda: "latest")
+    _scripted_turns(
+        "gemini",
+        gemini_server,
+        env,
+        ws,
+        [first] if revert else [first, abandoned],
+        lambda: "latest",
+    )
     gemini_server.set_script([*abandoned[1], *active[1]] if revert else active[1])
-    term = Terminal([str(find_agent("gemini")), "-m", GEMINI_MODEL, "--approval-mode", "yolo",
-                     "--resume", "latest"], env, ws)
+    term = Terminal(
+        [
+            str(find_agent("gemini")),
+            "-m",
+            GEMINI_MODEL,
+            "--approval-mode",
+            "yolo",
+            "--resume",
+            "latest",
+        ],
+        env,
+        ws,
+    )
     try:
         _abandoned_turn_in(term, revert)
         term.type("/rewind")
@@ -361,17 +438,20 @@ def test_gemini_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspa
     rewound = [name for name, text in texts.items() if '"$rewindTo"' in text]
     assert len(rewound) == 1, {name: text[-3000:] for name, text in texts.items()}
     records = [json.loads(line) for line in texts[rewound[0]].splitlines()]
-    turn2 = [r["id"] for r in records if r.get("type") == "user"
-             and ABANDONED_REQUEST in json.dumps(r.get("content"))]
+    turn2 = [
+        r["id"]
+        for r in records
+        if r.get("type") == "user" and ABANDONED_REQUEST in json.dumps(r.get("content"))
+    ]
     assert turn2 and {"$rewindTo": turn2[0]} in records, texts[rewound[0]][-3000:]
     md, data = _export(env, ws, "gemini")
     _assert_rewound_handoff(md, data, ws, revert)
 
 
 @pytest.mark.parametrize("revert", [False, True], ids=["conversation", "and-code"])
-def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace: Path,
-                                                 chat_server: ChatCompletionsServer,
-                                                 revert: bool) -> None:
+def test_qwen_rewind_keeps_only_the_active_branch(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer, revert: bool
+) -> None:
     env = agent_env.qwen_environ(chat_server.url)
     # After an interactive turn the UI asks the model for a follow-up suggestion, a
     # request with tools that would eat the next scripted step.
@@ -385,11 +465,23 @@ def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace
         return next((agent_env.home / ".qwen" / "projects").rglob("chats/*.jsonl")).stem
 
     first, abandoned, active = _turns("qwen", ws)
-    _scripted_turns("qwen", chat_server, env, ws, [first] if revert else [first, abandoned],
-                    session_id)
+    _scripted_turns(
+        "qwen", chat_server, env, ws, [first] if revert else [first, abandoned], session_id
+    )
     chat_server.set_script([*abandoned[1], *active[1]] if revert else active[1])
-    term = Terminal([str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode",
-                     "yolo", "-r", session_id()], env, ws)
+    term = Terminal(
+        [
+            str(find_agent("qwen")),
+            "--auth-type",
+            "openai",
+            "--approval-mode",
+            "yolo",
+            "-r",
+            session_id(),
+        ],
+        env,
+        ws,
+    )
     try:
         _abandoned_turn_in(term, revert)
         for _ in range(3):  # Esc twice: rewind (again if a still-busy UI missed it)
@@ -423,19 +515,20 @@ def test_qwen_rewind_keeps_only_the_active_branch(agent_env: AgentEnv, workspace
 
 
 # -- pi: /tree in a terminal -------------------------------------------------------------
-BRANCH_SUMMARY = (f"The user asked for b.txt; b.txt was written.\n\nNext steps:\n"
-                  f"- {ABANDONED_STEP}")
+BRANCH_SUMMARY = f"The user asked for b.txt; b.txt was written.\n\nNext steps:\n- {ABANDONED_STEP}"
 
 
 @pytest.mark.parametrize("summarize", [False, True], ids=["no-summary", "summary"])
 def test_pi_tree_navigation_keeps_only_the_active_branch(
-        agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer,
-        summarize: bool) -> None:
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer, summarize: bool
+) -> None:
     env = agent_env.pi_environ(chat_server.url)
     ws = workspace
     session: str | None = None
-    for request, name, done in [(FIRST_REQUEST, "a.txt", A_DONE),
-                                (ABANDONED_REQUEST, "b.txt", B_DONE)]:
+    for request, name, done in [
+        (FIRST_REQUEST, "a.txt", A_DONE),
+        (ABANDONED_REQUEST, "b.txt", B_DONE),
+    ]:
         chat_server.set_script(_pi_write(ws / name, name[0] + "\n", done))
         ok(run_pi(env, ws, request, resume=session, timeout=150), "pi -p")
         assert chat_server.remaining == 0
@@ -444,8 +537,19 @@ def test_pi_tree_navigation_keeps_only_the_active_branch(
     if summarize:  # the summary request carries no tools: answered aside from the script
         chat_server.aux = lambda body: None if chat_has_tools(body) else BRANCH_SUMMARY
     chat_server.set_script(_pi_write(ws / "c.txt", "c\n", C_DONE))
-    term = Terminal([str(find_agent("pi")), "--provider", CHAT_PROVIDER, "--model",
-                     CHAT_MODEL, "--session", session], env, ws)
+    term = Terminal(
+        [
+            str(find_agent("pi")),
+            "--provider",
+            CHAT_PROVIDER,
+            "--model",
+            CHAT_MODEL,
+            "--session",
+            session,
+        ],
+        env,
+        ws,
+    )
     try:
         term.wait_for(ABANDONED_STEP)
         term.type("/tree")
@@ -466,8 +570,11 @@ def test_pi_tree_navigation_keeps_only_the_active_branch(
     assert _pi_sessions(agent_env, ws) == [Path(session)]  # one file, two branches
     entries = [json.loads(line) for line in Path(session).read_text().splitlines()]
     by_id = {e.get("id"): e for e in entries}
-    turn3 = next(e for e in entries if e.get("type") == "message"
-                 and ACTIVE_REQUEST in json.dumps(e["message"]))
+    turn3 = next(
+        e
+        for e in entries
+        if e.get("type") == "message" and ACTIVE_REQUEST in json.dumps(e["message"])
+    )
     parent = by_id[turn3["parentId"]]
     if summarize:
         assert parent["type"] == "branch_summary" and ABANDONED_STEP in parent["summary"]
@@ -489,8 +596,9 @@ def test_pi_tree_navigation_keeps_only_the_active_branch(
 
 
 # -- Qwen: --fork-session ----------------------------------------------------------------
-def test_qwen_fork_session_and_its_source_stay_apart(agent_env: AgentEnv, workspace: Path,
-                                                    chat_server: ChatCompletionsServer) -> None:
+def test_qwen_fork_session_and_its_source_stay_apart(
+    agent_env: AgentEnv, workspace: Path, chat_server: ChatCompletionsServer
+) -> None:
     """`qwen -r A --fork-session PROMPT` copies A's active history into a new session B
     (fresh uuids) and runs the prompt there; A then goes on with other work. Each
     session's handoff carries only its own turns, and B's plan is the copied todo_write's,
@@ -515,18 +623,37 @@ def test_qwen_fork_session_and_its_source_stay_apart(agent_env: AgentEnv, worksp
     assert data["source"]["session_id"] == fork
     _assert_active_branch(md, data)
     assert [(p["subject"], p["status"]) for p in data["state"]["plan"]] == [
-        (ACTIVE_TASK, "in_progress")]
+        (ACTIVE_TASK, "in_progress")
+    ]
     assert ABANDONED_TASK not in md and ABANDONED_TASK not in json.dumps(data)
     # the source, exported on its own, is its own story (its todo file agrees with it)
     _md, src = _export(env, ws, "qwen", "--session", source)
     assert src["task"]["latest_user_message"] == ABANDONED_REQUEST
     assert [(p["subject"], p["status"]) for p in src["state"]["plan"]] == [
-        (ACTIVE_TASK, "completed"), (ABANDONED_TASK, "in_progress")]
+        (ACTIVE_TASK, "completed"),
+        (ABANDONED_TASK, "in_progress"),
+    ]
     assert ACTIVE_REQUEST not in json.dumps(src)
 
 
 def _run_qwen_argv(env: dict[str, str], ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [str(find_agent("qwen")), "--auth-type", "openai", "--approval-mode", "yolo",
-            "-o", "text", *args]
-    return subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=150,
-                          stdin=subprocess.DEVNULL, check=False)
+    argv = [
+        str(find_agent("qwen")),
+        "--auth-type",
+        "openai",
+        "--approval-mode",
+        "yolo",
+        "-o",
+        "text",
+        *args,
+    ]
+    return subprocess.run(
+        argv,
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )

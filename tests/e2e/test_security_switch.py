@@ -31,29 +31,82 @@ def hostile_claude_session(claude_dir: Path, workspace: Path) -> Path:
     def add(kind: str, message: dict[str, object]) -> None:
         nonlocal parent
         uid = f"u{len(lines) + 1:04d}"
-        lines.append(json.dumps({
-            "parentUuid": parent, "isSidechain": False, "cwd": str(workspace),
-            "sessionId": "bbbbbbbb-0000-4000-8000-000000000002", "version": f"2.1.197{FORGED}",
-            "type": kind, "uuid": uid, "timestamp": f"2026-11-29T10:00:{len(lines):02d}.000Z",
-            "message": message,
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "parentUuid": parent,
+                    "isSidechain": False,
+                    "cwd": str(workspace),
+                    "sessionId": "bbbbbbbb-0000-4000-8000-000000000002",
+                    "version": f"2.1.197{FORGED}",
+                    "type": kind,
+                    "uuid": uid,
+                    "timestamp": f"2026-11-29T10:00:{len(lines):02d}.000Z",
+                    "message": message,
+                }
+            )
+        )
         parent = uid
 
     def assistant(content: list[dict[str, object]]) -> None:
-        add("assistant", {"id": f"m{len(lines)}", "role": "assistant", "model": "claude-test",
-                          "content": content})
+        add(
+            "assistant",
+            {
+                "id": f"m{len(lines)}",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": content,
+            },
+        )
 
-    add("user", {"role": "user",
-                 "content": f"Add a usage section to README.md{ESC}]0;pwned\x07\x00 please"})
-    assistant([{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [
-        {"content": f"write the usage section{FORGED}", "status": "in_progress",
-         "activeForm": "writing"}]}}])
-    add("user", {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified"}]})
+    add(
+        "user",
+        {
+            "role": "user",
+            "content": f"Add a usage section to README.md{ESC}]0;pwned\x07\x00 please",
+        },
+    )
+    assistant(
+        [
+            {
+                "type": "tool_use",
+                "id": "t1",
+                "name": "TodoWrite",
+                "input": {
+                    "todos": [
+                        {
+                            "content": f"write the usage section{FORGED}",
+                            "status": "in_progress",
+                            "activeForm": "writing",
+                        }
+                    ]
+                },
+            }
+        ]
+    )
+    add(
+        "user",
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified"}
+            ],
+        },
+    )
     assistant([{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "make test"}}])
-    add("user", {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t2",
-         "content": f"{ESC}[31mFAILED{ESC}[0m auth {ESC}[1m{TOKEN}{ESC}[0m"}]})
+    add(
+        "user",
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": f"{ESC}[31mFAILED{ESC}[0m auth {ESC}[1m{TOKEN}{ESC}[0m",
+                }
+            ],
+        },
+    )
     assistant([{"type": "text", "text": f"Next step: append a Usage heading{ESC}[2J\x00 now."}])
     folder = claude_dir / "projects" / "-hostile"
     folder.mkdir(parents=True, exist_ok=True)
@@ -70,8 +123,19 @@ def test_switch_hands_a_hostile_session_cleanly_to_the_real_codex(
     with OpenAIResponsesServer() as srv:
         srv.set_script([Step(text="Read the handoff; continuing.")])
         env = target_environ(agent_env, "codex", srv.url)
-        proc = run_passdown(env, workspace, "switch", "--from", "claude", "--to", "codex",
-                            "--session", str(session), "--non-interactive", timeout=150)
+        proc = run_passdown(
+            env,
+            workspace,
+            "switch",
+            "--from",
+            "claude",
+            "--to",
+            "codex",
+            "--session",
+            str(session),
+            "--non-interactive",
+            timeout=150,
+        )
         out = ok(proc, "passdown switch with a NUL in the session")
         steps = srv.step_requests()
         assert steps, "the real codex never reached its model server"

@@ -24,8 +24,9 @@ def _claude(env: dict[str, str], ws: Path, server: AnthropicServer, sid: str, ta
     ok(run_claude(env, ws, f"Please do {task}", "--session-id", sid), f"claude {task}")
 
 
-def _codex(env: dict[str, str], codex_home: Path, ws: Path, server: OpenAIResponsesServer,
-           task: str) -> str:
+def _codex(
+    env: dict[str, str], codex_home: Path, ws: Path, server: OpenAIResponsesServer, task: str
+) -> str:
     server.set_script([Step(text=f"Done with {task}.")])
     before = set((codex_home / "sessions").rglob("rollout-*.jsonl"))
     ok(run_codex(env, ws, f"Please do {task}"), f"codex {task}")
@@ -34,13 +35,18 @@ def _codex(env: dict[str, str], codex_home: Path, ws: Path, server: OpenAIRespon
 
 
 def _picked(env: dict[str, str], ws: Path, source: str) -> str:
-    return ok(run_passdown(env, ws, "inspect", "--from", source, "--json"),
-              f"passdown inspect --from {source}")
+    return ok(
+        run_passdown(env, ws, "inspect", "--from", source, "--json"),
+        f"passdown inspect --from {source}",
+    )
 
 
-def test_session_selection_across_workspaces(tmp_path: Path, agent_env: AgentEnv,
-                                             anthropic_server: AnthropicServer,
-                                             openai_server: OpenAIResponsesServer) -> None:
+def test_session_selection_across_workspaces(
+    tmp_path: Path,
+    agent_env: AgentEnv,
+    anthropic_server: AnthropicServer,
+    openai_server: OpenAIResponsesServer,
+) -> None:
     ws_a = init_git_workspace(tmp_path / "alpha")
     ws_b = init_git_workspace(tmp_path / "beta")
     sub_b = ws_b / "pkg"  # a subfolder still belongs to the beta workspace (git root)
@@ -67,8 +73,15 @@ def test_session_selection_across_workspaces(tmp_path: Path, agent_env: AgentEnv
     only(_picked(env, sub_b, "auto"), beta_codex)
 
     # --session picks an older one explicitly (by id prefix too).
-    only(ok(run_passdown(env, ws_a, "inspect", "--from", "claude", "--session", ALPHA_OLD,
-                         "--json"), "inspect --session"), ALPHA_OLD)
+    only(
+        ok(
+            run_passdown(
+                env, ws_a, "inspect", "--from", "claude", "--session", ALPHA_OLD, "--json"
+            ),
+            "inspect --session",
+        ),
+        ALPHA_OLD,
+    )
 
     listed = ok(run_passdown(env, ws_a, "sessions", "--from", "claude", "--json"), "sessions")
     assert ALPHA_OLD in listed and ALPHA_NEW in listed

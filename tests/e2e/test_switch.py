@@ -36,13 +36,18 @@ def _next_step_phrase(ctx: record.Ctx) -> str:
     return "append a Usage heading"
 
 
-def test_switch_claude_to_codex(tmp_path: Path, agent_env: AgentEnv,
-                                openai_server: OpenAIResponsesServer) -> None:
+def test_switch_claude_to_codex(
+    tmp_path: Path, agent_env: AgentEnv, openai_server: OpenAIResponsesServer
+) -> None:
     ctx = _worked("claude", "full", tmp_path, agent_env)
     openai_server.set_script([Step(text=TAKEOVER_REPLY)])
     env = agent_env.environ(openai_url=openai_server.url)
-    out = ok(run_passdown(env, ctx.workspace, "switch", "--from", "claude", "--to", "codex",
-                          "--non-interactive"), "passdown switch claude->codex")
+    out = ok(
+        run_passdown(
+            env, ctx.workspace, "switch", "--from", "claude", "--to", "codex", "--non-interactive"
+        ),
+        "passdown switch claude->codex",
+    )
     steps = openai_server.step_requests()
     assert steps, "the real codex exec never reached the scripted OpenAI server"
     user = "\n".join(openai_user_texts(steps[0]))
@@ -56,14 +61,19 @@ def test_switch_claude_to_codex(tmp_path: Path, agent_env: AgentEnv,
     assert meta["cwd"] == str(ctx.workspace)
 
 
-def test_switch_codex_to_claude(tmp_path: Path, agent_env: AgentEnv,
-                                anthropic_server: AnthropicServer) -> None:
+def test_switch_codex_to_claude(
+    tmp_path: Path, agent_env: AgentEnv, anthropic_server: AnthropicServer
+) -> None:
     ctx = _worked("codex", "full", tmp_path, agent_env)
     anthropic_server.set_script([Step(text=TAKEOVER_REPLY)])
     env = agent_env.environ(anthropic_url=anthropic_server.url)
     before = set((agent_env.claude_dir / "projects").glob("*/*.jsonl"))
-    out = ok(run_passdown(env, ctx.workspace, "switch", "--from", "codex", "--to", "claude",
-                          "--non-interactive"), "passdown switch codex->claude")
+    out = ok(
+        run_passdown(
+            env, ctx.workspace, "switch", "--from", "codex", "--to", "claude", "--non-interactive"
+        ),
+        "passdown switch codex->claude",
+    )
     steps = anthropic_server.step_requests()
     assert steps, "the real claude -p never reached the scripted Anthropic server"
     user = "\n".join(anthropic_user_texts(steps[0]))
@@ -81,17 +91,23 @@ def _help(target: str, argv: list[str]) -> str:
     """--help of the installed CLI for the (sub)command the argv uses."""
     binary = str(find_agent(target))
     sub = [a for a in argv[1:3] if a in ("exec", "resume")]
-    proc = subprocess.run([binary, *sub, "--help"], capture_output=True, text=True,
-                          timeout=30, check=False)
+    proc = subprocess.run(
+        [binary, *sub, "--help"], capture_output=True, text=True, timeout=30, check=False
+    )
     return proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("interactive", [False, True], ids=["non-interactive", "interactive"])
 @pytest.mark.parametrize(("source", "target"), [("claude", "codex"), ("codex", "claude")])
-def test_switch_dry_run_argv_is_accepted(source: str, target: str, interactive: bool,
-                                         tmp_path: Path, agent_env: AgentEnv,
-                                         anthropic_server: AnthropicServer,
-                                         openai_server: OpenAIResponsesServer) -> None:
+def test_switch_dry_run_argv_is_accepted(
+    source: str,
+    target: str,
+    interactive: bool,
+    tmp_path: Path,
+    agent_env: AgentEnv,
+    anthropic_server: AnthropicServer,
+    openai_server: OpenAIResponsesServer,
+) -> None:
     # A short real source session (TodoWrite for Claude, the full one for Codex).
     _worked(source, "todowrite" if source == "claude" else "full", tmp_path, agent_env)
     ws = tmp_path / "ws"
@@ -123,7 +139,15 @@ def test_switch_dry_run_argv_is_accepted(source: str, target: str, interactive: 
     # The non-interactive argv really runs against the scripted server.
     server = openai_server if target == "codex" else anthropic_server
     server.set_script([Step(text=TAKEOVER_REPLY)])
-    proc = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL, check=False)
+    proc = subprocess.run(
+        argv,
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     ok(proc, f"dry-run argv {argv[:3]}...")
     assert server.step_requests(), "the printed argv did not reach the model server"

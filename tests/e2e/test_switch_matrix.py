@@ -88,12 +88,15 @@ def install_source(agent: str, agent_env: AgentEnv) -> Path:
     """Copy the recorded store into the test's isolated HOME (or CLAUDE_CONFIG_DIR /
     CODEX_HOME) and return the session file (for opencode: its database)."""
     exp = expected(agent)
-    dest = {"claude": agent_env.claude_dir, "codex": agent_env.codex_home}.get(agent,
-                                                                              agent_env.home)
-    shutil.copytree(fixture_dir(agent), dest, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("expected.json"))
+    dest = {"claude": agent_env.claude_dir, "codex": agent_env.codex_home}.get(
+        agent, agent_env.home
+    )
+    shutil.copytree(
+        fixture_dir(agent), dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("expected.json")
+    )
     main = exp.get("session_path") or next(
-        f for f in exp["session_files"] if f.endswith((".jsonl", ".db")))
+        f for f in exp["session_files"] if f.endswith((".jsonl", ".db"))
+    )
     path = dest / main
     assert path.is_file(), path
     return path
@@ -124,8 +127,11 @@ Server = AnthropicServer | OpenAIResponsesServer | ChatCompletionsServer | Gemin
 
 @contextmanager
 def server_for(target: str) -> Iterator[Server]:
-    cls: type[Server] = {"claude": AnthropicServer, "codex": OpenAIResponsesServer,
-                         "gemini": GeminiServer}.get(target, ChatCompletionsServer)
+    cls: type[Server] = {
+        "claude": AnthropicServer,
+        "codex": OpenAIResponsesServer,
+        "gemini": GeminiServer,
+    }.get(target, ChatCompletionsServer)
     with cls() as srv:
         assert isinstance(srv, cls)
         yield srv
@@ -145,29 +151,42 @@ def chat_user_texts(req: LoggedRequest) -> list[str]:
 
 
 def gemini_user_texts(req: LoggedRequest) -> list[str]:
-    return [part.get("text", "") for c in req.body.get("contents") or []
-            if isinstance(c, dict) and c.get("role") == "user"
-            for part in c.get("parts") or [] if isinstance(part, dict)]
+    return [
+        part.get("text", "")
+        for c in req.body.get("contents") or []
+        if isinstance(c, dict) and c.get("role") == "user"
+        for part in c.get("parts") or []
+        if isinstance(part, dict)
+    ]
 
 
 def user_texts(target: str, req: LoggedRequest) -> list[str]:
-    reader = {"claude": anthropic_user_texts, "codex": openai_user_texts,
-              "gemini": gemini_user_texts}.get(target, chat_user_texts)
+    reader = {
+        "claude": anthropic_user_texts,
+        "codex": openai_user_texts,
+        "gemini": gemini_user_texts,
+    }.get(target, chat_user_texts)
     return reader(req)
 
 
-def assert_target_got_handoff(target: str, srv: Server, exp: dict[str, Any],
-                              handoff_md: Path, stdout: str) -> None:
+def assert_target_got_handoff(
+    target: str, srv: Server, exp: dict[str, Any], handoff_md: Path, stdout: str
+) -> None:
     steps = srv.step_requests()
-    assert steps, (f"the real {target} never sent a model request to its scripted server: "
-                   f"{[(r.method, r.path, r.kind) for r in srv.requests]}")
+    assert steps, (
+        f"the real {target} never sent a model request to its scripted server: "
+        f"{[(r.method, r.path, r.kind) for r in srv.requests]}"
+    )
     user = "\n".join(user_texts(target, steps[0]))
     assert str(handoff_md) in user, f"{target} did not get the HANDOFF.md path:\n{user[:3000]}"
     assert request_opening(exp) in user, user[:3000]
     assert next_step(exp) in user, user[:3000]
     # No planted secret anywhere in what the target sent (any request) or passdown printed.
-    assert_no_secrets(exp["secrets"], stdout=stdout,
-                      **{f"{target}_request_{i}": r.text() for i, r in enumerate(srv.requests)})
+    assert_no_secrets(
+        exp["secrets"],
+        stdout=stdout,
+        **{f"{target}_request_{i}": r.text() for i, r in enumerate(srv.requests)},
+    )
 
 
 # -- the matrix -----------------------------------------------------------------------------
@@ -180,10 +199,21 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
         srv.set_script([Step(text=TAKEOVER_REPLY)])
         env = target_environ(agent_env, target, srv.url)
         started = time.monotonic()
-        proc = run_passdown(env, workspace, "switch", "--from", source, "--to", target,
-                            "--session", session_arg(source, session), "--workspace", str(workspace),
-                            "--non-interactive",
-                            timeout=LAUNCH_TIMEOUT)
+        proc = run_passdown(
+            env,
+            workspace,
+            "switch",
+            "--from",
+            source,
+            "--to",
+            target,
+            "--session",
+            session_arg(source, session),
+            "--workspace",
+            str(workspace),
+            "--non-interactive",
+            timeout=LAUNCH_TIMEOUT,
+        )
         elapsed = time.monotonic() - started
         out = ok(proc, f"passdown switch --from {source} --to {target}")
         handoff_md = workspace / ".agent-handoff" / "HANDOFF.md"
@@ -201,15 +231,23 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
             assert_native_resume_continues(target, srv, env, workspace, handoff_md)
 
 
-def assert_native_resume_continues(target: str, srv: Server, env: dict[str, str],
-                                   workspace: Path, handoff_md: Path) -> None:
+def assert_native_resume_continues(
+    target: str, srv: Server, env: dict[str, str], workspace: Path, handoff_md: Path
+) -> None:
     """The agent's own resume command picks up the session passdown launched: its next
     request carries the takeover prompt and reply, then the new prompt."""
     before = len(srv.step_requests())
     srv.set_script([Step(text="Resumed.")])
-    proc = subprocess.run(RESUME[target], cwd=workspace, env=env, capture_output=True,
-                          text=True, timeout=LAUNCH_TIMEOUT, stdin=subprocess.DEVNULL,
-                          check=False)
+    proc = subprocess.run(
+        RESUME[target],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LAUNCH_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     ok(proc, " ".join(RESUME[target][:-1]))
     steps = srv.step_requests()[before:]
     assert steps, f"{RESUME[target][:-1]} sent no model request"

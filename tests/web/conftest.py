@@ -25,8 +25,13 @@ from recorded import scenarios
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
     # a name of the attacker's that resolves to this machine: DNS rebinding, simulated
     "--host-resolver-rules=MAP rebind.test 127.0.0.1",
 ]
@@ -39,8 +44,12 @@ EARLY_PLAN_LINES = 24  # the Codex rollout up to its first plan update: 1 in pro
 
 def _git(ws: Path, *args: str) -> None:
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(ws), *args],
-                   check=True, capture_output=True, env=env)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(ws), *args],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
 
 
 @dataclass
@@ -68,9 +77,24 @@ class Trail:
     def export(self, agent: str, session: Path, home_var: str, home: Path) -> str:
         env = {**self.env, home_var: str(home)}
         proc = subprocess.run(
-            [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(session), "--workspace", ".",
-             "--json"],
-            cwd=self.workspace, env=env, capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "passdown",
+                "export",
+                "--from",
+                agent,
+                "--session",
+                str(session),
+                "--workspace",
+                ".",
+                "--json",
+            ],
+            cwd=self.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
@@ -104,9 +128,13 @@ def trail(tmp_path_factory: pytest.TempPathFactory) -> Trail:
     _git(ws, "commit", "-q", "-m", "initial")
     home = root / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "PASSDOWN_DATA_DIR": str(root / "data"),
-           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
-           "PASSDOWN_AGENTS": ""}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PASSDOWN_DATA_DIR": str(root / "data"),
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+        "PASSDOWN_AGENTS": "",
+    }
     env.pop("PASSDOWN_STORE", None)
     t = Trail(workspace=ws, env=env, root=root)
     early_home, early_rollout = _codex_early(root)
@@ -147,8 +175,14 @@ class UiServer:
 @pytest.fixture(scope="module")
 def ui(trail: Trail) -> Iterator[UiServer]:
     """`passdown ui` as a user runs it, in the trail's workspace."""
-    proc = subprocess.Popen([sys.executable, "-m", "passdown", "ui"], cwd=trail.workspace,
-                            env=trail.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "passdown", "ui"],
+        cwd=trail.workspace,
+        env=trail.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
@@ -175,10 +209,13 @@ class TeamServer:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/"
-        config = uvicorn.Config(build_app(self.store), log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            build_app(self.store), log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
         self.thread.start()
         _wait_until_up(self.url)
 
@@ -198,7 +235,9 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=120_000)
+        launched = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=120_000
+        )
         yield launched
         launched.close()
 

@@ -45,7 +45,9 @@ def project_url(base: str, project: str) -> str:
 # -- timeline, handoff, keyboard ---------------------------------------------------------------
 
 
-def test_timeline_lists_the_exported_handoffs_newest_first(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_timeline_lists_the_exported_handoffs_newest_first(
+    ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     response = page.goto(ui.url)
     assert response.status == 200
     assert page.url == project_url(ui.url, trail.project), "the current workspace's project first"
@@ -61,22 +63,32 @@ def test_timeline_lists_the_exported_handoffs_newest_first(ui: UiServer, trail: 
     assert "0/3" in row_text(page, early)
     assert page.get_attribute("#project-switch option[selected]", "value") == trail.project
     bottom = page.evaluate("document.querySelector('footer').getBoundingClientRect().bottom")
-    page.screenshot(path=str(shots / "timeline.png"), clip={"x": 0, "y": 0, "width": 1280, "height": bottom})
+    page.screenshot(
+        path=str(shots / "timeline.png"), clip={"x": 0, "y": 0, "width": 1280, "height": bottom}
+    )
 
     phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     small = phone.new_page()
     base = project_url(ui.url, trail.project)
     widths = {}
-    for name, url in (("timeline", base), ("handoff", base + f"h/{claude}"),
-                      ("compare", base + f"compare?a={early}&b={codex}"), ("plan", base + "plan")):
+    for name, url in (
+        ("timeline", base),
+        ("handoff", base + f"h/{claude}"),
+        ("compare", base + f"compare?a={early}&b={codex}"),
+        ("plan", base + "plan"),
+    ):
         small.goto(url)
         widths[name] = small.evaluate("document.documentElement.scrollWidth")
         small.screenshot(path=str(shots / f"{name}-phone.png"), full_page=True)
     phone.close()
-    assert all(width <= 390 for width in widths.values()), f"no sideways scrolling on a phone: {widths}"
+    assert all(width <= 390 for width in widths.values()), (
+        f"no sideways scrolling on a phone: {widths}"
+    )
 
 
-def test_keyboard_opens_a_handoff_with_its_history_and_trail(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_keyboard_opens_a_handoff_with_its_history_and_trail(
+    ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     early, claude, codex = trail.ids
     page.goto(ui.url)
     page.keyboard.press("j")
@@ -90,12 +102,16 @@ def test_keyboard_opens_a_handoff_with_its_history_and_trail(ui: UiServer, trail
     handoff = trail.handoffs[claude]
     assert page.inner_text("h1").startswith("Handoff from claude")
     facts = page.inner_text(".facts")
-    assert handoff["source"]["session_id"] in facts and "finished" in facts and "superseded" in facts
+    assert (
+        handoff["source"]["session_id"] in facts and "finished" in facts and "superseded" in facts
+    )
     assert page.get_attribute("a[rel=prev]", "href").endswith(f"/h/{early}")
     assert page.get_attribute("a[rel=next]", "href").endswith(f"/h/{codex}")
     lifecycle = page.inner_text(".lifecycle")
     assert re.search(r"prepared.*published.*superseded", lifecycle, re.S), lifecycle
-    transcript = page.eval_on_selector_all(".transcript pre.data", "els => els.map(e => e.textContent)")
+    transcript = page.eval_on_selector_all(
+        ".transcript pre.data", "els => els.map(e => e.textContent)"
+    )
     assert len(transcript) == len(handoff["task"]["transcript"])
     assert transcript[0] == handoff["task"]["transcript"][0]["text"]
     steps = page.eval_on_selector_all(".next-steps li", "els => els.map(e => e.textContent)")
@@ -106,7 +122,9 @@ def test_keyboard_opens_a_handoff_with_its_history_and_trail(ui: UiServer, trail
     assert page.locator("a[rel=next]").count() == 0, "the newest handoff of the task has no next"
 
 
-def test_search_finds_a_handoff_by_a_word_of_its_next_step(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_search_finds_a_handoff_by_a_word_of_its_next_step(
+    ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     claude = trail.ids[1]
     word = "example"
     assert any(word in step for step in trail.handoffs[claude]["state"]["next_steps"])
@@ -138,7 +156,9 @@ def test_filters_by_agent_and_status(ui: UiServer, trail: Trail, page: Any) -> N
 # -- compare and plan over time ---------------------------------------------------------------------
 
 
-def test_compare_shows_plan_status_changes(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_compare_shows_plan_status_changes(
+    ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     early, claude, codex = trail.ids
     page.goto(project_url(ui.url, trail.project))
     page.check(f'.row[data-id="{codex}"] input[name=pick]')
@@ -147,15 +167,20 @@ def test_compare_shows_plan_status_changes(ui: UiServer, trail: Trail, page: Any
     with page.expect_navigation():
         page.click("#compare-picked")
     changes = page.eval_on_selector_all(
-        "tr.plan-change", "els => els.map(e => [...e.cells].map(c => c.textContent.trim()))")
+        "tr.plan-change", "els => els.map(e => [...e.cells].map(c => c.textContent.trim()))"
+    )
     assert ["Write calc.py with add() and its test", "in progress", "→", "completed"] in changes
     assert ["Make greet() say Hi", "pending", "→", "completed"] in changes
     assert ["Add a Usage section to README.md", "pending", "→", "in progress"] in changes
-    cards = page.eval_on_selector_all(".side-by-side .card h2", "els => els.map(e => e.textContent)")
+    cards = page.eval_on_selector_all(
+        ".side-by-side .card h2", "els => els.map(e => e.textContent)"
+    )
     assert cards[:2] == ["Older", "Newer"]
     steps_new = page.eval_on_selector_all("ul.new li", "els => els.map(e => e.textContent)")
     early_steps = trail.handoffs[early]["state"]["next_steps"]
-    assert steps_new == [s for s in trail.handoffs[codex]["state"]["next_steps"] if s not in early_steps]
+    assert steps_new == [
+        s for s in trail.handoffs[codex]["state"]["next_steps"] if s not in early_steps
+    ]
     page.screenshot(path=str(shots / "compare.png"), full_page=True)
 
     # the pickers: the early Codex handoff against Claude's, which also edited greet.py
@@ -169,22 +194,31 @@ def test_compare_shows_plan_status_changes(ui: UiServer, trail: Trail, page: Any
     assert "greet.py" in added
 
 
-def test_plan_over_time_colours_each_status(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_plan_over_time_colours_each_status(
+    ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     early, claude, codex = trail.ids
     page.goto(project_url(ui.url, trail.project) + "plan")
-    headers = page.eval_on_selector_all(".plan-grid thead a", "els => els.map(e => e.getAttribute('href'))")
+    headers = page.eval_on_selector_all(
+        ".plan-grid thead a", "els => els.map(e => e.getAttribute('href'))"
+    )
     assert [h.rsplit("/", 1)[1] for h in headers] == [early, claude, codex], "oldest first"
     grid = page.eval_on_selector_all(
         ".plan-grid tbody tr",
-        "els => els.map(e => [e.cells[0].textContent.trim(), ...[...e.cells].slice(1).map(c => c.className)])")
+        "els => els.map(e => [e.cells[0].textContent.trim(), ...[...e.cells].slice(1).map(c => c.className)])",
+    )
     by_subject = {row[0]: row[1:] for row in grid}
     codex_first = by_subject["Write calc.py with add() and its test"]
     assert codex_first == ["cell plan-in_progress", "cell plan-completed", "cell plan-completed"]
     assert by_subject["Add a Usage section to README.md"] == [
-        "cell plan-pending", "cell plan-in_progress", "cell plan-in_progress"]
+        "cell plan-pending",
+        "cell plan-in_progress",
+        "cell plan-in_progress",
+    ]
     colours = page.eval_on_selector_all(
         ".plan-grid td.plan-completed, .plan-grid td.plan-in_progress",
-        "els => [...new Set(els.map(e => getComputedStyle(e).backgroundColor))]")
+        "els => [...new Set(els.map(e => getComputedStyle(e).backgroundColor))]",
+    )
     assert len(colours) == 2, f"completed and in progress look different: {colours}"
     page.screenshot(path=str(shots / "plan.png"), full_page=True)
 
@@ -192,7 +226,9 @@ def test_plan_over_time_colours_each_status(ui: UiServer, trail: Trail, page: An
 # -- live updates ---------------------------------------------------------------------------------------
 
 
-def test_a_new_handoff_appears_live(ui: UiServer, trail: Trail, page: Any, shots: Path, tmp_path: Path) -> None:
+def test_a_new_handoff_appears_live(
+    ui: UiServer, trail: Trail, page: Any, shots: Path, tmp_path: Path
+) -> None:
     page.goto(project_url(ui.url, trail.project))
     page.wait_for_selector("#live:not([hidden])")
     page.evaluate("window.__noReload = true")
@@ -238,7 +274,9 @@ def login(page: Any, base: str, token: str) -> None:
         page.click("form.login button")
 
 
-def test_a_token_of_project_a_never_sees_project_b(team: TeamServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_a_token_of_project_a_never_sees_project_b(
+    team: TeamServer, trail: Trail, page: Any, shots: Path
+) -> None:
     b_id = _copy_to_other_project(team.store, trail.project, trail.ids[-1], OTHER_PROJECT)
     token_a = create_token(team.store, trail.project, "web test A")
     token_b = create_token(team.store, OTHER_PROJECT, "web test B")
@@ -249,15 +287,25 @@ def test_a_token_of_project_a_never_sees_project_b(team: TeamServer, trail: Trai
     login(page, team.url, token_a)
     assert page.url == project_url(team.url, trail.project), page.content()
     assert rows(page) == trail.ids[::-1]
-    assert [o for o in page.eval_on_selector_all("#project-switch option", "els => els.map(e => e.value)")] == [trail.project]
+    assert [
+        o
+        for o in page.eval_on_selector_all("#project-switch option", "els => els.map(e => e.value)")
+    ] == [trail.project]
     cookie = next(c for c in page.context.cookies() if c["name"] == "passdown_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
     assert page.evaluate("document.cookie") == "", "scripts see no cookie"
 
     other = project_url(team.url, OTHER_PROJECT)
-    for url in (other, other + f"h/{b_id}", other + "compare", other + f"compare?a={b_id}&b={b_id}",
-                other + "plan", other + "events", team.url + f"switch?project={OTHER_PROJECT}",
-                project_url(team.url, trail.project) + f"h/{b_id}"):
+    for url in (
+        other,
+        other + f"h/{b_id}",
+        other + "compare",
+        other + f"compare?a={b_id}&b={b_id}",
+        other + "plan",
+        other + "events",
+        team.url + f"switch?project={OTHER_PROJECT}",
+        project_url(team.url, trail.project) + f"h/{b_id}",
+    ):
         response = page.goto(url)
         assert response.status == 404, url
         assert "Project B" not in page.content()
@@ -273,11 +321,20 @@ def test_a_token_of_project_a_never_sees_project_b(team: TeamServer, trail: Trai
     assert page.goto(project_url(team.url, trail.project)).status == 404
 
 
-def test_a_wrong_host_is_refused(team: TeamServer, ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_a_wrong_host_is_refused(
+    team: TeamServer, ui: UiServer, trail: Trail, page: Any, shots: Path
+) -> None:
     token = create_token(team.store, trail.project)
     bearer = {"Authorization": f"Bearer {token}"}
     for base, port in ((team.url, team.port), (ui.url, ui.port)):
-        for path in ("", f"p/{trail.project}/", "login", "static/app.js", "api/records", "api/records?type=handoff"):
+        for path in (
+            "",
+            f"p/{trail.project}/",
+            "login",
+            "static/app.js",
+            "api/records",
+            "api/records?type=handoff",
+        ):
             answer = httpx.get(base + path, headers={**bearer, "Host": f"evil.example:{port}"})
             assert answer.status_code == 421, (base, path, answer.status_code)
             answer = httpx.get(base + path, headers={**bearer, "Host": f"{REBIND_HOST}:{port}"})
@@ -301,28 +358,49 @@ def test_state_changes_need_csrf_and_same_origin(team: TeamServer, trail: Trail)
         posted = {"token": token}
         assert client.post("login", data=posted).status_code == 403, "no CSRF field"
         assert client.post("login", data={**posted, "csrf": "forged"}).status_code == 403
-        cross = client.post("login", data={**posted, "csrf": csrf.group(1)},
-                            headers={"Origin": "http://evil.example"})
+        cross = client.post(
+            "login",
+            data={**posted, "csrf": csrf.group(1)},
+            headers={"Origin": "http://evil.example"},
+        )
         assert cross.status_code == 403
-        site = client.post("login", data={**posted, "csrf": csrf.group(1)},
-                           headers={"Sec-Fetch-Site": "cross-site"})
+        site = client.post(
+            "login",
+            data={**posted, "csrf": csrf.group(1)},
+            headers={"Sec-Fetch-Site": "cross-site"},
+        )
         assert site.status_code == 403
-        ok = client.post("login", data={**posted, "csrf": csrf.group(1)},
-                         headers={"Origin": team.url.rstrip("/")})
+        ok = client.post(
+            "login",
+            data={**posted, "csrf": csrf.group(1)},
+            headers={"Origin": team.url.rstrip("/")},
+        )
         assert ok.status_code == 303 and ok.headers["location"] == f"/p/{trail.project}/"
         page = client.get(ok.headers["location"])
         assert page.status_code == 200
         policy = page.headers["content-security-policy"]
-        assert "script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe" not in policy
+        assert (
+            "script-src 'self'" in policy
+            and "default-src 'none'" in policy
+            and "unsafe" not in policy
+        )
         assert page.headers["x-frame-options"] == "DENY"
         scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page.text, re.S)
         assert scripts == [""], "one script, from a file, none inline"
         assert not re.search(r"\son[a-z]+=", page.text), "no inline event handlers"
         assert client.post("logout", data={}).status_code == 403, "logout needs CSRF too"
-        record = {"id": "from-another-site", "type": "task", "created_at": "2026-01-01T00:00:00Z",
-                  "provenance": {"agent": "x", "session": "s"}, "scope": {"project": trail.project}}
-        api = client.post("api/records", json=record, headers={"Authorization": f"Bearer {token}",
-                                                               "Origin": "http://evil.example"})
+        record = {
+            "id": "from-another-site",
+            "type": "task",
+            "created_at": "2026-01-01T00:00:00Z",
+            "provenance": {"agent": "x", "session": "s"},
+            "scope": {"project": trail.project},
+        }
+        api = client.post(
+            "api/records",
+            json=record,
+            headers={"Authorization": f"Bearer {token}", "Origin": "http://evil.example"},
+        )
         assert api.status_code == 403, "a page of another site cannot write through the API"
         api = client.post("api/records", json=record, headers={"Authorization": f"Bearer {token}"})
         assert api.status_code == 201, api.text
@@ -363,8 +441,14 @@ def test_no_secret_reaches_any_page(ui: UiServer, trail: Trail, page: Any, shots
     planted = _plant(trail)
     base = project_url(ui.url, trail.project)
     seen: dict[str, str] = {}
-    for url in (base, base + "?q=Deploy", base + f"h/{planted}", base + f"compare?a={planted}&b={trail.ids[-1]}",
-                base + f"plan?h={planted}", *(base + f"h/{i}" for i in trail.ids)):
+    for url in (
+        base,
+        base + "?q=Deploy",
+        base + f"h/{planted}",
+        base + f"compare?a={planted}&b={trail.ids[-1]}",
+        base + f"plan?h={planted}",
+        *(base + f"h/{i}" for i in trail.ids),
+    ):
         response = page.goto(url)
         assert response.status == 200, url
         seen[url] = page.content()

@@ -252,7 +252,9 @@ def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
     warning: str | None = None
     if not wal or side["shm"]:
         try:
-            return _checked(sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None)), None
+            return _checked(
+                sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None)
+            ), None
         except sqlite3.OperationalError as exc:
             warning = f"{path.name} could not be opened normally ({exc}); read it without locking"
     elif side["wal"]:

@@ -117,7 +117,9 @@ class Agent(ABC):
             try:
                 transcript.sha256 = fingerprint.result()
             except OSError as exc:
-                transcript.diagnostics.warnings.append(f"could not fingerprint the transcript: {exc}")
+                transcript.diagnostics.warnings.append(
+                    f"could not fingerprint the transcript: {exc}"
+                )
 
         transcript._events = events()
         return transcript
@@ -220,7 +222,9 @@ def _guard_discover(
     return guarded
 
 
-def _guard_read(read: Callable[[Agent, SessionRef], Transcript]) -> Callable[[Agent, SessionRef], Transcript]:
+def _guard_read(
+    read: Callable[[Agent, SessionRef], Transcript],
+) -> Callable[[Agent, SessionRef], Transcript]:
     @functools.wraps(read)
     def guarded(self: Agent, ref: SessionRef) -> Transcript:
         try:

@@ -429,7 +429,11 @@ class _RolloutReader:
             call.action = "plan"  # a thread goal: one plan item that lasts the session
             goal = PlanItem(id="goal", subject=f"Goal: {args['objective']}", status="in_progress")
             call.plan = PlanOp(op="create", items=(goal,))
-        elif name == "update_goal" and isinstance(args.get("status"), str) and args["status"] in _GOAL_STATUS:
+        elif (
+            name == "update_goal"
+            and isinstance(args.get("status"), str)
+            and args["status"] in _GOAL_STATUS
+        ):
             call.action = "plan"
             status = _GOAL_STATUS[str(args["status"])]
             call.plan = PlanOp(op="update", item_id="goal", status=status)  # type: ignore[arg-type]
@@ -644,7 +648,9 @@ def _plan_items(plan: object) -> tuple[PlanItem, ...]:
             PlanItem(  # fields of another type than text count as absent
                 id=str(n),
                 subject=subject if isinstance(subject, str) else "",
-                status=status if isinstance(status, str) and status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+                status=status
+                if isinstance(status, str) and status in _PLAN_STATUSES
+                else "pending",  # type: ignore[arg-type]
             )
         )
     return tuple(items)

@@ -61,15 +61,44 @@ _NULL = msgspec.Raw(b"null")
 _EDIT_TOOLS = {"create": "write", "edit": "edit", "write": "write"}
 _SHELL_TOOLS = frozenset({"bash", "powershell", "shell"})
 _READ_TOOLS = frozenset(
-    {"view", "read_bash", "list_bash", "grep", "glob", "web_fetch", "fetch_copilot_cli_documentation"}
+    {
+        "view",
+        "read_bash",
+        "list_bash",
+        "grep",
+        "glob",
+        "web_fetch",
+        "fetch_copilot_cli_documentation",
+    }
 )
 _SUBAGENT_TOOLS = frozenset({"task", "write_agent"})
 # Event families passdown knows and does not need (anything else is counted as unknown).
 _QUIET_PREFIXES = (
-    "assistant.", "session.", "system.", "tool.", "subagent.", "hook.", "permission.",
-    "mcp", "skill.", "model.", "user_input.", "elicitation.", "command", "pending_messages.",
-    "sampling.", "external_tool.", "exit_plan_mode.", "human_response.", "sandbox.",
-    "capabilities.", "auto_mode_switch.", "workflow.", "agent.", "ui.", "tool_search.",
+    "assistant.",
+    "session.",
+    "system.",
+    "tool.",
+    "subagent.",
+    "hook.",
+    "permission.",
+    "mcp",
+    "skill.",
+    "model.",
+    "user_input.",
+    "elicitation.",
+    "command",
+    "pending_messages.",
+    "sampling.",
+    "external_tool.",
+    "exit_plan_mode.",
+    "human_response.",
+    "sandbox.",
+    "capabilities.",
+    "auto_mode_switch.",
+    "workflow.",
+    "agent.",
+    "ui.",
+    "tool_search.",
     "session_limits_exhausted.",
 )
 _SHELL_MARKER = re.compile(r"\n?<shellId: [^>]*>\s*$")
@@ -533,7 +562,9 @@ def _session_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
     try:
         data = _SESSION_ERROR.decode(raw)
         kind, message, status = (
-            _ANY.decode(data.errorType), _ANY.decode(data.message), _ANY.decode(data.statusCode)
+            _ANY.decode(data.errorType),
+            _ANY.decode(data.message),
+            _ANY.decode(data.statusCode),
         )
     except DECODE_ERRORS:
         return
@@ -562,7 +593,9 @@ def _tool_call(call_id: str, name: str, raw_args: msgspec.Raw, ts: str | None) -
         call.paths = (target,) if target else ()
     elif name == "str_replace_editor":  # older builds: one tool, a `command` argument
         target = args.path or args.file_path
-        action = {"create": "write", "str_replace": "edit", "insert": "edit"}.get(args.command or "")
+        action = {"create": "write", "str_replace": "edit", "insert": "edit"}.get(
+            args.command or ""
+        )
         if action:
             call.action = action  # type: ignore[assignment]
             call.paths = (target,) if target else ()

@@ -134,7 +134,9 @@ _SHELL_FRAME = (
 # emoji); msgspec rejects the whole line for it. Group 1 is the run of backslashes.
 # The lookbehind starts a match only at the first backslash of a run: without it every
 # position inside a long run of backslashes rescans the run (quadratic).
-_SURROGATE = re.compile(rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?")
+_SURROGATE = re.compile(
+    rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+)
 _EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
 _SIGNAL_LINE = re.compile(r"^Signal: (\d+|SIG\w+)\s*$", re.MULTILINE)
 
@@ -260,7 +262,9 @@ def response_texts(resp: FunctionResponse) -> tuple[str | None, str | None]:
     return as_text(response.output), as_text(response.error)
 
 
-def make_tool_call(call_id: str, name: str, args_raw: msgspec.Raw, timestamp: str | None) -> ToolCall:
+def make_tool_call(
+    call_id: str, name: str, args_raw: msgspec.Raw, timestamp: str | None
+) -> ToolCall:
     call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)
     args = lenient(_ARGS, args_raw)
     if not isinstance(args, ToolArgs):
@@ -528,7 +532,9 @@ def _registry(gemini_dir: Path) -> dict[str, str]:
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
         return {}
-    return {str(k): str(v) for k, v in projects.items() if isinstance(v, str) and isinstance(k, str)}
+    return {
+        str(k): str(v) for k, v in projects.items() if isinstance(v, str) and isinstance(k, str)
+    }
 
 
 def _marker(folder: Path) -> str | None:
@@ -627,9 +633,7 @@ class _Replay:
 
     def _replace(self, messages: list[_Brief], offset: int) -> None:
         old, best = self.live, self.best
-        compaction = any(
-            _is_snapshot(m) and m.id not in old and m.id not in best for m in messages
-        )
+        compaction = any(_is_snapshot(m) and m.id not in old and m.id not in best for m in messages)
         new: dict[str, tuple[int, int]] = dict(old) if compaction else {}
         for index, brief in enumerate(messages):
             mid = brief.id
@@ -785,7 +789,9 @@ class _Emitter:
         if not record.id:
             return
         if record.id not in emitted:
-            call = make_tool_call(record.id, record.name, record.args, record.timestamp or timestamp)
+            call = make_tool_call(
+                record.id, record.name, record.args, record.timestamp or timestamp
+            )
             self.pending[record.id] = call
             yield call
         if record.status not in ("success", "error", "cancelled"):

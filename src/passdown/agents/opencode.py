@@ -137,7 +137,8 @@ class OpenCode(Agent):
             path = Path(configured).expanduser()
             return [path if path.is_absolute() else self.data_dir() / path]
         return sorted(
-            p for p in list_folder(self.data_dir())
+            p
+            for p in list_folder(self.data_dir())
             if p.name.startswith("opencode") and p.name.endswith(".db") and is_file(p)
         )
 
@@ -164,7 +165,10 @@ class OpenCode(Agent):
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
         info = SessionInfo(
-            agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd,
+            agent=self.name,
+            session_id=ref.session_id,
+            path=ref.path,
+            cwd=ref.cwd,
             title=ref.title,
         )
         transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))
@@ -338,9 +342,7 @@ class _SessionReader:
             if stop:
                 return
 
-    def _message(
-        self, message_id: str, msg: _MessageData, rows: sqlite3.Cursor
-    ) -> Iterator[Event]:
+    def _message(self, message_id: str, msg: _MessageData, rows: sqlite3.Cursor) -> Iterator[Event]:
         timestamp = _iso(msg.time.created if msg.time else None)
         if msg.role == "assistant":
             self.info.add_model(msg.modelID)
@@ -348,7 +350,11 @@ class _SessionReader:
         synthetic = False
         stopped = False
         for part_id, data in rows:
-            if self.revert and message_id == self.revert.messageID and part_id == self.revert.partID:
+            if (
+                self.revert
+                and message_id == self.revert.messageID
+                and part_id == self.revert.partID
+            ):
                 self.diag.warnings.append("the session was reverted; undone parts were skipped")
                 stopped = True
                 break
@@ -381,7 +387,9 @@ class _SessionReader:
     ) -> Iterator[Event]:
         text = "\n\n".join(t.strip() for t in texts if t.strip())
         if msg.role == "assistant" and (bytes(msg.summary) == b"true" or msg.mode == "compaction"):
-            yield Compaction(summary=text or None, trigger=self.compaction_trigger, timestamp=timestamp)
+            yield Compaction(
+                summary=text or None, trigger=self.compaction_trigger, timestamp=timestamp
+            )
             self.compaction_trigger = None
             return
         if not text or msg.role not in ("user", "assistant"):
@@ -451,8 +459,12 @@ def _turn_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:
     code = data.get("statusCode")
     status = code if isinstance(code, int) else None
     body = _str(data.get("responseBody")) or ""
-    ending = api_error_ending(f"{message}\n{body[:2000]}" if body else message, status=status,
-                              kind=_ERROR_NAMES.get(name or ""), timestamp=timestamp)
+    ending = api_error_ending(
+        f"{message}\n{body[:2000]}" if body else message,
+        status=status,
+        kind=_ERROR_NAMES.get(name or ""),
+        timestamp=timestamp,
+    )
     ending.message = short_message(message)  # the classification also read the body
     yield ending
 
@@ -467,7 +479,9 @@ def _tool_call(call_id: str, name: str, args: dict[str, object], timestamp: str 
         patch = args.get("patchText") or args.get("patch") or ""
         call.action = "edit"
         patch_text = patch if isinstance(patch, str) else ""
-        call.paths = tuple(dict.fromkeys(m.group(2).strip() for m in _PATCH_FILE.finditer(patch_text)))
+        call.paths = tuple(
+            dict.fromkeys(m.group(2).strip() for m in _PATCH_FILE.finditer(patch_text))
+        )
     elif name == "bash":
         call.action = "command"
         call.command = _text(args.get("command")) or ""

@@ -11,6 +11,7 @@ from passdown.errors import UnknownAgent
 
 ENTRY_POINT_GROUP = "passdown.agents"
 
+
 def _load_path(dotted: str) -> type[Agent]:
     module_name, _, attr = dotted.partition(":")
     module = __import__(module_name, fromlist=[attr])

@@ -26,12 +26,29 @@ def _from_option(default: str | None = "auto") -> Callable[[F], F]:
 
 
 def _session_option() -> Callable[[F], F]:
-    return click.option("--session", "session", default=None, help="A session id, an id prefix, or a session file path.")
+    return click.option(
+        "--session",
+        "session",
+        default=None,
+        help="A session id, an id prefix, or a session file path.",
+    )
 
 
 def _budget_options(func: F) -> F:
-    func = click.option("--max-chars", type=click.IntRange(min=1000), default=80_000, show_default=True, help="Character budget of the portable transcript.")(func)
-    func = click.option("--max-messages", type=click.IntRange(min=2), default=24, show_default=True, help="Message budget of the portable transcript.")(func)
+    func = click.option(
+        "--max-chars",
+        type=click.IntRange(min=1000),
+        default=80_000,
+        show_default=True,
+        help="Character budget of the portable transcript.",
+    )(func)
+    func = click.option(
+        "--max-messages",
+        type=click.IntRange(min=2),
+        default=24,
+        show_default=True,
+        help="Message budget of the portable transcript.",
+    )(func)
     return func
 
 
@@ -48,17 +65,32 @@ def _emit_json(data: Any) -> None:
 
 def _workspace_option() -> Callable[[F], F]:
     return click.option(
-        "--workspace", "workspace", type=click.Path(file_okay=False, path_type=Path), default=None,
+        "--workspace",
+        "workspace",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
         help="Hand off into this workspace (default: the session's own; for the newest session, this one).",
     )
 
 
-def _request(source: str, session: str | None, to: str | None, max_messages: int, max_chars: int,
-             workspace: Path | None) -> HandoffRequest:
+def _request(
+    source: str,
+    session: str | None,
+    to: str | None,
+    max_messages: int,
+    max_chars: int,
+    workspace: Path | None,
+) -> HandoffRequest:
     from passdown.coordinator.doors import HandoffRequest
 
-    return HandoffRequest(source=source, session=session, target=to, max_messages=max_messages,
-                          max_chars=max_chars, workspace=workspace)
+    return HandoffRequest(
+        source=source,
+        session=session,
+        target=to,
+        max_messages=max_messages,
+        max_chars=max_chars,
+        workspace=workspace,
+    )
 
 
 def _warn(warnings: list[str], quiet: bool) -> None:
@@ -77,7 +109,12 @@ def _warn(warnings: list[str], quiet: bool) -> None:
 @_budget_options
 @_json_option()
 def inspect_command(
-    source: str, session: str | None, workspace: Path | None, max_messages: int, max_chars: int, as_json: bool,
+    source: str,
+    session: str | None,
+    workspace: Path | None,
+    max_messages: int,
+    max_chars: int,
+    as_json: bool,
 ) -> None:
     """Show the session that would be used and what would be handed off, without writing."""
     from passdown.coordinator import doors
@@ -98,17 +135,33 @@ def inspect_command(
 
 @click.command("export")
 @_from_option()
-@click.option("--to", "to", default=None, help="The agent that will take over (recorded in the handoff).")
+@click.option(
+    "--to", "to", default=None, help="The agent that will take over (recorded in the handoff)."
+)
 @_session_option()
 @_workspace_option()
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder to write into (default: <workspace>/.agent-handoff).",
+)
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
 @_json_option()
 def export_command(
-    source: str, to: str | None, session: str | None, workspace: Path | None, out: Path | None,
-    max_messages: int, max_chars: int, no_store: bool, quiet: bool, as_json: bool,
+    source: str,
+    to: str | None,
+    session: str | None,
+    workspace: Path | None,
+    out: Path | None,
+    max_messages: int,
+    max_chars: int,
+    no_store: bool,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
     from passdown.cli.progress import session_reading, wanted
@@ -145,15 +198,38 @@ def _written_summary(written: Any) -> dict[str, Any]:
 @click.option("--to", "to", required=True, help="The agent to launch: claude, codex, ...")
 @_session_option()
 @_workspace_option()
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder to write into (default: <workspace>/.agent-handoff).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder to write into (default: <workspace>/.agent-handoff).",
+)
 @_budget_options
-@click.option("--dry-run", is_flag=True, help="Print the exact command that would run; write, store and launch nothing.")
-@click.option("--non-interactive", is_flag=True, help="Run the target once, non-interactively (claude -p, codex exec).")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the exact command that would run; write, store and launch nothing.",
+)
+@click.option(
+    "--non-interactive",
+    is_flag=True,
+    help="Run the target once, non-interactively (claude -p, codex exec).",
+)
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @_json_option()
 def switch_command(
-    source: str, to: str, session: str | None, workspace: Path | None, out: Path | None, max_messages: int,
-    max_chars: int, dry_run: bool, non_interactive: bool, no_store: bool, as_json: bool,
+    source: str,
+    to: str,
+    session: str | None,
+    workspace: Path | None,
+    out: Path | None,
+    max_messages: int,
+    max_chars: int,
+    dry_run: bool,
+    non_interactive: bool,
+    no_store: bool,
+    as_json: bool,
 ) -> int:
     """Export a handoff, then launch the target agent in the workspace to continue."""
     from passdown.agents import get_agent
@@ -169,21 +245,39 @@ def switch_command(
         _warn(result.written.handoff.warnings + result.warnings, False)
         from passdown.text import shown
 
-        click.echo(f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}", err=True)
+        click.echo(
+            f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}",
+            err=True,
+        )
 
     # force: the CLI always hands off (as before); failed checks are shown as warnings.
     # The target is checked before anything is stored or written (exit 6 leaves the
     # previous handoff active), and a dry run writes nothing.
     with prepared.coordinator as coordinator:
         result = coordinator.execute_handoff_sync(
-            prepared.package, to, launch=True, interactive=not non_interactive, force=True, out_dir=out,
-            store=store, require_store=False, dry_run=dry_run, on_launch=None if dry_run else announce,
+            prepared.package,
+            to,
+            launch=True,
+            interactive=not non_interactive,
+            force=True,
+            out_dir=out,
+            store=store,
+            require_store=False,
+            dry_run=dry_run,
+            on_launch=None if dry_run else announce,
         )
     if dry_run:
         assert result.argv is not None and result.written is not None  # a dry run plans both
         check_argv(result.argv)
         if as_json:
-            _emit_json({**_written_summary(result.written), "argv": result.argv, "cwd": str(result.written.handoff.workspace.path), "target": target.name})
+            _emit_json(
+                {
+                    **_written_summary(result.written),
+                    "argv": result.argv,
+                    "cwd": str(result.written.handoff.workspace.path),
+                    "target": target.name,
+                }
+            )
         else:
             click.echo(format_argv(result.argv))
         _warn(result.written.handoff.warnings, as_json)
@@ -216,7 +310,9 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
         from passdown.text import shown
 
         where = "in any workspace" if workspace is None else f"for {shown(workspace)}"
-        click.echo(f"passdown: no sessions found {where} (searched: {pipeline.searched(agents)})", err=True)
+        click.echo(
+            f"passdown: no sessions found {where} (searched: {pipeline.searched(agents)})", err=True
+        )
         return
     for ref in refs:
         line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
@@ -258,8 +354,11 @@ def agents_command(as_json: bool) -> None:
 def _agent_json(agent: Any) -> dict[str, Any]:
     path = agent.executable()
     return {
-        "name": agent.name, "display_name": agent.display_name, "program": agent.program,
-        "installed": path is not None, "path": path,
+        "name": agent.name,
+        "display_name": agent.display_name,
+        "program": agent.program,
+        "installed": path is not None,
+        "path": path,
     }
 
 
@@ -269,8 +368,16 @@ def _agents_table(rows: list[dict[str, Any]]) -> list[str]:
     from passdown.text import shown
 
     cells = [("NAME", "AGENT", "INSTALLED", "PATH")] + [
-        (shown(r["name"]), shown(r["display_name"]), "yes" if r["installed"] else "no", shown(r["path"] or "-"))
+        (
+            shown(r["name"]),
+            shown(r["display_name"]),
+            "yes" if r["installed"] else "no",
+            shown(r["path"] or "-"),
+        )
         for r in rows
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(3)]
-    return ["  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3] for row in cells]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in cells
+    ]

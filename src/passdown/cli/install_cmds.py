@@ -32,9 +32,25 @@ def _report(edits: object, verb: str) -> None:
 
 @click.command("install")
 @click.argument("agent")
-@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True, help=_SCOPE_HELP)
-@click.option("--command", "command", default="passdown", show_default=True, help="The passdown executable the agent runs (a name on PATH or an absolute path).")
-@click.option("--no-pickup", is_flag=True, help="Do not register the session-start hook that points a new session at an unclaimed handoff.")
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help=_SCOPE_HELP,
+)
+@click.option(
+    "--command",
+    "command",
+    default="passdown",
+    show_default=True,
+    help="The passdown executable the agent runs (a name on PATH or an absolute path).",
+)
+@click.option(
+    "--no-pickup",
+    is_flag=True,
+    help="Do not register the session-start hook that points a new session at an unclaimed handoff.",
+)
 def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> None:
     """Register passdown with an agent (claude, codex): the MCP server, hooks that write
     a handoff when a session ends, compacts or stops on a limit, the session-start hook
@@ -47,7 +63,13 @@ def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> No
 
 @click.command("uninstall")
 @click.argument("agent")
-@click.option("--scope", type=click.Choice(["user", "project"]), default="user", show_default=True, help=_SCOPE_HELP)
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help=_SCOPE_HELP,
+)
 def uninstall_command(agent: str, scope: str) -> None:
     """Undo `passdown install`: restore each config file exactly as it was (or, for a file
     changed since, remove only passdown's entries)."""
@@ -70,10 +92,21 @@ def hook_command(agent: str, args: tuple[str, ...]) -> int:
 
 @click.command("run", context_settings={"ignore_unknown_options": True})
 @click.argument("agent")
-@click.option("--fallback", "fallbacks", multiple=True, help="The agent to continue in when this one stops on a rate or usage limit (repeatable; default: `passdown config get fallback`).")
-@click.option("--non-interactive", is_flag=True, help="Run the agent once on a task (the last AGENT_ARG), as its -p/exec mode does.")
+@click.option(
+    "--fallback",
+    "fallbacks",
+    multiple=True,
+    help="The agent to continue in when this one stops on a rate or usage limit (repeatable; default: `passdown config get fallback`).",
+)
+@click.option(
+    "--non-interactive",
+    is_flag=True,
+    help="Run the agent once on a task (the last AGENT_ARG), as its -p/exec mode does.",
+)
 @click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
-def run_command(agent: str, fallbacks: tuple[str, ...], non_interactive: bool, agent_args: tuple[str, ...]) -> int:
+def run_command(
+    agent: str, fallbacks: tuple[str, ...], non_interactive: bool, agent_args: tuple[str, ...]
+) -> int:
     """Run AGENT as you would; when its session ends on a rate or usage limit (read from
     the session's handoff, never from the terminal), hand off to the next agent of the
     chain with the takeover prompt `switch` uses. Without a fallback, write the handoff

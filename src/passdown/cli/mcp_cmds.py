@@ -37,11 +37,19 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
 
 
 @click.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless you say otherwise).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind (loopback unless you say otherwise).",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 @click.option(
-    "--max-body", type=click.IntRange(min=1), default=None, metavar="BYTES",
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES",
     help="Largest request body accepted; larger ones get 413 (default: $PASSDOWN_SERVE_MAX_BODY or 1048576).",
 )
 def serve_command(host: str, port: int, store_url: str | None, max_body: int | None) -> None:
@@ -55,7 +63,9 @@ def serve_command(host: str, port: int, store_url: str | None, max_body: int | N
     try:
         with open_store(store_url) as store:
             shown = sock.getsockname()[1]
-            click.echo(f"passdown: serving http://{host}:{shown}/ (pages), /mcp and /api/records", err=True)
+            click.echo(
+                f"passdown: serving http://{host}:{shown}/ (pages), /mcp and /api/records", err=True
+            )
             run(store, host=host, port=shown, workspace=_workspace(), max_body=limit, sock=sock)
     finally:
         sock.close()
@@ -69,7 +79,9 @@ def token_command() -> None:
 @token_command.command("create")
 @click.option("--project", required=True, help="The project the token may read and write.")
 @click.option("--label", default="", help="A note kept with the token (who it is for).")
-@click.option("--json", "as_json", is_flag=True, help='Print {"token", "project", "label"} as JSON.')
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"token", "project", "label"} as JSON.'
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""

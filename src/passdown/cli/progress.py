@@ -47,7 +47,13 @@ def _bars(*, with_bytes: bool) -> Iterator[Progress]:
     )
 
     counter = DownloadColumn() if with_bytes else MofNCompleteColumn()
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), counter, TimeElapsedColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        counter,
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         yield progress
 

@@ -124,7 +124,9 @@ def retrieve_command(
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--cursor", help="Continue after a previous page (printed with --json or on stderr).")
 @click.option(
-    "--json", "as_json", is_flag=True,
+    "--json",
+    "as_json",
+    is_flag=True,
     help="Print the records, each handoff's status and the next cursor as JSON.",
 )
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
@@ -148,7 +150,10 @@ def find_command(
 
     scope = _project(project)
     search = _Search(
-        scope=scope, type=type_, kind=kind, since=parse_since(since) if since else None,
+        scope=scope,
+        type=type_,
+        kind=kind,
+        since=parse_since(since) if since else None,
         text=" ".join(query) if query else None,
     )
     # --json keeps the store's page as it is (status records included) for scripts
@@ -189,8 +194,13 @@ def _collect(
     found: list[Record] = []
     while True:
         page = store.query(
-            search.scope, type=search.type, kind=search.kind, since=search.since,
-            text=search.text, limit=limit - len(found), cursor=cursor,
+            search.scope,
+            type=search.type,
+            kind=search.kind,
+            since=search.since,
+            text=search.text,
+            limit=limit - len(found),
+            cursor=cursor,
         )
         step(len(page.records))
         found += [r for r in page.records if not (fold and _is_status_of_handoff(r))]
@@ -244,7 +254,9 @@ def _table(records: list[Record], statuses: dict[str, str]) -> list[str]:
     columns = shutil.get_terminal_size((120, 24)).columns
     room = max(24, columns - sum(widths) - 2 * len(widths))
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)) + "  " + cut(row[4], room)
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
+        + "  "
+        + cut(row[4], room)
         for row in rows
     ]
 
@@ -281,9 +293,13 @@ def cut(text: str, limit: int) -> str:
 @click.command("delete")
 @click.argument("record_id", metavar="ID")
 @click.option("--project", help=_PROJECT_HELP)
-@click.option("--json", "as_json", is_flag=True, help='Print {"deleted": ID, "project": ...} as JSON.')
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"deleted": ID, "project": ...} as JSON.'
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def delete_command(record_id: str, project: str | None, as_json: bool, store_url: str | None) -> None:
+def delete_command(
+    record_id: str, project: str | None, as_json: bool, store_url: str | None
+) -> None:
     """Delete a record and all its versions."""
     scope = _project(project)
     with _open(store_url) as store:

@@ -21,14 +21,20 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)  # a browser started by --open queues here until the server runs
     except OSError as exc:
         sock.close()
-        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                         hint="pick another --port, or leave it out for a free one") from None
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another --port, or leave it out for a free one",
+        ) from None
     return sock
 
 
 @click.command("ui")
-@click.option("--port", type=click.IntRange(0, 65535), default=0,
-              help="Port on 127.0.0.1 (default: a random free one).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="Port on 127.0.0.1 (default: a random free one).",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
 @click.option("--project", help="The project to show first (default: this workspace's).")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
@@ -47,8 +53,9 @@ def ui_command(port: int, open_browser: bool, project: str | None, store_url: st
     with open_store(store_url) as store:
         sock = bind(host, port)
         url = f"http://{host}:{sock.getsockname()[1]}/"
-        config = uvicorn.Config(local_app(store, current, host=host), log_level="warning",
-                                timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            local_app(store, current, host=host), log_level="warning", timeout_graceful_shutdown=2
+        )
         click.echo(url)
         click.echo(f"passdown: serving the handoffs of {store.url} (Ctrl-C stops)", err=True)
         if open_browser:

@@ -96,25 +96,58 @@ def compose(
     current = fl.current if fl else None
     progress_tag = f"progress:{progress.path.name}" if progress else "progress"
     state = PackageState(
-        current_feature=_pick("state.current_feature", o.current_feature, [
-            ("feature_list", current.id if current else None), (src, st.current_feature)], prov),
-        completed_features=_pick("state.completed_features", o.completed_features, [
-            ("feature_list", fl.completed if fl else None), (src, st.completed_features)], prov) or [],
-        blockers=_merge("state.blockers", o.blockers, [
-            (progress_tag, progress.blockers if progress else []), (src, st.blockers)], prov),
-        next_steps=_merge("state.next_steps", o.next_steps, [
-            (progress_tag, progress.next_steps if progress else []), (src, st.next_steps),
-            ("feature_list", [_feature_step(current)] if current else [])], prov, last_is_fallback=True),
+        current_feature=_pick(
+            "state.current_feature",
+            o.current_feature,
+            [("feature_list", current.id if current else None), (src, st.current_feature)],
+            prov,
+        ),
+        completed_features=_pick(
+            "state.completed_features",
+            o.completed_features,
+            [("feature_list", fl.completed if fl else None), (src, st.completed_features)],
+            prov,
+        )
+        or [],
+        blockers=_merge(
+            "state.blockers",
+            o.blockers,
+            [(progress_tag, progress.blockers if progress else []), (src, st.blockers)],
+            prov,
+        ),
+        next_steps=_merge(
+            "state.next_steps",
+            o.next_steps,
+            [
+                (progress_tag, progress.next_steps if progress else []),
+                (src, st.next_steps),
+                ("feature_list", [_feature_step(current)] if current else []),
+            ],
+            prov,
+            last_is_fallback=True,
+        ),
     )
-    recent = _pick("context.recent_files", o.recent_files, [(src, files), ("git", git_files or [])], prov)
-    text = _pick("summary", o.summary, [
-        (src, summary), ("feature_list", _feature_summary(fl) if fl else None)], prov)
-    return Composed(state=state, recent_files=list(recent or []), summary=str(text or ""), provenance=prov)
+    recent = _pick(
+        "context.recent_files", o.recent_files, [(src, files), ("git", git_files or [])], prov
+    )
+    text = _pick(
+        "summary",
+        o.summary,
+        [(src, summary), ("feature_list", _feature_summary(fl) if fl else None)],
+        prov,
+    )
+    return Composed(
+        state=state, recent_files=list(recent or []), summary=str(text or ""), provenance=prov
+    )
 
 
 def _merge(
-    name: str, caller: list[str] | None, options: list[tuple[str, list[str]]], prov: dict[str, str],
-    *, last_is_fallback: bool = False,
+    name: str,
+    caller: list[str] | None,
+    options: list[tuple[str, list[str]]],
+    prov: dict[str, str],
+    *,
+    last_is_fallback: bool = False,
 ) -> list[str]:
     """The caller's list, else the union of the derived ones (in the order given). With
     `last_is_fallback`, the last option is only used when all others are empty."""
@@ -144,8 +177,15 @@ def _feature_summary(fl: FeatureList) -> str:
 
 
 def synthetic_handoff(
-    *, id: str, created_at: str, source_agent: str, session_label: str, workspace: Path,
-    snapshot: WorkspaceSnapshot, features: FeatureList | None, request: str | None,
+    *,
+    id: str,
+    created_at: str,
+    source_agent: str,
+    session_label: str,
+    workspace: Path,
+    snapshot: WorkspaceSnapshot,
+    features: FeatureList | None,
+    request: str | None,
 ) -> Handoff:
     """The handoff for a source with no readable session: the feature list as the plan,
     the workspace snapshot, and (filled in later) the composed state."""
@@ -155,12 +195,15 @@ def synthetic_handoff(
     return Handoff(
         id=id,
         created_at=created_at,
-        source=Source(agent=source_agent, session_id=session_label, transcript_path="",
-                      cwd=str(workspace)),
+        source=Source(
+            agent=source_agent, session_id=session_label, transcript_path="", cwd=str(workspace)
+        ),
         task=Task(original_request=goal),
         state=State(plan=plan, plan_source=FEATURE_LIST if plan else None),
         workspace=snapshot,
-        warnings=[f"no readable {source_agent} session: built from the caller's values and the project files"],
+        warnings=[
+            f"no readable {source_agent} session: built from the caller's values and the project files"
+        ],
     )
 
 
@@ -179,7 +222,11 @@ def _plan_from(features: FeatureList | None) -> list[PlanEntry]:
 
 
 def apply_to_handoff(
-    h: Handoff, c: Composed, *, features: FeatureList | None, summary_from_caller: bool,
+    h: Handoff,
+    c: Composed,
+    *,
+    features: FeatureList | None,
+    summary_from_caller: bool,
     target: str | None,
 ) -> Handoff:
     """The composed state written back into the handoff, so HANDOFF.md, handoff.json

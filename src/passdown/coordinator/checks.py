@@ -33,11 +33,15 @@ class CheckResult(BaseModel):
         return not self.ok and self.severity == "error"
 
 
-def _result(name: str, severity: Literal["error", "warning"], problem: str | None, fine: str) -> CheckResult:
+def _result(
+    name: str, severity: Literal["error", "warning"], problem: str | None, fine: str
+) -> CheckResult:
     from passdown.redact import redact
 
     # messages name files and branches, which can hold secrets; they are printed and returned
-    return CheckResult(name=name, severity=severity, ok=problem is None, message=redact(problem or fine))
+    return CheckResult(
+        name=name, severity=severity, ok=problem is None, message=redact(problem or fine)
+    )
 
 
 def blocking(results: list[CheckResult]) -> list[CheckResult]:
@@ -100,7 +104,9 @@ def differences(then: Fingerprint, now: Fingerprint) -> list[str]:
     if then.head != now.head:
         out.append(f"HEAD moved from {_short(then.head)} to {_short(now.head)}")
     if then.branch != now.branch:
-        out.append(f"branch changed from {then.branch or '(detached)'} to {now.branch or '(detached)'}")
+        out.append(
+            f"branch changed from {then.branch or '(detached)'} to {now.branch or '(detached)'}"
+        )
     for path in sorted(set(then.files) | set(now.files)):
         before, after = then.files.get(path), now.files.get(path)
         if before == after:
@@ -121,7 +127,9 @@ def _short(head: str | None) -> str:
 # -- the checks ---------------------------------------------------------------------------
 
 
-def coerce_package(package: HandoffPackage | Mapping[str, Any]) -> tuple[HandoffPackage | None, CheckResult]:
+def coerce_package(
+    package: HandoffPackage | Mapping[str, Any],
+) -> tuple[HandoffPackage | None, CheckResult]:
     """The package and the schema check: a dict is validated, a model re-validated from
     its JSON (a package built with model_construct or edited in place may not conform)."""
     try:
@@ -158,9 +166,17 @@ def run_checks(
 def check_integrity(p: HandoffPackage) -> CheckResult:
     intact = p.is_intact()
     if intact is None:
-        return CheckResult(name="integrity", severity="warning", ok=False,
-                           message="the package carries no integrity hash (not prepared by passdown)")
-    problem = None if intact else "the package was modified after it was prepared (integrity hash mismatch)"
+        return CheckResult(
+            name="integrity",
+            severity="warning",
+            ok=False,
+            message="the package carries no integrity hash (not prepared by passdown)",
+        )
+    problem = (
+        None
+        if intact
+        else "the package was modified after it was prepared (integrity hash mismatch)"
+    )
     return _result("integrity", "error", problem, "the package is as it was prepared")
 
 
@@ -168,38 +184,63 @@ def check_git_snapshot(p: HandoffPackage, now: Fingerprint) -> CheckResult:
     recorded = p.context.git_hash
     snap_head = p.handoff.workspace.head if p.handoff else recorded
     if recorded != snap_head:
-        return _result("git_snapshot", "error",
-                       f"context.git_hash {_short(recorded)} differs from the handoff's snapshot {_short(snap_head)}", "")
+        return _result(
+            "git_snapshot",
+            "error",
+            f"context.git_hash {_short(recorded)} differs from the handoff's snapshot {_short(snap_head)}",
+            "",
+        )
     if recorded is None and now.head is None:
         return _result("git_snapshot", "warning", None, "no git history to compare")
-    problem = None if recorded == now.head else f"the snapshot is at {_short(recorded)} but HEAD is {_short(now.head)}"
-    return _result("git_snapshot", "error", problem, f"the snapshot matches HEAD {_short(now.head)}")
+    problem = (
+        None
+        if recorded == now.head
+        else f"the snapshot is at {_short(recorded)} but HEAD is {_short(now.head)}"
+    )
+    return _result(
+        "git_snapshot", "error", problem, f"the snapshot matches HEAD {_short(now.head)}"
+    )
 
 
 def check_uncommitted(dirty: list[str]) -> CheckResult:
     if not dirty:
         return _result("uncommitted_changes", "warning", None, "no uncommitted changes")
     shown = ", ".join(dirty[:20]) + (f" and {len(dirty) - 20} more" if len(dirty) > 20 else "")
-    return _result("uncommitted_changes", "warning", f"{len(dirty)} uncommitted change(s): {shown}", "")
+    return _result(
+        "uncommitted_changes", "warning", f"{len(dirty)} uncommitted change(s): {shown}", ""
+    )
 
 
-def check_feature_list(p: HandoffPackage, workspace: Path, previous: HandoffPackage | None) -> CheckResult:
+def check_feature_list(
+    p: HandoffPackage, workspace: Path, previous: HandoffPackage | None
+) -> CheckResult:
     features = read_feature_list(workspace)
     if features is None:
         return _result("feature_list", "warning", None, f"no {FEATURE_LIST}")
     if features.error:
         return _result("feature_list", "error", features.error, "")
-    claimed = set(p.state.completed_features) | set(previous.state.completed_features if previous else [])
+    claimed = set(p.state.completed_features) | set(
+        previous.state.completed_features if previous else []
+    )
     mentioned = " ".join([*p.state.blockers, p.summary])
     regressed = [
-        f.id for f in features.features
+        f.id
+        for f in features.features
         if f.id in claimed and not f.passes and not f.note and f.id not in mentioned
     ]
     if regressed:
-        return _result("feature_list", "error",
-                       f"feature(s) went from passing to failing without a note: {', '.join(regressed)}", "")
-    return _result("feature_list", "error", None,
-                   f"{FEATURE_LIST} parses: {len(features.completed)} of {len(features.features)} passing")
+        return _result(
+            "feature_list",
+            "error",
+            f"feature(s) went from passing to failing without a note: {', '.join(regressed)}",
+            "",
+        )
+    return _result(
+        "feature_list",
+        "error",
+        None,
+        f"{FEATURE_LIST} parses: {len(features.completed)} of {len(features.features)} passing",
+    )
 
 
 def check_redaction(p: HandoffPackage) -> CheckResult:
@@ -217,9 +258,13 @@ def check_redaction(p: HandoffPackage) -> CheckResult:
 
 def check_fresh(p: HandoffPackage, now: Fingerprint) -> CheckResult:
     if p.fingerprint is None:
-        return _result("fresh", "warning", "no workspace fingerprint to compare (not prepared by passdown)", "")
+        return _result(
+            "fresh", "warning", "no workspace fingerprint to compare (not prepared by passdown)", ""
+        )
     changed = differences(p.fingerprint, now)
     if changed:
-        shown = "; ".join(changed[:10]) + (f"; and {len(changed) - 10} more" if len(changed) > 10 else "")
+        shown = "; ".join(changed[:10]) + (
+            f"; and {len(changed) - 10} more" if len(changed) > 10 else ""
+        )
         return _result("fresh", "error", f"stale: {shown}", "")
     return _result("fresh", "error", None, "nothing changed since the handoff was prepared")

@@ -45,7 +45,9 @@ def portable_chars(h: Handoff, extra: list[str] | None = None) -> int:
     return sum(len(x) for x in texts if x)
 
 
-def compact(h: Handoff, budget: int, *, extra: list[str] | None = None) -> tuple[Handoff, Compaction]:
+def compact(
+    h: Handoff, budget: int, *, extra: list[str] | None = None
+) -> tuple[Handoff, Compaction]:
     """A copy of `h` whose portable text fits `budget` characters where it can."""
     h = h.model_copy(deep=True)
     summarised: list[str] = []

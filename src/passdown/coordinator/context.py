@@ -27,13 +27,19 @@ class ProjectContext:
     closed here); False works without a store (no lifecycle, no history)."""
 
     def __init__(
-        self, workspace: Path, scope: Scope, identity: str, store: Store | str | Literal[False] | None
+        self,
+        workspace: Path,
+        scope: Scope,
+        identity: str,
+        store: Store | str | Literal[False] | None,
     ) -> None:
         self.workspace = workspace
         self.scope = scope
         self.identity = identity
         self._store_arg = store
-        self._store: Store | None = None if store is None or isinstance(store, (str, bool)) else store
+        self._store: Store | None = (
+            None if store is None or isinstance(store, (str, bool)) else store
+        )
         self._owns_store = False
 
     @property
@@ -71,7 +77,9 @@ class ProjectContext:
         searches titles, summaries and HANDOFF.md. Records that hold no package are skipped."""
         store, cursor, seen = self.store(), None, 0
         while limit is None or seen < limit:
-            page = store.query(self.scope, type="handoff", text=text, limit=min(limit or 1000, 1000), cursor=cursor)
+            page = store.query(
+                self.scope, type="handoff", text=text, limit=min(limit or 1000, 1000), cursor=cursor
+            )
             for record in page.records:
                 try:
                     pkg = package_from_record(record)

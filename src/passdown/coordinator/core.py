@@ -184,7 +184,9 @@ class HandoffCoordinator:
         recovery the newest stored package whose commit is an ancestor of HEAD. The
         keyword values override what passdown derives (see `provenance`)."""
         if handoff_type not in HANDOFF_TYPES:
-            raise UsageError(f"unknown handoff type {handoff_type!r}: expected one of {', '.join(HANDOFF_TYPES)}")
+            raise UsageError(
+                f"unknown handoff type {handoff_type!r}: expected one of {', '.join(HANDOFF_TYPES)}"
+            )
         if handoff_type == "parallel" and not targets:
             raise UsageError("a parallel handoff needs targets=[...] (one agent per child)")
         options = pipeline.ExportOptions(
@@ -198,20 +200,37 @@ class HandoffCoordinator:
         else:
             # the session first: an unreadable one fails before the store is even opened
             start = prepare.session_start(
-                self.context, source_agent, session, require=require_session, options=options, selection=selection,
+                self.context,
+                source_agent,
+                session,
+                require=require_session,
+                options=options,
+                selection=selection,
             )
             if start.handoff is not None:
                 source_agent = start.handoff.source.agent  # "auto" -> the agent it picked
         wanted = prepare.PrepareRequest(
-            source_agent=source_agent, handoff_type=handoff_type, target_agent=target_agent,
+            source_agent=source_agent,
+            handoff_type=handoff_type,
+            target_agent=target_agent,
             overrides=build.Overrides(
-                summary=summary, current_feature=current_feature, completed_features=completed_features,
-                blockers=blockers, next_steps=next_steps, recent_files=recent_files, request=request,
+                summary=summary,
+                current_feature=current_feature,
+                completed_features=completed_features,
+                blockers=blockers,
+                next_steps=next_steps,
+                recent_files=recent_files,
+                request=request,
             ),
-            budget=options.max_chars, max_tokens=self.max_tokens, targets=list(targets or []),
-            worktrees=worktrees, worktree_root=worktree_root,
+            budget=options.max_chars,
+            max_tokens=self.max_tokens,
+            targets=list(targets or []),
+            worktrees=worktrees,
+            worktree_root=worktree_root,
         )
-        return prepare.assemble(self.context, wanted, start, prepare.store_position(self.context, session_number))
+        return prepare.assemble(
+            self.context, wanted, start, prepare.store_position(self.context, session_number)
+        )
 
     prepare_handoff = _in_thread(prepare_handoff_sync)
 
@@ -234,15 +253,26 @@ class HandoffCoordinator:
         """Check (errors block unless `force`), store, publish, write and launch; see
         `coordinator.execute.execute` for each handoff type and option."""
         opts = ExecuteOptions(
-            launch=launch, interactive=interactive, force=force, out_dir=Path(out_dir) if out_dir else None,
-            dry_run=dry_run, store=store, require_store=require_store, env=env, on_launch=on_launch,
+            launch=launch,
+            interactive=interactive,
+            force=force,
+            out_dir=Path(out_dir) if out_dir else None,
+            dry_run=dry_run,
+            store=store,
+            require_store=require_store,
+            env=env,
+            on_launch=on_launch,
         )
         return execute.execute(self.context, package, target_agent, opts)
 
     execute_handoff = _in_thread(execute_handoff_sync)
 
     def launch_handoff_sync(
-        self, package: HandoffPackage, *, interactive: bool = False, env: Mapping[str, str] | None = None
+        self,
+        package: HandoffPackage,
+        *,
+        interactive: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> ExecuteResult:
         """Start the package's target agent on the takeover prompt, at most once per
         package: for harnesses that publish with `launch=False`, then claim and launch
@@ -251,7 +281,9 @@ class HandoffCoordinator:
 
     launch_handoff = _in_thread(launch_handoff_sync)
 
-    def write(self, package: HandoffPackage, out_dir: Path | None = None) -> pipeline.WrittenHandoff:
+    def write(
+        self, package: HandoffPackage, out_dir: Path | None = None
+    ) -> pipeline.WrittenHandoff:
         """HANDOFF.md and handoff.json for the package (no store, no lifecycle)."""
         return execute.write_files(self.context, package, out_dir)
 
@@ -287,7 +319,9 @@ class HandoffCoordinator:
         try:
             record = self.store().retrieve(self.scope, wanted)
         except RecordNotFound:
-            raise HandoffNotFound(f"no handoff {wanted!r} in project {self.scope.project!r}") from None
+            raise HandoffNotFound(
+                f"no handoff {wanted!r} in project {self.scope.project!r}"
+            ) from None
         return self.context.with_status(package_from_record(record), lc)
 
     def verify_sync(self, package: HandoffPackage | Mapping[str, Any]) -> Verification:
@@ -296,7 +330,11 @@ class HandoffCoordinator:
         model, _ = coerce_package(package)
         checks = run_checks(package, self.workspace, previous=self.context.previous(model))
         if model is None:
-            return Verification(str(dict(package).get("id", "?")) if isinstance(package, Mapping) else "?", checks, [])
+            return Verification(
+                str(dict(package).get("id", "?")) if isinstance(package, Mapping) else "?",
+                checks,
+                [],
+            )
         now = fingerprint(self.workspace)
         diffs = differences(model.fingerprint, now) if model.fingerprint else []
         diffs += _feature_differences(model, self.workspace)
@@ -308,17 +346,37 @@ class HandoffCoordinator:
         model, _ = coerce_package(package)
         return run_checks(package, self.workspace, previous=self.context.previous(model))
 
-    def claim(self, package: HandoffPackage | str | None = None, *, by: str | None = None) -> HandoffPackage:
+    def claim(
+        self, package: HandoffPackage | str | None = None, *, by: str | None = None
+    ) -> HandoffPackage:
         """The target takes the handoff: published -> claimed."""
         return self._move(package, "claimed", by, None)
 
-    def complete(self, package: HandoffPackage | str | None = None, *, by: str | None = None, note: str | None = None) -> HandoffPackage:
+    def complete(
+        self,
+        package: HandoffPackage | str | None = None,
+        *,
+        by: str | None = None,
+        note: str | None = None,
+    ) -> HandoffPackage:
         return self._move(package, "completed", by, note)
 
-    def reject(self, package: HandoffPackage | str | None = None, *, by: str | None = None, reason: str | None = None) -> HandoffPackage:
+    def reject(
+        self,
+        package: HandoffPackage | str | None = None,
+        *,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> HandoffPackage:
         return self._move(package, "rejected", by, reason)
 
-    def _move(self, package: HandoffPackage | str | None, to: LifecycleStatus, by: str | None, note: str | None) -> HandoffPackage:
+    def _move(
+        self,
+        package: HandoffPackage | str | None,
+        to: LifecycleStatus,
+        by: str | None,
+        note: str | None,
+    ) -> HandoffPackage:
         pkg = package if isinstance(package, HandoffPackage) else self.load_handoff(package)
         lc = self.lifecycle()
         lc.transition(pkg.id, to, by=by or self.identity, note=note)
@@ -378,15 +436,32 @@ class HandoffCoordinator:
         if ratio < threshold:
             return None
         package = self.prepare_handoff_sync(
-            source_agent, summary, "session", target_agent, session,
-            current_feature=current_feature, completed_features=completed_features, blockers=blockers,
-            next_steps=next_steps, recent_files=recent_files, request=request, session_number=session_number,
-            require_session=require_session, max_chars=max_chars, max_messages=max_messages,
+            source_agent,
+            summary,
+            "session",
+            target_agent,
+            session,
+            current_feature=current_feature,
+            completed_features=completed_features,
+            blockers=blockers,
+            next_steps=next_steps,
+            recent_files=recent_files,
+            request=request,
+            session_number=session_number,
+            require_session=require_session,
+            max_chars=max_chars,
+            max_messages=max_messages,
         )
         if not execute:
             return package
         return self.execute_handoff_sync(
-            package, target_agent, launch=launch, interactive=interactive, force=force, out_dir=out_dir, env=env,
+            package,
+            target_agent,
+            launch=launch,
+            interactive=interactive,
+            force=force,
+            out_dir=out_dir,
+            env=env,
         ).package
 
     on_threshold = _in_thread(on_threshold_sync)

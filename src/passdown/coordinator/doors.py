@@ -52,9 +52,13 @@ class Prepared:
 
 
 def prepare(
-    request: HandoffRequest, here: str | os.PathLike[str], *,
-    store: Store | str | Literal[False] | None = None, scope: ScopeLike | None = None,
-    confine: bool = False, identity: str | None = None,
+    request: HandoffRequest,
+    here: str | os.PathLike[str],
+    *,
+    store: Store | str | Literal[False] | None = None,
+    scope: ScopeLike | None = None,
+    confine: bool = False,
+    identity: str | None = None,
 ) -> Prepared:
     """Pick the session and its workspace, and prepare its package; nothing is written
     or stored. `here` is where the door runs (the CLI's cwd, the hook payload's cwd, the
@@ -69,16 +73,27 @@ def prepare(
     invoked_in = pipeline.workspace_for(Path(here))
     selection = pipeline.select_session(request.source, request.session, invoked_in)
     if confine and not cwd_in_workspace(selection.ref.cwd, invoked_in):
-        raise UsageError(f"session {selection.ref.session_id} did not run in this workspace ({invoked_in})")
+        raise UsageError(
+            f"session {selection.ref.session_id} did not run in this workspace ({invoked_in})"
+        )
     pipeline.hand_off_into(selection, invoked_in, request.workspace)
     coordinator = HandoffCoordinator(
-        selection.workspace, store, scope=scope, identity=identity, max_chars=request.max_chars,
+        selection.workspace,
+        store,
+        scope=scope,
+        identity=identity,
+        max_chars=request.max_chars,
         max_messages=request.max_messages,
     )
     try:
         package = coordinator.prepare_handoff_sync(
-            request.source, None, request.handoff_type(selection.agent.name), request.target,
-            request.session, require_session=True, selection=selection,
+            request.source,
+            None,
+            request.handoff_type(selection.agent.name),
+            request.target,
+            request.session,
+            require_session=True,
+            selection=selection,
         )
     except BaseException:
         coordinator.close()
@@ -87,9 +102,14 @@ def prepare(
 
 
 def export(
-    request: HandoffRequest, here: str | os.PathLike[str], *,
-    store: Store | str | Literal[False] | None = None, scope: ScopeLike | None = None,
-    out_dir: Path | None = None, confine: bool = False, identity: str | None = None,
+    request: HandoffRequest,
+    here: str | os.PathLike[str],
+    *,
+    store: Store | str | Literal[False] | None = None,
+    scope: ScopeLike | None = None,
+    out_dir: Path | None = None,
+    confine: bool = False,
+    identity: str | None = None,
     adjust: Callable[[HandoffCoordinator, HandoffPackage], HandoffPackage] | None = None,
 ) -> pipeline.WrittenHandoff:
     """prepare -> publish -> write: `passdown export`, the hooks and MCP `prepare_handoff`.
@@ -100,7 +120,9 @@ def export(
     from passdown.coordinator.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
-        prepared = prepare(request, here, store=store, scope=scope, confine=confine, identity=identity)
+        prepared = prepare(
+            request, here, store=store, scope=scope, confine=confine, identity=identity
+        )
         with prepared.coordinator as coordinator:
             package = adjust(coordinator, prepared.package) if adjust else prepared.package
             try:

@@ -126,10 +126,16 @@ def finalise(ctx: ProjectContext, pkg: HandoffPackage, target: str | None) -> Ha
     """The package as it will be stored: its target set, and a full handoff (built from
     the seed's fields when the package came from elsewhere). Deterministic, so a re-run
     of the same execute produces the same record."""
-    target = target or pkg.target_agent or (pkg.source_agent if pkg.handoff_type == "session" else None)
+    target = (
+        target or pkg.target_agent or (pkg.source_agent if pkg.handoff_type == "session" else None)
+    )
     if target is None and pkg.handoff_type == "agent":
         raise UsageError("an agent handoff needs a target agent (target_agent=...)")
-    if pkg.handoff is not None and target == pkg.target_agent and pkg.handoff.target_agent == target:
+    if (
+        pkg.handoff is not None
+        and target == pkg.target_agent
+        and pkg.handoff.target_agent == target
+    ):
         return pkg
     handoff = pkg.handoff or _handoff_for(ctx, pkg)
     handoff = handoff.model_copy(update={"target_agent": target})
@@ -142,13 +148,21 @@ def _handoff_for(ctx: ProjectContext, pkg: HandoffPackage) -> Any:
 
     ws = workspace_of(ctx, pkg)
     h = build.synthetic_handoff(
-        id=pkg.id, created_at=pkg.timestamp, source_agent=pkg.source_agent,
-        session_label=f"session-{pkg.context.session_number}", workspace=ws,
-        snapshot=snapshot(ws), features=None, request=None,
+        id=pkg.id,
+        created_at=pkg.timestamp,
+        source_agent=pkg.source_agent,
+        session_label=f"session-{pkg.context.session_number}",
+        workspace=ws,
+        snapshot=snapshot(ws),
+        features=None,
+        request=None,
     )
-    composed = build.Composed(state=pkg.state, recent_files=pkg.context.recent_files,
-                              summary=pkg.summary, provenance={})
-    h = build.apply_to_handoff(h, composed, features=None, summary_from_caller=True, target=pkg.target_agent)
+    composed = build.Composed(
+        state=pkg.state, recent_files=pkg.context.recent_files, summary=pkg.summary, provenance={}
+    )
+    h = build.apply_to_handoff(
+        h, composed, features=None, summary_from_caller=True, target=pkg.target_agent
+    )
     return pipeline.redact_handoff(h)
 
 
@@ -240,10 +254,19 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
     if status in ("rejected", "superseded"):
         raise HandoffStateError(f"handoff {pkg.id} was {status}; prepare a new one")
     if status == "prepared":
-        if pkg.parent_id is None and lc.active() != pkg.id and not lc.swap_active(pkg.previous_id, pkg.id):
+        if (
+            pkg.parent_id is None
+            and lc.active() != pkg.id
+            and not lc.swap_active(pkg.previous_id, pkg.id)
+        ):
             winner = lc.active()
-            lc.transition(pkg.id, "rejected", by=by, only_from=frozenset({"prepared"}),
-                          note=f"lost the race: {winner} became the active handoff first")
+            lc.transition(
+                pkg.id,
+                "rejected",
+                by=by,
+                only_from=frozenset({"prepared"}),
+                note=f"lost the race: {winner} became the active handoff first",
+            )
             raise HandoffConflict(
                 f"handoff {pkg.id} was prepared on top of {pkg.previous_id or 'no handoff'}, "
                 f"but {winner} is active now",
@@ -251,8 +274,13 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
             )
         lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}))
     if pkg.previous_id:
-        lc.transition(pkg.previous_id, "superseded", by=by, note=f"superseded by {pkg.id}",
-                      only_from=frozenset({"prepared", "published", "claimed"}))
+        lc.transition(
+            pkg.previous_id,
+            "superseded",
+            by=by,
+            note=f"superseded by {pkg.id}",
+            only_from=frozenset({"prepared", "published", "claimed"}),
+        )
 
 
 def _store_record(ctx: ProjectContext, pkg: HandoffPackage) -> None:
@@ -271,26 +299,36 @@ def _store_record(ctx: ProjectContext, pkg: HandoffPackage) -> None:
             ) from None
 
 
-def write_files(ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None) -> pipeline.WrittenHandoff:
+def write_files(
+    ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None
+) -> pipeline.WrittenHandoff:
     ws = workspace_of(ctx, pkg)
     return pipeline.write_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, out_dir), ws)
 
 
-def launch_spec(ctx: ProjectContext, pkg: HandoffPackage, written: pipeline.WrittenHandoff,
-                opts: ExecuteOptions) -> LaunchSpec:
+def launch_spec(
+    ctx: ProjectContext, pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: ExecuteOptions
+) -> LaunchSpec:
     from passdown.agents import get_agent
     from passdown.launch import check_argv
 
     agent = get_agent(pkg.target_agent or "")
-    spec = pipeline.launch_spec_for(agent, written, interactive=opts.interactive, workspace=workspace_of(ctx, pkg))
+    spec = pipeline.launch_spec_for(
+        agent, written, interactive=opts.interactive, workspace=workspace_of(ctx, pkg)
+    )
     spec.env.update(opts.env or {})
     spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
     check_argv(spec.argv, env={**os.environ, **spec.env})
     return spec
 
 
-def _launch(ctx: ProjectContext, lc: Lifecycle | None, pkg: HandoffPackage,
-            result: ExecuteResult, opts: ExecuteOptions) -> None:
+def _launch(
+    ctx: ProjectContext,
+    lc: Lifecycle | None,
+    pkg: HandoffPackage,
+    result: ExecuteResult,
+    opts: ExecuteOptions,
+) -> None:
     """Start the target once: the launch is claimed in the store first, and released
     only when the agent could not be started at all."""
     from passdown.launch import run
@@ -316,16 +354,26 @@ def _launch(ctx: ProjectContext, lc: Lifecycle | None, pkg: HandoffPackage,
 # -- parallel --------------------------------------------------------------------------------
 
 
-def _execute_parallel(ctx: ProjectContext, parent: HandoffPackage, opts: ExecuteOptions) -> ExecuteResult:
+def _execute_parallel(
+    ctx: ProjectContext, parent: HandoffPackage, opts: ExecuteOptions
+) -> ExecuteResult:
     if opts.interactive and len(parent.children) > 1:
-        raise UsageError("parallel children cannot share one terminal; launch them non-interactively")
+        raise UsageError(
+            "parallel children cannot share one terminal; launch them non-interactively"
+        )
     ws = workspace_of(ctx, parent)
     result = _execute_one(ctx, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
     for ref in parent.children:
         child = child_package(ctx, parent, ref)
         out = None if ref.worktree else ws / pipeline.HANDOFF_DIR / PARALLEL_DIR / ref.id
-        result.children.append(_execute_one(ctx, child, _child_options(opts, launch=False, out_dir=out)))
-    to_launch = [c for c in result.children if c.package.target_agent and _should_launch(opts.launch, c.package.target_agent)]
+        result.children.append(
+            _execute_one(ctx, child, _child_options(opts, launch=False, out_dir=out))
+        )
+    to_launch = [
+        c
+        for c in result.children
+        if c.package.target_agent and _should_launch(opts.launch, c.package.target_agent)
+    ]
     if to_launch and not opts.dry_run:
         lc = ctx.lifecycle() if result.stored else None
         with ThreadPoolExecutor(max_workers=len(to_launch)) as pool:
@@ -361,27 +409,47 @@ def child_package(ctx: ProjectContext, parent: HandoffPackage, ref: ChildRef) ->
     h.state.decisions = [_owners_note(parent, ref), *h.state.decisions]
     if child_ws != ws:
         h.workspace = snapshot(child_ws)
-    child = parent.model_copy(update={
-        "id": ref.id, "target_agent": ref.target_agent, "parent_id": parent.id,
-        "state": parent.state.model_copy(update={"next_steps": list(ref.assignment)}),
-        "children": [], "owners": list(parent.children), "previous_id": None, "handoff": h,
-        "workspace": str(child_ws), "fingerprint": fingerprint(child_ws), "status": "prepared",
-    })
+    child = parent.model_copy(
+        update={
+            "id": ref.id,
+            "target_agent": ref.target_agent,
+            "parent_id": parent.id,
+            "state": parent.state.model_copy(update={"next_steps": list(ref.assignment)}),
+            "children": [],
+            "owners": list(parent.children),
+            "previous_id": None,
+            "handoff": h,
+            "workspace": str(child_ws),
+            "fingerprint": fingerprint(child_ws),
+            "status": "prepared",
+        }
+    )
     return child.sealed()
 
 
 def _owners_note(parent: HandoffPackage, ref: ChildRef) -> str:
-    others = [f"{c.id} ({c.target_agent}): {'; '.join(c.assignment)}" for c in parent.children if c.id != ref.id]
+    others = [
+        f"{c.id} ({c.target_agent}): {'; '.join(c.assignment)}"
+        for c in parent.children
+        if c.id != ref.id
+    ]
     where = f" in worktree {ref.worktree} on branch {ref.branch}" if ref.worktree else ""
-    note = (f"Parallel handoff {parent.id}: you ({ref.id}, {ref.target_agent}) own only the "
-            f"next steps listed here{where}.")
+    note = (
+        f"Parallel handoff {parent.id}: you ({ref.id}, {ref.target_agent}) own only the "
+        f"next steps listed here{where}."
+    )
     if others:
         note += " Other owners, do not work on their steps: " + " | ".join(others)
     return note
 
 
-def launch_only(ctx: ProjectContext, pkg: HandoffPackage, *, interactive: bool = False,
-                env: Mapping[str, str] | None = None) -> ExecuteResult:
+def launch_only(
+    ctx: ProjectContext,
+    pkg: HandoffPackage,
+    *,
+    interactive: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> ExecuteResult:
     """Start the target of a published package (the target side of a harness that
     launches its own sessions); at most once per package, like execute."""
     if not pkg.target_agent:

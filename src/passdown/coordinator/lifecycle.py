@@ -76,7 +76,12 @@ class Lifecycle:
         return StatusEvent.model_validate_json(raw) if raw else None
 
     def transition(
-        self, package_id: str, to: LifecycleStatus, *, by: str, note: str | None = None,
+        self,
+        package_id: str,
+        to: LifecycleStatus,
+        *,
+        by: str,
+        note: str | None = None,
         only_from: frozenset[str] | None = None,
     ) -> bool:
         """Move to `to` if allowed; True when this call made the change, False when the
@@ -99,19 +104,21 @@ class Lifecycle:
         raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
 
     def _record(self, package_id: str, event: StatusEvent) -> None:
-        self.store.store({
-            "id": f"{package_id}#{event.status}",
-            "type": "status",
-            "title": f"{package_id} {event.status}",
-            "scope": self.scope.model_dump(exclude_none=True),
-            "content": event.note or "",
-            "annotations": [
-                {"kind": "status", "value": event.status},
-                {"kind": "handoff", "value": package_id},
-            ],
-            "created_at": event.at,
-            "provenance": {"agent": event.by, "session": package_id, "tool": "passdown"},
-        })
+        self.store.store(
+            {
+                "id": f"{package_id}#{event.status}",
+                "type": "status",
+                "title": f"{package_id} {event.status}",
+                "scope": self.scope.model_dump(exclude_none=True),
+                "content": event.note or "",
+                "annotations": [
+                    {"kind": "status", "value": event.status},
+                    {"kind": "handoff", "value": package_id},
+                ],
+                "created_at": event.at,
+                "provenance": {"agent": event.by, "session": package_id, "tool": "passdown"},
+            }
+        )
 
     def events(self, package_id: str) -> list[StatusEvent]:
         """Every recorded transition of the package, oldest first."""
@@ -121,8 +128,14 @@ class Lifecycle:
                 rec = self.store.retrieve(self.scope, f"{package_id}#{status}")
             except RecordNotFound:
                 continue
-            found.append(StatusEvent(status=status, by=rec.provenance.agent, at=rec.created_at,
-                                     note=rec.content or None))
+            found.append(
+                StatusEvent(
+                    status=status,
+                    by=rec.provenance.agent,
+                    at=rec.created_at,
+                    note=rec.content or None,
+                )
+            )
         return sorted(found, key=lambda e: e.at)
 
     # -- the active handoff ----------------------------------------------------------------

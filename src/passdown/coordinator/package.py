@@ -132,7 +132,15 @@ class HandoffPackage(_Model):
         """Only the seed's fields, as its example shows them."""
         return self.model_dump(
             mode="json",
-            include={"id", "source_agent", "target_agent", "timestamp", "state", "context", "summary"},
+            include={
+                "id",
+                "source_agent",
+                "target_agent",
+                "timestamp",
+                "state",
+                "context",
+                "summary",
+            },
         )
 
     def to_json(self) -> str:

@@ -80,8 +80,13 @@ class Position:
 
 
 def session_start(
-    ctx: ProjectContext, source_agent: str, session: str | None, *, require: bool,
-    options: pipeline.ExportOptions, selection: pipeline.Selection | None = None,
+    ctx: ProjectContext,
+    source_agent: str,
+    session: str | None,
+    *,
+    require: bool,
+    options: pipeline.ExportOptions,
+    selection: pipeline.Selection | None = None,
 ) -> Start:
     """The source agent's session through the core pipeline. No session (passdown does
     not read that agent, or it has none here) starts from the project files, unless one
@@ -94,8 +99,12 @@ def session_start(
 
 
 def _read_session(
-    workspace: Path, source_agent: str, session: str | None, require: bool,
-    options: pipeline.ExportOptions, selection: pipeline.Selection | None,
+    workspace: Path,
+    source_agent: str,
+    session: str | None,
+    require: bool,
+    options: pipeline.ExportOptions,
+    selection: pipeline.Selection | None,
 ) -> Handoff | None:
     from passdown.agents import load_agents
 
@@ -125,14 +134,19 @@ def recovery_start(ctx: ProjectContext) -> Start:
         if pkg.parent_id or ctx.with_status(pkg, lc).status == "rejected":
             continue
         commit = pkg.context.git_hash
-        if (head and commit and git.is_ancestor(ctx.workspace, commit, head)) or (not head and not commit):
+        if (head and commit and git.is_ancestor(ctx.workspace, commit, head)) or (
+            not head and not commit
+        ):
             info = RecoveryInfo(
-                from_id=pkg.id, from_git_hash=commit,
+                from_id=pkg.id,
+                from_git_hash=commit,
                 commits_since=git.commits_since(ctx.workspace, commit) if commit else [],
                 files_changed=git.files_differing_from(ctx.workspace, commit) if commit else [],
             )
             recent = list(dict.fromkeys([*pkg.context.recent_files, *info.files_changed]))
-            return Start(pkg.handoff, build.Base(f"recovered:{pkg.id}", pkg.state, recent, pkg.summary), info)
+            return Start(
+                pkg.handoff, build.Base(f"recovered:{pkg.id}", pkg.state, recent, pkg.summary), info
+            )
     raise HandoffNotFound(
         f"no stored handoff in project {ctx.scope.project!r} to recover from "
         "(none whose commit is an ancestor of HEAD)"
@@ -147,7 +161,9 @@ def store_position(ctx: ProjectContext, session_number: int | None) -> Position:
         try:
             count, previous_id = _count_handoffs(ctx.store(), ctx.scope), ctx.lifecycle().active()
         except StoreError as exc:
-            warnings.append(f"the store could not be read ({exc.message}); session_number starts at 1")
+            warnings.append(
+                f"the store could not be read ({exc.message}); session_number starts at 1"
+            )
     source: Literal["caller", "store", "none"] = (
         "caller" if session_number else "store" if ctx.has_store else "none"
     )
@@ -167,7 +183,9 @@ def _count_handoffs(store: Store, scope: Scope) -> int:
 # -- assembling --------------------------------------------------------------------------
 
 
-def assemble(ctx: ProjectContext, request: PrepareRequest, start: Start, position: Position) -> HandoffPackage:
+def assemble(
+    ctx: ProjectContext, request: PrepareRequest, start: Start, position: Position
+) -> HandoffPackage:
     from passdown.workspace import files_changed_since
 
     ws, overrides, recovery = ctx.workspace, request.overrides, start.recovery
@@ -183,21 +201,41 @@ def assemble(ctx: ProjectContext, request: PrepareRequest, start: Start, positio
     handoff_id, created = pipeline.new_handoff_id(), pipeline.now_iso()
     handoff = _handoff(ctx, request, start, handoff_id, created, features, position.number.value)
     handoff = build.apply_to_handoff(
-        handoff, composed, features=features, summary_from_caller=overrides.summary is not None or recovery is not None,
+        handoff,
+        composed,
+        features=features,
+        summary_from_caller=overrides.summary is not None or recovery is not None,
         target=target_agent,
     )
     extra = [composed.summary, *(composed.state.completed_features or [])]
-    handoff, report = compact(handoff, budget_chars(request.budget, request.max_tokens), extra=extra)
+    handoff, report = compact(
+        handoff, budget_chars(request.budget, request.max_tokens), extra=extra
+    )
     package = HandoffPackage(
-        id=handoff_id, source_agent=request.source_agent, target_agent=target_agent, timestamp=created,
+        id=handoff_id,
+        source_agent=request.source_agent,
+        target_agent=target_agent,
+        timestamp=created,
         state=composed.state,
-        context=PackageContext(recent_files=composed.recent_files, git_hash=handoff.workspace.head,
-                               session_number=position.number.value),
-        summary=composed.summary, handoff_type=request.handoff_type, project=ctx.scope.project,
-        workspace=str(ws), previous_id=position.previous_id, recovery=recovery,
-        provenance={**composed.provenance, "context.git_hash": "git",
-                    "context.session_number": position.number.source},
-        compaction=report, handoff=handoff, warnings=position.warnings,
+        context=PackageContext(
+            recent_files=composed.recent_files,
+            git_hash=handoff.workspace.head,
+            session_number=position.number.value,
+        ),
+        summary=composed.summary,
+        handoff_type=request.handoff_type,
+        project=ctx.scope.project,
+        workspace=str(ws),
+        previous_id=position.previous_id,
+        recovery=recovery,
+        provenance={
+            **composed.provenance,
+            "context.git_hash": "git",
+            "context.session_number": position.number.source,
+        },
+        compaction=report,
+        handoff=handoff,
+        warnings=position.warnings,
     )
     package = _redacted(package)
     if request.handoff_type == "parallel":
@@ -207,8 +245,13 @@ def assemble(ctx: ProjectContext, request: PrepareRequest, start: Start, positio
 
 
 def _handoff(
-    ctx: ProjectContext, request: PrepareRequest, start: Start, handoff_id: str, created: str,
-    features: FeatureList | None, number: int,
+    ctx: ProjectContext,
+    request: PrepareRequest,
+    start: Start,
+    handoff_id: str,
+    created: str,
+    features: FeatureList | None,
+    number: int,
 ) -> Handoff:
     """The package's full handoff: the session's under a new id, or for a recovery the
     stored one on today's workspace, or one built from the project files alone."""
@@ -218,25 +261,39 @@ def _handoff(
         return start.handoff.model_copy(update={"id": handoff_id, "created_at": created})
     snap = snapshot(ctx.workspace)
     if start.handoff is not None:
-        handoff = start.handoff.model_copy(deep=True, update={
-            "id": handoff_id, "created_at": created, "workspace": snap,
-        })
+        handoff = start.handoff.model_copy(
+            deep=True,
+            update={
+                "id": handoff_id,
+                "created_at": created,
+                "workspace": snap,
+            },
+        )
     else:
         handoff = build.synthetic_handoff(
-            id=handoff_id, created_at=created, source_agent=request.source_agent,
-            session_label=f"session-{number}", workspace=ctx.workspace, snapshot=snap,
-            features=features, request=request.overrides.request,
+            id=handoff_id,
+            created_at=created,
+            source_agent=request.source_agent,
+            session_label=f"session-{number}",
+            workspace=ctx.workspace,
+            snapshot=snap,
+            features=features,
+            request=request.overrides.request,
         )
     if start.recovery is not None:
         handoff.source.agent = request.source_agent
-        handoff.warnings.append(f"recovery from {start.recovery.from_id}: " + _recovery_summary(start.recovery, ""))
+        handoff.warnings.append(
+            f"recovery from {start.recovery.from_id}: " + _recovery_summary(start.recovery, "")
+        )
     return handoff
 
 
 def _redacted(package: HandoffPackage) -> HandoffPackage:
     """Redact every string of the package (caller values too), keeping the handoff's
     own redaction findings and adding what this pass found."""
-    data, findings = build.redact_package_data(package.model_dump(mode="json", exclude={"fingerprint", "integrity"}))
+    data, findings = build.redact_package_data(
+        package.model_dump(mode="json", exclude={"fingerprint", "integrity"})
+    )
     if package.handoff is not None:
         merged = dict(package.handoff.redaction.findings)
         for kind, n in findings.items():
@@ -248,17 +305,26 @@ def _redacted(package: HandoffPackage) -> HandoffPackage:
 
 
 def _recovery_summary(info: RecoveryInfo, previous: str) -> str:
-    text = (f"Recovery from {info.from_id}: {len(info.commits_since)} commit(s) and "
-            f"{len(info.files_changed)} changed file(s) since it was prepared.")
+    text = (
+        f"Recovery from {info.from_id}: {len(info.commits_since)} commit(s) and "
+        f"{len(info.files_changed)} changed file(s) since it was prepared."
+    )
     return f"{text} Its summary: {previous}" if previous else text
 
 
-def _split(package: HandoffPackage, targets: list[str], worktrees: bool, root: str | os.PathLike[str] | None) -> list[ChildRef]:
+def _split(
+    package: HandoffPackage,
+    targets: list[str],
+    worktrees: bool,
+    root: str | os.PathLike[str] | None,
+) -> list[ChildRef]:
     """Next steps dealt round-robin to the targets: disjoint, none lost. A target with
     nothing to do gets no child."""
     steps = package.state.next_steps
     if not steps:
-        raise UsageError("a parallel handoff needs next steps to split (none were derived or given)")
+        raise UsageError(
+            "a parallel handoff needs next steps to split (none were derived or given)"
+        )
     groups: list[list[str]] = [[] for _ in targets]
     for i, step in enumerate(steps):
         groups[i % len(targets)].append(step)
@@ -270,9 +336,13 @@ def _split(package: HandoffPackage, targets: list[str], worktrees: bool, root: s
         if not group:
             continue
         child_id = f"{package.id}-p{n}"
-        refs.append(ChildRef(
-            id=child_id, target_agent=target, assignment=group,
-            branch=f"passdown/{tag}-{n}-{target}" if worktrees else None,
-            worktree=str(base / f"{tag}-{n}-{target}") if worktrees else None,
-        ))
+        refs.append(
+            ChildRef(
+                id=child_id,
+                target_agent=target,
+                assignment=group,
+                branch=f"passdown/{tag}-{n}-{target}" if worktrees else None,
+                worktree=str(base / f"{tag}-{n}-{target}") if worktrees else None,
+            )
+        )
     return refs

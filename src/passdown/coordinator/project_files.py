@@ -87,9 +87,12 @@ def _features(raw: Any) -> list[Feature]:
     if isinstance(raw, dict) and isinstance(raw.get("features"), list):
         raw = raw["features"]
     if isinstance(raw, dict):  # {"auth-001": {...}, ...}
-        raw = [{"id": k, **v} if isinstance(v, dict) else {"id": k, "passes": v} for k, v in raw.items()]
+        raw = [
+            {"id": k, **v} if isinstance(v, dict) else {"id": k, "passes": v}
+            for k, v in raw.items()
+        ]
     if not isinstance(raw, list):
-        raise ValueError("expected a list of features (or {\"features\": [...]})")
+        raise ValueError('expected a list of features (or {"features": [...]})')
     features = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, dict):
@@ -117,8 +120,13 @@ def _feature(entry: dict[str, Any], index: int) -> Feature:
 
 # -- progress log ------------------------------------------------------------------------
 
-_HEADING = re.compile(r"^\s*(?:#+\s*|\*\*)?(?P<title>[A-Za-z][A-Za-z '/-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$")
-_INLINE = re.compile(r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?P<label>blockers?|blocked(?: on| by)?|next(?: steps?)?|todo)(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<value>(?!\*+\s*$)\S.*)$", re.IGNORECASE)
+_HEADING = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?P<title>[A-Za-z][A-Za-z '/-]{1,40}?)\s*(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$"
+)
+_INLINE = re.compile(
+    r"^\s*(?:[-*•]\s*)?(?:\*\*)?(?P<label>blockers?|blocked(?: on| by)?|next(?: steps?)?|todo)(?:\*\*)?\s*:\s*(?:\*\*)?\s*(?P<value>(?!\*+\s*$)\S.*)$",
+    re.IGNORECASE,
+)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)]|\[[ xX~]\])\s+(?:\[[ xX~]\]\s+)?(?P<item>.*\S)\s*$")
 _NONE = re.compile(r"^\(?(?:none|n/?a|nothing|-)\.?\)?$", re.IGNORECASE)
 

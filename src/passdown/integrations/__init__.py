@@ -32,4 +32,6 @@ def integration_for(agent_name: str) -> HookIntegration:
 def integrated_agents() -> list[str]:
     from passdown.agents.registry import load_agents
 
-    return sorted(name for name, agent in load_agents().items() if getattr(agent, "integration", None))
+    return sorted(
+        name for name, agent in load_agents().items() if getattr(agent, "integration", None)
+    )

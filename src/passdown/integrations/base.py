@@ -112,9 +112,15 @@ class HookIntegration:
 
     def context_output(self, text: str) -> str:
         """What the session-start hook prints so the agent adds `text` to its context."""
-        return json.dumps({"hookSpecificOutput": {
-            "hookEventName": "SessionStart", "additionalContext": text,
-        }}, ensure_ascii=False)
+        return json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": text,
+                }
+            },
+            ensure_ascii=False,
+        )
 
 
 # -- shared edits ------------------------------------------------------------------------
@@ -184,11 +190,17 @@ def is_our_hook_group(group: Any, agent: str) -> bool:
 
 
 def add_settings_hooks(
-    data: dict[str, Any], agent: str, command: str, events: list[str], timeout: int | None = HOOK_TIMEOUT_S
+    data: dict[str, Any],
+    agent: str,
+    command: str,
+    events: list[str],
+    timeout: int | None = HOOK_TIMEOUT_S,
 ) -> None:
     if not isinstance(data.get("hooks", {}), dict):
         raise UsageError("cannot add hooks: `hooks` in the settings is not an object")
-    remove_settings_hooks(data, agent)  # an install with other options drops what it no longer wants
+    remove_settings_hooks(
+        data, agent
+    )  # an install with other options drops what it no longer wants
     hooks = data.setdefault("hooks", {})
     handler: dict[str, Any] = {"type": "command", "command": command}
     if timeout is not None:

@@ -65,8 +65,10 @@ def claude_json() -> Path:
 class ClaudeHooks(HookIntegration):
     agent = "claude"
     events: ClassVar[dict[str, str]] = {
-        "SessionStart": SESSION_START, "SessionEnd": SESSION_END,
-        "PreCompact": PRE_COMPACT, "StopFailure": STOP_FAILURE,
+        "SessionStart": SESSION_START,
+        "SessionEnd": SESSION_END,
+        "PreCompact": PRE_COMPACT,
+        "StopFailure": STOP_FAILURE,
     }
 
     def plan(self, target: InstallTarget) -> Plan:

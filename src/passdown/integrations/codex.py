@@ -54,8 +54,12 @@ NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
 LEGACY_BEGIN = "# >>> passdown (managed by `passdown install`; `passdown uninstall` removes it)"
 LEGACY_END = "# <<< passdown"
 # Codex's event names in config and the snake-case labels its trust keys and hashes use
-EVENT_LABELS = {"SessionStart": "session_start", "PreCompact": "pre_compact",
-                "Stop": "stop", "SessionEnd": "session_end"}
+EVENT_LABELS = {
+    "SessionStart": "session_start",
+    "PreCompact": "pre_compact",
+    "Stop": "stop",
+    "SessionEnd": "session_end",
+}
 WRITE_EVENTS = ["PreCompact", "Stop", "SessionEnd"]
 
 
@@ -67,8 +71,14 @@ def codex_home() -> Path:
 def has_lifecycle_hooks(program: str = "codex") -> bool:
     """Whether the installed Codex runs `[hooks]`: its own `features list` says."""
     try:
-        out = subprocess.run([program, "features", "list"], capture_output=True, text=True,
-                             timeout=30, check=False, stdin=subprocess.DEVNULL).stdout
+        out = subprocess.run(
+            [program, "features", "list"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return False
     for line in out.splitlines():
@@ -82,16 +92,23 @@ def trusted_hash(event: str, command: str, timeout: int = HOOK_TIMEOUT_S) -> str
     """Codex's `current_hash` of a command hook (hooks/src/engine/discovery.rs
     `command_hook_hash`): the TOML of {event_name, matcher?, hooks: [normalised handler]}
     turned into JSON with sorted keys, compact, sha256."""
-    identity = {"event_name": EVENT_LABELS[event],
-                "hooks": [{"async": False, "command": command, "timeout": timeout, "type": "command"}]}
+    identity = {
+        "event_name": EVENT_LABELS[event],
+        "hooks": [{"async": False, "command": command, "timeout": timeout, "type": "command"}],
+    }
     text = json.dumps(identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class CodexHooks(HookIntegration):
     agent = "codex"
-    events: ClassVar[dict[str, str]] = {"SessionStart": SESSION_START, "PreCompact": PRE_COMPACT, "Stop": TURN_COMPLETE,
-              "SessionEnd": SESSION_END, "agent-turn-complete": TURN_COMPLETE}
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": SESSION_START,
+        "PreCompact": PRE_COMPACT,
+        "Stop": TURN_COMPLETE,
+        "SessionEnd": SESSION_END,
+        "agent-turn-complete": TURN_COMPLETE,
+    }
 
     def __init__(self, lifecycle: bool | None = None) -> None:
         self._lifecycle = lifecycle
@@ -104,37 +121,56 @@ class CodexHooks(HookIntegration):
     def plan(self, target: InstallTarget) -> Plan:
         if target.scope == "user":
             config = codex_home() / "config.toml"
-            skill_edit = (codex_home() / "skills" / SKILL_NAME / "SKILL.md", whole_file(skill_text()), drop_file)
+            skill_edit = (
+                codex_home() / "skills" / SKILL_NAME / "SKILL.md",
+                whole_file(skill_text()),
+                drop_file,
+            )
         else:
             config = target.project_dir / ".codex" / "config.toml"
             skill_edit = (target.project_dir / "AGENTS.md", add_md_block, remove_md_block)
-        events = (["SessionStart"] if target.pickup else []) + WRITE_EVENTS if self.lifecycle() else []
+        events = (
+            (["SessionStart"] if target.pickup else []) + WRITE_EVENTS if self.lifecycle() else []
+        )
         key_file = str(config.absolute())
         trust_here = target.scope == "user"
         plan: Plan = [
-            (config, lambda text: add_toml(text, target.command, events, key_file, trust=trust_here),
-             lambda text: remove_toml(text, key_file)),
+            (
+                config,
+                lambda text: add_toml(text, target.command, events, key_file, trust=trust_here),
+                lambda text: remove_toml(text, key_file),
+            ),
             skill_edit,
         ]
         if events and not trust_here:
             # Codex reads hook trust from the user's config only (a repository cannot trust
             # its own hooks): record it there, for this project's config file
-            plan.append((codex_home() / "config.toml",
-                         lambda text: add_trust(text, config, key_file),
-                         lambda text: remove_trust(text, config, key_file)))
+            plan.append(
+                (
+                    codex_home() / "config.toml",
+                    lambda text: add_trust(text, config, key_file),
+                    lambda text: remove_trust(text, config, key_file),
+                )
+            )
         return plan
 
     def user_files(self, target: InstallTarget) -> list[Path]:
-        return [codex_home() / "config.toml"] if target.scope == "project" and self.lifecycle() else []
+        return (
+            [codex_home() / "config.toml"] if target.scope == "project" and self.lifecycle() else []
+        )
 
     def notes(self, target: InstallTarget) -> list[str]:
         if self.lifecycle() and target.scope == "project":
-            return ["Codex loads .codex/config.toml (and so these hooks) only in a project you "
-                    f"trusted: `[projects.\"{target.project_dir}\"] trust_level = \"trusted\"`"]
+            return [
+                "Codex loads .codex/config.toml (and so these hooks) only in a project you "
+                f'trusted: `[projects."{target.project_dir}"] trust_level = "trusted"`'
+            ]
         if self.lifecycle():
             return []
-        return ["this Codex has no lifecycle hooks: handoffs are written on turn completion "
-                "(notify) and picked up through the skill, not injected at session start"]
+        return [
+            "this Codex has no lifecycle hooks: handoffs are written on turn completion "
+            "(notify) and picked up through the skill, not injected at session start"
+        ]
 
     # -- payloads: lifecycle hooks on stdin, notify as the last argument ------------------
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
@@ -172,7 +208,9 @@ def parse_toml(text: str | None) -> tomlkit.TOMLDocument:
         ) from None
 
 
-def add_toml(text: str | None, command: str, events: list[str], key_file: str, *, trust: bool = True) -> str:
+def add_toml(
+    text: str | None, command: str, events: list[str], key_file: str, *, trust: bool = True
+) -> str:
     """`[mcp_servers.passdown]` (updated in place when the user already has one, as
     `codex mcp add` writes it); the lifecycle hooks with their trust, or else a
     top-level `notify` unless the user has their own notify program (Codex takes one,

@@ -35,13 +35,27 @@ HANDOFF_DIR = ".agent-handoff"  # pipeline.HANDOFF_DIR, without importing the pi
 PICKUP_ENV = "PASSDOWN_PICKUP"
 MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
 DEFAULT_MAX_AGE_DAYS = 7.0
-CONTINUE_ORDER = ("codex", "claude", "gemini", "qwen", "copilot", "opencode", "pi", "cursor", "aider")
+CONTINUE_ORDER = (
+    "codex",
+    "claude",
+    "gemini",
+    "qwen",
+    "copilot",
+    "opencode",
+    "pi",
+    "cursor",
+    "aider",
+)
 LIMIT_REASONS = frozenset({"rate_limit", "usage_limit"})
 READABLE_ENDINGS = {
-    "rate_limit": "on a rate limit", "usage_limit": "on a usage limit",
-    "overloaded": "on an overloaded API", "auth": "on an authentication error",
-    "context_length": "with a full context window", "error": "on an API error",
-    "interrupted": "interrupted", "normal": "normally",
+    "rate_limit": "on a rate limit",
+    "usage_limit": "on a usage limit",
+    "overloaded": "on an overloaded API",
+    "auth": "on an authentication error",
+    "context_length": "with a full context window",
+    "error": "on an API error",
+    "interrupted": "interrupted",
+    "normal": "normally",
 }
 
 # -- settings ------------------------------------------------------------------------------
@@ -65,8 +79,10 @@ def load_config() -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {config_path()}: {exc}",
-                         hint="fix or delete the file; `passdown config` rewrites it") from None
+        raise UsageError(
+            f"cannot read {config_path()}: {exc}",
+            hint="fix or delete the file; `passdown config` rewrites it",
+        ) from None
     return data if isinstance(data, dict) else {}
 
 
@@ -125,7 +141,9 @@ def pickup_enabled() -> bool:
 
 def max_age() -> timedelta:
     env = os.environ.get(MAX_AGE_ENV)
-    days = float(env) if env else float(load_config().get("pickup_max_age_days", DEFAULT_MAX_AGE_DAYS))
+    days = (
+        float(env) if env else float(load_config().get("pickup_max_age_days", DEFAULT_MAX_AGE_DAYS))
+    )
     return timedelta(days=days)
 
 
@@ -150,7 +168,6 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
         return Pickup("off")
     from passdown import pipeline
 
-
     workspace = pipeline.workspace_for(Path(cwd or os.getcwd()))
     if not (workspace / pipeline.HANDOFF_DIR / "handoff.json").is_file():
         return Pickup("none")  # the pointer names this file: without it, nothing to pick up
@@ -166,13 +183,16 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
         refusal = _refusal(coordinator, package, session_id)
         if refusal:
             return Pickup(refusal)
-        if not lifecycle.transition(package.id, "claimed", by=identity,
-                                    only_from=frozenset({"published"})):
+        if not lifecycle.transition(
+            package.id, "claimed", by=identity, only_from=frozenset({"published"})
+        ):
             return Pickup("taken")  # another session claimed it first
         return Pickup(f"claimed {package.id}", pointer_text(package))
 
 
-def _refusal(coordinator: HandoffCoordinator, package: HandoffPackage, session_id: str | None) -> str | None:
+def _refusal(
+    coordinator: HandoffCoordinator, package: HandoffPackage, session_id: str | None
+) -> str | None:
     from passdown.records import parse_timestamp
     from passdown.workspace import git_head, is_ancestor
 
@@ -257,14 +277,20 @@ def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interac
         if package is None:
             return code  # it ended for another reason: nothing to fall over from
         while remaining and not remaining[0].is_installed():
-            print(f"passdown: {remaining[0].display_name} is not installed; skipping it", file=sys.stderr)
+            print(
+                f"passdown: {remaining[0].display_name} is not installed; skipping it",
+                file=sys.stderr,
+            )
             remaining = remaining[1:]
         if not remaining:
             _print_continue(current.name, package, fallbacks_given=bool(fallbacks))
             return code
         nxt, remaining = remaining[0], remaining[1:]
-        print(f"passdown: {current.display_name} stopped {_how(package)}; "
-              f"continuing in {nxt.display_name}", file=sys.stderr)
+        print(
+            f"passdown: {current.display_name} stopped {_how(package)}; "
+            f"continuing in {nxt.display_name}",
+            file=sys.stderr,
+        )
         started, code = _launch(_takeover_spec(nxt, package, workspace, interactive), interactive)
         current = nxt
 
@@ -300,8 +326,9 @@ def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackag
         package = _published_by_hook(coordinator, agent, started)
         if package is None:
             try:
-                package = coordinator.prepare_handoff_sync(agent, None, "agent", None, None,
-                                                           require_session=True)
+                package = coordinator.prepare_handoff_sync(
+                    agent, None, "agent", None, None, require_session=True
+                )
             except SessionNotFound:
                 return None
             if not _session_since(package, started):
@@ -313,12 +340,15 @@ def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackag
             return None
         # the next agent gets it through its prompt: no session-start pickup as well
         with contextlib.suppress(PassdownError):
-            coordinator.lifecycle().transition(package.id, "claimed", by=coordinator.identity,
-                                               only_from=frozenset({"published"}))
+            coordinator.lifecycle().transition(
+                package.id, "claimed", by=coordinator.identity, only_from=frozenset({"published"})
+            )
         return package
 
 
-def _published_by_hook(coordinator: HandoffCoordinator, agent: str, started: float) -> HandoffPackage | None:
+def _published_by_hook(
+    coordinator: HandoffCoordinator, agent: str, started: float
+) -> HandoffPackage | None:
     from passdown.errors import PassdownError
 
     try:
@@ -349,8 +379,12 @@ def _takeover_spec(agent: Any, package: HandoffPackage, workspace: Path, interac
     if package.handoff is None:  # _limit_handoff only returns packages with a handoff
         raise UsageError(f"handoff {package.id} carries no session to hand over")
     md = workspace / pipeline.HANDOFF_DIR / "HANDOFF.md"
-    written = pipeline.WrittenHandoff(handoff=package.handoff, folder=md.parent, markdown_path=md,
-                                      json_path=md.parent / "handoff.json")
+    written = pipeline.WrittenHandoff(
+        handoff=package.handoff,
+        folder=md.parent,
+        markdown_path=md,
+        json_path=md.parent / "handoff.json",
+    )
     return pipeline.launch_spec_for(agent, written, interactive=interactive)
 
 
@@ -364,7 +398,11 @@ def _print_continue(agent: str, package: HandoffPackage, *, fallbacks_given: boo
     from passdown.pipeline import HANDOFF_DIR
 
     agents = load_agents()
-    others = [name for name in CONTINUE_ORDER if name != agent and name in agents and agents[name].is_installed()]
+    others = [
+        name
+        for name in CONTINUE_ORDER
+        if name != agent and name in agents and agents[name].is_installed()
+    ]
     target = others[0] if others else "AGENT"
     session = package.handoff.source.session_id if package.handoff else ""
     md = Path(package.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"

@@ -42,7 +42,9 @@ class CopilotHooks(HookIntegration):
     agent = "copilot"
     pickup_once_per_session = True  # the pointer comes with a prompt: only the first one
     events: ClassVar[dict[str, str]] = {
-        PICKUP_EVENT: SESSION_START, "sessionEnd": SESSION_END, "preCompact": PRE_COMPACT,
+        PICKUP_EVENT: SESSION_START,
+        "sessionEnd": SESSION_END,
+        "preCompact": PRE_COMPACT,
         "errorOccurred": STOP_FAILURE,
     }
 
@@ -62,8 +64,11 @@ class CopilotHooks(HookIntegration):
             _remove(data)
             hooks = data.setdefault("hooks", {})
             for event in events:
-                handler = {"type": "command", "bash": f"{target.hook_command} {event}",
-                           "timeoutSec": HOOK_TIMEOUT_S}
+                handler = {
+                    "type": "command",
+                    "bash": f"{target.hook_command} {event}",
+                    "timeoutSec": HOOK_TIMEOUT_S,
+                }
                 hooks[event] = [*hooks.get(event, []), handler]
 
         def remove(data: dict[str, Any]) -> None:
@@ -114,7 +119,11 @@ def _remove(data: dict[str, Any]) -> None:
         handlers = hooks[event]
         if not isinstance(handlers, list):
             continue
-        kept = [h for h in handlers if not (isinstance(h, dict) and " hook copilot " in f"{h.get('bash', '')} ")]
+        kept = [
+            h
+            for h in handlers
+            if not (isinstance(h, dict) and " hook copilot " in f"{h.get('bash', '')} ")
+        ]
         if kept:
             hooks[event] = kept
         else:
@@ -125,6 +134,7 @@ def _remove(data: dict[str, Any]) -> None:
 
 def _drop_if_empty(transform: Any) -> Any:
     """A hooks file passdown created and emptied goes (on a changed file's uninstall)."""
+
     def run(text: str | None) -> str | None:
         result = transform(text)
         return None if result is not None and json.loads(result) == {} else result

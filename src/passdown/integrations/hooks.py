@@ -55,8 +55,9 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
                 sys.stdout.flush()
             return 0
         failure = integration.failure(payload)
-        record_id = export_for_payload(agent, integration.session_spec(payload),
-                                       integration.cwd(payload), failure)
+        record_id = export_for_payload(
+            agent, integration.session_spec(payload), integration.cwd(payload), failure
+        )
         _log(f"ok {agent} {event} stored={record_id or '-'}")
     except Exception as exc:  # the agent must not notice: log and carry on
         from passdown.errors import PassdownError
@@ -74,7 +75,9 @@ def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None
     if payload.get("source") == "clear":
         _log(f"pickup {integration.agent} cleared")  # the user asked for a fresh context
         return None
-    if integration.pickup_once_per_session and not first_time_for_session(integration.agent, session):
+    if integration.pickup_once_per_session and not first_time_for_session(
+        integration.agent, session
+    ):
         return None
     result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))
     _log(f"pickup {integration.agent} {result.outcome}")
@@ -125,7 +128,9 @@ def _workspace_lock(workspace: Path) -> Iterator[None]:
 
     folder = ensure_private_dir(data_dir() / "locks")
     name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    fd = os.open(folder / f"export-{name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    fd = os.open(
+        folder / f"export-{name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600
+    )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # released when the hook process ends, at the latest
         yield
@@ -160,8 +165,10 @@ def _earlier_ending(coordinator: Any, package: Any) -> Any:
     current = package.handoff
     if previous is None or current is None or previous.ended.reason == "normal":
         return None
-    same = (previous.source.session_id == current.source.session_id
-            and previous.source.updated_at == current.source.updated_at)
+    same = (
+        previous.source.session_id == current.source.session_id
+        and previous.source.updated_at == current.source.updated_at
+    )
     return previous.ended if same else None
 
 
@@ -185,7 +192,9 @@ def _log(line: str, detail: str | None = None) -> None:
         from passdown.text import one_line
 
         # one line per event: a payload value cannot forge log lines
-        append_private(path, f"{stamp} {one_line(_redact(line))}\n" + (_redact(detail) if detail else ""))
+        append_private(
+            path, f"{stamp} {one_line(_redact(line))}\n" + (_redact(detail) if detail else "")
+        )
     except Exception:  # logging must not break the hook either
         pass
 

@@ -70,9 +70,15 @@ def _codex_notify_note(target: InstallTarget) -> list[str]:
 
     if CodexHooks().lifecycle():
         return []
-    config = codex_home() / "config.toml" if target.scope == "user" else target.project_dir / ".codex" / "config.toml"
+    config = (
+        codex_home() / "config.toml"
+        if target.scope == "user"
+        else target.project_dir / ".codex" / "config.toml"
+    )
     if is_our_notify(parse_toml(config.read_text(encoding="utf-8")).get("notify")):
         return []
     # Codex takes one notify program; replacing the user's would break it.
-    return [f"{config} already sets notify: left as is, so Codex turns do not write "
-            f"handoffs; add `{target.command} hook codex` to your notify program"]
+    return [
+        f"{config} already sets notify: left as is, so Codex turns do not write "
+        f"handoffs; add `{target.command} hook codex` to your notify program"
+    ]

@@ -80,13 +80,17 @@ def opencode_config_dir() -> Path:
 
 class OpenCodeHooks(HookIntegration):
     agent = "opencode"
-    events: ClassVar[dict[str, str]] = {"session_start": SESSION_START, "session.idle": TURN_COMPLETE,
-                                        "session.compacted": PRE_COMPACT}
+    events: ClassVar[dict[str, str]] = {
+        "session_start": SESSION_START,
+        "session.idle": TURN_COMPLETE,
+        "session.compacted": PRE_COMPACT,
+    }
 
     def plan(self, target: InstallTarget) -> Plan:
         base = opencode_config_dir() if target.scope == "user" else target.project_dir / ".opencode"
-        text = (PLUGIN.replace("{command_json}", json.dumps(target.command))
-                .replace("{pickup}", "true" if target.pickup else "false"))
+        text = PLUGIN.replace("{command_json}", json.dumps(target.command)).replace(
+            "{pickup}", "true" if target.pickup else "false"
+        )
         return [(base / "plugins" / "passdown.js", whole_file(text), drop_file)]
 
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:

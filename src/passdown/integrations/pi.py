@@ -66,13 +66,17 @@ def pi_dir() -> Path:
 
 class PiHooks(HookIntegration):
     agent = "pi"
-    events: ClassVar[dict[str, str]] = {"session_start": SESSION_START, "agent_end": TURN_COMPLETE,
-                                        "session_compact": PRE_COMPACT}
+    events: ClassVar[dict[str, str]] = {
+        "session_start": SESSION_START,
+        "agent_end": TURN_COMPLETE,
+        "session_compact": PRE_COMPACT,
+    }
 
     def plan(self, target: InstallTarget) -> Plan:
         base = pi_dir() if target.scope == "user" else target.project_dir / ".pi"
-        text = (EXTENSION.replace("{command_json}", json.dumps(target.command))
-                .replace("{pickup}", "true" if target.pickup else "false"))
+        text = EXTENSION.replace("{command_json}", json.dumps(target.command)).replace(
+            "{pickup}", "true" if target.pickup else "false"
+        )
         return [(base / "extensions" / "passdown.ts", whole_file(text), drop_file)]
 
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:

@@ -52,11 +52,19 @@ class SettingsJsonHooks(HookIntegration):
             # no timeout: the units differ between these CLIs; their defaults are ample
             add_settings_hooks(data, agent, target.hook_command, events, timeout=None)
 
-        return [(base / "settings.json", json_edit(add), json_edit(lambda d: remove_settings_hooks(d, agent)))]
+        return [
+            (
+                base / "settings.json",
+                json_edit(add),
+                json_edit(lambda d: remove_settings_hooks(d, agent)),
+            )
+        ]
 
     def notes(self, target: InstallTarget) -> list[str]:
-        return [f"{self.agent}: hooks only (no MCP server or skill yet); the handoff is "
-                "written at session end and compaction and picked up at session start"]
+        return [
+            f"{self.agent}: hooks only (no MCP server or skill yet); the handoff is "
+            "written at session end and compaction and picked up at session start"
+        ]
 
     def failure(self, payload: dict[str, Any]) -> tuple[str, str | None] | None:
         if payload.get("hook_event_name") != "StopFailure":
@@ -70,8 +78,11 @@ class GeminiHooks(SettingsJsonHooks):
     agent = "gemini"
     folder = ".gemini"
     write_events: ClassVar[list[str]] = ["SessionEnd", "PreCompress"]
-    events: ClassVar[dict[str, str]] = {"SessionStart": SESSION_START, "SessionEnd": SESSION_END,
-                                        "PreCompress": PRE_COMPACT}
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": SESSION_START,
+        "SessionEnd": SESSION_END,
+        "PreCompress": PRE_COMPACT,
+    }
 
     def home(self) -> Path:
         configured = os.environ.get("GEMINI_CLI_HOME")
@@ -83,9 +94,13 @@ class QwenHooks(SettingsJsonHooks):
     folder = ".qwen"
     # Stop (each turn's end): the pinned Qwen fires no SessionEnd in `-p` runs
     write_events: ClassVar[list[str]] = ["Stop", "SessionEnd", "PreCompact", "StopFailure"]
-    events: ClassVar[dict[str, str]] = {"SessionStart": SESSION_START, "SessionEnd": SESSION_END,
-                                        "PreCompact": PRE_COMPACT, "StopFailure": STOP_FAILURE,
-                                        "Stop": TURN_COMPLETE}
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": SESSION_START,
+        "SessionEnd": SESSION_END,
+        "PreCompact": PRE_COMPACT,
+        "StopFailure": STOP_FAILURE,
+        "Stop": TURN_COMPLETE,
+    }
 
     def home(self) -> Path:
         configured = os.environ.get("QWEN_HOME")

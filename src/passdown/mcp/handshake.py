@@ -245,15 +245,25 @@ def record_tools() -> dict[str, Any]:
         for version in HANDSHAKE_VERSIONS:
             requests = [
                 {"jsonrpc": "2.0", "id": 0, "method": "ping"},
-                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": version, "capabilities": {},
-                    "clientInfo": {"name": "record", "version": "1"}}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": version,
+                        "capabilities": {},
+                        "clientInfo": {"name": "record", "version": "1"},
+                    },
+                },
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
             ]
             proc = subprocess.Popen(
-                [sys.executable, "-m", "passdown", "mcp"], cwd=tmp, env=env,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                [sys.executable, "-m", "passdown", "mcp"],
+                cwd=tmp,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
             )
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))

@@ -47,7 +47,9 @@ from passdown.store import Store
 from passdown.store.tokens import scope_for_token, token_hash
 
 Scope_ = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
 SCOPE_KEY = "passdown.scope"
 TOKEN_KEY = "passdown.token_id"
 PROTECTED = ("/mcp", "/api")
@@ -99,13 +101,14 @@ class BodyLimit:
 
     async def _too_large(self, scope: Scope_, receive: Any, send: Any) -> None:
         response = JSONResponse(
-            {"error": f"request body too large: the limit is {self.max_bytes} bytes",
-             "hint": f"store smaller records, or start the server with --max-body ({MAX_BODY_ENV})"},
-            status_code=413, headers={"Connection": "close"},
+            {
+                "error": f"request body too large: the limit is {self.max_bytes} bytes",
+                "hint": f"store smaller records, or start the server with --max-body ({MAX_BODY_ENV})",
+            },
+            status_code=413,
+            headers={"Connection": "close"},
         )
         await response(scope, receive, send)
-
-
 
 
 def _content_length(scope: Scope_) -> int | None:
@@ -147,7 +150,8 @@ class TokenAuth:
         bound = await self._lookup(token) if token else None
         if bound is None:
             response = JSONResponse(
-                {"error": "unauthorized: a valid bearer token is required"}, status_code=401,
+                {"error": "unauthorized: a valid bearer token is required"},
+                status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="passdown"'},
             )
             return await response(scope, receive, send)
@@ -186,6 +190,7 @@ def tools_for_request(store: Store, workspace: Path | None, request: Any) -> Sco
 
 # -- the JSON API ------------------------------------------------------------------------
 
+
 def _error(exc: PassdownError) -> JSONResponse:
     from passdown.redact import redact
 
@@ -195,14 +200,18 @@ def _error(exc: PassdownError) -> JSONResponse:
     return JSONResponse(body, status_code=http_status_for(exc))
 
 
-async def _run(request: Request, store: Store, call: Callable[[ScopedTools], Any], status: int = 200) -> Response:
+async def _run(
+    request: Request, store: Store, call: Callable[[ScopedTools], Any], status: int = 200
+) -> Response:
     tools = tools_for_request(store, None, request)
     try:
         result = await anyio.to_thread.run_sync(call, tools)
     except PassdownError as exc:
         return _error(exc)
     except (RecursionError, OverflowError) as exc:  # input nested or sized past what we take
-        return _error(UsageError(f"invalid request: {type(exc).__name__}: input too deep or too large"))
+        return _error(
+            UsageError(f"invalid request: {type(exc).__name__}: input too deep or too large")
+        )
     return JSONResponse(result, status_code=status)
 
 
@@ -217,14 +226,18 @@ def _json_body(raw: bytes) -> Any:
         raise RecordInvalid(f"invalid record: not JSON: {exc}") from None
 
 
-def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], Awaitable[Response]]]]:
+def api_routes(
+    store: Store,
+) -> list[tuple[str, list[str], Callable[[Request], Awaitable[Response]]]]:
     async def store_record(request: Request) -> Response:
         try:
             body = _json_body(await request.body())
         except RecordInvalid as exc:
             return _error(exc)
         if not isinstance(body, dict):
-            return _error(RecordInvalid(f"invalid record: expected a JSON object, got {type(body).__name__}"))
+            return _error(
+                RecordInvalid(f"invalid record: expected a JSON object, got {type(body).__name__}")
+            )
         new_version = request.query_params.get("new_version") in ("1", "true")
         return await _run(request, store, lambda t: t.store_record(body, new_version), 201)
 
@@ -238,9 +251,19 @@ def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], A
         if len(raw_limit) > 6 or not raw_limit.strip().lstrip("-").isdigit():
             return _error(UsageError("limit must be an integer between 1 and 1000"))
         limit = int(raw_limit)
-        return await _run(request, store, lambda t: t.find_records(
-            q.get("text"), q.get("type"), q.get("kind"), q.get("since"), q.get("until"),
-            limit, q.get("cursor")))
+        return await _run(
+            request,
+            store,
+            lambda t: t.find_records(
+                q.get("text"),
+                q.get("type"),
+                q.get("kind"),
+                q.get("since"),
+                q.get("until"),
+                limit,
+                q.get("cursor"),
+            ),
+        )
 
     async def health(_request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -254,13 +277,18 @@ def api_routes(store: Store) -> list[tuple[str, list[str], Callable[[Request], A
 
 
 def build_app(
-    store: Store, *, host: str = "127.0.0.1", workspace: Path | None = None,
+    store: Store,
+    *,
+    host: str = "127.0.0.1",
+    workspace: Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
 ) -> ASGIApp:
     """The ASGI app: MCP at /mcp, the JSON API, behind TokenAuth and BodyLimit."""
     from passdown.mcp.server import build_server
 
-    server = build_server(lambda ctx: tools_for_request(store, workspace, ctx.request_context.request))
+    server = build_server(
+        lambda ctx: tools_for_request(store, workspace, ctx.request_context.request)
+    )
     for path, methods, handler in api_routes(store):
         server.custom_route(path, methods=methods)(handler)
     app = server.streamable_http_app(
@@ -296,8 +324,13 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def run(
-    store: Store, *, host: str, port: int, workspace: Path | None = None,
-    max_body: int = DEFAULT_MAX_BODY, sock: socket.socket | None = None,
+    store: Store,
+    *,
+    host: str,
+    port: int,
+    workspace: Path | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    sock: socket.socket | None = None,
 ) -> None:
     import uvicorn
 

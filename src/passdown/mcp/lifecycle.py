@@ -26,13 +26,23 @@ from passdown.store import Store
 MARKABLE = ("claimed", "completed", "rejected")
 # the steps that lead from each status to the requested one
 _PATHS: dict[str, dict[str | None, tuple[str, ...]]] = {
-    "claimed": {None: ("prepared", "published", "claimed"), "prepared": ("published", "claimed"),
-                "published": ("claimed",)},
-    "completed": {None: ("prepared", "published", "claimed", "completed"),
-                  "prepared": ("published", "claimed", "completed"),
-                  "published": ("claimed", "completed"), "claimed": ("completed",)},
-    "rejected": {None: ("prepared", "rejected"), "prepared": ("rejected",),
-                 "published": ("rejected",), "claimed": ("rejected",)},
+    "claimed": {
+        None: ("prepared", "published", "claimed"),
+        "prepared": ("published", "claimed"),
+        "published": ("claimed",),
+    },
+    "completed": {
+        None: ("prepared", "published", "claimed", "completed"),
+        "prepared": ("published", "claimed", "completed"),
+        "published": ("claimed", "completed"),
+        "claimed": ("completed",),
+    },
+    "rejected": {
+        None: ("prepared", "rejected"),
+        "prepared": ("rejected",),
+        "published": ("rejected",),
+        "claimed": ("rejected",),
+    },
 }
 
 

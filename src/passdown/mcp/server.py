@@ -30,6 +30,7 @@ log = logging.getLogger("passdown.mcp")
 T = TypeVar("T")
 ToolsFor = Callable[[Context], ScopedTools]
 
+
 async def call(fn: Callable[[], T]) -> T:
     """Run one store/pipeline call off the event loop; PassdownError -> a tool error."""
     from passdown.redact import redact
@@ -105,7 +106,9 @@ def build_server(tools_for: ToolsFor, *, name: str = SERVER_NAME) -> MCPServer:
         type: TypeArg = None,
         kind: Annotated[
             str | None,
-            Field(description="Only records with an annotation of this kind (e.g. next, blockers)."),
+            Field(
+                description="Only records with an annotation of this kind (e.g. next, blockers)."
+            ),
         ] = None,
         since: TimeArg = None,
         until: TimeArg = None,
@@ -113,9 +116,7 @@ def build_server(tools_for: ToolsFor, *, name: str = SERVER_NAME) -> MCPServer:
         cursor: Annotated[str | None, Field(description="From a previous page.")] = None,
     ) -> dict[str, Any]:
         tools = tools_for(ctx)
-        return await call(
-            lambda: tools.find_records(text, type, kind, since, until, limit, cursor)
-        )
+        return await call(lambda: tools.find_records(text, type, kind, since, until, limit, cursor))
 
     @server.tool(
         description="Write a handoff from this workspace's newest agent session (Claude "
@@ -177,9 +178,7 @@ def fixed_scope(tools: ScopedTools) -> ToolsFor:
     return functools.partial(lambda t, _ctx: t, tools)
 
 
-def run_stdio(
-    store: Store, project: str, workspace: Path, early: EarlyLines | None = None
-) -> None:
+def run_stdio(store: Store, project: str, workspace: Path, early: EarlyLines | None = None) -> None:
     """Serve over stdin/stdout until the client closes them. One server process is one
     agent session, so it is one actor in the handoff lifecycle. `early` is what
     `passdown.mcp.handshake` already read (and maybe answered) before the SDK loaded."""
@@ -211,9 +210,11 @@ async def _serve_stdio(server: MCPServer, early: EarlyLines | None) -> None:
                 if not line.strip():
                     continue
                 try:
-                    replayed.append(SessionMessage(
-                        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    ))
+                    replayed.append(
+                        SessionMessage(
+                            mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        )
+                    )
                 except Exception as exc:  # what stdio_server does with a bad line
                     replayed.append(exc)
             reads = _Replayed(replayed, read_stream)

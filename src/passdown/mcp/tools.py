@@ -57,8 +57,14 @@ class ScopedTools:
         if not 1 <= limit <= MAX_FIND_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_FIND_LIMIT}, got {limit}")
         page = self.store.query(
-            self.scope, type=type, kind=kind, since=since, until=until,
-            text=text or None, limit=limit, cursor=cursor,
+            self.scope,
+            type=type,
+            kind=kind,
+            since=since,
+            until=until,
+            text=text or None,
+            limit=limit,
+            cursor=cursor,
         )
         return {
             "project": self.scope.project,
@@ -99,8 +105,14 @@ class ScopedTools:
 
         workspace = self._workspace()
         request = doors.HandoffRequest(source=source, session=session, target=target_agent)
-        written = doors.export(request, workspace, store=self.store, scope=self.scope, confine=True,
-                               identity=self.actor)
+        written = doors.export(
+            request,
+            workspace,
+            store=self.store,
+            scope=self.scope,
+            confine=True,
+            identity=self.actor,
+        )
         handoff = written.handoff
         return {
             "id": handoff.id,

@@ -76,7 +76,10 @@ def _require_psycopg() -> None:
     """PostgreSQL support is an extra: say how to get it instead of an ImportError."""
     import importlib.util
 
-    if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("psycopg_pool") is None:
+    if (
+        importlib.util.find_spec("psycopg") is None
+        or importlib.util.find_spec("psycopg_pool") is None
+    ):
         raise StoreError(
             "PostgreSQL stores need the postgres extra",
             hint="pip install 'passdown[postgres]'",

@@ -384,7 +384,8 @@ class PostgresStore(Store):
 
     def projects(self) -> list[str]:
         rows = self._read(
-            "SELECT project FROM records GROUP BY project ORDER BY max(created_us) DESC, project", ()
+            "SELECT project FROM records GROUP BY project ORDER BY max(created_us) DESC, project",
+            (),
         )
         return [row[0] for row in rows]
 

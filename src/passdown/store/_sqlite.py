@@ -372,7 +372,8 @@ class SQLiteStore(Store):
 
     def projects(self) -> list[str]:
         rows = self._read(
-            "SELECT project FROM records GROUP BY project ORDER BY max(created_us) DESC, project", ()
+            "SELECT project FROM records GROUP BY project ORDER BY max(created_us) DESC, project",
+            (),
         )
         return [row[0] for row in rows]
 

@@ -39,11 +39,13 @@ def create_token(store: Store, project: str, label: str = "") -> str:
     except ValidationError:
         raise UsageError(f"invalid project name {project!r}: give a non-empty name") from None
     token = PREFIX + secrets.token_urlsafe(32)
-    value = json.dumps({
-        "scope": scope.model_dump(exclude_none=True),
-        "label": label,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    })
+    value = json.dumps(
+        {
+            "scope": scope.model_dump(exclude_none=True),
+            "label": label,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    )
     if not store.set_pointer(REGISTRY, _pointer(token), None, value):  # pragma: no cover
         raise UsageError("token collision; try again")
     return token

@@ -59,7 +59,9 @@ HERE = Path(__file__).parent
 WEB_PREFIXES = ("/p/", "/static/", "/login", "/logout", "/switch")
 POLL_INTERVAL_S = 1.0
 HEARTBEAT_S = 15.0
-STREAM_LIFETIME_S = 60.0  # then the browser reconnects by itself: a stopping server waits at most this long
+STREAM_LIFETIME_S = (
+    60.0  # then the browser reconnects by itself: a stopping server waits at most this long
+)
 MAX_FORM_BYTES = 4096
 ACCESS_RECHECK_POLLS = 5  # an open stream checks its token again this often
 
@@ -126,7 +128,9 @@ class WebApp:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def render(self, request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def render(
+        self, request: Request, name: str, status: int = 200, **context: Any
+    ) -> HTMLResponse:
         csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
         context.setdefault("project", None)
         html = self.env.get_template(name).render(
@@ -137,13 +141,16 @@ class WebApp:
             _set_cookie(response, request, CSRF_COOKIE, csrf)
         return response
 
-    def not_found(self, request: Request,
-                  message: str = "No such project or handoff here (or not one this sign-in can see).",
-                  ) -> HTMLResponse:
+    def not_found(
+        self,
+        request: Request,
+        message: str = "No such project or handoff here (or not one this sign-in can see).",
+    ) -> HTMLResponse:
         return self.render(request, "error.html", 404, title="Not found", message=message)
 
-    def _page(self, handler: Callable[[Request, model.Reader, dict[str, Any]], Awaitable[Response]]
-              ) -> Callable[[Request], Awaitable[Response]]:
+    def _page(
+        self, handler: Callable[[Request, model.Reader, dict[str, Any]], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
         """A project page: 404 outside the caller's projects, the login page before login."""
 
         async def endpoint(request: Request) -> Response:
@@ -160,16 +167,28 @@ class WebApp:
             except RecordNotFound:
                 return self.not_found(request)
             except UsageError as exc:
-                return self.render(request, "error.html", 400, title="Bad request",
-                                   message=exc.message, **context)
+                return self.render(
+                    request, "error.html", 400, title="Bad request", message=exc.message, **context
+                )
             except PassdownError as exc:
-                return self.render(request, "error.html", 503, title="Store unavailable",
-                                   message=exc.message, **context)
+                return self.render(
+                    request,
+                    "error.html",
+                    503,
+                    title="Store unavailable",
+                    message=exc.message,
+                    **context,
+                )
             except (TypeError, ValueError, AttributeError, TemplateError) as exc:
                 # a record of an unexpected shape (written by hand or another tool): say so
-                return self.render(request, "error.html", 500, title="Cannot show this record",
-                                   message=f"A stored record has an unexpected shape ({type(exc).__name__}).",
-                                   **context)
+                return self.render(
+                    request,
+                    "error.html",
+                    500,
+                    title="Cannot show this record",
+                    message=f"A stored record has an unexpected shape ({type(exc).__name__}).",
+                    **context,
+                )
 
         return endpoint
 
@@ -200,8 +219,13 @@ class WebApp:
             return RedirectResponse("/", status_code=303)
         form = await _form(request)
         if form is None or not _csrf_passes(request, form):
-            return self.render(request, "error.html", 403, title="Forbidden",
-                               message="The form expired or came from another site; reload the page and try again.")
+            return self.render(
+                request,
+                "error.html",
+                403,
+                title="Forbidden",
+                message="The form expired or came from another site; reload the page and try again.",
+            )
         token = form.get("token", "").strip()
         bound = await self.access.lookup(token) if token else None
         if bound is None:
@@ -214,15 +238,22 @@ class WebApp:
     async def logout(self, request: Request) -> Response:
         form = await _form(request)
         if form is None or not _csrf_passes(request, form):
-            return self.render(request, "error.html", 403, title="Forbidden",
-                               message="The form expired or came from another site.")
+            return self.render(
+                request,
+                "error.html",
+                403,
+                title="Forbidden",
+                message="The form expired or came from another site.",
+            )
         response = RedirectResponse("/login" if self.access.needs_login else "/", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
         return response
 
     # -- the pages ----------------------------------------------------------------------------
 
-    async def timeline(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
+    async def timeline(
+        self, request: Request, reader: model.Reader, ctx: dict[str, Any]
+    ) -> Response:
         q = request.query_params
         filters = _filters(q)
         error = ""
@@ -230,34 +261,53 @@ class WebApp:
             page = await anyio.to_thread.run_sync(reader.timeline, filters, q.get("cursor") or None)
         except UsageError as exc:  # a search or date the store cannot take: say so, keep the form
             page, error = model.TimelinePage([], None), exc.message
-        agents = sorted({v.agent for v in page.views} | set(agent_names()) | ({filters.agent} - {""}))
+        agents = sorted(
+            {v.agent for v in page.views} | set(agent_names()) | ({filters.agent} - {""})
+        )
         newest = page.views[0].created_at if page.views else None
         live = {k: v for k, v in _filter_params(filters).items() if v}
         if newest:
             live["since"] = newest
         live_query = None if q.get("cursor") else urlencode(live)  # older pages stay put
         return self.render(
-            request, "timeline.html", 400 if error else 200, title=f"{ctx['project']} · timeline",
-            page=page, error=error,
-            filters=filters, agents=agents, statuses=model.STATUSES, newest=newest,
-            live_query=live_query, older_query=urlencode({**_filter_params(filters), "cursor": page.next_cursor or ""}),
+            request,
+            "timeline.html",
+            400 if error else 200,
+            title=f"{ctx['project']} · timeline",
+            page=page,
+            error=error,
+            filters=filters,
+            agents=agents,
+            statuses=model.STATUSES,
+            newest=newest,
+            live_query=live_query,
+            older_query=urlencode({**_filter_params(filters), "cursor": page.next_cursor or ""}),
             **ctx,
         )
 
-    async def handoff(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
+    async def handoff(
+        self, request: Request, reader: model.Reader, ctx: dict[str, Any]
+    ) -> Response:
         def load() -> dict[str, Any]:
             view = reader.handoff(request.path_params["id"])
             trail = reader.task(view, older=1, newer=1)
             previous, following = model.neighbours(trail, view.id)
-            return {"view": view, "previous": previous, "following": following,
-                    "events": reader.history(view.id),
-                    "versions": reader.store.history(reader.scope, view.id)}
+            return {
+                "view": view,
+                "previous": previous,
+                "following": following,
+                "events": reader.history(view.id),
+                "versions": reader.store.history(reader.scope, view.id),
+            }
 
         data = await anyio.to_thread.run_sync(load)
-        return self.render(request, "handoff.html", title=f"{ctx['project']} · {data['view'].id}",
-                           **data, **ctx)
+        return self.render(
+            request, "handoff.html", title=f"{ctx['project']} · {data['view'].id}", **data, **ctx
+        )
 
-    async def compare(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
+    async def compare(
+        self, request: Request, reader: model.Reader, ctx: dict[str, Any]
+    ) -> Response:
         q = request.query_params
         picked = [p for p in q.getlist("pick") if p]
         a_id, b_id = (q.get("a") or "", q.get("b") or "")
@@ -277,10 +327,17 @@ class WebApp:
                 result = model.compare(*model.in_order(a, b, [c.id for c in choices]))
             if result is not None:
                 a, b = result.older, result.newer
-            return {"choices": choices, "cmp": result, "a_id": a.id if a else "", "b_id": b.id if b else ""}
+            return {
+                "choices": choices,
+                "cmp": result,
+                "a_id": a.id if a else "",
+                "b_id": b.id if b else "",
+            }
 
         data = await anyio.to_thread.run_sync(load)
-        return self.render(request, "compare.html", title=f"{ctx['project']} · compare", **data, **ctx)
+        return self.render(
+            request, "compare.html", title=f"{ctx['project']} · compare", **data, **ctx
+        )
 
     async def plan(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
         def load() -> dict[str, Any]:
@@ -293,7 +350,9 @@ class WebApp:
             return {"grid": model.plan_grid(trail), "anchor": anchor}
 
         data = await anyio.to_thread.run_sync(load)
-        return self.render(request, "plan.html", title=f"{ctx['project']} · plan over time", **data, **ctx)
+        return self.render(
+            request, "plan.html", title=f"{ctx['project']} · plan over time", **data, **ctx
+        )
 
     async def events(self, request: Request, reader: model.Reader, ctx: dict[str, Any]) -> Response:
         filters = _filters(request.query_params)
@@ -311,11 +370,16 @@ class WebApp:
             yield "retry: 2000\n\n"
             quiet = 0.0
             for polls in range(int(STREAM_LIFETIME_S / POLL_INTERVAL_S)):
-                if polls % ACCESS_RECHECK_POLLS == 0 and polls and \
-                        await self.access.scope(request, ctx["project"]) is None:
+                if (
+                    polls % ACCESS_RECHECK_POLLS == 0
+                    and polls
+                    and await self.access.scope(request, ctx["project"]) is None
+                ):
                     return  # signed out or token revoked: the stream ends with the session
                 for view in await anyio.to_thread.run_sync(feed.poll):
-                    html = row.render(v=view, project=ctx["project"], quote=quote, search=filters.text)
+                    html = row.render(
+                        v=view, project=ctx["project"], quote=quote, search=filters.text
+                    )
                     yield f"event: handoff\ndata: {json.dumps({'id': view.id, 'html': html})}\n\n"
                     quiet = 0.0
                 if quiet >= HEARTBEAT_S:
@@ -324,8 +388,11 @@ class WebApp:
                 await anyio.sleep(POLL_INTERVAL_S)
                 quiet += POLL_INTERVAL_S
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+        )
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -347,12 +414,24 @@ def _filters(q: Any) -> model.Filters:
 
 
 def _filter_params(f: model.Filters) -> dict[str, str]:
-    return {"q": f.text, "agent": f.agent, "status": f.status, "since_day": f.since, "until_day": f.until}
+    return {
+        "q": f.text,
+        "agent": f.agent,
+        "status": f.status,
+        "since_day": f.since,
+        "until_day": f.until,
+    }
 
 
 def _set_cookie(response: Response, request: Request, name: str, value: str) -> None:
-    response.set_cookie(name, value, path="/", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        name,
+        value,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
 
 
 async def _form(request: Request) -> dict[str, str] | None:
@@ -369,7 +448,9 @@ async def _form(request: Request) -> dict[str, str] | None:
 
 
 def _csrf_passes(request: Request, form: dict[str, str]) -> bool:
-    return fetch_site_ok(request.headers) and csrf_ok(request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD))
+    return fetch_site_ok(request.headers) and csrf_ok(
+        request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD)
+    )
 
 
 class _Headers:
@@ -396,7 +477,9 @@ class _Headers:
 
         await self.app(scope, receive, send_with_headers)
 
-    async def _with_headers(self, response: Response, scope: Scope_, receive: Any, send: Any) -> None:
+    async def _with_headers(
+        self, response: Response, scope: Scope_, receive: Any, send: Any
+    ) -> None:
         for key, value in SECURITY_HEADERS.items():
             response.headers[key] = value
         await response(scope, receive, send)

@@ -30,7 +30,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 Scope_ = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 LOOPBACK_BINDS = ("127.0.0.1", "localhost", "::1")
@@ -94,7 +96,9 @@ class HostGuard:
             return await self.app(scope, receive, send)
         headers = Headers(scope=scope)
         host = headers.get("host")
-        machine = str(scope.get("path", "")).startswith(MACHINE_PREFIXES) or scope.get("path") == "/api"
+        machine = (
+            str(scope.get("path", "")).startswith(MACHINE_PREFIXES) or scope.get("path") == "/api"
+        )
         if not self.host_ok(host):
             message = (
                 f"Misdirected request: this server does not answer to that Host name "
@@ -104,7 +108,9 @@ class HostGuard:
         origin = headers.get("origin")
         if origin is not None and origin != "null":
             if not self._origin_ok(_origin_host(origin), host, machine):
-                return await _refuse("Forbidden: cross-origin request", 403, machine)(scope, receive, send)
+                return await _refuse("Forbidden: cross-origin request", 403, machine)(
+                    scope, receive, send
+                )
         elif origin == "null" and scope.get("method", "GET") not in SAFE_METHODS:
             return await _refuse("Forbidden: opaque origin", 403, machine)(scope, receive, send)
         await self.app(scope, receive, send)

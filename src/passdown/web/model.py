@@ -133,8 +133,15 @@ def _plan(data: dict[str, Any]) -> list[PlanItem]:
 def _files(data: dict[str, Any], record: Record) -> list[str]:
     touched = _dict(data.get("state")).get("files_touched")
     if isinstance(touched, list):
-        return [f["path"] for f in touched if isinstance(f, dict) and isinstance(f.get("path"), str)]
-    return [p.strip() for line in _annotations(record, "files_touched") for p in line.split(",") if p.strip()]
+        return [
+            f["path"] for f in touched if isinstance(f, dict) and isinstance(f.get("path"), str)
+        ]
+    return [
+        p.strip()
+        for line in _annotations(record, "files_touched")
+        for p in line.split(",")
+        if p.strip()
+    ]
 
 
 def view_of(record: Record, event: StatusEvent | None) -> HandoffView:
@@ -143,9 +150,11 @@ def view_of(record: Record, event: StatusEvent | None) -> HandoffView:
     ended = _dict(data.get("ended"))
     reason = _text(ended.get("reason"))
     compactions = _dict(data.get("task")).get("compactions")
-    blockers = _strings(state.get("blockers")) if data else [
-        b for b in _annotations(record, "blockers") if b != "None."
-    ]
+    blockers = (
+        _strings(state.get("blockers"))
+        if data
+        else [b for b in _annotations(record, "blockers") if b != "None."]
+    )
     return HandoffView(
         id=record.id,
         title=record.title,
@@ -247,7 +256,9 @@ class Reader:
         views: list[HandoffView] = []
         scanned = 0
         while True:
-            page = self.store.query(self.scope, limit=PAGE_SIZE, cursor=cursor, **filters.store_args())
+            page = self.store.query(
+                self.scope, limit=PAGE_SIZE, cursor=cursor, **filters.store_args()
+            )
             scanned += len(page.records)
             views.extend(v for v in map(self.view, page.records) if filters.keeps(v))
             cursor = page.next_cursor
@@ -272,8 +283,9 @@ class Reader:
                 break
         return found
 
-    def task(self, of: HandoffView, *, older: int = TASK_SCAN_LIMIT, newer: int = TASK_SCAN_LIMIT
-             ) -> list[HandoffView]:
+    def task(
+        self, of: HandoffView, *, older: int = TASK_SCAN_LIMIT, newer: int = TASK_SCAN_LIMIT
+    ) -> list[HandoffView]:
         """The handoffs of `of`'s task around it, oldest first (`of` included): at most
         `older` before it and `newer` after it. Order is the store's own, so handoffs
         written within the same second keep the order they were stored in. Each side reads
@@ -320,7 +332,9 @@ class Reader:
         return self.lifecycle.events(handoff_id)
 
 
-def neighbours(trail: list[HandoffView], handoff_id: str) -> tuple[HandoffView | None, HandoffView | None]:
+def neighbours(
+    trail: list[HandoffView], handoff_id: str
+) -> tuple[HandoffView | None, HandoffView | None]:
     ids = [v.id for v in trail]
     at = ids.index(handoff_id)
     return (trail[at - 1] if at > 0 else None, trail[at + 1] if at + 1 < len(trail) else None)
@@ -357,7 +371,9 @@ def _minus(left: list[str], right: list[str]) -> list[str]:
     return [item for item in left if _key(item) not in keys]
 
 
-def in_order(a: HandoffView, b: HandoffView, newest_first: list[str]) -> tuple[HandoffView, HandoffView]:
+def in_order(
+    a: HandoffView, b: HandoffView, newest_first: list[str]
+) -> tuple[HandoffView, HandoffView]:
     """(older, newer): by time, and for equal times by the store's order (`newest_first`)."""
     rank = {handoff_id: i for i, handoff_id in enumerate(newest_first)}
 
@@ -377,7 +393,9 @@ def compare(older: HandoffView, newer: HandoffView) -> Comparison:
         old, new = before.get(key), after.get(key)
         if (old.status if old else None) != (new.status if new else None):
             subject = (new or old).subject  # type: ignore[union-attr]
-            changes.append(PlanChange(subject, old.status if old else None, new.status if new else None))
+            changes.append(
+                PlanChange(subject, old.status if old else None, new.status if new else None)
+            )
     return Comparison(
         older=older,
         newer=newer,

@@ -47,8 +47,14 @@ class ExampleAgent(Agent):
     def ref_for_path(self, path: Path) -> SessionRef:
         with open(path, encoding="utf-8") as handle:
             head = json.loads(handle.readline() or "{}")
-        return SessionRef(agent=self.name, session_id=path.stem, path=path, cwd=head.get("cwd"),
-                          updated_at=path.stat().st_mtime, size=path.stat().st_size)
+        return SessionRef(
+            agent=self.name,
+            session_id=path.stem,
+            path=path,
+            cwd=head.get("cwd"),
+            updated_at=path.stat().st_mtime,
+            size=path.stat().st_size,
+        )
 
     def read(self, ref: SessionRef) -> Transcript:
         info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
@@ -61,7 +67,9 @@ class ExampleAgent(Agent):
                 if "role" in record:
                     yield Message(role=record["role"], text=record["text"])
                 elif record.get("tool") == "write":
-                    yield ToolCall(call_id=str(n), name="write", action="write", paths=(record["path"],))
+                    yield ToolCall(
+                        call_id=str(n), name="write", action="write", paths=(record["path"],)
+                    )
                     yield ToolResult(call_id=str(n))
 
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
