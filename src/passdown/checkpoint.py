@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
@@ -179,7 +179,9 @@ class _Resumed:
         hashing.start()
         try:
             with _progress_from(start):
-                for event in self.seen.watch(reader.events(_Window(self.fd, start, end))):
+                for event in self.seen.watch(
+                    reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
+                ):
                     extractor.feed(event)
         finally:
             hashing.join()
@@ -200,7 +202,9 @@ class _Resumed:
         # a last line without its newline: part of this handoff, never of the checkpoint
         file_hash.update_from(self.fd, end, size)
         with _progress_from(end):
-            for event in self.seen.watch(reader.events(_Window(self.fd, end, size))):
+            for event in self.seen.watch(
+                reader.events(cast(BinaryIO, _Window(self.fd, end, size)))
+            ):
                 extractor.feed(event)
         for event in self.seen.watch(reader.close()):
             extractor.feed(event)
@@ -438,7 +442,7 @@ class _Sha256:
         try:
             import _hashlib
 
-            candidates = [_hashlib.__file__]
+            candidates: list[str | None] = [_hashlib.__file__]
         except (ImportError, AttributeError):
             candidates = []
         if sys.platform != "darwin":

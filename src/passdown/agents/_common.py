@@ -7,6 +7,7 @@ import re
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import msgspec
@@ -81,17 +82,23 @@ DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
 
 
 def decode_line(
-    decoder: msgspec.json.Decoder, line: bytes, offset: int, tail_offset: int, diag: Diagnostics
+    decoder: msgspec.json.Decoder[Any],
+    line: bytes,
+    offset: int,
+    tail_offset: int,
+    diag: Diagnostics,
 ) -> object | None:
     """Decode one JSONL line into the decoder's typed shape; bad bytes are replaced, a
     torn last line is noted, and a line that cannot be read (bad JSON, a field of the
     wrong type, nesting too deep) is skipped and counted."""
     try:
-        return decoder.decode(line)
+        decoded: object = decoder.decode(line)
+        return decoded
     except DECODE_ERRORS:
         pass
     try:  # non-UTF-8 bytes: keep what can be read
-        return decoder.decode(line.decode("utf-8", "replace").encode("utf-8"))
+        decoded = decoder.decode(line.decode("utf-8", "replace").encode("utf-8"))
+        return decoded
     except DECODE_ERRORS:
         if offset == tail_offset:
             diag.torn_last_line = True
@@ -100,10 +107,13 @@ def decode_line(
         return None
 
 
-def decode_or_none(decoder: msgspec.json.Decoder, data: bytes | msgspec.Raw | str) -> object | None:
+def decode_or_none(
+    decoder: msgspec.json.Decoder[Any], data: bytes | msgspec.Raw | str
+) -> object | None:
     """Decode one nested field or side file; anything unreadable gives None."""
     try:
-        return decoder.decode(data)
+        decoded: object = decoder.decode(data)
+        return decoded
     except DECODE_ERRORS:
         return None
 

@@ -129,7 +129,7 @@ def classify_api_error(
     text = (message or "")[:4000]  # an error message, not a log: the head says it all
     by_kind = reason_for_kind(kind)
     if by_kind in _SPECIFIC:
-        return by_kind  # type: ignore[return-value]
+        return by_kind
     for pattern, reason in _MESSAGE_REASONS:
         if reason in ("usage_limit", "context_length") and pattern.search(text):
             return reason
@@ -137,7 +137,7 @@ def classify_api_error(
         return by_kind
     by_status = reason_for_status(status)
     if by_status not in (None, "error"):
-        return by_status  # type: ignore[return-value]
+        return by_status
     for pattern, reason in _MESSAGE_REASONS:
         if pattern.search(text):
             return reason

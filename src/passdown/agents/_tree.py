@@ -54,7 +54,7 @@ class Branch:
     runs split only by the lines outside the tree, so this stays small however long the
     session is (one offset per record grew by 10 MB per GB)."""
 
-    runs: array = field(default_factory=lambda: array("q"))
+    runs: array[int] = field(default_factory=lambda: array("q"))
     broken: bool = False  # a parent is missing: read every tree record in file order
 
     def record_count(self) -> int:

@@ -68,9 +68,9 @@ class Agent(ABC):
         # is the documented "cannot be read" (exit 5) naming the path, never a crash.
         super().__init_subclass__(**kwargs)
         if "discover" in cls.__dict__:
-            cls.discover = _guard_discover(cls.__dict__["discover"])  # type: ignore[method-assign]
+            setattr(cls, "discover", _guard_discover(cls.__dict__["discover"]))  # noqa: B010
         if "read" in cls.__dict__:
-            cls.read = _guard_read(cls.__dict__["read"])  # type: ignore[method-assign]
+            setattr(cls, "read", _guard_read(cls.__dict__["read"]))  # noqa: B010
 
     # -- sessions -----------------------------------------------------------------
     @abstractmethod

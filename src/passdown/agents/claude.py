@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -895,7 +895,7 @@ def clean_compact_summary(text: str | None) -> str | None:
     return body or None
 
 
-def _decode_raw(decoder: msgspec.json.Decoder, raw: msgspec.Raw) -> Any:
+def _decode_raw(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw) -> Any:
     """Decode a nested field; invalid UTF-8 inside it is replaced, not fatal."""
     if _is_null(raw):
         return None
@@ -925,7 +925,7 @@ def _blocks(content: str | list[_Block] | msgspec.Raw | None) -> list[_Block]:
         return []
     if isinstance(value, str):
         return [_Block(type="text", text=value)]
-    return value
+    return cast(list[_Block], value)
 
 
 def _joined_text(raw: str | list[_Block] | msgspec.Raw | None) -> str | None:
@@ -960,7 +960,7 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
             PlanItem(
                 id=str(todo.get("id") or n),
                 subject=str(todo.get("content") or todo.get("subject") or ""),
-                status=status if status in _PLAN_STATUSES else "pending",  # type: ignore[arg-type]
+                status=status if status in _PLAN_STATUSES else "pending",
                 active_form=_opt_str(todo.get("activeForm")),
             )
         )
@@ -968,7 +968,7 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
 
 
 def _outcome(raw: msgspec.Raw) -> str | _ToolOutcome | None:
-    return _decode_raw(_OUTCOME, raw)
+    return cast(str | _ToolOutcome | None, _decode_raw(_OUTCOME, raw))
 
 
 def _bash_exit_code(raw: msgspec.Raw) -> int | None:

@@ -191,7 +191,7 @@ _ARGS = msgspec.json.Decoder(ToolArgs)
 _ANY = msgspec.json.Decoder()
 
 
-def lenient(decoder: msgspec.json.Decoder, raw: msgspec.Raw | bytes) -> Any:
+def lenient(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | bytes) -> Any:
     """Decode a nested field; a bad or unexpected shape gives None, never an exception."""
     if len(raw) == 0 or (len(raw) == 4 and bytes(raw) == b"null"):
         return None
@@ -206,11 +206,16 @@ def lenient(decoder: msgspec.json.Decoder, raw: msgspec.Raw | bytes) -> Any:
 
 
 def decode_record(
-    decoder: msgspec.json.Decoder, line: bytes, offset: int, tail_offset: int, diag: Diagnostics
+    decoder: msgspec.json.Decoder[Any],
+    line: bytes,
+    offset: int,
+    tail_offset: int,
+    diag: Diagnostics,
 ) -> object | None:
     """`decode_line`, plus repair of the lone surrogate escapes Node can write."""
     try:
-        return decoder.decode(line)
+        decoded: object = decoder.decode(line)
+        return decoded
     except DECODE_ERRORS:
         pass
     return decode_line(decoder, repair(line), offset, tail_offset, diag)
@@ -680,7 +685,8 @@ class _Replay:
 
 def _line_at(handle: Any, offset: int, limit: int) -> bytes:
     handle.seek(offset)
-    return handle.readline(limit + 1).rstrip(b"\r\n")
+    line: bytes = handle.readline(limit + 1)
+    return line.rstrip(b"\r\n")
 
 
 def _message(blob: bytes) -> _Message | None:
@@ -796,8 +802,8 @@ class _Emitter:
             yield call
         if record.status not in ("success", "error", "cancelled"):
             return  # still running when the session was written: the result may follow
-        call = self.pending.pop(record.id, None)
-        if call is None:
+        finished = self.pending.pop(record.id) if record.id in self.pending else None
+        if finished is None:
             return
         output = error = None
         for part in parts_of(record.result):
@@ -807,7 +813,7 @@ class _Emitter:
         if record.status == "cancelled" and error is None:
             error = "cancelled by the user"
         yield make_tool_result(
-            call,
+            finished,
             failed=record.status != "success",
             output=output,
             error=error,

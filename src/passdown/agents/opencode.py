@@ -26,9 +26,10 @@ import hashlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import msgspec
 
@@ -50,6 +51,7 @@ from passdown.transcript import (
     Message,
     PlanItem,
     PlanOp,
+    PlanStatus,
     SessionInfo,
     SessionRef,
     SubagentNote,
@@ -342,7 +344,9 @@ class _SessionReader:
             if stop:
                 return
 
-    def _message(self, message_id: str, msg: _MessageData, rows: sqlite3.Cursor) -> Iterator[Event]:
+    def _message(
+        self, message_id: str, msg: _MessageData, rows: sqlite3.Cursor
+    ) -> Generator[Event, None, bool]:
         timestamp = _iso(msg.time.created if msg.time else None)
         if msg.role == "assistant":
             self.info.add_model(msg.modelID)
@@ -419,7 +423,7 @@ class _SessionReader:
                 result.error = first_error_line(output if isinstance(output, str) else state.output)
         yield result
 
-    def _decode(self, decoder: msgspec.json.Decoder, data: object) -> object | None:
+    def _decode(self, decoder: msgspec.json.Decoder[Any], data: object) -> object | None:
         self.diag.lines += 1
         decoded = _decode_column(decoder, data)
         if decoded is None:
@@ -509,8 +513,10 @@ def _todo_items(todos: object) -> tuple[PlanItem, ...]:
     )
 
 
-def _status(value: object) -> str:
-    return value if isinstance(value, str) and value in _PLAN_STATUSES else "pending"  # type: ignore[return-value]
+def _status(value: object) -> PlanStatus:
+    return (
+        cast(PlanStatus, value) if isinstance(value, str) and value in _PLAN_STATUSES else "pending"
+    )
 
 
 def _unquote(text: str) -> str:
@@ -533,13 +539,14 @@ def _seconds(millis: object) -> float:
     return millis / 1000 if isinstance(millis, (int, float)) and millis > 0 else 0.0
 
 
-def _decode_column(decoder: msgspec.json.Decoder, data: object) -> object | None:
+def _decode_column(decoder: msgspec.json.Decoder[Any], data: object) -> object | None:
     """A JSON column (text or blob) decoded into its typed shape, or None."""
     raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
     if not isinstance(raw, bytes):
         return None
     try:
-        return decoder.decode(raw)
+        decoded: object = decoder.decode(raw)
+        return decoded
     except DECODE_ERRORS:
         return None
 
