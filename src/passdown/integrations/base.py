@@ -224,3 +224,30 @@ def remove_settings_hooks(data: dict[str, Any], agent: str) -> None:
             hooks.pop(event)
     if not hooks:
         data.pop("hooks")
+
+
+class GeneratedPlugin(HookIntegration):
+    """An agent whose hooks are a plugin file passdown generates (opencode, pi): the file
+    runs `passdown hook AGENT EVENT` with the payload as its last argument (or on stdin)
+    and hands what the hook prints to the agent as it is."""
+
+    template: ClassVar[str]  # the plugin's source, with {command_json} and {pickup}
+    plugin_file: ClassVar[str]  # where it goes, relative to the folder `folder` names
+
+    def folder(self, target: InstallTarget) -> Path:
+        raise NotImplementedError
+
+    def plan(self, target: InstallTarget) -> Plan:
+        text = self.template.replace("{command_json}", json.dumps(target.command)).replace(
+            "{pickup}", "true" if target.pickup else "false"
+        )
+        return [(self.folder(target) / self.plugin_file, whole_file(text), drop_file)]
+
+    def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
+        data = json.loads(args[-1] if args else (stdin_text or "{}"))
+        if not isinstance(data, dict):
+            raise ValueError("hook payload is not a JSON object")
+        return data
+
+    def context_output(self, text: str) -> str:
+        return text  # the plugin itself puts it in front of the model

@@ -13,20 +13,16 @@ and a JSON payload as the last argument:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from passdown.integrations.base import (
     PRE_COMPACT,
     SESSION_START,
     TURN_COMPLETE,
-    HookIntegration,
+    GeneratedPlugin,
     InstallTarget,
-    Plan,
-    drop_file,
-    whole_file,
 )
 
 PLUGIN = """// passdown: handoffs for opencode sessions (managed by `passdown install opencode`;
@@ -78,26 +74,15 @@ def opencode_config_dir() -> Path:
     return (Path(configured) if configured else Path.home() / ".config") / "opencode"
 
 
-class OpenCodeHooks(HookIntegration):
+class OpenCodeHooks(GeneratedPlugin):
     agent = "opencode"
     events: ClassVar[dict[str, str]] = {
         "session_start": SESSION_START,
         "session.idle": TURN_COMPLETE,
         "session.compacted": PRE_COMPACT,
     }
+    template = PLUGIN
+    plugin_file = "plugins/passdown.js"  # it appends the hook's output to the system prompt
 
-    def plan(self, target: InstallTarget) -> Plan:
-        base = opencode_config_dir() if target.scope == "user" else target.project_dir / ".opencode"
-        text = PLUGIN.replace("{command_json}", json.dumps(target.command)).replace(
-            "{pickup}", "true" if target.pickup else "false"
-        )
-        return [(base / "plugins" / "passdown.js", whole_file(text), drop_file)]
-
-    def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
-        data = json.loads(args[-1] if args else (stdin_text or "{}"))
-        if not isinstance(data, dict):
-            raise ValueError("hook payload is not a JSON object")
-        return data
-
-    def context_output(self, text: str) -> str:
-        return text  # the plugin appends stdout to the system prompt
+    def folder(self, target: InstallTarget) -> Path:
+        return opencode_config_dir() if target.scope == "user" else target.project_dir / ".opencode"

@@ -12,19 +12,15 @@ payload as the last argument:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from passdown.integrations.base import (
     PRE_COMPACT,
     SESSION_START,
     TURN_COMPLETE,
-    HookIntegration,
+    GeneratedPlugin,
     InstallTarget,
-    Plan,
-    drop_file,
-    whole_file,
 )
 
 EXTENSION = """// passdown: handoffs for pi sessions (managed by `passdown install pi`;
@@ -64,26 +60,15 @@ def pi_dir() -> Path:
     return env_path("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")
 
 
-class PiHooks(HookIntegration):
+class PiHooks(GeneratedPlugin):
     agent = "pi"
     events: ClassVar[dict[str, str]] = {
         "session_start": SESSION_START,
         "agent_end": TURN_COMPLETE,
         "session_compact": PRE_COMPACT,
     }
+    template = EXTENSION
+    plugin_file = "extensions/passdown.ts"  # it injects the hook's output as a message
 
-    def plan(self, target: InstallTarget) -> Plan:
-        base = pi_dir() if target.scope == "user" else target.project_dir / ".pi"
-        text = EXTENSION.replace("{command_json}", json.dumps(target.command)).replace(
-            "{pickup}", "true" if target.pickup else "false"
-        )
-        return [(base / "extensions" / "passdown.ts", whole_file(text), drop_file)]
-
-    def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
-        data = json.loads(args[-1] if args else (stdin_text or "{}"))
-        if not isinstance(data, dict):
-            raise ValueError("hook payload is not a JSON object")
-        return data
-
-    def context_output(self, text: str) -> str:
-        return text  # the extension injects stdout as a message
+    def folder(self, target: InstallTarget) -> Path:
+        return pi_dir() if target.scope == "user" else target.project_dir / ".pi"

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from passdown.errors import (
 from passdown.mcp.tools import ScopedTools
 from passdown.records import Scope
 from passdown.store import Store
-from passdown.store.tokens import scope_for_token, token_hash
+from passdown.store.tokens import TokenLookup, token_hash
 
 Scope_ = MutableMapping[str, Any]
 ASGIApp = Callable[
@@ -53,7 +52,6 @@ ASGIApp = Callable[
 SCOPE_KEY = "passdown.scope"
 TOKEN_KEY = "passdown.token_id"
 PROTECTED = ("/mcp", "/api")
-TOKEN_CACHE_S = 5.0  # a revoked token stops working within this long
 DEFAULT_MAX_BODY = 1024 * 1024
 MAX_BODY_ENV = "PASSDOWN_SERVE_MAX_BODY"
 
@@ -141,7 +139,7 @@ class TokenAuth:
     def __init__(self, app: ASGIApp, store: Store) -> None:
         self.app = app
         self.store = store
-        self._cache: dict[str, tuple[float, Scope | None]] = {}
+        self._lookup = TokenLookup(store)
 
     async def __call__(self, scope: Scope_, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(PROTECTED):
@@ -158,17 +156,6 @@ class TokenAuth:
         scope[SCOPE_KEY] = bound
         scope[TOKEN_KEY] = token_hash(token or "")[:12]
         await self.app(scope, receive, send)
-
-    async def _lookup(self, token: str) -> Scope | None:
-        now = time.monotonic()
-        hit = self._cache.get(token)
-        if hit and now - hit[0] < TOKEN_CACHE_S:
-            return hit[1]
-        bound = await anyio.to_thread.run_sync(scope_for_token, self.store, token)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[token] = (now, bound)
-        return bound
 
 
 def _bearer(scope: Scope_) -> str | None:

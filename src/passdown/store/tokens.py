@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import time
 from datetime import UTC, datetime
 
 from passdown.errors import UsageError
@@ -65,3 +66,29 @@ def revoke_token(store: Store, token: str) -> bool:
     name = _pointer(token)
     current = store.get_pointer(REGISTRY, name)
     return current is not None and store.set_pointer(REGISTRY, name, current, None)
+
+
+TOKEN_CACHE_S = 5.0  # a revoked token stops working (API, MCP, pages) within this long
+
+
+class TokenLookup:
+    """Token -> its scope for a server's requests: the store is asked at most once per
+    token every TOKEN_CACHE_S (off the event loop), so a revocation takes effect within
+    that long without a store query per request."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._cache: dict[str, tuple[float, Scope | None]] = {}
+
+    async def __call__(self, token: str) -> Scope | None:
+        import anyio.to_thread
+
+        now = time.monotonic()
+        hit = self._cache.get(token)
+        if hit and now - hit[0] < TOKEN_CACHE_S:
+            return hit[1]
+        bound = await anyio.to_thread.run_sync(scope_for_token, self.store, token)
+        if len(self._cache) > 10_000:  # bounded: a client cycling tokens cannot grow it
+            self._cache.clear()
+        self._cache[token] = (now, bound)
+        return bound

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
 
 import anyio.to_thread
@@ -19,10 +18,9 @@ from starlette.requests import Request
 
 from passdown.records import Scope
 from passdown.store import Store
-from passdown.store.tokens import REGISTRY, scope_for_token
+from passdown.store.tokens import REGISTRY, TokenLookup
 
 SESSION_COOKIE = "passdown_session"
-TOKEN_CACHE_S = 5.0  # a revoked token stops opening pages within this long
 
 
 class Access(Protocol):
@@ -70,18 +68,7 @@ class TokenAccess:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._cache: dict[str, tuple[float, Scope | None]] = {}
-
-    async def lookup(self, token: str) -> Scope | None:
-        now = time.monotonic()
-        hit = self._cache.get(token)
-        if hit and now - hit[0] < TOKEN_CACHE_S:
-            return hit[1]
-        bound = await anyio.to_thread.run_sync(scope_for_token, self.store, token)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[token] = (now, bound)
-        return bound
+        self.lookup = TokenLookup(store)
 
     async def bound(self, request: Request) -> Scope | None:
         token = request.cookies.get(SESSION_COOKIE)
