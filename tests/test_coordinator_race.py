@@ -213,3 +213,36 @@ def test_a_launch_that_cannot_start_can_be_retried(
             coordinator.execute_handoff_sync(package)
     assert coordinator.execute_handoff_sync(package).launched
     assert len(launches(fake_agents)) == 1
+
+
+def test_a_twin_that_read_the_pointer_before_the_swap_does_not_reject_its_own_package(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interleaving CI once hit with two threads executing one package: both find it
+    `prepared`; thread B reads "nothing is active" just before thread A swaps the pointer
+    to this very package, so B's own swap fails. The package is active, as B wanted: B
+    must neither reject it nor raise."""
+    from passdown.coordinator.lifecycle import Lifecycle
+
+    coordinator = HandoffCoordinator(project)
+    package = coordinator.prepare_handoff_sync("claude", "x")
+    ctx = coordinator.context
+    lc = ctx.lifecycle()
+    # thread A, up to its swap: stored, prepared, the pointer moved to the package
+    execute._store_record(ctx, package)
+    lc.transition(package.id, "prepared", by="a", only_from=frozenset({None}))
+    assert lc.swap_active(None, package.id)
+
+    real_active = Lifecycle.active
+    stale = iter([None])  # B's first look at the pointer predates A's swap
+
+    def active(self: Lifecycle) -> str | None:
+        return next(stale, real_active(self))
+
+    monkeypatch.setattr(Lifecycle, "active", active)
+    execute.publish(ctx, package)  # thread B
+    monkeypatch.setattr(Lifecycle, "active", real_active)  # not undo(): it resets the store too
+    assert next(stale, "used") == "used", "B read the stale pointer"
+    assert real_active(lc) == package.id
+    event = lc.current(package.id)
+    assert event is not None and event.status == "published"

@@ -258,8 +258,8 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
             pkg.parent_id is None
             and lc.active() != pkg.id
             and not lc.swap_active(pkg.previous_id, pkg.id)
+            and (winner := lc.active()) != pkg.id  # the same package, published by a twin
         ):
-            winner = lc.active()
             lc.transition(
                 pkg.id,
                 "rejected",
