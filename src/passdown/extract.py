@@ -39,6 +39,7 @@ from passdown.transcript import (
     SubagentNote,
     ToolCall,
     ToolResult,
+    apply_plan_op,
 )
 
 DEFAULT_MAX_MESSAGES = 24
@@ -335,31 +336,7 @@ class _Extractor:
 
     def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
         self.plan_source = source
-        if op.op == "replace":
-            self.plan = OrderedDict((item.id, item) for item in op.items)
-            return
-        if op.op == "create":
-            for item in op.items:
-                self.plan_counter += 1
-                item_id = created_id or item.id or str(self.plan_counter)
-                self.plan[item_id] = PlanItem(
-                    id=item_id,
-                    subject=item.subject,
-                    status=item.status,
-                    description=item.description,
-                    active_form=item.active_form,
-                )
-            return
-        target = self.plan.get(op.item_id or "")
-        if target is None:
-            return
-        if op.status == "deleted":
-            del self.plan[target.id]
-            return
-        if op.status:
-            target.status = op.status
-        if op.subject:
-            target.subject = op.subject
+        self.plan_counter = apply_plan_op(self.plan, op, self.plan_counter, created_id)
 
     def _rel(self, path: str) -> str:
         """Paths inside the workspace are shown relative to it."""

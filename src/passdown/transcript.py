@@ -12,7 +12,7 @@ validated, published shape.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -66,6 +66,49 @@ class PlanOp:
     item_id: str | None = None  # update: which item
     status: PlanStatus | None = None  # update: its new status
     subject: str | None = None  # update: a new subject, if changed
+
+
+def apply_plan_op(
+    plan: dict[str, PlanItem],
+    op: PlanOp,
+    counter: int,
+    created_id: str | None = None,
+    *,
+    before_reuse: Callable[[str], None] | None = None,
+) -> int:
+    """Replay one plan change onto `plan` (id -> item, in plan order), in place; the one
+    replay that extraction and readers checking a plan share. A created item takes the
+    id the tool's result gave it, else its own, else its creation number; `before_reuse`
+    is told when a created id is already in the plan. Returns the creation count."""
+    if op.op == "replace":
+        plan.clear()
+        plan.update((item.id, item) for item in op.items)
+        return counter
+    if op.op == "create":
+        for item in op.items:
+            counter += 1
+            key = created_id or item.id or str(counter)
+            if before_reuse is not None and key in plan:
+                before_reuse(key)
+            plan[key] = PlanItem(
+                id=key,
+                subject=item.subject,
+                status=item.status,
+                description=item.description,
+                active_form=item.active_form,
+            )
+        return counter
+    found = plan.get(op.item_id or "")
+    if found is None:
+        return counter
+    if op.status == "deleted":
+        del plan[found.id]
+    else:
+        if op.status:
+            found.status = op.status
+        if op.subject:
+            found.subject = op.subject
+    return counter
 
 
 @dataclass(slots=True)

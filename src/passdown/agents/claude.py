@@ -52,6 +52,7 @@ from passdown.transcript import (
     ToolCall,
     ToolResult,
     Transcript,
+    apply_plan_op,
 )
 
 # Records that belong to the conversation tree.
@@ -727,33 +728,9 @@ class _PlanReplay:
 
     def apply(self, op: PlanOp, created_id: str | None) -> None:
         self.seen = True
-        if op.op == "replace":
-            self.items = {item.id: item for item in op.items}
-            return
-        if op.op == "create":
-            for item in op.items:
-                self.counter += 1
-                key = created_id or item.id or str(self.counter)
-                if key in self.items:
-                    self._set_aside(key)
-                self.items[key] = PlanItem(
-                    id=key,
-                    subject=item.subject,
-                    status=item.status,
-                    description=item.description,
-                    active_form=item.active_form,
-                )
-            return
-        found = self.items.get(op.item_id or "")
-        if found is None:
-            return
-        if op.status == "deleted":
-            del self.items[found.id]
-            return
-        if op.status:
-            found.status = op.status
-        if op.subject:
-            found.subject = op.subject
+        self.counter = apply_plan_op(
+            self.items, op, self.counter, created_id, before_reuse=self._set_aside
+        )
 
     def _set_aside(self, key: str) -> None:
         """A forked session starts with an empty task store, so its new tasks reuse the
@@ -764,7 +741,9 @@ class _PlanReplay:
             new_key += "'"
         item = self.items[key]
         item.id = new_key
-        self.items = {(new_key if k == key else k): v for k, v in self.items.items()}
+        rekeyed = [(new_key if k == key else k, v) for k, v in self.items.items()]
+        self.items.clear()  # in place: the replay goes on writing into this dict
+        self.items.update(rekeyed)
         self.rekeyed = True
 
     def merged_with(self, task_files: dict[str, _TaskFile]) -> PlanOp | None:
