@@ -441,7 +441,7 @@ def claude_todowrite(ctx: Ctx) -> None:
         _check(run_claude(env, ws, CLAUDE_TODO_PROMPT, "--session-id", CLAUDE_TODO_ID), "run")
         _all_steps_used(srv, "todowrite")
         _verify_claude(srv, steps)  # type: ignore[arg-type]
-        tools = [t["name"] for t in srv.step_requests()[0].body.get("tools", [])]
+        tools = srv.step_requests()[0].offered_tools()
         if "TodoWrite" not in tools:
             raise RecordError(f"TodoWrite not offered: {tools}")
     ctx.expected.update(

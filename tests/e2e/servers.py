@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,24 @@ class Step:
     expect_error: bool = False
 
 
+# Claude Code's system prompt: "The following deferred tools are now available via
+# ToolSearch. ... before calling them:\nCronCreate\nTaskCreate\n...\n\nAvailable ..."
+_DEFERRED_TOOLS = re.compile(
+    r"deferred tools are now available via ToolSearch[^\n]*:\n((?:\w+\n)+)"
+)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a decoded JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 @dataclass
 class LoggedRequest:
     method: str
@@ -57,6 +76,18 @@ class LoggedRequest:
     def text(self) -> str:
         """The whole request body as one string, for substring assertions."""
         return json.dumps(self.body, ensure_ascii=False)
+
+    def offered_tools(self) -> set[str]:
+        """The tools the agent offered the model: those in the request's tool list and,
+        for Claude Code 2.1.3xx, the deferred ones its prompt lists as loadable through
+        ToolSearch (TaskCreate and TodoWrite sit there since 2.1.332)."""
+        body = self.body if isinstance(self.body, dict) else {}
+        names = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
+        if "ToolSearch" in names:
+            for text in _strings(body.get("system")) + _strings(body.get("messages")):
+                for listed in _DEFERRED_TOOLS.findall(text):
+                    names.update(listed.split())
+        return names
 
 
 @dataclass

@@ -50,9 +50,7 @@ def test_claude_runs_scripted_tools(
     steps = anthropic_server.step_requests()
     assert len(steps) == 3 and anthropic_server.remaining == 0
     # The request log shows what the agent sent: its tools, then each tool's result.
-    assert {"Write", "Edit", "Bash", "TaskCreate", "TaskUpdate"} <= {
-        t["name"] for t in steps[0].body["tools"]
-    }
+    assert {"Write", "Edit", "Bash", "TaskCreate", "TaskUpdate"} <= steps[0].offered_tools()
     assert "write out.txt" in steps[0].text()
     assert "Exit code 3" in steps[2].text()
     files = list((agent_env.claude_dir / "projects").glob("*/*.jsonl"))
