@@ -69,10 +69,19 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
     if session:
         return _select_by_spec(agents, session, workspace)
     newest: tuple[Agent, SessionRef] | None = None
+    unreadable: list[SessionReadError] = []
     for agent in agents:
-        ref = agent.newest(workspace)
+        try:
+            ref = agent.newest(workspace)
+        except SessionReadError as exc:
+            if len(agents) == 1:
+                raise
+            unreadable.append(exc)  # one agent's broken store must not hide the others
+            continue
         if ref and (newest is None or ref.updated_at > newest[1].updated_at):
             newest = (agent, ref)
+    if newest is None and unreadable:
+        raise unreadable[0]
     if newest is None:
         one = len(agents) == 1
         what = f"no {agents[0].display_name} session" if one else "no session"
@@ -80,7 +89,8 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
             f"{what} found for {workspace}" + ("" if one else f" (searched: {searched(agents)})"),
             hint="run this in the folder where the agent worked, or pass --session ID|PATH",
         )
-    return Selection(agent=newest[0], ref=newest[1], workspace=workspace)
+    notes = [f"skipped an unreadable session store: {exc}" for exc in unreadable]
+    return Selection(agent=newest[0], ref=newest[1], workspace=workspace, notes=notes)
 
 
 def searched(agents: list[Agent]) -> str:
