@@ -5,7 +5,6 @@ Only click is imported at module level; the pipeline loads when a command runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
@@ -57,10 +56,9 @@ def _json_option() -> Callable[[F], F]:
 
 
 def _emit_json(data: Any) -> None:
-    from passdown.redact import Redactor
-    from passdown.text import json_safe
+    from passdown.cli._output import emit_json
 
-    click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
+    emit_json(data)
 
 
 def _workspace_option() -> Callable[[F], F]:

@@ -1,4 +1,5 @@
-"""Progress for long work, shown to a person at a terminal and to no one else.
+"""Progress for long work (reading a large session, a `find`, an `install`), shown to a
+person at a terminal and to no one else.
 
 Progress goes to stderr, and only when stderr is a terminal and the command was not
 asked for `--json` or `--quiet`: a pipe, a file, a hook or a script sees nothing extra.
@@ -109,3 +110,24 @@ def counting(enabled: bool, description: str) -> Iterator[Step]:
     with _bars(with_bytes=False) as progress:
         task = progress.add_task(shown(description), total=None)
         yield lambda n: progress.advance(task, n)
+
+
+@contextmanager
+def stages(enabled: bool, verb: str) -> Iterator[Callable[[str], None]]:
+    """A spinner naming the stage under way (`installing claude`) with the count of
+    stages done; each call starts the next stage."""
+    if not enabled:
+        yield lambda _name: None
+        return
+    from passdown.text import shown
+
+    with _bars(with_bytes=False) as progress:
+        task = progress.add_task(shown(verb), total=None)
+        started = 0
+
+        def stage(name: str) -> None:
+            nonlocal started
+            progress.update(task, completed=started, description=f"{shown(verb)} {shown(name)}")
+            started += 1
+
+        yield stage

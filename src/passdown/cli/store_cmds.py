@@ -40,9 +40,10 @@ def _open(url: str | None) -> Store:
 
 
 def _dump(data: Any) -> str:
-    from passdown.text import json_safe
+    """Records as stored (not redacted again: `retrieve` | `store` round-trips them)."""
+    from passdown.cli._output import json_text
 
-    return json_safe(json.dumps(data, indent=2, ensure_ascii=False))
+    return json_text(data, redacted=False)
 
 
 def parse_since(text: str, now: datetime | None = None) -> str:
