@@ -52,6 +52,13 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return ws
 
 
+@pytest.fixture
+def unreadable_claude(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    session = recorded_session("claude", tmp_path, monkeypatch)
+    make_unreadable(session, monkeypatch)
+    return session
+
+
 DOORS = {
     "export": ["export"],
     "switch": ["switch", "--to", "codex"],
@@ -88,12 +95,11 @@ def test_the_same_export_readable_does_create_the_store(
 
 
 def test_coordinator_and_doors_create_no_store_file(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, unreadable_claude: Path
 ) -> None:
     from passdown.coordinator import HandoffCoordinator, doors
 
-    session = recorded_session("claude", tmp_path, monkeypatch)
-    make_unreadable(session, monkeypatch)
+    session = unreadable_claude
     with (
         HandoffCoordinator(workspace) as coordinator,
         pytest.raises(SessionReadError, match="Permission denied"),
@@ -106,12 +112,11 @@ def test_coordinator_and_doors_create_no_store_file(
 
 
 def test_hook_on_an_unreadable_session_logs_and_creates_no_store_file(
-    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    workspace: Path, unreadable_claude: Path
 ) -> None:
     from passdown.integrations.hooks import run_hook
 
-    session = recorded_session("claude", tmp_path, monkeypatch)
-    make_unreadable(session, monkeypatch)
+    session = unreadable_claude
     payload = {
         "hook_event_name": "SessionEnd",
         "session_id": session.stem,

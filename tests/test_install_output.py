@@ -6,9 +6,6 @@ only on a terminal."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from passdown.cli import main
 from passdown.integrations.files import install_dir
-from test_cli_shape import run_on_terminal
+from test_cli_shape import run, run_on_terminal
 from test_install import CODEX_TOML, agent_files, home  # noqa: F401  (home: a fixture)
 
 GITHUB_TOKEN = "ghp_" + "Inst4llJs0nT0ken0123456789abcdefghijk"
@@ -255,14 +252,7 @@ def test_install_shows_progress_only_on_a_terminal(
     assert "installing claude" in terminal or "installing gemini" in terminal
     assert "created" in out and "installing" not in out
 
-    piped = subprocess.run(
-        [sys.executable, "-m", "passdown", "uninstall", "claude", "gemini"],
-        cwd=home,
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=120,
-    )
+    piped = run(["uninstall", "claude", "gemini"], home)
     assert piped.returncode == 0, piped.stderr
     assert "restored" in piped.stdout
     assert "uninstalling" not in piped.stderr and "\x1b" not in piped.stderr + piped.stdout

@@ -99,16 +99,21 @@ def _session_task(progress: Progress, path: Path, name: str) -> TaskID | None:
 
 
 @contextmanager
+def _spinner(description: str) -> Iterator[tuple[Progress, TaskID]]:
+    from passdown.text import shown
+
+    with _bars(with_bytes=False) as progress:
+        yield progress, progress.add_task(shown(description), total=None)
+
+
+@contextmanager
 def counting(enabled: bool, description: str) -> Iterator[Step]:
     """A spinner with a count for work of unknown length (records looked at); the
     spinner keeps turning while a single long database query runs."""
     if not enabled:
         yield lambda _n: None
         return
-    from passdown.text import shown
-
-    with _bars(with_bytes=False) as progress:
-        task = progress.add_task(shown(description), total=None)
+    with _spinner(description) as (progress, task):
         yield lambda n: progress.advance(task, n)
 
 
@@ -121,13 +126,12 @@ def stages(enabled: bool, verb: str) -> Iterator[Callable[[str], None]]:
         return
     from passdown.text import shown
 
-    with _bars(with_bytes=False) as progress:
-        task = progress.add_task(shown(verb), total=None)
-        started = 0
+    with _spinner(verb) as (progress, task):
+        done = -1
 
         def stage(name: str) -> None:
-            nonlocal started
-            progress.update(task, completed=started, description=f"{shown(verb)} {shown(name)}")
-            started += 1
+            nonlocal done
+            done += 1
+            progress.update(task, completed=done, description=f"{shown(verb)} {shown(name)}")
 
         yield stage

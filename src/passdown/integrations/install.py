@@ -112,6 +112,10 @@ class Outcome:
 Started = Callable[[InstallTarget], None]
 
 
+def _unobserved(_target: InstallTarget) -> None:
+    pass
+
+
 def install_all(
     names: Sequence[str],
     scope: str,
@@ -119,7 +123,7 @@ def install_all(
     command: str = "passdown",
     *,
     pickup: bool = True,
-    started: Started | None = None,
+    started: Started = _unobserved,
 ) -> Outcome:
     """Install into each named agent; `all` is every agent with a hook integration
     whose program is on PATH here (the others are skipped, with the reason). Every name
@@ -127,8 +131,7 @@ def install_all(
     targets, skipped = _targets(names, scope, project_dir, command, pickup, _not_on_path)
     outcome = Outcome("install", skipped=skipped)
     for target in targets:
-        if started is not None:
-            started(target)
+        started(target)
         edits = install(target)
         events = integration_for(target.agent).registered_events(target)
         outcome.agents.append(AgentOutcome(target, edits, events))
@@ -136,15 +139,14 @@ def install_all(
 
 
 def uninstall_all(
-    names: Sequence[str], scope: str, project_dir: Path, *, started: Started | None = None
+    names: Sequence[str], scope: str, project_dir: Path, *, started: Started = _unobserved
 ) -> Outcome:
     """Undo each named agent's install; `all` is every agent installed into in this
     scope (an agent with nothing installed is skipped, with the reason)."""
     targets, skipped = _targets(names, scope, project_dir, "passdown", True, _nothing_installed)
     outcome = Outcome("uninstall", skipped=skipped)
     for target in targets:
-        if started is not None:
-            started(target)
+        started(target)
         outcome.agents.append(AgentOutcome(target, uninstall(target)))
     return outcome
 
