@@ -164,30 +164,53 @@ def run_command(
 @click.argument("action", type=click.Choice(["get", "set", "unset", "list"]))
 @click.argument("key", required=False)
 @click.argument("value", required=False)
-def config_command(action: str, key: str | None, value: str | None) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the settings as a JSON object ({name: value}; null when unset).",
+)
+def config_command(action: str, key: str | None, value: str | None, as_json: bool) -> None:
     """Read or change passdown's settings (<data folder>/config.json): `fallback`
     (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),
     `pickup_max_age_days` (default 7)."""
+    settings = _config_change(action, key, value)
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(settings)
+        return
+    from passdown.integrations.continuity import SETTINGS
+    from passdown.text import shown
+
+    for name, setting in settings.items():
+        if action == "list":
+            click.echo(f"{name} = {shown(_show(setting))}    # {SETTINGS[name]}")
+        elif action == "get":
+            click.echo(shown(_show(setting)))
+        elif action == "set":
+            click.echo(f"{name} = {shown(_show(setting))}")
+
+
+def _config_change(action: str, key: str | None, value: str | None) -> dict[str, object]:
+    """Do `action` and return the settings it is about, as stored ({name: value})."""
     from passdown.errors import UsageError
     from passdown.integrations.continuity import SETTINGS, load_config, set_config
 
     if action == "list":
         config = load_config()
-        for name, help_text in SETTINGS.items():
-            click.echo(f"{name} = {_show(config.get(name))}    # {help_text}")
-        return
+        return {name: config.get(name) for name in SETTINGS}
     if key is None:
         raise UsageError(f"`passdown config {action}` needs a setting name: {', '.join(SETTINGS)}")
     if action == "get":
         if key not in SETTINGS:
             raise UsageError(f"unknown setting {key!r}: expected one of {', '.join(SETTINGS)}")
-        click.echo(_show(load_config().get(key)))
-    elif action == "set":
+        return {key: load_config().get(key)}
+    if action == "set":
         if value is None:
             raise UsageError(f"`passdown config set {key}` needs a value")
-        click.echo(f"{key} = {_show(set_config(key, value))}")
-    else:
-        set_config(key, None)
+        return {key: set_config(key, value)}
+    return {key: set_config(key, None)}
 
 
 def _show(value: object) -> str:

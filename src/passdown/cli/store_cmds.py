@@ -102,11 +102,14 @@ def store_command(
 @click.option(
     "--version", "version", type=int, help="An earlier version (default: the current one)."
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Accepted for symmetry: the record is JSON anyway."
+)
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def retrieve_command(
-    record_id: str, project: str | None, version: int | None, store_url: str | None
+    record_id: str, project: str | None, version: int | None, as_json: bool, store_url: str | None
 ) -> None:
-    """Print a stored record as JSON."""
+    """Print a stored record as JSON (errors too with --json, on stderr)."""
     from passdown.records import record_to_dict
 
     with _open(store_url) as store:
