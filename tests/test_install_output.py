@@ -6,6 +6,7 @@ only on a terminal."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from e2e.agents import VERSIONS, find_agent, npm_bin_dir  # before a test moves HOME
 from passdown.cli import main
 from passdown.integrations.files import install_dir
 from test_cli_shape import run, run_on_terminal
@@ -261,3 +263,36 @@ def test_install_shows_progress_only_on_a_terminal(
     assert code == 0, terminal
     assert by_agent(json.loads(out))["claude"]["changed"] is True
     assert "installing" not in terminal and "\x1b[" not in terminal
+
+
+# -- with the real agent CLIs ----------------------------------------------------------------
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> None:  # noqa: F811
+    """Every integrated agent is on PATH, so `all` installs into each of them (the two
+    without hooks are the only ones skipped); Codex's own `features list` says it has
+    lifecycle hooks, and those are the events reported and written."""
+    for name in VERSIONS:  # installed by .ci/setup; a missing one fails here, loudly
+        find_agent(name)
+    path = {"PATH": f"{npm_bin_dir()}:{os.environ['PATH']}"}
+    proc = run(["install", "all", "--json"], home, env=path)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    agents = by_agent(document)
+    assert sorted(agents) == ["claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
+    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor"}
+    for entry in agents.values():
+        assert entry["changed"] and entry["events"], entry["agent"]
+        assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]
+    config = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert agents["codex"]["events"] == ["SessionStart", "PreCompact", "Stop", "SessionEnd"]
+    assert {e for e in config["hooks"] if e != "state"} == set(agents["codex"]["events"])
+    assert len(config["hooks"]["state"]) == 4, "each hook trusted as Codex records it"
+
+    removed = run(["uninstall", "all", "--json"], home, env=path)
+    assert removed.returncode == 0, removed.stderr
+    undone = by_agent(json.loads(removed.stdout))
+    assert sorted(undone) == sorted(agents)
+    assert "passdown" not in (home / ".codex" / "config.toml").read_text()
