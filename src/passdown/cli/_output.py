@@ -5,9 +5,18 @@ safe on a terminal."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(help_text: str = "Print JSON instead of text.") -> Callable[[F], F]:
+    """`--json` (the `as_json` parameter): the same flag on every command that prints;
+    `passdown.cli.main` also looks for it to print errors as JSON."""
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
 
 
 def json_text(data: Any, *, redacted: bool = True, one_line: bool = False) -> str:

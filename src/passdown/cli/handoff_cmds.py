@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from passdown.cli._output import json_option
+
 if TYPE_CHECKING:
     from passdown.coordinator.doors import HandoffRequest
 
@@ -49,10 +51,6 @@ def _budget_options(func: F) -> F:
         help="Message budget of the portable transcript.",
     )(func)
     return func
-
-
-def _json_option() -> Callable[[F], F]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
 def _emit_json(data: Any) -> None:
@@ -105,7 +103,7 @@ def _warn(warnings: list[str], quiet: bool) -> None:
 @_session_option()
 @_workspace_option()
 @_budget_options
-@_json_option()
+@json_option()
 def inspect_command(
     source: str,
     session: str | None,
@@ -148,7 +146,7 @@ def inspect_command(
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
-@_json_option()
+@json_option()
 def export_command(
     source: str,
     to: str | None,
@@ -215,7 +213,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
     help="Run the target once, non-interactively (claude -p, codex exec).",
 )
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
-@_json_option()
+@json_option()
 def switch_command(
     source: str,
     to: str,
@@ -287,7 +285,7 @@ def switch_command(
 @click.command("sessions")
 @_from_option()
 @click.option("--all", "all_", is_flag=True, help="Every workspace, not only this one.")
-@_json_option()
+@json_option()
 def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     """List sessions for this workspace (or all), newest first."""
     from passdown import pipeline
@@ -336,7 +334,7 @@ def _when(epoch: float) -> str:
 
 
 @click.command("agents")
-@_json_option()
+@json_option()
 def agents_command(as_json: bool) -> None:
     """List the agents passdown knows (built-in and plugins) and whether each is installed."""
     from passdown.agents import load_agents

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from passdown.cli._output import json_option
+
 if TYPE_CHECKING:
     from passdown.integrations.install import Outcome, Started
 
@@ -63,7 +65,7 @@ _SCOPE = click.option(
     show_default=True,
     help=_SCOPE_HELP,
 )
-_JSON = click.option("--json", "as_json", is_flag=True, help=_JSON_HELP)
+_JSON = json_option(_JSON_HELP)
 
 
 @click.command("install")
@@ -164,12 +166,7 @@ def run_command(
 @click.argument("action", type=click.Choice(["get", "set", "unset", "list"]))
 @click.argument("key", required=False)
 @click.argument("value", required=False)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the settings as a JSON object ({name: value}; null when unset).",
-)
+@json_option("Print the settings as a JSON object ({name: value}; null when unset).")
 def config_command(action: str, key: str | None, value: str | None, as_json: bool) -> None:
     """Read or change passdown's settings (<data folder>/config.json): `fallback`
     (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),

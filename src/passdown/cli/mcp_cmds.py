@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from passdown.cli._output import json_option
+
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
 
 
@@ -52,12 +54,7 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     metavar="BYTES",
     help="Largest request body accepted; larger ones get 413 (default: $PASSDOWN_SERVE_MAX_BODY or 1048576).",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help='Print {"url", "mcp", "api"} as one line of JSON on stdout, then serve.',
-)
+@json_option('Print {"url", "mcp", "api"} as one line of JSON on stdout, then serve.')
 def serve_command(
     host: str, port: int, store_url: str | None, max_body: int | None, as_json: bool
 ) -> None:
@@ -97,9 +94,7 @@ def token_command() -> None:
 @token_command.command("create")
 @click.option("--project", required=True, help="The project the token may read and write.")
 @click.option("--label", default="", help="A note kept with the token (who it is for).")
-@click.option(
-    "--json", "as_json", is_flag=True, help='Print {"token", "project", "label"} as JSON.'
-)
+@json_option('Print {"token", "project", "label"} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
@@ -117,7 +112,7 @@ def token_create(project: str, label: str, as_json: bool, store_url: str | None)
 
 @token_command.command("revoke")
 @click.argument("token")
-@click.option("--json", "as_json", is_flag=True, help='Print {"revoked": true} as JSON.')
+@json_option('Print {"revoked": true} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
     """Revoke a token (it stops working within a few seconds on running servers)."""

@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from passdown.cli._output import json_option
+
 if TYPE_CHECKING:
     from passdown.cli.progress import Step
     from passdown.records import Record
@@ -62,7 +64,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @click.option(
     "--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history."
 )
-@click.option("--json", "as_json", is_flag=True, help='Print {"ids": [...]} as JSON.')
+@json_option('Print {"ids": [...]} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def store_command(
     file: IO[bytes], project: str | None, new_version: bool, as_json: bool, store_url: str | None
@@ -102,9 +104,7 @@ def store_command(
 @click.option(
     "--version", "version", type=int, help="An earlier version (default: the current one)."
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Accepted for symmetry: the record is JSON anyway."
-)
+@json_option("Accepted for symmetry: the record is JSON anyway.")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def retrieve_command(
     record_id: str, project: str | None, version: int | None, as_json: bool, store_url: str | None
@@ -127,12 +127,7 @@ def retrieve_command(
 @click.option("--since", help="Created at or after: ISO 8601, or a duration ago (2h, 7d).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--cursor", help="Continue after a previous page (printed with --json or on stderr).")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the records, each handoff's status and the next cursor as JSON.",
-)
+@json_option("Print the records, each handoff's status and the next cursor as JSON.")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def find_command(
     query: tuple[str, ...],
@@ -297,9 +292,7 @@ def cut(text: str, limit: int) -> str:
 @click.command("delete")
 @click.argument("record_id", metavar="ID")
 @click.option("--project", help=_PROJECT_HELP)
-@click.option(
-    "--json", "as_json", is_flag=True, help='Print {"deleted": ID, "project": ...} as JSON.'
-)
+@json_option('Print {"deleted": ID, "project": ...} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def delete_command(
     record_id: str, project: str | None, as_json: bool, store_url: str | None

@@ -7,6 +7,8 @@ import webbrowser
 
 import click
 
+from passdown.cli._output import json_option
+
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
 
 
@@ -38,12 +40,7 @@ def bind(host: str, port: int) -> socket.socket:
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
 @click.option("--project", help="The project to show first (default: this workspace's).")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help='Print {"url", "project", "store"} as one line of JSON, then serve.',
-)
+@json_option('Print {"url", "project", "store"} as one line of JSON, then serve.')
 def ui_command(
     port: int, open_browser: bool, project: str | None, store_url: str | None, as_json: bool
 ) -> None:
