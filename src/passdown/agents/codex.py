@@ -11,7 +11,7 @@ pipeline adds those from git).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +27,7 @@ from passdown.agents._common import (
     parse_exit_code,
 )
 from passdown.agents._endings import api_error_ending
+from passdown.agents._resumable import LineStateReader, state_str
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader, open_binary
 from passdown.transcript import (
@@ -218,10 +219,7 @@ class CodexCLI(Agent):
         state: object | None,
         pending: dict[str, ToolCall],
     ) -> _RolloutReader:
-        reader = _RolloutReader(info.path, info, diagnostics)
-        if isinstance(state, dict):
-            reader.restore(state)
-        return reader
+        return _RolloutReader.resumed(info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -271,12 +269,11 @@ def _first_line(path: Path) -> bytes:
 _NOTHING: tuple[Event, ...] = ()
 
 
-class _RolloutReader:
+class _RolloutReader(LineStateReader):
+    """Nothing is buffered across lines: `close` has no events."""
+
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
-        self.path = path
-        self.info = info
-        self.diag = diag
-        self.calls: dict[str, ToolCall] = {}
+        super().__init__(path, info, diag)
         self.last_user_text: str | None = None
 
     def state(self) -> dict[str, object]:
@@ -286,18 +283,14 @@ class _RolloutReader:
             "last_user_text": self.last_user_text,
         }
 
-    def close(self) -> Iterator[Event]:
-        return iter(())  # nothing is buffered across lines
-
-    def restore(self, state: dict[str, object]) -> None:
+    def restore(self, state: Mapping[str, object], pending: dict[str, ToolCall]) -> None:
         calls = state.get("calls")
         if isinstance(calls, dict):
             self.calls = {
                 str(call_id): ToolCall(call_id=str(call_id), name="", action=action)
                 for call_id, action in calls.items()
             }
-        last = state.get("last_user_text")
-        self.last_user_text = last if isinstance(last, str) else None
+        self.last_user_text = state_str(state, "last_user_text")
 
     def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
         reader = LineReader(self.path, self.diag)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
@@ -40,6 +40,7 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._endings import api_error_ending
+from passdown.agents._resumable import LineStateReader, state_str, state_strs
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import LineReader
 from passdown.transcript import (
@@ -275,10 +276,7 @@ class CopilotCLI(Agent):
         state: object | None,
         pending: dict[str, ToolCall],
     ) -> _EventReader:
-        reader = _EventReader(info.path, info, diagnostics)
-        if isinstance(state, dict):
-            reader.restore(state, pending)
-        return reader
+        return _EventReader.resumed(info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -371,12 +369,9 @@ def _todo_plan(db: Path, diag: Diagnostics) -> PlanOp | None:
     return PlanOp(op="replace", items=items)
 
 
-class _EventReader:
+class _EventReader(LineStateReader):
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
-        self.path = path
-        self.info = info
-        self.diag = diag
-        self.calls: dict[str, ToolCall] = {}
+        super().__init__(path, info, diag)
         self.text: list[str] = []
         self.text_id: str | None = None
         self.text_ts: str | None = None
@@ -405,18 +400,16 @@ class _EventReader:
             "text_ts": self.text_ts,
         }
 
-    def restore(self, state: dict[str, object], pending: dict[str, ToolCall]) -> None:
+    def restore(self, state: Mapping[str, object], pending: dict[str, ToolCall]) -> None:
         """Continue from `state`; a call extraction still waits for is that same object
         (its result may add the paths Copilot recorded as edited)."""
         calls = state.get("calls")
         for value in calls if isinstance(calls, list) else ():
             call = msgspec.convert(value, ToolCall)
             self.calls[call.call_id] = pending.get(call.call_id, call)
-        text = state.get("text")
-        self.text = [t for t in text if isinstance(t, str)] if isinstance(text, list) else []
-        text_id, text_ts = state.get("text_id"), state.get("text_ts")
-        self.text_id = text_id if isinstance(text_id, str) else None
-        self.text_ts = text_ts if isinstance(text_ts, str) else None
+        self.text = state_strs(state, "text")
+        self.text_id = state_str(state, "text_id")
+        self.text_ts = state_str(state, "text_ts")
 
     def _event(self, event: _Event) -> Iterator[Event]:
         kind, ts = event.type, event.timestamp

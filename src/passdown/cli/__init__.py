@@ -61,7 +61,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "install": (
         "passdown.cli.install_cmds:install_command",
-        "Register passdown (MCP, hooks, skill) with Claude Code or Codex.",
+        "Register passdown's hooks (Claude Code, Codex: MCP, skill) with agents, or all.",
     ),
     "uninstall": (
         "passdown.cli.install_cmds:uninstall_command",

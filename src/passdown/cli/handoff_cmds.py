@@ -5,13 +5,14 @@ Only click is imported at module level; the pipeline loads when a command runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from passdown.cli._output import json_option
 
 if TYPE_CHECKING:
     from passdown.coordinator.doors import HandoffRequest
@@ -52,15 +53,10 @@ def _budget_options(func: F) -> F:
     return func
 
 
-def _json_option() -> Callable[[F], F]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-
-
 def _emit_json(data: Any) -> None:
-    from passdown.redact import Redactor
-    from passdown.text import json_safe
+    from passdown.cli._output import emit_json
 
-    click.echo(json_safe(json.dumps(Redactor().redact_data(data), indent=2, ensure_ascii=False)))
+    emit_json(data)
 
 
 def _workspace_option() -> Callable[[F], F]:
@@ -107,7 +103,7 @@ def _warn(warnings: list[str], quiet: bool) -> None:
 @_session_option()
 @_workspace_option()
 @_budget_options
-@_json_option()
+@json_option()
 def inspect_command(
     source: str,
     session: str | None,
@@ -150,7 +146,7 @@ def inspect_command(
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
-@_json_option()
+@json_option()
 def export_command(
     source: str,
     to: str | None,
@@ -217,7 +213,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
     help="Run the target once, non-interactively (claude -p, codex exec).",
 )
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
-@_json_option()
+@json_option()
 def switch_command(
     source: str,
     to: str,
@@ -289,7 +285,7 @@ def switch_command(
 @click.command("sessions")
 @_from_option()
 @click.option("--all", "all_", is_flag=True, help="Every workspace, not only this one.")
-@_json_option()
+@json_option()
 def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     """List sessions for this workspace (or all), newest first."""
     from passdown import pipeline
@@ -338,7 +334,7 @@ def _when(epoch: float) -> str:
 
 
 @click.command("agents")
-@_json_option()
+@json_option()
 def agents_command(as_json: bool) -> None:
     """List the agents passdown knows (built-in and plugins) and whether each is installed."""
     from passdown.agents import load_agents

@@ -2,43 +2,75 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-_AGENT_HELP = "An agent with a hook integration: claude, codex."
+from passdown.cli._output import json_option
+
+if TYPE_CHECKING:
+    from passdown.integrations.install import Outcome, Started
+
 _SCOPE_HELP = "user: the agent's own config in your home; project: files in this project."
+_JSON_HELP = "Print what was done (per agent: files, events, pickup; skipped agents) as JSON."
 
 
-def _target(agent: str, scope: str, command: str, pickup: bool = True) -> object:
+def _project_dir(scope: str) -> Path:
     from passdown import pipeline
-    from passdown.integrations.install import make_target
 
-    project = pipeline.workspace_for() if scope == "project" else Path.cwd()
-    return make_target(agent, scope, project, command, pickup=pickup)
+    return pipeline.workspace_for() if scope == "project" else Path.cwd()
 
 
-def _report(edits: object, verb: str) -> None:
-    from passdown.integrations.files import ManagedEdits
+def _run(verb: str, as_json: bool, work: Callable[[Started], Outcome]) -> None:
+    """Do the work with progress on a terminal, then say what was done."""
+    from passdown.cli.progress import stages, wanted
 
-    assert isinstance(edits, ManagedEdits)
-    for change in edits.changes:
-        click.echo(f"{change.action:9} {change.path}")
-    for note in edits.notes:
-        click.echo(f"note: {note}", err=True)
-    if not any(c.action != "unchanged" for c in edits.changes):
-        click.echo(f"nothing to {verb}: already done", err=True)
+    with stages(wanted(as_json=as_json), verb) as stage:
+        outcome = work(lambda target: stage(target.agent))
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(outcome.to_json())
+        return
+    _report(outcome)
 
 
-@click.command("install")
-@click.argument("agent")
-@click.option(
+def _report(outcome: Outcome) -> None:
+    """Each file changed, the events hooked, notes and skipped agents, every value
+    redacted and on one line like all printed output."""
+    from passdown.text import shown
+
+    for agent in outcome.agents:
+        for change in agent.edits.changes:
+            click.echo(f"{change.action:9} {shown(change.path)}")
+        if agent.events is not None:
+            hooked = ", ".join(shown(e) for e in agent.events) or "none"
+            pickup = "" if agent.target.pickup else " (pickup off)"
+            click.echo(f"{'hooks':9} {agent.target.agent}: {hooked}{pickup}")
+        for note in agent.edits.notes:
+            click.echo(f"note: {shown(note)}", err=True)
+        if not agent.changed:
+            click.echo(f"{agent.target.agent}: nothing to {outcome.action}: already done", err=True)
+    for skipped in outcome.skipped:
+        click.echo(f"skipped {shown(skipped.agent)}: {shown(skipped.reason)}", err=True)
+
+
+_AGENTS = click.argument("agents", nargs=-1, required=True, metavar="AGENT...")
+_SCOPE = click.option(
     "--scope",
     type=click.Choice(["user", "project"]),
     default="user",
     show_default=True,
     help=_SCOPE_HELP,
 )
+_JSON = json_option(_JSON_HELP)
+
+
+@click.command("install")
+@_AGENTS
+@_SCOPE
 @click.option(
     "--command",
     "command",
@@ -51,31 +83,43 @@ def _report(edits: object, verb: str) -> None:
     is_flag=True,
     help="Do not register the session-start hook that points a new session at an unclaimed handoff.",
 )
-def install_command(agent: str, scope: str, command: str, no_pickup: bool) -> None:
-    """Register passdown with an agent (claude, codex): the MCP server, hooks that write
-    a handoff when a session ends, compacts or stops on a limit, the session-start hook
-    that picks an unclaimed handoff up, and the takeover skill. Idempotent; every changed
-    config file is backed up for `passdown uninstall`."""
-    from passdown.integrations.install import install
+@_JSON
+def install_command(
+    agents: tuple[str, ...], scope: str, command: str, no_pickup: bool, as_json: bool
+) -> None:
+    """Register passdown with agents (claude, codex, gemini, qwen, copilot, opencode, pi;
+    `all`: each of them installed here): hooks that write a handoff when a session
+    ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
+    handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
+    Idempotent; every changed config file is backed up for `passdown uninstall`."""
+    from passdown.integrations.install import install_all
 
-    _report(install(_target(agent, scope, command, pickup=not no_pickup)), "install")  # type: ignore[arg-type]
+    project = _project_dir(scope)
+    _run(
+        "installing",
+        as_json,
+        lambda started: install_all(
+            agents, scope, project, command, pickup=not no_pickup, started=started
+        ),
+    )
 
 
 @click.command("uninstall")
-@click.argument("agent")
-@click.option(
-    "--scope",
-    type=click.Choice(["user", "project"]),
-    default="user",
-    show_default=True,
-    help=_SCOPE_HELP,
-)
-def uninstall_command(agent: str, scope: str) -> None:
-    """Undo `passdown install`: restore each config file exactly as it was (or, for a file
-    changed since, remove only passdown's entries)."""
-    from passdown.integrations.install import uninstall
+@_AGENTS
+@_SCOPE
+@_JSON
+def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> None:
+    """Undo `passdown install` (`all`: every agent installed into in this scope):
+    restore each config file exactly as it was (or, for a file changed since, remove
+    only passdown's entries)."""
+    from passdown.integrations.install import uninstall_all
 
-    _report(uninstall(_target(agent, scope, "passdown")), "uninstall")  # type: ignore[arg-type]
+    project = _project_dir(scope)
+    _run(
+        "uninstalling",
+        as_json,
+        lambda started: uninstall_all(agents, scope, project, started=started),
+    )
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True})
@@ -122,30 +166,48 @@ def run_command(
 @click.argument("action", type=click.Choice(["get", "set", "unset", "list"]))
 @click.argument("key", required=False)
 @click.argument("value", required=False)
-def config_command(action: str, key: str | None, value: str | None) -> None:
+@json_option("Print the settings as a JSON object ({name: value}; null when unset).")
+def config_command(action: str, key: str | None, value: str | None, as_json: bool) -> None:
     """Read or change passdown's settings (<data folder>/config.json): `fallback`
     (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),
     `pickup_max_age_days` (default 7)."""
+    settings = _config_change(action, key, value)
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(settings)
+        return
+    from passdown.integrations.continuity import SETTINGS
+    from passdown.text import shown
+
+    for name, setting in settings.items():
+        if action == "list":
+            click.echo(f"{name} = {shown(_show(setting))}    # {SETTINGS[name]}")
+        elif action == "get":
+            click.echo(shown(_show(setting)))
+        elif action == "set":
+            click.echo(f"{name} = {shown(_show(setting))}")
+
+
+def _config_change(action: str, key: str | None, value: str | None) -> dict[str, object]:
+    """Do `action` and return the settings it is about, as stored ({name: value})."""
     from passdown.errors import UsageError
     from passdown.integrations.continuity import SETTINGS, load_config, set_config
 
     if action == "list":
         config = load_config()
-        for name, help_text in SETTINGS.items():
-            click.echo(f"{name} = {_show(config.get(name))}    # {help_text}")
-        return
+        return {name: config.get(name) for name in SETTINGS}
     if key is None:
         raise UsageError(f"`passdown config {action}` needs a setting name: {', '.join(SETTINGS)}")
     if action == "get":
         if key not in SETTINGS:
             raise UsageError(f"unknown setting {key!r}: expected one of {', '.join(SETTINGS)}")
-        click.echo(_show(load_config().get(key)))
-    elif action == "set":
+        return {key: load_config().get(key)}
+    if action == "set":
         if value is None:
             raise UsageError(f"`passdown config set {key}` needs a value")
-        click.echo(f"{key} = {_show(set_config(key, value))}")
-    else:
-        set_config(key, None)
+        return {key: set_config(key, value)}
+    return {key: set_config(key, None)}
 
 
 def _show(value: object) -> str:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from passdown.cli._output import json_option
+
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
 
 
@@ -52,7 +54,10 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     metavar="BYTES",
     help="Largest request body accepted; larger ones get 413 (default: $PASSDOWN_SERVE_MAX_BODY or 1048576).",
 )
-def serve_command(host: str, port: int, store_url: str | None, max_body: int | None) -> None:
+@json_option('Print {"url", "mcp", "api"} as one line of JSON on stdout, then serve.')
+def serve_command(
+    host: str, port: int, store_url: str | None, max_body: int | None, as_json: bool
+) -> None:
     """Team server: the MCP tools over streamable HTTP at /mcp and a JSON API at
     /api/records, for tokens from `passdown token create` (each bound to one project)."""
     from passdown.mcp.http import bind, max_body_from_env, run
@@ -62,13 +67,23 @@ def serve_command(host: str, port: int, store_url: str | None, max_body: int | N
     sock = bind(host, port)  # a port in use is an error before anything says "serving"
     try:
         with open_store(store_url) as store:
-            shown = sock.getsockname()[1]
-            click.echo(
-                f"passdown: serving http://{host}:{shown}/ (pages), /mcp and /api/records", err=True
-            )
-            run(store, host=host, port=shown, workspace=_workspace(), max_body=limit, sock=sock)
+            bound = sock.getsockname()[1]
+            # listening before saying so: a client that connects as soon as it reads the
+            # URL waits in the backlog instead of being refused while the server starts
+            sock.listen(128)
+            _say_serving(f"http://{host}:{bound}/", as_json)
+            run(store, host=host, port=bound, workspace=_workspace(), max_body=limit, sock=sock)
     finally:
         sock.close()
+
+
+def _say_serving(url: str, as_json: bool) -> None:
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"url": url, "mcp": f"{url}mcp", "api": f"{url}api/records"}, one_line=True)
+        return
+    click.echo(f"passdown: serving {url} (pages), /mcp and /api/records", err=True)
 
 
 @click.group("token")
@@ -79,9 +94,7 @@ def token_command() -> None:
 @token_command.command("create")
 @click.option("--project", required=True, help="The project the token may read and write.")
 @click.option("--label", default="", help="A note kept with the token (who it is for).")
-@click.option(
-    "--json", "as_json", is_flag=True, help='Print {"token", "project", "label"} as JSON.'
-)
+@json_option('Print {"token", "project", "label"} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
@@ -99,7 +112,7 @@ def token_create(project: str, label: str, as_json: bool, store_url: str | None)
 
 @token_command.command("revoke")
 @click.argument("token")
-@click.option("--json", "as_json", is_flag=True, help='Print {"revoked": true} as JSON.')
+@json_option('Print {"revoked": true} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
     """Revoke a token (it stops working within a few seconds on running servers)."""
@@ -115,10 +128,8 @@ def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
 
 def _print_token_result(as_json: bool, text: str, data: dict[str, object]) -> None:
     if as_json:
-        import json
+        from passdown.cli._output import emit_json
 
-        from passdown.text import json_safe
-
-        click.echo(json_safe(json.dumps(data, ensure_ascii=False)))
+        emit_json(data, redacted=False, one_line=True)  # the token is the output
     else:
         click.echo(text)

@@ -1,4 +1,5 @@
-"""Progress for long work, shown to a person at a terminal and to no one else.
+"""Progress for long work (reading a large session, a `find`, an `install`), shown to a
+person at a terminal and to no one else.
 
 Progress goes to stderr, and only when stderr is a terminal and the command was not
 asked for `--json` or `--quiet`: a pipe, a file, a hook or a script sees nothing extra.
@@ -98,14 +99,39 @@ def _session_task(progress: Progress, path: Path, name: str) -> TaskID | None:
 
 
 @contextmanager
+def _spinner(description: str) -> Iterator[tuple[Progress, TaskID]]:
+    from passdown.text import shown
+
+    with _bars(with_bytes=False) as progress:
+        yield progress, progress.add_task(shown(description), total=None)
+
+
+@contextmanager
 def counting(enabled: bool, description: str) -> Iterator[Step]:
     """A spinner with a count for work of unknown length (records looked at); the
     spinner keeps turning while a single long database query runs."""
     if not enabled:
         yield lambda _n: None
         return
+    with _spinner(description) as (progress, task):
+        yield lambda n: progress.advance(task, n)
+
+
+@contextmanager
+def stages(enabled: bool, verb: str) -> Iterator[Callable[[str], None]]:
+    """A spinner naming the stage under way (`installing claude`) with the count of
+    stages done; each call starts the next stage."""
+    if not enabled:
+        yield lambda _name: None
+        return
     from passdown.text import shown
 
-    with _bars(with_bytes=False) as progress:
-        task = progress.add_task(shown(description), total=None)
-        yield lambda n: progress.advance(task, n)
+    with _spinner(verb) as (progress, task):
+        done = -1
+
+        def stage(name: str) -> None:
+            nonlocal done
+            done += 1
+            progress.update(task, completed=done, description=f"{shown(verb)} {shown(name)}")
+
+        yield stage

@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from passdown.cli._output import json_option
+
 if TYPE_CHECKING:
     from passdown.cli.progress import Step
     from passdown.records import Record
@@ -40,9 +42,10 @@ def _open(url: str | None) -> Store:
 
 
 def _dump(data: Any) -> str:
-    from passdown.text import json_safe
+    """Records as stored (not redacted again: `retrieve` | `store` round-trips them)."""
+    from passdown.cli._output import json_text
 
-    return json_safe(json.dumps(data, indent=2, ensure_ascii=False))
+    return json_text(data, redacted=False)
 
 
 def parse_since(text: str, now: datetime | None = None) -> str:
@@ -61,7 +64,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @click.option(
     "--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history."
 )
-@click.option("--json", "as_json", is_flag=True, help='Print {"ids": [...]} as JSON.')
+@json_option('Print {"ids": [...]} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def store_command(
     file: IO[bytes], project: str | None, new_version: bool, as_json: bool, store_url: str | None
@@ -101,11 +104,12 @@ def store_command(
 @click.option(
     "--version", "version", type=int, help="An earlier version (default: the current one)."
 )
+@json_option("Accepted for symmetry: the record is JSON anyway.")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def retrieve_command(
-    record_id: str, project: str | None, version: int | None, store_url: str | None
+    record_id: str, project: str | None, version: int | None, as_json: bool, store_url: str | None
 ) -> None:
-    """Print a stored record as JSON."""
+    """Print a stored record as JSON (errors too with --json, on stderr)."""
     from passdown.records import record_to_dict
 
     with _open(store_url) as store:
@@ -123,12 +127,7 @@ def retrieve_command(
 @click.option("--since", help="Created at or after: ISO 8601, or a duration ago (2h, 7d).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--cursor", help="Continue after a previous page (printed with --json or on stderr).")
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the records, each handoff's status and the next cursor as JSON.",
-)
+@json_option("Print the records, each handoff's status and the next cursor as JSON.")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def find_command(
     query: tuple[str, ...],
@@ -293,9 +292,7 @@ def cut(text: str, limit: int) -> str:
 @click.command("delete")
 @click.argument("record_id", metavar="ID")
 @click.option("--project", help=_PROJECT_HELP)
-@click.option(
-    "--json", "as_json", is_flag=True, help='Print {"deleted": ID, "project": ...} as JSON.'
-)
+@json_option('Print {"deleted": ID, "project": ...} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def delete_command(
     record_id: str, project: str | None, as_json: bool, store_url: str | None

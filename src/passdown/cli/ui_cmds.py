@@ -7,6 +7,8 @@ import webbrowser
 
 import click
 
+from passdown.cli._output import json_option
+
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
 
 
@@ -38,7 +40,10 @@ def bind(host: str, port: int) -> socket.socket:
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the browser.")
 @click.option("--project", help="The project to show first (default: this workspace's).")
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def ui_command(port: int, open_browser: bool, project: str | None, store_url: str | None) -> None:
+@json_option('Print {"url", "project", "store"} as one line of JSON, then serve.')
+def ui_command(
+    port: int, open_browser: bool, project: str | None, store_url: str | None, as_json: bool
+) -> None:
     """Open a local web view of the stored handoffs: timeline, handoff, compare, plan
     over time. Only this machine can reach it (127.0.0.1); Ctrl-C stops it."""
     import uvicorn
@@ -56,8 +61,17 @@ def ui_command(port: int, open_browser: bool, project: str | None, store_url: st
         config = uvicorn.Config(
             local_app(store, current, host=host), log_level="warning", timeout_graceful_shutdown=2
         )
-        click.echo(url)
-        click.echo(f"passdown: serving the handoffs of {store.url} (Ctrl-C stops)", err=True)
+        if as_json:
+            from passdown.cli._output import emit_json
+
+            emit_json({"url": url, "project": current, "store": store.url}, one_line=True)
+        else:
+            from passdown.text import shown
+
+            click.echo(url)
+            click.echo(
+                f"passdown: serving the handoffs of {shown(store.url)} (Ctrl-C stops)", err=True
+            )
         if open_browser:
             webbrowser.open(url)
         uvicorn.Server(config).run(sockets=[sock])

@@ -71,6 +71,15 @@ class HookIntegration:
         """Lines `passdown install` prints after editing (what is automatic, what not)."""
         return []
 
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        """The agent's events an install registers `passdown hook` on, in the agent's
+        own names: all of `events`, less the session-start one without pickup."""
+        return [
+            name
+            for name, meaning in self.events.items()
+            if target.pickup or meaning != SESSION_START
+        ]
+
     def user_files(self, target: InstallTarget) -> list[Path]:
         """Files outside the project that a project install also edits (the agent's own
         user config, e.g. where Codex keeps hook trust)."""

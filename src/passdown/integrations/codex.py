@@ -119,19 +119,16 @@ class CodexHooks(HookIntegration):
         return self._lifecycle
 
     def plan(self, target: InstallTarget) -> Plan:
+        config = self.config_file(target)
         if target.scope == "user":
-            config = codex_home() / "config.toml"
             skill_edit = (
                 codex_home() / "skills" / SKILL_NAME / "SKILL.md",
                 whole_file(skill_text()),
                 drop_file,
             )
         else:
-            config = target.project_dir / ".codex" / "config.toml"
             skill_edit = (target.project_dir / "AGENTS.md", add_md_block, remove_md_block)
-        events = (
-            (["SessionStart"] if target.pickup else []) + WRITE_EVENTS if self.lifecycle() else []
-        )
+        events = self._lifecycle_events(target)
         key_file = str(config.absolute())
         trust_here = target.scope == "user"
         plan: Plan = [
@@ -153,6 +150,33 @@ class CodexHooks(HookIntegration):
                 )
             )
         return plan
+
+    def _lifecycle_events(self, target: InstallTarget) -> list[str]:
+        if not self.lifecycle():
+            return []
+        return (["SessionStart"] if target.pickup else []) + WRITE_EVENTS
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        """The lifecycle hooks; without them the turn-complete `notify`, unless the
+        user's own notify program kept its place (then none)."""
+        if self.lifecycle():
+            return self._lifecycle_events(target)
+        return ["agent-turn-complete"] if self.notifies_passdown(target) else []
+
+    def notifies_passdown(self, target: InstallTarget) -> bool:
+        """Whether the config's `notify` runs passdown, as the file stands (not through
+        `parse_toml`, which drops passdown's own marked notify line for `add_toml`)."""
+        try:
+            doc = tomlkit.parse(self.config_file(target).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, TOMLKitError):
+            return False
+        return is_our_notify(doc.get("notify"))
+
+    def config_file(self, target: InstallTarget) -> Path:
+        """The config.toml that holds the MCP server and the hooks of `target`."""
+        if target.scope == "user":
+            return codex_home() / "config.toml"
+        return target.project_dir / ".codex" / "config.toml"
 
     def user_files(self, target: InstallTarget) -> list[Path]:
         return (
