@@ -118,7 +118,7 @@ def narrowing(scope: Scope) -> tuple[tuple[str, str], ...]:
 def prepare(record: Record | Mapping[str, object]) -> Prepared:
     from passdown.records import canonical_json, timestamp_us, validate_record
 
-    rec = validate_record(record)
+    rec = _redacted(validate_record(record))
     body = canonical_json(rec)
     limit = max_record_bytes()
     size = len(body.encode("utf-8", "surrogatepass"))
@@ -141,6 +141,22 @@ def prepare(record: Record | Mapping[str, object]) -> Prepared:
         kinds=list(dict.fromkeys(a.kind for a in rec.annotations)),
         text=_text.document(rec.scope.project, texts),
     )
+
+
+def _redacted(rec: Record) -> Record:
+    """The record with every secret in its free text replaced, whichever door stored it
+    (CLI, MCP, HTTP, API): what the store holds is printed by `find`, `retrieve` and the
+    pages. Ids, the scope and timestamps are kept: queries match them as given. A record
+    passdown wrote is already clean, and redacting it again changes nothing."""
+    from passdown.records import Record as RecordModel
+    from passdown.redact import Redactor
+
+    data = rec.model_dump(mode="json")
+    kept = {key: data.pop(key) for key in ("id", "type", "scope", "created_at") if key in data}
+    clean = Redactor().redact_data(data)
+    if clean == data:
+        return rec
+    return RecordModel.model_validate({**clean, **kept})
 
 
 def max_record_bytes() -> int:
