@@ -324,8 +324,28 @@ def test_a_fifo_session_file_is_refused_at_once(
     path.unlink()
     os.mkfifo(path)
     code, _, err = export(capsys, "codex", str(path), timeout=20)
-    assert code in (3, 5), err  # a FIFO is no session file: never opened for reading
+    assert code == 5, err  # a FIFO is no session file: never opened for reading
+    assert "not a regular file" in err and str(path) in err
     code, _, err = export(capsys, "codex", None, timeout=20)
+    assert code == 3, err
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "copilot", "gemini", "qwen", "pi"])
+def test_a_folder_named_as_the_session_is_exit_5_not_3(
+    agent: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: `--session PATH` naming a folder said "session file not found" (exit 3),
+    though the path is there: it cannot be read, which README's exit 5 says."""
+    path, _, _ = install(agent, tmp_path, monkeypatch)
+    folder = path.with_name("folder-" + path.name)
+    folder.mkdir()
+    code, _, err = export(capsys, agent, str(folder), timeout=20)
+    assert code == 5, err
+    assert "not a regular file" in err and str(folder) in err
+    code, _, err = export(capsys, agent, str(path.with_name("missing-" + path.name)))
     assert code == 3, err
 
 

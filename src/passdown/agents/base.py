@@ -191,9 +191,12 @@ class Agent(ABC):
                 hint=f"session files live under {where}",
             )
         try:
-            exists = real.is_file()
+            is_file, exists = real.is_file(), real.exists()
         except OSError as exc:
             raise unreadable(exc, real) from None
+        if exists and not is_file:
+            # there, but no regular file (a folder, a FIFO, a device): it cannot be read
+            raise SessionReadError(f"cannot read {path}: not a regular file")
         if not exists:
             raise SessionNotFound(f"session file not found: {path}")
         try:
