@@ -197,6 +197,18 @@ def test_redacting_twice_equals_once(text: str) -> None:
     assert redact(once) == once
 
 
+@pytest.mark.parametrize("kind", sorted({k for k, _, _ in SELF_EVIDENT} | {"secret_assignment"}))
+def test_redacting_data_twice_equals_once_when_a_key_was_redacted(kind: str) -> None:
+    """A file or branch named after a secret becomes a key like `[REDACTED:stripe_key].txt`;
+    a second pass (the store redacts what the coordinator already redacted) must not take
+    the `key` in the marker for a secret-sounding name and redact the value under it."""
+    digest = "3f2a9c8e7d6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f"
+    data = {f"[REDACTED:{kind}].txt": digest, f"feat/[REDACTED:{kind}]": {"head": digest}}
+    assert Redactor().redact_data(data) == data
+    once = redact(json.dumps(data))
+    assert redact(once) == once and digest in once
+
+
 def test_markers_have_the_documented_format_and_survive_another_pass() -> None:
     text = REALISTIC
     out = redact(text)

@@ -33,6 +33,7 @@ __all__ = ["Redactor", "redact"]
 _re = functools.cache(re.compile)
 
 MARKER_PREFIX = "[REDACTED:"
+_MARKER = r"\[REDACTED:[a-z0-9_]*\]"
 
 # Name analysis works on words: AWS_SECRET_ACCESS_KEY, apiKey and api-key all split into words.
 _NAME_WORD = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+"
@@ -278,6 +279,10 @@ def _value_is_secret(
 ) -> bool:
     """Decide for a named value. Strong names redact any non-trivial literal; weak names and
     code-looking values (variables, calls, type annotations) need a random-looking value."""
+    if MARKER_PREFIX in name:
+        # a name we redacted ("[REDACTED:stripe_key].txt") is not secret-sounding for the
+        # kind in its marker: redacting redacted data again must change nothing
+        name = _re(_MARKER).sub("", name)
     strength = _name_strength(name)
     if strength == 0 or _is_trivial(value) or value[0] in "/~" or value.startswith("./"):
         return False  # paths (PWD=/home/me, password_file: ~/.pw) are not secrets
