@@ -296,3 +296,27 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
     undone = by_agent(json.loads(removed.stdout))
     assert sorted(undone) == sorted(agents)
     assert "passdown" not in (home / ".codex" / "config.toml").read_text()
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(300)
+def test_install_codex_into_a_codex_home_not_there_yet_is_idempotent(tmp_path: Path) -> None:
+    """Before: the real `codex features list` refused a CODEX_HOME that did not exist, so
+    the first install wrote `notify` and the second switched to `[hooks]`."""
+    find_agent("codex")
+    codex_home = tmp_path / "new-codex-home"
+    env = {
+        "PATH": f"{npm_bin_dir()}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "CODEX_HOME": str(codex_home),
+        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
+    }
+    first = run(["install", "codex", "--json"], tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    entry = by_agent(json.loads(first.stdout))["codex"]
+    assert entry["events"] == ["SessionStart", "PreCompact", "Stop", "SessionEnd"]
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert "notify" not in config and "SessionStart" in config["hooks"]
+    second = run(["install", "codex", "--json"], tmp_path, env=env)
+    assert second.returncode == 0, second.stderr
+    assert by_agent(json.loads(second.stdout))["codex"]["changed"] is False
