@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -52,10 +51,11 @@ from e2e.agents import (
     run_passdown,
 )
 from e2e.checks import load_handoff, ok
+from e2e.hooked import hook_log, passdown_on_path, stored_by, with_hooks
 from e2e.servers import AnthropicServer, ChatCompletionsServer, OpenAIResponsesServer, Step
-from e2e.test_continuity import RATE_LIMIT_BODY, _passdown_on_path
+from e2e.terminal import PiRpc, Terminal, answer_first_run_questions, stop_codex_daemons
+from e2e.test_continuity import RATE_LIMIT_BODY
 from e2e.test_messy_codex import CompactingServer, _codex_config
-from e2e.test_rewinds import PiRpc, Terminal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
@@ -67,27 +67,6 @@ SUMMARY = "## Checkpoint\n- NOTES.md drafted; the add() edge cases are still to 
 
 
 # -- what a hook wrote ------------------------------------------------------------------
-def _hook_log(agent_env: AgentEnv) -> str:
-    path = agent_env.passdown_data / "logs" / "hooks.log"
-    return path.read_text(encoding="utf-8") if path.exists() else "(no hook log)"
-
-
-def _stored_by(agent_env: AgentEnv, agent: str, event: str, wait: float = 0) -> list[str]:
-    """The ids of the handoffs the hook stored for `event` (passdown's name for it),
-    waiting up to `wait` seconds for a first one (hooks that export in the background)."""
-    marker = f" ok {agent} {event} stored="
-    deadline = time.monotonic() + wait
-    while True:
-        ids = [
-            line.split(marker, 1)[1].strip()
-            for line in _hook_log(agent_env).splitlines()
-            if marker in line
-        ]
-        if ids or time.monotonic() >= deadline:
-            return ids
-        time.sleep(0.5)
-
-
 def _record(env: dict[str, str], ws: Path, record_id: str) -> dict[str, Any]:
     return dict(json.loads(ok(run_passdown(env, ws, "retrieve", record_id), "passdown retrieve")))
 
@@ -112,8 +91,8 @@ def _assert_written_by(
 ) -> dict[str, Any]:
     """The handoff the hook of `event` stored: this agent's session, the request, and
     the progress of that moment (one of `progress`)."""
-    ids = _stored_by(agent_env, agent, event, wait)
-    assert ids, f"{agent}'s {event} hook stored no handoff; the hook log:\n{_hook_log(agent_env)}"
+    ids = stored_by(agent_env, agent, event, wait)
+    assert ids, f"{agent}'s {event} hook stored no handoff; the hook log:\n{hook_log(agent_env)}"
     record = _record(env, ws, ids[0])
     content = record["content"]
     assert record["type"] == "handoff" and record["provenance"]["agent"] == agent, record
@@ -129,7 +108,7 @@ def _assert_written_by(
 def test_codex_pre_compact_and_session_end_write_the_handoff(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, calls = _passdown_on_path(tmp_path)
+    bindir, calls = passdown_on_path(tmp_path)
     steps = [
         Step(text=BEFORE, tool="exec_command", input={"cmd": "echo notes > NOTES.md"}),
         Step(text=AFTER),
@@ -137,16 +116,14 @@ def test_codex_pre_compact_and_session_end_write_the_handoff(
     with CompactingServer(steps) as srv:
         assert isinstance(srv, CompactingServer)
         srv.heavy_steps = {0}  # its answer reports more tokens than the limit: Codex compacts
-        env = _codex_config(agent_env, srv.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "codex"), "passdown install codex")
+        env = with_hooks(_codex_config(agent_env, srv.url), bindir, workspace, "codex")
         proc = run_codex(env, workspace, TASK)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert srv.compaction_requests == 1, "Codex never compacted"
     # Codex ran both (SessionEnd after its last output) with the trust passdown recorded
     assert "hook: PreCompact Completed" in proc.stderr, proc.stderr[-3000:]
     assert "clamping SessionEnd hook timeout" not in proc.stderr
-    log = _hook_log(agent_env)
+    log = hook_log(agent_env)
     assert log.index(" ok codex pre_compact ") < log.index(" ok codex session_end "), log
     # PreCompact runs before the summary replaces the history: the progress of then
     _assert_written_by(env, workspace, agent_env, "codex", "pre_compact", (BEFORE,))
@@ -191,7 +168,7 @@ def _after_a_tool_ran(body: Any) -> bool:
 def test_copilot_pre_compact_writes_the_handoff(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, _calls = _passdown_on_path(tmp_path)
+    bindir, _calls = passdown_on_path(tmp_path)
     steps = [
         Step(
             text=BEFORE,
@@ -201,9 +178,7 @@ def test_copilot_pre_compact_writes_the_handoff(
         Step(text=AFTER),
     ]
     with ChatCompletionsServer(steps, aux=_summary_for(COPILOT_SUMMARY_REQUEST)) as srv:
-        env = agent_env.copilot_environ(srv.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "copilot"), "passdown install copilot")
+        env = with_hooks(agent_env.copilot_environ(srv.url), bindir, workspace, "copilot")
         # the request after the tool ran is "too large" once: Copilot compacts and retries
         srv.fail(413, CONTEXT_LIMIT_BODY, times=1, when=_after_a_tool_ran)
         proc = run_copilot(env, workspace, TASK, timeout=240)
@@ -212,10 +187,10 @@ def test_copilot_pre_compact_writes_the_handoff(
         assert srv.remaining == 0  # the retry after the compaction got the last step
     _assert_written_by(env, workspace, agent_env, "copilot", "pre_compact", (BEFORE,))
     # the error Copilot recovered from is no ending: nothing says the session ended on it
-    for record_id in _stored_by(agent_env, "copilot", "stop_failure"):
+    for record_id in stored_by(agent_env, "copilot", "stop_failure"):
         content = _record(env, workspace, record_id)["content"]
         assert _field(content, "How it ended").startswith("normally"), content[:1500]
-    assert _stored_by(agent_env, "copilot", "session_end"), _hook_log(agent_env)
+    assert stored_by(agent_env, "copilot", "session_end"), hook_log(agent_env)
 
 
 # -- opencode: session.compacted -----------------------------------------------------------
@@ -262,7 +237,7 @@ OPENCODE_SUMMARY_REQUEST = "Here is the conversation so far"
 def test_opencode_session_compacted_writes_the_handoff(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, _calls = _passdown_on_path(tmp_path)
+    bindir, _calls = passdown_on_path(tmp_path)
     steps = [
         Step(
             text=BEFORE,
@@ -273,13 +248,11 @@ def test_opencode_session_compacted_writes_the_handoff(
     ]
     server = HeavyUsageChatServer(steps, {0}, 60_000, aux=_summary_for(OPENCODE_SUMMARY_REQUEST))
     with server as srv:
-        env = agent_env.opencode_environ(srv.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
+        env = with_hooks(agent_env.opencode_environ(srv.url), bindir, workspace, "opencode")
         config = agent_env.home / ".config" / "opencode" / "opencode.json"
         data = json.loads(config.read_text(encoding="utf-8"))
         data["provider"][CHAT_PROVIDER]["models"][CHAT_MODEL]["limit"] = OPENCODE_LIMIT
         config.write_text(json.dumps(data, indent=2), encoding="utf-8")
-        ok(run_passdown(env, workspace, "install", "opencode"), "passdown install opencode")
         proc = run_opencode(env, workspace, TASK, timeout=240)
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert any(OPENCODE_SUMMARY_REQUEST in _last_user_text(r.body) for r in srv.requests)
@@ -298,7 +271,7 @@ PI_SUMMARY_REQUEST = "The messages above are a conversation to summarize"
 def test_pi_session_compact_writes_the_handoff(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, _calls = _passdown_on_path(tmp_path)
+    bindir, _calls = passdown_on_path(tmp_path)
     steps = [
         Step(
             text=BEFORE,
@@ -308,19 +281,17 @@ def test_pi_session_compact_writes_the_handoff(
         Step(text=AFTER),
     ]
     with ChatCompletionsServer(steps, aux=_summary_for(PI_SUMMARY_REQUEST)) as srv:
-        env = agent_env.pi_environ(srv.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "pi"), "passdown install pi")
+        env = with_hooks(agent_env.pi_environ(srv.url), bindir, workspace, "pi")
         rpc = PiRpc(env, workspace)
         try:
             rpc.prompt(TASK)
             assert srv.remaining == 0
             compacted = rpc.call("compact")["data"]
             assert compacted["summary"] == SUMMARY, compacted
-            ids = _stored_by(agent_env, "pi", "pre_compact", wait=60)
+            ids = stored_by(agent_env, "pi", "pre_compact", wait=60)
         finally:
             rpc.close()
-    assert len(ids) == 1, _hook_log(agent_env)
+    assert len(ids) == 1, hook_log(agent_env)
     record = _assert_written_by(env, workspace, agent_env, "pi", "pre_compact", (AFTER,))
     # session_compact runs once the compaction is saved: its handoff carries the summary
     _md, handoff = load_handoff(workspace)
@@ -330,44 +301,6 @@ def test_pi_session_compact_writes_the_handoff(
 
 
 # -- interactive `passdown run`: Claude Code falls over to Codex's TUI ----------------------
-def _answer_first_run_questions(agent_env: AgentEnv, ws: Path, env: dict[str, str]) -> None:
-    """What a person answered once on a real machine: Claude's onboarding, folder trust
-    and API key; Codex's folder trust and its model-migration notice."""
-    (agent_env.claude_dir / ".claude.json").write_text(
-        json.dumps(
-            {
-                "hasCompletedOnboarding": True,
-                "theme": "dark",
-                "customApiKeyResponses": {
-                    "approved": [env["ANTHROPIC_API_KEY"][-20:]],
-                    "rejected": [],
-                },
-                "projects": {
-                    str(ws): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}
-                },
-            }
-        ),
-        encoding="utf-8",
-    )
-    config = agent_env.codex_home / "config.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8")
-        + f'\n[projects."{ws}"]\ntrust_level = "trusted"\n'
-        + '\n[notice.model_migrations]\n"gpt-5.5" = "gpt-6-sol"\n',
-        encoding="utf-8",
-    )
-
-
-def _stop_codex_daemons(codex_home: Path) -> None:
-    """Codex's TUI starts an app-server daemon (from `$CODEX_HOME/packages`) that outlives
-    it: stop the ones this test's CODEX_HOME started, by their ids."""
-    found = subprocess.run(
-        ["pgrep", "-f", str(codex_home)], capture_output=True, text=True, check=False
-    ).stdout.split()
-    for pid in found:
-        subprocess.run(["kill", pid], capture_output=True, check=False)
-
-
 def _wait(condition: Callable[[], bool], seconds: float, what: str, term: Terminal) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -386,7 +319,7 @@ def _rate_limited(ws: Path) -> bool:
 def test_interactive_run_falls_over_from_claude_to_codex(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, calls = _passdown_on_path(tmp_path)
+    bindir, calls = passdown_on_path(tmp_path)
     first = Step(
         text=f"Writing the notes file. {NEXT}",
         tool="Write",
@@ -404,10 +337,10 @@ def test_interactive_run_falls_over_from_claude_to_codex(
             when=lambda body: "tool_result" in json.dumps(body),
         )
         env = agent_env.environ(anthropic_url=anthropic.url, openai_url=openai.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
         env["CLAUDE_CODE_MAX_RETRIES"] = "2"
-        _answer_first_run_questions(agent_env, workspace, env)
-        ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
+        answer_first_run_questions("claude", agent_env, workspace, env)
+        answer_first_run_questions("codex", agent_env, workspace, env)
+        env = with_hooks(env, bindir, workspace, "claude")
         run = [sys.executable, "-m", "passdown", "run", "claude", "--fallback", "codex"]
         claude_flags = ["--permission-mode", "acceptEdits", "--allowedTools", CLAUDE_TOOLS]
         shell = f"{shlex.join([*run, '--', *claude_flags])}; echo PASSDOWN-EXITED $?; sleep 600"
@@ -428,7 +361,7 @@ def test_interactive_run_falls_over_from_claude_to_codex(
             screen = term.wait_for("PASSDOWN-EXITED", 60)
         finally:
             term.close()
-            _stop_codex_daemons(agent_env.codex_home)
+            stop_codex_daemons(agent_env.codex_home)
         first_request = openai.step_requests()[0].text()
     assert "PASSDOWN-EXITED 0" in screen, screen  # Codex's own exit code
     assert "You are taking over a coding task from claude" in first_request, first_request[-3000:]
@@ -439,6 +372,6 @@ def test_interactive_run_falls_over_from_claude_to_codex(
     handoff = load_handoff(workspace)[1]
     assert handoff["source"]["agent"] == "claude" and handoff["ended"]["reason"] == "rate_limit"
     # Claude's hooks wrote it: StopFailure when the limit hit, SessionEnd kept the limit
-    log = _hook_log(agent_env)
+    log = hook_log(agent_env)
     assert " ok claude stop_failure " in log and " ok claude session_end " in log, log
     assert "hook claude" in calls.read_text()
