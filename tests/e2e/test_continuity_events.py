@@ -89,7 +89,7 @@ def _assert_written_by(
     progress: tuple[str, ...],
     wait: float = 0,
 ) -> dict[str, Any]:
-    """The handoff the hook of `event` stored: this agent's session, the request, and
+    """The handoff the hook of `event` stored: from this agent, on the request, with
     the progress of that moment (one of `progress`)."""
     ids = stored_by(agent_env, agent, event, wait)
     assert ids, f"{agent}'s {event} hook stored no handoff; the hook log:\n{hook_log(agent_env)}"
