@@ -134,6 +134,37 @@ def test_codex_pre_compact_and_session_end_write_the_handoff(
     assert handoff["id"] == end["id"] and handoff["task"]["compactions"] == 1
 
 
+def test_codex_tui_session_end_runs_when_its_daemon_closes_the_session(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """Codex 0.171's TUI runs the session in its app-server daemon: leaving the TUI only
+    detaches ("Any running work continues"), so SessionEnd runs when the daemon closes
+    the session, here when it is stopped. The TUI asks for no hook review: the trust
+    passdown recorded holds for every hook, SessionEnd's too."""
+    bindir, _calls = passdown_on_path(tmp_path)
+    with OpenAIResponsesServer([Step(text=AFTER)]) as srv:
+        env = agent_env.environ(openai_url=srv.url)
+        answer_first_run_questions("codex", agent_env, workspace, env)
+        env = with_hooks(env, bindir, workspace, "codex")
+        argv = ["codex", "--dangerously-bypass-approvals-and-sandbox", TASK]
+        shell = f"{shlex.join(argv)}; echo CODEX-EXITED; sleep 600"
+        term = Terminal(["sh", "-c", shell], env, workspace)
+        try:
+            term.wait_for(AFTER, 120)  # a hook review screen would have stopped it first
+            term.wait_for("Ask Codex to do anything", 60)
+            term.type("/exit")
+            term.keys("Enter")
+            screen = term.wait_for("CODEX-EXITED", 60)
+            assert "Any running work continues" in screen, screen
+            time.sleep(3)
+            assert stored_by(agent_env, "codex", "session_end") == [], hook_log(agent_env)
+            assert stored_by(agent_env, "codex", "turn_complete"), hook_log(agent_env)
+        finally:
+            term.close()
+            stop_codex_daemons(agent_env.codex_home)
+        _assert_written_by(env, workspace, agent_env, "codex", "session_end", (AFTER,), wait=60)
+
+
 # -- Copilot CLI: preCompact ---------------------------------------------------------------
 COPILOT_SUMMARY_REQUEST = "Please create a detailed summary of the conversation so far"
 CONTEXT_LIMIT_BODY = {
