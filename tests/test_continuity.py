@@ -185,6 +185,11 @@ def test_trusted_hash_matches_codex() -> None:
     assert trusted_hash("SessionStart", "sh -c 'cat > /tmp/cx/run/hookpayload.json'") == (
         "sha256:7ea393d9596e513dc10e6463038cc2aeb918ed494d669f3c6cddfc92eb7ea2bd"
     )
+    # what Codex 0.171 recorded when told to trust passdown's SessionEnd hook: it hashes
+    # the timeout it clamps SessionEnd hooks to (3 s), not the one configured
+    assert trusted_hash("SessionEnd", "passdown hook codex", 3) == (
+        "sha256:d4743a61c51b052029e53ec980a103f1c1a83f7f6b22e9278782d870af325ac3"
+    )
 
 
 @pytest.fixture
@@ -212,17 +217,17 @@ def test_codex_lifecycle_hooks_with_trust(codex_with_hooks: Path) -> None:
     hooks = config["hooks"]
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == "my-start"
     key = str(codex_with_hooks)
-    for event, label, index in [
-        ("SessionStart", "session_start", 1),
-        ("PreCompact", "pre_compact", 0),
-        ("Stop", "stop", 0),
-        ("SessionEnd", "session_end", 0),
+    for event, label, index, timeout in [
+        ("SessionStart", "session_start", 1, 30),
+        ("PreCompact", "pre_compact", 0, 30),
+        ("Stop", "stop", 0, 30),
+        ("SessionEnd", "session_end", 0, 3),  # Codex's cap for SessionEnd hooks
     ]:
         assert hooks[event][index]["hooks"] == [
-            {"type": "command", "command": "passdown hook codex", "timeout": 30}
+            {"type": "command", "command": "passdown hook codex", "timeout": timeout}
         ]
         assert hooks["state"][f"{key}:{label}:{index}:0"]["trusted_hash"] == trusted_hash(
-            event, "passdown hook codex"
+            event, "passdown hook codex", timeout
         )
     once = codex_with_hooks.read_text()
     assert "# mine" in once

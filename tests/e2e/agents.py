@@ -11,8 +11,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO_ROOT / ".ci" / "install-agents.sh"
@@ -490,6 +492,28 @@ def run_copilot(
 def _write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def update_json(path: Path, patch: dict[str, Any]) -> None:
+    """Merge `patch` into a JSON settings file (one level deep), creating it if needed."""
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key].update(value)
+        else:
+            data[key] = value
+    _write_json(path, data)
+
+
+# The CLIs that run once on a prompt, `resume=` continuing a session: agent -> runner
+PROMPT_RUNNERS: dict[str, Callable[..., subprocess.CompletedProcess[str]]] = {
+    "codex": run_codex,
+    "gemini": run_gemini,
+    "qwen": run_qwen,
+    "opencode": run_opencode,
+    "pi": run_pi,
+    "copilot": run_copilot,
+}
 
 
 def run_passdown(

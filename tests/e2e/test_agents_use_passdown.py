@@ -11,7 +11,6 @@ model, carries the handoff.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 
 from e2e.agents import AgentEnv, run_claude, run_codex, run_passdown
 from e2e.checks import ok
+from e2e.hooked import passdown_on_path, with_hooks
 from e2e.servers import AnthropicServer, OpenAIResponsesServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -81,24 +81,6 @@ class ToolSearchServer(OpenAIResponsesServer):
         )
 
 
-def _passdown_on_path(root: Path) -> tuple[Path, Path]:
-    """A `passdown` executable for the agents' hooks and MCP config: `python -m passdown`
-    from this checkout; it also logs each call so the test can see what the agents ran."""
-    bindir = root / "bin"
-    bindir.mkdir(parents=True)
-    calls = root / "passdown-calls.log"
-    src = Path(__file__).resolve().parents[2] / "src"
-    wrapper = bindir / "passdown"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> "{calls}"\n'
-        f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
-        encoding="utf-8",
-    )
-    wrapper.chmod(0o755)
-    return bindir, calls
-
-
 def _find_handoffs(env: dict[str, str], ws: Path) -> list[dict[str, Any]]:
     out = ok(run_passdown(env, ws, "find", "--type", "handoff", "--json"), "passdown find")
     return list(json.loads(out)["records"])
@@ -116,7 +98,7 @@ def _function_outputs(server: OpenAIResponsesServer) -> list[str]:
 def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    bindir, calls = _passdown_on_path(tmp_path)
+    bindir, calls = passdown_on_path(tmp_path)
 
     # 1. Claude: install, then one real session that ends.
     claude_steps = [
@@ -128,9 +110,9 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
         Step(text="NOTES.md is written; next: document the add() edge cases."),
     ]
     with AnthropicServer(claude_steps) as anthropic:
-        env = agent_env.environ(anthropic_url=anthropic.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
+        env = with_hooks(
+            agent_env.environ(anthropic_url=anthropic.url), bindir, workspace, "claude"
+        )
         proc = run_claude(env, workspace, "Write usage notes for the calculator")
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert "hook claude" in calls.read_text(), "Claude's SessionEnd hook never ran passdown"
@@ -156,9 +138,8 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
         Step(text="I have the handoff and will continue from its next steps."),
     ]
     with ToolSearchServer(codex_steps) as openai:
-        env = agent_env.environ(openai_url=openai.url)  # writes Codex's provider config
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "codex"), "passdown install codex")
+        # environ writes Codex's provider config, install adds passdown's MCP and hooks
+        env = with_hooks(agent_env.environ(openai_url=openai.url), bindir, workspace, "codex")
         proc = run_codex(env, workspace, "Continue the previous agent's work")
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert openai.remaining == 0, "Codex did not get through the scripted tool calls"
@@ -171,13 +152,14 @@ def test_claude_session_end_hook_then_codex_reads_it_over_mcp(
     assert "NOTES.md" in loaded[0]  # the handoff's content, not only its id
     assert "Write usage notes for the calculator" in loaded[0]
     assert any("claimed" in o and "Error" not in o for o in outputs), outputs
-    # Codex's turn-complete notify ran passdown's hook, which stored Codex's own handoff.
-    assert "hook codex" in calls.read_text(), "Codex's notify hook never ran passdown"
-    # Codex starts `notify` and does not wait for it: give the hook time to finish
+    # Codex's hooks ran passdown, which stored Codex's own handoffs: at the turn's end
+    # (`Stop`) and as `codex exec` ends its session (`SessionEnd`)
+    assert "hook codex" in calls.read_text(), "Codex's hooks never ran passdown"
+    # an older Codex starts `notify` and does not wait for it: give the hook time to finish
     deadline = time.monotonic() + 60
     while (
-        len(agents := [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]) < 2
+        len(agents := [h["provenance"]["agent"] for h in _find_handoffs(env, workspace)]) < 3
         and time.monotonic() < deadline
     ):
         time.sleep(0.5)
-    assert sorted(agents) == ["claude", "codex"], agents
+    assert sorted(agents) == ["claude", "codex", "codex"], agents

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +26,10 @@ import pytest
 
 from e2e.agents import AgentEnv, find_agent, run_claude, run_codex, run_passdown
 from e2e.checks import ok
+from e2e.hooked import handoff_json as _handoff_json
+from e2e.hooked import hook_log as _hook_log
+from e2e.hooked import passdown_on_path as _passdown_on_path
+from e2e.hooked import with_hooks
 from e2e.servers import AnthropicServer, LoggedRequest, OpenAIResponsesServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
@@ -41,24 +44,6 @@ RATE_LIMIT_BODY = {
 }
 TASK = "Write usage notes for the calculator in NOTES.md"
 NEXT = "Next step: document the add() edge cases in NOTES.md."
-
-
-def _passdown_on_path(root: Path) -> tuple[Path, Path]:
-    """`passdown` for the agents' hooks: `python -m passdown` from this checkout, logging
-    each call so the test sees what the agents ran."""
-    bindir = root / "bin"
-    bindir.mkdir(parents=True, exist_ok=True)
-    calls = root / "passdown-calls.log"
-    src = Path(__file__).resolve().parents[2] / "src"
-    wrapper = bindir / "passdown"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'echo "$*" >> "{calls}"\n'
-        f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
-        encoding="utf-8",
-    )
-    wrapper.chmod(0o755)
-    return bindir, calls
 
 
 def _env(
@@ -78,15 +63,6 @@ def _handoffs(env: dict[str, str], ws: Path) -> list[dict[str, Any]]:
 def _claims(env: dict[str, str], ws: Path) -> list[dict[str, Any]]:
     out = ok(run_passdown(env, ws, "find", "--type", "status", "--json"), "passdown find status")
     return [r for r in json.loads(out)["records"] if r["title"].endswith(" claimed")]
-
-
-def _handoff_json(ws: Path) -> dict[str, Any]:
-    return dict(json.loads((ws / ".agent-handoff" / "handoff.json").read_text()))
-
-
-def _hook_log(agent_env: AgentEnv) -> str:
-    path = agent_env.passdown_data / "logs" / "hooks.log"
-    return path.read_text() if path.exists() else "(no hook log)"
 
 
 def _claude_hits_the_limit(
@@ -309,18 +285,15 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
 
     bindir, _calls = _passdown_on_path(tmp_path)
     with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)  # writes Gemini's settings.json
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        # gemini_environ writes Gemini's settings.json, install adds the hooks to it
+        env = with_hooks(agent_env.gemini_environ(gemini.url), bindir, workspace, "gemini")
         proc = run_gemini(env, workspace, TASK)
         assert proc.returncode == 0, proc.stderr[-2000:]
     handoff = _handoff_json(workspace)
     assert handoff["source"]["agent"] == "gemini", _hook_log(agent_env)
     assert handoff["task"]["original_request"] == TASK
     with ChatCompletionsServer([Step(text="Reading the handoff first.")]) as chat:
-        env = agent_env.qwen_environ(chat.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "qwen"), "passdown install qwen")
+        env = with_hooks(agent_env.qwen_environ(chat.url), bindir, workspace, "qwen")
         proc = run_qwen(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
@@ -335,16 +308,12 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
 
     # Gemini as the receiving side: a fresh Gemini session after another Gemini session
     with GeminiServer([Step(text=f"More notes. {NEXT}")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        env = with_hooks(agent_env.gemini_environ(gemini.url), bindir, workspace, "gemini")
         assert run_gemini(env, workspace, "Draft more notes").returncode == 0
     second = _handoff_json(workspace)
     assert second["id"] != handoff["id"]
     with GeminiServer([Step(text="Reading the handoff first.")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
+        env = with_hooks(agent_env.gemini_environ(gemini.url), bindir, workspace, "gemini")
         assert run_gemini(env, workspace, "Continue").returncode == 0
         first = _first_step_request(gemini).text()  # type: ignore[arg-type]
     assert POINTER in first and f"gemini session {second['source']['session_id']}" in first, (
@@ -352,26 +321,32 @@ def test_gemini_session_end_then_qwen_then_gemini_pick_up(
     )
 
 
+def _gemini_handoff(agent_env: AgentEnv, bindir: Path, ws: Path) -> dict[str, Any]:
+    """A Gemini CLI session on TASK whose SessionEnd hook writes the handoff that the
+    next agent's session picks up."""
+    from e2e.agents import run_gemini
+    from e2e.servers import GeminiServer
+
+    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
+        env = with_hooks(agent_env.gemini_environ(gemini.url), bindir, ws, "gemini")
+        assert run_gemini(env, ws, TASK).returncode == 0
+    handoff = _handoff_json(ws)
+    assert handoff["source"]["agent"] == "gemini", _hook_log(agent_env)
+    return handoff
+
+
 def test_copilot_picks_up_on_its_first_prompt_and_writes_at_session_end(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
     """Copilot CLI takes injected context from `userPromptSubmitted` only: the pointer
     rides on the session's first prompt; its `sessionEnd` hook writes its own handoff."""
-    from e2e.agents import run_copilot, run_gemini
-    from e2e.servers import ChatCompletionsServer, GeminiServer
+    from e2e.agents import run_copilot
+    from e2e.servers import ChatCompletionsServer
 
     bindir, _calls = _passdown_on_path(tmp_path)
-    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
-        assert run_gemini(env, workspace, TASK).returncode == 0
-    handoff = _handoff_json(workspace)
-    assert handoff["source"]["agent"] == "gemini", _hook_log(agent_env)
+    handoff = _gemini_handoff(agent_env, bindir, workspace)
     with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
-        env = agent_env.copilot_environ(chat.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "copilot"), "passdown install copilot")
+        env = with_hooks(agent_env.copilot_environ(chat.url), bindir, workspace, "copilot")
         proc = run_copilot(env, workspace, "Continue where the last session stopped", timeout=240)
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
@@ -390,20 +365,13 @@ def test_pi_extension_picks_up_and_writes(
     """pi has extensions, not command hooks: `passdown install pi` writes one that calls
     `passdown hook pi` on the first prompt (the pointer, injected as a message) and at
     each prompt's end (the export)."""
-    from e2e.agents import run_gemini, run_pi
-    from e2e.servers import ChatCompletionsServer, GeminiServer
+    from e2e.agents import run_pi
+    from e2e.servers import ChatCompletionsServer
 
     bindir, _calls = _passdown_on_path(tmp_path)
-    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
-        assert run_gemini(env, workspace, TASK).returncode == 0
-    handoff = _handoff_json(workspace)
+    handoff = _gemini_handoff(agent_env, bindir, workspace)
     with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
-        env = agent_env.pi_environ(chat.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "pi"), "passdown install pi")
+        env = with_hooks(agent_env.pi_environ(chat.url), bindir, workspace, "pi")
         proc = run_pi(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]
@@ -420,20 +388,13 @@ def test_opencode_plugin_picks_up_and_writes(
     """opencode has plugins, not command hooks: `passdown install opencode` writes one
     that appends the pointer to the first system prompt of a session and exports when a
     turn ends (`session.idle`)."""
-    from e2e.agents import run_gemini, run_opencode
-    from e2e.servers import ChatCompletionsServer, GeminiServer
+    from e2e.agents import run_opencode
+    from e2e.servers import ChatCompletionsServer
 
     bindir, _calls = _passdown_on_path(tmp_path)
-    with GeminiServer([Step(text=f"Notes drafted. {NEXT}")]) as gemini:
-        env = agent_env.gemini_environ(gemini.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "gemini"), "passdown install gemini")
-        assert run_gemini(env, workspace, TASK).returncode == 0
-    handoff = _handoff_json(workspace)
+    handoff = _gemini_handoff(agent_env, bindir, workspace)
     with ChatCompletionsServer([Step(text=f"Continuing the notes. {NEXT}")]) as chat:
-        env = agent_env.opencode_environ(chat.url)
-        env["PATH"] = f"{bindir}:{env['PATH']}"
-        ok(run_passdown(env, workspace, "install", "opencode"), "passdown install opencode")
+        env = with_hooks(agent_env.opencode_environ(chat.url), bindir, workspace, "opencode")
         proc = run_opencode(env, workspace, "Continue where the last session stopped")
         assert proc.returncode == 0, proc.stderr[-2000:]
         first = _first_step_request(chat).text()  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ from e2e.agents import VERSIONS, AgentEnv, find_agent, run_passdown, target_envi
 from e2e.checks import flag_in_help, ok
 from e2e.record import PROFILES, seed_workspace
 from e2e.servers import Step
+from e2e.terminal import answer_first_run_questions, stop_codex_daemons
 from e2e.test_switch_matrix import expected, install_source, server_for, session_arg, user_texts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
@@ -153,40 +154,9 @@ def test_interactive_argv_matches_help(target: str, tmp_path: Path, agent_env: A
 
 # The interactive argv, run as printed in a real terminal (tmux): the TUI starts and sends
 # the handoff prompt to its scripted server. A person has already answered each agent's
-# first-run questions for this folder on a real machine; the config below does the same.
-# Codex 0.171 is left out: its TUI first shows a model-migration notice that no config
-# seen here turns off; its interactive argv is checked against --help above.
-TUI_AGENTS = [a for a in PINNED if a != "codex"]
-
-
-def _answer_first_run_questions(
-    target: str, agent_env: AgentEnv, ws: Path, env: dict[str, str]
-) -> None:
-    if target == "claude":  # onboarding, folder trust, "use this API key?"
-        (agent_env.claude_dir / ".claude.json").write_text(
-            json.dumps(
-                {
-                    "hasCompletedOnboarding": True,
-                    "theme": "dark",
-                    "customApiKeyResponses": {
-                        "approved": [env["ANTHROPIC_API_KEY"][-20:]],
-                        "rejected": [],
-                    },
-                    "projects": {
-                        str(ws): {
-                            "hasTrustDialogAccepted": True,
-                            "hasCompletedProjectOnboarding": True,
-                        }
-                    },
-                }
-            ),
-            encoding="utf-8",
-        )
-    elif target == "copilot":  # folder trust
-        (agent_env.home / ".copilot").mkdir(exist_ok=True)
-        (agent_env.home / ".copilot" / "config.json").write_text(
-            json.dumps({"trusted_folders": [str(ws)]}), encoding="utf-8"
-        )
+# first-run questions for this folder on a real machine; `answer_first_run_questions`
+# writes the same answers (for Codex 0.171 also the model-migration notice it shows first).
+TUI_AGENTS = PINNED
 
 
 @pytest.mark.parametrize("target", TUI_AGENTS)
@@ -197,7 +167,7 @@ def test_interactive_argv_starts_the_tui_on_the_handoff(
     assert tmux, "tmux is needed to run the agents' interactive argv in a terminal"
     with server_for(target) as srv:
         ws, env, out = dry_run(target, True, tmp_path, agent_env, srv.url)
-        _answer_first_run_questions(target, agent_env, ws, env)
+        answer_first_run_questions(target, agent_env, ws, env)
         srv.set_script([Step(text="Taking over.")])
         argv = [str(find_agent(target)), *out["argv"][1:]]
         env = {**env, "TERM": "xterm-256color"}
@@ -242,6 +212,8 @@ def test_interactive_argv_starts_the_tui_on_the_handoff(
                 timeout=30,
                 check=False,
             )
+            if target == "codex":
+                stop_codex_daemons(agent_env.codex_home)
         steps = srv.step_requests()
         assert steps, f"{target}'s TUI sent no model request; its screen:\n{screen}"
         assert str(ws / ".agent-handoff" / "HANDOFF.md") in "\n".join(user_texts(target, steps[0]))

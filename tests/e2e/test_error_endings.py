@@ -26,7 +26,6 @@ What each pinned CLI writes (provoked against the scripted servers, sticky 429 /
 
 from __future__ import annotations
 
-import json
 import os
 import pty
 import select
@@ -42,16 +41,12 @@ import pytest
 
 from e2e.agents import (
     GEMINI_MODEL,
+    PROMPT_RUNNERS,
     AgentEnv,
     find_agent,
     init_git_workspace,
-    run_codex,
-    run_copilot,
-    run_gemini,
-    run_opencode,
     run_passdown,
-    run_pi,
-    run_qwen,
+    update_json,
 )
 from e2e.checks import load_handoff, ok
 from e2e.record import (
@@ -185,36 +180,13 @@ def _environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
         "opencode": agent_env.opencode_environ,
     }[agent](url)
     if agent == "gemini":  # 2 attempts instead of 10 with a 5 s+ backoff
-        _update_json(agent_env.home / ".gemini" / "settings.json", {"general": {"maxAttempts": 2}})
+        update_json(agent_env.home / ".gemini" / "settings.json", {"general": {"maxAttempts": 2}})
     if agent == "pi":
-        _update_json(
+        update_json(
             agent_env.home / ".pi" / "agent" / "settings.json",
             {"retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 100}},
         )
     return env
-
-
-def _update_json(path: Path, patch: dict[str, Any]) -> None:
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key].update(value)
-        else:
-            data[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-def _first_turn(agent: str, env: dict[str, str], ws: Path) -> subprocess.CompletedProcess[str]:
-    runner = {
-        "codex": run_codex,
-        "gemini": run_gemini,
-        "qwen": run_qwen,
-        "copilot": run_copilot,
-        "pi": run_pi,
-        "opencode": run_opencode,
-    }[agent]
-    return runner(env, ws, PROMPT_1, timeout=240)
 
 
 def _resume_token(agent: str, agent_env: AgentEnv) -> str:
@@ -233,14 +205,8 @@ def _resume_token(agent: str, agent_env: AgentEnv) -> str:
 def _second_turn(case: Case, env: dict[str, str], ws: Path, resume: str) -> int | None:
     """The resumed turn; None when the test had to stop a CLI that kept retrying."""
     if case.give_up_after is None:
-        runner = {
-            "codex": run_codex,
-            "gemini": run_gemini,
-            "copilot": run_copilot,
-            "pi": run_pi,
-            "opencode": run_opencode,
-        }[case.agent]
-        return runner(env, ws, PROMPT_2, resume=resume, timeout=300).returncode
+        run = PROMPT_RUNNERS[case.agent]
+        return run(env, ws, PROMPT_2, resume=resume, timeout=300).returncode
     assert case.agent == "qwen"
     argv = [
         str(find_agent("qwen")),
@@ -283,7 +249,9 @@ def test_a_sticky_rate_limit_is_how_the_session_ended(
     ws = init_git_workspace(tmp_path / "ws")
     with case.server([case.shell, Step(text=FINAL_1)]) as srv:
         env = _environ(agent_env, case.agent, srv.url)
-        assert FINAL_1 in ok(_first_turn(case.agent, env, ws), f"{case.agent} turn 1")
+        assert FINAL_1 in ok(
+            PROMPT_RUNNERS[case.agent](env, ws, PROMPT_1, timeout=240), f"{case.agent} turn 1"
+        )
         assert srv.remaining == 0
         resume = _resume_token(case.agent, agent_env)
         srv.fail(429, case.error_body, headers=RETRY_NOW)

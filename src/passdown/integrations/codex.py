@@ -61,6 +61,15 @@ EVENT_LABELS = {
     "SessionEnd": "session_end",
 }
 WRITE_EVENTS = ["PreCompact", "Stop", "SessionEnd"]
+# Codex cuts a SessionEnd hook's timeout to 3 s and hashes the cut value into the hook's
+# trust: registered with more, its recorded trust never matches and Codex skips the hook
+# (hooks/src/engine/config: "clamping SessionEnd hook timeout to 3s").
+SESSION_END_TIMEOUT_S = 3
+
+
+def hook_timeout(event: str, configured: int = HOOK_TIMEOUT_S) -> int:
+    """The timeout Codex runs (and hashes) a hook of `event` with."""
+    return min(configured, SESSION_END_TIMEOUT_S) if event == "SessionEnd" else configured
 
 
 def codex_home() -> Path:
@@ -303,7 +312,8 @@ def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
 def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str]) -> None:
     hooks = _hooks_table(doc)
     for event in events:
-        group = {"hooks": [{"type": "command", "command": hook_command, "timeout": HOOK_TIMEOUT_S}]}
+        handler = {"type": "command", "command": hook_command, "timeout": hook_timeout(event)}
+        group = {"hooks": [handler]}
         groups = hooks.get(event)
         if groups is None:
             groups = tomlkit.aot()
@@ -326,8 +336,10 @@ def _our_trust(doc: Any, key_file: str) -> dict[str, str]:
             continue
         for index, group in enumerate(groups):
             if _is_our_group(group):
-                command = str(group["hooks"][0].get("command", ""))
-                trust[f"{key_file}:{label}:{index}:0"] = trusted_hash(event, command)
+                handler = group["hooks"][0]
+                command = str(handler.get("command", ""))
+                timeout = hook_timeout(event, int(handler.get("timeout", HOOK_TIMEOUT_S)))
+                trust[f"{key_file}:{label}:{index}:0"] = trusted_hash(event, command, timeout)
     return trust
 
 

@@ -7,7 +7,8 @@ payload on stdin that does not name its event (`sessionId`, `cwd`, and per event
 `passdown hook copilot sessionEnd`. Copilot takes `additionalContext` from a
 `userPromptSubmitted` hook (not from `sessionStart`), so the pickup pointer is injected
 with the session's first prompt. `sessionEnd` and `preCompact` write the handoff;
-`errorOccurred` records a rate or usage limit as the session's ending.
+`errorOccurred` records a rate or usage limit as the session's ending (not a
+context-limit error, which Copilot answers by compacting and retrying).
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ from passdown.integrations.base import (
 )
 
 WRITE_EVENTS = ["sessionEnd", "preCompact", "errorOccurred"]
+# An error Copilot answers by compacting the history and retrying (compaction trigger
+# `context_limit_retry`): no ending. Should the retry fail too, its session file says so.
+CONTEXT_OVERFLOW = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context limit",
+    "context window",
+    "prompt is too long",
+)
 PICKUP_EVENT = "userPromptSubmitted"
 
 
@@ -99,6 +109,8 @@ class CopilotHooks(HookIntegration):
         error = payload.get("error")
         message = str(error.get("message") if isinstance(error, dict) else error or "")
         lowered = message.lower()
+        if any(marker in lowered for marker in CONTEXT_OVERFLOW):
+            return None
         if "rate limit" in lowered or "rate_limit" in lowered or "429" in lowered:
             reason = "rate_limit"
         elif "quota" in lowered or "usage limit" in lowered or "billing" in lowered:

@@ -1,0 +1,68 @@
+"""passdown's hooks as the real agents run them in a test: a `passdown` on PATH that logs
+each call, the agents' environments with it and with passdown's hooks installed, and
+what the hooks wrote (the hook log, the handoffs they stored)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from e2e.agents import AgentEnv, run_passdown
+from e2e.checks import ok
+
+
+def passdown_on_path(root: Path) -> tuple[Path, Path]:
+    """`passdown` for the agents' hooks: `python -m passdown` from this checkout, logging
+    each call so the test sees what the agents ran. Returns (its folder, the call log)."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    calls = root / "passdown-calls.log"
+    src = Path(__file__).resolve().parents[2] / "src"
+    wrapper = bindir / "passdown"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{calls}"\n'
+        f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
+        encoding="utf-8",
+    )
+    wrapper.chmod(0o755)
+    return bindir, calls
+
+
+def with_hooks(
+    env: dict[str, str], bindir: Path, ws: Path, agent: str, *install_args: str
+) -> dict[str, str]:
+    """`env` with the logging `passdown` first on PATH, after `passdown install AGENT`
+    (its hooks, in the HOME of `env`)."""
+    env["PATH"] = f"{bindir}:{env['PATH']}"
+    ok(run_passdown(env, ws, "install", agent, *install_args), f"passdown install {agent}")
+    return env
+
+
+def hook_log(agent_env: AgentEnv) -> str:
+    path = agent_env.passdown_data / "logs" / "hooks.log"
+    return path.read_text(encoding="utf-8") if path.exists() else "(no hook log)"
+
+
+def handoff_json(ws: Path) -> dict[str, Any]:
+    return dict(json.loads((ws / ".agent-handoff" / "handoff.json").read_text(encoding="utf-8")))
+
+
+def stored_by(agent_env: AgentEnv, agent: str, event: str, wait: float = 0) -> list[str]:
+    """The ids of the handoffs the hook stored for `event` (passdown's name for it, as
+    the hook log has it: `ok AGENT EVENT stored=ID`), waiting up to `wait` seconds for a
+    first one (hooks that export in the background)."""
+    marker = f" ok {agent} {event} stored="
+    deadline = time.monotonic() + wait
+    while True:
+        ids = [
+            line.split(marker, 1)[1].strip()
+            for line in hook_log(agent_env).splitlines()
+            if marker in line
+        ]
+        if ids or time.monotonic() >= deadline:
+            return ids
+        time.sleep(0.5)
