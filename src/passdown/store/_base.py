@@ -146,17 +146,28 @@ def prepare(record: Record | Mapping[str, object]) -> Prepared:
 def _redacted(rec: Record) -> Record:
     """The record with every secret in its free text replaced, whichever door stored it
     (CLI, MCP, HTTP, API): what the store holds is printed by `find`, `retrieve` and the
-    pages. Ids, the scope and timestamps are kept: queries match them as given. A record
-    passdown wrote is already clean, and redacting it again changes nothing."""
-    from passdown.records import Record as RecordModel
+    pages. Ids, the scope, provenance and timestamps are kept: queries match them as
+    given. A record passdown wrote is already clean: redacting it again changes nothing."""
     from passdown.redact import Redactor
 
-    data = rec.model_dump(mode="json")
-    kept = {key: data.pop(key) for key in ("id", "type", "scope", "created_at") if key in data}
-    clean = Redactor().redact_data(data)
-    if clean == data:
+    redactor = Redactor()
+    title, content = redactor.redact(rec.title), redactor.redact(rec.content)
+    values = [redactor.redact(a.value) for a in rec.annotations]
+    try:
+        extra = {k: redactor.redact_data(v) for k, v in (rec.model_extra or {}).items()}
+    except RecursionError:
+        raise RecordInvalid("invalid record: its extra fields nest too deeply") from None
+    if not redactor.findings:
         return rec
-    return RecordModel.model_validate({**clean, **kept})
+    clean = rec.model_copy(deep=False)
+    clean.title, clean.content = title, content
+    clean.annotations = [
+        a if a.value == v else a.model_copy(update={"value": v})
+        for a, v in zip(rec.annotations, values, strict=True)
+    ]
+    if clean.__pydantic_extra__ is not None:
+        clean.__pydantic_extra__ = extra
+    return clean
 
 
 def max_record_bytes() -> int:
