@@ -27,6 +27,7 @@ import hashlib
 import os
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,7 +56,9 @@ if TYPE_CHECKING:
     from passdown.pipeline import _SeenEvents
 
 # Bump whenever the shape or the meaning of a checkpoint changes.
-CHECKPOINT_FORMAT = 2  # 2: failures and commands kept as records, not models
+# 2: failures and commands kept as records, not models; 3: tree readers (Claude, Qwen,
+# pi) keep their leaf and decoder state
+CHECKPOINT_FORMAT = 3
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
 STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
@@ -150,27 +153,30 @@ class _Resumed:
         size = stat.st_size  # bytes appended while reading wait for the next export
         self.file_id = (stat.st_dev, stat.st_ino)
         saved = self._load(size, workspace, max_messages, max_chars)
+        resumed = None
         if saved is not None:
             start = saved.offset
             end = _last_line_end(self.fd, start, size)
-        info = SessionInfo(
-            agent=self.agent.name,
-            session_id=self.ref.session_id,
-            path=self.ref.path,
-            cwd=self.ref.cwd,
-        )
-        resumed = self._restore(saved, info) if saved is not None else None
+            info = self._new_info()
+            resumed = self._restore(saved, info, (start, end, size))
+            if resumed is None:
+                READS["refused"] += 1
+                self._forget()  # it cannot serve the next export either
         if resumed is None:  # from the start of the file
             start = 0
             end = _last_line_end(self.fd, start, size)
+            info = self._new_info()
             diagnostics = Diagnostics()
             extractor = new_extractor(
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
+            _begin(reader, self.fd, (start, end, size))
             file_hash = _Sha256()
+            READS["full"] += 1
         else:
             diagnostics, extractor, reader, file_hash = resumed
+            READS["resumed"] += 1
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -187,14 +193,15 @@ class _Resumed:
             hashing.join()
         if failed:
             raise SessionReadError(f"cannot read {self.ref.path}: {failed[0]}")
-        if end > start:
+        reader_state = reader.state() if end > start else None
+        if reader_state is not None:  # None: this reader's state cannot be kept
             self._save(
                 _Snapshot(
                     end,
                     file_hash.state(),
                     info,
                     diagnostics,
-                    reader.state(),
+                    reader_state,
                     extractor_state(extractor),
                     self.seen,
                 )
@@ -213,11 +220,21 @@ class _Resumed:
         )
         return transcript, extractor.finish()
 
+    def _new_info(self) -> SessionInfo:
+        return SessionInfo(
+            agent=self.agent.name,
+            session_id=self.ref.session_id,
+            path=self.ref.path,
+            cwd=self.ref.cwd,
+        )
+
     def _restore(
-        self, saved: Checkpoint, info: SessionInfo
+        self, saved: Checkpoint, info: SessionInfo, bounds: tuple[int, int, int]
     ) -> tuple[Diagnostics, _Extractor, ResumableReader, _Sha256] | None:
         """The states a valid checkpoint holds, live again; None if any of them cannot
-        be restored (then the file is read from its start)."""
+        be restored, or the reader cannot go on over the new bytes from its state (then
+        the file is read from its start)."""
+        _restore_info(info, saved.info)
         try:
             extractor = restore_extractor(saved.extractor)
             reader_state = msgspec.msgpack.decode(saved.reader)
@@ -232,7 +249,8 @@ class _Resumed:
             KeyError,
         ):
             return None
-        _restore_info(info, saved.info)
+        if not _begin(reader, self.fd, bounds):
+            return None
         self.seen.count = saved.events_seen
         self.seen.commands = list(saved.commands)
         return diagnostics, extractor, reader, _Sha256(saved.file_sha256_state)
@@ -329,6 +347,18 @@ def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> l
         except OSError:
             continue
     return removed
+
+
+# How each checkpointed export went: "full" (read from the start), "resumed" (only the
+# appended bytes), "refused" (a checkpoint was there but could not be used, so "full").
+READS: Counter[str] = Counter()
+
+
+def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int]) -> bool:
+    """A reader that must see the new bytes before the windows (a tree reader finding
+    its branch) plans them now; False: it cannot continue from its state."""
+    begin = getattr(reader, "begin", None)
+    return True if begin is None else bool(begin(fd, *bounds))
 
 
 @dataclass(slots=True)

@@ -15,6 +15,7 @@ an interruption on the branch becomes a `SessionEnding`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
@@ -34,7 +35,16 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._tree import Branch, LeafHint, Node, branch_lines, find_active_branch
+from passdown.agents._tree import (
+    Branch,
+    LeafHint,
+    Node,
+    TreeFormat,
+    TreeResumable,
+    branch_lines,
+    find_active_branch,
+    restore_calls,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import read_side_file
 from passdown.transcript import (
@@ -267,13 +277,27 @@ class ClaudeCode(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         branch = find_active_branch(ref.path, diag, _node_reader(info, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
-        subagents = _Subagents(ref.path.parent / ref.session_id / "subagents", ref.path.parent)
-        reader = _ActiveReader(ref.path, info, diag, branch, subagents=subagents)
-        yield from reader.events()
-        yield from reader.unanswered_subagents()
-        merged = reader.plan.merged_with(_task_files(self.config_dir(), ref.session_id))
-        if merged is not None:
-            yield merged
+        decoder = _SessionDecoder(info, diag, None, {}, config_dir=self.config_dir())
+        yield from decoder.feed(branch_lines(ref.path, diag, branch))
+        yield from decoder.finish()
+
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> TreeResumable:
+        config_dir = self.config_dir()
+        fmt = TreeFormat(
+            node_view=_node_reader,
+            decoder=lambda i, d, saved, calls: _SessionDecoder(
+                i, d, saved, calls, config_dir=config_dir
+            ),
+        )
+        return TreeResumable(fmt, info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -429,7 +453,11 @@ class _ActiveReader:
         self.assistant_ts: str | None = None
 
     def events(self) -> Iterator[Event]:
-        for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
+        yield from self.feed(branch_lines(self.path, self.diag, self.branch))
+        yield from self._flush_assistant()
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        for offset, line, tail in lines:
             try:
                 record: object = _RECORD.decode(line)
             except msgspec.ValidationError:
@@ -439,7 +467,6 @@ class _ActiveReader:
             if not isinstance(record, _Record):
                 continue
             yield from self._record(record)
-        yield from self._flush_assistant()
 
     def _record(self, rec: _Record) -> Iterable[Event]:
         """What one record says. A plain function returning an iterable, not a generator:
@@ -642,6 +669,93 @@ class _ActiveReader:
             yield from self._run_subagent(call_id, None)
 
 
+class _SessionState(msgspec.Struct):
+    """What `_SessionDecoder` remembers between two lines (a checkpoint's reader state)."""
+
+    calls: list[ToolCall] = []
+    agent_tasks: dict[str, tuple[str | None, str | None]] = {}
+    plan: list[tuple[str, PlanItem]] = []
+    plan_counter: int = 0
+    plan_seen: bool = False
+    plan_rekeyed: bool = False
+    pending_trigger: str | None = None
+    assistant_id: str | None = None
+    assistant_text: list[str] = []
+    assistant_ts: str | None = None
+    # sub-agents already read, each with the stamp of its files then: a file changed
+    # since means the checkpoint's events are stale (a full read)
+    subagents: dict[str, str] = {}
+
+
+class _SessionDecoder:
+    """The session's own pass 2 (a `passdown.agents._tree.BranchDecoder`): the branch's
+    records, then at the end of the file the sub-agents still running and the plan
+    checked against the task files (both read anew on every export)."""
+
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+        *,
+        config_dir: Path,
+    ) -> None:
+        self.config_dir = config_dir
+        self.session_id = info.session_id
+        path = info.path
+        subagents = _Subagents(path.parent / info.session_id / "subagents", path.parent)
+        self.reader = _ActiveReader(path, info, diag, Branch(), subagents=subagents)
+        if state is not None:
+            self._restore(msgspec.convert(state, _SessionState), pending)
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        return self.reader.feed(lines)
+
+    def finish(self) -> Iterator[Event]:
+        reader = self.reader
+        yield from reader._flush_assistant()
+        yield from reader.unanswered_subagents()
+        merged = reader.plan.merged_with(_task_files(self.config_dir, self.session_id))
+        if merged is not None:
+            yield merged
+
+    def state(self) -> object:
+        reader = self.reader
+        return msgspec.to_builtins(
+            _SessionState(
+                calls=list(reader.calls.values()),
+                agent_tasks=dict(reader.agent_tasks),
+                plan=list(reader.plan.items.items()),
+                plan_counter=reader.plan.counter,
+                plan_seen=reader.plan.seen,
+                plan_rekeyed=reader.plan.rekeyed,
+                pending_trigger=reader.pending_trigger,
+                assistant_id=reader.assistant_id,
+                assistant_text=list(reader.assistant_text),
+                assistant_ts=reader.assistant_ts,
+                subagents={a: reader.subagents.stamp(a) for a in sorted(reader.subagents.read)},
+            )
+        )
+
+    def _restore(self, saved: _SessionState, pending: dict[str, ToolCall]) -> None:
+        reader = self.reader
+        for agent_id, stamp in saved.subagents.items():
+            if reader.subagents.stamp(agent_id) != stamp:
+                raise ValueError(f"sub-agent {agent_id}'s files changed since the checkpoint")
+        reader.subagents.read = set(saved.subagents)
+        reader.calls = restore_calls(msgspec.to_builtins(saved.calls), pending)
+        reader.agent_tasks = dict(saved.agent_tasks)
+        reader.plan.items = dict(saved.plan)
+        reader.plan.counter = saved.plan_counter
+        reader.plan.seen = saved.plan_seen
+        reader.plan.rekeyed = saved.plan_rekeyed
+        reader.pending_trigger = saved.pending_trigger
+        reader.assistant_id = saved.assistant_id
+        reader.assistant_text = list(saved.assistant_text)
+        reader.assistant_ts = saved.assistant_ts
+
+
 _MAX_SUBAGENT_DEPTH = 4
 _AGENT_ID = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -702,6 +816,19 @@ class _Subagents:
                 agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
                 self._meta[agent_id] = meta
         return self._meta
+
+    def stamp(self, agent_id: str) -> str:
+        """Size and mtime of a sub-agent's transcript and meta file, as one short digest."""
+        names = [f"agent-{agent_id}{suffix}" for suffix in (".jsonl", ".jsonl.zst")]
+        paths = [folder / name for folder in (self.folder, self.legacy_folder) for name in names]
+        parts = []
+        for path in [*paths, self.folder / f"agent-{agent_id}.meta.json"]:
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            parts.append(f"{path.name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def agent_for_call(self, call_id: str) -> str | None:
         return next((a for a, m in self.meta().items() if m.toolUseId == call_id), None)
