@@ -17,6 +17,7 @@ free branch decision would save at most 30% of the reading time (pass 1's share)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 from array import array
@@ -284,6 +285,7 @@ class TreeResumable:
             self.leaf, self.leaf_parent = leaf, parent
         self.decoder = fmt.decoder(info, diag, state.get("decoder") if state else None, pending)
         self.windows: list[tuple[int, Branch]] = []
+        self.later: tuple[Diagnostics, SessionInfo] | None = None
         self.checkpointable = True
         self.fell_back = False  # a fresh read had to take the whole file as one branch
 
@@ -294,7 +296,7 @@ class TreeResumable:
             first = self._follow(fd, start, end, self.leaf, self.leaf_parent)
             if first is None:
                 return False
-            second = self._follow(fd, end, size, first[1], first[2])
+            second = self._follow(fd, end, size, first[1], first[2], later=True)
             if second is None:
                 return False
             self.windows = [(start, first[0]), (end, second[0])]
@@ -302,7 +304,7 @@ class TreeResumable:
             return True
         walk = self._walk(fd, 0, end)
         if walk.wanted is None:  # a whole branch: a checkpoint can hold its leaf
-            second = self._follow(fd, end, size, walk.leaf, walk.leaf_parent)
+            second = self._follow(fd, end, size, walk.leaf, walk.leaf_parent, later=True)
             if second is not None:
                 self.windows = [(0, walk.branch), (end, second[0])]
                 self.leaf, self.leaf_parent = walk.leaf, walk.leaf_parent
@@ -310,6 +312,7 @@ class TreeResumable:
         # the last line changes the branch, or the tree is broken: one walk over the
         # whole file, as a full read does, and no checkpoint
         self.fell_back, self.checkpointable = True, False
+        self.later = None
         _reset(self.diag)
         self.info.title = None
         whole = self._walk(fd, 0, size)
@@ -318,29 +321,42 @@ class TreeResumable:
         self.windows = [(0, whole.branch), (end, whole.branch)]
         return True
 
-    def _walk(self, fd: int, lo: int, hi: int) -> Walk:
+    def _walk(self, fd: int, lo: int, hi: int, *, later: bool = False) -> Walk:
+        """Pass 1 over [lo, hi). With `later` (the last line, read after the checkpoint
+        is saved), what it notes goes into the session's facts only then."""
+        info, diag = self.info, self.diag
+        if later:
+            info, diag = copy.copy(info), Diagnostics()
+            self.later = (diag, info)
         # pass 1 keeps the first title it meets walking back, the newest: one from this
         # window wins over the one saved
-        saved_title, self.info.title = self.info.title, None
+        saved_title, info.title = info.title, None
         walk = walk_branch(
-            LineReader(self.path, self.diag),
-            self.fmt.node_view(self.info, self.diag),
+            LineReader(self.path, diag),
+            self.fmt.node_view(info, diag),
             fragments=self.fmt.fragments,
             handle=cast(BinaryIO, _FdView(fd, lo, hi)),
             base=lo,
         )
-        if self.info.title is None:
-            self.info.title = saved_title
+        if info.title is None:
+            info.title = saved_title
         return walk
 
     def _follow(
-        self, fd: int, lo: int, hi: int, leaf: str | None, leaf_parent: str | None
+        self,
+        fd: int,
+        lo: int,
+        hi: int,
+        leaf: str | None,
+        leaf_parent: str | None,
+        *,
+        later: bool = False,
     ) -> tuple[Branch, str | None, str | None] | None:
         """The branch runs of [lo, hi) and the new leaf, when that window's branch goes
         on from `leaf`; None when it does not."""
         if hi <= lo:
             return Branch(), leaf, leaf_parent
-        walk = self._walk(fd, lo, hi)
+        walk = self._walk(fd, lo, hi, later=later)
         if not walk.started:  # no tree record: a leaf hint may only name the leaf
             return None if walk.hint not in (None, leaf) else (walk.branch, leaf, leaf_parent)
         # a record written again under the leaf's id (Qwen's fragments) continues it
@@ -358,6 +374,11 @@ class TreeResumable:
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         base, branch = self.windows.pop(0)
+        if not self.windows and self.later is not None:  # the checkpoint is saved by now
+            diag, info = self.later
+            _merge(self.diag, diag)
+            self.info.title = info.title
+            self.later = None
         lines = branch_lines(
             self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
         )
@@ -400,6 +421,19 @@ def _reset(diag: Diagnostics) -> None:
     fresh = Diagnostics()
     for item in dataclasses.fields(Diagnostics):
         setattr(diag, item.name, getattr(fresh, item.name))
+
+
+def _merge(diag: Diagnostics, later: Diagnostics) -> None:
+    """Add what a later walk noted to the session's diagnostics."""
+    diag.lines += later.lines
+    diag.bad_lines += later.bad_lines
+    diag.torn_last_line = diag.torn_last_line or later.torn_last_line
+    diag.oversized_lines += later.oversized_lines
+    for kind, count in later.unknown_types.items():
+        diag.unknown_types[kind] = diag.unknown_types.get(kind, 0) + count
+    diag.off_branch_records += later.off_branch_records
+    diag.sidechain_records += later.sidechain_records
+    diag.warnings.extend(later.warnings)
 
 
 def calls_state(calls: dict[str, ToolCall]) -> list[object]:
