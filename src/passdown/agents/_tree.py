@@ -285,7 +285,7 @@ class TreeResumable:
             self.leaf, self.leaf_parent = leaf, parent
         self.decoder = fmt.decoder(info, diag, state.get("decoder") if state else None, pending)
         self.windows: list[tuple[int, Branch]] = []
-        self.later: tuple[Diagnostics, SessionInfo] | None = None
+        self.later: tuple[Diagnostics, str | None] | None = None
         self.checkpointable = True
         self.fell_back = False  # a fresh read had to take the whole file as one branch
 
@@ -327,7 +327,6 @@ class TreeResumable:
         info, diag = self.info, self.diag
         if later:
             info, diag = copy.copy(info), Diagnostics()
-            self.later = (diag, info)
         # pass 1 keeps the first title it meets walking back, the newest: one from this
         # window wins over the one saved
         saved_title, info.title = info.title, None
@@ -338,7 +337,9 @@ class TreeResumable:
             handle=cast(BinaryIO, _FdView(fd, lo, hi)),
             base=lo,
         )
-        if info.title is None:
+        if later:
+            self.later = (diag, info.title)
+        elif info.title is None:
             info.title = saved_title
         return walk
 
@@ -375,9 +376,9 @@ class TreeResumable:
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         base, branch = self.windows.pop(0)
         if not self.windows and self.later is not None:  # the checkpoint is saved by now
-            diag, info = self.later
+            diag, title = self.later
             _merge(self.diag, diag)
-            self.info.title = info.title
+            self.info.title = title or self.info.title
             self.later = None
         lines = branch_lines(
             self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
