@@ -92,6 +92,7 @@ class Checkpoint(msgspec.Struct):
     extractor: ExtractorState
     events_seen: int
     commands: list[str]  # every distinct command line (for attributing git changes)
+    resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -145,6 +146,7 @@ class _Resumed:
     store: Path
     fd: int
     file_id: tuple[int, int] = (0, 0)
+    resumed_from: int = 0
 
     def run(
         self, workspace: str, max_messages: int, max_chars: int
@@ -176,6 +178,7 @@ class _Resumed:
             READS["full"] += 1
         else:
             diagnostics, extractor, reader, file_hash = resumed
+            self.resumed_from = start
             READS["resumed"] += 1
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
@@ -308,6 +311,7 @@ class _Resumed:
             extractor=snapshot.extractor,
             events_seen=snapshot.seen.count,
             commands=list(dict.fromkeys(snapshot.seen.commands)),
+            resumed_from=self.resumed_from,
         )
         first_of_session = not self.store.exists()
         try:
