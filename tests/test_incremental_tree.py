@@ -189,6 +189,8 @@ class ClaudeMaker(TreeMaker):
             {"type": "last-prompt", "leafUuid": self.leaf, "sessionId": next(iter(SESSION_IDS))},
             {"type": "summary", "summary": f"Title {uuid[-4:]}", "leafUuid": self.leaf},
             {"type": "custom-title", "customTitle": f"Custom {uuid[-4:]}"},
+            # a leaf hint naming an older record: while it is last, the branch ends there
+            {"type": "last-prompt", "leafUuid": self.nodes[-1 - kind % len(self.nodes)]},
             {
                 "type": "assistant",
                 "uuid": uuid,
