@@ -14,8 +14,12 @@ bytes in the fingerprinted parts, other export options, another passdown version
 unreadable checkpoint) means a full read, which gives the same handoff. A change in the
 middle of the prefix that keeps the file, its size and both fingerprinted ends is not
 seen: the agents that opt in only ever append to their logs. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
-Only agents whose sessions are one forward-only JSON Lines file implement it
-(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full.
+Only agents whose sessions are one append-only JSON Lines file implement it
+(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full. A
+reader may also plan the new bytes before reading them (`begin`): a tree reader
+(Claude Code, Qwen Code, pi: `passdown.agents._tree.TreeResumable`) walks them back from
+their leaf and refuses when they do not continue the saved leaf (then the file is read
+from its start), and says through a `None` state when its state must not be kept.
 """
 
 from __future__ import annotations
@@ -173,7 +177,7 @@ class _Resumed:
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
-            _begin(reader, self.fd, (start, end, size))
+            _begin(reader, self.fd, (start, end, size), self.ref.path)
             file_hash = _Sha256()
             READS["full"] += 1
         else:
@@ -252,7 +256,7 @@ class _Resumed:
             KeyError,
         ):
             return None
-        if not _begin(reader, self.fd, bounds):
+        if not _begin(reader, self.fd, bounds, self.ref.path):
             return None
         self.seen.count = saved.events_seen
         self.seen.commands = list(saved.commands)
@@ -358,11 +362,16 @@ def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> l
 READS: Counter[str] = Counter()
 
 
-def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int]) -> bool:
+def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path: Path) -> bool:
     """A reader that must see the new bytes before the windows (a tree reader finding
     its branch) plans them now; False: it cannot continue from its state."""
     begin = getattr(reader, "begin", None)
-    return True if begin is None else bool(begin(fd, *bounds))
+    if begin is None:
+        return True
+    try:
+        return bool(begin(fd, *bounds))
+    except OSError as exc:
+        raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 @dataclass(slots=True)

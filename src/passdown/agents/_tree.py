@@ -287,7 +287,6 @@ class TreeResumable:
         self.windows: list[tuple[int, Branch]] = []
         self.later: tuple[Diagnostics, str | None] | None = None
         self.checkpointable = True
-        self.fell_back = False  # a fresh read had to take the whole file as one branch
 
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """Plan the windows [start, end) and [end, size). False: the saved state cannot
@@ -311,7 +310,7 @@ class TreeResumable:
                 return True
         # the last line changes the branch, or the tree is broken: one walk over the
         # whole file, as a full read does, and no checkpoint
-        self.fell_back, self.checkpointable = True, False
+        self.checkpointable = False
         self.later = None
         _reset(self.diag)
         self.info.title = None
