@@ -220,9 +220,7 @@ def main() -> None:
         # the part a checkpoint changes, in this process: reading and extracting
         os.environ["PASSDOWN_DATA_DIR"] = base["PASSDOWN_DATA_DIR"]
         os.environ.update({k: v for k, v in small_env.items() if k != "PASSDOWN_DATA_DIR"})
-        small_read = [
-            _read_and_extract(small, agent, checkpoint=False) for _ in range(args.runs)
-        ]
+        small_read = [_read_and_extract(small, agent, checkpoint=False) for _ in range(args.runs)]
         os.environ.update({k: v for k, v in big_env.items() if k != "PASSDOWN_DATA_DIR"})
         resumed_read = []
         for chunk in appends[args.runs :]:
@@ -249,7 +247,9 @@ def main() -> None:
         print(f"ratio resumed / small = {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")
         print(f"resumed / full read = {resumed_s / full:.3f}")
         saved = list((Path(big_env["PASSDOWN_DATA_DIR"]) / "checkpoints").glob("*.msgpack"))
-        print(f"checkpoint of the {big_mb:.0f} MB session: {sum(p.stat().st_size for p in saved)} bytes")
+        print(
+            f"checkpoint of the {big_mb:.0f} MB session: {sum(p.stat().st_size for p in saved)} bytes"
+        )
         print(
             f"read + extract only (in process): {small.stat().st_size / MB:.0f} MB session "
             f"{statistics.median(small_read) * 1000:.0f} ms, after appending "

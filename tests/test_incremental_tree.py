@@ -334,7 +334,11 @@ def _append(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-@settings(max_examples=int(os.environ.get("PASSDOWN_TREE_CASES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("PASSDOWN_TREE_CASES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     agent=st.sampled_from(sorted(MAKERS)),
     steps=st.lists(st.tuples(st.integers(0, len(STEPS) - 1), st.integers(0, 50)), max_size=10),

@@ -54,7 +54,12 @@ def _full_read(env: dict[str, str], ws: Path) -> dict[str, Any]:
 
 
 def _turn(
-    server: AnthropicServer, env: dict[str, str], ws: Path, prompt: str, steps: list[Step], *extra: str
+    server: AnthropicServer,
+    env: dict[str, str],
+    ws: Path,
+    prompt: str,
+    steps: list[Step],
+    *extra: str,
 ) -> None:
     server.set_script(steps)
     ok(run_claude(env, ws, prompt, *extra, timeout=240), f"claude -p {prompt!r}")

@@ -46,7 +46,6 @@ def api_error_reason(error: str | None, text: str) -> EndReason:
     return "error"
 
 
-
 # compaction ---------------------------------------------------------------------------
 # 2.1.197 wraps the model's summary: a preamble, "Summary:", then instructions to the
 # model that resumes (where the full transcript is, "Continue the conversation from

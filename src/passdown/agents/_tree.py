@@ -248,9 +248,7 @@ class TreeFormat:
     (continuing from a saved state, or None), and the pass options."""
 
     node_view: Callable[[SessionInfo, Diagnostics], NodeReader]
-    decoder: Callable[
-        [SessionInfo, Diagnostics, object | None, dict[str, ToolCall]], BranchDecoder
-    ]
+    decoder: Callable[[SessionInfo, Diagnostics, object | None, dict[str, ToolCall]], BranchDecoder]
     fragments: bool = False
     always: Callable[[int, bytes], bool] | None = None
 
