@@ -144,6 +144,7 @@ def walk_branch(
     started = False
     run_start = -1  # first line (in file order) of the run being built, or -1
     run_end = -1
+    met_leaf = False
     for offset, line in reader.backward(handle):
         node = read_node(offset, line, reader.tail_offset)
         if type(node) is Node:
@@ -151,8 +152,8 @@ def walk_branch(
                 started, wanted = True, hint or node.id
                 walk.leaf = wanted
             if node.id == wanted:
-                if not walk.met_leaf:
-                    walk.met_leaf, walk.leaf_parent = True, node.parent
+                if not met_leaf:
+                    met_leaf, walk.leaf_parent = True, node.parent
                 wanted = node.parent
                 if taken is not None:
                     taken.add(node.id)
@@ -175,7 +176,7 @@ def walk_branch(
     if run_start >= 0:
         runs.append(run_start + base)
         runs.append(run_end + base)
-    walk.wanted, walk.started, walk.hint = wanted, started, hint
+    walk.wanted, walk.started, walk.hint, walk.met_leaf = wanted, started, hint, met_leaf
     return walk
 
 
@@ -195,7 +196,8 @@ def branch_lines(
     reader = LineReader(path, diag)
     if branch.broken:
         for offset, line in reader.forward(stream):
-            yield offset + base, line, _tail(reader, base)
+            tail = reader.tail_offset
+            yield offset + base, line, (tail + base if tail >= 0 else -1)
         return
     runs = branch.runs
     index = len(runs) - 2  # runs are newest first: walk them from the end
@@ -203,7 +205,8 @@ def branch_lines(
     if index < 0 and always is None:
         return
     for offset, line in reader.forward(stream):
-        offset += base
+        if base:
+            offset += base
         while offset > end:  # past this run: the next one (or only `always` lines remain)
             index -= 2
             if index < 0:
@@ -213,11 +216,8 @@ def branch_lines(
             else:
                 start, end = runs[index], runs[index + 1]
         if offset >= start or (always is not None and always(offset, line)):
-            yield offset, line, _tail(reader, base)
-
-
-def _tail(reader: LineReader, base: int) -> int:
-    return reader.tail_offset + base if reader.tail_offset >= 0 else -1
+            tail = reader.tail_offset  # -1 but on a last line without its newline
+            yield offset, line, (tail + base if base and tail >= 0 else tail)
 
 
 # -- incremental export (passdown.checkpoint) ------------------------------------------
