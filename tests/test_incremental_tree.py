@@ -467,3 +467,33 @@ def test_a_changed_subagent_transcript_means_a_full_read() -> None:
             assert checkpoint.READS["refused"] == 1
             assert isinstance(second, dict)
             assert second["state"]["subagents"][0]["task"] == "A changed description"
+
+
+def test_a_qwen_fragment_of_the_leaf_continues_the_checkpoint() -> None:
+    """Qwen writes one record in pieces under one uuid: a piece of the leaf appended
+    after the checkpoint continues it (its text joins the same reply)."""
+    maker = QwenMaker(QWEN)
+    with _store("qwen") as (path, workspace):
+        _append(path, maker.header() + maker.turn(0))
+        _export_and_compare(path, workspace, "qwen")
+        checkpoint.READS.clear()
+        _append(path, maker.outside(1))
+        _export_and_compare(path, workspace, "qwen")
+        assert checkpoint.READS["resumed"] == 1 and checkpoint.READS["refused"] == 0
+
+
+def test_a_claude_leaf_hint_naming_the_leaf_continues_and_one_naming_an_older_record_not() -> None:
+    maker = ClaudeMaker(CLAUDE)
+    with _store("claude") as (path, workspace):
+        _append(path, maker.header() + maker.turn(0))
+        _export_and_compare(path, workspace, "claude")
+        checkpoint.READS.clear()
+        _append(path, maker.outside(0) + maker.outside(1))  # a snapshot, a hint at the leaf
+        _export_and_compare(path, workspace, "claude")
+        assert checkpoint.READS["resumed"] == 1
+        checkpoint.READS.clear()
+        older = maker.nodes[-4]
+        _append(path, _line({"type": "last-prompt", "leafUuid": older}))
+        handoff = _export_and_compare(path, workspace, "claude")
+        assert checkpoint.READS["refused"] == 1 and checkpoint.READS["resumed"] == 0
+        assert isinstance(handoff, dict)
