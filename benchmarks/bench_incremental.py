@@ -1,6 +1,6 @@
 """Incremental export: what a hook that runs after every turn costs on a long session.
 
-A real-shaped Codex session (bench_export.generate_codex) of 500 MB is exported once
+A real-shaped Codex session (fatshape.generate_codex) of 500 MB is exported once
 (which writes its checkpoint); then 1 MB of further turns is appended and it is
 exported again, as the hook after the next turn would: only the appended bytes are
 read. That is compared, in the same run, with the export of a 5 MB session (no
@@ -8,10 +8,16 @@ checkpoint: its full cost, what a hook pays on a typical session today). Target:
 resumed export within 1.5x of the 5 MB one. The full read of the 501 MB file
 (`PASSDOWN_NO_CHECKPOINT=1`) is printed for reference.
 
-Each export is `passdown export --from codex --session PATH` in a fresh process (as a
+Each export is `passdown export --from AGENT --session PATH` in a fresh process (as a
 hook runs it), storing into SQLite in a temp data folder; the workspace is a git repo.
 
-Usage: python benchmarks/bench_incremental.py [--big-mb 500] [--small-mb 5] [--append-mb 1] [--runs 7]
+`--agent claude|qwen|pi` measures a tree-shaped session instead: the agent's recorded
+session grown by realshape.py (its middle repeated with fresh ids, each copy chained
+onto the one before), and the appended megabyte more such copies chained onto the
+current leaf, as the agent's next turns would be.
+
+Usage: python benchmarks/bench_incremental.py [--agent codex] [--big-mb 500] [--small-mb 5]
+       [--append-mb 1] [--runs 7]
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_export import WORKSPACE, generate_codex
+import realshape
+from fatshape import WORKSPACE, generate_codex
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
@@ -50,18 +57,20 @@ def _git_workspace(path: Path) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
-def _export(path: Path, env: dict[str, str], *, checkpoint: bool = True) -> float:
+def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = True) -> float:
     argv = [
         sys.executable,
         "-m",
         "passdown",
         "export",
         "--from",
-        "codex",
+        agent,
         "--session",
         str(path),
         "--quiet",
     ]
+    if agent != "codex":  # the recording's own cwd is gone: hand off into the bench's
+        argv += ["--workspace", WORKSPACE]
     run_env = dict(env)
     if not checkpoint:
         run_env["PASSDOWN_NO_CHECKPOINT"] = "1"
@@ -73,12 +82,12 @@ def _export(path: Path, env: dict[str, str], *, checkpoint: bool = True) -> floa
     return elapsed
 
 
-def _read_and_extract(path: Path, *, checkpoint: bool) -> float:
+def _read_and_extract(path: Path, agent_name: str, *, checkpoint: bool) -> float:
     """Seconds to read and extract the session (no redaction, git or store)."""
     from passdown import pipeline
-    from passdown.agents.codex import CodexCLI
+    from passdown.agents import get_agent
 
-    agent = CodexCLI()
+    agent = get_agent(agent_name)
     selection = pipeline.Selection(
         agent=agent, ref=agent.ref_for_path(path), workspace=Path(WORKSPACE)
     )
@@ -89,6 +98,57 @@ def _read_and_extract(path: Path, *, checkpoint: bool) -> float:
     start = time.perf_counter()
     pipeline._read_and_extract(selection, pipeline.ExportOptions())
     return time.perf_counter() - start
+
+
+class _TreeAppender:
+    """Further copies of a grown tree session's middle, chained onto its current leaf."""
+
+    def __init__(self, grower: realshape.Grower, path: Path, copies: int) -> None:
+        assert grower.fixture.tree is not None and grower.entry is not None
+        self.grower = grower
+        self.copy = copies + 1
+        key = grower.fixture.tree[0]
+        self.leaf = b""
+        with open(path, "rb") as handle:  # the newest tree record is the leaf
+            handle.seek(max(0, path.stat().st_size - 256 * 1024))
+            for line in handle.read().splitlines():
+                record = realshape._record(line)
+                if record and record.get(key) and record.get("type") != "session":
+                    self.leaf = str(record[key]).encode()
+
+    def chunk(self, size: int) -> bytes:
+        assert self.grower.entry is not None
+        pattern, exit_token = self.grower.entry
+        parent = pattern.rsplit(b":", 1)[0]
+        out: list[bytes] = []
+        written = 0
+        while written < size:
+            block, mapping = self.grower._copy(self.copy)
+            self.copy += 1
+            out.append(block.replace(pattern, parent + b':"' + self.leaf + b'"', 1))
+            self.leaf = mapping.get(exit_token, exit_token)
+            written += len(out[-1])
+        return b"".join(out)
+
+
+def _tree_sessions(
+    agent: str, tmp: Path, args: argparse.Namespace, base: dict[str, str]
+) -> tuple[Path, Path, list[bytes], dict[str, str], dict[str, str]]:
+    fixture = realshape.fixtures()[agent]
+    grower = realshape.Grower(fixture)
+    small = realshape.install(fixture, tmp / "small")
+    grower.write(small, args.small_mb * MB)
+    big = realshape.install(fixture, tmp / "big")
+    copies = grower.write(big, args.big_mb * MB)
+    appender = _TreeAppender(grower, big, copies)
+    appends = [appender.chunk(int(args.append_mb * MB)) for _ in range(args.runs * 2)]
+    small_env = {
+        **base,
+        fixture.env_var: str(tmp / "small"),
+        "PASSDOWN_DATA_DIR": str(tmp / "data-small"),
+    }
+    big_env = {**base, fixture.env_var: str(tmp / "big")}
+    return small, big, appends, small_env, big_env
 
 
 def _turns(size: int, seed: int, folder: Path) -> bytes:
@@ -118,7 +178,9 @@ def main() -> None:
     parser.add_argument("--small-mb", type=int, default=5)
     parser.add_argument("--append-mb", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--agent", default="codex", choices=["codex", "claude", "qwen", "pi"])
     args = parser.parse_args()
+    agent = args.agent
     _git_workspace(Path(WORKSPACE))
     tmp = Path(tempfile.mkdtemp(prefix="passdown-bench-inc-"))
     base = {
@@ -131,34 +193,40 @@ def main() -> None:
     # one Codex home per session: an export also reads the workspace's other sessions
     # that ran at the same time (to leave their edits out), which would mix the two
     # (and its own data folder: the two stores never mix)
-    small_env = {
-        **base,
-        "CODEX_HOME": str(tmp / "small"),
-        "PASSDOWN_DATA_DIR": str(tmp / "data-small"),
-    }
-    big_env = {**base, "CODEX_HOME": str(tmp / "big")}
     try:
-        small = _session(_folder(tmp / "small"), args.small_mb * MB, seed=3)
-        big = _session(_folder(tmp / "big"), args.big_mb * MB, seed=5)
-        appends = [_turns(int(args.append_mb * MB), 100 + n, tmp) for n in range(args.runs)]
-        first = _export(big, big_env)  # full read; writes the checkpoint
-        _export(small, small_env, checkpoint=False)  # warm-up: the store is created
+        if agent == "codex":
+            small_env = {
+                **base,
+                "CODEX_HOME": str(tmp / "small"),
+                "PASSDOWN_DATA_DIR": str(tmp / "data-small"),
+            }
+            big_env = {**base, "CODEX_HOME": str(tmp / "big")}
+            small = _session(_folder(tmp / "small"), args.small_mb * MB, seed=3)
+            big = _session(_folder(tmp / "big"), args.big_mb * MB, seed=5)
+            appends = [_turns(int(args.append_mb * MB), 100 + n, tmp) for n in range(args.runs)]
+            appends += [_turns(int(args.append_mb * MB), 200 + n, tmp) for n in range(args.runs)]
+        else:
+            small, big, appends, small_env, big_env = _tree_sessions(agent, tmp, args, base)
+        first = _export(big, big_env, agent)  # full read; writes the checkpoint
+        _export(small, small_env, agent, checkpoint=False)  # warm-up: the store is created
         # interleaved, so the load of a shared machine weighs on both alike
         small_times, resumed_times = [], []
-        for chunk in appends:
-            small_times.append(_export(small, small_env, checkpoint=False))
+        for chunk in appends[: args.runs]:
+            small_times.append(_export(small, small_env, agent, checkpoint=False))
             with open(big, "ab") as handle:
                 handle.write(chunk)
-            resumed_times.append(_export(big, big_env))
-        full = min(_export(big, big_env, checkpoint=False) for _ in range(2))
+            resumed_times.append(_export(big, big_env, agent))
+        full = min(_export(big, big_env, agent, checkpoint=False) for _ in range(2))
         # the part a checkpoint changes, in this process: reading and extracting
         os.environ["PASSDOWN_DATA_DIR"] = base["PASSDOWN_DATA_DIR"]
-        small_read = [_read_and_extract(small, checkpoint=False) for _ in range(args.runs)]
+        os.environ.update({k: v for k, v in small_env.items() if k != "PASSDOWN_DATA_DIR"})
+        small_read = [_read_and_extract(small, agent, checkpoint=False) for _ in range(args.runs)]
+        os.environ.update({k: v for k, v in big_env.items() if k != "PASSDOWN_DATA_DIR"})
         resumed_read = []
-        for chunk in appends:
+        for chunk in appends[args.runs :]:
             with open(big, "ab") as handle:
                 handle.write(chunk)
-            resumed_read.append(_read_and_extract(big, checkpoint=True))
+            resumed_read.append(_read_and_extract(big, agent, checkpoint=True))
         small_s = statistics.median(small_times)
         resumed_s = statistics.median(resumed_times)
         big_mb = big.stat().st_size / MB
@@ -178,6 +246,10 @@ def main() -> None:
         verdict = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
         print(f"ratio resumed / small = {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")
         print(f"resumed / full read = {resumed_s / full:.3f}")
+        saved = list((Path(big_env["PASSDOWN_DATA_DIR"]) / "checkpoints").glob("*.msgpack"))
+        print(
+            f"checkpoint of the {big_mb:.0f} MB session: {sum(p.stat().st_size for p in saved)} bytes"
+        )
         print(
             f"read + extract only (in process): {small.stat().st_size / MB:.0f} MB session "
             f"{statistics.median(small_read) * 1000:.0f} ms, after appending "

@@ -14,8 +14,12 @@ bytes in the fingerprinted parts, other export options, another passdown version
 unreadable checkpoint) means a full read, which gives the same handoff. A change in the
 middle of the prefix that keeps the file, its size and both fingerprinted ends is not
 seen: the agents that opt in only ever append to their logs. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
-Only agents whose sessions are one forward-only JSON Lines file implement it
-(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full.
+Only agents whose sessions are one append-only JSON Lines file implement it
+(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full. A
+reader may also plan the new bytes before reading them (`begin`): a tree reader
+(Claude Code, Qwen Code, pi: `passdown.agents._tree.TreeResumable`) walks them back from
+their leaf and refuses when they do not continue the saved leaf (then the file is read
+from its start), and says through a `None` state when its state must not be kept.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import hashlib
 import os
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,7 +60,9 @@ if TYPE_CHECKING:
     from passdown.pipeline import _SeenEvents
 
 # Bump whenever the shape or the meaning of a checkpoint changes.
-CHECKPOINT_FORMAT = 2  # 2: failures and commands kept as records, not models
+# 2: failures and commands kept as records, not models; 3: tree readers (Claude, Qwen,
+# pi) keep their leaf and decoder state
+CHECKPOINT_FORMAT = 3
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
 STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
@@ -89,6 +96,7 @@ class Checkpoint(msgspec.Struct):
     extractor: ExtractorState
     events_seen: int
     commands: list[str]  # every distinct command line (for attributing git changes)
+    resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -142,6 +150,7 @@ class _Resumed:
     store: Path
     fd: int
     file_id: tuple[int, int] = (0, 0)
+    resumed_from: int = 0
 
     def run(
         self, workspace: str, max_messages: int, max_chars: int
@@ -150,27 +159,31 @@ class _Resumed:
         size = stat.st_size  # bytes appended while reading wait for the next export
         self.file_id = (stat.st_dev, stat.st_ino)
         saved = self._load(size, workspace, max_messages, max_chars)
+        resumed = None
         if saved is not None:
             start = saved.offset
             end = _last_line_end(self.fd, start, size)
-        info = SessionInfo(
-            agent=self.agent.name,
-            session_id=self.ref.session_id,
-            path=self.ref.path,
-            cwd=self.ref.cwd,
-        )
-        resumed = self._restore(saved, info) if saved is not None else None
+            info = self._new_info()
+            resumed = self._restore(saved, info, (start, end, size))
+            if resumed is None:
+                READS["refused"] += 1
+                self._forget()  # it cannot serve the next export either
         if resumed is None:  # from the start of the file
             start = 0
             end = _last_line_end(self.fd, start, size)
+            info = self._new_info()
             diagnostics = Diagnostics()
             extractor = new_extractor(
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
+            _begin(reader, self.fd, (start, end, size), self.ref.path)
             file_hash = _Sha256()
+            READS["full"] += 1
         else:
             diagnostics, extractor, reader, file_hash = resumed
+            self.resumed_from = start
+            READS["resumed"] += 1
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -187,14 +200,15 @@ class _Resumed:
             hashing.join()
         if failed:
             raise SessionReadError(f"cannot read {self.ref.path}: {failed[0]}")
-        if end > start:
+        reader_state = reader.state() if end > start else None
+        if reader_state is not None:  # None: this reader's state cannot be kept
             self._save(
                 _Snapshot(
                     end,
                     file_hash.state(),
                     info,
                     diagnostics,
-                    reader.state(),
+                    reader_state,
                     extractor_state(extractor),
                     self.seen,
                 )
@@ -213,11 +227,21 @@ class _Resumed:
         )
         return transcript, extractor.finish()
 
+    def _new_info(self) -> SessionInfo:
+        return SessionInfo(
+            agent=self.agent.name,
+            session_id=self.ref.session_id,
+            path=self.ref.path,
+            cwd=self.ref.cwd,
+        )
+
     def _restore(
-        self, saved: Checkpoint, info: SessionInfo
+        self, saved: Checkpoint, info: SessionInfo, bounds: tuple[int, int, int]
     ) -> tuple[Diagnostics, _Extractor, ResumableReader, _Sha256] | None:
         """The states a valid checkpoint holds, live again; None if any of them cannot
-        be restored (then the file is read from its start)."""
+        be restored, or the reader cannot go on over the new bytes from its state (then
+        the file is read from its start)."""
+        _restore_info(info, saved.info)
         try:
             extractor = restore_extractor(saved.extractor)
             reader_state = msgspec.msgpack.decode(saved.reader)
@@ -232,7 +256,8 @@ class _Resumed:
             KeyError,
         ):
             return None
-        _restore_info(info, saved.info)
+        if not _begin(reader, self.fd, bounds, self.ref.path):
+            return None
         self.seen.count = saved.events_seen
         self.seen.commands = list(saved.commands)
         return diagnostics, extractor, reader, _Sha256(saved.file_sha256_state)
@@ -290,6 +315,7 @@ class _Resumed:
             extractor=snapshot.extractor,
             events_seen=snapshot.seen.count,
             commands=list(dict.fromkeys(snapshot.seen.commands)),
+            resumed_from=self.resumed_from,
         )
         first_of_session = not self.store.exists()
         try:
@@ -329,6 +355,23 @@ def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> l
         except OSError:
             continue
     return removed
+
+
+# How each checkpointed export went: "full" (read from the start), "resumed" (only the
+# appended bytes), "refused" (a checkpoint was there but could not be used, so "full").
+READS: Counter[str] = Counter()
+
+
+def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path: Path) -> bool:
+    """A reader that must see the new bytes before the windows (a tree reader finding
+    its branch) plans them now; False: it cannot continue from its state."""
+    begin = getattr(reader, "begin", None)
+    if begin is None:
+        return True
+    try:
+        return bool(begin(fd, *bounds))
+    except OSError as exc:
+        raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 @dataclass(slots=True)

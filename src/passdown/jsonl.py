@@ -228,8 +228,12 @@ class LineReader:
             diag.lines += 1
             yield line_start, b"".join(pending)
 
-    def backward(self) -> Iterator[tuple[int, bytes]]:
-        """(offset, line) pairs from the end of the file to the start."""
+    def backward(self, handle: BinaryIO | None = None) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) pairs from the end of the file to the start (of `handle`, a
+        seekable view of part of it, when given: offsets are then the view's)."""
+        if handle is not None:
+            yield from self._backward(handle)
+            return
         with seekable(self.path, self.diagnostics) as handle:
             yield from self._backward(handle)
 

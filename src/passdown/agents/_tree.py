@@ -17,14 +17,20 @@ free branch decision would save at most 30% of the reading time (pass 1's share)
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import os
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO, Protocol, cast
+
+import msgspec
 
 from passdown.jsonl import LineReader
-from passdown.transcript import Diagnostics
+from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 
 @dataclass(slots=True)
@@ -86,31 +92,73 @@ class _RecentIds:
             self.ids.discard(self.order.popleft())
 
 
+@dataclass(slots=True)
+class Walk:
+    """Pass 1 over the file, or over one window of it: the branch's runs in the window,
+    the leaf the walk started from and where it would go on before the window."""
+
+    branch: Branch
+    leaf: str | None = None  # the newest leaf (None: no tree record in the window)
+    leaf_parent: str | None = None  # the leaf's parent, once the leaf was met
+    wanted: str | None = None  # the next id up the branch (None: a root was reached)
+    started: bool = False  # the window holds a tree record
+    hint: str | None = None  # a leaf hint after every tree record of the window
+    met_leaf: bool = False
+    taken: _RecentIds | None = None
+
+
 def find_active_branch(
     path: Path, diag: Diagnostics, read_node: NodeReader, *, fragments: bool = False
 ) -> Branch:
     """Pass 1. With `fragments`, a record written in several pieces under one id (Qwen)
     keeps every piece, not just the last."""
-    reader = LineReader(path, diag)
+    walk = walk_branch(LineReader(path, diag), read_node, fragments=fragments)
+    if walk.wanted is not None:
+        mark_broken(walk.branch, diag)
+    return walk.branch
+
+
+def mark_broken(branch: Branch, diag: Diagnostics) -> None:
+    branch.broken = True
+    diag.warnings.append(
+        "the conversation tree is broken (a parent record is missing); read in file order"
+    )
+
+
+def walk_branch(
+    reader: LineReader,
+    read_node: NodeReader,
+    *,
+    fragments: bool = False,
+    handle: BinaryIO | None = None,
+    base: int = 0,
+) -> Walk:
+    """Walk the lines backwards from the leaf (of the file, or of `handle`, a view of
+    the file from offset `base` on; the runs then hold file offsets)."""
     branch = Branch()
     runs = branch.runs
-    taken = _RecentIds(FRAGMENT_MEMORY) if fragments else None
+    walk = Walk(branch, taken=_RecentIds(FRAGMENT_MEMORY) if fragments else None)
+    taken = walk.taken
     wanted: str | None = None
     hint: str | None = None
     started = False
     run_start = -1  # first line (in file order) of the run being built, or -1
     run_end = -1
-    for offset, line in reader.backward():
+    met_leaf = False
+    for offset, line in reader.backward(handle):
         node = read_node(offset, line, reader.tail_offset)
         if type(node) is Node:
             if not started:
                 started, wanted = True, hint or node.id
+                walk.leaf = wanted
             if node.id == wanted:
+                if not met_leaf:
+                    met_leaf, walk.leaf_parent = True, node.parent
                 wanted = node.parent
                 if taken is not None:
                     taken.add(node.id)
             elif taken is None or node.id not in taken.ids:
-                diag.off_branch_records += 1
+                reader.diagnostics.off_branch_records += 1
                 node = None
         elif isinstance(node, LeafHint):
             if not started and hint is None:
@@ -122,18 +170,14 @@ def find_active_branch(
                 run_end = offset
             run_start = offset
         elif run_start >= 0:
-            runs.append(run_start)
-            runs.append(run_end)
+            runs.append(run_start + base)
+            runs.append(run_end + base)
             run_start = -1
     if run_start >= 0:
-        runs.append(run_start)
-        runs.append(run_end)
-    if wanted is not None:
-        branch.broken = True
-        diag.warnings.append(
-            "the conversation tree is broken (a parent record is missing); read in file order"
-        )
-    return branch
+        runs.append(run_start + base)
+        runs.append(run_end + base)
+    walk.wanted, walk.started, walk.hint, walk.met_leaf = wanted, started, hint, met_leaf
+    return walk
 
 
 def branch_lines(
@@ -142,26 +186,261 @@ def branch_lines(
     branch: Branch,
     *,
     always: Callable[[int, bytes], bool] | None = None,
+    stream: BinaryIO | None = None,
+    base: int = 0,
 ) -> Iterator[tuple[int, bytes, int]]:
     """Pass 2: (offset, line, tail_offset) of the branch's records in file order (every
     line when the tree was broken; the reader of each line skips what is not a record).
-    `always` picks lines outside the tree that are wanted too (pi's session header)."""
+    `always` picks lines outside the tree that are wanted too (pi's session header).
+    With `stream` (the file from offset `base` on), the lines of that window only."""
     reader = LineReader(path, diag)
     if branch.broken:
-        for offset, line in reader.forward():
-            yield offset, line, reader.tail_offset
+        for offset, line in reader.forward(stream):
+            tail = reader.tail_offset
+            yield offset + base, line, (tail + base if tail >= 0 else -1)
         return
     runs = branch.runs
     index = len(runs) - 2  # runs are newest first: walk them from the end
     start, end = (runs[index], runs[index + 1]) if index >= 0 else (-1, -1)
-    for offset, line in reader.forward():
-        if offset > end:  # past this run: the next one (or only `always` lines remain)
+    if index < 0 and always is None:
+        return
+    for offset, line in reader.forward(stream):
+        if base:
+            offset += base
+        while offset > end:  # past this run: the next one (or only `always` lines remain)
             index -= 2
             if index < 0:
                 if always is None:
-                    break
+                    return
                 start = end = 1 << 62
             else:
                 start, end = runs[index], runs[index + 1]
         if offset >= start or (always is not None and always(offset, line)):
-            yield offset, line, reader.tail_offset
+            tail = reader.tail_offset  # -1 but on a last line without its newline
+            yield offset, line, (tail + base if base and tail >= 0 else tail)
+
+
+# -- incremental export (passdown.checkpoint) ------------------------------------------
+# A checkpoint of a tree session keeps the active leaf (and its parent) next to the
+# reader's own state. Appended records are fed to the restored reader only when the
+# new active branch is the old one plus records of the appended part: walking the
+# appended part backwards from its leaf must arrive at the old leaf. Anything else (a
+# rewind to an older node, a parent the window does not hold, a leaf hint naming
+# another record) falls back to a full read, which gives the same handoff.
+
+
+class BranchDecoder(Protocol):
+    """Pass 2 of one agent: its records' events, resumable between two lines."""
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        """The events of these branch lines (no flush at their end)."""
+
+    def finish(self) -> Iterator[Event]:
+        """The events due at the end of the file (buffered text, side files)."""
+
+    def state(self) -> object:
+        """What the decoder remembers between lines, as plain data."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeFormat:
+    """How one agent's tree session is read: pass 1's view of a line, pass 2's decoder
+    (continuing from a saved state, or None), and the pass options."""
+
+    node_view: Callable[[SessionInfo, Diagnostics], NodeReader]
+    decoder: Callable[[SessionInfo, Diagnostics, object | None, dict[str, ToolCall]], BranchDecoder]
+    fragments: bool = False
+    always: Callable[[int, bytes], bool] | None = None
+
+
+class TreeResumable:
+    """The `ResumableReader` of a tree session. `begin` (called once, before the
+    windows) walks the new bytes and says whether the saved state can go on; the two
+    windows (complete lines, then a last line without its newline) are then decoded
+    along the branch found."""
+
+    def __init__(
+        self,
+        fmt: TreeFormat,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> None:
+        if state is not None and not isinstance(state, dict):
+            raise ValueError("not a tree reader state")
+        self.fmt = fmt
+        self.info = info
+        self.diag = diag
+        self.path = info.path
+        self.resuming = state is not None
+        self.leaf: str | None = None
+        self.leaf_parent: str | None = None
+        if state is not None:
+            leaf, parent = state.get("leaf"), state.get("leaf_parent")
+            if not isinstance(leaf, str | None) or not isinstance(parent, str | None):
+                raise ValueError("bad leaf in a tree reader state")
+            self.leaf, self.leaf_parent = leaf, parent
+        self.decoder = fmt.decoder(info, diag, state.get("decoder") if state else None, pending)
+        self.windows: list[tuple[int, Branch]] = []
+        self.later: tuple[Diagnostics, str | None] | None = None
+        self.checkpointable = True
+
+    def begin(self, fd: int, start: int, end: int, size: int) -> bool:
+        """Plan the windows [start, end) and [end, size). False: the saved state cannot
+        follow the appended records (read the file afresh)."""
+        if self.resuming:
+            first = self._follow(fd, start, end, self.leaf, self.leaf_parent)
+            if first is None:
+                return False
+            second = self._follow(fd, end, size, first[1], first[2], later=True)
+            if second is None:
+                return False
+            self.windows = [(start, first[0]), (end, second[0])]
+            self.leaf, self.leaf_parent = first[1], first[2]
+            return True
+        walk = self._walk(fd, 0, end)
+        if walk.wanted is None:  # a whole branch: a checkpoint can hold its leaf
+            second = self._follow(fd, end, size, walk.leaf, walk.leaf_parent, later=True)
+            if second is not None:
+                self.windows = [(0, walk.branch), (end, second[0])]
+                self.leaf, self.leaf_parent = walk.leaf, walk.leaf_parent
+                return True
+        # the last line changes the branch, or the tree is broken: one walk over the
+        # whole file, as a full read does, and no checkpoint
+        self.checkpointable = False
+        self.later = None
+        _reset(self.diag)
+        self.info.title = None
+        whole = self._walk(fd, 0, size)
+        if whole.wanted is not None:
+            mark_broken(whole.branch, self.diag)
+        self.windows = [(0, whole.branch), (end, whole.branch)]
+        return True
+
+    def _walk(self, fd: int, lo: int, hi: int, *, later: bool = False) -> Walk:
+        """Pass 1 over [lo, hi). With `later` (the last line, read after the checkpoint
+        is saved), what it notes goes into the session's facts only then."""
+        info, diag = self.info, self.diag
+        if later:
+            info, diag = copy.copy(info), Diagnostics()
+        # pass 1 keeps the first title it meets walking back, the newest: one from this
+        # window wins over the one saved
+        saved_title, info.title = info.title, None
+        walk = walk_branch(
+            LineReader(self.path, diag),
+            self.fmt.node_view(info, diag),
+            fragments=self.fmt.fragments,
+            handle=cast(BinaryIO, _FdView(fd, lo, hi)),
+            base=lo,
+        )
+        if later:
+            self.later = (diag, info.title)
+        elif info.title is None:
+            info.title = saved_title
+        return walk
+
+    def _follow(
+        self,
+        fd: int,
+        lo: int,
+        hi: int,
+        leaf: str | None,
+        leaf_parent: str | None,
+        *,
+        later: bool = False,
+    ) -> tuple[Branch, str | None, str | None] | None:
+        """The branch runs of [lo, hi) and the new leaf, when that window's branch goes
+        on from `leaf`; None when it does not."""
+        if hi <= lo:
+            return Branch(), leaf, leaf_parent
+        walk = self._walk(fd, lo, hi, later=later)
+        if not walk.started:  # no tree record: a leaf hint may only name the leaf
+            return None if walk.hint not in (None, leaf) else (walk.branch, leaf, leaf_parent)
+        # a record written again under the leaf's id (Qwen's fragments) continues it
+        fragment = (
+            walk.taken is not None
+            and leaf is not None
+            and walk.wanted == leaf_parent
+            and leaf in walk.taken.ids
+        )
+        if walk.wanted != leaf and not fragment:
+            return None
+        if not walk.met_leaf:  # the hint named the old leaf: the window's records are dead
+            return walk.branch, leaf, leaf_parent
+        return walk.branch, walk.leaf, walk.leaf_parent
+
+    def events(self, stream: BinaryIO) -> Iterator[Event]:
+        base, branch = self.windows.pop(0)
+        if not self.windows and self.later is not None:  # the checkpoint is saved by now
+            diag, title = self.later
+            _merge(self.diag, diag)
+            self.info.title = title or self.info.title
+            self.later = None
+        lines = branch_lines(
+            self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
+        )
+        yield from self.decoder.feed(lines)
+
+    def close(self) -> Iterator[Event]:
+        return self.decoder.finish()
+
+    def state(self) -> object:
+        if not self.checkpointable:
+            return None
+        return {"leaf": self.leaf, "leaf_parent": self.leaf_parent, "decoder": self.decoder.state()}
+
+
+class _FdView:
+    """Bytes [lo, hi) of a file descriptor as a seekable stream (positional reads)."""
+
+    def __init__(self, fd: int, lo: int, hi: int) -> None:
+        self.fd = fd
+        self.lo = lo
+        self.size = hi - lo
+        self.pos = 0
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self.pos = self.size + offset if whence == os.SEEK_END else offset
+        return self.pos
+
+    def read(self, size: int = -1) -> bytes:
+        left = self.size - self.pos
+        if 0 <= size < left:
+            left = size
+        if left <= 0:
+            return b""
+        data = os.pread(self.fd, left, self.lo + self.pos)
+        self.pos += len(data)
+        return data
+
+
+def _reset(diag: Diagnostics) -> None:
+    fresh = Diagnostics()
+    for item in dataclasses.fields(Diagnostics):
+        setattr(diag, item.name, getattr(fresh, item.name))
+
+
+def _merge(diag: Diagnostics, later: Diagnostics) -> None:
+    """Add what a later walk noted to the session's diagnostics."""
+    diag.lines += later.lines
+    diag.bad_lines += later.bad_lines
+    diag.torn_last_line = diag.torn_last_line or later.torn_last_line
+    diag.oversized_lines += later.oversized_lines
+    for kind, count in later.unknown_types.items():
+        diag.unknown_types[kind] = diag.unknown_types.get(kind, 0) + count
+    diag.off_branch_records += later.off_branch_records
+    diag.sidechain_records += later.sidechain_records
+    diag.warnings.extend(later.warnings)
+
+
+def calls_state(calls: dict[str, ToolCall]) -> list[object]:
+    """Tool calls still waiting for their result, as plain data."""
+    return [msgspec.to_builtins(call) for call in calls.values()]
+
+
+def restore_calls(saved: object, pending: dict[str, ToolCall]) -> dict[str, ToolCall]:
+    """The saved waiting calls; the extractor's own objects where it holds them (a
+    result that completes a call completes the one extraction waits on)."""
+    calls = msgspec.convert(saved or [], list[ToolCall])
+    return {call.call_id: pending.get(call.call_id, call) for call in calls}

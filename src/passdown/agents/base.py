@@ -31,7 +31,12 @@ class ResumableReader(Protocol):
     """A session reader that can stop between two lines and continue later from its
     state (incremental export: `passdown.checkpoint`). It is fed the session's bytes in
     windows that always start at a line start; its state is plain data (dicts, lists,
-    strings, numbers) that msgspec can encode."""
+    strings, numbers) that msgspec can encode; a `None` state is never saved.
+
+    A reader may also define `begin(fd, start, end, size) -> bool`, called once before
+    the windows [start, end) and [end, size) are read: it sees the new bytes first and
+    returns False when its saved state cannot go on over them (a tree session that
+    rewound), which makes the export read the file from its start."""
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         """The events of the lines in `stream` (one window of the file)."""

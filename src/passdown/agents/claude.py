@@ -23,6 +23,9 @@ from typing import Any, cast
 
 import msgspec
 
+from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
+from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
+from passdown.agents._claude_subagents import Subagents, agent_id_in
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -34,17 +37,23 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._tree import Branch, LeafHint, Node, branch_lines, find_active_branch
+from passdown.agents._tree import (
+    Branch,
+    LeafHint,
+    Node,
+    TreeFormat,
+    TreeResumable,
+    branch_lines,
+    find_active_branch,
+    restore_calls,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
     Diagnostics,
-    EndReason,
     Event,
     Message,
     PlanItem,
-    PlanOp,
     SessionEnding,
     SessionInfo,
     SessionRef,
@@ -52,7 +61,6 @@ from passdown.transcript import (
     ToolCall,
     ToolResult,
     Transcript,
-    apply_plan_op,
 )
 
 # Records that belong to the conversation tree.
@@ -195,15 +203,6 @@ class _Head(msgspec.Struct):
     sessionId: str | None = None
 
 
-class _TaskFile(msgspec.Struct):
-    id: str | int = ""
-    subject: str = ""
-    description: str | None = None
-    activeForm: str | None = None
-    status: str = "pending"
-    blockedBy: list[str | int] = []
-
-
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
 _LOOSE_RECORD = msgspec.json.Decoder(_LooseRecord)
@@ -211,8 +210,6 @@ _HEAD = msgspec.json.Decoder(_Head)
 _BLOCKS = msgspec.json.Decoder(str | list[_Block])
 _INPUT = msgspec.json.Decoder(_ToolInput)
 _OUTCOME = msgspec.json.Decoder(str | _ToolOutcome)
-_TASK = msgspec.json.Decoder(_TaskFile)
-_PLAN_STATUSES = {"pending", "in_progress", "completed", "deleted", "blocked", "cancelled"}
 
 
 def encode_cwd(cwd: str) -> str:
@@ -267,13 +264,27 @@ class ClaudeCode(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         branch = find_active_branch(ref.path, diag, _node_reader(info, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
-        subagents = _Subagents(ref.path.parent / ref.session_id / "subagents", ref.path.parent)
-        reader = _ActiveReader(ref.path, info, diag, branch, subagents=subagents)
-        yield from reader.events()
-        yield from reader.unanswered_subagents()
-        merged = reader.plan.merged_with(_task_files(self.config_dir(), ref.session_id))
-        if merged is not None:
-            yield merged
+        decoder = _SessionDecoder(info, diag, None, {}, config_dir=self.config_dir())
+        yield from decoder.feed(branch_lines(ref.path, diag, branch))
+        yield from decoder.finish()
+
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> TreeResumable:
+        config_dir = self.config_dir()
+        fmt = TreeFormat(
+            node_view=_node_reader,
+            decoder=lambda i, d, saved, calls: _SessionDecoder(
+                i, d, saved, calls, config_dir=config_dir
+            ),
+        )
+        return TreeResumable(fmt, info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -283,28 +294,6 @@ class ClaudeCode(Agent):
         # -p runs once; acceptEdits lets the takeover edit files without a person there.
         argv = [self.program, "-p", "--permission-mode", "acceptEdits", "--", prompt]
         return LaunchSpec(argv=argv, cwd=workspace)
-
-
-def _task_files(config_dir: Path, session_id: str) -> dict[str, _TaskFile]:
-    """Claude keeps each task's latest state in ~/.claude/tasks/<session>/<n>.json. That
-    is whatever ran last, abandoned branches included, so it only fills gaps (see
-    `_PlanReplay.merged_with`)."""
-    if not session_id or "/" in session_id or ".." in session_id:
-        return {}
-    try:
-        files = [p for p in (config_dir / "tasks" / session_id).iterdir() if p.suffix == ".json"]
-    except OSError:
-        return {}
-    tasks: dict[str, _TaskFile] = {}
-    for path in files:
-        data = read_side_file(path)  # regular files only, size-bounded
-        try:
-            task = _TASK.decode(data) if data is not None else None
-        except DECODE_ERRORS:
-            continue
-        if task is not None:
-            tasks[str(task.id or path.stem)] = task
-    return tasks
 
 
 def _strip_suffixes(name: str) -> str:
@@ -409,7 +398,7 @@ class _ActiveReader:
         diag: Diagnostics,
         branch: Branch,
         *,
-        subagents: _Subagents,
+        subagents: Subagents,
         by: str | None = None,
         depth: int = 0,
     ) -> None:
@@ -422,14 +411,18 @@ class _ActiveReader:
         self.depth = depth
         self.calls: dict[str, ToolCall] = {}
         self.agent_tasks: dict[str, tuple[str | None, str | None]] = {}  # call -> task, type
-        self.plan = _PlanReplay()
+        self.plan = PlanReplay()
         self.pending_trigger: str | None = None
         self.assistant_id: str | None = None
         self.assistant_text: list[str] = []
         self.assistant_ts: str | None = None
 
     def events(self) -> Iterator[Event]:
-        for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
+        yield from self.feed(branch_lines(self.path, self.diag, self.branch))
+        yield from self._flush_assistant()
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        for offset, line, tail in lines:
             try:
                 record: object = _RECORD.decode(line)
             except msgspec.ValidationError:
@@ -439,7 +432,6 @@ class _ActiveReader:
             if not isinstance(record, _Record):
                 continue
             yield from self._record(record)
-        yield from self._flush_assistant()
 
     def _record(self, rec: _Record) -> Iterable[Event]:
         """What one record says. A plain function returning an iterable, not a generator:
@@ -528,7 +520,7 @@ class _ActiveReader:
         elif name in ("TaskCreate", "TaskUpdate", "TodoWrite"):
             if self.by is None:
                 call.action = "plan"
-                call.plan = _plan_op(name, args)
+                call.plan = plan_op(name, args)
         elif name in ("Task", "Agent"):
             call.action = "subagent"
             self.agent_tasks[call.call_id] = (args.description, args.subagent_type)
@@ -574,7 +566,7 @@ class _ActiveReader:
         """The sub-agent ran between the call and its result: its work comes first."""
         outcome = _outcome(rec.toolUseResult)
         agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
-            _agent_id_in(_joined_text(block.content))
+            agent_id_in(_joined_text(block.content))
         )
         yield from self._run_subagent(call.call_id, agent_id)
 
@@ -642,194 +634,100 @@ class _ActiveReader:
             yield from self._run_subagent(call_id, None)
 
 
+class _SessionState(msgspec.Struct):
+    """What `_SessionDecoder` remembers between two lines (a checkpoint's reader state)."""
+
+    calls: list[ToolCall] = []
+    agent_tasks: dict[str, tuple[str | None, str | None]] = {}
+    plan: list[tuple[str, PlanItem]] = []
+    plan_counter: int = 0
+    plan_seen: bool = False
+    plan_rekeyed: bool = False
+    pending_trigger: str | None = None
+    assistant_id: str | None = None
+    assistant_text: list[str] = []
+    assistant_ts: str | None = None
+    # sub-agents already read, each with the stamp of its files then: a file changed
+    # since means the checkpoint's events are stale (a full read)
+    subagents: dict[str, str] = {}
+
+
+class _SessionDecoder:
+    """The session's own pass 2 (a `passdown.agents._tree.BranchDecoder`): the branch's
+    records, then at the end of the file the sub-agents still running and the plan
+    checked against the task files (both read anew on every export)."""
+
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+        *,
+        config_dir: Path,
+    ) -> None:
+        self.config_dir = config_dir
+        self.session_id = info.session_id
+        path = info.path
+        subagents = Subagents(path.parent / info.session_id / "subagents", path.parent)
+        self.reader = _ActiveReader(path, info, diag, Branch(), subagents=subagents)
+        if state is not None:
+            self._restore(msgspec.convert(state, _SessionState), pending)
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        return self.reader.feed(lines)
+
+    def finish(self) -> Iterator[Event]:
+        reader = self.reader
+        yield from reader._flush_assistant()
+        yield from reader.unanswered_subagents()
+        merged = reader.plan.merged_with(task_files(self.config_dir, self.session_id))
+        if merged is not None:
+            yield merged
+
+    def state(self) -> object:
+        reader = self.reader
+        return msgspec.to_builtins(
+            _SessionState(
+                calls=list(reader.calls.values()),
+                agent_tasks=dict(reader.agent_tasks),
+                plan=list(reader.plan.items.items()),
+                plan_counter=reader.plan.counter,
+                plan_seen=reader.plan.seen,
+                plan_rekeyed=reader.plan.rekeyed,
+                pending_trigger=reader.pending_trigger,
+                assistant_id=reader.assistant_id,
+                assistant_text=list(reader.assistant_text),
+                assistant_ts=reader.assistant_ts,
+                subagents={a: reader.subagents.stamp(a) for a in sorted(reader.subagents.read)},
+            )
+        )
+
+    def _restore(self, saved: _SessionState, pending: dict[str, ToolCall]) -> None:
+        reader = self.reader
+        for agent_id, stamp in saved.subagents.items():
+            if reader.subagents.stamp(agent_id) != stamp:
+                raise ValueError(f"sub-agent {agent_id}'s files changed since the checkpoint")
+        reader.subagents.read = set(saved.subagents)
+        reader.calls = restore_calls(msgspec.to_builtins(saved.calls), pending)
+        reader.agent_tasks = dict(saved.agent_tasks)
+        reader.plan.items = dict(saved.plan)
+        reader.plan.counter = saved.plan_counter
+        reader.plan.seen = saved.plan_seen
+        reader.plan.rekeyed = saved.plan_rekeyed
+        reader.pending_trigger = saved.pending_trigger
+        reader.assistant_id = saved.assistant_id
+        reader.assistant_text = list(saved.assistant_text)
+        reader.assistant_ts = saved.assistant_ts
+
+
 _MAX_SUBAGENT_DEPTH = 4
-_AGENT_ID = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _TASK_NUMBER = re.compile(r"\bTask #(\d+) created")
-
-
-def _agent_id_in(text: str | None) -> str | None:
-    match = _AGENT_ID.search(text or "")
-    return match.group(1) if match else None
 
 
 def _task_number_in(text: str | None) -> str | None:
     match = _TASK_NUMBER.search(text or "")
     return match.group(1) if match else None
-
-
-class _SubagentMeta(msgspec.Struct):
-    agentType: str | None = None
-    description: str | None = None
-    toolUseId: str | None = None
-
-
-_META = msgspec.json.Decoder(_SubagentMeta)
-
-
-class _Subagents:
-    """Where a session's sub-agent transcripts are (`<session>/subagents/agent-<id>.jsonl`
-    with a `.meta.json`; older builds: `agent-<id>.jsonl` beside the session), read only
-    when the active branch spawned them, each once."""
-
-    def __init__(self, folder: Path, legacy_folder: Path) -> None:
-        self.folder = folder
-        self.legacy_folder = legacy_folder
-        self.read: set[str] = set()
-        self._meta: dict[str, _SubagentMeta] | None = None
-
-    def claim(self, agent_id: str) -> bool:
-        if not _SAFE_ID.match(agent_id) or agent_id in self.read:
-            return False
-        self.read.add(agent_id)
-        return True
-
-    def meta(self) -> dict[str, _SubagentMeta]:
-        if self._meta is None:
-            self._meta = {}
-            try:
-                files = list(self.folder.glob("agent-*.meta.json"))
-            except OSError:
-                files = []
-            for path in files:
-                data = read_side_file(path)  # regular files only, size-bounded
-                try:
-                    meta = _META.decode(data) if data is not None else None
-                except DECODE_ERRORS:
-                    continue
-                if meta is None:
-                    continue
-                agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
-                self._meta[agent_id] = meta
-        return self._meta
-
-    def agent_for_call(self, call_id: str) -> str | None:
-        return next((a for a, m in self.meta().items() if m.toolUseId == call_id), None)
-
-    def transcript(self, agent_id: str) -> Path | None:
-        for folder in (self.folder, self.legacy_folder):
-            for suffix in (".jsonl", ".jsonl.zst"):
-                path = folder / f"agent-{agent_id}{suffix}"
-                if path.is_file():
-                    return path
-        return None
-
-
-class _PlanReplay:
-    """The branch's plan as the CLI's task store saw it, replayed from the branch's own
-    TaskCreate/TaskUpdate/TodoWrite calls (extraction replays the same calls; this copy
-    exists to check the task files against the branch and to settle reused ids)."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, PlanItem] = {}
-        self.counter = 0
-        self.seen = False
-        self.rekeyed = False
-
-    def apply(self, op: PlanOp, created_id: str | None) -> None:
-        self.seen = True
-        self.counter = apply_plan_op(
-            self.items, op, self.counter, created_id, before_reuse=self._set_aside
-        )
-
-    def _set_aside(self, key: str) -> None:
-        """A forked session starts with an empty task store, so its new tasks reuse the
-        ids of the tasks in the copied prefix. The new task takes the id (later updates
-        name it); the earlier one stays in the plan under a primed id."""
-        new_key = key + "'"
-        while new_key in self.items:
-            new_key += "'"
-        item = self.items[key]
-        item.id = new_key
-        rekeyed = [(new_key if k == key else k, v) for k, v in self.items.items()]
-        self.items.clear()  # in place: the replay goes on writing into this dict
-        self.items.update(rekeyed)
-        self.rekeyed = True
-
-    def merged_with(self, task_files: dict[str, _TaskFile]) -> PlanOp | None:
-        """The branch's plan with gaps (description, active form, blocked-by) filled from
-        the task files that agree with it (same id, same subject). A task file never adds
-        a task or changes a status: it reflects whatever ran last, abandoned branches
-        included. None when there is nothing to change."""
-        if not self.seen:
-            return None
-        changed = self.rekeyed
-        items = []
-        for key, item in self.items.items():
-            task = task_files.get(key)
-            if task is not None and task.subject == item.subject:
-                filled = PlanItem(
-                    id=item.id,
-                    subject=item.subject,
-                    status=item.status,
-                    description=item.description or task.description or None,
-                    active_form=item.active_form or task.activeForm or None,
-                    blocked_by=item.blocked_by or tuple(str(b) for b in task.blockedBy),
-                )
-                changed = changed or filled != item
-                item = filled
-            items.append(item)
-        return PlanOp(op="replace", items=tuple(items)) if changed else None
-
-
-def _plan_op(name: str, args: _ToolInput) -> PlanOp:
-    if name == "TaskCreate":
-        item = PlanItem(
-            id="",
-            subject=args.subject or "",
-            description=args.description or None,
-            active_form=args.activeForm or None,
-        )
-        return PlanOp(op="create", items=(item,))
-    if name == "TaskUpdate":
-        status = args.status
-        task_id = args.taskId if args.taskId is not None else args.id
-        return PlanOp(
-            op="update",
-            item_id=str(task_id) if task_id is not None else "",
-            status=status if status in _PLAN_STATUSES else None,  # type: ignore[arg-type]
-            subject=args.subject or None,
-        )
-    return PlanOp(op="replace", items=_todo_items(args.todos))
-
-
-# API errors ---------------------------------------------------------------------------
-# What 2.1.197 writes (provoked against a scripted server): an assistant record with
-# model "<synthetic>", isApiErrorMessage, `error` (rate_limit, server_error,
-# authentication_failed, invalid_request, billing_error, ...) and the message it showed,
-# e.g. "API Error: Request rejected (429) · You've hit your limit" or "Prompt is too long"
-# (errorDetails then holds the raw 400 body). A usage limit is a 429 too: only the text
-# tells it from a rate limit.
-_USAGE_LIMIT = re.compile(
-    r"usage limit|(?:hit|reached) your (?:[\w-]+ ){0,3}limit|out of (?:extra )?usage"
-    r"|spend limit|limit reached|usage credits",
-    re.IGNORECASE,
-)
-_OVERLOADED = re.compile(r"\b529\b|overloaded", re.IGNORECASE)
-_AUTH = re.compile(
-    r"\b401\b|invalid api key|invalid x-api-key|authentication|oauth token|/login|unauthori[sz]ed",
-    re.IGNORECASE,
-)
-_CONTEXT_LENGTH = re.compile(
-    r"prompt is too long|context (?:length|window)|too many (?:input )?tokens|input length",
-    re.IGNORECASE,
-)
-_RATE_LIMIT = re.compile(r"\b429\b|rate.?limit", re.IGNORECASE)
-
-
-def api_error_reason(error: str | None, text: str) -> EndReason:
-    """Why an API call failed, from the record's `error` code and the text shown."""
-    if error == "billing_error" or _USAGE_LIMIT.search(text):
-        return "usage_limit"
-    if error == "rate_limit" or _RATE_LIMIT.search(text):
-        return "rate_limit"
-    if _OVERLOADED.search(text):
-        return "overloaded"  # `server_error` is also a plain 500: only "529"/overloaded count
-    if error == "authentication_failed" or _AUTH.search(text):
-        return "auth"
-    if _CONTEXT_LENGTH.search(text):
-        return "context_length"
-    return "error"
 
 
 def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
@@ -838,40 +736,6 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     message = (text or "").strip() or error or None
     reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
-
-
-# compaction ---------------------------------------------------------------------------
-# 2.1.197 wraps the model's summary: a preamble, "Summary:", then instructions to the
-# model that resumes (where the full transcript is, "Continue the conversation from
-# where it left off ... as if the break never happened."); older builds ended with
-# "Please continue the conversation from where we left it off ...". Those address the
-# compacting agent, not the next one.
-_COMPACT_PREAMBLE = re.compile(
-    r"^\s*This session is being continued from a previous conversation that ran out of "
-    r"context\.(?: The summary below covers the earlier portion of the conversation\.)?\s*"
-    r"(?:Summary:\s*)?",
-)
-_COMPACT_INSTRUCTIONS = re.compile(
-    r"^[ \t]*(?:If you need specific details from before compaction"
-    r"|Recent messages are preserved verbatim\."
-    r"|Continue the conversation from where it left off"
-    r"|Please continue the conversation from where we left (?:it|off)"
-    r"|Resume directly)",
-    re.MULTILINE,
-)
-
-
-def clean_compact_summary(text: str | None) -> str | None:
-    """The summary a compaction kept, without the CLI's preamble and its resume
-    instructions to the model."""
-    if not text:
-        return text
-    body = _COMPACT_PREAMBLE.sub("", text, count=1)
-    match = _COMPACT_INSTRUCTIONS.search(body)
-    if match:
-        body = body[: match.start()]
-    body = body.strip()
-    return body or None
 
 
 def _decode_raw(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw) -> Any:
@@ -921,29 +785,6 @@ def _is_null(raw: msgspec.Raw) -> bool:
 def _is_wrapper(text: str) -> bool:
     stripped = text.lstrip()
     return stripped.startswith(_WRAPPER_TAGS) or bool(_INTERRUPTED.match(stripped))
-
-
-def _opt_str(value: object) -> str | None:
-    return str(value) if value not in (None, "") else None
-
-
-def _todo_items(todos: object) -> tuple[PlanItem, ...]:
-    if not isinstance(todos, list):
-        return ()
-    items = []
-    for n, todo in enumerate(todos, start=1):
-        if not isinstance(todo, dict):
-            continue
-        status = todo.get("status")
-        items.append(
-            PlanItem(
-                id=str(todo.get("id") or n),
-                subject=str(todo.get("content") or todo.get("subject") or ""),
-                status=status if status in _PLAN_STATUSES else "pending",
-                active_form=_opt_str(todo.get("activeForm")),
-            )
-        )
-    return tuple(items)
 
 
 def _outcome(raw: msgspec.Raw) -> str | _ToolOutcome | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -35,7 +35,16 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._endings import api_error_ending
-from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
+from passdown.agents._tree import (
+    Node,
+    NodeReader,
+    TreeFormat,
+    TreeResumable,
+    branch_lines,
+    calls_state,
+    find_active_branch,
+    restore_calls,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
@@ -188,9 +197,22 @@ class PiAgent(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        branch = find_active_branch(ref.path, diag, lambda o, line, t: _node(line, o, t, diag))
+        branch = find_active_branch(ref.path, diag, _node_view(info, diag))
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _BranchReader(ref.path, info, diag, branch).events()
+        reader = _BranchReader(info, diag)
+        yield from reader.feed(branch_lines(ref.path, diag, branch, always=_is_header))
+        yield from reader.finish()
+
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> TreeResumable:
+        return TreeResumable(_FORMAT, info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -233,27 +255,44 @@ def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None
     return Node(env.id, env.parentId) if env.id else None
 
 
+def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
+    return lambda offset, line, tail: _node(line, offset, tail, diag)
+
+
 def _is_header(offset: int, line: bytes) -> bool:
     return offset == 0 or b'"session"' in line[:40]
 
 
 class _BranchReader:
-    """Pass 2: decode the active branch's entries in order and emit events."""
+    """Pass 2: decode the active branch's entries in order and emit events; its state
+    (the calls waiting for a result) lets a checkpoint continue it."""
 
-    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
-        self.path = path
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None = None,
+        pending: dict[str, ToolCall] | None = None,
+    ) -> None:
         self.info = info
         self.diag = diag
-        self.branch = branch
         self.calls: dict[str, ToolCall] = {}
+        if isinstance(state, dict):
+            self.calls = restore_calls(state.get("calls"), pending or {})
+        elif state is not None:
+            raise ValueError("not a pi reader state")
 
-    def events(self) -> Iterator[Event]:
-        for offset, line, tail in branch_lines(
-            self.path, self.diag, self.branch, always=_is_header
-        ):
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        for offset, line, tail in lines:
             entry = decode_line(_ENTRY, line, offset, tail, self.diag)
             if isinstance(entry, _Entry):
                 yield from self._entry(entry)
+
+    def finish(self) -> Iterator[Event]:
+        return iter(())  # nothing is buffered across entries
+
+    def state(self) -> object:
+        return {"calls": calls_state(self.calls)}
 
     def _entry(self, entry: _Entry) -> Iterator[Event]:
         info = self.info
@@ -374,6 +413,8 @@ def _text(content: str | list[_Block] | None) -> str:
     parts = [b.text.strip() for b in content or () if b.type == "text" and b.text]
     return "\n\n".join(p for p in parts if p)
 
+
+_FORMAT = TreeFormat(node_view=_node_view, decoder=_BranchReader, always=_is_header)
 
 __all__ = ["PiAgent", "encode_cwd"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,15 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._endings import api_error_ending
-from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
+from passdown.agents._tree import (
+    Node,
+    NodeReader,
+    TreeFormat,
+    TreeResumable,
+    branch_lines,
+    find_active_branch,
+    restore_calls,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.agents.gemini import (
     Part,
@@ -208,17 +216,29 @@ class QwenCode(Agent):
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         # a record written in several pieces under one uuid keeps every piece
-        branch = find_active_branch(
-            ref.path, diag, lambda o, line, t: _node(line, o, t, diag), fragments=True
-        )
+        branch = find_active_branch(ref.path, diag, _node_view(info, diag), fragments=True)
         diag.lines = 0  # pass 2 counts again; report lines once
-        yield from _BranchReader(ref.path, info, diag, branch).events()
-        # The todo file holds whatever list was written last, on any branch: after a
-        # rewind it can be the abandoned branch's, so only a file without dead branches
-        # may let it win over the active branch's own todo_write calls.
-        plan = self._todo_file(info.session_id) if not diag.off_branch_records else None
-        if plan is not None:
-            yield plan
+        reader = _BranchReader(info, diag, todos=self._todo_file)
+        yield from reader.feed(branch_lines(ref.path, diag, branch))
+        yield from reader.finish()
+
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> TreeResumable:
+        fmt = TreeFormat(
+            node_view=_node_view,
+            decoder=lambda i, d, saved, calls: _BranchReader(
+                i, d, saved, calls, todos=self._todo_file
+            ),
+            fragments=True,
+        )
+        return TreeResumable(fmt, info, diagnostics, state, pending)
 
     def _todo_file(self, session_id: str) -> PlanOp | None:
         """The final plan Qwen keeps in <runtime>/todos/<sessionId>.json."""
@@ -273,25 +293,60 @@ def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None
     return Node(env.uuid, env.parentUuid if isinstance(env.parentUuid, str) else None)
 
 
-class _BranchReader:
-    """Pass 2: decode the active branch's records in order and emit events."""
+def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
+    return lambda offset, line, tail: _node(line, offset, tail, diag)
 
-    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics, branch: Branch) -> None:
-        self.path = path
+
+class _ReaderState(msgspec.Struct):
+    calls: list[ToolCall] = []
+    text_uuid: str | None = None
+    text: list[str] = []
+    text_ts: str | None = None
+
+
+class _BranchReader:
+    """Pass 2: decode the active branch's records in order and emit events; its state
+    (waiting calls, assistant text still being joined) lets a checkpoint continue it."""
+
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None = None,
+        pending: dict[str, ToolCall] | None = None,
+        *,
+        todos: Callable[[str], PlanOp | None],
+    ) -> None:
         self.info = info
         self.diag = diag
-        self.branch = branch
-        self.pending: dict[str, ToolCall] = {}
-        self.text_uuid: str | None = None  # assistant text is joined across fragments
-        self.text: list[str] = []
-        self.text_ts: str | None = None
+        self.todos = todos
+        saved = msgspec.convert(state, _ReaderState) if state is not None else _ReaderState()
+        self.pending: dict[str, ToolCall] = restore_calls(
+            msgspec.to_builtins(saved.calls), pending or {}
+        )
+        self.text_uuid: str | None = saved.text_uuid  # assistant text joins across fragments
+        self.text: list[str] = saved.text
+        self.text_ts: str | None = saved.text_ts
 
-    def events(self) -> Iterator[Event]:
-        for offset, line, tail in branch_lines(self.path, self.diag, self.branch):
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        for offset, line, tail in lines:
             record = decode_record(_RECORD, line, offset, tail, self.diag)
             if isinstance(record, _Record):
                 yield from self._record(record)
+
+    def finish(self) -> Iterator[Event]:
         yield from self._flush()
+        # The todo file holds whatever list was written last, on any branch: after a
+        # rewind it can be the abandoned branch's, so only a file without dead branches
+        # may let it win over the active branch's own todo_write calls.
+        plan = self.todos(self.info.session_id) if not self.diag.off_branch_records else None
+        if plan is not None:
+            yield plan
+
+    def state(self) -> object:
+        return msgspec.to_builtins(
+            _ReaderState(list(self.pending.values()), self.text_uuid, self.text, self.text_ts)
+        )
 
     def _record(self, rec: _Record) -> Iterator[Event]:
         self._note(rec)

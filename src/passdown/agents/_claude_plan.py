@@ -1,0 +1,161 @@
+"""Claude Code's plan: the branch's own TaskCreate/TaskUpdate/TodoWrite calls replayed,
+and the CLI's task files (`<config>/tasks/<session>/<n>.json`) that only fill gaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from passdown.agents._common import DECODE_ERRORS
+from passdown.jsonl import read_side_file
+from passdown.transcript import PlanItem, PlanOp, apply_plan_op
+
+
+class PlanArgs(Protocol):
+    """The plan tools' arguments (the reader's decoded tool input)."""
+
+    subject: str | None
+    description: str | None
+    activeForm: str | None
+    taskId: str | int | None
+    id: str | int | None
+    status: str | None
+    todos: list[dict[str, object]] | None
+
+
+class TaskFile(msgspec.Struct):
+    id: str | int = ""
+    subject: str = ""
+    description: str | None = None
+    activeForm: str | None = None
+    status: str = "pending"
+    blockedBy: list[str | int] = []
+
+
+_TASK = msgspec.json.Decoder(TaskFile)
+PLAN_STATUSES = {"pending", "in_progress", "completed", "deleted", "blocked", "cancelled"}
+
+
+def task_files(config_dir: Path, session_id: str) -> dict[str, TaskFile]:
+    """Claude keeps each task's latest state in ~/.claude/tasks/<session>/<n>.json. That
+    is whatever ran last, abandoned branches included, so it only fills gaps (see
+    `PlanReplay.merged_with`)."""
+    if not session_id or "/" in session_id or ".." in session_id:
+        return {}
+    try:
+        files = [p for p in (config_dir / "tasks" / session_id).iterdir() if p.suffix == ".json"]
+    except OSError:
+        return {}
+    tasks: dict[str, TaskFile] = {}
+    for path in files:
+        data = read_side_file(path)  # regular files only, size-bounded
+        try:
+            task = _TASK.decode(data) if data is not None else None
+        except DECODE_ERRORS:
+            continue
+        if task is not None:
+            tasks[str(task.id or path.stem)] = task
+    return tasks
+
+
+class PlanReplay:
+    """The branch's plan as the CLI's task store saw it, replayed from the branch's own
+    TaskCreate/TaskUpdate/TodoWrite calls (extraction replays the same calls; this copy
+    exists to check the task files against the branch and to settle reused ids)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, PlanItem] = {}
+        self.counter = 0
+        self.seen = False
+        self.rekeyed = False
+
+    def apply(self, op: PlanOp, created_id: str | None) -> None:
+        self.seen = True
+        self.counter = apply_plan_op(
+            self.items, op, self.counter, created_id, before_reuse=self._set_aside
+        )
+
+    def _set_aside(self, key: str) -> None:
+        """A forked session starts with an empty task store, so its new tasks reuse the
+        ids of the tasks in the copied prefix. The new task takes the id (later updates
+        name it); the earlier one stays in the plan under a primed id."""
+        new_key = key + "'"
+        while new_key in self.items:
+            new_key += "'"
+        item = self.items[key]
+        item.id = new_key
+        rekeyed = [(new_key if k == key else k, v) for k, v in self.items.items()]
+        self.items.clear()  # in place: the replay goes on writing into this dict
+        self.items.update(rekeyed)
+        self.rekeyed = True
+
+    def merged_with(self, task_files: dict[str, TaskFile]) -> PlanOp | None:
+        """The branch's plan with gaps (description, active form, blocked-by) filled from
+        the task files that agree with it (same id, same subject). A task file never adds
+        a task or changes a status: it reflects whatever ran last, abandoned branches
+        included. None when there is nothing to change."""
+        if not self.seen:
+            return None
+        changed = self.rekeyed
+        items = []
+        for key, item in self.items.items():
+            task = task_files.get(key)
+            if task is not None and task.subject == item.subject:
+                filled = PlanItem(
+                    id=item.id,
+                    subject=item.subject,
+                    status=item.status,
+                    description=item.description or task.description or None,
+                    active_form=item.active_form or task.activeForm or None,
+                    blocked_by=item.blocked_by or tuple(str(b) for b in task.blockedBy),
+                )
+                changed = changed or filled != item
+                item = filled
+            items.append(item)
+        return PlanOp(op="replace", items=tuple(items)) if changed else None
+
+
+def plan_op(name: str, args: PlanArgs) -> PlanOp:
+    if name == "TaskCreate":
+        item = PlanItem(
+            id="",
+            subject=args.subject or "",
+            description=args.description or None,
+            active_form=args.activeForm or None,
+        )
+        return PlanOp(op="create", items=(item,))
+    if name == "TaskUpdate":
+        status = args.status
+        task_id = args.taskId if args.taskId is not None else args.id
+        return PlanOp(
+            op="update",
+            item_id=str(task_id) if task_id is not None else "",
+            status=status if status in PLAN_STATUSES else None,  # type: ignore[arg-type]
+            subject=args.subject or None,
+        )
+    return PlanOp(op="replace", items=todo_items(args.todos))
+
+
+def _opt_str(value: object) -> str | None:
+    return str(value) if value not in (None, "") else None
+
+
+def todo_items(todos: object) -> tuple[PlanItem, ...]:
+    if not isinstance(todos, list):
+        return ()
+    items = []
+    for n, todo in enumerate(todos, start=1):
+        if not isinstance(todo, dict):
+            continue
+        status = todo.get("status")
+        items.append(
+            PlanItem(
+                id=str(todo.get("id") or n),
+                subject=str(todo.get("content") or todo.get("subject") or ""),
+                status=status if status in PLAN_STATUSES else "pending",
+                active_form=_opt_str(todo.get("activeForm")),
+            )
+        )
+    return tuple(items)
