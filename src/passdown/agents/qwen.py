@@ -40,11 +40,10 @@ from passdown.agents._common import (
     is_file,
     list_folder,
     read_head,
+    todo_items,
 )
 from passdown.agents._endings import api_error_ending
-from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.agents.gemini import (
+from passdown.agents._gemini_family import (
     Part,
     ToolArgs,
     decode_record,
@@ -52,8 +51,9 @@ from passdown.agents.gemini import (
     make_tool_call,
     make_tool_result,
     response_texts,
-    todo_items,
 )
+from passdown.agents._tree import Branch, Node, branch_lines, find_active_branch
+from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
