@@ -186,7 +186,6 @@ class Emitter:
         )
 
 
-
 def notice_ending(msg: MessageRecord) -> Iterator[Event]:
     """The interactive CLI records its error notices ("[API Error: ...]", with a rate
     limit hint on a 429) and "Request cancelled." (info); `gemini -p` records neither."""
@@ -195,4 +194,3 @@ def notice_ending(msg: MessageRecord) -> Iterator[Event]:
         yield api_error_ending(text, timestamp=msg.timestamp)
     elif msg.type == "info" and text == "Request cancelled.":
         yield SessionEnding(reason="interrupted", message=text, timestamp=msg.timestamp)
-

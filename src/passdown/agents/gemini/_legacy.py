@@ -85,4 +85,3 @@ def _legacy_compact(line: bytes, reader: LineReader, emitter: Emitter) -> Iterat
         emitter.info.started_at = legacy.startTime
     for msg in legacy.messages or ():
         yield from emitter.message(msg)
-

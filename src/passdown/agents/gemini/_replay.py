@@ -8,10 +8,14 @@ record (which has the tool statuses and results the API-shaped copy lacks), and 
 `<id>_response` copies of tool results are dropped; a compression (a new
 `<state_snapshot>` summary) keeps the earlier messages and adds the summary as a
 Compaction.
+
+Memory stays flat in the session's size: pass 1 keeps per live message two 8-byte
+numbers in arrays (`LiveList`), never a Python object, and pass 2 re-reads the lines.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -59,7 +63,6 @@ class _Control(msgspec.Struct):
     rewind: Any = msgspec.field(default=None, name="$rewindTo")
 
 
-
 class _FullPatch(msgspec.Struct):
     messages: list[MessageRecord] | None = None
 
@@ -69,41 +72,156 @@ class _FullLine(msgspec.Struct):
     set: _FullPatch | None = msgspec.field(default=None, name="$set")
 
 
-
 _CONTROL = msgspec.json.Decoder(_Control)
+_EMPTY = -1  # a bucket of the id table that holds no slot
+_RECORD = -1  # the index of a slot whose message is its own record line
+_MIN_TABLE = 1024
 _FULL_LINE = msgspec.json.Decoder(_FullLine)
 
 
+# -- pass 1: replay the log into the live message list ----------------------------------
+class LiveList:
+    """The ordered live messages with no Python object per message, so memory stays a
+    few bytes a message however long the session: per slot (a position in the list) the
+    offset of the line that holds the message and the 64-bit hash of its id; the rare
+    message that is an element of a `$set.messages` (or header) line also has its index
+    there. Ids are found through an open-addressing table of slots (a bucket whose slot
+    lies past the end of the list is stale: rewinds truncate; rebuilds drop them).
+
+    Ids are compared by their 64-bit hash: two ids of one session colliding is a chance
+    of about n^2 / 2^65 (1e-7 for a million messages)."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.keys = array("q")
+        self.indexes: dict[int, int] = {}  # slot -> index inside its `$set` line
+        self._table = array("i", [_EMPTY]) * _MIN_TABLE
+        self._mask = _MIN_TABLE - 1
+        self._used = 0  # buckets holding a slot, stale ones included
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def find(self, key: int) -> int:
+        """The slot of the message whose id hashes to `key`, or -1."""
+        table, keys, mask = self._table, self.keys, self._mask
+        size = len(keys)
+        i = key & mask
+        while True:
+            slot = table[i]
+            if slot == _EMPTY:
+                return -1
+            if slot < size and keys[slot] == key:
+                return slot
+            i = (i + 1) & mask
+
+    def append(self, key: int, offset: int, index: int = _RECORD) -> None:
+        slot = len(self.keys)
+        self.keys.append(key)
+        self.offsets.append(offset)
+        if index != _RECORD:
+            self.indexes[slot] = index
+        if (self._used + 1) * 3 > len(self._table) * 2:
+            self._rebuild()  # indexes every slot, this one included
+        else:
+            self._place(key, slot)
+
+    def set(self, slot: int, offset: int, index: int = _RECORD) -> None:
+        self.offsets[slot] = offset
+        if index == _RECORD:
+            if self.indexes:
+                self.indexes.pop(slot, None)
+        else:
+            self.indexes[slot] = index
+
+    def index(self, slot: int) -> int:
+        return self.indexes.get(slot, _RECORD)
+
+    def truncate(self, slot: int) -> None:
+        """Drop `slot` and every later one (their buckets go stale)."""
+        del self.keys[slot:]
+        del self.offsets[slot:]
+        for dropped in [s for s in self.indexes if s >= slot]:
+            del self.indexes[dropped]
+
+    def _place(self, key: int, slot: int) -> None:
+        table, mask = self._table, self._mask
+        i = key & mask
+        while table[i] != _EMPTY:
+            i = (i + 1) & mask
+        table[i] = slot
+        self._used += 1
+
+    def _rebuild(self) -> None:
+        size = _MIN_TABLE
+        while size * 2 < len(self.keys) * 3:
+            size *= 2
+        self._table = array("i", [_EMPTY]) * size
+        self._mask = size - 1
+        self._used = 0
+        for slot, key in enumerate(self.keys):
+            self._place(key, slot)
+
+
 class Replay:
+    """Pass 1 replays the log's ids and control records (never the messages' bodies)
+    into a `LiveList`; pass 2 (`messages`) decodes the live messages' lines in order.
+
+    The latest record line of each id (forgotten when a rewind drops the id) is a live
+    slot whose index is `_RECORD` (its offset is that line), or else an entry of
+    `best_extra`: ids a `$set` left out, or whose slot a header or `$set` element took
+    over, while their record is still the richest version."""
+
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
         self.path = path
         self.info = info
         self.diag = diag
-        # id -> (offset, index): index -1 is the record line itself, otherwise the
-        # position inside that line's `$set.messages` (or header `messages`).
-        self.live: dict[str, tuple[int, int]] = {}
-        # id -> offset of the latest record line for that id (the richest version).
-        self.best: dict[str, int] = {}
+        self.live = LiveList()
+        self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
 
     def run(self) -> None:
         reader = LineReader(self.path, self.diag)
         for offset, line in reader.forward():
             rec = decode_record(_CONTROL, line, offset, reader.tail_offset, self.diag)
-            if isinstance(rec, _Control):
+            if not isinstance(rec, _Control):
+                continue
+            if isinstance(rec.id, str) and not isinstance(rec.rewind, str):
+                self._message_line(hash(rec.id), offset)  # most lines: kept lean
+            else:
                 self._record(rec, offset)
+
+    def _message_line(self, key: int, offset: int) -> None:
+        """A message record: new, or an update that keeps the message's position."""
+        live = self.live
+        keys = live.keys
+        if keys and keys[-1] == key:  # the message being written: the common update
+            live.set(len(keys) - 1, offset)
+        else:
+            slot = live.find(key)
+            if slot < 0:
+                live.append(key, offset)
+            else:
+                live.set(slot, offset)
+        if self.best_extra:
+            self.best_extra.pop(key, None)
 
     def _record(self, rec: _Control, offset: int) -> None:
         if isinstance(rec.rewind, str):
             self._rewind(rec.rewind)
-        elif isinstance(rec.id, str):
-            self.best[rec.id] = offset
-            self.live[rec.id] = (offset, -1)  # an existing key keeps its position
         elif rec.set is not None:
             self._patch(rec.set, offset)
         elif isinstance(rec.sessionId, str) and isinstance(rec.projectHash, str):
             self._header(rec, offset)
         else:
             self.diag.unknown("(unrecognised record)")
+
+    def _best(self, key: int, slot: int | None = None) -> int | None:
+        """The offset of the id's latest record, if it has one that was not rewound."""
+        live = self.live
+        slot = live.find(key) if slot is None else slot
+        if slot >= 0 and live.index(slot) == _RECORD:
+            return live.offsets[slot]
+        return self.best_extra.get(key)
 
     def _header(self, rec: _Control, offset: int) -> None:
         info = self.info
@@ -113,7 +231,14 @@ class Replay:
         self._note_meta(rec.lastUpdated, rec.summary)
         for index, brief in enumerate(rec.messages or ()):  # a converted legacy file
             if isinstance(brief.id, str) and not _injected(brief):
-                self.live[brief.id] = (offset, index)
+                key = hash(brief.id)
+                slot = self.live.find(key)
+                if slot < 0:
+                    self.live.append(key, offset, index)
+                    continue
+                if self.live.index(slot) == _RECORD:  # its record stays the best
+                    self.best_extra[key] = self.live.offsets[slot]
+                self.live.set(slot, offset, index)
 
     def _patch(self, patch: _Patch, offset: int) -> None:
         self._note_meta(patch.lastUpdated, patch.summary)
@@ -127,39 +252,91 @@ class Replay:
             self.info.title = summary.strip()
 
     def _replace(self, messages: list[_Brief], offset: int) -> None:
-        old, best = self.live, self.best
-        compaction = any(_is_snapshot(m) and m.id not in old and m.id not in best for m in messages)
-        new: dict[str, tuple[int, int]] = dict(old) if compaction else {}
+        """`$set.messages`: a compression (a summary the log has not seen) appends the
+        new messages to the live list; anything else replaces the list."""
+        if any(_is_snapshot(m) and self._unknown(m.id) for m in messages):
+            self._append_compaction(messages, offset)
+        else:
+            self._rebuild_from(messages, offset)
+
+    def _unknown(self, mid: object) -> bool:
+        if not isinstance(mid, str):
+            return True
+        key = hash(mid)
+        return self.live.find(key) < 0 and key not in self.best_extra
+
+    def _append_compaction(self, messages: list[_Brief], offset: int) -> None:
+        live = self.live
         for index, brief in enumerate(messages):
             mid = brief.id
-            if not isinstance(mid, str) or _injected(brief) or (compaction and mid in new):
+            if not isinstance(mid, str) or _injected(brief):
                 continue
-            if mid in best:
-                new[mid] = (best[mid], -1)
-            elif mid in old:
-                new[mid] = old[mid]
-            elif mid.endswith("_response") and mid[: -len("_response")] in best:
-                continue  # a copy of tool results the record already holds
+            key = hash(mid)
+            if live.find(key) >= 0:
+                continue
+            best = self.best_extra.pop(key, None)
+            if best is not None:
+                live.append(key, best)
+            elif not self._response_copy(mid):
+                live.append(key, offset, index)
+
+    def _rebuild_from(self, messages: list[_Brief], offset: int) -> None:
+        old, new = self.live, LiveList()
+        for index, brief in enumerate(messages):
+            mid = brief.id
+            if not isinstance(mid, str) or _injected(brief):
+                continue
+            key = hash(mid)
+            old_slot = old.find(key)
+            best = self._best(key, old_slot)
+            if best is not None:
+                entry = (best, _RECORD)
+            elif old_slot >= 0:
+                entry = (old.offsets[old_slot], old.index(old_slot))
+            elif self._response_copy(mid):
+                continue
             else:
-                new[mid] = (offset, index)
+                entry = (offset, index)
+            slot = new.find(key)
+            if slot < 0:
+                new.append(key, *entry)
+            else:  # listed twice: the first position, the last value
+                new.set(slot, *entry)
+        # the old list's records stay the best versions of their ids...
+        for slot, key in enumerate(old.keys):
+            if old.index(slot) == _RECORD:
+                self.best_extra[key] = old.offsets[slot]
+        # ...and are part of the new list's slots again where it holds them as records
+        for slot, key in enumerate(new.keys):
+            if new.index(slot) == _RECORD:
+                self.best_extra.pop(key, None)
         self.live = new
 
+    def _response_copy(self, mid: str) -> bool:
+        """`<id>_response`: a copy of tool results the record of <id> already holds."""
+        base = mid[: -len("_response")]
+        return mid.endswith("_response") and self._best(hash(base)) is not None
+
     def _rewind(self, target: str) -> None:
-        keys = list(self.live)
-        dropped = keys[keys.index(target) :] if target in self.live else keys
-        for key in dropped:  # the CLI drops everything when the target is unknown
-            del self.live[key]
-            self.best.pop(key, None)
-        self.diag.off_branch_records += len(dropped)
+        live = self.live
+        slot = live.find(hash(target))
+        start = slot if slot >= 0 else 0  # the CLI drops everything for an unknown target
+        if self.best_extra:
+            for key in live.keys[start:]:
+                self.best_extra.pop(key, None)
+        self.diag.off_branch_records += len(live) - start
+        live.truncate(start)
 
     # -- pass 2 ---------------------------------------------------------------------
     def messages(self, emitter: Emitter) -> Iterator[Event]:
-        if not self.live:
+        live = self.live
+        if not len(live):
             return
         cached: tuple[int, list[MessageRecord]] = (-1, [])
         limit = line_limit(self.path)
         with seekable(self.path, self.diag) as handle:
-            for offset, index in list(self.live.values()):
+            for slot, offset in enumerate(live.offsets):
+                index = live.index(slot)
                 line = _line_at(handle, offset, limit)
                 if index < 0:
                     msg = decode_message(line)
@@ -195,4 +372,3 @@ def _injected(brief: _Brief) -> bool:
 
 def _is_snapshot(brief: _Brief) -> bool:
     return brief.type == "user" and SNAPSHOT.encode() in bytes(brief.content)[:400]
-
