@@ -148,3 +148,15 @@ def test_live_list_survives_growth_and_truncation() -> None:
         live.append(key, 7)
     assert live.find(keys[4999]) == 2500 and live.find(keys[2500]) == 4999
     assert len(live) == 5000 and live.offsets[4999] == 7
+
+
+def test_live_list_widens_offsets_past_4_gib() -> None:
+    """A file under 4 GiB keeps 4-byte offsets; one that grows past it while being read
+    switches to 8 bytes without losing what it holds."""
+    live = LiveList("I")
+    live.append(hash("a"), 2**32 - 1)
+    assert live.max_offset == 2**32 - 1
+    live.widen()
+    live.upsert(hash("b"), 2**40)
+    assert list(live.offsets) == [2**32 - 1, 2**40]
+    assert live.find(hash("b")) == 1

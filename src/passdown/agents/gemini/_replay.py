@@ -15,13 +15,15 @@ numbers in arrays (`LiveList`), never a Python object, and pass 2 re-reads the l
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
+from passdown.agents._common import file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.gemini._emitter import (
     SESSION_CONTEXT,
@@ -30,7 +32,7 @@ from passdown.agents.gemini._emitter import (
     MessageRecord,
     decode_message,
 )
-from passdown.jsonl import LineReader, line_limit, seekable
+from passdown.jsonl import LineReader, is_zstd, line_limit, seekable
 from passdown.transcript import Diagnostics, Event, SessionInfo
 
 
@@ -76,6 +78,10 @@ _CONTROL = msgspec.json.Decoder(_Control)
 _EMPTY = -1  # a bucket of the id table that holds no slot
 _RECORD = -1  # the index of a slot whose message is its own record line
 _MIN_TABLE = 1024
+_NARROW_LIMIT = 2**32  # offsets below it fit 4 bytes
+_BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
+_TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
+_TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
 _FULL_LINE = msgspec.json.Decoder(_FullLine)
 
 
@@ -83,21 +89,37 @@ _FULL_LINE = msgspec.json.Decoder(_FullLine)
 class LiveList:
     """The ordered live messages with no Python object per message, so memory stays a
     few bytes a message however long the session: per slot (a position in the list) the
-    offset of the line that holds the message and the 64-bit hash of its id; the rare
-    message that is an element of a `$set.messages` (or header) line also has its index
-    there. Ids are found through an open-addressing table of slots (a bucket whose slot
-    lies past the end of the list is stale: rewinds truncate; rebuilds drop them).
+    offset of the line that holds the message (4 bytes in a file under 4 GiB) and the
+    64-bit hash of its id; the rare message that is an element of a `$set.messages` (or
+    header) line also has its index there. Ids are found through an open-addressing
+    table of slots, at most half full (a bucket whose slot lies past the end of the list
+    is stale: rewinds truncate; rebuilds drop them).
 
     Ids are compared by their 64-bit hash: two ids of one session colliding is a chance
     of about n^2 / 2^65 (1e-7 for a million messages)."""
 
-    def __init__(self) -> None:
-        self.offsets = array("q")
+    def __init__(self, offset_code: str = "q") -> None:
+        self.offsets = array(offset_code)
         self.keys = array("q")
         self.indexes: dict[int, int] = {}  # slot -> index inside its `$set` line
         self._table = array("i", [_EMPTY]) * _MIN_TABLE
         self._mask = _MIN_TABLE - 1
         self._used = 0  # buckets holding a slot, stale ones included
+
+    @classmethod
+    def for_file(cls, path: Path) -> LiveList:
+        return cls("q" if is_zstd(path) or file_mtime(path)[1] >= _NARROW_LIMIT else "I")
+
+    def widen(self) -> None:
+        """8-byte offsets from now on (a file that grew past 4 GiB while being read)."""
+        self.offsets = array("q", self.offsets)
+
+    @property
+    def max_offset(self) -> int:
+        return _NARROW_LIMIT - 1 if self.offsets.typecode == "I" else 2**63 - 1
+
+    def empty_like(self) -> LiveList:
+        return LiveList(self.offsets.typecode)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -115,27 +137,48 @@ class LiveList:
                 return slot
             i = (i + 1) & mask
 
+    def upsert(self, key: int, offset: int) -> None:
+        """A record line: the message's latest version, at its old position if it has
+        one, else at the end (one probe sequence for both)."""
+        keys = self.keys
+        size = len(keys)
+        if size and keys[size - 1] == key:  # the message being written: the usual update
+            self.set(size - 1, offset)
+            return
+        table, mask = self._table, self._mask
+        i = key & mask
+        while (slot := table[i]) != _EMPTY:
+            if slot < size and keys[slot] == key:
+                self.set(slot, offset)
+                return
+            i = (i + 1) & mask
+        keys.append(key)
+        self.offsets.append(offset)
+        table[i] = size
+        self._used += 1
+        if self._used * 2 > len(table):
+            self._rebuild()
+
     def append(self, key: int, offset: int, index: int = _RECORD) -> None:
         slot = len(self.keys)
         self.keys.append(key)
         self.offsets.append(offset)
         if index != _RECORD:
             self.indexes[slot] = index
-        if (self._used + 1) * 3 > len(self._table) * 2:
+        if (self._used + 1) * 2 > len(self._table):
             self._rebuild()  # indexes every slot, this one included
         else:
             self._place(key, slot)
 
     def set(self, slot: int, offset: int, index: int = _RECORD) -> None:
         self.offsets[slot] = offset
-        if index == _RECORD:
-            if self.indexes:
-                self.indexes.pop(slot, None)
-        else:
+        if index != _RECORD:
             self.indexes[slot] = index
+        elif self.indexes:
+            self.indexes.pop(slot, None)
 
     def index(self, slot: int) -> int:
-        return self.indexes.get(slot, _RECORD)
+        return self.indexes.get(slot, _RECORD) if self.indexes else _RECORD
 
     def truncate(self, slot: int) -> None:
         """Drop `slot` and every later one (their buckets go stale)."""
@@ -154,7 +197,7 @@ class LiveList:
 
     def _rebuild(self) -> None:
         size = _MIN_TABLE
-        while size * 2 < len(self.keys) * 3:
+        while size < len(self.keys) * 4:  # a quarter full after the rebuild
             size *= 2
         self._table = array("i", [_EMPTY]) * size
         self._mask = size - 1
@@ -176,34 +219,36 @@ class Replay:
         self.path = path
         self.info = info
         self.diag = diag
-        self.live = LiveList()
+        self.live = LiveList.for_file(path)
         self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
 
     def run(self) -> None:
         reader = LineReader(self.path, self.diag)
+        live, info, diag = self.live, self.info, self.diag
+        max_offset = live.max_offset
         for offset, line in reader.forward():
-            rec = decode_record(_CONTROL, line, offset, reader.tail_offset, self.diag)
+            if offset > max_offset:
+                live.widen()
+                max_offset = live.max_offset
+            # Half the lines only move `lastUpdated`: read without a decode (a value with
+            # escapes, control characters or bad UTF-8 takes the decoder's path).
+            if line.startswith(_TOUCH_PREFIX) and (touch := _TOUCH.fullmatch(line)):
+                try:
+                    info.updated_at = touch.group(1).decode()
+                    continue
+                except UnicodeDecodeError:
+                    pass
+            rec = decode_record(_CONTROL, line, offset, reader.tail_offset, diag)
             if not isinstance(rec, _Control):
                 continue
-            if isinstance(rec.id, str) and not isinstance(rec.rewind, str):
-                self._message_line(hash(rec.id), offset)  # most lines: kept lean
-            else:
+            if not isinstance(rec.id, str) or isinstance(rec.rewind, str):
                 self._record(rec, offset)
-
-    def _message_line(self, key: int, offset: int) -> None:
-        """A message record: new, or an update that keeps the message's position."""
-        live = self.live
-        keys = live.keys
-        if keys and keys[-1] == key:  # the message being written: the common update
-            live.set(len(keys) - 1, offset)
-        else:
-            slot = live.find(key)
-            if slot < 0:
-                live.append(key, offset)
-            else:
-                live.set(slot, offset)
-        if self.best_extra:
-            self.best_extra.pop(key, None)
+                live = self.live  # a `$set` may have replaced the list
+                max_offset = live.max_offset
+                continue
+            live.upsert(hash(rec.id), offset)  # most lines: a message record
+            if self.best_extra:
+                self.best_extra.pop(hash(rec.id), None)
 
     def _record(self, rec: _Control, offset: int) -> None:
         if isinstance(rec.rewind, str):
@@ -281,7 +326,8 @@ class Replay:
                 live.append(key, offset, index)
 
     def _rebuild_from(self, messages: list[_Brief], offset: int) -> None:
-        old, new = self.live, LiveList()
+        old = self.live
+        new = old.empty_like()
         for index, brief in enumerate(messages):
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
@@ -333,12 +379,13 @@ class Replay:
         if not len(live):
             return
         cached: tuple[int, list[MessageRecord]] = (-1, [])
-        limit = line_limit(self.path)
+        indexes = live.indexes
         with seekable(self.path, self.diag) as handle:
+            lines = _LinesAt(handle, line_limit(self.path))
             for slot, offset in enumerate(live.offsets):
-                index = live.index(slot)
-                line = _line_at(handle, offset, limit)
-                if index < 0:
+                line = lines.at(offset)
+                index = indexes.get(slot, _RECORD) if indexes else _RECORD
+                if index == _RECORD:
                     msg = decode_message(line)
                 else:
                     if cached[0] != offset:  # decode a large $set line once
@@ -350,10 +397,31 @@ class Replay:
                     self.diag.bad_lines += 1
 
 
-def _line_at(handle: Any, offset: int, limit: int) -> bytes:
-    handle.seek(offset)
-    line: bytes = handle.readline(limit + 1)
-    return line.rstrip(b"\r\n")
+class _LinesAt:
+    """Lines by offset from a block read ahead: the live messages' lines come mostly in
+    file order, so one read serves thousands of them (a seek and a read per line cost
+    more than decoding it)."""
+
+    def __init__(self, handle: BinaryIO, limit: int) -> None:
+        self.handle = handle
+        self.limit = limit
+        self.start = 0
+        self.block = b""
+
+    def at(self, offset: int) -> bytes:
+        pos = offset - self.start
+        if 0 <= pos < len(self.block):
+            end = self.block.find(b"\n", pos)
+            if end >= 0:
+                return self.block[pos:end].rstrip(b"\r")
+        self.handle.seek(offset)
+        block = self.handle.read(_BLOCK)
+        end = block.find(b"\n")
+        if end < 0 and len(block) == _BLOCK:  # a line longer than a block
+            self.handle.seek(offset)
+            return self.handle.readline(self.limit + 1).rstrip(b"\r\n")
+        self.start, self.block = offset, block
+        return block[: end if end >= 0 else len(block)].rstrip(b"\r")
 
 
 def _set_messages(line: bytes) -> list[MessageRecord]:
