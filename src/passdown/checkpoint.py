@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
+from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
 from passdown.extract import (
     Extracted,
@@ -122,6 +123,13 @@ def read_with_checkpoint(
         return None  # the full read reports an unreadable file properly
     try:
         return _Resumed(agent, ref, seen, store, fd).run(workspace, max_messages, max_chars)
+    except CannotResume:
+        # the appended lines change what the checkpoint handed on: the caller reads the
+        # file in full (its next export starts a new checkpoint)
+        seen.count, seen.commands = 0, []
+        with contextlib.suppress(OSError):
+            store.unlink()
+        return None
     finally:
         os.close(fd)
 

@@ -32,10 +32,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from passdown.agents._common import file_mtime, is_dir, is_file, list_folder, read_head
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents.base import Agent, CannotResume, LaunchSpec, cwd_in_workspace
 from passdown.agents.gemini._emitter import Emitter
 from passdown.agents.gemini._legacy import HEAD_FIELD, read_legacy
 from passdown.agents.gemini._replay import Replay
+from passdown.agents.gemini._resume import ResumableReplay
 from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Diagnostics,
@@ -43,6 +44,7 @@ from passdown.transcript import (
     SessionInfo,
     SessionRef,
     SubagentNote,
+    ToolCall,
     Transcript,
 )
 
@@ -120,7 +122,22 @@ class GeminiCLI(Agent):
             replay = Replay(ref.path, info, diag)
             replay.run()
             yield from replay.messages(emitter)
-        yield from _subagents(ref)
+            emitter.apply_times(replay.header_started)
+        yield from _subagents(ref.session_id, ref.path)
+
+    # JSON Lines sessions are read incrementally (`_resume`); a legacy .json never is.
+    supports_checkpoint = True
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> ResumableReplay:
+        if info.path.name.endswith(".json"):
+            raise CannotResume("a legacy session file is one JSON object")
+        return ResumableReplay(info, diagnostics, state, pending, _subagents)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
@@ -178,11 +195,11 @@ def _head_fields(path: Path) -> dict[str, str]:
     return found
 
 
-def _subagents(ref: SessionRef) -> Iterator[SubagentNote]:
+def _subagents(session_id: str, path: Path) -> Iterator[SubagentNote]:
     """Sub-agent transcripts live in chats/<parent session id>/<id>.jsonl."""
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", ref.session_id)
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", session_id)
     try:
-        files = sorted((ref.path.parent / safe).glob("*.jsonl"))
+        files = sorted((path.parent / safe).glob("*.jsonl"))
     except OSError:
         return
     for path in files:

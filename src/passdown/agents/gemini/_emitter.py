@@ -102,11 +102,24 @@ class Emitter:
         self.info = info
         self.diag = diag
         self.pending: dict[str, ToolCall] = {}  # calls whose result is still to come
+        # the messages' first and latest times, applied to the session by `apply_times`
+        self.first_ts: str | None = None
+        self.max_ts: str | None = None
+
+    def apply_times(self, started: str | None) -> None:
+        """The session's start (`started`, the header's, else the first message's) and
+        last activity (the log's `lastUpdated` or the latest message, whichever is later)."""
+        start = started or self.first_ts
+        if start:
+            self.info.started_at = start
+        if self.max_ts:
+            self.info.updated_at = max(self.info.updated_at or "", self.max_ts)
 
     def message(self, msg: MessageRecord) -> Iterator[Event]:
         if msg.timestamp:
-            self.info.started_at = self.info.started_at or msg.timestamp
-            self.info.updated_at = max(self.info.updated_at or "", msg.timestamp)
+            self.first_ts = self.first_ts or msg.timestamp
+            if self.max_ts is None or msg.timestamp > self.max_ts:
+                self.max_ts = msg.timestamp
         kind = msg.type
         if kind == "user":
             yield from self._user(msg)

@@ -57,6 +57,7 @@ def read_legacy(path: Path, emitter: Emitter) -> Iterator[Event]:
             in_messages = False
     if chunk:
         emitter.diag.torn_last_line = True  # the file ended inside a message
+    emitter.apply_times(emitter.info.started_at)
 
 
 def _legacy_meta(line: bytes, info: SessionInfo) -> None:
@@ -85,3 +86,4 @@ def _legacy_compact(line: bytes, reader: LineReader, emitter: Emitter) -> Iterat
         emitter.info.started_at = legacy.startTime
     for msg in legacy.messages or ():
         yield from emitter.message(msg)
+    emitter.apply_times(emitter.info.started_at)

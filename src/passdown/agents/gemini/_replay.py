@@ -15,9 +15,10 @@ numbers in arrays (`LiveList`), never a Python object, and pass 2 re-reads the l
 
 from __future__ import annotations
 
+import hashlib
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,6 +26,7 @@ import msgspec
 
 from passdown.agents._common import file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
+from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
     SESSION_CONTEXT,
     SNAPSHOT,
@@ -105,6 +107,9 @@ class LiveList:
         self._table = array("i", [_EMPTY]) * _MIN_TABLE
         self._mask = _MIN_TABLE - 1
         self._used = 0  # buckets holding a slot, stale ones included
+        # Slots below this were handed on already (incremental export): a line that
+        # would change one cannot be followed (`CannotResume`, then a full read).
+        self.frozen = 0
 
     @classmethod
     def for_file(cls, path: Path) -> LiveList:
@@ -120,6 +125,15 @@ class LiveList:
 
     def empty_like(self) -> LiveList:
         return LiveList(self.offsets.typecode)
+
+    def digest(self, slots: int) -> bytes:
+        """A fingerprint of the first `slots` messages and the lines they come from."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(memoryview(self.keys)[:slots])
+        digest.update(self.offsets.typecode.encode())
+        digest.update(memoryview(self.offsets)[:slots])
+        digest.update(repr(sorted(i for i in self.indexes.items() if i[0] < slots)).encode())
+        return digest.digest()
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -143,12 +157,16 @@ class LiveList:
         keys = self.keys
         size = len(keys)
         if size and keys[size - 1] == key:  # the message being written: the usual update
+            if size <= self.frozen:
+                raise CannotResume("an update of a message already handed on")
             self.set(size - 1, offset)
             return
         table, mask = self._table, self._mask
         i = key & mask
         while (slot := table[i]) != _EMPTY:
             if slot < size and keys[slot] == key:
+                if slot < self.frozen:
+                    raise CannotResume("an update of a message already handed on")
                 self.set(slot, offset)
                 return
             i = (i + 1) & mask
@@ -157,7 +175,7 @@ class LiveList:
         table[i] = size
         self._used += 1
         if self._used * 2 > len(table):
-            self._rebuild()
+            self.rebuild()
 
     def append(self, key: int, offset: int, index: int = _RECORD) -> None:
         slot = len(self.keys)
@@ -166,7 +184,7 @@ class LiveList:
         if index != _RECORD:
             self.indexes[slot] = index
         if (self._used + 1) * 2 > len(self._table):
-            self._rebuild()  # indexes every slot, this one included
+            self.rebuild()  # indexes every slot, this one included
         else:
             self._place(key, slot)
 
@@ -195,7 +213,8 @@ class LiveList:
         table[i] = slot
         self._used += 1
 
-    def _rebuild(self) -> None:
+    def rebuild(self) -> None:
+        """The id table anew, a quarter full (stale buckets dropped)."""
         size = _MIN_TABLE
         while size < len(self.keys) * 4:  # a quarter full after the rebuild
             size *= 2
@@ -215,18 +234,29 @@ class Replay:
     `best_extra`: ids a `$set` left out, or whose slot a header or `$set` element took
     over, while their record is still the richest version."""
 
-    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
+    def __init__(
+        self,
+        path: Path,
+        info: SessionInfo,
+        diag: Diagnostics,
+        key: Callable[[str], int] = hash,
+    ) -> None:
         self.path = path
         self.info = info
         self.diag = diag
+        self.key = key  # id -> 64-bit key (a stable one where the list is saved)
         self.live = LiveList.for_file(path)
         self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
+        self.header_started: str | None = None  # the first header's startTime
 
-    def run(self) -> None:
+    def run(self, stream: BinaryIO | None = None, base: int = 0) -> None:
+        """Replay the file, or the lines of `stream`, a window of it starting at offset
+        `base` at a line start."""
         reader = LineReader(self.path, self.diag)
-        live, info, diag = self.live, self.info, self.diag
+        live, info, diag, key_of = self.live, self.info, self.diag, self.key
         max_offset = live.max_offset
-        for offset, line in reader.forward():
+        for relative, line in reader.forward(stream):
+            offset = base + relative
             if offset > max_offset:
                 live.widen()
                 max_offset = live.max_offset
@@ -238,7 +268,7 @@ class Replay:
                     continue
                 except UnicodeDecodeError:
                     pass
-            rec = decode_record(_CONTROL, line, offset, reader.tail_offset, diag)
+            rec = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
             if not isinstance(rec, _Control):
                 continue
             if not isinstance(rec.id, str) or isinstance(rec.rewind, str):
@@ -246,9 +276,10 @@ class Replay:
                 live = self.live  # a `$set` may have replaced the list
                 max_offset = live.max_offset
                 continue
-            live.upsert(hash(rec.id), offset)  # most lines: a message record
+            key = key_of(rec.id)
+            live.upsert(key, offset)  # most lines: a message record
             if self.best_extra:
-                self.best_extra.pop(hash(rec.id), None)
+                self.best_extra.pop(key, None)
 
     def _record(self, rec: _Control, offset: int) -> None:
         if isinstance(rec.rewind, str):
@@ -273,10 +304,11 @@ class Replay:
         info.session_id = rec.sessionId or info.session_id
         if isinstance(rec.startTime, str):
             info.started_at = info.started_at or rec.startTime
+            self.header_started = self.header_started or rec.startTime
         self._note_meta(rec.lastUpdated, rec.summary)
         for index, brief in enumerate(rec.messages or ()):  # a converted legacy file
             if isinstance(brief.id, str) and not _injected(brief):
-                key = hash(brief.id)
+                key = self.key(brief.id)
                 slot = self.live.find(key)
                 if slot < 0:
                     self.live.append(key, offset, index)
@@ -307,7 +339,7 @@ class Replay:
     def _unknown(self, mid: object) -> bool:
         if not isinstance(mid, str):
             return True
-        key = hash(mid)
+        key = self.key(mid)
         return self.live.find(key) < 0 and key not in self.best_extra
 
     def _append_compaction(self, messages: list[_Brief], offset: int) -> None:
@@ -316,7 +348,7 @@ class Replay:
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
                 continue
-            key = hash(mid)
+            key = self.key(mid)
             if live.find(key) >= 0:
                 continue
             best = self.best_extra.pop(key, None)
@@ -332,7 +364,7 @@ class Replay:
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
                 continue
-            key = hash(mid)
+            key = self.key(mid)
             old_slot = old.find(key)
             best = self._best(key, old_slot)
             if best is not None:
@@ -353,6 +385,7 @@ class Replay:
             if old.index(slot) == _RECORD:
                 self.best_extra[key] = old.offsets[slot]
         # ...and are part of the new list's slots again where it holds them as records
+        new.frozen = old.frozen  # checked at the end of the window (`_resume`)
         for slot, key in enumerate(new.keys):
             if new.index(slot) == _RECORD:
                 self.best_extra.pop(key, None)
@@ -361,12 +394,14 @@ class Replay:
     def _response_copy(self, mid: str) -> bool:
         """`<id>_response`: a copy of tool results the record of <id> already holds."""
         base = mid[: -len("_response")]
-        return mid.endswith("_response") and self._best(hash(base)) is not None
+        return mid.endswith("_response") and self._best(self.key(base)) is not None
 
     def _rewind(self, target: str) -> None:
         live = self.live
-        slot = live.find(hash(target))
+        slot = live.find(self.key(target))
         start = slot if slot >= 0 else 0  # the CLI drops everything for an unknown target
+        if start < live.frozen:
+            raise CannotResume("a rewind to a message already handed on")
         if self.best_extra:
             for key in live.keys[start:]:
                 self.best_extra.pop(key, None)
@@ -374,15 +409,20 @@ class Replay:
         live.truncate(start)
 
     # -- pass 2 ---------------------------------------------------------------------
-    def messages(self, emitter: Emitter) -> Iterator[Event]:
+    def messages(
+        self, emitter: Emitter, start: int = 0, stop: int | None = None
+    ) -> Iterator[Event]:
+        """The events of the live messages in slots [start, stop), in order."""
         live = self.live
-        if not len(live):
+        stop = len(live) if stop is None else stop
+        if stop <= start:
             return
         cached: tuple[int, list[MessageRecord]] = (-1, [])
         indexes = live.indexes
         with seekable(self.path, self.diag) as handle:
             lines = _LinesAt(handle, line_limit(self.path))
-            for slot, offset in enumerate(live.offsets):
+            for slot in range(start, stop):
+                offset = live.offsets[slot]
                 line = lines.at(offset)
                 index = indexes.get(slot, _RECORD) if indexes else _RECORD
                 if index == _RECORD:
