@@ -214,9 +214,9 @@ class LiveList:
         self._used += 1
 
     def rebuild(self) -> None:
-        """The id table anew, a quarter full (stale buckets dropped)."""
+        """The id table anew, under half full (stale buckets dropped)."""
         size = _MIN_TABLE
-        while size < len(self.keys) * 4:  # a quarter full after the rebuild
+        while size <= len(self.keys) * 2:  # under half full after the rebuild
             size *= 2
         self._table = array("i", [_EMPTY]) * size
         self._mask = size - 1

@@ -94,13 +94,15 @@ class ResumableReplay:
         yield from self.subagent_notes(self.session_id, self.info.path)
 
     def state(self) -> dict[str, object]:
+        """The arrays go in as views, not copies (the state is encoded at once, and its
+        views released before the list grows again)."""
         live, replay, emitter = self.replay.live, self.replay, self.emitter
         return {
             "consumed": self.consumed,
             "session_id": self.session_id,
             "offset_code": live.offsets.typecode,
-            "keys": live.keys.tobytes(),
-            "offsets": live.offsets.tobytes(),
+            "keys": memoryview(live.keys).cast("B"),
+            "offsets": memoryview(live.offsets).cast("B"),
             "indexes": [[slot, index] for slot, index in live.indexes.items()],
             "frozen": live.frozen,
             "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
