@@ -15,7 +15,9 @@ unreadable checkpoint) means a full read, which gives the same handoff. A change
 middle of the prefix that keeps the file, its size and both fingerprinted ends is not
 seen: the agents that opt in only ever append to their logs. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
 Only agents whose sessions are one forward-only JSON Lines file implement it
-(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full.
+(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full. A reader
+that meets appended lines it cannot follow (Gemini: a rewind into messages it handed on
+already) raises `CannotResume`: the checkpoint is dropped and the file read in full.
 """
 
 from __future__ import annotations
