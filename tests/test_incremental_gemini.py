@@ -15,11 +15,9 @@ for the handoff but never checkpointed past).
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,22 +153,6 @@ TURNS: list[Callable[[GeminiTurns], bytes]] = [
 ]
 
 
-@contextmanager
-def _env(name: str, value: str | None) -> Iterator[None]:
-    old = os.environ.get(name)
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old
-
-
 def _layout(root: Path) -> tuple[Path, Path]:
     chats = root / ".gemini" / "tmp" / "project" / "chats"
     chats.mkdir(parents=True)
@@ -183,7 +165,11 @@ def _outcome(path: Path, workspace: Path, *, incremental: bool) -> dict[str, Any
     agent = get_agent("gemini")
     selection = pipeline.Selection(agent=agent, ref=agent.ref_for_path(path), workspace=workspace)
     try:
-        with _env(checkpoint.DISABLE_ENV, None if incremental else "1"):
+        with pytest.MonkeyPatch.context() as env:
+            if incremental:
+                env.delenv(checkpoint.DISABLE_ENV, raising=False)
+            else:
+                env.setenv(checkpoint.DISABLE_ENV, "1")
             data = pipeline.build_handoff(selection).model_dump(mode="json")
     except SessionReadError as exc:  # nothing readable yet (a torn first line)
         return exc.message
