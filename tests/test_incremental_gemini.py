@@ -7,7 +7,7 @@ gemini): its real turns (a prompt, then the model's message written once and rew
 with its tool calls' results), with fresh ids in every copy, and records of the shapes
 the CLI writes for `/rewind` (`$rewindTo`), a compression (a `$set.messages` with a new
 `<state_snapshot>` summary), a resume (a new header, the history emptied and written
-again), an API error notice, a cancelled request, a rewritten old message and an
+again), a history cut to its last messages, an API error notice, a cancelled request, a rewritten old message and an
 unreadable line, appended in chunks that cut lines anywhere (a torn last line is read
 for the handoff but never checkpointed past).
 """
@@ -112,6 +112,12 @@ class GeminiTurns:
         history = [{"id": i, "type": t, "content": [{"text": "..."}]} for i, t in self.messages]
         return header + context + _line({"$set": {"messages": history}})
 
+    def history_tail(self, keep: int) -> bytes:
+        """A `$set.messages` that keeps only the last messages (after an aborted turn
+        the CLI writes the history it keeps)."""
+        kept = self.messages[-keep:]
+        return _line({"$set": {"messages": [{"id": i, "type": t} for i, t in kept]}})
+
     def rewrite_old(self) -> bytes:
         """An update of an early message (the CLI never does it; a log may)."""
         if not self.messages:
@@ -145,6 +151,7 @@ TURNS: list[Callable[[GeminiTurns], bytes]] = [
     lambda m: m.rewind(99),
     lambda m: m.compression(),
     lambda m: m.resume(),
+    lambda m: m.history_tail(3),
     lambda m: m.rewrite_old(),
     lambda m: m.api_error(),
     lambda m: m.cancelled(),
@@ -191,7 +198,7 @@ def _saved(path: Path) -> checkpoint.Checkpoint | None:
     return msgspec.msgpack.decode(store.read_bytes(), type=checkpoint.Checkpoint)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     picks=st.lists(st.integers(0, 1000), min_size=1, max_size=14),
     cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=8),
@@ -300,19 +307,24 @@ def test_a_resume_keeps_the_checkpoint(
     assert _saved(path) is not None
 
 
-@pytest.mark.parametrize("change", ["rewind", "rewrite_old"])
+@pytest.mark.parametrize("change", ["rewind", "rewrite_old", "history_tail"])
 def test_a_change_to_what_was_handed_on_reads_the_file_anew(
     session: tuple[Path, Path, GeminiTurns], windows: list[int], change: str
 ) -> None:
-    """A rewind to the first prompt, or an update of the first message, changes what
-    the checkpoint handed on: the export reads the whole file and the handoff is the
+    """A rewind to the first prompt, an update of the first message, or a history cut
+    to its last messages changes what the checkpoint handed on: the export reads the whole file and the handoff is the
     full read's (the rewound turns are gone); the next export starts a checkpoint anew."""
     path, workspace, maker = session
     for which in range(2, 14):  # more messages than the reader keeps back
         _append(path, maker.real_turn(which))
     _export_and_compare(path, workspace)
     first_prompt = maker.prompts[0]
-    _append(path, maker.rewind(len(maker.prompts)) if change == "rewind" else maker.rewrite_old())
+    appended = {
+        "rewind": lambda: maker.rewind(len(maker.prompts)),
+        "rewrite_old": maker.rewrite_old,
+        "history_tail": lambda: maker.history_tail(3),
+    }[change]()
+    _append(path, appended)
     windows.clear()
     handoff = _export_and_compare(path, workspace)
     assert windows and windows[0] > 0  # the checkpoint was tried first, then refused
