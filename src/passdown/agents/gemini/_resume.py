@@ -9,9 +9,9 @@ update of it) and a rewind usually goes back a turn or two. `close` hands on the
 A later line that would change a message already handed on (a rewind to it, an update
 of it, a history `$set` or header that rewrites it) cannot be followed: the replay
 raises `CannotResume` and the export reads the file in full, which gives the handoff a
-full read gives by definition. The state saved is the live list (an 8-byte key and an
-offset a message), the emitter's calls still waiting for their results and the
-messages' first and latest times. Keys are a stable hash of the ids (Python's own `hash`
+full read gives by definition. The state saved is the live list (an 8-byte key a
+message, and the line offsets of the messages not handed on yet), the emitter's calls
+still waiting for their results and the messages' first and latest times. Keys are a stable hash of the ids (Python's own `hash`
 changes from one process to the next).
 """
 
@@ -102,7 +102,8 @@ class ResumableReplay:
             "session_id": self.session_id,
             "offset_code": live.offsets.typecode,
             "keys": memoryview(live.keys).cast("B"),
-            "offsets": memoryview(live.offsets).cast("B"),
+            # the lines of messages handed on are never read again: only the others'
+            "offsets": memoryview(live.offsets)[live.frozen :].cast("B"),
             "indexes": [[slot, index] for slot, index in live.indexes.items()],
             "frozen": live.frozen,
             "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
@@ -116,8 +117,11 @@ class ResumableReplay:
         """Continue from `state`; a malformed one raises (the checkpoint is not used)."""
         saved = msgspec.convert(state, _State)
         live = LiveList(saved.offset_code)
-        live.offsets = array(saved.offset_code, saved.offsets)
         live.keys = array("q", saved.keys)
+        # Messages handed on keep offset 0: an unchanged one still resolves to it (its
+        # latest record), a changed one to a real line, which the digest tells apart.
+        live.offsets = array(saved.offset_code, bytes(live.offsets.itemsize * saved.frozen))
+        live.offsets.frombytes(saved.offsets)
         if len(live.offsets) != len(live.keys) or not 0 <= saved.frozen <= len(live.keys):
             raise ValueError("a Gemini checkpoint whose live list does not add up")
         live.indexes = {slot: index for slot, index in saved.indexes}
