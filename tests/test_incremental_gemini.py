@@ -337,3 +337,31 @@ def test_a_change_to_what_was_handed_on_reads_the_file_anew(
     _export_and_compare(path, workspace)
     assert windows[0] == 0 and _saved(path) is not None
     assert first_prompt in maker.prompts
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        {"offset_code": "b"},  # offsets that would overflow at the first append
+        {"keys": b"\x00" * 7},  # not whole 8-byte keys
+        {"frozen": 10**6},  # more messages handed on than the list holds
+        {"pending": [{"no": "call"}]},
+    ],
+)
+def test_a_spoilt_reader_state_means_a_full_read(
+    session: tuple[Path, Path, GeminiTurns], windows: list[int], spoil: dict[str, Any]
+) -> None:
+    """A checkpoint whose Gemini state does not hold together is not used: the export
+    reads the file from its start and gives the full read's handoff."""
+    path, workspace, maker = session
+    _export_and_compare(path, workspace)
+    store = checkpoint.checkpoint_path("gemini", path)
+    saved = msgspec.msgpack.decode(store.read_bytes(), type=checkpoint.Checkpoint)
+    state = msgspec.msgpack.decode(saved.reader)
+    state.update(spoil)
+    saved.reader = msgspec.Raw(msgspec.msgpack.encode(state))
+    store.write_bytes(msgspec.msgpack.encode(saved))
+    _append(path, maker.real_turn(5))
+    windows.clear()
+    _export_and_compare(path, workspace)
+    assert windows[0] == 0  # from the start of the file

@@ -116,6 +116,8 @@ class ResumableReplay:
     def _restore(self, state: dict[str, object], pending: dict[str, ToolCall]) -> None:
         """Continue from `state`; a malformed one raises (the checkpoint is not used)."""
         saved = msgspec.convert(state, _State)
+        if saved.offset_code not in ("I", "q"):
+            raise ValueError(f"a Gemini checkpoint with offsets of type {saved.offset_code!r}")
         live = LiveList(saved.offset_code)
         live.keys = array("q", saved.keys)
         # Messages handed on keep offset 0: an unchanged one still resolves to it (its
