@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from passdown.agents.gemini._live import LiveList
 from passdown.agents.gemini._replay import (
     _CONTROL,
-    LiveList,
     Replay,
     _Brief,
     _Control,

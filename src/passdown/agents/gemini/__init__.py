@@ -16,7 +16,8 @@ session (`session-*.json`); those are streamed message by message.
 
 The reading is split along its seams: `_replay` replays the log into the live message
 list, `_emitter` turns those messages into events, `_legacy` streams the old files,
-`_resume` continues the replay from a checkpoint (incremental export).
+`_live` holds the live message list in arrays, `_resume` continues the replay from a
+checkpoint (incremental export).
 Hidden reasoning (`thoughts`, `thought: true` parts) is never decoded. The session files
 carry no CLI version, so `agent_version` stays unknown. What Gemini CLI shares with Qwen
 Code, its fork (tool tables, content parts, tool results), is in

@@ -17,16 +17,13 @@ and pass 2 reads the lines again in blocks.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
 
-from passdown.agents._common import file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
@@ -36,7 +33,8 @@ from passdown.agents.gemini._emitter import (
     MessageRecord,
     decode_message,
 )
-from passdown.jsonl import LineReader, is_zstd, line_limit, seekable
+from passdown.agents.gemini._live import RECORD, LiveList
+from passdown.jsonl import LineReader, line_limit, seekable
 from passdown.transcript import Diagnostics, Event, SessionInfo
 
 
@@ -79,10 +77,6 @@ class _FullLine(msgspec.Struct):
 
 
 _CONTROL = msgspec.json.Decoder(_Control)
-_EMPTY = -1  # a bucket of the id table that holds no slot
-_RECORD = -1  # the index of a slot whose message is its own record line
-_MIN_TABLE = 1024
-_NARROW_LIMIT = 2**32  # offsets below it fit 4 bytes
 _BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
 _TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
 _TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
@@ -90,149 +84,12 @@ _FULL_LINE = msgspec.json.Decoder(_FullLine)
 
 
 # -- pass 1: replay the log into the live message list ----------------------------------
-class LiveList:
-    """The ordered live messages with no Python object per message, so memory stays a
-    few bytes a message however long the session: per slot (a position in the list) the
-    offset of the line that holds the message (4 bytes in a file under 4 GiB) and the
-    64-bit hash of its id; the rare message that is an element of a `$set.messages` (or
-    header) line also has its index there. Ids are found through an open-addressing
-    table of slots, at most half full (a bucket whose slot lies past the end of the list
-    is stale: rewinds truncate; rebuilds drop them).
-
-    Ids are compared by their 64-bit hash: two ids of one session colliding is a chance
-    of about n^2 / 2^65 (1e-7 for a million messages)."""
-
-    def __init__(self, offset_code: str = "q") -> None:
-        self.offsets = array(offset_code)
-        self.keys = array("q")
-        self.indexes: dict[int, int] = {}  # slot -> index inside its `$set` line
-        self._table = array("i", [_EMPTY]) * _MIN_TABLE
-        self._mask = _MIN_TABLE - 1
-        self._used = 0  # buckets holding a slot, stale ones included
-        # Slots below this were handed on already (incremental export): a line that
-        # would change one cannot be followed (`CannotResume`, then a full read).
-        self.frozen = 0
-
-    @classmethod
-    def for_file(cls, path: Path) -> LiveList:
-        return cls("q" if is_zstd(path) or file_mtime(path)[1] >= _NARROW_LIMIT else "I")
-
-    def widen(self) -> None:
-        """8-byte offsets from now on (a file that grew past 4 GiB while being read)."""
-        self.offsets = array("q", self.offsets)
-
-    @property
-    def max_offset(self) -> int:
-        return _NARROW_LIMIT - 1 if self.offsets.typecode == "I" else 2**63 - 1
-
-    def empty_like(self) -> LiveList:
-        return LiveList(self.offsets.typecode)
-
-    def digest(self, slots: int) -> bytes:
-        """A fingerprint of the first `slots` messages and the lines they come from."""
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(memoryview(self.keys)[:slots])
-        digest.update(self.offsets.typecode.encode())
-        digest.update(memoryview(self.offsets)[:slots])
-        digest.update(repr(sorted(i for i in self.indexes.items() if i[0] < slots)).encode())
-        return digest.digest()
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def find(self, key: int) -> int:
-        """The slot of the message whose id hashes to `key`, or -1."""
-        table, keys, mask = self._table, self.keys, self._mask
-        size = len(keys)
-        i = key & mask
-        while True:
-            slot = table[i]
-            if slot == _EMPTY:
-                return -1
-            if slot < size and keys[slot] == key:
-                return slot
-            i = (i + 1) & mask
-
-    def upsert(self, key: int, offset: int) -> None:
-        """A record line: the message's latest version, at its old position if it has
-        one, else at the end (one probe sequence for both)."""
-        keys = self.keys
-        size = len(keys)
-        if size and keys[size - 1] == key:  # the message being written: the usual update
-            if size <= self.frozen:
-                raise CannotResume("an update of a message already handed on")
-            self.set(size - 1, offset)
-            return
-        table, mask = self._table, self._mask
-        i = key & mask
-        while (slot := table[i]) != _EMPTY:
-            if slot < size and keys[slot] == key:
-                if slot < self.frozen:
-                    raise CannotResume("an update of a message already handed on")
-                self.set(slot, offset)
-                return
-            i = (i + 1) & mask
-        keys.append(key)
-        self.offsets.append(offset)
-        table[i] = size
-        self._used += 1
-        if self._used * 2 > len(table):
-            self.rebuild()
-
-    def append(self, key: int, offset: int, index: int = _RECORD) -> None:
-        slot = len(self.keys)
-        self.keys.append(key)
-        self.offsets.append(offset)
-        if index != _RECORD:
-            self.indexes[slot] = index
-        if (self._used + 1) * 2 > len(self._table):
-            self.rebuild()  # indexes every slot, this one included
-        else:
-            self._place(key, slot)
-
-    def set(self, slot: int, offset: int, index: int = _RECORD) -> None:
-        self.offsets[slot] = offset
-        if index != _RECORD:
-            self.indexes[slot] = index
-        elif self.indexes:
-            self.indexes.pop(slot, None)
-
-    def index(self, slot: int) -> int:
-        return self.indexes.get(slot, _RECORD) if self.indexes else _RECORD
-
-    def truncate(self, slot: int) -> None:
-        """Drop `slot` and every later one (their buckets go stale)."""
-        del self.keys[slot:]
-        del self.offsets[slot:]
-        for dropped in [s for s in self.indexes if s >= slot]:
-            del self.indexes[dropped]
-
-    def _place(self, key: int, slot: int) -> None:
-        table, mask = self._table, self._mask
-        i = key & mask
-        while table[i] != _EMPTY:
-            i = (i + 1) & mask
-        table[i] = slot
-        self._used += 1
-
-    def rebuild(self) -> None:
-        """The id table anew, under half full (stale buckets dropped)."""
-        size = _MIN_TABLE
-        while size <= len(self.keys) * 2:  # under half full after the rebuild
-            size *= 2
-        self._table = array("i", [_EMPTY]) * size
-        self._mask = size - 1
-        self._used = 0
-        for slot, key in enumerate(self.keys):
-            self._place(key, slot)
-
-
 class Replay:
     """Pass 1 replays the log's ids and control records (never the messages' bodies)
     into a `LiveList`; pass 2 (`messages`) decodes the live messages' lines in order.
 
     The latest record line of each id (forgotten when a rewind drops the id) is a live
-    slot whose index is `_RECORD` (its offset is that line), or else an entry of
+    slot whose index is `RECORD` (its offset is that line), or else an entry of
     `best_extra`: ids a `$set` left out, or whose slot a header or `$set` element took
     over, while their record is still the richest version."""
 
@@ -297,7 +154,7 @@ class Replay:
         """The offset of the id's latest record, if it has one that was not rewound."""
         live = self.live
         slot = live.find(key) if slot is None else slot
-        if slot >= 0 and live.index(slot) == _RECORD:
+        if slot >= 0 and live.index(slot) == RECORD:
             return live.offsets[slot]
         return self.best_extra.get(key)
 
@@ -315,7 +172,7 @@ class Replay:
                 if slot < 0:
                     self.live.append(key, offset, index)
                     continue
-                if self.live.index(slot) == _RECORD:  # its record stays the best
+                if self.live.index(slot) == RECORD:  # its record stays the best
                     self.best_extra[key] = self.live.offsets[slot]
                 self.live.set(slot, offset, index)
 
@@ -370,7 +227,7 @@ class Replay:
             old_slot = old.find(key)
             best = self._best(key, old_slot)
             if best is not None:
-                entry = (best, _RECORD)
+                entry = (best, RECORD)
             elif old_slot >= 0:
                 entry = (old.offsets[old_slot], old.index(old_slot))
             elif self._response_copy(mid):
@@ -384,12 +241,12 @@ class Replay:
                 new.set(slot, *entry)
         # the old list's records stay the best versions of their ids...
         for slot, key in enumerate(old.keys):
-            if old.index(slot) == _RECORD:
+            if old.index(slot) == RECORD:
                 self.best_extra[key] = old.offsets[slot]
         # ...and are part of the new list's slots again where it holds them as records
         new.frozen = old.frozen  # checked at the end of the window (`_resume`)
         for slot, key in enumerate(new.keys):
-            if new.index(slot) == _RECORD:
+            if new.index(slot) == RECORD:
                 self.best_extra.pop(key, None)
         self.live = new
 
@@ -426,8 +283,8 @@ class Replay:
             for slot in range(start, stop):
                 offset = live.offsets[slot]
                 line = lines.at(offset)
-                index = indexes.get(slot, _RECORD) if indexes else _RECORD
-                if index == _RECORD:
+                index = indexes.get(slot, RECORD) if indexes else RECORD
+                if index == RECORD:
                     msg = decode_message(line)
                 else:
                     if cached[0] != offset:  # decode a large $set line once

@@ -27,7 +27,8 @@ import msgspec
 
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
-from passdown.agents.gemini._replay import LiveList, Replay
+from passdown.agents.gemini._live import LiveList
+from passdown.agents.gemini._replay import Replay
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 # Messages kept back at the end of a window: the CLI still rewrites the one it writes.
