@@ -19,7 +19,10 @@ Only agents whose sessions are one append-only JSON Lines file implement it
 reader may also plan the new bytes before reading them (`begin`): a tree reader
 (Claude Code, Qwen Code, pi: `passdown.agents._tree.TreeResumable`) walks them back from
 their leaf and refuses when they do not continue the saved leaf (then the file is read
-from its start), and says through a `None` state when its state must not be kept.
+from its start), and says through a `None` state when its state must not be kept. A
+reader that meets appended lines it cannot follow (Gemini: a rewind into messages it
+handed on already) raises `CannotResume`: the checkpoint is dropped and the file read in
+full.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
+from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
 from passdown.extract import (
     Extracted,
@@ -130,6 +134,13 @@ def read_with_checkpoint(
         return None  # the full read reports an unreadable file properly
     try:
         return _Resumed(agent, ref, seen, store, fd).run(workspace, max_messages, max_chars)
+    except CannotResume:
+        # the appended lines change what the checkpoint handed on: the caller reads the
+        # file in full (its next export starts a new checkpoint)
+        seen.count, seen.commands = 0, []
+        with contextlib.suppress(OSError):
+            store.unlink()
+        return None
     finally:
         os.close(fd)
 

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from passdown.transcript import Diagnostics
+from passdown.transcript import Diagnostics, PlanItem
 
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+)", re.IGNORECASE)
 ERROR_LINE_CHARS = 300
@@ -301,3 +301,43 @@ def _read_prefix(path: Path, size: int) -> bytes:
             return handle.read(size)
     except OSError:
         return b""
+
+
+# -- plan tools -----------------------------------------------------------------------
+# The statuses the agents' todo tools write, as the plan's statuses.
+TODO_STATUS = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "in-progress": "in_progress",
+    "completed": "completed",
+    "complete": "completed",
+    "done": "completed",
+    "cancelled": "cancelled",
+    "canceled": "cancelled",
+    "blocked": "blocked",
+}
+
+
+class Todo(msgspec.Struct):
+    """One item of a todo tool's list (Gemini CLI, Qwen Code, Cursor): typed, so a list
+    of the wrong shape skips the call's plan rather than guessing."""
+
+    id: str | int | None = None
+    description: str | None = None
+    content: str | None = None
+    status: str | None = None
+
+
+def todo_items(todos: list[Todo]) -> tuple[PlanItem, ...]:
+    """A todo tool's whole list as plan items; an item without an id is numbered."""
+    items = []
+    for n, todo in enumerate(todos, start=1):
+        status = TODO_STATUS.get((todo.status or "").lower(), "pending")
+        items.append(
+            PlanItem(
+                id=str(todo.id if todo.id not in (None, "") else n),
+                subject=todo.description or todo.content or "",
+                status=status,  # type: ignore[arg-type]
+            )
+        )
+    return tuple(items)

@@ -27,6 +27,11 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
 
 
+class CannotResume(Exception):
+    """Raised by a `ResumableReader` when the appended lines change what it handed on
+    already (a rewind into it, a rewritten history): the export reads the file anew."""
+
+
 class ResumableReader(Protocol):
     """A session reader that can stop between two lines and continue later from its
     state (incremental export: `passdown.checkpoint`). It is fed the session's bytes in

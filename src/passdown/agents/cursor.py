@@ -19,14 +19,22 @@ from pathlib import Path
 
 import msgspec
 
-from passdown.agents._common import decode_line, env_path, file_mtime, is_dir, is_file, list_folder
+from passdown.agents._common import (
+    Todo,
+    decode_line,
+    env_path,
+    file_mtime,
+    is_dir,
+    is_file,
+    list_folder,
+    todo_items,
+)
 from passdown.agents.base import Agent, LaunchSpec
 from passdown.jsonl import LineReader
 from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
-    PlanItem,
     PlanOp,
     SessionRef,
     ToolCall,
@@ -39,12 +47,6 @@ _SHELL_HINTS = ("shell", "terminal", "bash", "command")
 _PLAN_HINTS = ("todo", "plan")
 
 
-class _TodoArg(msgspec.Struct):
-    id: str | int | None = None
-    content: str | None = None
-    status: str | None = None
-
-
 class _Input(msgspec.Struct):
     """The tool arguments passdown reads, typed: a wrong kind skips the record."""
 
@@ -54,7 +56,7 @@ class _Input(msgspec.Struct):
     filePath: str | None = None
     command: str | None = None
     cmd: str | None = None
-    todos: list[_TodoArg] | None = None
+    todos: list[Todo] | None = None
 
 
 class _Block(msgspec.Struct):
@@ -165,32 +167,13 @@ def _record_events(role: str, content: str | list[_Block] | None, calls: int) ->
         yield Message(role=role, text=text)  # type: ignore[arg-type]
 
 
-_CURSOR_STATUS = {
-    "pending": "pending",
-    "in_progress": "in_progress",
-    "in-progress": "in_progress",
-    "completed": "completed",
-    "complete": "completed",
-    "done": "completed",
-    "cancelled": "cancelled",
-}
-
-
 def _tool_call(call_id: str, name: str, args: _Input) -> ToolCall:
     low = name.lower()
     call = ToolCall(call_id=call_id, name=name)
     path = args.path or args.file_path or args.target_file or args.filePath
     if any(h in low for h in _PLAN_HINTS) and args.todos is not None:
         call.action = "plan"
-        items = tuple(
-            PlanItem(
-                id=str(todo.id or n),
-                subject=todo.content or "",
-                status=_CURSOR_STATUS.get((todo.status or "pending").lower(), "pending"),  # type: ignore[arg-type]
-            )
-            for n, todo in enumerate(args.todos, start=1)
-        )
-        call.plan = PlanOp(op="replace", items=items)
+        call.plan = PlanOp(op="replace", items=todo_items(args.todos))
     elif any(h in low for h in _SHELL_HINTS):
         call.action = "command"
         call.command = args.command or args.cmd or ""

@@ -40,8 +40,18 @@ from passdown.agents._common import (
     is_file,
     list_folder,
     read_head,
+    todo_items,
 )
 from passdown.agents._endings import api_error_ending
+from passdown.agents._gemini_family import (
+    Part,
+    ToolArgs,
+    decode_record,
+    lenient,
+    make_tool_call,
+    make_tool_result,
+    response_texts,
+)
 from passdown.agents._tree import (
     Node,
     NodeReader,
@@ -52,16 +62,6 @@ from passdown.agents._tree import (
     restore_calls,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.agents.gemini import (
-    Part,
-    ToolArgs,
-    decode_record,
-    lenient,
-    make_tool_call,
-    make_tool_result,
-    response_texts,
-    todo_items,
-)
 from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,

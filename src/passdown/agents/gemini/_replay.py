@@ -1,0 +1,341 @@
+"""Gemini CLI's JSON Lines log replayed into the live message list.
+
+Pass 1 streams the file decoding only ids and control records and replays the log into
+the ordered list of live messages, each pointing at the offset of its latest line.
+Pass 2 seeks to those lines and decodes them in that order. `$set.messages` is applied
+as a replay, not literally: a message it keeps that was written as a record keeps that
+record (which has the tool statuses and results the API-shaped copy lacks), and its
+`<id>_response` copies of tool results are dropped; a compression (a new
+`<state_snapshot>` summary) keeps the earlier messages and adds the summary as a
+Compaction.
+
+Memory: pass 1 keeps no Python object per message, only about 20 bytes in arrays (an
+8-byte id hash, a 4-byte line offset and its share of the id table: `LiveList`; 9 MB
+for the 390,000 messages of a 300 MB session, where the dicts it replaced took 90 MB),
+and pass 2 reads the lines again in blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+
+from passdown.agents._gemini_family import NULL, decode_record, lenient
+from passdown.agents.base import CannotResume
+from passdown.agents.gemini._emitter import (
+    SESSION_CONTEXT,
+    SNAPSHOT,
+    Emitter,
+    MessageRecord,
+    decode_message,
+)
+from passdown.agents.gemini._live import RECORD, LiveList
+from passdown.jsonl import LineReader, line_limit, seekable
+from passdown.transcript import Diagnostics, Event, SessionInfo
+
+
+class _Brief(msgspec.Struct):
+    """A message inside `$set.messages`: only what pass 1 needs (typed: a `$set` whose
+    messages have ids or types of the wrong kind is skipped as unreadable)."""
+
+    id: str | None = None
+    type: str | None = None
+    content: msgspec.Raw = NULL
+
+
+class _Patch(msgspec.Struct):
+    messages: list[_Brief] | None = None
+    summary: Any = None
+    lastUpdated: Any = None
+
+
+class _Control(msgspec.Struct):
+    """Pass 1's view of a line: message ids, control records and header fields."""
+
+    id: Any = None
+    sessionId: Any = None
+    projectHash: Any = None
+    startTime: Any = None
+    lastUpdated: Any = None
+    summary: Any = None
+    messages: list[_Brief] | None = None
+    set: _Patch | None = msgspec.field(default=None, name="$set")
+    rewind: Any = msgspec.field(default=None, name="$rewindTo")
+
+
+class _FullPatch(msgspec.Struct):
+    messages: list[MessageRecord] | None = None
+
+
+class _FullLine(msgspec.Struct):
+    messages: list[MessageRecord] | None = None
+    set: _FullPatch | None = msgspec.field(default=None, name="$set")
+
+
+_CONTROL = msgspec.json.Decoder(_Control)
+_BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
+_TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
+_TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
+_FULL_LINE = msgspec.json.Decoder(_FullLine)
+
+
+# -- pass 1: replay the log into the live message list ----------------------------------
+class Replay:
+    """Pass 1 replays the log's ids and control records (never the messages' bodies)
+    into a `LiveList`; pass 2 (`messages`) decodes the live messages' lines in order.
+
+    The latest record line of each id (forgotten when a rewind drops the id) is a live
+    slot whose index is `RECORD` (its offset is that line), or else an entry of
+    `best_extra`: ids a `$set` left out, or whose slot a header or `$set` element took
+    over, while their record is still the richest version."""
+
+    def __init__(
+        self,
+        path: Path,
+        info: SessionInfo,
+        diag: Diagnostics,
+        key: Callable[[str], int] = hash,
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.key = key  # id -> 64-bit key (a stable one where the list is saved)
+        self.live = LiveList.for_file(path)
+        self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
+        self.header_started: str | None = None  # the first header's startTime
+
+    def run(self, stream: BinaryIO | None = None, base: int = 0) -> None:
+        """Replay the file, or the lines of `stream`, a window of it starting at offset
+        `base` at a line start."""
+        reader = LineReader(self.path, self.diag)
+        live, info, diag, key_of = self.live, self.info, self.diag, self.key
+        max_offset = live.max_offset
+        for relative, line in reader.forward(stream):
+            offset = base + relative
+            if offset > max_offset:
+                live.widen()
+                max_offset = live.max_offset
+            # Half the lines only move `lastUpdated`: read without a decode (a value with
+            # escapes, control characters or bad UTF-8 takes the decoder's path).
+            if line.startswith(_TOUCH_PREFIX) and (touch := _TOUCH.fullmatch(line)):
+                try:
+                    info.updated_at = touch.group(1).decode()
+                    continue
+                except UnicodeDecodeError:
+                    pass
+            rec = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
+            if not isinstance(rec, _Control):
+                continue
+            if not isinstance(rec.id, str) or isinstance(rec.rewind, str):
+                self._record(rec, offset)
+                live = self.live  # a `$set` may have replaced the list
+                max_offset = live.max_offset
+                continue
+            key = key_of(rec.id)
+            live.upsert(key, offset)  # most lines: a message record
+            if self.best_extra:
+                self.best_extra.pop(key, None)
+
+    def _record(self, rec: _Control, offset: int) -> None:
+        if isinstance(rec.rewind, str):
+            self._rewind(rec.rewind)
+        elif rec.set is not None:
+            self._patch(rec.set, offset)
+        elif isinstance(rec.sessionId, str) and isinstance(rec.projectHash, str):
+            self._header(rec, offset)
+        else:
+            self.diag.unknown("(unrecognised record)")
+
+    def _best(self, key: int, slot: int | None = None) -> int | None:
+        """The offset of the id's latest record, if it has one that was not rewound."""
+        live = self.live
+        slot = live.find(key) if slot is None else slot
+        if slot >= 0 and live.index(slot) == RECORD:
+            return live.offsets[slot]
+        return self.best_extra.get(key)
+
+    def _header(self, rec: _Control, offset: int) -> None:
+        info = self.info
+        info.session_id = rec.sessionId or info.session_id
+        if isinstance(rec.startTime, str):
+            info.started_at = info.started_at or rec.startTime
+            self.header_started = self.header_started or rec.startTime
+        self._note_meta(rec.lastUpdated, rec.summary)
+        for index, brief in enumerate(rec.messages or ()):  # a converted legacy file
+            if isinstance(brief.id, str) and not _injected(brief):
+                key = self.key(brief.id)
+                slot = self.live.find(key)
+                if slot < 0:
+                    self.live.append(key, offset, index)
+                    continue
+                if self.live.index(slot) == RECORD:  # its record stays the best
+                    self.best_extra[key] = self.live.offsets[slot]
+                self.live.set(slot, offset, index)
+
+    def _patch(self, patch: _Patch, offset: int) -> None:
+        self._note_meta(patch.lastUpdated, patch.summary)
+        if patch.messages is not None:
+            self._replace(patch.messages, offset)
+
+    def _note_meta(self, updated: Any, summary: Any) -> None:
+        if isinstance(updated, str):
+            self.info.updated_at = updated
+        if isinstance(summary, str) and summary.strip():
+            self.info.title = summary.strip()
+
+    def _replace(self, messages: list[_Brief], offset: int) -> None:
+        """`$set.messages`: a compression (a summary the log has not seen) appends the
+        new messages to the live list; anything else replaces the list."""
+        if any(_is_snapshot(m) and self._unknown(m.id) for m in messages):
+            self._append_compaction(messages, offset)
+        else:
+            self._rebuild_from(messages, offset)
+
+    def _unknown(self, mid: object) -> bool:
+        if not isinstance(mid, str):
+            return True
+        key = self.key(mid)
+        return self.live.find(key) < 0 and key not in self.best_extra
+
+    def _append_compaction(self, messages: list[_Brief], offset: int) -> None:
+        live = self.live
+        for index, brief in enumerate(messages):
+            mid = brief.id
+            if not isinstance(mid, str) or _injected(brief):
+                continue
+            key = self.key(mid)
+            if live.find(key) >= 0:
+                continue
+            best = self.best_extra.pop(key, None)
+            if best is not None:
+                live.append(key, best)
+            elif not self._response_copy(mid):
+                live.append(key, offset, index)
+
+    def _rebuild_from(self, messages: list[_Brief], offset: int) -> None:
+        old = self.live
+        new = old.empty_like()
+        for index, brief in enumerate(messages):
+            mid = brief.id
+            if not isinstance(mid, str) or _injected(brief):
+                continue
+            key = self.key(mid)
+            old_slot = old.find(key)
+            best = self._best(key, old_slot)
+            if best is not None:
+                entry = (best, RECORD)
+            elif old_slot >= 0:
+                entry = (old.offsets[old_slot], old.index(old_slot))
+            elif self._response_copy(mid):
+                continue
+            else:
+                entry = (offset, index)
+            slot = new.find(key)
+            if slot < 0:
+                new.append(key, *entry)
+            else:  # listed twice: the first position, the last value
+                new.set(slot, *entry)
+        # the old list's records stay the best versions of their ids...
+        for slot, key in enumerate(old.keys):
+            if old.index(slot) == RECORD:
+                self.best_extra[key] = old.offsets[slot]
+        # ...and are part of the new list's slots again where it holds them as records
+        new.frozen = old.frozen  # checked at the end of the window (`_resume`)
+        for slot, key in enumerate(new.keys):
+            if new.index(slot) == RECORD:
+                self.best_extra.pop(key, None)
+        self.live = new
+
+    def _response_copy(self, mid: str) -> bool:
+        """`<id>_response`: a copy of tool results the record of <id> already holds."""
+        base = mid[: -len("_response")]
+        return mid.endswith("_response") and self._best(self.key(base)) is not None
+
+    def _rewind(self, target: str) -> None:
+        live = self.live
+        slot = live.find(self.key(target))
+        start = slot if slot >= 0 else 0  # the CLI drops everything for an unknown target
+        if start < live.frozen:
+            raise CannotResume("a rewind to a message already handed on")
+        if self.best_extra:
+            for key in live.keys[start:]:
+                self.best_extra.pop(key, None)
+        self.diag.off_branch_records += len(live) - start
+        live.truncate(start)
+
+    # -- pass 2 ---------------------------------------------------------------------
+    def messages(
+        self, emitter: Emitter, start: int = 0, stop: int | None = None
+    ) -> Iterator[Event]:
+        """The events of the live messages in slots [start, stop), in order."""
+        live = self.live
+        stop = len(live) if stop is None else stop
+        if stop <= start:
+            return
+        cached: tuple[int, list[MessageRecord]] = (-1, [])
+        indexes = live.indexes
+        with seekable(self.path, self.diag) as handle:
+            lines = _LinesAt(handle, line_limit(self.path))
+            for slot in range(start, stop):
+                offset = live.offsets[slot]
+                line = lines.at(offset)
+                index = indexes.get(slot, RECORD) if indexes else RECORD
+                if index == RECORD:
+                    msg = decode_message(line)
+                else:
+                    if cached[0] != offset:  # decode a large $set line once
+                        cached = (offset, _set_messages(line))
+                    msg = cached[1][index] if index < len(cached[1]) else None
+                if isinstance(msg, MessageRecord):
+                    yield from emitter.message(msg)
+                else:
+                    self.diag.bad_lines += 1
+
+
+class _LinesAt:
+    """Lines by offset from a block read ahead: the live messages' lines come mostly in
+    file order, so one read serves thousands of them (a seek and a read per line cost
+    more than decoding it)."""
+
+    def __init__(self, handle: BinaryIO, limit: int) -> None:
+        self.handle = handle
+        self.limit = limit
+        self.start = 0
+        self.block = b""
+
+    def at(self, offset: int) -> bytes:
+        pos = offset - self.start
+        if 0 <= pos < len(self.block):
+            end = self.block.find(b"\n", pos)
+            if end >= 0:
+                return self.block[pos:end].rstrip(b"\r")
+        self.handle.seek(offset)
+        block = self.handle.read(_BLOCK)
+        end = block.find(b"\n")
+        if end < 0 and len(block) == _BLOCK:  # a line longer than a block
+            self.handle.seek(offset)
+            return self.handle.readline(self.limit + 1).rstrip(b"\r\n")
+        self.start, self.block = offset, block
+        return block[: end if end >= 0 else len(block)].rstrip(b"\r")
+
+
+def _set_messages(line: bytes) -> list[MessageRecord]:
+    full = lenient(_FULL_LINE, msgspec.Raw(line))
+    if not isinstance(full, _FullLine):
+        return []
+    if full.set is not None and full.set.messages is not None:
+        return full.set.messages
+    return full.messages or []
+
+
+def _injected(brief: _Brief) -> bool:
+    """The CLI's own context message (date, OS, folder listing): never exported."""
+    return brief.type == "user" and SESSION_CONTEXT.encode() in bytes(brief.content)[:200]
+
+
+def _is_snapshot(brief: _Brief) -> bool:
+    return brief.type == "user" and SNAPSHOT.encode() in bytes(brief.content)[:400]

@@ -1,0 +1,156 @@
+"""Incremental export of Gemini CLI sessions (`passdown.checkpoint`).
+
+The log is replayed window by window (each a run of whole lines appended since the last
+export) into the same `LiveList` a full read builds. At the end of a window, every live
+message but the last few is handed on (emitted, and frozen in the list); the last ones
+stay back, since the CLI rewrites the message it is writing (tool results arrive as an
+update of it) and a rewind usually goes back a turn or two. `close` hands on the rest.
+
+A later line that would change a message already handed on (a rewind to it, an update
+of it, a history `$set` or header that rewrites it) cannot be followed: the replay
+raises `CannotResume` and the export reads the file in full, which gives the handoff a
+full read gives by definition. The state saved is the live list (an 8-byte key a
+message, and the line offsets of the messages not handed on yet), the emitter's calls
+still waiting for their results and the messages' first and latest times. Keys are a stable hash of the ids (Python's own `hash`
+changes from one process to the next).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import msgspec
+
+from passdown.agents.base import CannotResume
+from passdown.agents.gemini._emitter import Emitter
+from passdown.agents.gemini._live import LiveList
+from passdown.agents.gemini._replay import Replay
+from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
+
+# Messages kept back at the end of a window: the CLI still rewrites the one it writes.
+TAIL = 16
+
+
+def stable_key(message_id: str) -> int:
+    digest = hashlib.blake2b(message_id.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "little", signed=True)
+
+
+class _Counted:
+    """A stream that counts the bytes read from it (a window's length)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.bytes += len(data)
+        return data
+
+
+class ResumableReplay:
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+        subagent_notes: Callable[[str, Path], Iterator[Event]],
+    ) -> None:
+        self.info = info
+        self.replay = Replay(info.path, info, diag, key=stable_key)
+        self.emitter = Emitter(info, diag)
+        self.consumed = 0  # the offset the next window starts at
+        self.session_id = info.session_id  # the one sub-agent folders are named after
+        self.subagent_notes = subagent_notes
+        self.frozen_digest = self.replay.live.digest(0)
+        if isinstance(state, dict):
+            self._restore(state, pending)
+
+    def events(self, stream: BinaryIO) -> Iterator[Event]:
+        counted = _Counted(stream)
+        self.replay.run(counted, self.consumed)  # type: ignore[arg-type]
+        self.consumed += counted.bytes
+        live = self.replay.live
+        # A resume empties the history and writes it again (two `$set`s): what counts
+        # is that the messages handed on are still there, from the same lines.
+        if len(live) < live.frozen or live.digest(live.frozen) != self.frozen_digest:
+            raise CannotResume("the appended lines rewrite messages already handed on")
+        stop = max(live.frozen, len(live) - TAIL)
+        yield from self.replay.messages(self.emitter, live.frozen, stop)
+        live.frozen = stop
+        self.frozen_digest = live.digest(stop)
+        self.emitter.apply_times(self.replay.header_started)
+
+    def close(self) -> Iterator[Event]:
+        live = self.replay.live
+        yield from self.replay.messages(self.emitter, live.frozen)
+        live.frozen = len(live)
+        self.emitter.apply_times(self.replay.header_started)
+        yield from self.subagent_notes(self.session_id, self.info.path)
+
+    def state(self) -> dict[str, object]:
+        """The arrays go in as views, not copies (the state is encoded at once, and its
+        views released before the list grows again)."""
+        live, replay, emitter = self.replay.live, self.replay, self.emitter
+        return {
+            "consumed": self.consumed,
+            "session_id": self.session_id,
+            "offset_code": live.offsets.typecode,
+            "keys": memoryview(live.keys).cast("B"),
+            # the lines of messages handed on are never read again: only the others'
+            "offsets": memoryview(live.offsets)[live.frozen :].cast("B"),
+            "indexes": [[slot, index] for slot, index in live.indexes.items()],
+            "frozen": live.frozen,
+            "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
+            "header_started": replay.header_started,
+            "first_ts": emitter.first_ts,
+            "max_ts": emitter.max_ts,
+            "pending": [msgspec.to_builtins(call) for call in emitter.pending.values()],
+        }
+
+    def _restore(self, state: dict[str, object], pending: dict[str, ToolCall]) -> None:
+        """Continue from `state`; a malformed one raises (the checkpoint is not used)."""
+        saved = msgspec.convert(state, _State)
+        if saved.offset_code not in ("I", "q"):
+            raise ValueError(f"a Gemini checkpoint with offsets of type {saved.offset_code!r}")
+        live = LiveList(saved.offset_code)
+        live.keys = array("q", saved.keys)
+        # Messages handed on keep offset 0: an unchanged one still resolves to it (its
+        # latest record), a changed one to a real line, which the digest tells apart.
+        live.offsets = array(saved.offset_code, bytes(live.offsets.itemsize * saved.frozen))
+        live.offsets.frombytes(saved.offsets)
+        if len(live.offsets) != len(live.keys) or not 0 <= saved.frozen <= len(live.keys):
+            raise ValueError("a Gemini checkpoint whose live list does not add up")
+        live.indexes = {slot: index for slot, index in saved.indexes}
+        live.rebuild()  # the id table, from the keys
+        live.frozen = saved.frozen
+        self.frozen_digest = live.digest(saved.frozen)
+        self.replay.live = live
+        self.replay.best_extra = {key: offset for key, offset in saved.best_extra}
+        self.replay.header_started = saved.header_started
+        self.consumed = saved.consumed
+        self.session_id = saved.session_id
+        self.emitter.first_ts, self.emitter.max_ts = saved.first_ts, saved.max_ts
+        for call in saved.pending:  # the very objects extraction still waits on
+            self.emitter.pending[call.call_id] = pending.get(call.call_id, call)
+
+
+class _State(msgspec.Struct):
+    consumed: int
+    session_id: str
+    offset_code: str
+    keys: bytes
+    offsets: bytes
+    indexes: list[tuple[int, int]]
+    frozen: int
+    best_extra: list[tuple[int, int]]
+    header_started: str | None
+    first_ts: str | None
+    max_ts: str | None
+    pending: list[ToolCall]
