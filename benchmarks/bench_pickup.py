@@ -1,0 +1,179 @@
+"""How long a new session waits for passdown's session-start hook (the pickup).
+
+Run as the agent runs it: a fresh `passdown hook claude` process (the console script the
+installers name, and `python -m passdown`) with a `SessionStart` payload on stdin,
+against SQLite. Cases, all in one run with the interpreter's own start-up as baselines:
+
+- no handoff: a workspace without `.agent-handoff/`;
+- claimed: the workspace's handoff was already taken (every later session start);
+- claim: a published handoff this session takes (the store is reset before each run,
+  untimed), printing the pointer.
+
+Target: under 0.3 s wall for each pickup case.
+
+Usage: python benchmarks/bench_pickup.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench_hook import CLAUDE_FIXTURE, REPO, _git_workspace, _replant
+
+TARGET_S = 0.3
+
+
+def _setup(root: Path) -> tuple[dict[str, str], Path, Path, Path]:
+    """(env, workspace with a published handoff, workspace without, store snapshot)."""
+    ws, empty = root / "ws", root / "empty"
+    _git_workspace(ws)
+    _git_workspace(empty)
+    claude_src = next(CLAUDE_FIXTURE.glob("*.jsonl"))
+    encoded = "".join(c if c.isalnum() else "-" for c in str(ws))
+    transcript = root / "claude" / "projects" / encoded / claude_src.name
+    _replant(claude_src, transcript, "/tmp/passdown-rec/claude-full", str(ws), 1)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "CLAUDE_CONFIG_DIR": str(root / "claude"),
+        "PASSDOWN_DATA_DIR": str(root / "data"),
+    }
+    for name in ("PASSDOWN_STORE", "PASSDOWN_PICKUP", "PASSDOWN_AGENTS"):
+        env.pop(name, None)
+    stop_failure = {
+        "hook_event_name": "StopFailure",
+        "session_id": claude_src.stem,
+        "transcript_path": str(transcript),
+        "cwd": str(ws),
+        "error": "rate_limit",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "passdown", "hook", "claude"],
+        input=json.dumps(stop_failure),
+        env=env,
+        cwd=ws,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    if not (ws / ".agent-handoff" / "handoff.json").is_file():
+        raise SystemExit("setup: the StopFailure hook wrote no handoff (see data/logs/hooks.log)")
+    snapshot = root / "published.db"
+    with sqlite3.connect(root / "data" / "store.db") as db, sqlite3.connect(snapshot) as copy:
+        db.backup(copy)
+    return env, ws, empty, snapshot
+
+
+def _restore(snapshot: Path, store: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        Path(f"{store}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(snapshot, store)
+    store.chmod(0o600)
+
+
+def _start_payload(cwd: Path, n: int) -> str:
+    return json.dumps(
+        {
+            "hook_event_name": "SessionStart",
+            "session_id": f"bench-{n}",
+            "cwd": str(cwd),
+            "source": "startup",
+        }
+    )
+
+
+class Runner:
+    def __init__(self, env: dict[str, str], root: Path) -> None:
+        self.env, self.root, self.n = env, root, 0
+
+    def time(self, argv: list[str], cwd: Path | None, expect: Callable[[str], bool]) -> float:
+        self.n += 1
+        stdin = _start_payload(cwd, self.n) if cwd else ""
+        start = time.perf_counter()
+        proc = subprocess.run(
+            argv,
+            input=stdin,
+            env=self.env,
+            cwd=cwd or self.root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - start
+        if proc.returncode != 0 or not expect(proc.stdout):
+            raise SystemExit(f"{argv} exited {proc.returncode}: {proc.stdout!r} {proc.stderr}")
+        return elapsed
+
+
+def _row(name: str, times: list[float], target: bool) -> None:
+    times.sort()
+    p90 = times[min(len(times) - 1, int(len(times) * 0.9))]
+    verdict = ("  ok" if p90 < TARGET_S else "  SLOW") if target else ""
+    print(f"{name:44} {statistics.median(times):8.3f} {p90:8.3f} {times[-1]:8.3f}{verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="passdown-bench-pickup-") as tmp:
+        root = Path(tmp)
+        env, ws, empty, snapshot = _setup(root)
+        store = root / "data" / "store.db"
+        runner = Runner(env, root)
+        script = Path(sys.executable).parent / "passdown"
+        doors = {"passdown": [str(script)]} if script.is_file() else {}
+        doors["python -m passdown"] = [sys.executable, "-m", "passdown"]
+
+        def silent(out: str) -> bool:
+            return out == ""
+
+        def pointer(out: str) -> bool:
+            return "additionalContext" in out and "HANDOFF.md" in out
+
+        print(f"{'':44} {'median':>8} {'p90':>8} {'max':>8}   (seconds, {opts.runs} runs)")
+        baselines = {
+            "python -c pass (baseline)": [sys.executable, "-c", "pass"],
+            "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
+        }
+        for name, argv in baselines.items():
+            _row(name, [runner.time(argv, None, silent) for _ in range(opts.runs)], False)
+        for door, argv in doors.items():
+            hook = [*argv, "hook", "claude"]
+            runner.time(hook, empty, silent)  # warm the page cache
+            _row(
+                f"{door} hook: no handoff",
+                [runner.time(hook, empty, silent) for _ in range(opts.runs)],
+                True,
+            )
+            claims = []
+            for _ in range(opts.runs):
+                _restore(snapshot, store)
+                claims.append(runner.time(hook, ws, pointer))
+            _row(f"{door} hook: claim a handoff", claims, True)
+            _row(
+                f"{door} hook: handoff already claimed",
+                [runner.time(hook, ws, silent) for _ in range(opts.runs)],
+                True,
+            )
+        log = (root / "data" / "logs" / "hooks.log").read_text()
+        errors = [line for line in log.splitlines() if " error " in line]
+        if errors:
+            raise SystemExit("the hook logged errors:\n" + "\n".join(errors[:5]))
+        outcomes = sorted({" ".join(line.split()[3:4]) for line in log.splitlines() if " pickup " in line})
+        print(f"hook log: pickup outcomes {', '.join(outcomes)}; no errors")
+
+
+if __name__ == "__main__":
+    main()
