@@ -171,7 +171,9 @@ def main() -> None:
         errors = [line for line in log.splitlines() if " error " in line]
         if errors:
             raise SystemExit("the hook logged errors:\n" + "\n".join(errors[:5]))
-        outcomes = sorted({" ".join(line.split()[3:4]) for line in log.splitlines() if " pickup " in line})
+        outcomes = sorted(
+            {" ".join(line.split()[3:4]) for line in log.splitlines() if " pickup " in line}
+        )
         print(f"hook log: pickup outcomes {', '.join(outcomes)}; no errors")
 
 

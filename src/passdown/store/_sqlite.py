@@ -393,7 +393,9 @@ _POINTER_MATCH = (
 
 
 def _pointer_value(conn: sqlite3.Connection, key: tuple[str, ...], name: str) -> str | None:
-    row = conn.execute(f"SELECT value FROM pointers WHERE {_POINTER_MATCH}", (*key, name)).fetchone()
+    row = conn.execute(
+        f"SELECT value FROM pointers WHERE {_POINTER_MATCH}", (*key, name)
+    ).fetchone()
     return row[0] if row else None
 
 
