@@ -9,9 +9,10 @@ against SQLite. Cases, all in one run with the interpreter's own start-up as bas
 - claim: a published handoff this session takes (the store is reset before each run,
   untimed), printing the pointer.
 
-Target: under 0.3 s wall for each pickup case.
+Target: under 0.3 s wall for each pickup case. `--before SRC` times another source tree
+(the code before a change) interleaved with this one, in the same run.
 
-Usage: python benchmarks/bench_pickup.py [--runs 15]
+Usage: python benchmarks/bench_pickup.py [--runs 15] [--before /tmp/base/src]
 """
 
 from __future__ import annotations
@@ -97,14 +98,21 @@ class Runner:
     def __init__(self, env: dict[str, str], root: Path) -> None:
         self.env, self.root, self.n = env, root, 0
 
-    def time(self, argv: list[str], cwd: Path | None, expect: Callable[[str], bool]) -> float:
+    def time(
+        self,
+        argv: list[str],
+        cwd: Path | None,
+        expect: Callable[[str], bool],
+        src: Path | None = None,
+    ) -> float:
         self.n += 1
         stdin = _start_payload(cwd, self.n) if cwd else ""
+        env = {**self.env, "PYTHONPATH": str(src)} if src else self.env
         start = time.perf_counter()
         proc = subprocess.run(
             argv,
             input=stdin,
-            env=self.env,
+            env=env,
             cwd=cwd or self.root,
             capture_output=True,
             text=True,
@@ -120,13 +128,30 @@ def _row(name: str, times: list[float], target: bool) -> None:
     times.sort()
     p90 = times[min(len(times) - 1, int(len(times) * 0.9))]
     verdict = ("  ok" if p90 < TARGET_S else "  SLOW") if target else ""
-    print(f"{name:44} {statistics.median(times):8.3f} {p90:8.3f} {times[-1]:8.3f}{verdict}")
+    print(f"{name:52} {statistics.median(times):8.3f} {p90:8.3f} {times[-1]:8.3f}{verdict}")
+
+
+def _silent(out: str) -> bool:
+    return out == ""
+
+
+def _pointer(out: str) -> bool:
+    return "additionalContext" in out and "HANDOFF.md" in out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another passdown source tree (its src/ folder) to time in the same run, "
+        "interleaved, e.g. `git archive BASE src | tar -x -C /tmp/base`",
+    )
     opts = parser.parse_args()
+    sources: dict[str, Path | None] = {"": None}
+    if opts.before:
+        sources = {" [before]": opts.before.resolve(), " [now]": None}
     with tempfile.TemporaryDirectory(prefix="passdown-bench-pickup-") as tmp:
         root = Path(tmp)
         env, ws, empty, snapshot = _setup(root)
@@ -135,37 +160,41 @@ def main() -> None:
         script = Path(sys.executable).parent / "passdown"
         doors = {"passdown": [str(script)]} if script.is_file() else {}
         doors["python -m passdown"] = [sys.executable, "-m", "passdown"]
-
-        def silent(out: str) -> bool:
-            return out == ""
-
-        def pointer(out: str) -> bool:
-            return "additionalContext" in out and "HANDOFF.md" in out
-
-        print(f"{'':44} {'median':>8} {'p90':>8} {'max':>8}   (seconds, {opts.runs} runs)")
+        print(f"{'':52} {'median':>8} {'p90':>8} {'max':>8}   (seconds, {opts.runs} runs)")
         baselines = {
             "python -c pass (baseline)": [sys.executable, "-c", "pass"],
             "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
         }
         for name, argv in baselines.items():
-            _row(name, [runner.time(argv, None, silent) for _ in range(opts.runs)], False)
-        for door, argv in doors.items():
-            hook = [*argv, "hook", "claude"]
-            runner.time(hook, empty, silent)  # warm the page cache
-            _row(
-                f"{door} hook: no handoff",
-                [runner.time(hook, empty, silent) for _ in range(opts.runs)],
-                True,
-            )
-            claims = []
+            _row(name, [runner.time(argv, None, _silent) for _ in range(opts.runs)], False)
+
+        def interleaved(name: str, run: Callable[[Path | None], float]) -> None:
+            times: dict[str, list[float]] = {label: [] for label in sources}
             for _ in range(opts.runs):
+                for label, src in sources.items():
+                    times[label].append(run(src))
+            for label in sources:
+                _row(f"{name}{label}", times[label], True)
+
+        for door, argv in doors.items():
+            for agent in ("claude", "codex"):
+                hook = [*argv, "hook", agent]
+                for src in sources.values():
+                    runner.time(hook, empty, _silent, src)  # warm the page cache
+                interleaved(
+                    f"{door} hook {agent}: no handoff",
+                    lambda src, hook=hook: runner.time(hook, empty, _silent, src),
+                )
+            hook = [*argv, "hook", "claude"]
+
+            def claim(src: Path | None, hook: list[str] = hook) -> float:
                 _restore(snapshot, store)
-                claims.append(runner.time(hook, ws, pointer))
-            _row(f"{door} hook: claim a handoff", claims, True)
-            _row(
-                f"{door} hook: handoff already claimed",
-                [runner.time(hook, ws, silent) for _ in range(opts.runs)],
-                True,
+                return runner.time(hook, ws, _pointer, src)
+
+            interleaved(f"{door} hook claude: claim a handoff", claim)
+            interleaved(
+                f"{door} hook claude: handoff already claimed",
+                lambda src, hook=hook: runner.time(hook, ws, _silent, src),
             )
         log = (root / "data" / "logs" / "hooks.log").read_text()
         errors = [line for line in log.splitlines() if " error " in line]
