@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -97,6 +98,7 @@ def _start_payload(cwd: Path, n: int) -> str:
 class Runner:
     def __init__(self, env: dict[str, str], root: Path) -> None:
         self.env, self.root, self.n = env, root, 0
+        self.cpu_seconds: list[float] = []  # of each run (user + system, git included)
 
     def time(
         self,
@@ -108,6 +110,7 @@ class Runner:
         self.n += 1
         stdin = _start_payload(cwd, self.n) if cwd else ""
         env = {**self.env, "PYTHONPATH": str(src)} if src else self.env
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(
             argv,
@@ -119,16 +122,24 @@ class Runner:
             check=False,
         )
         elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if proc.returncode != 0 or not expect(proc.stdout):
             raise SystemExit(f"{argv} exited {proc.returncode}: {proc.stdout!r} {proc.stderr}")
+        self.cpu_seconds.append(cpu)
         return elapsed
 
 
-def _row(name: str, times: list[float], target: bool) -> None:
+def _row(name: str, times: list[float], cpu: list[float], target: bool) -> None:
+    """Wall seconds (median, p90, max) and the median CPU seconds, which a loaded
+    machine inflates far less than the wall time."""
     times.sort()
     p90 = times[min(len(times) - 1, int(len(times) * 0.9))]
     verdict = ("  ok" if p90 < TARGET_S else "  SLOW") if target else ""
-    print(f"{name:52} {statistics.median(times):8.3f} {p90:8.3f} {times[-1]:8.3f}{verdict}")
+    print(
+        f"{name:52} {statistics.median(times):8.3f} {p90:8.3f} {times[-1]:8.3f}"
+        f" {statistics.median(cpu):8.3f}{verdict}"
+    )
 
 
 def _silent(out: str) -> bool:
@@ -160,21 +171,29 @@ def main() -> None:
         script = Path(sys.executable).parent / "passdown"
         doors = {"passdown": [str(script)]} if script.is_file() else {}
         doors["python -m passdown"] = [sys.executable, "-m", "passdown"]
-        print(f"{'':52} {'median':>8} {'p90':>8} {'max':>8}   (seconds, {opts.runs} runs)")
+        print(
+            f"{'':52} {'median':>8} {'p90':>8} {'max':>8} {'cpu':>8}"
+            f"   (seconds, {opts.runs} runs; cpu: median user+system)"
+        )
         baselines = {
             "python -c pass (baseline)": [sys.executable, "-c", "pass"],
             "python -S -c pass (no site)": [sys.executable, "-S", "-c", "pass"],
         }
         for name, argv in baselines.items():
-            _row(name, [runner.time(argv, None, _silent) for _ in range(opts.runs)], False)
+            runner.cpu_seconds.clear()
+            times = [runner.time(argv, None, _silent) for _ in range(opts.runs)]
+            _row(name, times, list(runner.cpu_seconds), False)
 
         def interleaved(name: str, run: Callable[[Path | None], float]) -> None:
             times: dict[str, list[float]] = {label: [] for label in sources}
+            cpu: dict[str, list[float]] = {label: [] for label in sources}
             for _ in range(opts.runs):
                 for label, src in sources.items():
+                    runner.cpu_seconds.clear()
                     times[label].append(run(src))
+                    cpu[label].append(runner.cpu_seconds[-1])
             for label in sources:
-                _row(f"{name}{label}", times[label], True)
+                _row(f"{name}{label}", times[label], cpu[label], True)
 
         for door, argv in doors.items():
             for agent in ("claude", "codex"):

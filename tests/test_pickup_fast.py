@@ -313,3 +313,10 @@ def test_postgresql_takes_the_store_path_with_the_same_decisions(
     assert set(outcomes) <= {"claimed", "taken", "already-claimed"}
     pointer = next(r.pointer for r in results if r.pointer)
     assert f"claude session {claude_session.stem}, which ended on a rate limit" in pointer
+
+
+def test_pickup_names_the_lifecycles_own_pointers() -> None:
+    from passdown.coordinator import lifecycle
+
+    assert continuity.ACTIVE_POINTER == lifecycle.ACTIVE_POINTER
+    assert continuity.status_pointer("h-1") == lifecycle.status_pointer("h-1")
