@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if hook is not None:
         from passdown.integrations.hooks import main as hook_main
 
-        return hook_main(*hook)
+        try:
+            return hook_main(*hook)  # logs its own failures; never raises otherwise
+        except KeyboardInterrupt:
+            return 130
     import click
 
     from passdown.cli._group import cli
