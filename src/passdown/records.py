@@ -324,15 +324,9 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 def default_project(cwd: Path) -> str:
     """The project a command means when none is given: the git root's folder name, else cwd's."""
-    from passdown.redact import redact
+    from passdown.git import project_name
 
-    # redacted: a folder named after a token (`ws-ghp_...`) must not put the token in
-    # every record's scope; the same folder always gives the same (redacted) name
-    here = cwd.resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return redact(folder.name or str(folder))
-    return redact(here.name or str(here))
+    return project_name(cwd)
 
 
 def record_json_schema() -> dict[str, Any]:

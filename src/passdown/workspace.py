@@ -6,20 +6,28 @@ a repo without commits, a detached HEAD, no upstream or a timed-out git all stil
 
 Every git call is an argv list run with `-C path`, a timeout, `LC_ALL=C` (parseable,
 English messages), `GIT_OPTIONAL_LOCKS=0` (never take the index lock the agent or the
-user may need) and no pager or prompt. Paths in the output are relative to the repo root.
+user may need) and no pager or prompt (`passdown.git` runs them). Paths in the output
+are relative to the repo root.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-GIT_TIMEOUT = 10.0  # seconds per git call: a snapshot must never hang an export
+# the runner lives in the light `passdown.git` (the session-start hook uses it alone);
+# these names stay importable from here
+from passdown.git import GIT_TIMEOUT as GIT_TIMEOUT
+from passdown.git import GitResult as GitResult
+from passdown.git import _absolute, _git_argv, _result, _text
+from passdown.git import git_env as git_env
+from passdown.git import is_ancestor as is_ancestor
+from passdown.git import run_git as run_git
+from passdown.git import workspace_root as workspace_root
+
 HANDOFF_DIR = ".agent-handoff"
 MAX_DIRTY = 1000  # dirty entries kept in a snapshot; the rest is counted, not listed
 MAX_DIFF_FILES = 1000
@@ -28,28 +36,6 @@ MAX_STAT_CHARS = 8000
 MAX_LOG_COMMITS = 1000  # commits scanned by files_changed_since
 MAX_PATHSPEC = 500  # changed paths passed to `git diff`; past that it diffs the whole tree
 MAX_PATHSPEC_BYTES = 64 * 1024
-
-# Variables that point git at another repo or index; passdown always means `-C path`
-# (they are set, for example, when passdown runs from inside a git hook).
-_REPO_ENV_VARS = frozenset(
-    {
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_NAMESPACE",
-        "GIT_PREFIX",
-        "GIT_IMPLICIT_WORK_TREE",
-    }
-)
-# core.fsmonitor would run a program named by the repo's config; a snapshot never needs it.
-# --literal-pathspecs: a file named "*.py" or ":(glob)x" is just that file.
-_GIT_OPTIONS = (
-    "-c", "core.fsmonitor=false", "-c", "core.quotepath=false", "--no-pager",
-    "--literal-pathspecs",
-)  # fmt: skip
 
 
 class DirtyPath(BaseModel):
@@ -89,81 +75,12 @@ class WorkspaceSnapshot(BaseModel):
 # -- running git ------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class GitResult:
-    ok: bool
-    out: bytes = b""
-    error: str = ""  # a one-line reason when not ok
-    missing: bool = False  # git itself is not installed
-
-
-def git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
-    env.update(
-        LC_ALL="C",
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_PAGER="cat",
-        PAGER="cat",
-    )
-    return env
-
-
-def _git_argv(path: Path, args: tuple[str, ...] | list[str]) -> list[str]:
-    return ["git", "-C", str(path), *_GIT_OPTIONS, *args]
-
-
-def run_git(path: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
-    """Run one git command in `path`; never raises."""
-    try:
-        proc = subprocess.run(
-            _git_argv(path, args),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=git_env(),
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        return GitResult(False, error="git is not installed", missing=True)
-    except subprocess.TimeoutExpired:
-        return GitResult(False, error=f"git {args[0]} timed out after {timeout:g} s")
-    except OSError as exc:
-        return GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
-    return _result(args[0], proc.returncode, proc.stdout, proc.stderr)
-
-
-def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:
-    if returncode == 0:
-        return GitResult(True, out=out)
-    lines = [ln.strip() for ln in _text(err).splitlines() if ln.strip()]
-    # "fatal:"/"error:" lines say why; hints and warnings come first and say less
-    reason = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
-    reason = reason or (lines[0] if lines else f"exit status {returncode}")
-    return GitResult(False, error=f"git {name}: {reason[:300]}")
-
-
-def _text(raw: bytes) -> str:
-    # paths need not be UTF-8; a replacement character beats a failed handoff
-    return raw.decode("utf-8", "replace")
-
-
 def _is_not_repo(result: GitResult) -> bool:
     # only the plain case; "not a git repository: /x" means a .git file points nowhere
     return "not a git repository (or any" in result.error
 
 
 # -- public API ---------------------------------------------------------------------
-
-
-def workspace_root(cwd: Path) -> Path:
-    """The git top-level folder of `cwd`, or `cwd` itself outside git (absolute, resolved)."""
-    here = _absolute(cwd)
-    result = run_git(here, "rev-parse", "--show-toplevel")
-    top = _text(result.out).strip()
-    if result.ok and top:
-        return Path(top).resolve()
-    return here
 
 
 def snapshot(path: Path) -> WorkspaceSnapshot:
@@ -242,10 +159,6 @@ def git_head(path: Path) -> tuple[str | None, str | None]:
 
 MAX_COMMITS = 200  # commits listed in a recovery report
 MAX_FILES = 500  # files listed in a recovery report
-
-
-def is_ancestor(path: Path, commit: str, head: str = "HEAD") -> bool:
-    return run_git(path, "merge-base", "--is-ancestor", commit, head).ok
 
 
 def commits_since(path: Path, commit: str) -> list[str]:
@@ -440,13 +353,6 @@ def _parse_numstat(out: bytes) -> list[DiffFile]:
 
 
 # -- small helpers ------------------------------------------------------------------------
-
-
-def _absolute(path: Path) -> Path:
-    try:
-        return Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):  # a symlink loop, or no home folder for "~"
-        return Path(os.path.abspath(path))
 
 
 def _split_z(out: bytes, *, log: bool = False, exact: bool = False) -> list[str]:

@@ -22,7 +22,26 @@ def _load_path(dotted: str) -> type[Agent]:
 @cache
 def load_agents() -> dict[str, Agent]:
     """All registered agents by name; `PASSDOWN_AGENTS=a,b` limits which load."""
-    wanted = {n.strip() for n in os.environ.get("PASSDOWN_AGENTS", "").split(",") if n.strip()}
+    return _load(_wanted())
+
+
+@cache
+def every_agent() -> dict[str, Agent]:
+    """Every registered agent, whatever `PASSDOWN_AGENTS` says: a hook limits the agents it
+    loads to its own, but a concurrent session of any agent explains a change in the
+    workspace (`pipeline._paths_of_concurrent_sessions`)."""
+    limited = load_agents()
+    if not _wanted():
+        return limited
+    return {**_load(frozenset()), **limited}  # the loaded ones stay the same objects
+
+
+def _wanted() -> frozenset[str]:
+    names = os.environ.get("PASSDOWN_AGENTS", "").split(",")
+    return frozenset(n.strip() for n in names if n.strip())
+
+
+def _load(wanted: frozenset[str]) -> dict[str, Agent]:
     found: dict[str, Agent] = {}
     # The built-in agents are registered in pyproject.toml like any plugin: one list.
     sources = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}

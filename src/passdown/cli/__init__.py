@@ -2,7 +2,8 @@
 
 Subcommands load lazily so `passdown --help` answers without importing pydantic,
 msgspec or a database driver. Errors become a message and an exit code here, in one
-place.
+place. `passdown hook AGENT ...`, which agents run while a session waits, goes straight
+to `integrations.hooks` without loading click (the click group is in `_group`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import click
+if TYPE_CHECKING:
+    import click
 
 # name -> (module:attribute, one-line help). The help lives here so listing the
 # commands does not import them.
@@ -82,48 +85,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return None
-        module_name, _, attr = target[0].partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            return None
-        command: click.Command = getattr(module, attr)
-        return command
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, help_text) for name, (_, help_text) in COMMANDS.items()]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="passdown", prog_name="passdown")
-def cli() -> None:
-    """passdown: hand a coding agent's unfinished task to another agent or session.
-
-    Reads the agent's local session history (nine agents: Claude Code, Codex CLI, Gemini
-    CLI, Qwen Code, opencode, pi, Copilot CLI, Cursor agent, Aider; `passdown agents`
-    lists them) and the workspace's git state, extracts the task's durable state, redacts
-    secrets, and writes a portable handoff that the next agent continues from.
-
-    Exit codes: 0 ok, 1 error, 2 bad arguments, 3 no session found, 4 ambiguous session,
-    5 unreadable session, 6 target agent not installed, 7 launch failed, 8 cannot write
-    the handoff, 9-12 store errors, 13 unknown agent.
-    """
+def __getattr__(name: str) -> Any:
+    if name in ("cli", "LazyGroup"):  # the click group, loaded when asked for
+        return getattr(importlib.import_module("passdown.cli._group"), name)
+    raise AttributeError(f"module 'passdown.cli' has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    hook = _hook_args(args)
+    if hook is not None:
+        from passdown.integrations.hooks import main as hook_main
+
+        try:
+            return hook_main(*hook)  # logs its own failures; never raises otherwise
+        except KeyboardInterrupt:
+            return 130
+    import click
+
+    from passdown.cli._group import cli
     from passdown.errors import PassdownError, exit_code_for
 
-    args = sys.argv[1:] if argv is None else argv
     as_json = _wants_json(args)
     try:
         result = cli.main(args=args, prog_name="passdown", standalone_mode=False)
@@ -156,6 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def _hook_args(args: list[str]) -> tuple[str, list[str]] | None:
+    """(agent, its arguments) for `passdown hook AGENT ...`, the form the installed hooks
+    run; None for anything else (`passdown hook --help` too), which click parses."""
+    if len(args) < 2 or args[0] != "hook" or args[1].startswith("-"):
+        return None
+    if any(arg in ("-h", "--help") for arg in args[2:]):
+        return None
+    return args[1], args[2:]
+
+
 def _wants_json(args: list[str]) -> bool:
     """`--json` among the options (not after `--`, where the target agent's args go)."""
     options = args[: args.index("--")] if "--" in args else args
@@ -174,6 +166,8 @@ def _print_error(message: str, hint: str | None, code: int, *, as_json: bool) ->
     object on stderr. Redacted, and flattened to one line each (a message may quote
     session text)."""
     import json
+
+    import click
 
     from passdown.text import shown
 

@@ -23,25 +23,54 @@ CLI, hooks and MCP server take into `core`. Git lives in `passdown.workspace`, r
 conversion in `passdown.handoff_record`, the errors in `passdown.errors`.
 """
 
-from passdown.coordinator.checks import CheckResult
-from passdown.coordinator.core import HandoffCoordinator, Verification
-from passdown.coordinator.errors import (
-    HandoffBlocked,
-    HandoffConflict,
-    HandoffNotFound,
-    HandoffStateError,
-)
-from passdown.coordinator.execute import ExecuteResult
-from passdown.coordinator.lifecycle import StatusEvent
-from passdown.coordinator.package import (
-    ChildRef,
-    HandoffPackage,
-    PackageContext,
-    PackageState,
-    RecoveryInfo,
-    package_json_schema,
-)
-from passdown.handoff_record import package_from_record, package_to_record
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from passdown.coordinator.checks import CheckResult
+    from passdown.coordinator.core import HandoffCoordinator, Verification
+    from passdown.coordinator.errors import (
+        HandoffBlocked,
+        HandoffConflict,
+        HandoffNotFound,
+        HandoffStateError,
+    )
+    from passdown.coordinator.execute import ExecuteResult
+    from passdown.coordinator.lifecycle import StatusEvent
+    from passdown.coordinator.package import (
+        ChildRef,
+        HandoffPackage,
+        PackageContext,
+        PackageState,
+        RecoveryInfo,
+        package_json_schema,
+    )
+    from passdown.handoff_record import package_from_record, package_to_record
+
+# The names load lazily (as in `passdown`): `passdown.coordinator.lifecycle` alone must not
+# import the whole engine, because the session-start hook claims through it while a new
+# session waits.
+_EXPORTS: dict[str, str] = {
+    "CheckResult": "passdown.coordinator.checks",
+    "HandoffCoordinator": "passdown.coordinator.core",
+    "Verification": "passdown.coordinator.core",
+    "HandoffBlocked": "passdown.coordinator.errors",
+    "HandoffConflict": "passdown.coordinator.errors",
+    "HandoffNotFound": "passdown.coordinator.errors",
+    "HandoffStateError": "passdown.coordinator.errors",
+    "ExecuteResult": "passdown.coordinator.execute",
+    "StatusEvent": "passdown.coordinator.lifecycle",
+    "ChildRef": "passdown.coordinator.package",
+    "HandoffPackage": "passdown.coordinator.package",
+    "PackageContext": "passdown.coordinator.package",
+    "PackageState": "passdown.coordinator.package",
+    "RecoveryInfo": "passdown.coordinator.package",
+    "package_json_schema": "passdown.coordinator.package",
+    "package_from_record": "passdown.handoff_record",
+    "package_to_record": "passdown.handoff_record",
+}
 
 __all__ = [
     "CheckResult",
@@ -62,3 +91,16 @@ __all__ = [
     "package_json_schema",
     "package_to_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'passdown.coordinator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

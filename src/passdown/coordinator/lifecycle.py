@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
-from passdown.coordinator.package import LifecycleStatus
 from passdown.errors import HandoffStateError as HandoffStateError
 from passdown.errors import RecordNotFound
 
@@ -32,6 +31,9 @@ if TYPE_CHECKING:
     from passdown.records import Scope
     from passdown.store import Store
 
+# here rather than beside the package model: the session-start hook claims through this
+# module without loading the package and handoff models
+LifecycleStatus = Literal["prepared", "published", "claimed", "completed", "rejected", "superseded"]
 ACTIVE_POINTER = "active-handoff"
 STATUSES: tuple[LifecycleStatus, ...] = (
     "prepared", "published", "claimed", "completed", "rejected", "superseded",

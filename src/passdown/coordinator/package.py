@@ -17,12 +17,12 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from passdown.coordinator.lifecycle import LifecycleStatus as LifecycleStatus
 from passdown.handoff import Handoff
 
 PACKAGE_FORMAT: Final = "passdown.package/1"
 HandoffType = Literal["session", "agent", "parallel", "recovery"]
 HANDOFF_TYPES: tuple[str, ...] = ("session", "agent", "parallel", "recovery")
-LifecycleStatus = Literal["prepared", "published", "claimed", "completed", "rejected", "superseded"]
 
 # Fields that are store state or the hash itself, never part of the sealed content.
 UNSEALED = frozenset({"integrity", "status"})

@@ -13,16 +13,35 @@ from passdown.integrations.base import HookIntegration, InstallTarget, Plan
 
 __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "integration_for"]
 
+# What each built-in agent module names as its integration (`Agent.integration`, the one
+# place it is decided: tests/test_pickup_fast.py holds this copy to it). A hook finds its
+# integration here without importing the agent's module (its reader, pydantic, the
+# entry-point scan), which a session start would wait for. Plugin agents go through the
+# registry.
+BUILTIN: dict[str, str] = {
+    "claude": "passdown.integrations.claude:ClaudeHooks",
+    "codex": "passdown.integrations.codex:CodexHooks",
+    "copilot": "passdown.integrations.copilot:CopilotHooks",
+    "gemini": "passdown.integrations.settings_json:GeminiHooks",
+    "opencode": "passdown.integrations.opencode:OpenCodeHooks",
+    "pi": "passdown.integrations.pi:PiHooks",
+    "qwen": "passdown.integrations.settings_json:QwenHooks",
+}
+
 
 def integration_for(agent_name: str) -> HookIntegration:
     """The hook integration of `agent_name`; `UsageError` when it has none."""
-    from passdown.agents.registry import get_agent
+    dotted = BUILTIN.get(agent_name)
+    if dotted is None:
+        from passdown.agents.registry import get_agent
 
-    agent = get_agent(agent_name)
-    dotted = getattr(agent, "integration", None)
-    if not dotted:
-        known = ", ".join(integrated_agents()) or "none"
-        raise UsageError(f"{agent.display_name} has no hook integration (agents with one: {known})")
+        agent = get_agent(agent_name)
+        dotted = getattr(agent, "integration", None)
+        if not dotted:
+            known = ", ".join(integrated_agents()) or "none"
+            raise UsageError(
+                f"{agent.display_name} has no hook integration (agents with one: {known})"
+            )
     module_name, _, attr = str(dotted).partition(":")
     module = __import__(module_name, fromlist=[attr])
     integration: HookIntegration = getattr(module, attr)()

@@ -32,6 +32,14 @@ if TYPE_CHECKING:
     from passdown.coordinator import HandoffCoordinator, HandoffPackage
 
 HANDOFF_DIR = ".agent-handoff"  # pipeline.HANDOFF_DIR, without importing the pipeline
+# the lifecycle's pointers (`coordinator.lifecycle`), named here without importing its models
+ACTIVE_POINTER = "active-handoff"
+
+
+def status_pointer(package_id: str) -> str:
+    return f"handoff-status/{package_id}"
+
+
 PICKUP_ENV = "PASSDOWN_PICKUP"
 MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
 DEFAULT_MAX_AGE_DAYS = 7.0
@@ -153,6 +161,10 @@ def fallback_chain() -> list[str]:
 
 
 # -- pickup at session start -------------------------------------------------------------------
+# A new session waits for this, so it runs on the standard library, `passdown.git` and the
+# redactor: the handoff is read as the JSON the store keeps (no package or handoff
+# models), from SQLite directly; only a claim, which writes, opens the store and goes
+# through the lifecycle.
 
 
 @dataclass(slots=True)
@@ -162,52 +174,218 @@ class Pickup:
     pointer: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """The workspace's active handoff, as much of it as pickup decides on and shows: read
+    from the stored record (what `handoff_record.package_from_record` reads into a
+    package, field for field)."""
+
+    id: str
+    status: str  # the lifecycle's current status
+    agent: str  # the package's source agent
+    timestamp: str  # when it was prepared
+    source_session: str | None = None  # the handoff's source session
+    ended: str | None = None  # how that session ended (`Ended.reason`)
+    next_steps: tuple[str, ...] = ()
+    git_hash: str | None = None  # the workspace's HEAD when it was prepared
+    workspace: str | None = None
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], status: str) -> Candidate:
+        package = _mapping(record.get("package"))
+        handoff = _mapping(record.get("passdown_handoff")) or None
+        steps = _strings(_dig(handoff, "state", "next_steps")) if handoff else ()
+        if not steps:  # as `pointer_text` always did: the handoff's steps, else the package's
+            steps = _strings(_dig(package, "state", "next_steps"))
+            if not package:  # a record without a package: its `next` annotations
+                steps = tuple(
+                    line
+                    for note in record.get("annotations") or []
+                    if isinstance(note, dict) and note.get("kind") == "next"
+                    for line in str(note.get("value", "")).splitlines()
+                    if line
+                )
+        return cls(
+            id=str(record["id"]),
+            status=status,
+            agent=str(_dig(record, "provenance", "agent") or "?"),
+            timestamp=str(record["created_at"]),
+            source_session=_text_or_none(_dig(handoff, "source", "session_id")),
+            ended=_text_or_none(_dig(handoff, "ended", "reason")) if handoff else None,
+            next_steps=steps,
+            git_hash=_text_or_none(_dig(package, "context", "git_hash")),
+            workspace=_text_or_none(package.get("workspace")),
+        )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dig(data: dict[str, Any] | None, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _text_or_none(value: Any) -> str | None:
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
 def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
     """Claim the workspace's unclaimed handoff for this new session, and the pointer."""
     if not pickup_enabled():
         return Pickup("off")
-    from passdown import pipeline
+    from passdown.git import workspace_root
 
-    workspace = pipeline.workspace_for(Path(cwd or os.getcwd()))
-    if not (workspace / pipeline.HANDOFF_DIR / "handoff.json").is_file():
+    workspace = workspace_root(Path(cwd or os.getcwd()))
+    if not (workspace / HANDOFF_DIR / "handoff.json").is_file():
         return Pickup("none")  # the pointer names this file: without it, nothing to pick up
-    from passdown.coordinator import HandoffCoordinator  # after the cheap check: it costs imports
-
     identity = f"{agent}:{session_id or '?'}"
-    with HandoffCoordinator(workspace, identity=identity) as coordinator:
-        lifecycle = coordinator.lifecycle()
-        active = lifecycle.active()
-        if active is None:
+    with _open_handoffs(workspace) as handoffs:
+        candidate = handoffs.active()
+        if candidate is None:
             return Pickup("none")
-        package = coordinator.load_handoff(active)
-        refusal = _refusal(coordinator, package, session_id)
+        refusal = _refusal(candidate, session_id, workspace)
         if refusal:
             return Pickup(refusal)
-        if not lifecycle.transition(
-            package.id, "claimed", by=identity, only_from=frozenset({"published"})
-        ):
+        if not handoffs.claim(candidate.id, identity):
             return Pickup("taken")  # another session claimed it first
-        return Pickup(f"claimed {package.id}", pointer_text(package))
+        return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
 
 
-def _refusal(
-    coordinator: HandoffCoordinator, package: HandoffPackage, session_id: str | None
-) -> str | None:
-    from passdown.records import parse_timestamp
-    from passdown.workspace import git_head, is_ancestor
+def _refusal(candidate: Candidate, session_id: str | None, workspace: Path) -> str | None:
+    from passdown.git import is_ancestor
 
-    if package.status != "published":
-        return f"already-{package.status}"  # claimed, completed, ...: not ours to take
-    source = package.handoff.source.session_id if package.handoff else None
+    if candidate.status != "published":
+        return f"already-{candidate.status}"  # claimed, completed, ...: not ours to take
+    source = candidate.source_session
     if session_id and source and session_id == source:
         return "own-session"  # a resumed session: it knows its own history
-    if datetime.now(UTC) - parse_timestamp(package.timestamp) > max_age():
+    if datetime.now(UTC) - _parse_time(candidate.timestamp) > max_age():
         return "too-old"
-    then = package.context.git_hash
-    head, _ = git_head(coordinator.workspace)
-    if then and (not head or not is_ancestor(coordinator.workspace, then, head)):
+    # without a HEAD (no commits, or not git any more) nothing is an ancestor of it
+    if candidate.git_hash and not is_ancestor(workspace, candidate.git_hash, "HEAD"):
         return "not-ancestor"  # the workspace moved elsewhere (another branch, a reset)
     return None
+
+
+def _parse_time(stamp: str) -> datetime:
+    """ISO 8601 as the store writes it (`records.parse_timestamp`, without its module's
+    models): `Z` or an offset, naive = UTC."""
+    parsed = datetime.fromisoformat(stamp.strip())
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class _Handoffs:
+    """The workspace's handoffs in the store, for pickup: the active one, and the claim
+    (the lifecycle's compare-and-swap, in the store however it was read)."""
+
+    def __init__(self, url: str, project: str) -> None:
+        self.url, self.project = url, project
+        self._store: Any = None
+
+    def store(self) -> Any:
+        if self._store is None:
+            from passdown.store import open_store
+
+            self._store = open_store(self.url)
+        return self._store
+
+    def active(self) -> Candidate | None:
+        from passdown.coordinator.lifecycle import Lifecycle
+        from passdown.errors import RecordNotFound
+        from passdown.records import record_to_dict
+
+        lifecycle = Lifecycle(self.store(), self._scope())
+        active = lifecycle.active()
+        if active is None:
+            return None
+        try:
+            record = self.store().retrieve(self._scope(), active)
+        except RecordNotFound:
+            return None  # a pointer to a deleted record: nothing to pick up
+        event = lifecycle.current(active)
+        return Candidate.from_record(record_to_dict(record), event.status if event else "prepared")
+
+    def claim(self, package_id: str, identity: str) -> bool:
+        from passdown.coordinator.lifecycle import Lifecycle
+
+        lifecycle = Lifecycle(self.store(), self._scope())
+        return lifecycle.transition(
+            package_id, "claimed", by=identity, only_from=frozenset({"published"})
+        )
+
+    def _scope(self) -> Any:
+        from passdown.records import Scope
+
+        return Scope(project=self.project)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> _Handoffs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _PeekedHandoffs(_Handoffs):
+    """A SQLite store, read without opening it (`StorePeek`; None: no store file, so no
+    handoff): the models and the migration cost more than a session start may wait. A
+    claim opens it; so does a file the peek cannot read (the store says why)."""
+
+    def __init__(self, url: str, project: str, peek: Any) -> None:
+        super().__init__(url, project)
+        self.peek = peek
+
+    def active(self) -> Candidate | None:
+        import sqlite3
+
+        if self.peek is None:
+            return None
+        try:
+            active = self.peek.pointer(self.project, ACTIVE_POINTER)
+            body = self.peek.record_body(self.project, active) if active else None
+            event = self.peek.pointer(self.project, status_pointer(active)) if body else None
+        except sqlite3.Error:
+            return super().active()
+        if active is None or body is None:
+            return None
+        status = json.loads(event).get("status") if event else None
+        return Candidate.from_record(json.loads(body), str(status or "prepared"))
+
+    def close(self) -> None:
+        if self.peek is not None:
+            self.peek.close()
+        super().close()
+
+
+def _open_handoffs(workspace: Path) -> _Handoffs:
+    """The project's handoffs, as `HandoffCoordinator(workspace)` finds them (the default
+    store, the workspace's project)."""
+    import sqlite3
+
+    from passdown.git import project_name
+    from passdown.store._open import default_store_url
+    from passdown.store._sqlite import StorePeek
+
+    url, project = default_store_url(), project_name(workspace)
+    scheme, sep, rest = url.partition("://")
+    if not (sep and scheme == "sqlite" and rest and rest != ":memory:"):
+        return _Handoffs(url, project)  # PostgreSQL: the store itself
+    try:
+        return _PeekedHandoffs(url, project, StorePeek.open(Path(rest).expanduser()))
+    except sqlite3.Error:
+        return _Handoffs(url, project)  # the store itself says why, or migrates it
 
 
 def first_time_for_session(agent: str, session_id: str | None) -> bool:
@@ -229,22 +407,17 @@ def first_time_for_session(agent: str, session_id: str | None) -> bool:
     return True
 
 
-def pointer_text(package: HandoffPackage) -> str:
+def pointer_text(candidate: Candidate) -> str:
     """The injected lines: short, redacted, and flattened to single lines."""
-    from passdown.handoff import TAKEOVER_CONTRACT
-    from passdown.pipeline import HANDOFF_DIR
+    from passdown.contract import TAKEOVER_CONTRACT
     from passdown.redact import redact
 
-    handoff = package.handoff
-    agent = package.source_agent
-    session = handoff.source.session_id if handoff else "?"
-    ended = handoff.ended if handoff else None
-    how = READABLE_ENDINGS.get(ended.reason, ended.reason) if ended else "normally"
-    steps = (handoff.state.next_steps if handoff else []) or package.state.next_steps
-    path = Path(package.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"
+    how = READABLE_ENDINGS.get(candidate.ended, candidate.ended) if candidate.ended else "normally"
+    steps = candidate.next_steps
+    path = Path(candidate.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"
     lines = [
-        f"passdown: an unfinished task was handed over from {agent} session {session}, "
-        f"which ended {how}.",
+        f"passdown: an unfinished task was handed over from {candidate.agent} session "
+        f"{candidate.source_session or '?'}, which ended {how}.",
         f"Next step: {steps[0] if steps else 'see the handoff'}",
         f"Read the handoff first: {path}",
         f"Rule: {TAKEOVER_CONTRACT[0]} {TAKEOVER_CONTRACT[1]}",

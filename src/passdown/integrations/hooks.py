@@ -13,6 +13,11 @@ Codex notify's last argument) and says what the event means:
 A hook must never break the agent: every failure (bad payload, no session, a store
 error, a bug) is appended to `data_dir()/logs/hooks.log` and the hook still exits 0.
 It prints nothing but the pickup pointer.
+
+A new session waits for the session-start hook, so that path stays light: `passdown
+hook` reaches `main` before click loads (`passdown.cli.main`), a built-in agent's
+integration is found without its agent module (`integrations.BUILTIN`), and pickup reads
+the store without the models (`continuity.pickup`). benchmarks/bench_pickup.py times it.
 """
 
 from __future__ import annotations
@@ -209,7 +214,8 @@ def _redact(text: str) -> str:
 
 def main(agent: str, args: list[str]) -> int:
     """The `passdown hook` process: load only the calling agent's module (every plugin
-    would cost time the agent waits for), read the payload, run."""
+    would cost time the agent waits for; the check for concurrent sessions still sees
+    every agent, `registry.every_agent`), read the payload, run."""
     os.environ.setdefault("PASSDOWN_AGENTS", agent)
     stdin_text = None
     try:

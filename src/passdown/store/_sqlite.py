@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from passdown.errors import StoreError
-from passdown.records import Scope
 from passdown.store._base import (
     Prepared,
     Query,
@@ -30,6 +29,9 @@ from passdown.store._base import (
     pointer_key,
 )
 from passdown.store._text import fts5_query
+
+if TYPE_CHECKING:
+    from passdown.records import Scope
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -251,14 +253,11 @@ class SQLiteStore(Store):
 
     def _current(self, sc: Scope, id: str) -> tuple[int, str, str, str]:
         """(version, stored_at, hash, body) of the current version, if in scope."""
-        where, args = _scope_where(sc)
-        rows = self._read(
-            f"SELECT version, stored_at, hash, body FROM records r WHERE {where} AND r.id = ?",
-            (*args, id),
-        )
-        if not rows:
+        with self._lock, self._errors():
+            row = _current_row(self._conn, sc.project, narrowing(sc), id)
+        if row is None:
             raise not_found(id, sc)
-        return rows[0]
+        return row
 
     def _older_body(self, sc: Scope, id: str, version: int) -> str | None:
         rows = self._read(
@@ -312,19 +311,14 @@ class SQLiteStore(Store):
     # -- pointers -----------------------------------------------------------------------
 
     def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
-        key = pointer_key(coerce_scope(scope))
-        rows = self._read(
-            "SELECT value FROM pointers WHERE project = ? AND scope_user = ? AND scope_team = ? "
-            "AND scope_agent = ? AND name = ?",
-            (*key, name),
-        )
-        return rows[0][0] if rows else None
+        with self._lock, self._errors():
+            return _pointer_value(self._conn, pointer_key(coerce_scope(scope)), name)
 
     def set_pointer(
         self, scope: ScopeLike, name: str, expected: str | None, new: str | None
     ) -> bool:
         key = (*pointer_key(coerce_scope(scope)), name)
-        match = "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
+        match = _POINTER_MATCH
         with self._transaction() as conn:
             row = conn.execute(f"SELECT value FROM pointers WHERE {match}", key).fetchone()
             if (row[0] if row else None) != expected:
@@ -379,9 +373,69 @@ class SQLiteStore(Store):
 
 
 def _scope_where(sc: Scope) -> tuple[str, list[object]]:
+    return _where(sc.project, narrowing(sc))
+
+
+def _where(project: str, narrow: tuple[tuple[str, str], ...]) -> tuple[str, list[object]]:
     where = ["r.project = ?"]
-    args: list[object] = [sc.project]
-    for field, value in narrowing(sc):
+    args: list[object] = [project]
+    for field, value in narrow:
         where.append(f"r.scope_{field} = ?")
         args.append(value)
     return " AND ".join(where), args
+
+
+# -- the queries the store and `StorePeek` share ------------------------------------------
+
+_POINTER_MATCH = (
+    "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
+)
+
+
+def _pointer_value(conn: sqlite3.Connection, key: tuple[str, ...], name: str) -> str | None:
+    row = conn.execute(
+        f"SELECT value FROM pointers WHERE {_POINTER_MATCH}", (*key, name)
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _current_row(
+    conn: sqlite3.Connection, project: str, narrow: tuple[tuple[str, str], ...], id: str
+) -> tuple[int, str, str, str] | None:
+    where, args = _where(project, narrow)
+    row = conn.execute(
+        f"SELECT version, stored_at, hash, body FROM records r WHERE {where} AND r.id = ?",
+        (*args, id),
+    ).fetchone()
+    return None if row is None else (row[0], row[1], row[2], row[3])
+
+
+class StorePeek:
+    """Reads an existing SQLite store without opening it as a `SQLiteStore`: no
+    migration, no write lock, no records models (pydantic) imported; the pointers and
+    record bodies come back as the JSON text the store keeps. For the session-start hook,
+    which a new session waits for. Raises sqlite3.Error (a store of an older schema, a
+    locked or damaged file): the caller then opens the store itself."""
+
+    def __init__(self, path: Path) -> None:
+        # mode=rw: never creates the file (a missing store is no store, see `open`)
+        self._conn = sqlite3.connect(
+            f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S
+        )
+
+    @classmethod
+    def open(cls, path: Path) -> StorePeek | None:
+        """None when there is no store file at `path`."""
+        return cls(path) if path.is_file() else None
+
+    def pointer(self, project: str, name: str) -> str | None:
+        """A pointer of the project-wide scope (`pointer_key` of a scope naming only the
+        project)."""
+        return _pointer_value(self._conn, (project, "", "", ""), name)
+
+    def record_body(self, project: str, id: str) -> str | None:
+        row = _current_row(self._conn, project, (), id)
+        return row[3] if row else None
+
+    def close(self) -> None:
+        self._conn.close()
