@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
+from passdown import _two_core
 from passdown.errors import PassdownError, SessionReadError
 from passdown.extract import (
     Extracted,
@@ -171,6 +172,9 @@ class _Resumed:
             file_hash = _Sha256()
         else:
             diagnostics, extractor, reader, file_hash = resumed
+        # a large file read from its start: its second half on a forked worker (before
+        # the hashing thread starts: only a single-threaded process forks)
+        split = _two_core.start(self.agent, self.fd, start, end, info, extractor) if start == 0 else None
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -179,10 +183,13 @@ class _Resumed:
         hashing.start()
         try:
             with _progress_from(start):
-                for event in self.seen.watch(
-                    reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
-                ):
-                    extractor.feed(event)
+                if split is not None:
+                    split.run(reader, extractor, info, diagnostics, self.seen.watch, self._seen_half)
+                else:
+                    for event in self.seen.watch(
+                        reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
+                    ):
+                        extractor.feed(event)
         finally:
             hashing.join()
         if failed:
@@ -212,6 +219,11 @@ class _Resumed:
             info=info, diagnostics=diagnostics, _events=iter(()), sha256=file_hash.hexdigest()
         )
         return transcript, extractor.finish()
+
+    def _seen_half(self, events: int, commands: list[str]) -> None:
+        """What a two-core read's worker saw go by (see `_SeenEvents`)."""
+        self.seen.count += events
+        self.seen.commands.extend(commands)
 
     def _restore(
         self, saved: Checkpoint, info: SessionInfo
