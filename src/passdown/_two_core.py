@@ -66,6 +66,8 @@ MIN_BYTES = 64 * 1024 * 1024
 STATS_ENV = "PASSDOWN_TWO_CORE_STATS"  # print what the split did to stderr (benchmarks)
 _PASS_TEXTS = 4096  # distinct passing commands remembered to drop repeats (bounded)
 _UNTOUCHED = SessionEnding(reason="normal", message="(untouched)")
+# what the last split read of this process did: cut, merged or why not, peak RSS (tests)
+LAST: dict[str, Any] = {}
 
 
 # the extractor's half --------------------------------------------------------------
@@ -385,7 +387,9 @@ class SplitRead:
     ) -> None:
         try:
             feed = extractor.feed
-            for event in watch(reader.events(cast(BinaryIO, _Window(self.fd, self.start, self.cut)))):
+            for event in watch(
+                reader.events(cast(BinaryIO, _Window(self.fd, self.start, self.cut)))
+            ):
                 feed(event)
             report = self._collect()
         except BaseException:
@@ -406,6 +410,7 @@ class SplitRead:
             for event in watch(reader.events(cast(BinaryIO, window))):
                 feed(event)
         self.stats["main_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        LAST.update(self.stats)
         if os.environ.get(STATS_ENV):
             print(f"passdown two-core: {self.stats}", file=sys.stderr)
 
@@ -475,6 +480,7 @@ def start(
 ) -> SplitRead | None:
     """Fork a worker on the second part of [start, end) when that pays; None otherwise
     (the caller reads the window the usual way)."""
+    LAST.clear()
     if not worth_splitting(end - start, MIN_BYTES if min_bytes is None else min_bytes):
         return None
     splitter = splitter_for(agent)
@@ -512,7 +518,7 @@ def _worker(
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         report = _read_half(splitter, fd, cut, end, info, workspace, budget)
         data = _ENCODER.encode(report)
-    except BaseException as exc:  # noqa: BLE001 - the parent reads the half itself
+    except BaseException as exc:
         data = _ENCODER.encode(WorkerReport(error=f"{type(exc).__name__}: {exc}"))
         code = 1
     try:

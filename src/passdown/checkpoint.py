@@ -174,7 +174,11 @@ class _Resumed:
             diagnostics, extractor, reader, file_hash = resumed
         # a large file read from its start: its second half on a forked worker (before
         # the hashing thread starts: only a single-threaded process forks)
-        split = _two_core.start(self.agent, self.fd, start, end, info, extractor) if start == 0 else None
+        split = (
+            _two_core.start(self.agent, self.fd, start, end, info, extractor)
+            if start == 0
+            else None
+        )
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -184,7 +188,9 @@ class _Resumed:
         try:
             with _progress_from(start):
                 if split is not None:
-                    split.run(reader, extractor, info, diagnostics, self.seen.watch, self._seen_half)
+                    split.run(
+                        reader, extractor, info, diagnostics, self.seen.watch, self._seen_half
+                    )
                 else:
                     for event in self.seen.watch(
                         reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
