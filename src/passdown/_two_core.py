@@ -29,6 +29,7 @@ import resource
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -319,6 +320,8 @@ class WorkerReport(msgspec.Struct):
     events: int = 0
     commands: list[str] = []
     peak_rss_kb: int = 0
+    seconds: float = 0.0  # the worker's wall time, fork to report
+    cpu_seconds: float = 0.0
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -385,18 +388,29 @@ class SplitRead:
         watch: Callable[[Iterator[Event]], Iterator[Event]],
         seen_merge: Callable[[int, list[str]], None],
     ) -> None:
+        began, began_cpu = time.perf_counter(), time.thread_time()
         try:
             feed = extractor.feed
             for event in watch(
                 reader.events(cast(BinaryIO, _Window(self.fd, self.start, self.cut)))
             ):
                 feed(event)
+            halfway, halfway_cpu = time.perf_counter(), time.thread_time()
             report = self._collect()
         except BaseException:
             self._stop()
             raise
         reason = self._refusal(report, reader, extractor)
-        self.stats.update(cut=self.cut, end=self.end, worker_rss_kb=report.peak_rss_kb)
+        self.stats.update(
+            cut=self.cut,
+            end=self.end,
+            worker_rss_kb=report.peak_rss_kb,
+            first_half_s=round(halfway - began, 3),
+            first_half_cpu_s=round(halfway_cpu - began_cpu, 3),
+            waited_s=round(time.perf_counter() - halfway, 3),
+            worker_s=report.seconds,
+            worker_cpu_s=report.cpu_seconds,
+        )
         if reason is None:
             assert report.partial is not None and report.diagnostics is not None
             merge(extractor, report.partial)
@@ -493,7 +507,12 @@ def start(
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: one core it is
+        os.close(read_end)
+        os.close(write_end)
+        return None
     if pid == 0:  # the worker: never returns
         os.close(read_end)
         _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end)
@@ -512,11 +531,14 @@ def _worker(
     out: int,
 ) -> None:
     code = 0
+    began = time.perf_counter()
     try:
         _die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         report = _read_half(splitter, fd, cut, end, info, workspace, budget)
+        report.seconds = round(time.perf_counter() - began, 3)
+        report.cpu_seconds = round(time.process_time(), 3)
         data = _ENCODER.encode(report)
     except BaseException as exc:
         data = _ENCODER.encode(WorkerReport(error=f"{type(exc).__name__}: {exc}"))

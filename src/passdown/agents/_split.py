@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import types
 from typing import TYPE_CHECKING, Any
 
 from passdown.agents.codex import _Payload, _RolloutReader
@@ -42,10 +43,12 @@ class _CodexHalf(_RolloutReader):
 
     def _response_item(self, item: _Payload, timestamp: str | None) -> tuple[Event, ...]:
         out = super()._response_item(item, timestamp)
-        if not self.settled and self.last_user_text != "":
+        if self.last_user_text != "":
             self.settled = True
             if self.last_user_text is not None:  # a prompt set it: it was assumed new
                 self.assumed_new_prompt = self.last_user_text
+            # from here on the plain reader's own method: no extra call per item
+            self._response_item = types.MethodType(_RolloutReader._response_item, self)  # type: ignore[method-assign]
         return out
 
     def _meta(self, meta: _Payload) -> None:
