@@ -534,6 +534,11 @@ def _worker(
     began = time.perf_counter()
     try:
         _die_with_parent()
+        # its own session: no terminal's Ctrl-C or job control reaches it (the parent
+        # stops it), and where the scheduler shares CPU per session (Linux autogroup) it
+        # does not halve the share of the process it works for
+        with contextlib.suppress(OSError):
+            os.setsid()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         report = _read_half(splitter, fd, cut, end, info, workspace, budget)
