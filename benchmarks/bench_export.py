@@ -146,14 +146,14 @@ def export(
 
 
 def _two_core_rss_kb(stderr: str) -> int:
-    """Main + worker peak RSS of a two-core read (an upper bound: the two peaks need not
-    coincide); 0 when the export read on one core."""
+    """Main peak RSS + the worker's own pages (those a fork does not share with the
+    main process) of a two-core read; 0 when the export read on one core."""
     for line in stderr.splitlines():
         if line.startswith("passdown two-core: "):
             stats = ast.literal_eval(line.removeprefix("passdown two-core: "))
             if stats.get("merged") is False:
                 print(f"  two-core refused: {stats.get('reason')}", flush=True)
-            return int(stats.get("main_rss_kb", 0)) + int(stats.get("worker_rss_kb", 0))
+            return int(stats.get("main_rss_kb", 0)) + int(stats.get("worker_private_kb", 0))
     return 0
 
 

@@ -320,6 +320,7 @@ class WorkerReport(msgspec.Struct):
     events: int = 0
     commands: list[str] = []
     peak_rss_kb: int = 0
+    private_kb: int = 0  # of it, the pages not shared with the parent (at the end)
     seconds: float = 0.0  # the worker's wall time, fork to report
     cpu_seconds: float = 0.0
 
@@ -405,6 +406,7 @@ class SplitRead:
             cut=self.cut,
             end=self.end,
             worker_rss_kb=report.peak_rss_kb,
+            worker_private_kb=report.private_kb,
             first_half_s=round(halfway - began, 3),
             first_half_cpu_s=round(halfway_cpu - began_cpu, 3),
             waited_s=round(time.perf_counter() - halfway, 3),
@@ -539,6 +541,7 @@ def _worker(
         # does not halve the share of the process it works for
         with contextlib.suppress(OSError):
             os.setsid()
+        _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         report = _read_half(splitter, fd, cut, end, info, workspace, budget)
@@ -601,6 +604,21 @@ def _read_half(
         events=count,
         commands=list(commands),
         peak_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        private_kb=_private_kb(),
+    )
+
+
+def _private_kb() -> int:
+    """This process's memory not shared with its parent (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as handle:
+            rollup = handle.read().decode("ascii", "replace")
+    except OSError:
+        return 0
+    return sum(
+        int(line.split()[1])
+        for line in rollup.splitlines()
+        if line.startswith(("Private_Clean:", "Private_Dirty:"))
     )
 
 
@@ -613,6 +631,15 @@ def _info_fields(info: SessionInfo) -> dict[str, Any]:
         "started_at": info.started_at,
         "updated_at": info.updated_at,
     }
+
+
+def _detach_stdio() -> None:
+    """Nothing the worker might print reaches the parent's streams (a hook's output, an
+    MCP server's JSON-RPC on stdout), and it holds none of their pipes open."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(null, stream)
+    os.close(null)
 
 
 def _die_with_parent() -> None:
