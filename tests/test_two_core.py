@@ -6,8 +6,9 @@ Two levels:
   what comes later, as an incremental export would feed it): the extractor that read
   the first part and merged the reduced half (sent through msgpack, as the worker does)
   has the very state of the extractor that read it all, before and after the rest;
-- real-shaped Codex sessions (grown from tests/fixtures/sessions/codex, with failing and
-  passing test runs, plan updates, compactions, endings and unanswered calls inserted)
+- real-shaped Codex and Copilot CLI sessions (grown from tests/fixtures/sessions/, with
+  failing and passing test runs, plan updates, edits, replies in chunks, compactions,
+  endings and unanswered calls inserted)
   cut at random line boundaries: the handoff and the checkpoint written equal the
   single-core ones, whether the merge was used or refused (then the main process read
   the second half itself).
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 
 from passdown import _two_core
 from passdown.agents import get_agent
-from passdown.agents._split import CodexSplitter
+from passdown.agents._split import CodexSplitter, CopilotSplitter
 from passdown.checkpoint import Checkpoint
 from passdown.extract import _Extractor, extractor_state, new_extractor
 from passdown.pipeline import Selection, build_handoff
@@ -51,10 +52,11 @@ from passdown.transcript import (
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
-from test_incremental import TURNS, TurnMaker
+from test_incremental import COPILOT_TURNS, TURNS, CopilotTurnMaker, TurnMaker
 
 WS = "/ws"
 _REAL_CUT = CodexSplitter.cut
+_REAL_COPILOT_CUT = CopilotSplitter.cut
 MAX_MESSAGES = 4  # a small ring, so the reduction has to drop messages
 
 
@@ -362,18 +364,27 @@ def test_the_id_filter_knows_every_id_it_was_given() -> None:
 
 
 # real-shaped Codex sessions ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def grown(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    fixture = realshape.fixtures()["codex"]
+def _grow(tmp_path_factory: pytest.TempPathFactory, agent: str) -> bytes:
+    fixture = realshape.fixtures()[agent]
     root = tmp_path_factory.mktemp("grown")
-    path = realshape.install(fixture, root / "codex")
+    path = realshape.install(fixture, root / agent)
     realshape.Grower(fixture).write(path, 600_000)
     return path.read_bytes()
 
 
-def _session(tmp: Path, data: bytes) -> Path:
-    fixture = realshape.fixtures()["codex"]
-    root = tmp / "codex"
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return _grow(tmp_path_factory, "codex")
+
+
+@pytest.fixture(scope="module")
+def grown_copilot(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return _grow(tmp_path_factory, "copilot")
+
+
+def _session(tmp: Path, data: bytes, agent: str = "codex") -> Path:
+    fixture = realshape.fixtures()[agent]
+    root = tmp / agent
     shutil.rmtree(root, ignore_errors=True)
     path = realshape.install(fixture, root)
     path.write_bytes(data)
@@ -381,17 +392,17 @@ def _session(tmp: Path, data: bytes) -> Path:
 
 
 def _export(
-    path: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, *, single: bool
+    path: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, *, single: bool, agent: str = "codex"
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     data_dir = tmp / ("single" if single else "split")
     shutil.rmtree(data_dir, ignore_errors=True)
     monkeypatch.setenv("PASSDOWN_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("CODEX_HOME", str(tmp / "codex"))
+    monkeypatch.setenv(realshape.fixtures()[agent].env_var, str(tmp / agent))
     if single:
         monkeypatch.setenv("PASSDOWN_SINGLE_CORE", "1")
     else:
         monkeypatch.delenv("PASSDOWN_SINGLE_CORE", raising=False)
-    agent = get_agent("codex")
+    agent = get_agent(agent)
     handoff = build_handoff(Selection(agent=agent, ref=agent.ref_for_path(path), workspace=tmp))
     out = json.loads(handoff.to_json())
     del out["id"], out["created_at"]
@@ -403,13 +414,13 @@ def _export(
     return out, checkpoint
 
 
-def _lines_with(grown: bytes, pieces: list[tuple[int, int]]) -> bytes:
+def _lines_with(grown: bytes, pieces: list[tuple[int, int]], agent: str = "codex") -> bytes:
     """The grown session with real-shaped pieces inserted at line positions."""
     lines = grown.splitlines(keepends=True)
-    maker = TurnMaker()
+    maker, turns = (TurnMaker(), TURNS) if agent == "codex" else (CopilotTurnMaker(), COPILOT_TURNS)
     for position, which in sorted(pieces, reverse=True):
         at = 1 + position % (len(lines) - 1)  # never before the session header
-        lines.insert(at, TURNS[which](maker))
+        lines.insert(at, turns[which % len(turns)](maker))
     return b"".join(lines)
 
 
@@ -419,6 +430,7 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     chosen: list[int] = []
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
     monkeypatch.setattr(CodexSplitter, "cut", lambda self, fd, middle, end: chosen[0])
+    monkeypatch.setattr(CopilotSplitter, "cut", lambda self, fd, middle, end: chosen[0])
     yield chosen
 
 
@@ -454,6 +466,64 @@ def test_codex_split_at_any_line_equals_the_single_pass(
     _assert_no_children()
 
 
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    pieces=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 100)), max_size=12),
+    where=st.floats(0.02, 0.98),
+)
+def test_copilot_split_at_any_line_equals_the_single_pass(
+    grown_copilot: bytes,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    split_at: list[int],
+    pieces: list[tuple[int, int]],
+    where: float,
+) -> None:
+    tmp = tmp_path_factory.mktemp("split")
+    data = _lines_with(grown_copilot, pieces, "copilot")
+    path = _session(tmp, data, "copilot")
+    cut = data.index(b"\n", int(len(data) * where)) + 1
+    split_at[:] = [cut]
+    single = _export(path, tmp, monkeypatch, single=True, agent="copilot")
+    split = _export(path, tmp, monkeypatch, single=False, agent="copilot")
+    assert _two_core.LAST["cut"] == cut
+    tally("merged" if _two_core.LAST["merged"] else f"refused: {_two_core.LAST['reason']}")
+    assert split[0] == single[0]
+    assert split[1] == single[1]
+    _assert_no_children()
+
+
+def test_copilot_reply_buffered_at_a_clean_cut_is_flushed_before_the_half(
+    grown_copilot: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_at: list[int]
+) -> None:
+    """A cut right after an assistant chunk: the reply is still buffered before the cut,
+    and the half's first event flushes it."""
+    maker = CopilotTurnMaker()
+    path = _session(tmp_path, grown_copilot, "copilot")
+    with os.fdopen(os.open(path, os.O_RDONLY), "rb") as handle:
+        clean = _REAL_COPILOT_CUT(
+            CopilotSplitter(), handle.fileno(), len(grown_copilot) // 2, len(grown_copilot)
+        )
+    assert clean is not None
+    data = grown_copilot[:clean] + maker.reply_in_chunks() + maker.user() + grown_copilot[clean:]
+    path.write_bytes(data)
+    single = _export(path, tmp_path, monkeypatch, single=True, agent="copilot")
+    split_at[:] = [data.index(b'{"type":"user.message","data":{"messageId":"u-')]
+    assert _export(path, tmp_path, monkeypatch, single=False, agent="copilot") == single
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    # a cut between two chunks of one reply is refused
+    second_chunk = data.index(b"Next steps:\\n- run the suite")
+    split_at[:] = [data.rindex(b"\n", 0, second_chunk) + 1]
+    assert _export(path, tmp_path, monkeypatch, single=False, agent="copilot") == single
+    assert _two_core.LAST["merged"] is False
+    assert "reply runs across the cut" in _two_core.LAST["reason"]
+    _assert_no_children()
+
+
 def test_a_clean_cut_is_merged_and_a_cut_inside_a_call_is_refused(
     grown: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -464,7 +534,7 @@ def test_a_clean_cut_is_merged_and_a_cut_inside_a_call_is_refused(
     assert clean is not None
     split_at[:] = [clean]
     assert _export(path, tmp_path, monkeypatch, single=False) == single
-    assert _two_core.LAST["merged"] is True
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     # a cut between a call and its output: the output names a call the first half holds
     call = grown.index(b'"type":"function_call"', len(grown) // 2)
     split_at[:] = [grown.index(b"\n", call) + 1]

@@ -299,8 +299,14 @@ class Splitter(Protocol):
         self, reader: ResumableReader, report: dict[str, Any], ids: _IdFilter
     ) -> str | None: ...
 
+    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]: ...
+
     def merge_reader(
-        self, reader: ResumableReader, info: SessionInfo, report: dict[str, Any]
+        self,
+        reader: ResumableReader,
+        info: SessionInfo,
+        report: dict[str, Any],
+        pending: dict[str, ToolCall],
     ) -> None: ...
 
 
@@ -415,8 +421,10 @@ class SplitRead:
         )
         if reason is None:
             assert report.partial is not None and report.diagnostics is not None
+            for event in watch(self.splitter.before_merge(reader, report.reader)):
+                feed(event)
             merge(extractor, report.partial)
-            self.splitter.merge_reader(reader, info, report.reader)
+            self.splitter.merge_reader(reader, info, report.reader, extractor.pending)
             _merge_diagnostics(diagnostics, report.diagnostics)
             seen_merge(report.events, report.commands)
             self.stats["merged"] = True
@@ -630,6 +638,8 @@ def _info_fields(info: SessionInfo) -> dict[str, Any]:
         "models": list(info.models),
         "started_at": info.started_at,
         "updated_at": info.updated_at,
+        "git_branch": info.git_branch,
+        "title": info.title,
     }
 
 

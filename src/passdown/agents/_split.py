@@ -2,8 +2,8 @@
 cut the file, a reader that starts at the cut, the assumptions its empty start made,
 and how its end state joins the first half's reader.
 
-Only linear logs qualify: Codex CLI. (Tree-shaped logs know their branch only at the
-leaf; Copilot and pi are left for when Codex has shown the gain.)
+Only linear logs qualify: Codex CLI and GitHub Copilot CLI. (Tree-shaped logs, Claude
+Code's, Qwen Code's and pi's, know their branch only at the leaf.)
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from __future__ import annotations
 import os
 import re
 import types
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from passdown.agents.codex import _Payload, _RolloutReader
-from passdown.transcript import Diagnostics, Event, SessionInfo
+from passdown.agents.copilot import _Data, _EventReader
+from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
     from passdown._two_core import _IdFilter
@@ -24,6 +28,57 @@ _SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked f
 _CALL_ID = re.compile(rb'"call_id":"([^"\\]{1,200})"')
 _OUTPUT = re.compile(rb'"type":"(?:function|custom_tool)_call_output"')
 _CALL = re.compile(rb'"type":"(?:function_call|custom_tool_call|local_shell_call)"')
+_TOOL_CALL_ID = re.compile(rb'"toolCallId":"([^"\\]{1,200})"')
+
+
+def _codex_calls(line: bytes) -> tuple[list[bytes], list[bytes]]:
+    """(ids the line opens, ids it closes)."""
+    found = _CALL_ID.search(line)
+    if found is None:
+        return [], []
+    if _OUTPUT.search(line):
+        return [], [found.group(1)]
+    return ([found.group(1)], []) if _CALL.search(line) else ([], [])
+
+
+def _copilot_calls(line: bytes) -> tuple[list[bytes], list[bytes]]:
+    if b'"toolCallId"' not in line:
+        return [], []
+    ids = _TOOL_CALL_ID.findall(line)
+    if line.startswith(b'{"type":"tool.execution_complete"'):
+        return [], ids
+    if line.startswith((b'{"type":"assistant.message"', b'{"type":"tool.execution_start"')):
+        return ids, []
+    return [], []
+
+
+def clean_cut(
+    fd: int, middle: int, end: int, calls: Callable[[bytes], tuple[list[bytes], list[bytes]]]
+) -> int | None:
+    """A line start at or after `middle` where no tool call read since the scan began
+    waits for its result (between turns, or between one call's result and the next
+    call); else the first line start after `middle`. A call opened before the scan and
+    answered after the cut only costs the exact fallback (the ids are checked)."""
+    scan_from = max(0, middle - _SCAN_BYTES // 4)
+    data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
+    first_line = data.find(b"\n") + 1
+    if first_line <= 0:
+        return None
+    open_calls: set[bytes] = set()
+    fallback: int | None = None
+    pos = first_line
+    while (newline := data.find(b"\n", pos)) >= 0:
+        opened, closed = calls(data[pos:newline])
+        open_calls.update(opened)
+        open_calls.difference_update(closed)
+        pos = newline + 1
+        offset = scan_from + pos
+        if middle <= offset < end:
+            if fallback is None:
+                fallback = offset
+            if not open_calls:
+                return offset
+    return fallback
 
 
 class _CodexHalf(_RolloutReader):
@@ -75,33 +130,7 @@ class _CodexHalf(_RolloutReader):
 
 class CodexSplitter:
     def cut(self, fd: int, middle: int, end: int) -> int | None:
-        """A line start at or after `middle` where no tool call read since the scan began
-        waits for its output (between turns, or between one call's output and the next
-        call); else the first line start after `middle`."""
-        scan_from = max(0, middle - _SCAN_BYTES // 4)
-        data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
-        first_line = data.find(b"\n") + 1
-        if first_line <= 0:
-            return None
-        open_calls: set[bytes] = set()
-        fallback: int | None = None
-        pos = first_line
-        while (newline := data.find(b"\n", pos)) >= 0:
-            line = data[pos:newline]
-            found = _CALL_ID.search(line)
-            if found is not None:
-                if _OUTPUT.search(line):
-                    open_calls.discard(found.group(1))
-                elif _CALL.search(line):
-                    open_calls.add(found.group(1))
-            pos = newline + 1
-            offset = scan_from + pos
-            if offset >= middle and offset < end:
-                if fallback is None:
-                    fallback = offset
-                if not open_calls:
-                    return offset
-        return fallback
+        return clean_cut(fd, middle, end, _codex_calls)
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> _CodexHalf:
         return _CodexHalf(info, diagnostics)
@@ -119,8 +148,15 @@ class CodexSplitter:
             return "the first prompt after the cut repeats the last one before it"
         return None
 
+    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
+        return iter(())
+
     def merge_reader(
-        self, reader: ResumableReader, info: SessionInfo, report: dict[str, Any]
+        self,
+        reader: ResumableReader,
+        info: SessionInfo,
+        report: dict[str, Any],
+        pending: dict[str, ToolCall],
     ) -> None:
         assert isinstance(reader, _RolloutReader)
         half_calls = report.get("calls") or {}
@@ -152,4 +188,101 @@ def _merge_info(info: SessionInfo, half: dict[str, Any], meta_cwd: str | None) -
         info.add_model(model)
 
 
-SPLITTERS = {"codex": CodexSplitter}
+class _CopilotHalf(_EventReader):
+    """An events.jsonl reader that starts at a line in the middle of the file. It knows
+    no call from before the cut (a completion of one is dropped, its id reported) and
+    no reply being assembled: it reports the first event that would have touched such
+    a reply (a flush, or a chunk of which reply), so the main process can flush its own
+    first or refuse when a reply runs across the cut."""
+
+    def __init__(self, info: SessionInfo, diag: Diagnostics) -> None:
+        super().__init__(info.path, info, diag)
+        self.first_touch: list[str | None] | None = None  # ["flush", None] | ["chunk", id]
+        self.unmatched_ids: list[str] = []
+
+    def _assistant(self, data: _Data, ts: str | None) -> Iterator[Event]:
+        self._touched(["chunk", data.messageId])
+        return super()._assistant(data, ts)
+
+    def _flush(self) -> Iterator[Event]:
+        self._touched(["flush", None])
+        return super()._flush()
+
+    def _touched(self, what: list[str | None]) -> None:
+        if self.first_touch is None:
+            self.first_touch = what
+            # from here on the plain reader's own methods: no extra call per event
+            self._assistant = types.MethodType(_EventReader._assistant, self)  # type: ignore[method-assign]
+            self._flush = types.MethodType(_EventReader._flush, self)  # type: ignore[method-assign]
+
+    def _complete(self, data: _Data, ts: str | None) -> Any:
+        call_id = data.toolCallId or ""
+        if call_id not in self.calls and len(self.unmatched_ids) < 100_000:
+            self.unmatched_ids.append(call_id)
+        return super()._complete(data, ts)
+
+    def report(self) -> dict[str, Any]:
+        state = self.state()
+        state["first_touch"] = self.first_touch
+        state["unmatched_ids"] = self.unmatched_ids
+        return state
+
+
+class CopilotSplitter:
+    def cut(self, fd: int, middle: int, end: int) -> int | None:
+        return clean_cut(fd, middle, end, _copilot_calls)
+
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> _CopilotHalf:
+        return _CopilotHalf(info, diagnostics)
+
+    def conflict(
+        self, reader: ResumableReader, report: dict[str, Any], ids: _IdFilter
+    ) -> str | None:
+        if not isinstance(reader, _EventReader):
+            return "not a Copilot reader"
+        if any(call_id in ids for call_id in reader.calls):
+            return "a tool call open at the cut is named after it"
+        first = report.get("first_touch")
+        if reader.text and first is not None and first == ["chunk", reader.text_id]:
+            return "a reply runs across the cut"
+        return None
+
+    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
+        """The reply buffered at the cut, when the half's first event flushes it."""
+        assert isinstance(reader, _EventReader)
+        if reader.text and report.get("first_touch") is not None:
+            return reader._flush()
+        return iter(())
+
+    def merge_reader(
+        self,
+        reader: ResumableReader,
+        info: SessionInfo,
+        report: dict[str, Any],
+        pending: dict[str, ToolCall],
+    ) -> None:
+        assert isinstance(reader, _EventReader)
+        for value in report.get("calls") or ():
+            call = msgspec.convert(value, ToolCall)
+            # the very object extraction waits on: a later result may add its paths
+            reader.calls[call.call_id] = pending.get(call.call_id, call)
+        if report.get("first_touch") is not None:  # else the buffer before the cut stays
+            reader.text = list(report.get("text") or [])
+            reader.text_id = report.get("text_id")
+            reader.text_ts = report.get("text_ts")
+        half = report["info"]
+        info.session_id = half["session_id"] or info.session_id
+        info.agent_version = half["agent_version"] or info.agent_version
+        info.started_at = info.started_at or half["started_at"]
+        info.updated_at = half["updated_at"] or info.updated_at
+        info.cwd = info.cwd or half["cwd"]
+        info.git_branch = half["git_branch"] or info.git_branch
+        info.title = half["title"] or info.title
+        for model in half["models"]:
+            info.add_model(model)
+
+
+SPLITTERS: dict[str, type[CodexSplitter] | type[CopilotSplitter]] = {
+    "codex": CodexSplitter,
+    "copilot": CopilotSplitter,
+}
