@@ -579,6 +579,9 @@ def _read_half(
     workspace: str | None,
     budget: Any,
 ) -> WorkerReport:
+    from passdown import jsonl
+
+    jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
     half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)
     diagnostics = Diagnostics()
     reader = splitter.half_reader(half_info, diagnostics)
