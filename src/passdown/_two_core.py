@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
@@ -271,7 +271,7 @@ class _IdFilter:
         bits[a >> 3] |= 1 << (a & 7)
         bits[b >> 3] |= 1 << (b & 7)
 
-    def __contains__(self, key: str) -> bool:
+    def __contains__(self, key: object) -> bool:
         h = hash(key)
         bits = self.bits
         a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
@@ -296,7 +296,7 @@ class Splitter(Protocol):
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> HalfReader: ...
 
     def conflict(
-        self, reader: ResumableReader, report: dict[str, Any], ids: _IdFilter
+        self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
     ) -> str | None: ...
 
     def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]: ...

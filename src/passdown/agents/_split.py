@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -21,7 +21,6 @@ from passdown.agents.copilot import _Data, _EventReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
-    from passdown._two_core import _IdFilter
     from passdown.agents.base import ResumableReader
 
 _SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
@@ -136,7 +135,7 @@ class CodexSplitter:
         return _CodexHalf(info, diagnostics)
 
     def conflict(
-        self, reader: ResumableReader, report: dict[str, Any], ids: _IdFilter
+        self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
     ) -> str | None:
         main = reader if isinstance(reader, _RolloutReader) else None
         if main is None:
@@ -236,7 +235,7 @@ class CopilotSplitter:
         return _CopilotHalf(info, diagnostics)
 
     def conflict(
-        self, reader: ResumableReader, report: dict[str, Any], ids: _IdFilter
+        self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
     ) -> str | None:
         if not isinstance(reader, _EventReader):
             return "not a Copilot reader"
