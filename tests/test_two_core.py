@@ -20,7 +20,10 @@ import copy
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -608,3 +611,89 @@ def test_an_incremental_export_reads_the_appended_tail_on_one_core(
 def _assert_no_children() -> None:
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)
+
+
+# the command line: a hook's export ------------------------------------------------
+@pytest.fixture(scope="module")
+def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real-shaped Codex session just over the size that turns two cores on."""
+    fixture = realshape.fixtures()["codex"]
+    root = tmp_path_factory.mktemp("big") / "codex"
+    path = realshape.install(fixture, root)
+    realshape.Grower(fixture).write(path, _two_core.MIN_BYTES + 4 * 1024 * 1024)
+    return path
+
+
+def _cli_export(path: Path, out: Path, *, single: bool) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(_two_core.__file__).parents[1]),
+        "CODEX_HOME": str(path.parents[4]),
+        "PASSDOWN_DATA_DIR": str(out / "data"),
+        "PASSDOWN_SINGLE_CORE": "1" if single else "0",
+        "PASSDOWN_TWO_CORE_STATS": "1",
+    }
+    argv = [sys.executable, "-m", "passdown", "export", "--from", "codex", "--session"]
+    argv += [str(path), "--out", str(out / "handoff"), "--no-store", "--quiet"]
+    argv += ["--workspace", str(out.parent)]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_a_hooks_export_on_two_cores_writes_the_single_core_handoff(
+    big_session: Path, tmp_path: Path
+) -> None:
+    """Run as a hook runs it (--quiet, its streams pipes the hook runner reads to the
+    end): the handoff equals the single-core one, the hook's output stays empty, and
+    the pipes close when the export exits (no worker holds them)."""
+    handoffs = []
+    for single in (True, False):
+        out = tmp_path / ("single" if single else "split")
+        out.mkdir()
+        stdout, stderr = _cli_export(big_session, out, single=single).communicate(timeout=600)
+        assert stdout == b""
+        merged = b"passdown two-core: " in stderr
+        assert merged is (not single), stderr.decode()[-2000:]
+        if merged:
+            assert b"'merged': True" in stderr
+        handoff = json.loads((out / "handoff" / "handoff.json").read_text())
+        del handoff["id"], handoff["created_at"]
+        handoffs.append(handoff)
+    assert handoffs[1] == handoffs[0]
+    assert handoffs[0]["task"]["original_request"]
+
+
+def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
+    export = _cli_export(big_session, tmp_path, single=False)
+    children: list[int] = []
+    deadline = time.monotonic() + 120
+    while not children and export.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        try:
+            listed = Path(f"/proc/{export.pid}/task/{export.pid}/children").read_text()
+        except OSError:
+            break
+        children = [int(pid) for pid in listed.split()]
+    if not children:
+        export.wait(timeout=600)
+        pytest.skip("the export ended before its worker could be seen")
+    for pid in children:  # stopped: it cannot finish its half and exit on its own
+        os.kill(pid, signal.SIGSTOP)
+    export.kill()
+    export.wait(timeout=60)
+    lingering = [pid for pid in children if not _gone(pid)]
+    for pid in lingering:
+        os.kill(pid, signal.SIGKILL)
+    assert not lingering, "the worker outlived its killed parent"
+
+
+def _gone(pid: int, within: float = 30.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):  # dead, waiting for init to reap it
+            return True
+        time.sleep(0.05)
+    return False
