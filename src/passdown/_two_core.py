@@ -456,6 +456,7 @@ class SplitRead:
         finally:
             os.close(self.pipe)
             _reap(self.pid)
+        self.stats["report_bytes"] = sum(len(chunk) for chunk in chunks)
         try:
             return _DECODER.decode(b"".join(chunks))
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -489,7 +490,7 @@ def _merge_diagnostics(into: Diagnostics, other: Diagnostics) -> None:
         into.unknown_types[kind] = into.unknown_types.get(kind, 0) + count
     into.off_branch_records += other.off_branch_records
     into.sidechain_records += other.sidechain_records
-    into.warnings.extend(w for w in other.warnings if w not in into.warnings)
+    into.warnings.extend(other.warnings)
 
 
 def start(
