@@ -40,14 +40,12 @@ import msgspec
 from passdown.extract import (
     OPEN_FAILURES,
     ExtractorState,
-    FailureRecord,
     _Extractor,
     _OpenFailure,
     _Run,
     extractor_state,
     restore_extractor,
 )
-from passdown.handoff import FileTouched
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -188,7 +186,8 @@ def call_ids(events: list[Event]) -> set[str]:
 def merge(extractor: _Extractor, partial: Partial) -> None:
     """Apply a second half onto the extractor that read the first half, as if it had
     read on. The caller has made sure no tool call id of the half is pending before the
-    cut (`prefix_conflict`): the two halves' calls and results never meet."""
+    cut (`conflicting_ids`, `Splitter.conflict`): the two halves' calls and results
+    never meet."""
     half = restore_extractor(partial.state)
     # messages: the kept ones through the usual path (the ring, first request, latest),
     # then the count of those the ring had dropped
@@ -385,6 +384,8 @@ class SplitRead:
     pid: int
     pipe: int
     stats: dict[str, Any] = field(default_factory=dict)
+    pipe_closed: bool = False
+    reaped: bool = False
 
     def run(
         self,
@@ -450,12 +451,9 @@ class SplitRead:
 
     def _collect(self) -> WorkerReport:
         chunks: list[bytes] = []
-        try:
-            while data := os.read(self.pipe, 1 << 20):
-                chunks.append(data)
-        finally:
-            os.close(self.pipe)
-            _reap(self.pid)
+        while data := os.read(self.pipe, 1 << 20):
+            chunks.append(data)
+        self._end(kill=False)  # EOF: the worker has written its report and is exiting
         self.stats["report_bytes"] = sum(len(chunk) for chunk in chunks)
         try:
             return _DECODER.decode(b"".join(chunks))
@@ -463,11 +461,22 @@ class SplitRead:
             return WorkerReport(error=f"unreadable report ({exc})")
 
     def _stop(self) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self.pipe)
-        _reap(self.pid)
+        self._end(kill=True)
+
+    def _end(self, *, kill: bool) -> None:
+        """Close the pipe and reap the worker, each once: a reaped pid or a closed
+        descriptor number may already belong to something else. Until it is reaped the
+        pid is still the worker's (a zombie at worst), so killing it is safe."""
+        if not self.pipe_closed:
+            self.pipe_closed = True
+            with contextlib.suppress(OSError):
+                os.close(self.pipe)
+        if not self.reaped:
+            if kill:
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+            _reap(self.pid)
+            self.reaped = True
 
 
 def _reap(pid: int) -> None:
@@ -667,8 +676,6 @@ def _die_with_parent() -> None:
 
 
 __all__ = [
-    "FailureRecord",
-    "FileTouched",
     "Partial",
     "SplitRead",
     "merge",
