@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from passdown import pipeline
-from passdown.pipeline import _SeenEvents, could_write_files
+from passdown import seen as seen_module
+from passdown.seen import SeenEvents, could_write_files
 from passdown.transcript import Message, ToolCall
 from test_doors import Session, repo
 
@@ -70,8 +70,8 @@ def calls(commands: list[str]) -> list[ToolCall | Message]:
 def test_seen_events_keep_distinct_writing_commands_within_the_bounds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pipeline, "MAX_KEPT_COMMANDS", 3)
-    seen = _SeenEvents()
+    monkeypatch.setattr(seen_module, "MAX_KEPT_COMMANDS", 3)
+    seen = SeenEvents()
     events = calls(["cat a.py", "cp a b", "ls", "cp a b", "rm c", "sed -i s/x/y/ d", "mv e f"])
     events.append(Message(role="user", text="go"))
     assert list(seen.watch(iter(events))) == events  # every event passes through
@@ -83,8 +83,8 @@ def test_seen_events_keep_distinct_writing_commands_within_the_bounds(
 
 
 def test_seen_events_bound_the_characters_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "MAX_KEPT_COMMAND_CHARS", 100)
-    seen = _SeenEvents()
+    monkeypatch.setattr(seen_module, "MAX_KEPT_COMMAND_CHARS", 100)
+    seen = SeenEvents()
     big = "cat <<EOF > big.txt\n" + "x" * 200 + "\nEOF"
     list(seen.watch(iter(calls(["rm a", "rm b", big]))))
     assert seen.commands == [big]  # over the bound alone: the newest still kept
@@ -95,10 +95,10 @@ def test_seen_events_bound_the_characters_kept(monkeypatch: pytest.MonkeyPatch) 
 def test_commands_restored_from_a_checkpoint_are_kept_as_if_seen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pipeline, "MAX_KEPT_COMMANDS", 2)
-    full = _SeenEvents()
+    monkeypatch.setattr(seen_module, "MAX_KEPT_COMMANDS", 2)
+    full = SeenEvents()
     list(full.watch(iter(calls(["rm a", "ls", "rm b", "rm c", "rm d"]))))
-    resumed = _SeenEvents()
+    resumed = SeenEvents()
     # a checkpoint of an older passdown kept every command, reads and all
     resumed.commands = ["rm a", "ls", "rm b", "rm c"]
     list(resumed.watch(iter(calls(["rm d"]))))

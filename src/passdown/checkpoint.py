@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
+from passdown import _two_core
 from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
 from passdown.extract import (
@@ -61,7 +62,7 @@ from passdown.transcript import Diagnostics, SessionInfo, SessionRef, Transcript
 if TYPE_CHECKING:
     from passdown.agents.base import Agent, ResumableReader
     from passdown.extract import _Extractor
-    from passdown.pipeline import _SeenEvents
+    from passdown.seen import SeenEvents
 
 # Bump whenever the shape or the meaning of a checkpoint changes.
 # 2: failures and commands kept as records, not models; 3: tree readers (Claude, Qwen,
@@ -114,7 +115,7 @@ def disabled() -> bool:
 def read_with_checkpoint(
     agent: Agent,
     ref: SessionRef,
-    seen: _SeenEvents,
+    seen: SeenEvents,
     *,
     workspace: str,
     max_messages: int,
@@ -157,7 +158,7 @@ def checkpoint_path(agent: str, path: Path) -> Path:
 class _Resumed:
     agent: Agent
     ref: SessionRef
-    seen: _SeenEvents
+    seen: SeenEvents
     store: Path
     fd: int
     file_id: tuple[int, int] = (0, 0)
@@ -195,6 +196,13 @@ class _Resumed:
             diagnostics, extractor, reader, file_hash = resumed
             self.resumed_from = start
             READS["resumed"] += 1
+        # a large file read from its start: its second half on a forked worker (before
+        # the hashing thread starts: only a single-threaded process forks)
+        split = (
+            _two_core.start(self.agent, self.fd, start, end, info, extractor)
+            if start == 0
+            else None
+        )
         # the complete lines: hashed on a thread while they are parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
@@ -203,10 +211,15 @@ class _Resumed:
         hashing.start()
         try:
             with _progress_from(start):
-                for event in self.seen.watch(
-                    reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
-                ):
-                    extractor.feed(event)
+                if split is not None:
+                    split.run(
+                        reader, extractor, info, diagnostics, self.seen.watch, self._seen_half
+                    )
+                else:
+                    for event in self.seen.watch(
+                        reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
+                    ):
+                        extractor.feed(event)
         finally:
             hashing.join()
         if failed:
@@ -245,6 +258,11 @@ class _Resumed:
             path=self.ref.path,
             cwd=self.ref.cwd,
         )
+
+    def _seen_half(self, events: int, commands: list[str]) -> None:
+        """What a two-core read's worker saw go by (see `SeenEvents`)."""
+        self.seen.count += events
+        self.seen.keep_commands(commands)
 
     def _restore(
         self, saved: Checkpoint, info: SessionInfo, bounds: tuple[int, int, int]
@@ -393,7 +411,7 @@ class _Snapshot:
     diagnostics: Diagnostics
     reader: object
     extractor: ExtractorState
-    seen: _SeenEvents
+    seen: SeenEvents
 
 
 @contextmanager

@@ -1,0 +1,686 @@
+"""Two cores for one large session: the second half of the file is read by a forked
+worker while this process reads the first half, and the worker's result is merged.
+
+Extraction is order-dependent, so the worker cannot just extract its half. It runs a
+real extractor over its half from an empty state (`_HalfExtractor`) and sends back that
+state plus the few facts the empty start hides (`Partial`): which plan operations come
+after the half's last full replacement, and which passing runs and appended failures
+could act on failures still open before the cut. `merge` applies a `Partial` on top of
+the first half's extractor; the result is the extractor a single pass would have
+(`tests/test_two_core.py` checks it state for state).
+
+What a second half cannot know exactly, it does not guess: it reports it, and the main
+process reads the second half itself when the guess would have mattered (a tool call
+id used on both sides of the cut, a user prompt the reader would have dropped as a
+repeat). A worker that fails in any way costs that same re-read, never a wrong handoff.
+
+Only where it pays: a session file of at least `MIN_BYTES` on a machine with two CPUs
+for this process, read from its start (a checkpointed export reading an appended tail
+stays single-core), and only while this process runs no other thread (forking a
+threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Container, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
+
+import msgspec
+
+from passdown.extract import (
+    OPEN_FAILURES,
+    ExtractorState,
+    _Extractor,
+    _OpenFailure,
+    _Run,
+    extractor_state,
+    restore_extractor,
+)
+from passdown.seen import SeenEvents
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Message,
+    PlanOp,
+    SessionEnding,
+    SessionInfo,
+    ToolCall,
+    ToolResult,
+)
+
+if TYPE_CHECKING:
+    from passdown.agents.base import Agent, ResumableReader
+
+DISABLE_ENV = "PASSDOWN_SINGLE_CORE"
+MIN_BYTES = 64 * 1024 * 1024
+STATS_ENV = "PASSDOWN_TWO_CORE_STATS"  # print what the split did to stderr (benchmarks)
+_PASS_TEXTS = 4096  # distinct passing commands remembered to drop repeats (bounded)
+_UNTOUCHED = SessionEnding(reason="normal", message="(untouched)")
+# what the last split read of this process did: cut, merged or why not, peak RSS (tests)
+LAST: dict[str, Any] = {}
+
+
+# the extractor's half --------------------------------------------------------------
+class PlanStep(msgspec.Struct, array_like=True):
+    op: PlanOp
+    source: str
+    created_id: str | None = None
+
+
+class Partial(msgspec.Struct, omit_defaults=True):
+    """A second half's extraction, mergeable onto any first half (`merge`)."""
+
+    state: ExtractorState  # the half's extractor, started empty
+    kept_messages: list[Message] = []  # what a prefix needs fed: first/latest + the ring
+    plan_creates_before: int = 0  # plan items created before the first kept plan step
+    plan_steps: list[PlanStep] = []  # from the half's last full replacement on
+    # ints: a failure was appended while the half had that many open; strings: a passing
+    # run (first of its text) that may close failures still open from before the cut
+    failure_ops: list[int | str] = []
+    ending_touched: bool = False  # the half answered, called a tool or hit an error
+
+
+@dataclass
+class _HalfExtractor(_Extractor):
+    """An extractor over a second half, started empty, that also records what a
+    prefix it cannot see would need (see `Partial`)."""
+
+    plan_steps: list[PlanStep] = field(default_factory=list)
+    plan_creates_before: int = 0
+    failure_ops: list[int | str] = field(default_factory=list)
+    passes_seen: dict[str, None] = field(default_factory=dict)
+    prefix_failures_gone: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.ending = _UNTOUCHED
+
+    def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
+        if op.op == "replace":  # everything before it is overwritten; only the count stays
+            self.plan_steps.clear()
+            self.plan_creates_before = self.plan_counter
+        self.plan_steps.append(PlanStep(op, source, created_id))
+        super()._plan(op, source=source, created_id=created_id)
+
+    def _command(self, call: ToolCall, result: ToolResult | None) -> None:
+        latest, open_before = self.latest_failure, len(self.open_failures)
+        super()._command(call, result)
+        if self.prefix_failures_gone or result is None:
+            return
+        if self.latest_failure is not latest:  # a failure was appended
+            self.failure_ops.append(open_before)
+            # the deque holds 16: once 16 of this half's failures are open, none from
+            # before the cut can be left, and nothing here can act on them any more
+            self.prefix_failures_gone = len(self.open_failures) >= OPEN_FAILURES
+            return
+        exit_code = result.exit_code
+        if result.is_error or exit_code not in (None, 0):
+            return  # a probe's "no": neither a failure nor a pass
+        text = (call.command or "").strip()
+        if text in self.passes_seen:
+            return  # what it closes before the cut, its first run closed already
+        if len(self.passes_seen) < _PASS_TEXTS:
+            self.passes_seen[text] = None
+        self.failure_ops.append(text)
+
+    def partial(self) -> Partial:
+        ending_touched = self.ending is not _UNTOUCHED
+        if not ending_touched:
+            self.ending = None
+        recent = list(self.recent)
+        kept: list[Message] = []
+        if self.first_request is not None and not _holds(recent, self.first_request):
+            kept.append(self.first_request)
+        for latest, role in ((self.latest_user, "user"), (self.latest_assistant, "assistant")):
+            # the ring holds the latest of a role whenever it holds any of that role
+            if (
+                latest is not None
+                and not any(m.role == role for m in recent)
+                and not _holds(kept, latest)
+            ):
+                kept.append(latest)
+        kept.extend(recent)
+        return Partial(
+            state=extractor_state(self),
+            kept_messages=kept,
+            plan_creates_before=self.plan_creates_before,
+            plan_steps=self.plan_steps,
+            failure_ops=self.failure_ops,
+            ending_touched=ending_touched,
+        )
+
+
+def _holds(messages: list[Message], wanted: Message) -> bool:
+    return any(m is wanted for m in messages)
+
+
+def half_extractor(*, workspace: str | None, max_messages: int, max_chars: int) -> _HalfExtractor:
+    from passdown.extract import _Budget
+
+    return _HalfExtractor(workspace=workspace, budget=_Budget(max_messages, max_chars))
+
+
+def reduce_events(
+    events: list[Event], *, workspace: str | None, max_messages: int, max_chars: int
+) -> Partial:
+    """A second half's events as a `Partial` (the worker's extraction, for tests)."""
+    half = half_extractor(workspace=workspace, max_messages=max_messages, max_chars=max_chars)
+    for event in events:
+        half.feed(event)
+    return half.partial()
+
+
+def call_ids(events: list[Event]) -> set[str]:
+    return {e.call_id for e in events if isinstance(e, ToolCall | ToolResult)}
+
+
+def merge(extractor: _Extractor, partial: Partial) -> None:
+    """Apply a second half onto the extractor that read the first half, as if it had
+    read on. The caller has made sure no tool call id of the half is pending before the
+    cut (`conflicting_ids`, `Splitter.conflict`): the two halves' calls and results
+    never meet."""
+    half = restore_extractor(partial.state)
+    # messages: the kept ones through the usual path (the ring, first request, latest),
+    # then the count of those the ring had dropped
+    for message in partial.kept_messages:
+        extractor._message(message)
+    extractor.messages_total += half.messages_total - len(partial.kept_messages)
+    if partial.ending_touched:
+        extractor.ending = half.ending
+    extractor.compactions += half.compactions
+    if half.compaction_summary:
+        extractor.compaction_summary = half.compaction_summary
+    extractor.pending.update(half.pending)
+    extractor.plan_counter += partial.plan_creates_before
+    for step in partial.plan_steps:
+        extractor._plan(step.op, source=step.source, created_id=step.created_id)
+    _merge_files(extractor, half)
+    extractor.failed_edits.extend(half.failed_edits)
+    extractor.commands.extend(half.commands)
+    extractor.commands_total += half.commands_total
+    extractor.commands_failed += half.commands_failed
+    _merge_failures(extractor, half, partial.failure_ops)
+    extractor.subagents.extend(half.subagents)
+    extractor.subagent_calls += half.subagent_calls
+
+
+def _merge_files(extractor: _Extractor, half: _Extractor) -> None:
+    """Each path the half touched, in the order it last touched them: a path seen before
+    moves to the end, stays confirmed once confirmed, and gains the half's new actions."""
+    files = extractor.files
+    for rel, touched in half.files.items():
+        entry = files.get(rel)
+        if entry is None:
+            files[rel] = touched
+            continue
+        files.move_to_end(rel)
+        entry.confirmed = entry.confirmed or touched.confirmed
+        entry.actions.extend(a for a in touched.actions if a not in entry.actions)
+
+
+def _merge_failures(extractor: _Extractor, half: _Extractor, ops: list[int | str]) -> None:
+    """The open failures: those from before the cut, acted on by the half's passing runs
+    and pushed out by its appends (the oldest go first), then the half's own, whose fate
+    does not depend on what came before (older entries are always evicted first)."""
+    before: deque[_OpenFailure] = deque(extractor.open_failures)
+    for op in ops:
+        if not before:
+            break
+        if isinstance(op, int):
+            if len(before) + op >= OPEN_FAILURES:
+                before.popleft()
+            continue
+        run = _Run.of(op)
+        closed = [o for o in before if run.covers(o.run)]
+        for item in closed:
+            item.failure.resolved_later = True
+        before = deque(o for o in before if not o.failure.resolved_later)
+    extractor.open_failures = deque([*before, *half.open_failures], maxlen=OPEN_FAILURES)
+    if half.latest_failure is not None:
+        extractor.latest_failure = half.latest_failure
+
+
+def conflicting_ids(pending: dict[str, ToolCall], seen: _IdFilter) -> bool:
+    return any(call_id in seen for call_id in pending)
+
+
+# which call ids a half used --------------------------------------------------------
+class _IdFilter:
+    """A fixed-size Bloom filter of the tool call ids a half used: the main process asks
+    it about its few pending ids. A false positive only costs the exact fallback."""
+
+    BITS = 1 << 23  # 1 MiB
+
+    def __init__(self, data: bytes | None = None) -> None:
+        self.bits = bytearray(data) if data is not None else bytearray(self.BITS >> 3)
+
+    def add(self, key: str) -> None:
+        h = hash(key)  # a forked worker shares the parent's hash seed
+        bits = self.bits
+        a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
+        bits[a >> 3] |= 1 << (a & 7)
+        bits[b >> 3] |= 1 << (b & 7)
+
+    def __contains__(self, key: object) -> bool:
+        h = hash(key)
+        bits = self.bits
+        a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
+        return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
+
+
+# the reader's half -----------------------------------------------------------------
+class HalfReader(Protocol):
+    """An agent reader started at a line in the middle of the file, with what its empty
+    start assumed (so the main process can check the assumption)."""
+
+    def events(self, stream: BinaryIO) -> Iterator[Event]: ...
+
+    def report(self) -> dict[str, Any]: ...
+
+
+class Splitter(Protocol):
+    """What one agent needs for a split read (see `passdown.agents._split`)."""
+
+    def cut(self, fd: int, start: int, end: int) -> int | None: ...
+
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> HalfReader: ...
+
+    def conflict(
+        self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
+    ) -> str | None: ...
+
+    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]: ...
+
+    def merge_reader(
+        self,
+        reader: ResumableReader,
+        info: SessionInfo,
+        report: dict[str, Any],
+        pending: dict[str, ToolCall],
+    ) -> None: ...
+
+
+def splitter_for(agent: Agent) -> Splitter | None:
+    from passdown.agents._split import SPLITTERS
+
+    factory = SPLITTERS.get(agent.name)
+    return factory() if factory is not None else None
+
+
+class WorkerReport(msgspec.Struct):
+    error: str | None = None
+    partial: Partial | None = None
+    ids: bytes = b""
+    reader: dict[str, Any] = {}
+    diagnostics: Diagnostics | None = None
+    events: int = 0
+    commands: list[str] = []
+    peak_rss_kb: int = 0
+    private_kb: int = 0  # of it, the pages not shared with the parent (at the end)
+    seconds: float = 0.0  # the worker's wall time, fork to report
+    cpu_seconds: float = 0.0
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(WorkerReport)
+
+
+def disabled() -> bool:
+    return os.environ.get(DISABLE_ENV, "").strip() not in ("", "0")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worth_splitting(size: int, min_bytes: int) -> bool:
+    return (
+        size >= min_bytes
+        and not disabled()
+        and _cpus() >= 2
+        and hasattr(os, "fork")
+        and threading.active_count() == 1
+    )
+
+
+class _Window:
+    """Bytes [start, end) of a descriptor as a forward-only stream (positional reads)."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self.fd, self.pos, self.end = fd, start, end
+
+    def read(self, size: int = -1) -> bytes:
+        left = self.end - self.pos
+        size = left if size < 0 or size > left else size
+        if size <= 0:
+            return b""
+        data = os.pread(self.fd, size, self.pos)
+        self.pos += len(data)
+        return data
+
+
+@dataclass
+class SplitRead:
+    """One file window [start, end) read on two cores: `start` forks the worker on the
+    second part; `run` reads the first part here, then merges or reads on."""
+
+    splitter: Splitter
+    fd: int
+    start: int
+    cut: int
+    end: int
+    pid: int
+    pipe: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    pipe_closed: bool = False
+    reaped: bool = False
+
+    def run(
+        self,
+        reader: ResumableReader,
+        extractor: _Extractor,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        watch: Callable[[Iterator[Event]], Iterator[Event]],
+        seen_merge: Callable[[int, list[str]], None],
+    ) -> None:
+        began, began_cpu = time.perf_counter(), time.thread_time()
+        try:
+            feed = extractor.feed
+            for event in watch(
+                reader.events(cast(BinaryIO, _Window(self.fd, self.start, self.cut)))
+            ):
+                feed(event)
+            halfway, halfway_cpu = time.perf_counter(), time.thread_time()
+            report = self._collect()
+        except BaseException:
+            self._stop()
+            raise
+        reason = self._refusal(report, reader, extractor)
+        self.stats.update(
+            cut=self.cut,
+            end=self.end,
+            worker_rss_kb=report.peak_rss_kb,
+            worker_private_kb=report.private_kb,
+            first_half_s=round(halfway - began, 3),
+            first_half_cpu_s=round(halfway_cpu - began_cpu, 3),
+            waited_s=round(time.perf_counter() - halfway, 3),
+            worker_s=report.seconds,
+            worker_cpu_s=report.cpu_seconds,
+        )
+        if reason is None:
+            assert report.partial is not None and report.diagnostics is not None
+            for event in watch(self.splitter.before_merge(reader, report.reader)):
+                feed(event)
+            merge(extractor, report.partial)
+            self.splitter.merge_reader(reader, info, report.reader, extractor.pending)
+            _merge_diagnostics(diagnostics, report.diagnostics)
+            seen_merge(report.events, report.commands)
+            self.stats["merged"] = True
+        else:  # exact anyway: this process reads the second part itself
+            self.stats.update(merged=False, reason=reason)
+            window = _Window(self.fd, self.cut, self.end)
+            for event in watch(reader.events(cast(BinaryIO, window))):
+                feed(event)
+        self.stats["main_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        LAST.update(self.stats)
+        if os.environ.get(STATS_ENV):
+            print(f"passdown two-core: {self.stats}", file=sys.stderr)
+
+    def _refusal(
+        self, report: WorkerReport, reader: ResumableReader, extractor: _Extractor
+    ) -> str | None:
+        if report.error is not None or report.partial is None or report.diagnostics is None:
+            return f"worker: {report.error or 'no result'}"
+        ids = _IdFilter(report.ids)
+        if conflicting_ids(extractor.pending, ids):
+            return "a tool call pending at the cut is named after it"
+        return self.splitter.conflict(reader, report.reader, ids)
+
+    def _collect(self) -> WorkerReport:
+        chunks: list[bytes] = []
+        while data := os.read(self.pipe, 1 << 20):
+            chunks.append(data)
+        self._end(kill=False)  # EOF: the worker has written its report and is exiting
+        self.stats["report_bytes"] = sum(len(chunk) for chunk in chunks)
+        try:
+            return _DECODER.decode(b"".join(chunks))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return WorkerReport(error=f"unreadable report ({exc})")
+
+    def _stop(self) -> None:
+        self._end(kill=True)
+
+    def _end(self, *, kill: bool) -> None:
+        """Close the pipe and reap the worker, each once: a reaped pid or a closed
+        descriptor number may already belong to something else. Until it is reaped the
+        pid is still the worker's (a zombie at worst), so killing it is safe."""
+        if not self.pipe_closed:
+            self.pipe_closed = True
+            with contextlib.suppress(OSError):
+                os.close(self.pipe)
+        if not self.reaped:
+            if kill:
+                with contextlib.suppress(OSError):
+                    os.kill(self.pid, signal.SIGKILL)
+            _reap(self.pid)
+            self.reaped = True
+
+
+def _reap(pid: int) -> None:
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+
+
+def _merge_diagnostics(into: Diagnostics, other: Diagnostics) -> None:
+    into.lines += other.lines
+    into.bad_lines += other.bad_lines
+    into.torn_last_line = into.torn_last_line or other.torn_last_line
+    into.oversized_lines += other.oversized_lines
+    for kind, count in other.unknown_types.items():
+        into.unknown_types[kind] = into.unknown_types.get(kind, 0) + count
+    into.off_branch_records += other.off_branch_records
+    into.sidechain_records += other.sidechain_records
+    into.warnings.extend(other.warnings)
+
+
+def start(
+    agent: Agent,
+    fd: int,
+    start: int,
+    end: int,
+    info: SessionInfo,
+    extractor: _Extractor,
+    *,
+    min_bytes: int | None = None,
+) -> SplitRead | None:
+    """Fork a worker on the second part of [start, end) when that pays; None otherwise
+    (the caller reads the window the usual way)."""
+    LAST.clear()
+    if not worth_splitting(end - start, MIN_BYTES if min_bytes is None else min_bytes):
+        return None
+    splitter = splitter_for(agent)
+    if splitter is None:
+        return None
+    cut = splitter.cut(fd, start + (end - start) // 2, end)
+    if cut is None or not start < cut < end:
+        return None
+    budget = extractor.budget
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: one core it is
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the worker: never returns
+        os.close(read_end)
+        _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end)
+    os.close(write_end)
+    return SplitRead(splitter, fd, start, cut, end, pid, read_end)
+
+
+def _worker(
+    splitter: Splitter,
+    fd: int,
+    cut: int,
+    end: int,
+    info: SessionInfo,
+    workspace: str | None,
+    budget: Any,
+    out: int,
+) -> None:
+    code = 0
+    began = time.perf_counter()
+    try:
+        _die_with_parent()
+        # its own session: no terminal's Ctrl-C or job control reaches it (the parent
+        # stops it), and where the scheduler shares CPU per session (Linux autogroup) it
+        # does not halve the share of the process it works for
+        with contextlib.suppress(OSError):
+            os.setsid()
+        _detach_stdio()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        report = _read_half(splitter, fd, cut, end, info, workspace, budget)
+        report.seconds = round(time.perf_counter() - began, 3)
+        report.cpu_seconds = round(time.process_time(), 3)
+        data = _ENCODER.encode(report)
+    except BaseException as exc:
+        data = _ENCODER.encode(WorkerReport(error=f"{type(exc).__name__}: {exc}"))
+        code = 1
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(out, view)
+            view = view[written:]
+    except OSError:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _read_half(
+    splitter: Splitter,
+    fd: int,
+    cut: int,
+    end: int,
+    info: SessionInfo,
+    workspace: str | None,
+    budget: Any,
+) -> WorkerReport:
+    from passdown import jsonl
+
+    jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
+    half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)
+    diagnostics = Diagnostics()
+    reader = splitter.half_reader(half_info, diagnostics)
+    half = half_extractor(
+        workspace=workspace, max_messages=budget.max_messages, max_chars=budget.max_chars
+    )
+    ids = _IdFilter()
+    add_id = ids.add
+    seen = SeenEvents()  # the commands kept as the main process keeps them: bounded
+    keep = seen.keep_commands
+    feed = half.feed
+    count = 0
+    for event in reader.events(cast(BinaryIO, _Window(fd, cut, end))):
+        count += 1
+        kind = type(event)
+        if kind is ToolCall:
+            add_id(event.call_id)  # type: ignore[union-attr]
+            if event.command:  # type: ignore[union-attr]
+                keep((event.command,))  # type: ignore[union-attr]
+        elif kind is ToolResult:
+            add_id(event.call_id)  # type: ignore[union-attr]
+        feed(event)
+    state = reader.report()
+    for call_id in state.pop("unmatched_ids", ()):
+        add_id(call_id)
+    state["info"] = _info_fields(half_info)
+    return WorkerReport(
+        partial=half.partial(),
+        ids=bytes(ids.bits),
+        reader=state,
+        diagnostics=diagnostics,
+        events=count,
+        commands=seen.commands,
+        peak_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        private_kb=_private_kb() if os.environ.get(STATS_ENV) else 0,
+    )
+
+
+def _private_kb() -> int:
+    """This process's memory not shared with its parent (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as handle:
+            rollup = handle.read().decode("ascii", "replace")
+    except OSError:
+        return 0
+    return sum(
+        int(line.split()[1])
+        for line in rollup.splitlines()
+        if line.startswith(("Private_Clean:", "Private_Dirty:"))
+    )
+
+
+def _info_fields(info: SessionInfo) -> dict[str, Any]:
+    return {
+        "session_id": info.session_id,
+        "cwd": info.cwd,
+        "agent_version": info.agent_version,
+        "models": list(info.models),
+        "started_at": info.started_at,
+        "updated_at": info.updated_at,
+        "git_branch": info.git_branch,
+        "title": info.title,
+    }
+
+
+def _detach_stdio() -> None:
+    """Nothing the worker might print reaches the parent's streams (a hook's output, an
+    MCP server's JSON-RPC on stdout), and it holds none of their pipes open."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(null, stream)
+    os.close(null)
+
+
+def _die_with_parent() -> None:
+    """The worker dies with its parent (Linux), so a killed export leaves no orphan."""
+    parent = os.getppid()
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+__all__ = [
+    "Partial",
+    "SplitRead",
+    "merge",
+    "reduce_events",
+    "start",
+]
