@@ -84,7 +84,7 @@ def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = T
 
 def _read_and_extract(path: Path, agent_name: str, *, checkpoint: bool) -> float:
     """Seconds to read and extract the session (no redaction, git or store)."""
-    from passdown import pipeline
+    from passdown import _pipeline as pipeline
     from passdown.agents import get_agent
 
     agent = get_agent(agent_name)

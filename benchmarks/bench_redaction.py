@@ -701,7 +701,7 @@ def main() -> None:
         print(f"wrote {PLANTED} and {SYNTHETIC}")
         return
 
-    from passdown.redact import redact
+    from passdown._redact import redact
 
     planted = [json.loads(line) for line in PLANTED.read_text().splitlines()]
     docs = [(str(SYNTHETIC), SYNTHETIC.read_text())]
@@ -710,7 +710,7 @@ def main() -> None:
         f"python {sys.version.split()[0]}; ordinary corpus: {len(docs)} files, "
         f"{sum(len(t.encode()) for _, t in docs) / 1e6:.1f} MB (synthetic git/ids, stdlib, docs)"
     )
-    _report("passdown.redact", redact, planted, docs)
+    _report("passdown._redact", redact, planted, docs)
 
     baseline = None if args.no_baseline else _detect_secrets_redactor()
     if baseline is None:
@@ -723,7 +723,7 @@ def main() -> None:
         _report(
             "detect-secrets (default plugins and filters, file-scan mode)", baseline, planted, small
         )
-    _report("passdown.redact on the same subset", redact, planted, small)
+    _report("passdown._redact on the same subset", redact, planted, small)
 
 
 def _subset(docs: list[tuple[str, str]], cap: int) -> list[tuple[str, str]]:

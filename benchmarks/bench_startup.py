@@ -3,7 +3,7 @@
 `passdown --help` must answer in under 0.1 s and `passdown mcp` must answer MCP's
 `initialize` over stdio in under 0.3 s (spawn to the reply). Also timed: the first
 `tools/list` reply (both are answered before the MCP SDK loads, see
-passdown.mcp.handshake) and the first `tools/call` reply, which waits for the SDK. The
+passdown.mcp._handshake) and the first `tools/call` reply, which waits for the SDK. The
 baseline is a bare `python -c pass` in the same run, so the figures show what passdown
 itself adds.
 

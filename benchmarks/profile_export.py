@@ -46,8 +46,8 @@ def main() -> None:
         path = realshape.install(fixture, work / args.agent)
         realshape.Grower(fixture).write(path, int(args.size_mb * 1024 * 1024))
         os.environ[fixture.env_var] = str(work / args.agent)
-        from passdown.agents.registry import get_agent
-        from passdown.extract import extract
+        from passdown._extract import extract
+        from passdown.agents._registry import get_agent
 
         agent = get_agent(args.agent)
         ref = agent.ref_for_path(path)
@@ -80,10 +80,10 @@ def _best_cpu(fn: Callable[[], object]) -> float:
 def phases(agent_name: str, path: Path) -> None:
     import importlib
 
+    from passdown._extract import extract
+    from passdown._jsonl import LineReader
     from passdown.agents import _tree
-    from passdown.agents.registry import get_agent
-    from passdown.extract import extract
-    from passdown.jsonl import LineReader
+    from passdown.agents._registry import get_agent
     from passdown.transcript import Diagnostics, SessionInfo
 
     module = importlib.import_module(f"passdown.agents.{agent_name}")

@@ -30,8 +30,8 @@ from bench_export import MB
 
 
 def read_and_extract(agent_name: str, path: Path) -> int:
-    from passdown.agents.registry import get_agent
-    from passdown.extract import extract
+    from passdown._extract import extract
+    from passdown.agents._registry import get_agent
 
     agent = get_agent(agent_name)
     extracted = extract(agent.read(agent.ref_for_path(path)).events(), workspace=None)

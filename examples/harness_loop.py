@@ -28,7 +28,7 @@ from typing import Any
 
 from passdown import HandoffCoordinator
 from passdown.agents import get_agent
-from passdown.launch import run
+from passdown._launch import run
 
 
 def run_first_session(agent_name: str, task: str, workspace: Path, env: dict[str, str]) -> int:

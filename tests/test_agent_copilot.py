@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.copilot import CopilotCLI
 from passdown.errors import UsageError
-from passdown.extract import extract
 from passdown.transcript import Compaction, Message, PlanOp, SubagentNote, ToolCall, ToolResult
 from recorded import FIXTURES
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.gemini import GeminiCLI
-from passdown.extract import extract
 from passdown.transcript import Compaction, Message, SubagentNote, ToolCall, ToolResult
 from recorded import FIXTURES, Recorded
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.opencode import OpenCode
 from passdown.errors import SessionNotFound, UsageError
-from passdown.extract import extract
 from passdown.transcript import (
     Compaction,
     Message,

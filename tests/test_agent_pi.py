@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.pi import PiAgent, encode_cwd
 from passdown.errors import UsageError
-from passdown.extract import extract
 from passdown.transcript import Compaction, Message, ToolCall, ToolResult
 from recorded import FIXTURES
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.qwen import QwenCode, encode_project
-from passdown.extract import extract
 from passdown.transcript import Compaction, Message, PlanOp, ToolResult
 from recorded import FIXTURES, Recorded
 

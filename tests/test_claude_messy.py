@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from passdown._extract import Extracted, extract
 from passdown.agents import get_agent
 from passdown.agents.claude import api_error_reason, clean_compact_summary, encode_cwd
-from passdown.extract import Extracted, extract
 from passdown.transcript import SessionEnding, SubagentNote, ToolCall
 
 WS = "/tmp/passdown-messy/ws"

@@ -100,7 +100,7 @@ def test_token_create_and_revoke_print_json(tmp_path: Path) -> None:
 def lifecycle_store(tmp_path: Path) -> Path:
     """Two handoffs (one claimed: prepared, published, claimed status records behind it)
     and a task, in project p of the isolated default store."""
-    from passdown.coordinator.lifecycle import Lifecycle
+    from passdown.coordinator._lifecycle import Lifecycle
     from passdown.records import Scope
     from passdown.store import open_store
 
@@ -191,7 +191,7 @@ def test_find_says_when_nothing_matched(lifecycle_store: Path) -> None:
 
 
 def test_agents_table_keeps_columns_for_long_names() -> None:
-    from passdown.cli.handoff_cmds import _agents_table
+    from passdown.cli._handoff_cmds import _agents_table
 
     rows = [
         {

@@ -97,7 +97,8 @@ def test_the_same_export_readable_does_create_the_store(
 def test_coordinator_and_doors_create_no_store_file(
     workspace: Path, unreadable_claude: Path
 ) -> None:
-    from passdown.coordinator import HandoffCoordinator, doors
+    from passdown.coordinator import HandoffCoordinator
+    from passdown.coordinator import _doors as doors
 
     session = unreadable_claude
     with (
@@ -114,7 +115,7 @@ def test_coordinator_and_doors_create_no_store_file(
 def test_hook_on_an_unreadable_session_logs_and_creates_no_store_file(
     workspace: Path, unreadable_claude: Path
 ) -> None:
-    from passdown.integrations.hooks import run_hook
+    from passdown.integrations._hooks import run_hook
 
     session = unreadable_claude
     payload = {

@@ -55,7 +55,7 @@ def claude_session(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def hook(agent: str, payload: dict[str, object], capsys: pytest.CaptureFixture[str]) -> str:
-    from passdown.integrations.hooks import run_hook
+    from passdown.integrations._hooks import run_hook
 
     assert run_hook(agent, [], json.dumps(payload)) == 0
     return capsys.readouterr().out
@@ -141,7 +141,7 @@ def test_pickup_refusals(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from passdown.integrations.continuity import pickup
+    from passdown.integrations._continuity import pickup
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
     session = "another-session"
@@ -164,7 +164,7 @@ def test_pickup_claim_is_a_compare_and_swap(
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from passdown.integrations.continuity import pickup
+    from passdown.integrations._continuity import pickup
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
     with ThreadPoolExecutor(4) as pool:
@@ -179,7 +179,7 @@ def test_pickup_claim_is_a_compare_and_swap(
 
 
 def test_trusted_hash_matches_codex() -> None:
-    from passdown.integrations.codex import trusted_hash
+    from passdown.integrations._codex import trusted_hash
 
     # computed by Codex 0.171 for this hook (a plain `codex exec` ran it with this trust)
     assert trusted_hash("SessionStart", "sh -c 'cat > /tmp/cx/run/hookpayload.json'") == (
@@ -194,7 +194,7 @@ def test_trusted_hash_matches_codex() -> None:
 
 @pytest.fixture
 def codex_with_hooks(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from passdown.integrations import codex
+    from passdown.integrations import _codex as codex
 
     monkeypatch.setattr(codex, "has_lifecycle_hooks", lambda program="codex": True)
     home = Path(os.environ["CODEX_HOME"])
@@ -208,7 +208,7 @@ def codex_with_hooks(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> P
 
 
 def test_codex_lifecycle_hooks_with_trust(codex_with_hooks: Path) -> None:
-    from passdown.integrations.codex import trusted_hash
+    from passdown.integrations._codex import trusted_hash
 
     original = codex_with_hooks.read_text()
     assert main(["install", "codex"]) == 0
@@ -271,7 +271,7 @@ def test_codex_lifecycle_payload_is_exported(
 def test_config_set_get_and_errors(
     isolated_homes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from passdown.integrations.continuity import config_path, fallback_chain, pickup_enabled
+    from passdown.integrations._continuity import config_path, fallback_chain, pickup_enabled
 
     assert main(["config", "set", "fallback", "claude,codex"]) == 0
     assert fallback_chain() == ["claude", "codex"]
@@ -347,7 +347,7 @@ def test_user_install_of_each_integration(
 
 
 def test_copilot_payload_names_its_event_by_argument() -> None:
-    from passdown.integrations.copilot import CopilotHooks
+    from passdown.integrations._copilot import CopilotHooks
 
     hooks = CopilotHooks()
     payload = hooks.payload(
@@ -387,7 +387,7 @@ def test_a_command_path_with_a_space_is_quoted_for_the_shell(isolated_homes: Pat
 def test_codex_project_hooks_are_trusted_in_the_user_config(
     codex_with_hooks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passdown.integrations.codex import trusted_hash
+    from passdown.integrations._codex import trusted_hash
 
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)

@@ -350,4 +350,4 @@ def test_import_passdown_is_cheap_and_exports_the_coordinator() -> None:
         "print(HandoffCoordinator.__module__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "passdown.coordinator.core"
+    assert out.stdout.strip() == "passdown.coordinator._core"

@@ -8,7 +8,7 @@ import pytest
 
 from passdown import HandoffCoordinator
 from passdown.coordinator import HandoffBlocked, HandoffPackage
-from passdown.coordinator.project_files import parse_progress
+from passdown.coordinator._project_files import parse_progress
 from passdown.handoff import Redaction
 from test_coordinator_fixtures import FEATURES, commit_all, write_features
 

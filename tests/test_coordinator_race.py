@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from passdown import HandoffCoordinator
-from passdown.coordinator import ExecuteResult, HandoffConflict, execute
+from passdown.coordinator import ExecuteResult, HandoffConflict
+from passdown.coordinator import _execute as execute
 from test_coordinator_fixtures import launches
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -170,7 +171,7 @@ def test_process_killed_after_store_is_finished_once_by_a_rerun(
     script = (
         "import os, sys\n"
         "from passdown import HandoffCoordinator, HandoffPackage\n"
-        "from passdown.coordinator import execute\n"
+        "from passdown.coordinator import _execute as execute\n"
         "def die(*a, **k):\n"
         "    os._exit(137)  # killed after store and publish, before the launch\n"
         "execute._launch = die\n"
@@ -222,7 +223,7 @@ def test_a_twin_that_read_the_pointer_before_the_swap_does_not_reject_its_own_pa
     `prepared`; thread B reads "nothing is active" just before thread A swaps the pointer
     to this very package, so B's own swap fails. The package is active, as B wanted: B
     must neither reject it nor raise."""
-    from passdown.coordinator.lifecycle import Lifecycle
+    from passdown.coordinator._lifecycle import Lifecycle
 
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("claude", "x")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents import get_agent
-from passdown.extract import extract
 
 AIDER_HISTORY = """
 # aider chat started at 2026-11-01 09:00:00

@@ -27,7 +27,7 @@ import anyio
 import pytest
 
 from passdown.coordinator import HandoffCoordinator
-from passdown.coordinator.lifecycle import Lifecycle
+from passdown.coordinator._lifecycle import Lifecycle
 from passdown.records import Scope
 from passdown.store import open_store
 from test_coordinator_fixtures import FAKE_AGENT, commit_all, git, launches
@@ -426,7 +426,7 @@ def test_a_client_dated_2099_record_is_not_the_latest_handoff(tmp_path: Path) ->
 def test_an_export_that_loses_the_race_prepares_again_on_top_of_the_winner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passdown.coordinator import doors
+    from passdown.coordinator import _doors as doors
 
     ws = repo(tmp_path / "ws")
     simple_session("88888888-0000-4000-8000-000000000008", ws)

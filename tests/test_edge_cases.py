@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import zstandard
 
+from passdown._extract import extract
 from passdown.agents import get_agent
 from passdown.errors import AmbiguousSession, SessionNotFound, UsageError
-from passdown.extract import extract
 from passdown.transcript import Message
 
 WS = "/tmp/passdown-edge/ws"
@@ -281,10 +281,10 @@ def test_a_50_mb_line_is_read_with_bounded_effort(claude_dir: Path) -> None:
 
 
 def test_oversized_lines_are_skipped(claude_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import passdown.jsonl
+    import passdown._jsonl
 
-    monkeypatch.setattr(passdown.jsonl, "MAX_LINE_BYTES", 1000)
-    monkeypatch.setattr(passdown.jsonl, "CHUNK", 256)
+    monkeypatch.setattr(passdown._jsonl, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(passdown._jsonl, "CHUNK", 256)
     s = ClaudeSession()
     s.user("request")
     s.assistant("y" * 5000)

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from passdown._extract import Extracted, extract
 from passdown.agents import get_agent
-from passdown.extract import Extracted, extract
 from recorded import FIXTURES, Recorded
 
 RATE_LIMIT = (

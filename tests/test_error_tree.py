@@ -13,7 +13,7 @@ import pytest
 import passdown
 from passdown import errors
 from passdown.coordinator import HandoffCoordinator
-from passdown.coordinator import errors as coordinator_errors
+from passdown.coordinator import _errors as coordinator_errors
 from passdown.errors import (
     GitError,
     HandoffBlocked,
@@ -76,7 +76,7 @@ def test_coordinator_error_paths_are_the_same_classes() -> None:
     assert coordinator_errors.HandoffNotFound is HandoffNotFound
     assert coordinator_errors.HandoffStateError is HandoffStateError
     assert passdown.HandoffNotFound is HandoffNotFound
-    from passdown.coordinator.lifecycle import HandoffStateError as from_lifecycle
+    from passdown.coordinator._lifecycle import HandoffStateError as from_lifecycle
 
     assert from_lifecycle is HandoffStateError
 
@@ -113,7 +113,7 @@ def test_tool_error_message_carries_the_hint_and_is_redacted() -> None:
 
 
 def test_handoff_blocked_names_the_failed_checks() -> None:
-    from passdown.coordinator.checks import CheckResult
+    from passdown.coordinator._checks import CheckResult
 
     failed = CheckResult(name="git_head", severity="error", ok=False, message="HEAD moved")
     passed = CheckResult(name="schema", severity="error", ok=True, message="ok")
@@ -137,7 +137,7 @@ def _imports(path: Path) -> set[str]:
 )
 def test_coordinator_parts_never_import_the_class(part: str) -> None:
     """core imports its parts, never the other way round (no import cycle)."""
-    assert "passdown.coordinator.core" not in _imports(SRC / "coordinator" / f"{part}.py")
+    assert "passdown.coordinator._core" not in _imports(SRC / "coordinator" / f"_{part}.py")
 
 
 def test_async_twins_have_the_sync_signatures() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from passdown.extract import extract
+from passdown._extract import extract
 from passdown.transcript import Message, PlanItem, PlanOp, ToolCall, ToolResult
 
 
@@ -122,7 +122,7 @@ def test_plan_create_update_delete_with_ids_from_results() -> None:
 def test_failed_edits_keep_only_the_most_recent() -> None:
     """A long session's failed edits are a bounded window, newest last, not a list that
     grows with the session (memory stays flat on multi-GB files)."""
-    from passdown.extract import RECENT_FAILED_EDITS
+    from passdown._extract import RECENT_FAILED_EDITS
 
     def failed_edit(n: int) -> list[object]:
         return [

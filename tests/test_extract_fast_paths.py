@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from passdown.extract import _test_run, covers, extract
+from passdown._extract import _test_run, covers, extract
 from passdown.handoff import CommandRun, Failure
 from passdown.transcript import Event, Message, ToolCall, ToolResult
 

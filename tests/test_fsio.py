@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from passdown import fsio
+from passdown import _fsio as fsio
+from passdown._fsio import add_git_exclude, backup_existing, ensure_private_dir, write_private
 from passdown.errors import OutputError
-from passdown.fsio import add_git_exclude, backup_existing, ensure_private_dir, write_private
 
 
 def mode(path: Path) -> int:
@@ -445,6 +445,6 @@ def test_exclude_rejects_multi_line_pattern(tmp_path: Path) -> None:
 
 
 def test_fsio_does_not_import_pydantic() -> None:
-    code = "import sys, passdown.fsio; print('pydantic' in sys.modules)"
+    code = "import sys, passdown._fsio; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-import passdown.jsonl as jsonl
+import passdown._jsonl as jsonl
 from passdown.cli import main
 from recorded import scenarios
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from passdown._handoff_record import handoff_from_record, handoff_to_record
+from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
 from passdown.handoff import Handoff, handoff_schema_text
-from passdown.handoff_record import handoff_from_record, handoff_to_record
-from passdown.pipeline import Selection, build_handoff
 from passdown.records import ANNOTATION_KINDS, canonical_json, validate_record
 from recorded import Recorded, params
 

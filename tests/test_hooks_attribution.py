@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from passdown import seen as seen_module
-from passdown.seen import SeenEvents, could_write_files
+from passdown import _seen as seen_module
+from passdown._seen import SeenEvents, could_write_files
 from passdown.transcript import Message, ToolCall
 from test_doors import Session, repo
 

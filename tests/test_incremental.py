@@ -1,4 +1,4 @@
-"""Incremental export (passdown.checkpoint): exporting after every append through the
+"""Incremental export (passdown._checkpoint): exporting after every append through the
 session's checkpoint gives exactly the handoff a full read gives.
 
 The sessions are built from the recorded Codex rollout (tests/fixtures/sessions/codex):
@@ -27,10 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passdown import checkpoint, pipeline
+from passdown import _checkpoint as checkpoint
+from passdown import _pipeline as pipeline
+from passdown._extract import CODEX_SUMMARY_PREFIX
 from passdown.agents import get_agent
 from passdown.errors import SessionReadError
-from passdown.extract import CODEX_SUMMARY_PREFIX
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 FIXTURE = next((FIXTURES / "codex" / "full" / "sessions").rglob("rollout-*.jsonl"))
@@ -624,7 +625,7 @@ def test_copilot_reply_split_across_the_checkpoint_is_one_message(tmp_path: Path
 
 def test_progress_counts_offsets_in_the_file(tmp_path: Path) -> None:
     """A terminal's progress bar sees how far into the file the resumed read is."""
-    from passdown.jsonl import read_progress
+    from passdown._jsonl import read_progress
 
     path, workspace = _session(tmp_path)
     body = _recorded_body()

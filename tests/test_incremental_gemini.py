@@ -23,10 +23,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from passdown import checkpoint, pipeline
+from passdown import _checkpoint as checkpoint
+from passdown import _pipeline as pipeline
 from passdown.agents import get_agent
 from passdown.agents.gemini import _replay, _resume
 from passdown.errors import SessionReadError
@@ -204,6 +205,16 @@ def _saved(path: Path) -> checkpoint.Checkpoint | None:
     cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=8),
     tail=st.sampled_from([1, 3, _resume.TAIL]),
 )
+@example(
+    picks=[656],
+    cuts=[(False, 0.9999999999999999)],
+    tail=1,
+)  # a torn last line read while the checkpoint's views of the arrays lived
+@example(
+    picks=[654],
+    cuts=[(False, 0.9999999999999999)],
+    tail=1,
+)  # a torn last line read while the checkpoint's views of the arrays lived
 def test_incremental_export_equals_full_read(
     picks: list[int], cuts: list[tuple[bool, float]], tail: int
 ) -> None:

@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passdown import checkpoint
+from passdown import _checkpoint as checkpoint
 from test_incremental import _env, _export_and_compare, _saved
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"

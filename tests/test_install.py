@@ -15,7 +15,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from passdown.cli import main
-from passdown.integrations.files import install_dir
+from passdown.integrations._files import install_dir
 
 CLAUDE_JSON = '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": {"command": "x"}\n  }\n}'
 SETTINGS = '{"model": "opus", "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}}'
@@ -36,7 +36,7 @@ def passdown(*args: str) -> int:
 def home(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME with existing agent config (the files a user already has), and a Codex
     without lifecycle hooks (test_continuity.py covers the one with them)."""
-    from passdown.integrations import codex as codex_integration
+    from passdown.integrations import _codex as codex_integration
 
     monkeypatch.setattr(codex_integration, "has_lifecycle_hooks", lambda program="codex": False)
     claude, codex = Path(os.environ["CLAUDE_CONFIG_DIR"]), Path(os.environ["CODEX_HOME"])
@@ -168,7 +168,7 @@ def test_invalid_json_config_is_left_alone(home: Path) -> None:
 def test_hook_never_fails_and_logs(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passdown.integrations.hooks import log_path, run_hook
+    from passdown.integrations._hooks import log_path, run_hook
 
     # `passdown hook` narrows PASSDOWN_AGENTS for its own process; keep this one's intact
     monkeypatch.setenv("PASSDOWN_AGENTS", "")

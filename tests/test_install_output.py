@@ -19,7 +19,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from e2e.agents import VERSIONS, find_agent, npm_bin_dir  # before a test moves HOME
 from passdown.cli import main
-from passdown.integrations.files import install_dir
+from passdown.integrations._files import install_dir
 from test_cli_shape import run, run_on_terminal
 from test_install import CODEX_TOML, agent_files, home  # noqa: F401  (home: a fixture)
 
@@ -124,7 +124,7 @@ def test_codex_lifecycle_events_are_the_hooks_in_config_toml(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from passdown.integrations import codex as codex_integration
+    from passdown.integrations import _codex as codex_integration
 
     monkeypatch.setattr(codex_integration, "has_lifecycle_hooks", lambda program="codex": True)
     entry = by_agent(run_json(capsys, "install", "codex"))["codex"]

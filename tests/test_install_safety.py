@@ -26,7 +26,7 @@ def passdown(*args: str) -> int:
 @pytest.fixture(autouse=True)
 def old_codex(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Codex without lifecycle hooks (notify only), whatever is on PATH."""
-    from passdown.integrations import codex
+    from passdown.integrations import _codex as codex
 
     monkeypatch.setattr(codex, "has_lifecycle_hooks", lambda program="codex": False)
 

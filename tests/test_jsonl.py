@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-import passdown.jsonl as jsonl
+import passdown._jsonl as jsonl
 from passdown.transcript import Diagnostics
 
 

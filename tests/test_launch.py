@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from passdown import launch
+from passdown import _launch as launch
+from passdown._launch import MAX_ARG_BYTES, check_argv, format_argv, resolve_program, run
 from passdown.agents.base import LaunchSpec
 from passdown.errors import AgentNotInstalled, LaunchError
-from passdown.launch import MAX_ARG_BYTES, check_argv, format_argv, resolve_program, run
 
 FAKE_AGENT = """\
 import json, os, signal, sys, time
@@ -286,7 +286,7 @@ def test_format_argv_round_trips() -> None:
 def test_launch_does_not_import_pydantic() -> None:
     import subprocess
 
-    code = "import sys, passdown.launch; print('pydantic' in sys.modules)"
+    code = "import sys, passdown._launch; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -296,7 +296,7 @@ def test_own_output_comes_before_the_agents(tmp_path: Path) -> None:
 
     code = (
         "import sys; from pathlib import Path; from passdown.agents.base import LaunchSpec\n"
-        "from passdown.launch import run\n"
+        "from passdown._launch import run\n"
         "print('passdown says first')\n"  # buffered: stdout is a pipe here
         f"run(LaunchSpec([sys.executable, '-c', 'print(\"agent second\")'], Path({str(tmp_path)!r})),"
         " interactive=False)\n"

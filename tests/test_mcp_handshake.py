@@ -1,5 +1,5 @@
 """`passdown mcp` answers `initialize` and the first `tools/list` before importing the MCP
-SDK (passdown.mcp.handshake). The early answers must be exactly the SDK's, the client
+SDK (passdown.mcp._handshake). The early answers must be exactly the SDK's, the client
 must get one answer per request, and lines that are not what the early path expects
 must be left to the SDK untouched."""
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from passdown.mcp.handshake import HANDSHAKE_VERSIONS, early_answer, recorded_tools, tools_answer
+from passdown.mcp._handshake import HANDSHAKE_VERSIONS, early_answer, recorded_tools, tools_answer
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(120)
@@ -88,9 +88,9 @@ def test_the_early_answer_is_the_sdks_answer(tmp_path: Path, version: str) -> No
 
 def test_the_recorded_tool_list_is_current() -> None:
     """tools_list.json is used only while server.py is the one it was recorded from;
-    after changing the tools, record it again: python -m passdown.mcp.handshake."""
+    after changing the tools, record it again: python -m passdown.mcp._handshake."""
     for version in HANDSHAKE_PROTOCOL_VERSIONS:
-        assert recorded_tools(version) is not None, "run: python -m passdown.mcp.handshake"
+        assert recorded_tools(version) is not None, "run: python -m passdown.mcp._handshake"
 
 
 def test_the_session_goes_on_after_the_early_answers(tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ def test_initialize_is_answered_fast(tmp_path: Path) -> None:
 
 def test_a_stale_recording_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool list recorded from another server.py (or SDK) is ignored: the SDK answers."""
-    from passdown.mcp import handshake
+    from passdown.mcp import _handshake as handshake
 
     stale = json.loads(handshake.TOOLS_CACHE.read_text())
     stale["key"] = "0" * 64

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from passdown.agents import get_agent
-from passdown.agents._endings import classify_api_error
-from passdown.extract import (
+from passdown._extract import (
     CODEX_SUMMARY_PREFIX,
     OPEN_FAILURES,
     covers,
     extract,
     strip_compaction_instructions,
 )
+from passdown.agents import get_agent
+from passdown.agents._endings import classify_api_error
 from passdown.transcript import Compaction, Event, Message, SessionEnding, ToolCall, ToolResult
 
 WS = "/tmp/passdown-messy/ws"

@@ -176,7 +176,7 @@ def test_every_door_gives_the_same_handoff(agent: str, workspace: Path) -> None:
     # every door but inspect published through the lifecycle: one record each, the
     # previous one superseded, the last one (the API's) active
     with open_store() as store:
-        from passdown.coordinator.lifecycle import Lifecycle
+        from passdown.coordinator._lifecycle import Lifecycle
         from passdown.records import default_project
 
         scope = default_project(ws)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from passdown.integrations import continuity
-from passdown.integrations.continuity import Candidate, pickup
+from passdown.integrations import _continuity as continuity
+from passdown.integrations._continuity import Candidate, pickup
 from test_continuity import (  # noqa: F401  (fixtures)
     claude_session,
     git,
@@ -35,14 +35,14 @@ HEAVY = (
     "click",
     "msgspec",
     "passdown.agents",
-    "passdown.pipeline",
-    "passdown.extract",
+    "passdown._pipeline",
+    "passdown._extract",
     "passdown.handoff",
-    "passdown.coordinator.core",
-    "passdown.coordinator.package",
-    "passdown.workspace",
+    "passdown.coordinator._core",
+    "passdown.coordinator._package",
+    "passdown._workspace",
 )
-MODELS = ("pydantic", "passdown.records", "passdown.coordinator.lifecycle")
+MODELS = ("pydantic", "passdown.records", "passdown.coordinator._lifecycle")
 
 
 def start_payload(ws: Path, session: str = "new-session") -> dict[str, str]:
@@ -142,7 +142,7 @@ def test_hook_help_still_comes_from_click(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_builtin_integrations_are_what_the_agent_modules_name() -> None:
-    from passdown.agents.registry import every_agent
+    from passdown.agents._registry import every_agent
     from passdown.integrations import BUILTIN
 
     named = {
@@ -180,7 +180,7 @@ def test_the_peeked_candidate_is_what_the_package_says(
     workspace: Path,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from passdown.git import project_name
+    from passdown._git import project_name
     from passdown.store import default_store_url
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
@@ -200,8 +200,8 @@ def test_the_pointer_is_the_one_pickup_always_gave(
     workspace: Path,  # noqa: F811
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    from passdown._redact import redact
     from passdown.handoff import TAKEOVER_CONTRACT
-    from passdown.redact import redact
 
     hook("claude", stop_failure(claude_session, workspace), capsys)
     view = _package_view(workspace)
@@ -218,8 +218,8 @@ def test_the_pointer_is_the_one_pickup_always_gave(
 
 
 def test_a_package_without_a_session_is_read_as_its_record_says() -> None:
-    from passdown.coordinator.package import HandoffPackage, PackageContext, PackageState
-    from passdown.handoff_record import package_to_record
+    from passdown._handoff_record import package_to_record
+    from passdown.coordinator._package import HandoffPackage, PackageContext, PackageState
     from passdown.records import record_to_dict
 
     package = HandoffPackage(
@@ -316,7 +316,7 @@ def test_postgresql_takes_the_store_path_with_the_same_decisions(
 
 
 def test_pickup_names_the_lifecycles_own_pointers() -> None:
-    from passdown.coordinator import lifecycle
+    from passdown.coordinator import _lifecycle as lifecycle
 
     assert continuity.ACTIVE_POINTER == lifecycle.ACTIVE_POINTER
     assert continuity.status_pointer("h-1") == lifecycle.status_pointer("h-1")

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import zstandard
 
-import passdown.jsonl as jsonl
+import passdown._jsonl as jsonl
+from passdown._redact import redact
 from passdown.cli import main
-from passdown.redact import redact
 from passdown.transcript import Diagnostics
 from recorded import scenarios
 from test_fuzz_readers import _deadline, _snapshot
@@ -669,8 +669,8 @@ def test_aider_text_before_the_first_header_is_run_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A line before the first header shifted the runs: #2 showed run 1."""
+    from passdown._extract import extract
     from passdown.agents import get_agent
-    from passdown.extract import extract
 
     (tmp_path / ".aider.chat.history.md").write_text(
         "stray line before any header\n\n"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from passdown._extract import extract
+from passdown._pipeline import Selection, build_handoff
+from passdown._render import render_markdown
 from passdown.agents import get_agent
-from passdown.extract import extract
-from passdown.pipeline import Selection, build_handoff
-from passdown.render import render_markdown
 from recorded import Recorded, params
 
 

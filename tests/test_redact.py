@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from passdown.redact import Redactor, redact
+from passdown._redact import Redactor, redact
 
 A36 = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # 36 random-looking alphanumerics
 B40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Tk2Lm4N"
@@ -313,7 +313,7 @@ def test_empty_and_plain_strings() -> None:
 
 def test_import_is_cheap() -> None:
     # Patterns compile on first use: importing the module compiles none of them.
-    code = "import passdown.redact as r; print(r._rules.cache_info().currsize, r._re.cache_info().currsize)"
+    code = "import passdown._redact as r; print(r._rules.cache_info().currsize, r._re.cache_info().currsize)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
 

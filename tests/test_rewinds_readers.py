@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from passdown._extract import extract
 from passdown.agents.qwen import QwenCode, encode_project
-from passdown.extract import extract
 
 WS = "/tmp/passdown-rewind/ws"
 SID = "f6cf309c-1280-4619-8cd7-e8195f846c69"

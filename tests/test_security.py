@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from passdown.render import render_markdown, takeover_prompt
-from passdown.text import json_safe, one_line, safe_text
+from passdown._render import render_markdown, takeover_prompt
+from passdown._text import json_safe, one_line, safe_text
 
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 ESC = "\x1b"
@@ -155,7 +155,7 @@ def test_safe_text_keeps_lines_and_escapes_the_rest() -> None:
 
 
 def test_newlines_in_single_line_fields_cannot_forge_headings(tmp_path: Path) -> None:
-    from passdown import pipeline
+    from passdown import _pipeline as pipeline
 
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -353,7 +353,7 @@ def git(repo: Path, *args: str) -> None:
 
 @pytest.mark.parametrize("what", ["exclude", "info"])
 def test_git_exclude_symlink_is_not_followed(tmp_path: Path, what: str) -> None:
-    from passdown.fsio import add_git_exclude
+    from passdown._fsio import add_git_exclude
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -379,7 +379,7 @@ def test_git_exclude_symlink_is_not_followed(tmp_path: Path, what: str) -> None:
 
 
 def test_git_exclude_is_still_written_in_a_plain_repo(tmp_path: Path) -> None:
-    from passdown.fsio import add_git_exclude
+    from passdown._fsio import add_git_exclude
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -393,7 +393,7 @@ def test_git_exclude_is_still_written_in_a_plain_repo(tmp_path: Path) -> None:
 
 
 def test_stale_temp_files_of_a_killed_export_are_swept(tmp_path: Path) -> None:
-    from passdown.fsio import backup_existing, ensure_private_dir, write_private
+    from passdown._fsio import backup_existing, ensure_private_dir, write_private
 
     folder = ensure_private_dir(tmp_path / ".agent-handoff")
     history = ensure_private_dir(folder / "history")
@@ -421,7 +421,7 @@ def test_full_disk_keeps_the_previous_handoff_and_exits_8(
 ) -> None:
     import errno
 
-    from passdown import fsio
+    from passdown import _fsio as fsio
     from passdown.errors import OutputError
 
     folder = fsio.ensure_private_dir(tmp_path / ".agent-handoff")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from passdown import pipeline
+from passdown import _pipeline as pipeline
 from passdown.agents import get_agent
 from passdown.errors import SessionNotFound, SessionReadError
 from passdown.transcript import SessionRef

@@ -21,9 +21,9 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passdown.mcp.http import build_app
+from passdown.mcp._http import build_app
 from passdown.store import Store, open_store
-from passdown.store.tokens import create_token, revoke_token
+from passdown.store._tokens import create_token, revoke_token
 
 PG_URL = os.environ.get(
     "PASSDOWN_TEST_PG_URL", "postgresql://passdown:passdown@127.0.0.1:5432/passdown_test"
@@ -219,7 +219,7 @@ def test_1000_concurrent_requests_from_50_clients_lose_nothing(
 def test_a_body_over_the_limit_is_413_and_stores_nothing(
     server: Running, tokens: dict[str, str], store: Store
 ) -> None:
-    from passdown.mcp.http import DEFAULT_MAX_BODY
+    from passdown.mcp._http import DEFAULT_MAX_BODY
 
     assert DEFAULT_MAX_BODY == 1024 * 1024
     big = record("big", "Big record")
@@ -390,7 +390,7 @@ def test_the_body_limit_is_configurable(store: Store, monkeypatch: pytest.Monkey
     from starlette.testclient import TestClient
 
     from passdown.errors import UsageError
-    from passdown.mcp.http import max_body_from_env
+    from passdown.mcp._http import max_body_from_env
 
     monkeypatch.setenv("PASSDOWN_SERVE_MAX_BODY", "2000")
     assert max_body_from_env() == 2000

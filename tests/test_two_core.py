@@ -35,11 +35,11 @@ from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from passdown import _two_core
+from passdown._checkpoint import Checkpoint
+from passdown._extract import _Extractor, extractor_state, new_extractor
+from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
 from passdown.agents._split import CodexSplitter, CopilotSplitter
-from passdown.checkpoint import Checkpoint
-from passdown.extract import _Extractor, extractor_state, new_extractor
-from passdown.pipeline import Selection, build_handoff
 from passdown.transcript import (
     Compaction,
     Event,
@@ -672,7 +672,10 @@ def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: P
             listed = Path(f"/proc/{export.pid}/task/{export.pid}/children").read_text()
         except OSError:
             break
-        children = [int(pid) for pid in listed.split()]
+        # the forked worker runs the export's own command line; git and other
+        # subprocesses the export starts are no worker and not stopped
+        own = _cmdline(export.pid)  # read each time: the first reads may precede exec
+        children = [int(pid) for pid in listed.split() if _cmdline(int(pid)) == own]
     if not children:
         export.wait(timeout=600)
         pytest.skip("the export ended before its worker could be seen")
@@ -684,6 +687,13 @@ def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: P
     for pid in lingering:
         os.kill(pid, signal.SIGKILL)
     assert not lingering, "the worker outlived its killed parent"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _gone(pid: int, within: float = 30.0) -> bool:

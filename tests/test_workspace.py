@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from passdown import workspace
-from passdown.workspace import files_changed_since, git_env, snapshot, workspace_root
+from passdown import _workspace as workspace
+from passdown._workspace import files_changed_since, git_env, snapshot, workspace_root
 
 
 @pytest.fixture(autouse=True)

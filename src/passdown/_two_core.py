@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 import msgspec
 
-from passdown.extract import (
+from passdown._extract import (
     OPEN_FAILURES,
     ExtractorState,
     _Extractor,
@@ -46,7 +46,7 @@ from passdown.extract import (
     extractor_state,
     restore_extractor,
 )
-from passdown.seen import SeenEvents
+from passdown._seen import SeenEvents
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -165,7 +165,7 @@ def _holds(messages: list[Message], wanted: Message) -> bool:
 
 
 def half_extractor(*, workspace: str | None, max_messages: int, max_chars: int) -> _HalfExtractor:
-    from passdown.extract import _Budget
+    from passdown._extract import _Budget
 
     return _HalfExtractor(workspace=workspace, budget=_Budget(max_messages, max_chars))
 
@@ -590,7 +590,7 @@ def _read_half(
     workspace: str | None,
     budget: Any,
 ) -> WorkerReport:
-    from passdown import jsonl
+    from passdown import _jsonl as jsonl
 
     jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
     half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)

@@ -189,6 +189,6 @@ def http_status_for(exc: PassdownError) -> int:
 
 def tool_error_message(exc: PassdownError) -> str:
     """The text of the MCP tool error: the message and its hint, redacted."""
-    from passdown.redact import redact
+    from passdown._redact import redact
 
     return redact(exc.message + (f" (hint: {exc.hint})" if exc.hint else ""))

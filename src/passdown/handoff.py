@@ -11,9 +11,9 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 # the rules every handoff carries: in a light module of their own for the session-start hook
-from passdown.contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
+from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
+from passdown._workspace import WorkspaceSnapshot
 from passdown.transcript import EndReason
-from passdown.workspace import WorkspaceSnapshot
 
 SCHEMA_ID: Final = "passdown.handoff/1"
 

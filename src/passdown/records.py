@@ -324,7 +324,7 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 def default_project(cwd: Path) -> str:
     """The project a command means when none is given: the git root's folder name, else cwd's."""
-    from passdown.git import project_name
+    from passdown._git import project_name
 
     return project_name(cwd)
 

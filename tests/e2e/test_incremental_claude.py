@@ -25,7 +25,7 @@ A_DONE = "a.txt is written.\n\nNext steps:\n- write b.txt"
 
 
 def _saved(agent_env: AgentEnv) -> Any:
-    from passdown.checkpoint import Checkpoint
+    from passdown._checkpoint import Checkpoint
 
     files = list((agent_env.passdown_data / "checkpoints").glob("claude-*.msgpack"))
     assert len(files) == 1, (files, _hook_log(agent_env))

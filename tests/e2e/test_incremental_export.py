@@ -37,7 +37,7 @@ def _export(env: dict[str, str], ws: Path, *, checkpoint: bool) -> dict[str, Any
 
 
 def _checkpoint_offset(agent_env: AgentEnv) -> int:
-    from passdown.checkpoint import Checkpoint
+    from passdown._checkpoint import Checkpoint
 
     files = list((agent_env.passdown_data / "checkpoints").glob("codex-*.msgpack"))
     assert len(files) == 1, files

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from passdown.cli.store_cmds import (
+from passdown.cli._store_cmds import (
     delete_command,
     find_command,
     parse_since,
@@ -175,7 +175,7 @@ def test_parse_since_accepts_durations_and_timestamps() -> None:
 
 def test_importing_the_commands_loads_no_heavy_modules() -> None:
     code = (
-        "import sys, passdown.cli.store_cmds;"
+        "import sys, passdown.cli._store_cmds;"
         "heavy = [m for m in ('pydantic', 'psycopg', 'psycopg_pool', 'sqlite3', 'platformdirs')"
         " if m in sys.modules]; print(heavy)"
     )

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from passdown._paths import data_dir
 from passdown.errors import StoreError, UsageError
-from passdown.paths import data_dir
 from passdown.store import default_store_url, open_store
 from passdown.store._postgres import PostgresStore, redact, split_url
 from passdown.store._sqlite import MIGRATIONS, SQLiteStore

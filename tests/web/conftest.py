@@ -201,7 +201,7 @@ class TeamServer:
     def __init__(self, store_url: str) -> None:
         import uvicorn
 
-        from passdown.mcp.http import build_app
+        from passdown.mcp._http import build_app
         from passdown.store import open_store
 
         self.store = open_store(store_url)

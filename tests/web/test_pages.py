@@ -18,7 +18,7 @@ import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
-from passdown.mcp.lifecycle import mark_handoff
+from passdown.mcp._lifecycle import mark_handoff
 from passdown.records import Scope, record_from_package
 from passdown.store import Store, open_store
 from passdown.web import local_app
@@ -239,7 +239,7 @@ def test_task_trail_follows_the_branch_across_time_and_ties(store: Store, trail:
     """prev/next within one branch: same-second handoffs keep the order they were stored in,
     and a next handoff days later, past other branches' handoffs, is still found."""
     from passdown.records import record_to_dict
-    from passdown.web.model import Reader
+    from passdown.web._model import Reader
 
     base = record_to_dict(store.retrieve(trail.project, trail.ids[1]))
     project = "trail-project"
@@ -321,7 +321,7 @@ def test_records_of_odd_shapes_never_break_a_page(
 
 
 def test_an_open_event_stream_ends_when_its_token_is_revoked(trail: Trail) -> None:
-    from passdown.store.tokens import create_token, revoke_token
+    from passdown.store._tokens import create_token, revoke_token
 
     from .conftest import TeamServer
 

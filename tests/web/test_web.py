@@ -17,10 +17,10 @@ from urllib.parse import quote
 import httpx2 as httpx
 import pytest
 
+from passdown._redact import redact
 from passdown.records import record_to_dict
-from passdown.redact import redact
 from passdown.store import open_store
-from passdown.store.tokens import create_token
+from passdown.store._tokens import create_token
 from recorded import scenarios
 
 from .conftest import REBIND_HOST, TeamServer, Trail, UiServer

@@ -8,7 +8,7 @@ so adding an agent is one module plus its tests.
 
 from __future__ import annotations
 
+from passdown.agents._registry import agent_names, get_agent, load_agents
 from passdown.agents.base import Agent, LaunchSpec
-from passdown.agents.registry import agent_names, get_agent, load_agents
 
 __all__ = ["Agent", "LaunchSpec", "agent_names", "get_agent", "load_agents"]

@@ -8,8 +8,8 @@ from typing import Protocol
 
 import msgspec
 
+from passdown._jsonl import read_side_file
 from passdown.agents._common import DECODE_ERRORS
-from passdown.jsonl import read_side_file
 from passdown.transcript import PlanItem, PlanOp, apply_plan_op
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._jsonl import read_side_file
 from passdown.agents._common import DECODE_ERRORS
-from passdown.jsonl import read_side_file
 
 _AGENT_ID = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")

@@ -232,7 +232,7 @@ def file_mtime(path: Path) -> tuple[float, int]:
 
 def read_head(path: Path, limit: int = 256 * 1024) -> bytes:
     """The first bytes of a (possibly compressed) session file, for cheap discovery."""
-    from passdown.jsonl import open_binary
+    from passdown._jsonl import open_binary
 
     try:
         with open_binary(path) as stream:
@@ -294,7 +294,7 @@ def _is_wal(path: Path) -> bool:
 
 
 def _read_prefix(path: Path, size: int) -> bytes:
-    from passdown.jsonl import open_regular
+    from passdown._jsonl import open_regular
 
     try:
         with open_regular(path) as handle:

@@ -1,6 +1,6 @@
 """What the checkpointed line readers (Codex, Copilot) share: the reader that stops
 between two lines, keeps the tool calls still waiting for their result, and continues
-from its state (`passdown.checkpoint` stores it; `Agent.resumable_reader` restores it).
+from its state (`passdown._checkpoint` stores it; `Agent.resumable_reader` restores it).
 
 Each reader states its own fields in `state` and reads them back in `restore`; the
 state went through msgspec and a file on disk, so every value is checked for its type

@@ -29,7 +29,7 @@ from typing import BinaryIO, Protocol, cast
 
 import msgspec
 
-from passdown.jsonl import LineReader
+from passdown._jsonl import LineReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 
@@ -220,7 +220,7 @@ def branch_lines(
             yield offset, line, (tail + base if base and tail >= 0 else tail)
 
 
-# -- incremental export (passdown.checkpoint) ------------------------------------------
+# -- incremental export (passdown._checkpoint) ------------------------------------------
 # A checkpoint of a tree session keeps the active leaf (and its parent) next to the
 # reader's own state. Appended records are fed to the restored reader only when the
 # new active branch is the old one plus records of the appended part: walking the

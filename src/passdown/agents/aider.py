@@ -16,10 +16,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from passdown._jsonl import LineReader
 from passdown.agents._common import file_mtime
 from passdown.agents.base import Agent, LaunchSpec
 from passdown.errors import SessionNotFound, UsageError
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Diagnostics,
     Event,

@@ -34,7 +34,7 @@ class CannotResume(Exception):
 
 class ResumableReader(Protocol):
     """A session reader that can stop between two lines and continue later from its
-    state (incremental export: `passdown.checkpoint`). It is fed the session's bytes in
+    state (incremental export: `passdown._checkpoint`). It is fed the session's bytes in
     windows that always start at a line start; its state is plain data (dicts, lists,
     strings, numbers) that msgspec can encode; a `None` state is never saved.
 
@@ -116,7 +116,7 @@ class Agent(ABC):
     def stream(self, ref: SessionRef, produce: EventProducer) -> Transcript:
         """A transcript whose events come from `produce`, with the file's sha256 taken
         on a thread while it runs: the common body of every agent's `read`."""
-        from passdown.jsonl import start_fingerprint
+        from passdown._jsonl import start_fingerprint
 
         info = SessionInfo(agent=self.name, session_id=ref.session_id, path=ref.path, cwd=ref.cwd)
         transcript = Transcript(info=info, diagnostics=Diagnostics(), _events=iter(()))

@@ -816,4 +816,4 @@ __all__ = ["ClaudeCode", "api_error_reason", "clean_compact_summary", "encode_cw
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-ClaudeCode.integration = "passdown.integrations.claude:ClaudeHooks"  # type: ignore[attr-defined]
+ClaudeCode.integration = "passdown.integrations._claude:ClaudeHooks"  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from passdown._jsonl import LineReader, open_binary
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -29,7 +30,6 @@ from passdown.agents._common import (
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineStateReader, state_str
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader, open_binary
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -653,4 +653,4 @@ __all__ = ["CodexCLI"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-CodexCLI.integration = "passdown.integrations.codex:CodexHooks"  # type: ignore[attr-defined]
+CodexCLI.integration = "passdown.integrations._codex:CodexHooks"  # type: ignore[attr-defined]

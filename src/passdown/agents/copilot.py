@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from passdown._jsonl import LineReader
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -42,7 +43,6 @@ from passdown.agents._common import (
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineStateReader, state_str, state_strs
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -620,4 +620,4 @@ __all__ = ["CopilotCLI"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-CopilotCLI.integration = "passdown.integrations.copilot:CopilotHooks"  # type: ignore[attr-defined]
+CopilotCLI.integration = "passdown.integrations._copilot:CopilotHooks"  # type: ignore[attr-defined]

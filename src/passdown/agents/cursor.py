@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._jsonl import LineReader
 from passdown.agents._common import (
     Todo,
     decode_line,
@@ -30,7 +31,6 @@ from passdown.agents._common import (
     todo_items,
 )
 from passdown.agents.base import Agent, LaunchSpec
-from passdown.jsonl import LineReader
 from passdown.transcript import (
     Diagnostics,
     Event,

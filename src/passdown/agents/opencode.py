@@ -565,4 +565,4 @@ __all__ = ["OpenCode"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-OpenCode.integration = "passdown.integrations.opencode:OpenCodeHooks"  # type: ignore[attr-defined]
+OpenCode.integration = "passdown.integrations._opencode:OpenCodeHooks"  # type: ignore[attr-defined]

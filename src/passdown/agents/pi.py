@@ -420,4 +420,4 @@ __all__ = ["PiAgent", "encode_cwd"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-PiAgent.integration = "passdown.integrations.pi:PiHooks"  # type: ignore[attr-defined]
+PiAgent.integration = "passdown.integrations._pi:PiHooks"  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._jsonl import read_side_file
 from passdown.agents._common import (
     DECODE_ERRORS,
     file_mtime,
@@ -62,7 +63,6 @@ from passdown.agents._tree import (
     restore_calls,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -488,4 +488,4 @@ __all__ = ["QwenCode", "encode_project"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-QwenCode.integration = "passdown.integrations.settings_json:QwenHooks"  # type: ignore[attr-defined]
+QwenCode.integration = "passdown.integrations._settings_json:QwenHooks"  # type: ignore[attr-defined]

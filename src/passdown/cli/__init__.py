@@ -20,66 +20,66 @@ if TYPE_CHECKING:
 # commands does not import them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": (
-        "passdown.cli.handoff_cmds:inspect_command",
+        "passdown.cli._handoff_cmds:inspect_command",
         "Show the session that would be handed off, without writing.",
     ),
     "export": (
-        "passdown.cli.handoff_cmds:export_command",
+        "passdown.cli._handoff_cmds:export_command",
         "Write .agent-handoff/HANDOFF.md and handoff.json.",
     ),
     "switch": (
-        "passdown.cli.handoff_cmds:switch_command",
+        "passdown.cli._handoff_cmds:switch_command",
         "Export a handoff, then launch the target agent on it.",
     ),
     "sessions": (
-        "passdown.cli.handoff_cmds:sessions_command",
+        "passdown.cli._handoff_cmds:sessions_command",
         "List agent sessions for this workspace (or all).",
     ),
     "agents": (
-        "passdown.cli.handoff_cmds:agents_command",
+        "passdown.cli._handoff_cmds:agents_command",
         "List the agents passdown knows and whether each is installed.",
     ),
-    "store": ("passdown.cli.store_cmds:store_command", "Store a record (a file or - for stdin)."),
-    "retrieve": ("passdown.cli.store_cmds:retrieve_command", "Print a stored record by id."),
+    "store": ("passdown.cli._store_cmds:store_command", "Store a record (a file or - for stdin)."),
+    "retrieve": ("passdown.cli._store_cmds:retrieve_command", "Print a stored record by id."),
     "find": (
-        "passdown.cli.store_cmds:find_command",
+        "passdown.cli._store_cmds:find_command",
         "Query stored records by scope, type, kind, time and text.",
     ),
-    "delete": ("passdown.cli.store_cmds:delete_command", "Delete a stored record by id."),
+    "delete": ("passdown.cli._store_cmds:delete_command", "Delete a stored record by id."),
     "mcp": (
-        "passdown.cli.mcp_cmds:mcp_command",
+        "passdown.cli._mcp_cmds:mcp_command",
         "Serve passdown's tools to an agent over MCP (stdio).",
     ),
     "serve": (
-        "passdown.cli.mcp_cmds:serve_command",
+        "passdown.cli._mcp_cmds:serve_command",
         "Team server: MCP over HTTP plus a JSON API, with tokens.",
     ),
     "ui": (
-        "passdown.cli.ui_cmds:ui_command",
+        "passdown.cli._ui_cmds:ui_command",
         "Open a local web view of the stored handoffs (127.0.0.1).",
     ),
     "token": (
-        "passdown.cli.mcp_cmds:token_command",
+        "passdown.cli._mcp_cmds:token_command",
         "Create or revoke bearer tokens for `passdown serve`.",
     ),
     "install": (
-        "passdown.cli.install_cmds:install_command",
+        "passdown.cli._install_cmds:install_command",
         "Register passdown's hooks (Claude Code, Codex: MCP, skill) with agents, or all.",
     ),
     "uninstall": (
-        "passdown.cli.install_cmds:uninstall_command",
+        "passdown.cli._install_cmds:uninstall_command",
         "Undo `passdown install`, restoring the config files.",
     ),
     "hook": (
-        "passdown.cli.install_cmds:hook_command",
+        "passdown.cli._install_cmds:hook_command",
         "Run by agent hooks: export a handoff quietly; never fails.",
     ),
     "run": (
-        "passdown.cli.install_cmds:run_command",
+        "passdown.cli._install_cmds:run_command",
         "Run an agent; on a rate or usage limit, continue in the next one.",
     ),
     "config": (
-        "passdown.cli.install_cmds:config_command",
+        "passdown.cli._install_cmds:config_command",
         "Read or change settings: fallback chain, pickup.",
     ),
 }
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     hook = _hook_args(args)
     if hook is not None:
-        from passdown.integrations.hooks import main as hook_main
+        from passdown.integrations._hooks import main as hook_main
 
         try:
             return hook_main(*hook)  # logs its own failures; never raises otherwise
@@ -169,7 +169,7 @@ def _print_error(message: str, hint: str | None, code: int, *, as_json: bool) ->
 
     import click
 
-    from passdown.text import shown
+    from passdown._text import shown
 
     message = shown(message)
     hint = shown(hint) if hint else None

@@ -23,10 +23,10 @@ def json_text(data: Any, *, redacted: bool = True, one_line: bool = False) -> st
     """`data` as indented JSON (`one_line`: on one line, for a server that goes on
     running after it, so a script reads one line); `redacted=False` only for content
     that must round-trip as stored (a record printed by `retrieve`)."""
-    from passdown.text import json_safe
+    from passdown._text import json_safe
 
     if redacted:
-        from passdown.redact import Redactor
+        from passdown._redact import Redactor
 
         data = Redactor().redact_data(data)
     return json_safe(json.dumps(data, indent=None if one_line else 2, ensure_ascii=False))

@@ -19,8 +19,8 @@ recovery base -> sealed package), `execute` (execution by type), `package` (the
 model), `project_files` (feature list and progress log), `build` (composing state,
 provenance), `compact` (the budgeted compactor), `checks` (validation) and
 `lifecycle` (status and pointers in the store); `doors` is the one export path the
-CLI, hooks and MCP server take into `core`. Git lives in `passdown.workspace`, record
-conversion in `passdown.handoff_record`, the errors in `passdown.errors`.
+CLI, hooks and MCP server take into `core`. Git lives in `passdown._workspace`, record
+conversion in `passdown._handoff_record`, the errors in `passdown.errors`.
 """
 
 from __future__ import annotations
@@ -29,17 +29,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from passdown.coordinator.checks import CheckResult
-    from passdown.coordinator.core import HandoffCoordinator, Verification
-    from passdown.coordinator.errors import (
+    from passdown._handoff_record import package_from_record, package_to_record
+    from passdown.coordinator._checks import CheckResult
+    from passdown.coordinator._core import HandoffCoordinator, Verification
+    from passdown.coordinator._errors import (
         HandoffBlocked,
         HandoffConflict,
         HandoffNotFound,
         HandoffStateError,
     )
-    from passdown.coordinator.execute import ExecuteResult
-    from passdown.coordinator.lifecycle import StatusEvent
-    from passdown.coordinator.package import (
+    from passdown.coordinator._execute import ExecuteResult
+    from passdown.coordinator._lifecycle import StatusEvent
+    from passdown.coordinator._package import (
         ChildRef,
         HandoffPackage,
         PackageContext,
@@ -47,29 +48,28 @@ if TYPE_CHECKING:
         RecoveryInfo,
         package_json_schema,
     )
-    from passdown.handoff_record import package_from_record, package_to_record
 
-# The names load lazily (as in `passdown`): `passdown.coordinator.lifecycle` alone must not
+# The names load lazily (as in `passdown`): `passdown.coordinator._lifecycle` alone must not
 # import the whole engine, because the session-start hook claims through it while a new
 # session waits.
 _EXPORTS: dict[str, str] = {
-    "CheckResult": "passdown.coordinator.checks",
-    "HandoffCoordinator": "passdown.coordinator.core",
-    "Verification": "passdown.coordinator.core",
-    "HandoffBlocked": "passdown.coordinator.errors",
-    "HandoffConflict": "passdown.coordinator.errors",
-    "HandoffNotFound": "passdown.coordinator.errors",
-    "HandoffStateError": "passdown.coordinator.errors",
-    "ExecuteResult": "passdown.coordinator.execute",
-    "StatusEvent": "passdown.coordinator.lifecycle",
-    "ChildRef": "passdown.coordinator.package",
-    "HandoffPackage": "passdown.coordinator.package",
-    "PackageContext": "passdown.coordinator.package",
-    "PackageState": "passdown.coordinator.package",
-    "RecoveryInfo": "passdown.coordinator.package",
-    "package_json_schema": "passdown.coordinator.package",
-    "package_from_record": "passdown.handoff_record",
-    "package_to_record": "passdown.handoff_record",
+    "CheckResult": "passdown.coordinator._checks",
+    "HandoffCoordinator": "passdown.coordinator._core",
+    "Verification": "passdown.coordinator._core",
+    "HandoffBlocked": "passdown.coordinator._errors",
+    "HandoffConflict": "passdown.coordinator._errors",
+    "HandoffNotFound": "passdown.coordinator._errors",
+    "HandoffStateError": "passdown.coordinator._errors",
+    "ExecuteResult": "passdown.coordinator._execute",
+    "StatusEvent": "passdown.coordinator._lifecycle",
+    "ChildRef": "passdown.coordinator._package",
+    "HandoffPackage": "passdown.coordinator._package",
+    "PackageContext": "passdown.coordinator._package",
+    "PackageState": "passdown.coordinator._package",
+    "RecoveryInfo": "passdown.coordinator._package",
+    "package_json_schema": "passdown.coordinator._package",
+    "package_from_record": "passdown._handoff_record",
+    "package_to_record": "passdown._handoff_record",
 }
 
 __all__ = [

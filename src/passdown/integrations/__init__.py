@@ -9,7 +9,7 @@ and wiring a new agent touches only its own files.
 from __future__ import annotations
 
 from passdown.errors import UsageError
-from passdown.integrations.base import HookIntegration, InstallTarget, Plan
+from passdown.integrations._base import HookIntegration, InstallTarget, Plan
 
 __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "integration_for"]
 
@@ -19,13 +19,13 @@ __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "int
 # entry-point scan), which a session start would wait for. Plugin agents go through the
 # registry.
 BUILTIN: dict[str, str] = {
-    "claude": "passdown.integrations.claude:ClaudeHooks",
-    "codex": "passdown.integrations.codex:CodexHooks",
-    "copilot": "passdown.integrations.copilot:CopilotHooks",
-    "gemini": "passdown.integrations.settings_json:GeminiHooks",
-    "opencode": "passdown.integrations.opencode:OpenCodeHooks",
-    "pi": "passdown.integrations.pi:PiHooks",
-    "qwen": "passdown.integrations.settings_json:QwenHooks",
+    "claude": "passdown.integrations._claude:ClaudeHooks",
+    "codex": "passdown.integrations._codex:CodexHooks",
+    "copilot": "passdown.integrations._copilot:CopilotHooks",
+    "gemini": "passdown.integrations._settings_json:GeminiHooks",
+    "opencode": "passdown.integrations._opencode:OpenCodeHooks",
+    "pi": "passdown.integrations._pi:PiHooks",
+    "qwen": "passdown.integrations._settings_json:QwenHooks",
 }
 
 
@@ -33,7 +33,7 @@ def integration_for(agent_name: str) -> HookIntegration:
     """The hook integration of `agent_name`; `UsageError` when it has none."""
     dotted = BUILTIN.get(agent_name)
     if dotted is None:
-        from passdown.agents.registry import get_agent
+        from passdown.agents._registry import get_agent
 
         agent = get_agent(agent_name)
         dotted = getattr(agent, "integration", None)
@@ -49,7 +49,7 @@ def integration_for(agent_name: str) -> HookIntegration:
 
 
 def integrated_agents() -> list[str]:
-    from passdown.agents.registry import load_agents
+    from passdown.agents._registry import load_agents
 
     return sorted(
         name for name, agent in load_agents().items() if getattr(agent, "integration", None)

@@ -1,4 +1,4 @@
-"""passdown inside the agents: the MCP server (stdio and, through `passdown.mcp.http`, HTTP).
+"""passdown inside the agents: the MCP server (stdio and, through `passdown.mcp._http`, HTTP).
 
     tools.ScopedTools   the tool logic, bound to one scope, no MCP types (tested directly)
     lifecycle           load the latest handoff, mark it claimed/completed (over the Store API)

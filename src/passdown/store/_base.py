@@ -148,7 +148,7 @@ def _redacted(rec: Record) -> Record:
     (CLI, MCP, HTTP, API): what the store holds is printed by `find`, `retrieve` and the
     pages. Ids, the scope, provenance and timestamps are kept: queries match them as
     given. A record passdown wrote is already clean: redacting it again changes nothing."""
-    from passdown.redact import Redactor
+    from passdown._redact import Redactor
 
     redactor = Redactor()
     title, content = redactor.redact(rec.title), redactor.redact(rec.content)

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from passdown._paths import data_dir
 from passdown.errors import StoreError, UsageError
-from passdown.paths import data_dir
 
 if TYPE_CHECKING:
     from passdown.store._base import Store

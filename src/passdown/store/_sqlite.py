@@ -106,9 +106,9 @@ def _private_database(path: Path) -> None:
     0700 folder when passdown creates it (or it is passdown's data folder). SQLite gives
     -wal and -shm the database file's own mode, so creating that one right is enough;
     files left loose by older versions are tightened."""
+    from passdown._fsio import ensure_private_file, make_private_dirs
+    from passdown._paths import data_dir, private_data_dir
     from passdown.errors import OutputError
-    from passdown.fsio import ensure_private_file, make_private_dirs
-    from passdown.paths import data_dir, private_data_dir
 
     try:
         if path.resolve().is_relative_to(data_dir().resolve()):

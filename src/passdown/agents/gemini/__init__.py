@@ -33,13 +33,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from passdown._jsonl import read_side_file
 from passdown.agents._common import file_mtime, is_dir, is_file, list_folder, read_head
 from passdown.agents.base import Agent, CannotResume, LaunchSpec, cwd_in_workspace
 from passdown.agents.gemini._emitter import Emitter
 from passdown.agents.gemini._legacy import HEAD_FIELD, read_legacy
 from passdown.agents.gemini._replay import Replay
 from passdown.agents.gemini._resume import ResumableReplay
-from passdown.jsonl import read_side_file
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -212,4 +212,4 @@ __all__ = ["GeminiCLI"]
 
 
 # Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
-GeminiCLI.integration = "passdown.integrations.settings_json:GeminiHooks"  # type: ignore[attr-defined]
+GeminiCLI.integration = "passdown.integrations._settings_json:GeminiHooks"  # type: ignore[attr-defined]

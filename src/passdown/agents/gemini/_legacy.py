@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
+from passdown._jsonl import LineReader
 from passdown.agents._gemini_family import decode_record
 from passdown.agents.gemini._emitter import Emitter, MessageRecord, decode_message
-from passdown.jsonl import LineReader
 from passdown.transcript import Event, SessionInfo
 
 HEAD_FIELD = re.compile(rb'"(sessionId|startTime)"\s*:\s*"([^"\\]{1,200})"')

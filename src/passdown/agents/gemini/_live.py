@@ -7,9 +7,9 @@ import hashlib
 from array import array
 from pathlib import Path
 
+from passdown._jsonl import is_zstd
 from passdown.agents._common import file_mtime
 from passdown.agents.base import CannotResume
-from passdown.jsonl import is_zstd
 
 RECORD = -1  # the index of a slot whose message is its own record line
 _EMPTY = -1  # a bucket of the id table that holds no slot

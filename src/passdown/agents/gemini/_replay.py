@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from passdown._jsonl import LineReader, line_limit, seekable
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
@@ -34,7 +35,6 @@ from passdown.agents.gemini._emitter import (
     decode_message,
 )
 from passdown.agents.gemini._live import RECORD, LiveList
-from passdown.jsonl import LineReader, line_limit, seekable
 from passdown.transcript import Diagnostics, Event, SessionInfo
 
 

@@ -1,4 +1,4 @@
-"""Incremental export of Gemini CLI sessions (`passdown.checkpoint`).
+"""Incremental export of Gemini CLI sessions (`passdown._checkpoint`).
 
 The log is replayed window by window (each a run of whole lines appended since the last
 export) into the same `LiveList` a full read builds. At the end of a window, every live

@@ -1,0 +1,410 @@
+"""Private, atomic output for handoff files.
+
+Handoff files hold a transcript of someone's work, so they are 0600 in a 0700 folder.
+A write goes to a temp file in the same folder, is fsynced and renamed over the
+destination: a reader sees the old file or the new one, never half of one, and a
+symlink planted at the destination is replaced, never followed. Failures become
+`OutputError` with the reason (disk full, read-only, permission denied).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+from passdown.errors import OutputError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+HISTORY_DIR = "history"
+HISTORY_KEEP = 10  # previous versions kept per handoff file
+# A temp file this old belongs to a writer that was killed (a live write takes
+# milliseconds); younger ones may be a concurrent export's, about to be renamed.
+STALE_TEMP_S = 600
+_TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
+
+REDACTION_MARK = "[REDACTED:"  # redact.MARKER_PREFIX, without importing the redactor
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+_HINTS = {
+    errno.ENOSPC: "the disk is full; free some space and run again",
+    errno.EDQUOT: "the disk quota is exceeded; free some space and run again",
+    errno.EROFS: "the file system is read-only; choose another folder with --out",
+    errno.EACCES: "check the folder's owner and permissions, or choose another with --out",
+    errno.EPERM: "check the folder's owner and permissions, or choose another with --out",
+}
+
+
+def _error(action: str, path: Path, exc: OSError) -> OutputError:
+    reason = exc.strerror or str(exc)
+    return OutputError(f"cannot {action} {path}: {reason}", hint=_HINTS.get(exc.errno or 0))
+
+
+# -- folders ------------------------------------------------------------------------------
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and its parents) with mode 0700, or tighten an existing folder we own.
+
+    Refuses a symlink in place of the folder, a non-folder, and a folder owned by
+    another user (its owner could read everything written into it).
+    """
+    path = Path(path)
+    if REDACTION_MARK in str(path) and not os.path.lexists(path):
+        # a redacted path is for showing, never a destination: writing there would
+        # create a sibling folder named after the marker instead of the real one
+        raise OutputError(
+            f"refusing to create {path}: the path was redacted, it is not the real folder",
+            hint="this is a bug in passdown; pass --out with the real folder meanwhile",
+        )
+    try:
+        make_private_dirs(path.parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, DIR_MODE)
+        fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _not_a_private_dir(path) from exc
+        raise _error("create folder", path, exc) from exc
+    try:
+        _tighten(fd, path)  # through the fd, so the folder checked is the folder changed
+    finally:
+        os.close(fd)
+    return path
+
+
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents as 0700 folders, whatever the umask.
+
+    Folders that already exist are left as they are: they are not passdown's to change
+    (`/tmp`, a shared team folder). Raises OSError.
+    """
+    missing: list[Path] = []
+    folder = Path(path)
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        try:
+            os.mkdir(new, DIR_MODE)
+        except FileExistsError:
+            continue  # created meanwhile by someone else: theirs
+        os.chmod(new, DIR_MODE)  # a umask such as 0o277 takes bits from mkdir's mode
+
+
+def _not_a_private_dir(path: Path) -> OutputError:
+    what = "a symlink" if path.is_symlink() else "not a folder"
+    return OutputError(
+        f"refusing to write handoff files into {path}: it is {what}",
+        hint="remove it or choose another folder with --out",
+    )
+
+
+def _tighten(fd: int, path: Path) -> None:
+    st = os.fstat(fd)
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise OutputError(
+            f"refusing to write handoff files into {path}: it belongs to another user",
+            hint="remove it or choose another folder with --out",
+        )
+    if st.st_mode & 0o777 != DIR_MODE:
+        try:
+            os.fchmod(fd, DIR_MODE)
+        except OSError as exc:
+            raise _error("set permissions on", path, exc) from exc
+
+
+# -- files --------------------------------------------------------------------------------
+
+
+def write_private(path: Path, data: bytes | str) -> None:
+    """Atomically replace `path` with `data`, as a 0600 file; raises `OutputError`."""
+    if isinstance(data, str):
+        # a lone surrogate from a damaged session must not cost the whole handoff
+        data = data.encode("utf-8", "replace")
+    write_atomic(path, data, FILE_MODE)
+
+
+def ensure_private_file(path: Path, *, create: bool = True) -> None:
+    """Make `path` a 0600 regular file: create it empty if missing (unless `create` is
+    false), or tighten it if it is ours. For files another library writes in place (a
+    SQLite database and its -wal/-shm). Refuses a symlink; raises `OutputError`."""
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | (os.O_CREAT if create else 0), FILE_MODE)
+    except FileNotFoundError:
+        if create:
+            raise
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OutputError(f"refusing to use {path}: it is a symlink") from exc
+        raise _error("create", path, exc) from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"refusing to use {path}: it is not a regular file")
+        mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+        if mine and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    except OSError as exc:
+        raise _error("set permissions on", path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def append_private(path: Path, text: str) -> None:
+    """Append `text` to a log file, created 0600 (folder 0700); never through a symlink.
+
+    Appending (not the atomic writer) on purpose: a log line is one `write(2)` with
+    O_APPEND, so concurrent hooks interleave whole lines and nothing earlier is rewritten.
+    """
+    path = Path(path)
+    ensure_private_dir(path.parent)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+        _write_all(fd, text.encode("utf-8", "replace"))
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable; some file systems cannot fsync a folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # the data is written and renamed; only durability across a crash is weaker
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def read_nofollow(path: Path) -> bytes:
+    """A file's bytes, refusing to follow a symlink at `path`."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+# -- keeping the previous handoff ----------------------------------------------------------
+
+
+def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
+    """Copy an existing handoff file to `history/<UTC time>-<name>` beside it.
+
+    The time is the old file's modification time (when that handoff was written). Only
+    the newest `keep` copies of this file name are kept. Returns the copy, or None when
+    there was nothing to keep (no file, a symlink, which is never followed, or the same
+    content as the newest copy). Raises `OutputError`.
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _error("read", path, exc) from exc
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    history = ensure_private_dir(path.parent / HISTORY_DIR)
+    sweep_stale_temp(path.parent)
+    sweep_stale_temp(history)
+    try:
+        data = read_nofollow(path)
+    except OSError as exc:
+        raise _error("read", path, exc) from exc
+    previous = _history(history, path.name)
+    if previous and _same_content(previous[-1], data):
+        return None
+    dest = _free_name(history, _stamp(st.st_mtime_ns), path.name)
+    write_private(dest, data)
+    _prune(history, path.name, keep)
+    return dest
+
+
+def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[Path]:
+    """Remove temp files `write_private` left behind when its process was killed
+    (SIGKILL runs no cleanup). Only names `write_private` makes, only regular files,
+    only older than `older_than` seconds. Returns what was removed."""
+    removed: list[Path] = []
+    cutoff = time.time() - older_than
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                if not _TEMP_NAME.fullmatch(entry.name):
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                    _unlink_quietly(Path(entry.path))
+                    removed.append(Path(entry.path))
+    except OSError:
+        pass  # sweeping is housekeeping: it never fails an export
+    return removed
+
+
+def _stamp(mtime_ns: int) -> str:
+    seconds, ns = divmod(mtime_ns, 1_000_000_000)
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(seconds)) + f".{ns // 1000:06d}Z"
+
+
+def _free_name(history: Path, stamp: str, name: str) -> Path:
+    dest = history / f"{stamp}-{name}"
+    n = 1
+    while os.path.lexists(dest):
+        n += 1
+        dest = history / f"{stamp}-{n}-{name}"
+    return dest
+
+
+def _history(history: Path, name: str) -> list[Path]:
+    """This file's copies, oldest first."""
+    pattern = re.compile(r"(\d{8}T\d{6}\.\d{6}Z)(?:-(\d+))?-" + re.escape(name))
+    found: list[tuple[str, int, str]] = []
+    try:
+        with os.scandir(history) as it:
+            for entry in it:
+                match = pattern.fullmatch(entry.name)
+                if match and entry.is_file(follow_symlinks=False):
+                    found.append((match[1], int(match[2] or 1), entry.name))
+    except OSError:
+        return []
+    return [history / n for *_, n in sorted(found)]
+
+
+def _same_content(path: Path, data: bytes) -> bool:
+    try:
+        return read_nofollow(path) == data
+    except OSError:
+        return False
+
+
+def _prune(history: Path, name: str, keep: int) -> None:
+    copies = _history(history, name)
+    for old in copies[: max(0, len(copies) - keep)]:
+        _unlink_quietly(old)
+
+
+# -- keeping handoff files out of commits -------------------------------------------------
+
+
+def add_git_exclude(repo_root: Path, pattern: str) -> bool:
+    """Add `pattern` to the repo's `info/exclude` once; True when the file changed.
+
+    The real path comes from `git rev-parse --git-path info/exclude`, so linked worktrees
+    and submodules (whose `.git` is a file) work. Outside git, or without git, it does
+    nothing and returns False. Raises `OutputError` when the file cannot be written.
+    """
+    if not pattern.strip() or "\n" in pattern or "\r" in pattern:
+        raise ValueError(f"not a single gitignore pattern: {pattern!r}")
+    exclude = _exclude_path(Path(repo_root))
+    if exclude is None or os.path.islink(exclude) or os.path.islink(exclude.parent):
+        # a repository can plant either link: following it would write outside the repo
+        return False
+    try:
+        current = read_nofollow(exclude).decode("utf-8", "replace")
+    except FileNotFoundError:
+        current = ""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False  # became a symlink since the check
+        raise _error("read", exclude, exc) from exc
+    if pattern.strip() in (line.strip() for line in current.splitlines()):
+        return False
+    prefix = "" if not current or current.endswith("\n") else "\n"
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(exclude.parent)
+    except OSError as exc:
+        raise _error("update", exclude, exc) from exc
+    write_private(exclude, f"{current}{prefix}{pattern}\n")
+    return True
+
+
+def _exclude_path(repo_root: Path) -> Path | None:
+    # imported here: the git helpers live with the snapshot code, which needs pydantic
+    from passdown._workspace import run_git
+
+    result = run_git(repo_root, "rev-parse", "--git-path", "info/exclude")
+    text = result.out.decode("utf-8", "replace").strip()
+    if not result.ok or not text:
+        return None
+    # relative to `-C repo_root` unless absolute; not resolved, so that a symlink at
+    # info/ or info/exclude stays visible to the caller (who refuses it)
+    return Path(os.path.normpath(repo_root / text))
+
+
+# -- config files of other programs (`passdown install`) ----------------------------------
+
+
+def write_atomic(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
+    """The one writer of every file passdown writes: an unpredictable temp name in the
+    target folder created with O_EXCL|O_NOFOLLOW, exactly `mode` (0600 for passdown's
+    own files; an agent's config keeps the mode it had), fsync, rename, fsync of the
+    folder. Raises `OutputError`."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    try:
+        try:
+            os.fchmod(fd, mode)  # the umask may have taken bits away: set exactly `mode`
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)  # rename(2) replaces a symlink at `path`, never follows it
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise _error("write", path, exc) from exc
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def confined_target(path: Path, roots: list[Path] | None) -> Path:
+    """Where a write to `path` really lands: symlinks (of the file and of its folders)
+    resolved, so a linked config file is written through and the link kept. With
+    `roots` (a repository, ...), a target outside all of them is refused: a hostile
+    repository could otherwise commit a link that makes passdown overwrite any file the
+    user can write."""
+    real = Path(os.path.realpath(path))
+    if roots is not None and not any(real.is_relative_to(Path(os.path.realpath(r))) for r in roots):
+        raise OutputError(
+            f"refusing to write {path}: it is a symlink (or inside one) that leads out of "
+            f"{roots[0]}, to {real}",
+            hint="remove the link from the repository, or install with --scope user",
+        )
+    return real

@@ -1,0 +1,475 @@
+"""The one pipeline: agent files -> adapter -> transcript -> extraction -> redaction ->
+handoff -> render / write / launch. The CLI, the coordinator and the MCP server are
+thin doors into these functions."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted, extract
+from passdown._seen import SeenEvents
+from passdown._workspace import HANDOFF_DIR as HANDOFF_DIR
+from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
+from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
+from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
+from passdown.transcript import SessionRef, Transcript
+
+
+@dataclass(slots=True)
+class ExportOptions:
+    max_messages: int = DEFAULT_MAX_MESSAGES
+    max_chars: int = DEFAULT_MAX_CHARS
+    target_agent: str | None = None
+
+    def validate(self) -> None:
+        if self.max_messages < 2:
+            raise UsageError("--max-messages must be at least 2 (the request and the latest reply)")
+        if self.max_chars < 1000:
+            raise UsageError("--max-chars must be at least 1000")
+
+
+@dataclass(slots=True)
+class Selection:
+    agent: Agent
+    ref: SessionRef
+    workspace: Path
+    notes: list[str] = field(default_factory=list)  # how the workspace was chosen, as warnings
+
+
+@dataclass(slots=True)
+class WrittenHandoff:
+    handoff: Handoff
+    folder: Path
+    markdown_path: Path
+    json_path: Path
+    record_id: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def workspace_for(cwd: Path | None = None) -> Path:
+    from passdown._workspace import workspace_root
+
+    return workspace_root(Path(cwd or os.getcwd()))
+
+
+def source_agents(name: str) -> list[Agent]:
+    if name == "auto":
+        return list(load_agents().values())
+    return [get_agent(name)]
+
+
+def select_session(source: str, session: str | None, workspace: Path) -> Selection:
+    """The session to hand off: `--session` if given, else the newest for the workspace."""
+    agents = source_agents(source)
+    if session:
+        return _select_by_spec(agents, session, workspace)
+    newest: tuple[Agent, SessionRef] | None = None
+    unreadable: list[SessionReadError] = []
+    for agent in agents:
+        try:
+            ref = agent.newest(workspace)
+        except SessionReadError as exc:
+            if len(agents) == 1:
+                raise
+            unreadable.append(exc)  # one agent's broken store must not hide the others
+            continue
+        if ref and (newest is None or ref.updated_at > newest[1].updated_at):
+            newest = (agent, ref)
+    if newest is None and unreadable:
+        raise unreadable[0]
+    if newest is None:
+        one = len(agents) == 1
+        what = f"no {agents[0].display_name} session" if one else "no session"
+        raise SessionNotFound(
+            f"{what} found for {workspace}" + ("" if one else f" (searched: {searched(agents)})"),
+            hint="run this in the folder where the agent worked, or pass --session ID|PATH",
+        )
+    notes = [f"skipped an unreadable session store: {exc}" for exc in unreadable]
+    return Selection(agent=newest[0], ref=newest[1], workspace=workspace, notes=notes)
+
+
+def searched(agents: list[Agent]) -> str:
+    """Which agents a search covered, short: `claude, codex, cursor, … (9 agents)`."""
+    names = ", ".join(a.name for a in agents[:3]) + (", …" if len(agents) > 3 else "")
+    return f"{names} ({len(agents)} agent{'' if len(agents) == 1 else 's'})"
+
+
+def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selection:
+    found: list[tuple[Agent, SessionRef]] = []
+    errors: list[Exception] = []
+    for agent in agents:
+        try:
+            found.append((agent, agent.resolve(spec, workspace)))
+        except (SessionNotFound, UsageError) as exc:
+            errors.append(exc)
+    if len(found) > 1:
+        raise AmbiguousSession(f"session {spec!r} matches sessions of several agents; use --from")
+    if found:
+        agent, ref = found[0]
+        return Selection(agent=agent, ref=ref, workspace=workspace)
+    if len(errors) == 1 and len(agents) == 1:
+        raise errors[0]
+    if _is_path(spec):
+        # A path inside one agent's store that is no session says so (exit 3); a path
+        # outside every store is a bad argument (exit 2), as with one --from agent.
+        inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
+        if not inside:
+            roots = ", ".join(str(r) for a in agents for r in a.store_roots())
+            raise UsageError(
+                f"{spec} is outside every agent's session store",
+                hint=f"session files live under {roots or '(none)'}",
+            )
+        errors = inside
+    if len(errors) == 1:
+        raise errors[0]
+    raise SessionNotFound(f"no session matches {spec!r}")
+
+
+def _is_path(spec: str) -> bool:
+    from passdown.agents.base import _looks_like_path
+
+    return _looks_like_path(spec)
+
+
+def _inside_store(agent: Agent, spec: str) -> bool:
+    try:
+        real = Path(spec).expanduser().resolve(strict=False)
+        return any(real.is_relative_to(root.resolve()) for root in agent.store_roots())
+    except (OSError, RuntimeError):
+        return False
+
+
+def hand_off_into(
+    selection: Selection, invoked_in: Path, explicit: Path | None = None
+) -> list[str]:
+    """Point the selection at the workspace the handoff belongs to, and say why.
+
+    `explicit` (`--workspace`) wins. Otherwise a session that ran in another workspace is
+    handed off into its own: that workspace's git state is snapshotted and the files are
+    written there, never into the folder passdown happened to be run from. A session
+    whose workspace no longer exists is refused (exit 2) with a hint."""
+    from passdown.agents.base import cwd_in_workspace
+
+    if explicit is not None:
+        if not Path(explicit).is_dir():
+            raise UsageError(f"--workspace {explicit}: no such folder")
+        selection.workspace = workspace_for(explicit)
+        return []
+    cwd = selection.ref.cwd
+    if not cwd or cwd_in_workspace(cwd, invoked_in):
+        return []
+    if not Path(cwd).is_dir():
+        raise UsageError(
+            f"session {selection.ref.session_id} ran in {cwd}, which no longer exists",
+            hint="pass --workspace DIR to hand it off into another workspace (--workspace . for this one)",
+        )
+    own = workspace_for(Path(cwd))
+    if own == invoked_in:
+        return []  # the same folder under another name (a symlinked path)
+    selection.workspace = own
+    note = (
+        f"session {selection.ref.session_id} ran in {selection.workspace}, not in {invoked_in}: "
+        "the handoff uses that workspace's git state and is written there"
+    )
+    selection.notes.append(note)
+    return [note]
+
+
+def build_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
+    """Read, extract, snapshot and redact: the complete handoff, nothing written yet.
+    Raises SessionReadError when the session file holds no readable record at all."""
+    from passdown._workspace import files_changed_since, snapshot
+
+    options = options or ExportOptions()
+    options.validate()
+    transcript, extracted, seen = _read_and_extract(selection, options)
+    _refuse_unreadable(transcript, seen)
+    info = transcript.info
+    workspace = snapshot(selection.workspace)
+    warnings = [
+        *selection.notes,
+        *transcript.diagnostics.summary(),
+        *(f"git: {e}" for e in workspace.errors),
+    ]
+    changed = files_changed_since(selection.workspace, info.started_at)
+    _attribute_git_changes(extracted.state, changed, seen.commands, selection, warnings)
+    handoff = Handoff(
+        id=new_handoff_id(),
+        created_at=now_iso(),
+        source=Source(
+            agent=info.agent,
+            session_id=info.session_id,
+            agent_version=info.agent_version,
+            models=info.models,
+            started_at=info.started_at,
+            updated_at=info.updated_at,
+            title=info.title,
+            cwd=info.cwd,
+            transcript_path=str(info.path),
+            transcript_sha256=transcript.sha256,
+        ),
+        target_agent=options.target_agent,
+        ended=extracted.ended,
+        task=extracted.task,
+        state=extracted.state,
+        workspace=workspace,
+        warnings=warnings,
+    )
+    return redact_handoff(handoff)
+
+
+def _read_and_extract(
+    selection: Selection, options: ExportOptions
+) -> tuple[Transcript, Extracted, SeenEvents]:
+    """The session's transcript facts and extracted state: through the session's
+    checkpoint when its agent supports one (only the appended bytes are read), else a
+    full read. Both give the same result."""
+    from passdown._checkpoint import read_with_checkpoint
+
+    seen = SeenEvents()
+    workspace = _paths_relative_to(selection)
+    resumed = read_with_checkpoint(
+        selection.agent,
+        selection.ref,
+        seen,
+        workspace=workspace,
+        max_messages=options.max_messages,
+        max_chars=options.max_chars,
+    )
+    if resumed is not None:
+        return resumed[0], resumed[1], seen
+    transcript = selection.agent.read(selection.ref)
+    extracted = extract(
+        seen.watch(transcript.events()),
+        workspace=workspace,
+        max_messages=options.max_messages,
+        max_chars=options.max_chars,
+    )
+    return transcript, extracted, seen
+
+
+def _refuse_unreadable(transcript: Transcript, seen: SeenEvents) -> None:
+    """A file of nothing but unreadable lines is not a session: an empty handoff with
+    exit 0 (and a stored record) would claim there was nothing to hand off."""
+    diag = transcript.diagnostics
+    unreadable = diag.bad_lines + diag.oversized_lines + int(diag.torn_last_line)
+    if seen.count == 0 and unreadable > 0:
+        raise SessionReadError(
+            f"{transcript.info.path} holds no readable {transcript.info.agent} record "
+            f"({unreadable} unreadable line(s)); nothing was handed off",
+            hint="check that this is the agent's session file and that it is not corrupted",
+        )
+
+
+def _paths_relative_to(selection: Selection) -> str:
+    """Where the agent worked: the workspace, or the session's own cwd when the session
+    was picked by path from elsewhere (so its file paths still read as relative)."""
+    from passdown.agents.base import cwd_in_workspace
+
+    cwd = selection.ref.cwd
+    if cwd and not cwd_in_workspace(cwd, selection.workspace):
+        return cwd
+    return str(selection.workspace)
+
+
+MAX_GIT_FILES = 500
+
+
+def _attribute_git_changes(
+    state: State, changed: list[str], commands: list[str], selection: Selection, warnings: list[str]
+) -> None:
+    """Git shows every change in the workspace, whoever made it. A change is this
+    session's when its own tool calls touched the file (an edit, or a command naming it:
+    edits made through shell commands leave no edit record). A change another session
+    of the same workspace made while this one ran is that session's and is left out.
+    What no session explains is listed apart, as changed in the workspace meanwhile."""
+    by_path = {f.path: f for f in state.files_touched}
+    unexplained: list[str] = []
+    for path in changed:
+        if path == HANDOFF_DIR or path.startswith(HANDOFF_DIR + "/"):
+            continue
+        entry = by_path.get(path)
+        if entry is None:
+            unexplained.append(path)
+        elif entry.source == "tool":
+            entry.source = "tool+git"
+    if not unexplained:
+        return
+    named = _named_in_commands(commands)
+    others = _paths_of_concurrent_sessions(selection)
+    ours: list[str] = []
+    meanwhile: list[str] = []
+    for path in unexplained:
+        if path in others:
+            continue  # another session's work, not this one's
+        (ours if path in named or os.path.basename(path) in named else meanwhile).append(path)
+    _append_capped(state.files_touched, ours, "changed files", warnings)
+    _append_capped(state.workspace_changes, meanwhile, "files changed meanwhile", warnings)
+
+
+def _append_capped(
+    files: list[FileTouched], paths: list[str], what: str, warnings: list[str]
+) -> None:
+    if len(paths) > MAX_GIT_FILES:
+        warnings.append(f"git shows more than {MAX_GIT_FILES} {what}; the list is cut")
+    files.extend(
+        FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES]
+    )
+
+
+_SHELL_WORD = re.compile(r"""[^\s'"`;|&<>()]+""")
+
+
+def _named_in_commands(commands: list[str]) -> set[str]:
+    """Every word of the session's commands that could be a file name, with and without
+    its folders (`sed -i ... src/a.py` names both `src/a.py` and `a.py`)."""
+    named: set[str] = set()
+    for command in commands:
+        for word in _SHELL_WORD.findall(command):
+            word = word.removeprefix("./")
+            named.add(word)
+            if "/" not in word:
+                continue
+            named.add(os.path.basename(word))
+            parts = word.split("/")
+            named.update("/".join(parts[i:]) for i in range(1, len(parts)))  # absolute paths too
+    return named
+
+
+def _paths_of_concurrent_sessions(selection: Selection) -> set[str]:
+    """Workspace-relative paths that other sessions of this workspace (of any agent)
+    touched through tool calls while this session ran. Only sessions whose activity
+    overlaps this one in time are read."""
+    from passdown.errors import PassdownError
+
+    start, end = _session_span(selection)
+    me = (selection.agent.name, selection.ref.session_id)
+    found: set[str] = set()
+    for agent in _agents_with_sessions():
+        try:
+            refs = list(agent.discover(selection.workspace))
+        except (OSError, PassdownError):
+            continue
+        for ref in refs:
+            if (agent.name, ref.session_id) == me or not _overlaps(ref, start, end):
+                continue
+            try:
+                paths = agent.touched_paths(ref)
+            except (OSError, PassdownError):
+                continue  # an unreadable neighbour explains nothing
+            found.update(_relative_to_workspace(p, ref.cwd, selection.workspace) for p in paths)
+    return found
+
+
+def _agents_with_sessions() -> list[Agent]:
+    """Every registered agent (also in a hook, which loads only its own agent for the
+    export: `registry.every_agent`) that has a session store on this machine; the
+    others have no session to look at."""
+    from passdown.agents._registry import every_agent
+
+    return [agent for agent in every_agent().values() if _has_a_store(agent)]
+
+
+def _has_a_store(agent: Agent) -> bool:
+    from passdown.errors import PassdownError
+
+    try:
+        return any(root.exists() for root in agent.store_roots())
+    except (OSError, PassdownError):  # a store root it cannot even name explains nothing
+        return False
+
+
+def _session_span(selection: Selection) -> tuple[float, float]:
+    from passdown._workspace import _parse_iso
+
+    started = _parse_iso(selection.ref.started_at) if selection.ref.started_at else None
+    start = started.timestamp() if started else float("-inf")
+    return start, selection.ref.updated_at or float("inf")
+
+
+def _overlaps(ref: SessionRef, start: float, end: float) -> bool:
+    from passdown._workspace import _parse_iso
+
+    started = _parse_iso(ref.started_at) if ref.started_at else None
+    other_start = started.timestamp() if started else float("-inf")
+    return ref.updated_at >= start and other_start <= end
+
+
+def _relative_to_workspace(path: str, cwd: str | None, workspace: Path) -> str:
+    full = os.path.normpath(os.path.join(cwd or str(workspace), path))
+    root = str(workspace)
+    if full == root or not full.startswith(root.rstrip("/") + "/"):
+        return path
+    return full[len(root.rstrip("/")) + 1 :]
+
+
+def redact_handoff(handoff: Handoff) -> Handoff:
+    """Every string of the handoff goes through the redactor before anything leaves."""
+    from passdown._redact import Redactor
+
+    redactor = Redactor()
+    data = redactor.redact_data(handoff.model_dump(by_alias=True))
+    data["redaction"] = Redaction(
+        applied=True, findings=dict(sorted(redactor.findings.items()))
+    ).model_dump()
+    return Handoff.model_validate(data)
+
+
+def new_handoff_id() -> str:
+    """Sortable by time and unique under parallel use."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return f"handoff-{stamp}-{uuid.uuid4().hex[:12]}"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
+    """Where `write_handoff` would put the files, writing nothing (for dry runs, and to
+    check a launch before anything is written)."""
+    folder = Path(out_dir)
+    return WrittenHandoff(
+        handoff=handoff,
+        folder=folder,
+        markdown_path=folder / "HANDOFF.md",
+        json_path=folder / "handoff.json",
+    )
+
+
+def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
+    """HANDOFF.md and handoff.json, 0600 in a 0700 folder, atomically; the previous
+    handoff is kept in history/ rather than overwritten."""
+    from passdown._fsio import add_git_exclude, backup_existing, ensure_private_dir, write_private
+    from passdown._render import render_markdown
+
+    folder = ensure_private_dir(out_dir)
+    md_path, json_path = folder / "HANDOFF.md", folder / "handoff.json"
+    for path in (md_path, json_path):
+        backup_existing(path)
+    write_private(json_path, handoff.to_json() + "\n")
+    write_private(md_path, render_markdown(handoff))
+    if folder.resolve().is_relative_to(workspace.resolve()):
+        add_git_exclude(workspace, f"/{HANDOFF_DIR}/")
+    return WrittenHandoff(
+        handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path
+    )
+
+
+def launch_spec_for(
+    target: Agent, written: WrittenHandoff, *, interactive: bool, workspace: Path | None = None
+) -> LaunchSpec:
+    """The target's argv with the takeover prompt. The prompt stays short: the handoff
+    travels as the file it points to, never as a huge argument. `workspace` is the real
+    folder to start in (the handoff's own path is the redacted one)."""
+    from passdown._redact import redact
+    from passdown._render import takeover_prompt
+
+    prompt = redact(takeover_prompt(written.handoff, str(written.markdown_path)))
+    where = workspace or Path(written.handoff.workspace.path)
+    return target.launch_spec(prompt, workspace=where, interactive=interactive)

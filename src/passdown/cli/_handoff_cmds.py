@@ -1,0 +1,379 @@
+"""inspect, export, switch, sessions, agents: thin wrappers over `passdown._pipeline`.
+
+Only click is imported at module level; the pipeline loads when a command runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from passdown.cli._output import json_option
+
+if TYPE_CHECKING:
+    from passdown.coordinator._doors import HandoffRequest
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_FROM_HELP = "The agent whose session to hand off: claude, codex, another installed agent, or auto (the newest session of any agent)."
+
+
+def _from_option(default: str | None = "auto") -> Callable[[F], F]:
+    return click.option("--from", "source", default=default, show_default=True, help=_FROM_HELP)
+
+
+def _session_option() -> Callable[[F], F]:
+    return click.option(
+        "--session",
+        "session",
+        default=None,
+        help="A session id, an id prefix, or a session file path.",
+    )
+
+
+def _budget_options(func: F) -> F:
+    func = click.option(
+        "--max-chars",
+        type=click.IntRange(min=1000),
+        default=80_000,
+        show_default=True,
+        help="Character budget of the portable transcript.",
+    )(func)
+    func = click.option(
+        "--max-messages",
+        type=click.IntRange(min=2),
+        default=24,
+        show_default=True,
+        help="Message budget of the portable transcript.",
+    )(func)
+    return func
+
+
+def _emit_json(data: Any) -> None:
+    from passdown.cli._output import emit_json
+
+    emit_json(data)
+
+
+def _workspace_option() -> Callable[[F], F]:
+    return click.option(
+        "--workspace",
+        "workspace",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Hand off into this workspace (default: the session's own; for the newest session, this one).",
+    )
+
+
+def _request(
+    source: str,
+    session: str | None,
+    to: str | None,
+    max_messages: int,
+    max_chars: int,
+    workspace: Path | None,
+) -> HandoffRequest:
+    from passdown.coordinator._doors import HandoffRequest
+
+    return HandoffRequest(
+        source=source,
+        session=session,
+        target=to,
+        max_messages=max_messages,
+        max_chars=max_chars,
+        workspace=workspace,
+    )
+
+
+def _warn(warnings: list[str], quiet: bool) -> None:
+    if quiet:
+        return
+    from passdown._text import shown
+
+    for warning in warnings:  # as is, they could carry a session's secrets or escapes
+        click.echo(f"passdown: warning: {shown(warning)}", err=True)
+
+
+@click.command("inspect")
+@_from_option()
+@_session_option()
+@_workspace_option()
+@_budget_options
+@json_option()
+def inspect_command(
+    source: str,
+    session: str | None,
+    workspace: Path | None,
+    max_messages: int,
+    max_chars: int,
+    as_json: bool,
+) -> None:
+    """Show the session that would be used and what would be handed off, without writing."""
+    from passdown._render import render_markdown
+    from passdown.coordinator import _doors as doors
+
+    request = _request(source, session, None, max_messages, max_chars, workspace)
+    prepared = doors.prepare(request, Path.cwd(), store=False)  # prepare only: nothing stored
+    handoff = prepared.package.handoff
+    assert handoff is not None  # doors.prepare requires a session
+    if as_json:
+        from passdown._text import json_safe
+
+        click.echo(json_safe(handoff.to_json()))
+    else:
+        click.echo(render_markdown(handoff), nl=False)
+    _warn(handoff.warnings, False)  # stderr: the JSON on stdout stays one document
+
+
+@click.command("export")
+@_from_option()
+@click.option(
+    "--to", "to", default=None, help="The agent that will take over (recorded in the handoff)."
+)
+@_session_option()
+@_workspace_option()
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder to write into (default: <workspace>/.agent-handoff).",
+)
+@_budget_options
+@click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
+@json_option()
+def export_command(
+    source: str,
+    to: str | None,
+    session: str | None,
+    workspace: Path | None,
+    out: Path | None,
+    max_messages: int,
+    max_chars: int,
+    no_store: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
+    from passdown.cli._progress import session_reading, wanted
+    from passdown.coordinator import _doors as doors
+
+    request = _request(source, session, to, max_messages, max_chars, workspace)
+    with session_reading(wanted(as_json=as_json, quiet=quiet)):
+        written = doors.export(request, Path.cwd(), store=False if no_store else None, out_dir=out)
+    if as_json:
+        _emit_json(_written_summary(written))
+    elif not quiet:
+        from passdown._text import shown
+
+        click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
+        if written.record_id:
+            click.echo(f"stored record {written.record_id}")
+    _warn(written.handoff.warnings + written.warnings, quiet)
+
+
+def _written_summary(written: Any) -> dict[str, Any]:
+    h = written.handoff
+    return {
+        "handoff_id": h.id,
+        "markdown": str(written.markdown_path),
+        "json": str(written.json_path),
+        "record_id": written.record_id,
+        "source": {"agent": h.source.agent, "session_id": h.source.session_id},
+        "warnings": h.warnings + written.warnings,
+    }
+
+
+@click.command("switch")
+@_from_option()
+@click.option("--to", "to", required=True, help="The agent to launch: claude, codex, ...")
+@_session_option()
+@_workspace_option()
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder to write into (default: <workspace>/.agent-handoff).",
+)
+@_budget_options
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the exact command that would run; write, store and launch nothing.",
+)
+@click.option(
+    "--non-interactive",
+    is_flag=True,
+    help="Run the target once, non-interactively (claude -p, codex exec).",
+)
+@click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
+@json_option()
+def switch_command(
+    source: str,
+    to: str,
+    session: str | None,
+    workspace: Path | None,
+    out: Path | None,
+    max_messages: int,
+    max_chars: int,
+    dry_run: bool,
+    non_interactive: bool,
+    no_store: bool,
+    as_json: bool,
+) -> int:
+    """Export a handoff, then launch the target agent in the workspace to continue."""
+    from passdown._launch import check_argv, format_argv
+    from passdown.agents import get_agent
+    from passdown.coordinator import _doors as doors
+
+    target = get_agent(to)
+    store = not no_store and not dry_run  # a dry run does not even open the store
+    request = _request(source, session, to, max_messages, max_chars, workspace)
+    prepared = doors.prepare(request, Path.cwd(), store=None if store else False)
+
+    def announce(_spec: Any, result: Any) -> None:
+        _warn(result.written.handoff.warnings + result.warnings, False)
+        from passdown._text import shown
+
+        click.echo(
+            f"passdown: handoff written to {shown(result.written.markdown_path)}; starting {target.display_name}",
+            err=True,
+        )
+
+    # force: the CLI always hands off (as before); failed checks are shown as warnings.
+    # The target is checked before anything is stored or written (exit 6 leaves the
+    # previous handoff active), and a dry run writes nothing.
+    with prepared.coordinator as coordinator:
+        result = coordinator.execute_handoff_sync(
+            prepared.package,
+            to,
+            launch=True,
+            interactive=not non_interactive,
+            force=True,
+            out_dir=out,
+            store=store,
+            require_store=False,
+            dry_run=dry_run,
+            on_launch=None if dry_run else announce,
+        )
+    if dry_run:
+        assert result.argv is not None and result.written is not None  # a dry run plans both
+        check_argv(result.argv)
+        if as_json:
+            _emit_json(
+                {
+                    **_written_summary(result.written),
+                    "argv": result.argv,
+                    "cwd": str(result.written.handoff.workspace.path),
+                    "target": target.name,
+                }
+            )
+        else:
+            click.echo(format_argv(result.argv))
+        _warn(result.written.handoff.warnings, as_json)
+        return 0
+    _warn([f"check {c.name}: {c.message}" for c in result.checks if c.blocking], False)
+    return int(result.exit_code or 0)
+
+
+@click.command("sessions")
+@_from_option()
+@click.option("--all", "all_", is_flag=True, help="Every workspace, not only this one.")
+@json_option()
+def sessions_command(source: str, all_: bool, as_json: bool) -> None:
+    """List sessions for this workspace (or all), newest first."""
+    from passdown import _pipeline as pipeline
+    from passdown._redact import redact
+    from passdown._text import one_line
+
+    workspace = None if all_ else pipeline.workspace_for()
+    agents = pipeline.source_agents(source)
+    refs = sorted(
+        (ref for agent in agents for ref in agent.discover(workspace)),
+        key=lambda r: r.updated_at,
+        reverse=True,
+    )
+    if as_json:
+        _emit_json([_ref_json(r) for r in refs])
+        return
+    if not refs:  # a note, not an error: listing nothing is a valid answer (exit 0)
+        from passdown._text import shown
+
+        where = "in any workspace" if workspace is None else f"for {shown(workspace)}"
+        click.echo(
+            f"passdown: no sessions found {where} (searched: {pipeline.searched(agents)})", err=True
+        )
+        return
+    for ref in refs:
+        line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
+        click.echo(redact(line))  # paths can hold secrets too (a token in a folder name)
+
+
+def _ref_json(ref: Any) -> dict[str, Any]:
+    return {
+        "agent": ref.agent,
+        "session_id": ref.session_id,
+        "path": str(ref.path),
+        "cwd": ref.cwd,
+        "started_at": ref.started_at,
+        "updated_at": _when(ref.updated_at),
+        "size": ref.size,
+    }
+
+
+def _when(epoch: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@click.command("agents")
+@json_option()
+def agents_command(as_json: bool) -> None:
+    """List the agents passdown knows (built-in and plugins) and whether each is installed."""
+    from passdown.agents import load_agents
+
+    rows = [_agent_json(agent) for agent in load_agents().values()]
+    if as_json:
+        _emit_json(rows)  # redacted like every output: a plugin's path or name may hold a secret
+        return
+    for line in _agents_table(rows):
+        click.echo(line)
+
+
+def _agent_json(agent: Any) -> dict[str, Any]:
+    path = agent.executable()
+    return {
+        "name": agent.name,
+        "display_name": agent.display_name,
+        "program": agent.program,
+        "installed": path is not None,
+        "path": path,
+    }
+
+
+def _agents_table(rows: list[dict[str, Any]]) -> list[str]:
+    """NAME, AGENT, INSTALLED (yes/no) and PATH, each column as wide as its longest
+    cell, so a long plugin name moves the next column instead of breaking it."""
+    from passdown._text import shown
+
+    cells = [("NAME", "AGENT", "INSTALLED", "PATH")] + [
+        (
+            shown(r["name"]),
+            shown(r["display_name"]),
+            "yes" if r["installed"] else "no",
+            shown(r["path"] or "-"),
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(3)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        for row in cells
+    ]

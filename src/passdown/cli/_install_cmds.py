@@ -1,0 +1,220 @@
+"""`passdown install | uninstall | hook | run | config`: passdown inside the agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from passdown.cli._output import json_option
+
+if TYPE_CHECKING:
+    from passdown.integrations._install import Outcome, Started
+
+_SCOPE_HELP = "user: the agent's own config in your home; project: files in this project."
+_JSON_HELP = "Print what was done (per agent: files, events, pickup; skipped agents) as JSON."
+
+
+def _project_dir(scope: str) -> Path:
+    from passdown import _pipeline as pipeline
+
+    return pipeline.workspace_for() if scope == "project" else Path.cwd()
+
+
+def _run(verb: str, as_json: bool, work: Callable[[Started], Outcome]) -> None:
+    """Do the work with progress on a terminal, then say what was done."""
+    from passdown.cli._progress import stages, wanted
+
+    with stages(wanted(as_json=as_json), verb) as stage:
+        outcome = work(lambda target: stage(target.agent))
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(outcome.to_json())
+        return
+    _report(outcome)
+
+
+def _report(outcome: Outcome) -> None:
+    """Each file changed, the events hooked, notes and skipped agents, every value
+    redacted and on one line like all printed output."""
+    from passdown._text import shown
+
+    for agent in outcome.agents:
+        for change in agent.edits.changes:
+            click.echo(f"{change.action:9} {shown(change.path)}")
+        if agent.events is not None:
+            hooked = ", ".join(shown(e) for e in agent.events) or "none"
+            pickup = "" if agent.target.pickup else " (pickup off)"
+            click.echo(f"{'hooks':9} {agent.target.agent}: {hooked}{pickup}")
+        for note in agent.edits.notes:
+            click.echo(f"note: {shown(note)}", err=True)
+        if not agent.changed:
+            click.echo(f"{agent.target.agent}: nothing to {outcome.action}: already done", err=True)
+    for skipped in outcome.skipped:
+        click.echo(f"skipped {shown(skipped.agent)}: {shown(skipped.reason)}", err=True)
+
+
+_AGENTS = click.argument("agents", nargs=-1, required=True, metavar="AGENT...")
+_SCOPE = click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default="user",
+    show_default=True,
+    help=_SCOPE_HELP,
+)
+_JSON = json_option(_JSON_HELP)
+
+
+@click.command("install")
+@_AGENTS
+@_SCOPE
+@click.option(
+    "--command",
+    "command",
+    default="passdown",
+    show_default=True,
+    help="The passdown executable the agent runs (a name on PATH or an absolute path).",
+)
+@click.option(
+    "--no-pickup",
+    is_flag=True,
+    help="Do not register the session-start hook that points a new session at an unclaimed handoff.",
+)
+@_JSON
+def install_command(
+    agents: tuple[str, ...], scope: str, command: str, no_pickup: bool, as_json: bool
+) -> None:
+    """Register passdown with agents (claude, codex, gemini, qwen, copilot, opencode, pi;
+    `all`: each of them installed here): hooks that write a handoff when a session
+    ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
+    handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
+    Idempotent; every changed config file is backed up for `passdown uninstall`."""
+    from passdown.integrations._install import install_all
+
+    project = _project_dir(scope)
+    _run(
+        "installing",
+        as_json,
+        lambda started: install_all(
+            agents, scope, project, command, pickup=not no_pickup, started=started
+        ),
+    )
+
+
+@click.command("uninstall")
+@_AGENTS
+@_SCOPE
+@_JSON
+def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> None:
+    """Undo `passdown install` (`all`: every agent installed into in this scope):
+    restore each config file exactly as it was (or, for a file changed since, remove
+    only passdown's entries)."""
+    from passdown.integrations._install import uninstall_all
+
+    project = _project_dir(scope)
+    _run(
+        "uninstalling",
+        as_json,
+        lambda started: uninstall_all(agents, scope, project, started=started),
+    )
+
+
+@click.command("hook", context_settings={"ignore_unknown_options": True})
+@click.argument("agent")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook_command(agent: str, args: tuple[str, ...]) -> int:
+    """Run by agent hooks: export the session in the hook's payload (JSON on stdin, or
+    Codex notify's last argument), or at session start print the pickup pointer. Never
+    fails: errors go to the hook log in the data folder and the exit code is 0."""
+    from passdown.integrations._hooks import main
+
+    return main(agent, list(args))
+
+
+@click.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("agent")
+@click.option(
+    "--fallback",
+    "fallbacks",
+    multiple=True,
+    help="The agent to continue in when this one stops on a rate or usage limit (repeatable; default: `passdown config get fallback`).",
+)
+@click.option(
+    "--non-interactive",
+    is_flag=True,
+    help="Run the agent once on a task (the last AGENT_ARG), as its -p/exec mode does.",
+)
+@click.argument("agent_args", nargs=-1, type=click.UNPROCESSED)
+def run_command(
+    agent: str, fallbacks: tuple[str, ...], non_interactive: bool, agent_args: tuple[str, ...]
+) -> int:
+    """Run AGENT as you would; when its session ends on a rate or usage limit (read from
+    the session's handoff, never from the terminal), hand off to the next agent of the
+    chain with the takeover prompt `switch` uses. Without a fallback, write the handoff
+    and print the one command that continues elsewhere. Arguments after `--` go to the
+    agent. Exits with the last agent's exit code."""
+    from passdown.integrations._continuity import fallback_chain, run
+
+    chain = list(fallbacks) or [a for a in fallback_chain() if a != agent]
+    return run(agent, chain, list(agent_args), interactive=not non_interactive)
+
+
+@click.command("config")
+@click.argument("action", type=click.Choice(["get", "set", "unset", "list"]))
+@click.argument("key", required=False)
+@click.argument("value", required=False)
+@json_option("Print the settings as a JSON object ({name: value}; null when unset).")
+def config_command(action: str, key: str | None, value: str | None, as_json: bool) -> None:
+    """Read or change passdown's settings (<data folder>/config.json): `fallback`
+    (agents `run` falls over to, e.g. claude,codex), `pickup` (on|off),
+    `pickup_max_age_days` (default 7)."""
+    settings = _config_change(action, key, value)
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(settings)
+        return
+    from passdown._text import shown
+    from passdown.integrations._continuity import SETTINGS
+
+    for name, setting in settings.items():
+        if action == "list":
+            click.echo(f"{name} = {shown(_show(setting))}    # {SETTINGS[name]}")
+        elif action == "get":
+            click.echo(shown(_show(setting)))
+        elif action == "set":
+            click.echo(f"{name} = {shown(_show(setting))}")
+
+
+def _config_change(action: str, key: str | None, value: str | None) -> dict[str, object]:
+    """Do `action` and return the settings it is about, as stored ({name: value})."""
+    from passdown.errors import UsageError
+    from passdown.integrations._continuity import SETTINGS, load_config, set_config
+
+    if action == "list":
+        config = load_config()
+        return {name: config.get(name) for name in SETTINGS}
+    if key is None:
+        raise UsageError(f"`passdown config {action}` needs a setting name: {', '.join(SETTINGS)}")
+    if action == "get":
+        if key not in SETTINGS:
+            raise UsageError(f"unknown setting {key!r}: expected one of {', '.join(SETTINGS)}")
+        return {key: load_config().get(key)}
+    if action == "set":
+        if value is None:
+            raise UsageError(f"`passdown config set {key}` needs a value")
+        return {key: set_config(key, value)}
+    return {key: set_config(key, None)}
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

@@ -1,0 +1,461 @@
+"""Executing a package: check, store, publish, write, launch; by handoff type.
+
+Every step can run again after a crash and does its part once:
+- storing the same record again is a no-op (a different package under the same id is
+  a HandoffConflict);
+- status changes are compare-and-swaps that say whether they happened;
+- the active-handoff swap expects the handoff that was active when the package was
+  prepared; if the pointer already names this package, that step is done;
+- writing the files again writes the same bytes;
+- a launch is claimed in the store before the agent starts (and released only if it
+  could not start), so a second execute never starts the agent twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from passdown import _pipeline as pipeline
+from passdown._handoff_record import package_from_record, package_to_record
+from passdown.coordinator import _build as build
+from passdown.coordinator._checks import (
+    CheckResult,
+    blocking,
+    coerce_package,
+    fingerprint,
+    run_checks,
+)
+from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
+from passdown.coordinator._lifecycle import HandoffStateError, Lifecycle
+from passdown.coordinator._package import ChildRef, HandoffPackage
+from passdown.errors import (
+    AgentNotInstalled,
+    LaunchError,
+    RecordConflict,
+    RecordInvalid,
+    RecordNotFound,
+    StoreError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from passdown.agents import LaunchSpec
+    from passdown.coordinator._context import ProjectContext
+
+PARALLEL_DIR = "parallel"
+ENV_HANDOFF_ID = "PASSDOWN_HANDOFF_ID"
+
+
+@dataclass
+class ExecuteResult:
+    package: HandoffPackage
+    checks: list[CheckResult] = field(default_factory=list)
+    written: pipeline.WrittenHandoff | None = None
+    stored: bool = False
+    launched: bool = False
+    already_launched: bool = False  # an earlier execute of this package started the agent
+    exit_code: int | None = None
+    argv: list[str] | None = None
+    children: list[ExecuteResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return self.package.status
+
+
+OnLaunch = Callable[["LaunchSpec", ExecuteResult], None]
+
+
+@dataclass(slots=True)
+class ExecuteOptions:
+    """How to execute a package (the keywords of `HandoffCoordinator.execute_handoff`)."""
+
+    launch: bool | None = None
+    interactive: bool = False
+    force: bool = False
+    out_dir: Path | None = None
+    dry_run: bool = False
+    store: bool = True
+    require_store: bool = True
+    env: Mapping[str, str] | None = None
+    on_launch: OnLaunch | None = None
+
+
+def execute(
+    ctx: ProjectContext,
+    package: HandoffPackage | Mapping[str, Any],
+    target_agent: str | None,
+    opts: ExecuteOptions,
+) -> ExecuteResult:
+    """Check the package (errors block unless `opts.force`), then by type:
+
+    - session / agent / recovery: store and publish it, write HANDOFF.md + handoff.json,
+      and launch the target. `launch=None` launches when the target is an agent passdown
+      can start; `launch=False` only records it (the caller's harness launches).
+    - parallel: publish the parent, then for each child (its own worktree and branch
+      when prepared with `worktrees=True`) store, publish and write its package, and
+      launch the children side by side.
+
+    `dry_run` returns where the files would go and the argv, writing, storing and
+    launching nothing.
+    `on_launch(spec, result)` is called right before the agent starts.
+    `require_store=False` turns a store failure into a warning (the CLI's behaviour).
+    """
+    model, schema = coerce_package(package)
+    if model is None:
+        raise HandoffBlocked([schema])
+    checks = run_checks(model, ctx.workspace, previous=ctx.previous(model))
+    if blocking(checks) and not opts.force:
+        raise HandoffBlocked(checks)
+    pkg = finalise(ctx, model, target_agent)
+    if pkg.handoff_type == "parallel":
+        result = _execute_parallel(ctx, pkg, opts)
+    else:
+        result = _execute_one(ctx, pkg, opts)
+    result.checks = checks
+    return result
+
+
+def finalise(ctx: ProjectContext, pkg: HandoffPackage, target: str | None) -> HandoffPackage:
+    """The package as it will be stored: its target set, and a full handoff (built from
+    the seed's fields when the package came from elsewhere). Deterministic, so a re-run
+    of the same execute produces the same record."""
+    target = (
+        target or pkg.target_agent or (pkg.source_agent if pkg.handoff_type == "session" else None)
+    )
+    if target is None and pkg.handoff_type == "agent":
+        raise UsageError("an agent handoff needs a target agent (target_agent=...)")
+    if (
+        pkg.handoff is not None
+        and target == pkg.target_agent
+        and pkg.handoff.target_agent == target
+    ):
+        return pkg
+    handoff = pkg.handoff or _handoff_for(ctx, pkg)
+    handoff = handoff.model_copy(update={"target_agent": target})
+    return pkg.model_copy(update={"target_agent": target, "handoff": handoff}).sealed()
+
+
+def _handoff_for(ctx: ProjectContext, pkg: HandoffPackage) -> Any:
+    """A handoff for a package that arrived without one (e.g. the seed's JSON)."""
+    from passdown._workspace import snapshot
+
+    ws = workspace_of(ctx, pkg)
+    h = build.synthetic_handoff(
+        id=pkg.id,
+        created_at=pkg.timestamp,
+        source_agent=pkg.source_agent,
+        session_label=f"session-{pkg.context.session_number}",
+        workspace=ws,
+        snapshot=snapshot(ws),
+        features=None,
+        request=None,
+    )
+    composed = build.Composed(
+        state=pkg.state, recent_files=pkg.context.recent_files, summary=pkg.summary, provenance={}
+    )
+    h = build.apply_to_handoff(
+        h, composed, features=None, summary_from_caller=True, target=pkg.target_agent
+    )
+    return pipeline.redact_handoff(h)
+
+
+# -- one package ------------------------------------------------------------------------------
+
+
+def _execute_one(ctx: ProjectContext, pkg: HandoffPackage, opts: ExecuteOptions) -> ExecuteResult:
+    """A dry run writes and stores nothing. A launch that cannot happen (the target is
+    not installed, the argv is too long) fails before anything is stored, published or
+    written, so the previous handoff stays the active one, in the store and on disk."""
+    result = ExecuteResult(package=pkg)
+    target = pkg.target_agent
+    launching = bool(target) and _should_launch(opts.launch, target or "")
+    planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, opts.out_dir))
+    if opts.dry_run:
+        result.written = planned
+        if launching:
+            result.argv = launch_spec(ctx, pkg, planned, opts).argv
+        return result
+    if launching:
+        _resolved(launch_spec(ctx, pkg, planned, opts))
+    lc: Lifecycle | None = None
+    if opts.store and ctx.has_store:
+        try:
+            publish(ctx, pkg)
+            lc, result.stored = ctx.lifecycle(), True
+        except (HandoffConflict, HandoffStateError):
+            raise
+        except StoreError as exc:
+            if opts.require_store:
+                raise
+            result.warnings.append(f"the handoff was written but not stored: {exc.message}")
+    result.written = write_files(ctx, pkg, opts.out_dir)
+    if result.stored:
+        result.written.record_id = pkg.id
+    if launching:
+        _launch(ctx, lc, pkg, result, opts)
+    if lc is not None:
+        result.package = ctx.with_status(pkg, lc)
+    return result
+
+
+def _handoff_of(pkg: HandoffPackage) -> Any:
+    if pkg.handoff is None:
+        raise UsageError("the package has no handoff to write; execute it instead")
+    return pkg.handoff
+
+
+def _out_folder(ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None) -> Path:
+    return out_dir or workspace_of(ctx, pkg) / pipeline.HANDOFF_DIR
+
+
+def workspace_of(ctx: ProjectContext, pkg: HandoffPackage) -> Path:
+    """Where the package's files go and its target runs. The package's `workspace` is
+    redacted like everything it carries (a token in a folder name becomes
+    `[REDACTED:...]`), and redaction must never change where passdown writes: when it
+    names this coordinator's workspace, the real path is used."""
+    from passdown._redact import redact
+
+    if not pkg.workspace or pkg.workspace == redact(str(ctx.workspace)):
+        return ctx.workspace
+    return Path(pkg.workspace)
+
+
+def _resolved(spec: LaunchSpec) -> str:
+    """The target's program, found on the PATH it will run with; AgentNotInstalled if not."""
+    from passdown._launch import resolve_program
+
+    path = {**os.environ, **spec.env}.get("PATH", os.defpath)
+    return resolve_program(spec.argv[0], path=path)
+
+
+def _should_launch(launch: bool | None, target: str) -> bool:
+    if launch is not None:
+        return launch
+    from passdown.agents import load_agents
+
+    return target in load_agents()
+
+
+def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
+    """Store the record, then prepared -> published, swapping the active pointer from
+    the package's `previous_id` (children of a parallel handoff are never active)."""
+    lc, by = ctx.lifecycle(), ctx.identity
+    _store_record(ctx, pkg)
+    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
+    event = lc.current(pkg.id)
+    status = event.status if event else None
+    if status in ("rejected", "superseded"):
+        raise HandoffStateError(f"handoff {pkg.id} was {status}; prepare a new one")
+    if status == "prepared":
+        if (
+            pkg.parent_id is None
+            and lc.active() != pkg.id
+            and not lc.swap_active(pkg.previous_id, pkg.id)
+            and (winner := lc.active()) != pkg.id  # the same package, published by a twin
+        ):
+            lc.transition(
+                pkg.id,
+                "rejected",
+                by=by,
+                only_from=frozenset({"prepared"}),
+                note=f"lost the race: {winner} became the active handoff first",
+            )
+            raise HandoffConflict(
+                f"handoff {pkg.id} was prepared on top of {pkg.previous_id or 'no handoff'}, "
+                f"but {winner} is active now",
+                hint="another coordinator published first; prepare again from the current state",
+            )
+        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}))
+    if pkg.previous_id:
+        lc.transition(
+            pkg.previous_id,
+            "superseded",
+            by=by,
+            note=f"superseded by {pkg.id}",
+            only_from=frozenset({"prepared", "published", "claimed"}),
+        )
+
+
+def _store_record(ctx: ProjectContext, pkg: HandoffPackage) -> None:
+    store = ctx.store()
+    try:
+        store.store(package_to_record(pkg, project=ctx.scope.project))
+    except RecordConflict:
+        try:
+            stored = package_from_record(store.retrieve(ctx.scope, pkg.id))
+        except (RecordNotFound, RecordInvalid):
+            stored = None
+        if stored is None or stored.content_hash() != pkg.content_hash():
+            raise HandoffConflict(
+                f"a different package with id {pkg.id} is already stored",
+                hint="each package is executed once (for one target); prepare a new one",
+            ) from None
+
+
+def write_files(
+    ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None
+) -> pipeline.WrittenHandoff:
+    ws = workspace_of(ctx, pkg)
+    return pipeline.write_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, out_dir), ws)
+
+
+def launch_spec(
+    ctx: ProjectContext, pkg: HandoffPackage, written: pipeline.WrittenHandoff, opts: ExecuteOptions
+) -> LaunchSpec:
+    from passdown._launch import check_argv
+    from passdown.agents import get_agent
+
+    agent = get_agent(pkg.target_agent or "")
+    spec = pipeline.launch_spec_for(
+        agent, written, interactive=opts.interactive, workspace=workspace_of(ctx, pkg)
+    )
+    spec.env.update(opts.env or {})
+    spec.env.setdefault(ENV_HANDOFF_ID, pkg.id)
+    check_argv(spec.argv, env={**os.environ, **spec.env})
+    return spec
+
+
+def _launch(
+    ctx: ProjectContext,
+    lc: Lifecycle | None,
+    pkg: HandoffPackage,
+    result: ExecuteResult,
+    opts: ExecuteOptions,
+) -> None:
+    """Start the target once: the launch is claimed in the store first, and released
+    only when the agent could not be started at all."""
+    from passdown._launch import run
+
+    assert result.written is not None  # written before any launch
+    spec = launch_spec(ctx, pkg, result.written, opts)
+    result.argv = list(spec.argv)
+    if lc is not None and not lc.claim_launch(pkg.id, ctx.identity):
+        result.already_launched = True
+        return
+    try:
+        spec.argv[0] = _resolved(spec)
+        if opts.on_launch is not None:
+            opts.on_launch(spec, result)
+        result.exit_code = run(spec, interactive=opts.interactive)
+    except (AgentNotInstalled, LaunchError):
+        if lc is not None:
+            lc.release_launch(pkg.id)
+        raise
+    result.launched = True
+
+
+# -- parallel --------------------------------------------------------------------------------
+
+
+def _execute_parallel(
+    ctx: ProjectContext, parent: HandoffPackage, opts: ExecuteOptions
+) -> ExecuteResult:
+    if opts.interactive and len(parent.children) > 1:
+        raise UsageError(
+            "parallel children cannot share one terminal; launch them non-interactively"
+        )
+    ws = workspace_of(ctx, parent)
+    result = _execute_one(ctx, parent, _child_options(opts, launch=False, out_dir=opts.out_dir))
+    for ref in parent.children:
+        child = child_package(ctx, parent, ref)
+        out = None if ref.worktree else ws / pipeline.HANDOFF_DIR / PARALLEL_DIR / ref.id
+        result.children.append(
+            _execute_one(ctx, child, _child_options(opts, launch=False, out_dir=out))
+        )
+    to_launch = [
+        c
+        for c in result.children
+        if c.package.target_agent and _should_launch(opts.launch, c.package.target_agent)
+    ]
+    if to_launch and not opts.dry_run:
+        lc = ctx.lifecycle() if result.stored else None
+        with ThreadPoolExecutor(max_workers=len(to_launch)) as pool:
+            for future in [pool.submit(_launch, ctx, lc, c.package, c, opts) for c in to_launch]:
+                future.result()
+    elif opts.dry_run:
+        for c in to_launch:
+            assert c.written is not None
+            c.argv = launch_spec(ctx, c.package, c.written, opts).argv
+    return result
+
+
+def _child_options(opts: ExecuteOptions, *, launch: bool, out_dir: Path | None) -> ExecuteOptions:
+    return replace(opts, launch=launch, out_dir=out_dir)
+
+
+def child_package(ctx: ProjectContext, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:
+    """The child's own package: its assignment as next steps, a note of who owns what,
+    its worktree as workspace. A stored child (an earlier, interrupted run) is reused."""
+    from passdown._workspace import add_worktree, snapshot
+
+    if ctx.has_store:
+        try:
+            return package_from_record(ctx.store().retrieve(ctx.scope, ref.id))
+        except (RecordNotFound, StoreError):
+            pass
+    assert parent.handoff is not None
+    ws = workspace_of(ctx, parent)
+    child_ws = add_worktree(ws, Path(ref.worktree), ref.branch or ref.id) if ref.worktree else ws
+    h = parent.handoff.model_copy(deep=True)
+    h.id, h.target_agent = ref.id, ref.target_agent
+    h.state.next_steps = list(ref.assignment)
+    h.state.decisions = [_owners_note(parent, ref), *h.state.decisions]
+    if child_ws != ws:
+        h.workspace = snapshot(child_ws)
+    child = parent.model_copy(
+        update={
+            "id": ref.id,
+            "target_agent": ref.target_agent,
+            "parent_id": parent.id,
+            "state": parent.state.model_copy(update={"next_steps": list(ref.assignment)}),
+            "children": [],
+            "owners": list(parent.children),
+            "previous_id": None,
+            "handoff": h,
+            "workspace": str(child_ws),
+            "fingerprint": fingerprint(child_ws),
+            "status": "prepared",
+        }
+    )
+    return child.sealed()
+
+
+def _owners_note(parent: HandoffPackage, ref: ChildRef) -> str:
+    others = [
+        f"{c.id} ({c.target_agent}): {'; '.join(c.assignment)}"
+        for c in parent.children
+        if c.id != ref.id
+    ]
+    where = f" in worktree {ref.worktree} on branch {ref.branch}" if ref.worktree else ""
+    note = (
+        f"Parallel handoff {parent.id}: you ({ref.id}, {ref.target_agent}) own only the "
+        f"next steps listed here{where}."
+    )
+    if others:
+        note += " Other owners, do not work on their steps: " + " | ".join(others)
+    return note
+
+
+def launch_only(
+    ctx: ProjectContext,
+    pkg: HandoffPackage,
+    *,
+    interactive: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> ExecuteResult:
+    """Start the target of a published package (the target side of a harness that
+    launches its own sessions); at most once per package, like execute."""
+    if not pkg.target_agent:
+        raise UsageError(f"handoff {pkg.id} has no target agent to launch")
+    result = ExecuteResult(package=pkg)
+    result.written = write_files(ctx, pkg, None)
+    lc = ctx.lifecycle() if ctx.has_store else None
+    _launch(ctx, lc, pkg, result, ExecuteOptions(launch=True, interactive=interactive, env=env))
+    return result

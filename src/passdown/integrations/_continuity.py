@@ -1,0 +1,584 @@
+"""Continuity without commands: pick a handoff up at the next session's start, and fall
+over to the next agent when a session ends on a limit.
+
+- `pickup`: run by an agent's session-start hook. When the workspace's active handoff is
+  published (not yet claimed), comes from a different session, is younger than
+  `pickup_max_age_days` (default 7) and its HEAD is an ancestor of the current HEAD, it
+  is claimed through the lifecycle (a compare-and-swap: of two sessions starting at once
+  exactly one wins) and a short redacted pointer is returned for injection.
+  Off with `PASSDOWN_PICKUP=0`, `passdown config set pickup off` or
+  `passdown install --no-pickup`.
+- `run`: `passdown run AGENT [--fallback AGENT2 ...]`: runs the agent; when its session
+  ended on a rate or usage limit (the handoff's `ended`, never the terminal's text),
+  hands off to the next agent of the chain with the takeover prompt `switch` uses.
+- The settings live in `<data folder>/config.json` (`passdown config`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from passdown.errors import UsageError
+
+if TYPE_CHECKING:
+    from passdown.coordinator import HandoffCoordinator, HandoffPackage
+
+HANDOFF_DIR = ".agent-handoff"  # pipeline.HANDOFF_DIR, without importing the pipeline
+# the lifecycle's pointers (`coordinator.lifecycle`), named here without importing its models
+ACTIVE_POINTER = "active-handoff"
+
+
+def status_pointer(package_id: str) -> str:
+    return f"handoff-status/{package_id}"
+
+
+PICKUP_ENV = "PASSDOWN_PICKUP"
+MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
+DEFAULT_MAX_AGE_DAYS = 7.0
+CONTINUE_ORDER = (
+    "codex",
+    "claude",
+    "gemini",
+    "qwen",
+    "copilot",
+    "opencode",
+    "pi",
+    "cursor",
+    "aider",
+)
+LIMIT_REASONS = frozenset({"rate_limit", "usage_limit"})
+READABLE_ENDINGS = {
+    "rate_limit": "on a rate limit",
+    "usage_limit": "on a usage limit",
+    "overloaded": "on an overloaded API",
+    "auth": "on an authentication error",
+    "context_length": "with a full context window",
+    "error": "on an API error",
+    "interrupted": "interrupted",
+    "normal": "normally",
+}
+
+# -- settings ------------------------------------------------------------------------------
+
+SETTINGS: dict[str, str] = {
+    "fallback": "the agents `passdown run` falls over to, in order (comma-separated)",
+    "pickup": "on|off: inject an unclaimed handoff's pointer at session start",
+    "pickup_max_age_days": "the oldest handoff a session start picks up (days, default 7)",
+}
+
+
+def config_path() -> Path:
+    from passdown._paths import data_dir
+
+    return data_dir() / "config.json"
+
+
+def load_config() -> dict[str, Any]:
+    try:
+        data = json.loads(config_path().read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"cannot read {config_path()}: {exc}",
+            hint="fix or delete the file; `passdown config` rewrites it",
+        ) from None
+    return data if isinstance(data, dict) else {}
+
+
+def set_config(key: str, value: str | None) -> Any:
+    """Set (or with None, unset) one setting; returns the stored value."""
+    if key not in SETTINGS:
+        raise UsageError(f"unknown setting {key!r}: expected one of {', '.join(SETTINGS)}")
+    from passdown._fsio import ensure_private_dir, write_private
+
+    config = load_config()
+    if value is None:
+        config.pop(key, None)
+        stored: Any = None
+    else:
+        stored = _parse_setting(key, value)
+        config[key] = stored
+    ensure_private_dir(config_path().parent)
+    write_private(config_path(), json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return stored
+
+
+def _parse_setting(key: str, value: str) -> Any:
+    if key == "fallback":
+        from passdown.agents._registry import get_agent
+
+        chain = [name.strip() for name in value.split(",") if name.strip()]
+        for name in chain:
+            get_agent(name)  # unknown agent: exit 13 before anything is stored
+        return chain
+    if key == "pickup":
+        return _on_off(value, key)
+    try:
+        days = float(value)
+    except ValueError:
+        raise UsageError(f"{key} takes a number of days, not {value!r}") from None
+    if days <= 0:
+        raise UsageError(f"{key} must be more than 0 days")
+    return days
+
+
+def _on_off(value: str, what: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "on", "true", "yes"):
+        return True
+    if lowered in ("0", "off", "false", "no"):
+        return False
+    raise UsageError(f"{what} takes on or off, not {value!r}")
+
+
+def pickup_enabled() -> bool:
+    env = os.environ.get(PICKUP_ENV)
+    if env is not None and env.strip():
+        return _on_off(env, PICKUP_ENV)
+    return bool(load_config().get("pickup", True))
+
+
+def max_age() -> timedelta:
+    env = os.environ.get(MAX_AGE_ENV)
+    days = (
+        float(env) if env else float(load_config().get("pickup_max_age_days", DEFAULT_MAX_AGE_DAYS))
+    )
+    return timedelta(days=days)
+
+
+def fallback_chain() -> list[str]:
+    chain = load_config().get("fallback", [])
+    return [str(a) for a in chain] if isinstance(chain, list) else []
+
+
+# -- pickup at session start -------------------------------------------------------------------
+# A new session waits for this, so it runs on the standard library, `passdown._git` and the
+# redactor: the handoff is read as the JSON the store keeps (no package or handoff
+# models), from SQLite directly; only a claim, which writes, opens the store and goes
+# through the lifecycle.
+
+
+@dataclass(slots=True)
+class Pickup:
+    # claimed <id> | none | off | own-session | too-old | not-ancestor | taken | already-<status>
+    outcome: str
+    pointer: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """The workspace's active handoff, as much of it as pickup decides on and shows: read
+    from the stored record (what `handoff_record.package_from_record` reads into a
+    package, field for field)."""
+
+    id: str
+    status: str  # the lifecycle's current status
+    agent: str  # the package's source agent
+    timestamp: str  # when it was prepared
+    source_session: str | None = None  # the handoff's source session
+    ended: str | None = None  # how that session ended (`Ended.reason`)
+    next_steps: tuple[str, ...] = ()
+    git_hash: str | None = None  # the workspace's HEAD when it was prepared
+    workspace: str | None = None
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], status: str) -> Candidate:
+        package = _mapping(record.get("package"))
+        handoff = _mapping(record.get("passdown_handoff")) or None
+        steps = _strings(_dig(handoff, "state", "next_steps")) if handoff else ()
+        if not steps:  # as `pointer_text` always did: the handoff's steps, else the package's
+            steps = _strings(_dig(package, "state", "next_steps"))
+            if not package:  # a record without a package: its `next` annotations
+                steps = tuple(
+                    line
+                    for note in record.get("annotations") or []
+                    if isinstance(note, dict) and note.get("kind") == "next"
+                    for line in str(note.get("value", "")).splitlines()
+                    if line
+                )
+        return cls(
+            id=str(record["id"]),
+            status=status,
+            agent=str(_dig(record, "provenance", "agent") or "?"),
+            timestamp=str(record["created_at"]),
+            source_session=_text_or_none(_dig(handoff, "source", "session_id")),
+            ended=_text_or_none(_dig(handoff, "ended", "reason")) if handoff else None,
+            next_steps=steps,
+            git_hash=_text_or_none(_dig(package, "context", "git_hash")),
+            workspace=_text_or_none(package.get("workspace")),
+        )
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _dig(data: dict[str, Any] | None, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _text_or_none(value: Any) -> str | None:
+    return str(value) if isinstance(value, str) and value else None
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
+    """Claim the workspace's unclaimed handoff for this new session, and the pointer."""
+    if not pickup_enabled():
+        return Pickup("off")
+    from passdown._git import workspace_root
+
+    workspace = workspace_root(Path(cwd or os.getcwd()))
+    if not (workspace / HANDOFF_DIR / "handoff.json").is_file():
+        return Pickup("none")  # the pointer names this file: without it, nothing to pick up
+    identity = f"{agent}:{session_id or '?'}"
+    with _open_handoffs(workspace) as handoffs:
+        candidate = handoffs.active()
+        if candidate is None:
+            return Pickup("none")
+        refusal = _refusal(candidate, session_id, workspace)
+        if refusal:
+            return Pickup(refusal)
+        if not handoffs.claim(candidate.id, identity):
+            return Pickup("taken")  # another session claimed it first
+        return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
+
+
+def _refusal(candidate: Candidate, session_id: str | None, workspace: Path) -> str | None:
+    from passdown._git import is_ancestor
+
+    if candidate.status != "published":
+        return f"already-{candidate.status}"  # claimed, completed, ...: not ours to take
+    source = candidate.source_session
+    if session_id and source and session_id == source:
+        return "own-session"  # a resumed session: it knows its own history
+    if datetime.now(UTC) - _parse_time(candidate.timestamp) > max_age():
+        return "too-old"
+    # without a HEAD (no commits, or not git any more) nothing is an ancestor of it
+    if candidate.git_hash and not is_ancestor(workspace, candidate.git_hash, "HEAD"):
+        return "not-ancestor"  # the workspace moved elsewhere (another branch, a reset)
+    return None
+
+
+def _parse_time(stamp: str) -> datetime:
+    """ISO 8601 as the store writes it (`records.parse_timestamp`, without its module's
+    models): `Z` or an offset, naive = UTC."""
+    parsed = datetime.fromisoformat(stamp.strip())
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class _Handoffs:
+    """The workspace's handoffs in the store, for pickup: the active one, and the claim
+    (the lifecycle's compare-and-swap, in the store however it was read)."""
+
+    def __init__(self, url: str, project: str) -> None:
+        self.url, self.project = url, project
+        self._store: Any = None
+
+    def store(self) -> Any:
+        if self._store is None:
+            from passdown.store import open_store
+
+            self._store = open_store(self.url)
+        return self._store
+
+    def active(self) -> Candidate | None:
+        from passdown.coordinator._lifecycle import Lifecycle
+        from passdown.errors import RecordNotFound
+        from passdown.records import record_to_dict
+
+        lifecycle = Lifecycle(self.store(), self._scope())
+        active = lifecycle.active()
+        if active is None:
+            return None
+        try:
+            record = self.store().retrieve(self._scope(), active)
+        except RecordNotFound:
+            return None  # a pointer to a deleted record: nothing to pick up
+        event = lifecycle.current(active)
+        return Candidate.from_record(record_to_dict(record), event.status if event else "prepared")
+
+    def claim(self, package_id: str, identity: str) -> bool:
+        from passdown.coordinator._lifecycle import Lifecycle
+
+        lifecycle = Lifecycle(self.store(), self._scope())
+        return lifecycle.transition(
+            package_id, "claimed", by=identity, only_from=frozenset({"published"})
+        )
+
+    def _scope(self) -> Any:
+        from passdown.records import Scope
+
+        return Scope(project=self.project)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def __enter__(self) -> _Handoffs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _PeekedHandoffs(_Handoffs):
+    """A SQLite store, read without opening it (`StorePeek`; None: no store file, so no
+    handoff): the models and the migration cost more than a session start may wait. A
+    claim opens it; so does a file the peek cannot read (the store says why)."""
+
+    def __init__(self, url: str, project: str, peek: Any) -> None:
+        super().__init__(url, project)
+        self.peek = peek
+
+    def active(self) -> Candidate | None:
+        import sqlite3
+
+        if self.peek is None:
+            return None
+        try:
+            active = self.peek.pointer(self.project, ACTIVE_POINTER)
+            body = self.peek.record_body(self.project, active) if active else None
+            event = self.peek.pointer(self.project, status_pointer(active)) if body else None
+        except sqlite3.Error:
+            return super().active()
+        if active is None or body is None:
+            return None
+        status = json.loads(event).get("status") if event else None
+        return Candidate.from_record(json.loads(body), str(status or "prepared"))
+
+    def close(self) -> None:
+        if self.peek is not None:
+            self.peek.close()
+        super().close()
+
+
+def _open_handoffs(workspace: Path) -> _Handoffs:
+    """The project's handoffs, as `HandoffCoordinator(workspace)` finds them (the default
+    store, the workspace's project)."""
+    import sqlite3
+
+    from passdown._git import project_name
+    from passdown.store._open import default_store_url
+    from passdown.store._sqlite import StorePeek
+
+    url, project = default_store_url(), project_name(workspace)
+    scheme, sep, rest = url.partition("://")
+    if not (sep and scheme == "sqlite" and rest and rest != ":memory:"):
+        return _Handoffs(url, project)  # PostgreSQL: the store itself
+    try:
+        return _PeekedHandoffs(url, project, StorePeek.open(Path(rest).expanduser()))
+    except sqlite3.Error:
+        return _Handoffs(url, project)  # the store itself says why, or migrates it
+
+
+def first_time_for_session(agent: str, session_id: str | None) -> bool:
+    """True once per session (a marker under the data folder): for agents whose pointer
+    rides on a prompt hook, so only a session's first prompt looks for a handoff."""
+    import hashlib
+
+    from passdown._fsio import ensure_private_dir
+    from passdown._paths import data_dir
+
+    if not session_id:
+        return True
+    folder = ensure_private_dir(data_dir() / "pickup")
+    name = hashlib.sha256(f"{agent}\0{session_id}".encode()).hexdigest()[:32]
+    try:
+        os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def pointer_text(candidate: Candidate) -> str:
+    """The injected lines: short, redacted, and flattened to single lines."""
+    from passdown._contract import TAKEOVER_CONTRACT
+    from passdown._redact import redact
+
+    how = READABLE_ENDINGS.get(candidate.ended, candidate.ended) if candidate.ended else "normally"
+    steps = candidate.next_steps
+    path = Path(candidate.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"
+    lines = [
+        f"passdown: an unfinished task was handed over from {candidate.agent} session "
+        f"{candidate.source_session or '?'}, which ended {how}.",
+        f"Next step: {steps[0] if steps else 'see the handoff'}",
+        f"Read the handoff first: {path}",
+        f"Rule: {TAKEOVER_CONTRACT[0]} {TAKEOVER_CONTRACT[1]}",
+    ]
+    return "\n".join(_one_line(redact(line)) for line in lines)
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return "".join(ch for ch in flat if ch.isprintable())[:600]
+
+
+# -- passdown run --------------------------------------------------------------------------------
+
+
+def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interactive: bool) -> int:
+    """Run the chain; the exit code is the last launched agent's."""
+    from passdown import _pipeline as pipeline
+    from passdown.agents._registry import get_agent
+    from passdown.errors import AgentNotInstalled
+
+    chain = [get_agent(name) for name in [agent_name, *fallbacks]]
+    workspace = pipeline.workspace_for()
+    current, remaining = chain[0], chain[1:]
+    if not current.is_installed():
+        raise AgentNotInstalled(f"{current.display_name} ({current.program}) is not installed")
+    started, code = _launch(_first_spec(current, agent_args, workspace, interactive), interactive)
+    while True:
+        package = _limit_handoff(current.name, workspace, started)
+        if package is None:
+            return code  # it ended for another reason: nothing to fall over from
+        while remaining and not remaining[0].is_installed():
+            print(
+                f"passdown: {remaining[0].display_name} is not installed; skipping it",
+                file=sys.stderr,
+            )
+            remaining = remaining[1:]
+        if not remaining:
+            _print_continue(current.name, package, fallbacks_given=bool(fallbacks))
+            return code
+        nxt, remaining = remaining[0], remaining[1:]
+        print(
+            f"passdown: {current.display_name} stopped {_how(package)}; "
+            f"continuing in {nxt.display_name}",
+            file=sys.stderr,
+        )
+        started, code = _launch(_takeover_spec(nxt, package, workspace, interactive), interactive)
+        current = nxt
+
+
+def _first_spec(agent: Any, agent_args: list[str], workspace: Path, interactive: bool) -> Any:
+    from passdown.agents.base import LaunchSpec
+
+    if interactive or not agent_args:
+        exe = agent.executable() or agent.program
+        return LaunchSpec([exe, *agent_args], workspace)
+    # non-interactive: the last argument is the task; the others are the agent's own flags
+    spec = agent.launch_spec(agent_args[-1], workspace=workspace, interactive=False)
+    spec.argv[1:1] = agent_args[:-1]
+    return spec
+
+
+def _launch(spec: Any, interactive: bool) -> tuple[float, int]:
+    """(when it started, its exit code)."""
+    from passdown._launch import run as run_agent
+
+    started = time.time()
+    return started, run_agent(spec, interactive=interactive)
+
+
+def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackage | None:
+    """The handoff of the session that just ended, when it ended on a limit. The
+    agent's hook may have published it already (Claude Code's StopFailure); otherwise
+    it is exported now from the session file."""
+    from passdown.coordinator import HandoffCoordinator
+    from passdown.errors import PassdownError, SessionNotFound
+
+    with HandoffCoordinator(workspace, identity=f"passdown run ({agent})") as coordinator:
+        package = _published_by_hook(coordinator, agent, started)
+        if package is None:
+            try:
+                package = coordinator.prepare_handoff_sync(
+                    agent, None, "agent", None, None, require_session=True
+                )
+            except SessionNotFound:
+                return None
+            if not _session_since(package, started):
+                return None
+            if package.handoff is None or package.handoff.ended.reason not in LIMIT_REASONS:
+                return None
+            coordinator.export_sync(package)
+        if package.handoff is None or package.handoff.ended.reason not in LIMIT_REASONS:
+            return None
+        # the next agent gets it through its prompt: no session-start pickup as well
+        with contextlib.suppress(PassdownError):
+            coordinator.lifecycle().transition(
+                package.id, "claimed", by=coordinator.identity, only_from=frozenset({"published"})
+            )
+        return package
+
+
+def _published_by_hook(
+    coordinator: HandoffCoordinator, agent: str, started: float
+) -> HandoffPackage | None:
+    from passdown.errors import PassdownError
+
+    try:
+        active = coordinator.lifecycle().active()
+        package = coordinator.load_handoff(active) if active else None
+    except PassdownError:
+        return None
+    if package is None or package.source_agent != agent or package.status != "published":
+        return None
+    return package if _session_since(package, started) else None
+
+
+def _session_since(package: HandoffPackage, started: float) -> bool:
+    from passdown.records import parse_timestamp
+
+    handoff = package.handoff
+    last = handoff.source.updated_at if handoff else None
+    stamp = last or package.timestamp
+    try:
+        return parse_timestamp(stamp).timestamp() >= started - 2  # clock granularity
+    except ValueError:
+        return False
+
+
+def _takeover_spec(agent: Any, package: HandoffPackage, workspace: Path, interactive: bool) -> Any:
+    from passdown import _pipeline as pipeline
+
+    if package.handoff is None:  # _limit_handoff only returns packages with a handoff
+        raise UsageError(f"handoff {package.id} carries no session to hand over")
+    md = workspace / pipeline.HANDOFF_DIR / "HANDOFF.md"
+    written = pipeline.WrittenHandoff(
+        handoff=package.handoff,
+        folder=md.parent,
+        markdown_path=md,
+        json_path=md.parent / "handoff.json",
+    )
+    return pipeline.launch_spec_for(agent, written, interactive=interactive)
+
+
+def _how(package: HandoffPackage) -> str:
+    reason = package.handoff.ended.reason if package.handoff else "normal"
+    return READABLE_ENDINGS.get(reason, reason)
+
+
+def _print_continue(agent: str, package: HandoffPackage, *, fallbacks_given: bool) -> None:
+    from passdown._pipeline import HANDOFF_DIR
+    from passdown.agents._registry import load_agents
+
+    agents = load_agents()
+    others = [
+        name
+        for name in CONTINUE_ORDER
+        if name != agent and name in agents and agents[name].is_installed()
+    ]
+    target = others[0] if others else "AGENT"
+    session = package.handoff.source.session_id if package.handoff else ""
+    md = Path(package.workspace or ".") / HANDOFF_DIR / "HANDOFF.md"
+    print(f"passdown: {agent} stopped {_how(package)}; the handoff is in {md}", file=sys.stderr)
+    if not fallbacks_given:
+        print(f"passdown switch --from {agent} --session {session} --to {target}")

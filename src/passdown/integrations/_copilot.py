@@ -1,0 +1,154 @@
+"""GitHub Copilot CLI (1.0.102): command hooks in `$COPILOT_HOME/settings.json` `hooks`
+(user scope; the schema of `.github/hooks/*.json`, which is the project scope).
+
+Each handler is `{"type": "command", "bash": ..., "timeoutSec": N}` and gets a JSON
+payload on stdin that does not name its event (`sessionId`, `cwd`, and per event
+`source`, `prompt`, `reason`, `error`...), so the event is the command's argument:
+`passdown hook copilot sessionEnd`. Copilot takes `additionalContext` from a
+`userPromptSubmitted` hook (not from `sessionStart`), so the pickup pointer is injected
+with the session's first prompt. `sessionEnd` and `preCompact` write the handoff;
+`errorOccurred` records a rate or usage limit as the session's ending (not a
+context-limit error, which Copilot answers by compacting and retrying).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from passdown.integrations._base import (
+    HOOK_TIMEOUT_S,
+    PRE_COMPACT,
+    SESSION_END,
+    SESSION_START,
+    STOP_FAILURE,
+    HookIntegration,
+    InstallTarget,
+    Plan,
+    json_edit,
+)
+
+WRITE_EVENTS = ["sessionEnd", "preCompact", "errorOccurred"]
+# An error Copilot answers by compacting the history and retrying (compaction trigger
+# `context_limit_retry`): no ending. Should the retry fail too, its session file says so.
+CONTEXT_OVERFLOW = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context limit",
+    "context window",
+    "prompt is too long",
+)
+PICKUP_EVENT = "userPromptSubmitted"
+
+
+def copilot_home() -> Path:
+    from passdown.agents._common import env_path
+
+    return env_path("COPILOT_HOME", Path.home() / ".copilot")
+
+
+class CopilotHooks(HookIntegration):
+    agent = "copilot"
+    pickup_once_per_session = True  # the pointer comes with a prompt: only the first one
+    events: ClassVar[dict[str, str]] = {
+        PICKUP_EVENT: SESSION_START,
+        "sessionEnd": SESSION_END,
+        "preCompact": PRE_COMPACT,
+        "errorOccurred": STOP_FAILURE,
+    }
+
+    def wants_stdin(self, args: list[str]) -> bool:
+        return True
+
+    def plan(self, target: InstallTarget) -> Plan:
+        events = [*WRITE_EVENTS, *([PICKUP_EVENT] if target.pickup else [])]
+        if target.scope == "user":
+            path, wrapped = copilot_home() / "settings.json", False
+        else:
+            path, wrapped = target.project_dir / ".github" / "hooks" / "passdown.json", True
+
+        def add(data: dict[str, Any]) -> None:
+            if wrapped:
+                data.setdefault("version", 1)
+            _remove(data)
+            hooks = data.setdefault("hooks", {})
+            for event in events:
+                handler = {
+                    "type": "command",
+                    "bash": f"{target.hook_command} {event}",
+                    "timeoutSec": HOOK_TIMEOUT_S,
+                }
+                hooks[event] = [*hooks.get(event, []), handler]
+
+        def remove(data: dict[str, Any]) -> None:
+            _remove(data)
+            if wrapped and set(data) <= {"version"}:
+                data.clear()
+
+        return [(path, json_edit(add), _drop_if_empty(json_edit(remove)))]
+
+    def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
+        data = json.loads(stdin_text or "{}")
+        if not isinstance(data, dict):
+            raise ValueError("hook payload is not a JSON object")
+        if args:
+            data["hook_event_name"] = args[0]  # Copilot's payload does not say its event
+        return data
+
+    def session_spec(self, payload: dict[str, Any]) -> str | None:
+        return self.session_id(payload)
+
+    def session_id(self, payload: dict[str, Any]) -> str | None:
+        value = payload.get("sessionId")
+        return str(value) if value else None
+
+    def failure(self, payload: dict[str, Any]) -> tuple[str, str | None] | None:
+        if payload.get("hook_event_name") != "errorOccurred":
+            return None
+        error = payload.get("error")
+        message = str(error.get("message") if isinstance(error, dict) else error or "")
+        lowered = message.lower()
+        if any(marker in lowered for marker in CONTEXT_OVERFLOW):
+            return None
+        if "rate limit" in lowered or "rate_limit" in lowered or "429" in lowered:
+            reason = "rate_limit"
+        elif "quota" in lowered or "usage limit" in lowered or "billing" in lowered:
+            reason = "usage_limit"
+        else:
+            reason = "error"
+        return reason, message[:500] or None
+
+    def context_output(self, text: str) -> str:
+        return json.dumps({"additionalContext": text}, ensure_ascii=False)
+
+
+def _remove(data: dict[str, Any]) -> None:
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return
+    for event in list(hooks):
+        handlers = hooks[event]
+        if not isinstance(handlers, list):
+            continue
+        kept = [
+            h
+            for h in handlers
+            if not (isinstance(h, dict) and " hook copilot " in f"{h.get('bash', '')} ")
+        ]
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del data["hooks"]
+
+
+def _drop_if_empty(transform: Any) -> Any:
+    """A hooks file passdown created and emptied goes (on a changed file's uninstall)."""
+
+    def run(text: str | None) -> str | None:
+        result = transform(text)
+        return None if result is not None and json.loads(result) == {} else result
+
+    return run

@@ -1,0 +1,229 @@
+"""`passdown hook AGENT`: what agents run from their hooks.
+
+The agent's integration (`passdown.integrations`) reads the payload (JSON on stdin, or
+Codex notify's last argument) and says what the event means:
+
+- session start: inject a short pointer to an unclaimed handoff from another session
+  (`continuity.pickup`), printed in the form the agent adds to its context;
+- session end, compaction, a turn that stopped on an API error (Claude Code
+  `StopFailure`: the rate or usage limit hit), a completed turn: export the session the
+  payload names (`export_for_payload`, the one call into the export path), recording
+  how the session ended when the payload knows better than the session file.
+
+A hook must never break the agent: every failure (bad payload, no session, a store
+error, a bug) is appended to `data_dir()/logs/hooks.log` and the hook still exits 0.
+It prints nothing but the pickup pointer.
+
+A new session waits for the session-start hook, so that path stays light: `passdown
+hook` reaches `main` before click loads (`passdown.cli.main`), a built-in agent's
+integration is found without its agent module (`integrations.BUILTIN`), and pickup reads
+the store without the models (`continuity.pickup`). benchmarks/bench_pickup.py times it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from passdown.integrations import HookIntegration
+
+LOG_MAX_BYTES = 1_000_000
+
+
+def log_path() -> Path:
+    from passdown._paths import private_data_dir
+
+    return private_data_dir("logs") / "hooks.log"
+
+
+def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
+    """Always 0; what happened goes to the hook log; the pickup pointer to stdout."""
+    event = "?"
+    try:
+        from passdown.integrations import integration_for
+        from passdown.integrations._base import SESSION_START
+
+        integration = integration_for(agent)
+        payload = integration.payload(args, stdin_text)
+        event = integration.event(payload)
+        if event == SESSION_START:
+            output = _pickup(integration, payload)
+            if output:
+                sys.stdout.write(output + "\n")
+                sys.stdout.flush()
+            return 0
+        failure = integration.failure(payload)
+        record_id = export_for_payload(
+            agent, integration.session_spec(payload), integration.cwd(payload), failure
+        )
+        _log(f"ok {agent} {event} stored={record_id or '-'}")
+    except Exception as exc:  # the agent must not notice: log and carry on
+        from passdown.errors import PassdownError
+
+        detail = exc.message if isinstance(exc, PassdownError) else str(exc)
+        trace = None if isinstance(exc, PassdownError) else traceback.format_exc()  # a bug
+        _log(f"error {agent} {event}: {type(exc).__name__}: {detail}", trace)
+    return 0
+
+
+def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
+    from passdown.integrations._continuity import first_time_for_session, pickup
+
+    session = integration.session_id(payload)
+    if payload.get("source") == "clear":
+        _log(f"pickup {integration.agent} cleared")  # the user asked for a fresh context
+        return None
+    if integration.pickup_once_per_session and not first_time_for_session(
+        integration.agent, session
+    ):
+        return None
+    result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))
+    _log(f"pickup {integration.agent} {result.outcome}")
+    return integration.context_output(result.pointer) if result.pointer else None
+
+
+def export_for_payload(
+    agent: str, session: str | None, cwd: str | None, failure: tuple[str, str | None] | None = None
+) -> str | None:
+    """The one export path (`coordinator.doors.export`) on the session a hook names:
+    files written, record stored and published; `failure` (reason, message) sets `ended`
+    when the session file does not record how the session ended. Returns the stored id."""
+    from passdown import _pipeline as pipeline
+    from passdown.coordinator import _doors as doors
+
+    here = Path(cwd or os.getcwd())
+
+    def with_ending(coordinator: Any, package: Any) -> Any:
+        ended = _ending(failure) if failure is not None else _earlier_ending(coordinator, package)
+        return _with_ending(package, ended) if ended is not None else package
+
+    # Agents fire several hooks at once (Claude Code: StopFailure, then SessionEnd while
+    # the first still runs): one export per workspace at a time, so the later one sees
+    # the earlier one's handoff (and its `ended`) instead of racing it.
+    workspace = pipeline.workspace_for(here)
+    with _workspace_lock(workspace):
+        # the payload's cwd is where the agent runs: hand off there, even for a session
+        # file that recorded another folder
+        request = doors.HandoffRequest(source=agent, session=session or None, workspace=workspace)
+        written = doors.export(request, here, adjust=with_ending)
+    for warning in written.warnings:
+        _log(f"warning {agent}: {warning}")
+    return written.record_id
+
+
+@contextmanager
+def _workspace_lock(workspace: Path) -> Iterator[None]:
+    import hashlib
+
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: exports of one workspace may race, as before
+        yield
+        return
+
+    from passdown._fsio import ensure_private_dir
+    from passdown._paths import data_dir
+
+    folder = ensure_private_dir(data_dir() / "locks")
+    name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
+    fd = os.open(
+        folder / f"export-{name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the hook process ends, at the latest
+        yield
+    finally:
+        os.close(fd)
+
+
+def _ending(failure: tuple[str, str | None]) -> Any:
+    from typing import cast, get_args
+
+    from passdown._pipeline import now_iso
+    from passdown._redact import redact
+    from passdown.handoff import Ended
+    from passdown.transcript import EndReason
+
+    reason, message = failure
+    known = cast(EndReason, reason) if reason in get_args(EndReason) else "error"
+    return Ended(reason=known, at=now_iso(), message=redact(message) if message else None)
+
+
+def _earlier_ending(coordinator: Any, package: Any) -> Any:
+    """How the session ended, as an earlier hook of the same session recorded it (the
+    `SessionEnd` that follows a `StopFailure` must not turn a rate limit into "normal"),
+    when nothing happened in the session since."""
+    from passdown.errors import PassdownError
+
+    try:
+        active = coordinator.lifecycle().active()
+        previous = coordinator.load_handoff(active).handoff if active else None
+    except PassdownError:
+        return None
+    current = package.handoff
+    if previous is None or current is None or previous.ended.reason == "normal":
+        return None
+    same = (
+        previous.source.session_id == current.source.session_id
+        and previous.source.updated_at == current.source.updated_at
+    )
+    return previous.ended if same else None
+
+
+def _with_ending(package: Any, ended: Any) -> Any:
+    """The package with `ended` from the hook, unless the session file already said."""
+    handoff = package.handoff
+    if handoff is None or handoff.ended.reason != "normal":
+        return package
+    handoff = handoff.model_copy(update={"ended": ended})
+    return package.model_copy(update={"handoff": handoff}).sealed()
+
+
+def _log(line: str, detail: str | None = None) -> None:
+    try:
+        from passdown._fsio import append_private
+
+        path = log_path()
+        if path.exists() and path.stat().st_size > LOG_MAX_BYTES:
+            path.replace(path.with_suffix(".log.1"))  # keep one old log, bounded size
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        from passdown._text import one_line
+
+        # one line per event: a payload value cannot forge log lines
+        append_private(
+            path, f"{stamp} {one_line(_redact(line))}\n" + (_redact(detail) if detail else "")
+        )
+    except Exception:  # logging must not break the hook either
+        pass
+
+
+def _redact(text: str) -> str:
+    """Redacted, and without terminal control sequences: the log is read with `cat`."""
+    from passdown._redact import redact
+    from passdown._text import safe_text
+
+    return safe_text(redact(text))
+
+
+def main(agent: str, args: list[str]) -> int:
+    """The `passdown hook` process: load only the calling agent's module (every plugin
+    would cost time the agent waits for; the check for concurrent sessions still sees
+    every agent, `registry.every_agent`), read the payload, run."""
+    os.environ.setdefault("PASSDOWN_AGENTS", agent)
+    stdin_text = None
+    try:
+        from passdown.integrations import integration_for
+
+        wants_stdin = integration_for(agent).wants_stdin(args)
+    except Exception:  # an unknown agent: run_hook logs it
+        wants_stdin = not args
+    if wants_stdin and not sys.stdin.isatty():
+        stdin_text = sys.stdin.read()
+    return run_hook(agent, args, stdin_text)

@@ -1,0 +1,107 @@
+"""Gemini CLI (0.61) and Qwen Code (0.24): Claude-style command hooks in `settings.json`.
+
+Both read `hooks.<Event>: [{"hooks": [{"type": "command", "command": ...}]}]` from the
+user's settings (`~/.gemini/settings.json`, `~/.qwen/settings.json`) and the project's
+(`.gemini/settings.json`, `.qwen/settings.json`), run them with a JSON payload on stdin
+(`session_id`, `transcript_path`, `cwd`, `hook_event_name`) and take
+`hookSpecificOutput.additionalContext` from a `SessionStart` hook. Hooks are on by
+default in both (Gemini `hooksConfig.enabled`, Qwen `disableAllHooks`); passdown does not
+turn them on where a user turned them off.
+
+Events passdown uses: Gemini `SessionStart`, `SessionEnd`, `PreCompress`; Qwen
+`SessionStart`, `Stop` (each turn: the pinned Qwen fires no `SessionEnd` in `-p` runs),
+`SessionEnd`, `PreCompact`, `StopFailure` (a turn that ended on an API error; not seen
+firing in `-p` runs of the pinned version). The MCP server and skill are not installed for these agents yet.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+from passdown.integrations._base import (
+    PRE_COMPACT,
+    SESSION_END,
+    SESSION_START,
+    STOP_FAILURE,
+    TURN_COMPLETE,
+    HookIntegration,
+    InstallTarget,
+    Plan,
+    add_settings_hooks,
+    json_edit,
+    remove_settings_hooks,
+)
+from passdown.integrations._claude import ERROR_REASONS
+
+
+class SettingsJsonHooks(HookIntegration):
+    folder = ""  # ".gemini"
+    write_events: ClassVar[list[str]] = []
+
+    def home(self) -> Path:
+        raise NotImplementedError
+
+    def plan(self, target: InstallTarget) -> Plan:
+        base = self.home() if target.scope == "user" else target.project_dir / self.folder
+        events = [*self.write_events, *(["SessionStart"] if target.pickup else [])]
+        agent = self.agent
+
+        def add(data: dict[str, Any]) -> None:
+            # no timeout: the units differ between these CLIs; their defaults are ample
+            add_settings_hooks(data, agent, target.hook_command, events, timeout=None)
+
+        return [
+            (
+                base / "settings.json",
+                json_edit(add),
+                json_edit(lambda d: remove_settings_hooks(d, agent)),
+            )
+        ]
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        return [
+            f"{self.agent}: hooks only (no MCP server or skill yet); the handoff is "
+            "written at session end and compaction and picked up at session start"
+        ]
+
+    def failure(self, payload: dict[str, Any]) -> tuple[str, str | None] | None:
+        if payload.get("hook_event_name") != "StopFailure":
+            return None
+        error = str(payload.get("error") or payload.get("error_type") or "error")
+        details = payload.get("error_details") or payload.get("error_message")
+        return ERROR_REASONS.get(error, "error"), str(details) if details else error
+
+
+class GeminiHooks(SettingsJsonHooks):
+    agent = "gemini"
+    folder = ".gemini"
+    write_events: ClassVar[list[str]] = ["SessionEnd", "PreCompress"]
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": SESSION_START,
+        "SessionEnd": SESSION_END,
+        "PreCompress": PRE_COMPACT,
+    }
+
+    def home(self) -> Path:
+        configured = os.environ.get("GEMINI_CLI_HOME")
+        return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
+
+
+class QwenHooks(SettingsJsonHooks):
+    agent = "qwen"
+    folder = ".qwen"
+    # Stop (each turn's end): the pinned Qwen fires no SessionEnd in `-p` runs
+    write_events: ClassVar[list[str]] = ["Stop", "SessionEnd", "PreCompact", "StopFailure"]
+    events: ClassVar[dict[str, str]] = {
+        "SessionStart": SESSION_START,
+        "SessionEnd": SESSION_END,
+        "PreCompact": PRE_COMPACT,
+        "StopFailure": STOP_FAILURE,
+        "Stop": TURN_COMPLETE,
+    }
+
+    def home(self) -> Path:
+        configured = os.environ.get("QWEN_HOME")
+        return Path(configured).expanduser() if configured else Path.home() / ".qwen"
