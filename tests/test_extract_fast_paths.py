@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from passdown._extract import _test_run, covers, extract
+from passdown._extract import extract
+from passdown._test_runs import covers, parse_test_run
 from passdown.handoff import CommandRun, Failure
 from passdown.transcript import Event, Message, ToolCall, ToolResult
 
@@ -24,7 +25,7 @@ from passdown.transcript import Event, Message, ToolCall, ToolResult
 def test_runner_detection_survives_the_prefilter(
     command: str, runner: str | None, selectors: tuple[str, ...] | None
 ) -> None:
-    run = _test_run(command)
+    run = parse_test_run(command)
     assert (run.runner if run else None) == runner
     assert (run.selectors if run else None) == selectors
 

@@ -13,10 +13,10 @@ import pytest
 from passdown._extract import (
     CODEX_SUMMARY_PREFIX,
     OPEN_FAILURES,
-    covers,
     extract,
     strip_compaction_instructions,
 )
+from passdown._test_runs import covers
 from passdown.agents import get_agent
 from passdown.agents._endings import classify_api_error
 from passdown.transcript import Compaction, Event, Message, SessionEnding, ToolCall, ToolResult

@@ -9,15 +9,14 @@ decisions, open questions and next steps when the tools say nothing.
 from __future__ import annotations
 
 import re
-import shlex
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import msgspec
 
+from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
     CommandRun,
     Ended,
@@ -291,7 +290,7 @@ class _Extractor:
         self.commands.append(run)
         if failed:
             self.commands_failed += 1
-            if _is_probe(command, exit_code):
+            if is_probe(command, exit_code):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
             failure = FailureRecord(
                 tool=call.name,
@@ -302,7 +301,7 @@ class _Extractor:
                 by=call.by,
             )
             self.latest_failure = failure
-            self.open_failures.append(_OpenFailure(failure, _Run.of(command)))
+            self.open_failures.append(_OpenFailure(failure, Run.of(command)))
         elif ok and self.open_failures:
             self._resolve(command)
 
@@ -310,9 +309,9 @@ class _Extractor:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
         if any(o.run.tests is not None for o in self.open_failures):
-            run = _Run.of(passed)
+            run = Run.of(passed)
         else:  # only the same command can cover these: no need to parse it as a test run
-            run = _Run(" ".join(passed.split()), None)
+            run = Run(" ".join(passed.split()), None)
         fixed = [o for o in self.open_failures if run.covers(o.run)]
         if not fixed:
             return  # the usual case: keep the deque as it is
@@ -505,7 +504,7 @@ def restore_extractor(state: ExtractorState) -> _Extractor:
     extractor.commands_total = state.commands_total
     extractor.commands_failed = state.commands_failed
     failures = list(state.open_failures)
-    extractor.open_failures.extend(_OpenFailure(f, _Run.of(f.command or "")) for f in failures)
+    extractor.open_failures.extend(_OpenFailure(f, Run.of(f.command or "")) for f in failures)
     if 0 <= state.latest_failure_in_open < len(failures):
         extractor.latest_failure = failures[state.latest_failure_in_open]
     else:
@@ -541,238 +540,10 @@ def strip_compaction_instructions(text: str) -> str:
     return body.strip()
 
 
-# failures fixed later ------------------------------------------------------------
-_WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
-_RUNNER_PREFIXES = {
-    ("uv", "run"),
-    ("poetry", "run"),
-    ("pipenv", "run"),
-    ("pdm", "run"),
-    ("hatch", "run"),
-    ("rye", "run"),
-    ("pnpm", "exec"),
-    ("npx",),
-    ("bunx",),
-}
-_VALUE_OPTIONS = frozenset(
-    {
-        "-p",
-        "-c",
-        "-o",
-        "--rootdir",
-        "--deselect",
-        "--ignore",
-        "--confcutdir",
-        "--basetemp",
-        "-n",
-        "--maxfail",
-        "--tb",
-        "--timeout",
-        "--durations",
-        "--cov",
-        "--cov-report",
-    }
-)
-_FILTER_OPTIONS = frozenset({"-k", "-m", "-run", "-t", "--testNamePattern", "--grep", "-g"})
-_PROBES = frozenset(
-    {
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "ag",
-        "test",
-        "[",
-        "diff",
-        "cmp",
-        "which",
-        "command",
-        "type",
-        "pgrep",
-    }
-)
-_REDIRECT = re.compile(r"\d*[<>]")
-_SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-
-
-@dataclass(frozen=True, slots=True)
-class _TestRun:
-    runner: str
-    selectors: tuple[str, ...]  # test ids, files, folders, modules (none: the whole suite)
-    filters: tuple[str, ...]  # -k/-m/--run expressions that narrow the selection
-
-
-def covers(passed: str, failed: str) -> bool:
-    """Whether a passing `passed` run shows the failed `failed` run is fixed: the same
-    command, or the same test runner over the failed tests or a superset of them
-    (`pytest tests/test_a.py` or `pytest` covers `pytest tests/test_a.py::test_x`)."""
-    return _Run.of(passed).covers(_Run.of(failed))
-
-
-@dataclass(frozen=True, slots=True)
-class _Run:
-    """A command, parsed once: its normalised text and, for a test runner, what it ran."""
-
-    text: str
-    tests: _TestRun | None
-
-    @classmethod
-    def of(cls, command: str) -> _Run:
-        # Sessions run the same commands again and again (the test suite after each fix),
-        # and parsing one through shlex costs tens of microseconds: short ones are cached.
-        if len(command) <= _CACHED_COMMAND_CHARS:
-            return _parsed_run(command)
-        return cls(" ".join(command.split()), _test_run(command))
-
-    def covers(self, failed: _Run) -> bool:
-        if self.text == failed.text:
-            return True
-        ok_run, bad_run = self.tests, failed.tests
-        if ok_run is None or bad_run is None or ok_run.runner != bad_run.runner:
-            return False
-        if ok_run.filters and ok_run.filters != bad_run.filters:
-            return False
-        if not ok_run.selectors:
-            return True
-        if not bad_run.selectors:
-            return False  # the whole suite failed; a part of it passing proves little
-        return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
-
-
-_CACHED_COMMAND_CHARS = 4096
-
-
-@lru_cache(maxsize=256)  # bounded: at most 256 commands of at most 4 KB
-def _parsed_run(command: str) -> _Run:
-    return _Run(" ".join(command.split()), _test_run(command))
-
-
 @dataclass(slots=True)
 class _OpenFailure:
     failure: FailureRecord
-    run: _Run
-
-
-def _contains(outer: str, inner: str) -> bool:
-    """`tests` contains `tests/test_a.py`, which contains `tests/test_a.py::test_x`;
-    `test_calc` contains `test_calc.TestAdd.test_add`."""
-    if not inner.startswith(outer):
-        return False
-    rest = inner[len(outer) :]
-    return not rest or rest[0] in "/." or rest.startswith("::")
-
-
-# Every runner `_runner` knows has one of these in its name or in its first argument.
-# shlex only drops quotes and backslashes, so a command without any of them, once those
-# are dropped, runs no tests: no need to split it (shlex is the slow part).
-_RUNNER_HINT = re.compile(r"test|jest|mocha|tox|nox|rspec|phpunit")
-_UNQUOTE = str.maketrans("", "", "'\"\\")
-
-
-def _test_run(command: str) -> _TestRun | None:
-    if not _RUNNER_HINT.search(command.translate(_UNQUOTE)):
-        return None
-    for segment in _SEGMENT.split(command):
-        words = _words(segment)
-        if words is None:
-            continue
-        run = _runner(_unwrapped(words))
-        if run is not None:
-            return run
-    return None
-
-
-def _words(segment: str) -> list[str] | None:
-    """Shell words; plain whitespace splitting unless quoting needs shlex (much slower)."""
-    if not any(c in segment for c in "'\"\\"):
-        return segment.split()
-    try:
-        return shlex.split(segment)
-    except ValueError:
-        return None
-
-
-def _unwrapped(words: list[str]) -> list[str]:
-    """Without `VAR=value`, `cd`, `time`/`timeout N`, `uv run` and the like in front."""
-    while words:
-        head = words[0]
-        if "=" in head and not head.startswith("-"):
-            words = words[1:]
-        elif head in _WRAPPERS:
-            words = words[1:]
-            if head == "timeout" and words and words[0][:1].isdigit():
-                words = words[1:]
-        elif tuple(words[:2]) in _RUNNER_PREFIXES:
-            words = words[2:]
-        elif tuple(words[:1]) in _RUNNER_PREFIXES:
-            words = words[1:]
-        else:
-            return [w for w in words if not _REDIRECT.match(w)]
-    return words
-
-
-def _runner(words: list[str]) -> _TestRun | None:
-    if not words:
-        return None
-    name = words[0].rsplit("/", 1)[-1]
-    if name.startswith("python"):
-        rest = words[1:]
-        while rest and rest[0].startswith("-") and rest[0] != "-m":
-            rest = rest[1:]  # python -B -X dev -m ...
-        if len(rest) >= 2 and rest[0] == "-m" and rest[1] in ("pytest", "unittest"):
-            return _selection(rest[1], rest[2:])
-        return None
-    if name in ("pytest", "py.test"):
-        return _selection("pytest", words[1:])
-    if name in ("jest", "vitest", "mocha", "tox", "nox", "rspec", "phpunit"):
-        return _selection(name, words[1:])
-    if len(words) >= 2 and (name, words[1]) in (
-        ("cargo", "test"),
-        ("go", "test"),
-        ("make", "test"),
-        ("npm", "test"),
-        ("yarn", "test"),
-        ("pnpm", "test"),
-        ("bun", "test"),
-        ("deno", "test"),
-        ("dotnet", "test"),
-    ):
-        return _selection(f"{name} test", words[2:])
-    return None
-
-
-def _selection(runner: str, args: list[str]) -> _TestRun:
-    selectors: list[str] = []
-    filters: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        option, _, inline = arg.partition("=")
-        if arg in _FILTER_OPTIONS or option in _FILTER_OPTIONS:
-            value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")
-            filters.append(f"{option} {value}")
-            i += 1 if inline else 2
-            continue
-        if arg.startswith("-k") and len(arg) > 2:
-            filters.append(f"-k {arg[2:]}")
-        elif arg in _VALUE_OPTIONS:
-            i += 1
-        elif arg == "--":
-            pass
-        elif not arg.startswith("-") and arg not in ("discover", "run"):
-            selectors.append(arg.removeprefix("./").rstrip("/") or arg)
-        i += 1
-    return _TestRun(runner, tuple(selectors), tuple(filters))
-
-
-def _is_probe(command: str, exit_code: int | None) -> bool:
-    """grep, test, diff and the like exit 1 to answer "no": not a failure."""
-    if exit_code != 1:
-        return False
-    segments = [seg for seg in _SEGMENT.split(command) if seg]
-    words = _words(segments[-1]) if segments else None
-    words = _unwrapped(words) if words else []
-    return bool(words) and words[0].rsplit("/", 1)[-1] in _PROBES
+    run: Run
 
 
 def extract(

@@ -42,11 +42,11 @@ from passdown._extract import (
     ExtractorState,
     _Extractor,
     _OpenFailure,
-    _Run,
     extractor_state,
     restore_extractor,
 )
 from passdown._seen import SeenEvents
+from passdown._test_runs import Run
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -240,7 +240,7 @@ def _merge_failures(extractor: _Extractor, half: _Extractor, ops: list[int | str
             if len(before) + op >= OPEN_FAILURES:
                 before.popleft()
             continue
-        run = _Run.of(op)
+        run = Run.of(op)
         closed = [o for o in before if run.covers(o.run)]
         for item in closed:
             item.failure.resolved_later = True
