@@ -85,6 +85,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+__all__ = ["cli", "main", "run"]
+
+
 def __getattr__(name: str) -> Any:
     if name in ("cli", "LazyGroup"):  # the click group, loaded when asked for
         return getattr(importlib.import_module("passdown.cli._group"), name)

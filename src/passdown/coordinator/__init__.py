@@ -13,13 +13,13 @@ handoffs, and the engine under `passdown export` / `passdown switch`.
     ...
     coordinator.complete(package)
 
-Modules: `core` (the class: the seed's API) on top of `context` (workspace, scope,
-identity and the store, passed explicitly to every part), `prepare` (session or
-recovery base -> sealed package), `execute` (execution by type), `package` (the
-model), `project_files` (feature list and progress log), `build` (composing state,
-provenance), `compact` (the budgeted compactor), `checks` (validation) and
-`lifecycle` (status and pointers in the store); `doors` is the one export path the
-CLI, hooks and MCP server take into `core`. Git lives in `passdown._workspace`, record
+Private modules: `_core` (the class: the seed's API) on top of `_context` (workspace, scope,
+identity and the store, passed explicitly to every part), `_prepare` (session or
+recovery base -> sealed package), `_execute` (execution by type), `_package` (the
+model), `_project_files` (feature list and progress log), `_build` (composing state,
+provenance), `_compact` (the budgeted compactor), `_checks` (validation) and
+`_lifecycle` (status and pointers in the store); `_doors` is the one export path the
+CLI, hooks and MCP server take into `_core`. Git lives in `passdown._workspace`, record
 conversion in `passdown._handoff_record`, the errors in `passdown.errors`.
 """
 
