@@ -295,6 +295,7 @@ class _BranchReader:
         self.info = info
         self.diag = diag
         self.calls: dict[str, ToolCall] = {}
+        self.errors = _ErrorLines()
         if isinstance(state, dict):
             self.calls = restore_calls(state.get("calls"), pending or {})
         elif state is not None:
@@ -325,7 +326,7 @@ class _BranchReader:
             if role == "toolResult":
                 call = calls.pop(msg.toolCallId or "", None)
                 if call is not None:
-                    yield _tool_result(call, msg, ts)
+                    yield _tool_result(call, msg, ts, self.errors)
             elif role == "assistant":
                 info.add_model(msg.model)
                 content = msg.content
@@ -397,7 +398,31 @@ class _BranchReader:
         )
 
 
-def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
+class _ErrorLines:
+    """The error line of recent failure outputs, by output. An agent that reruns a
+    failing command or edit gets the same output back each time; finding its error line
+    (a scan of every line) is then done once. Bounded: a few short outputs."""
+
+    __slots__ = ("found",)
+    SIZE = 64
+    LONGEST = 8192  # characters; a longer output is scanned every time
+
+    def __init__(self) -> None:
+        self.found: dict[str, str | None] = {}
+
+    def of(self, text: str) -> str | None:
+        found = self.found
+        if text in found:
+            return found[text]
+        error = first_error_line(text) or text.strip()[:300] or None
+        if len(text) <= self.LONGEST:
+            if len(found) >= self.SIZE:
+                found.clear()
+            found[text] = error
+        return error
+
+
+def _tool_result(call: ToolCall, msg: _Message, ts: str | None, errors: _ErrorLines) -> ToolResult:
     is_error = msg.isError
     result = ToolResult(call_id=call.call_id, is_error=is_error, timestamp=ts)
     if call.action == "command":
@@ -416,7 +441,7 @@ def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
         text = _text(msg.content)
     else:
         return result
-    result.error = first_error_line(text) or text.strip()[:300] or None
+    result.error = errors.of(text)
     return result
 
 
