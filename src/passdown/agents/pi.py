@@ -254,27 +254,25 @@ def _header(path: Path) -> _Header:
     return _Header()
 
 
-def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
+def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
     """Pass 1's view of an entry. pi resumes from the last entry written, so the newest
     entry is the leaf; the session header sits outside the tree."""
-    decode = _ENVELOPE.decode
-    tree_types = _TREE_TYPES
-
-    def node(offset: int, line: bytes, tail: int) -> Node | None:
-        try:  # the common case without decode_line's call: pass 1 sees every line
-            env = decode(line)
-        except DECODE_ERRORS:
-            env = decode_line(_ENVELOPE, line, offset, tail, diag)
-            if not isinstance(env, _Envelope):
-                return None
-        kind = env.type
-        if kind == "session":
+    try:  # the common case without decode_line's call: pass 1 sees every line
+        env = _ENVELOPE.decode(line)
+    except DECODE_ERRORS:
+        env = decode_line(_ENVELOPE, line, offset, tail, diag)
+        if not isinstance(env, _Envelope):
             return None
-        if kind not in tree_types:
-            diag.unknown(kind or "(no type)")
-        return Node(env.id, env.parentId) if env.id else None
+    kind = env.type
+    if kind == "session":
+        return None
+    if kind not in _TREE_TYPES:
+        diag.unknown(kind or "(no type)")
+    return Node(env.id, env.parentId) if env.id else None
 
-    return node
+
+def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
+    return lambda offset, line, tail: _node(line, offset, tail, diag)
 
 
 def _is_header(offset: int, line: bytes) -> bool:
