@@ -314,3 +314,59 @@ def test_launch_argv(tmp_path: Path) -> None:
     at = agent.launch_spec("@HANDOFF.md first", workspace=tmp_path, interactive=True)
     assert at.argv == ["pi", " @HANDOFF.md first"]
     assert at.cwd == tmp_path
+
+
+def _bash(eid: str, parent: str, call_id: str, command: object) -> dict:
+    block = {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}
+    return _assistant(eid, parent, block)
+
+
+def test_repeated_and_many_failure_outputs_keep_their_own_error_lines(home: Path) -> None:
+    # The error line of an output is remembered for outputs seen again (a failing test
+    # rerun); more distinct outputs than that memory holds, then an old one again, must
+    # still each give their own error line and exit code.
+    outputs = [f"Traceback (most recent call last):\nValueError: bad {i}" for i in range(70)]
+    runs = [0, 0, *range(1, 70), 0, 5]
+    lines: list[dict | str] = [_user("u", None, "run it")]
+    parent = "u"
+    for n, which in enumerate(runs):
+        text = f"{outputs[which]}\n\nCommand exited with code {which % 3 + 1}"
+        lines += [
+            _bash(f"a{n}", parent, f"c{n}", "pytest -x"),
+            _result(f"r{n}", f"a{n}", f"c{n}", text, error=True),
+        ]
+        parent = f"r{n}"
+    lines += [
+        _bash("ok", parent, "c-ok", "true"),
+        _result("r-ok", "ok", "c-ok", "all good\nexit status 0"),
+        _bash("odd", "r-ok", "c-odd", ["not", "a", "string"]),
+    ]
+    events, _ = _events(_write_session(home, lines))
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [(r.error, r.exit_code) for r in results[:-1]] == [
+        (f"ValueError: bad {which}", which % 3 + 1) for which in runs
+    ]
+    assert (results[-1].is_error, results[-1].exit_code, results[-1].error) == (False, 0, None)
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert calls[-1].command == ""  # a command that is not a string is absent
+    assert {c.command for c in calls[:-1]} == {"pytest -x", "true"}
+
+
+def test_edit_target_from_file_path_or_absent(home: Path) -> None:
+    def edit(eid: str, parent: str, call_id: str, args: dict) -> dict:
+        return _assistant(
+            eid, parent, {"type": "toolCall", "id": call_id, "name": "edit", "arguments": args}
+        )
+
+    path = _write_session(
+        home,
+        [
+            _user("u", None, "edit"),
+            edit("a1", "u", "c1", {"file_path": f"{WS}/a.py", "content": "x" * 5000}),
+            edit("a2", "a1", "c2", {"path": 7, "file_path": f"{WS}/b.py"}),
+            edit("a3", "a2", "c3", {"path": ["x"]}),
+        ],
+    )
+    events, _ = _events(path)
+    paths = [e.paths for e in events if isinstance(e, ToolCall)]
+    assert paths == [(f"{WS}/a.py",), (), ()]

@@ -75,6 +75,7 @@ _TREE_TYPES = frozenset(
 _EDIT_TOOLS = {"write": "write", "edit": "edit"}
 _READ_TOOLS = frozenset({"read", "ls", "grep", "find"})
 _EXIT_LINE = re.compile(r"\n*Command exited with code -?\d+\s*$")
+_EXIT_TEXT = "Command exited with code"  # what _EXIT_LINE needs: skips the regex call
 _ID_IN_NAME = re.compile(r"_([0-9a-fA-F-]{8,})$")
 
 
@@ -84,12 +85,21 @@ class _Envelope(msgspec.Struct):
     parentId: str | None = None
 
 
+class _Args(msgspec.Struct):
+    """The arguments of a tool call that say what it did; the rest (a written file's
+    content) is skipped, not decoded."""
+
+    path: object = None
+    file_path: object = None
+    command: object = None
+
+
 class _Block(msgspec.Struct):
     type: str = ""
     text: str | None = None
     id: str | None = None
     name: str | None = None
-    arguments: dict[str, object] | None = None
+    arguments: _Args | None = None
 
 
 class _Message(msgspec.Struct):
@@ -247,11 +257,17 @@ def _header(path: Path) -> _Header:
 def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
     """Pass 1's view of an entry. pi resumes from the last entry written, so the newest
     entry is the leaf; the session header sits outside the tree."""
-    env = decode_line(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope) or env.type == "session":
+    try:  # the common case without decode_line's call: pass 1 sees every line
+        env = _ENVELOPE.decode(line)
+    except DECODE_ERRORS:
+        env = decode_line(_ENVELOPE, line, offset, tail, diag)
+        if not isinstance(env, _Envelope):
+            return None
+    kind = env.type
+    if kind == "session":
         return None
-    if env.type not in _TREE_TYPES:
-        diag.unknown(env.type or "(no type)")
+    if kind not in _TREE_TYPES:
+        diag.unknown(kind or "(no type)")
     return Node(env.id, env.parentId) if env.id else None
 
 
@@ -277,16 +293,63 @@ class _BranchReader:
         self.info = info
         self.diag = diag
         self.calls: dict[str, ToolCall] = {}
+        self.errors = _ErrorLines()
         if isinstance(state, dict):
             self.calls = restore_calls(state.get("calls"), pending or {})
         elif state is not None:
             raise ValueError("not a pi reader state")
 
     def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        # One flat loop over the branch's entries: messages (nearly every entry) are
+        # handled here without a generator per entry and per message.
+        decode = _ENTRY.decode
+        info = self.info
+        calls = self.calls
         for offset, line, tail in lines:
-            entry = decode_line(_ENTRY, line, offset, tail, self.diag)
-            if isinstance(entry, _Entry):
+            try:
+                entry = decode(line)
+            except DECODE_ERRORS:
+                entry = decode_line(_ENTRY, line, offset, tail, self.diag)
+                if not isinstance(entry, _Entry):
+                    continue
+            ts = entry.timestamp
+            if ts:
+                info.started_at = info.started_at or ts
+                info.updated_at = ts
+            msg = entry.message
+            if entry.type != "message" or msg is None:
                 yield from self._entry(entry)
+                continue
+            role = msg.role
+            if role == "toolResult":
+                call = calls.pop(msg.toolCallId or "", None)
+                if call is not None:
+                    yield _tool_result(call, msg, ts, self.errors)
+            elif role == "assistant":
+                info.add_model(msg.model)
+                content = msg.content
+                text = _text(content)  # text blocks only: thinking stays hidden
+                if text:
+                    yield Message(role="assistant", text=text, timestamp=ts)
+                if type(content) is list:
+                    for block in content:
+                        if block.type == "toolCall" and block.id:
+                            tool_call = _tool_call(block, ts)
+                            calls[tool_call.call_id] = tool_call
+                            yield tool_call
+                # a failed model request is an empty assistant message (one per retry)
+                if msg.stopReason == "error":
+                    yield api_error_ending(msg.errorMessage, timestamp=ts)
+                elif msg.stopReason == "aborted":
+                    yield SessionEnding(reason="interrupted", message=msg.errorMessage, timestamp=ts)
+            elif role == "user":
+                text = _text(msg.content)
+                if text:
+                    yield Message(role="user", text=text, timestamp=ts)
+            elif role == "bashExecution":
+                yield from self._user_command(msg, entry)
+            elif role not in ("custom", "branchSummary", "compactionSummary"):
+                self.diag.unknown(f"message:{role or '(no role)'}")
 
     def finish(self) -> Iterator[Event]:
         return iter(())  # nothing is buffered across entries
@@ -295,16 +358,12 @@ class _BranchReader:
         return {"calls": calls_state(self.calls)}
 
     def _entry(self, entry: _Entry) -> Iterator[Event]:
+        """The entries other than messages (the timestamp is already noted)."""
         info = self.info
-        if entry.timestamp:
-            info.started_at = info.started_at or entry.timestamp
-            info.updated_at = entry.timestamp
         kind = entry.type
         if kind == "session":
             info.session_id = entry.id or info.session_id
             info.cwd = entry.cwd or info.cwd
-        elif kind == "message" and entry.message is not None:
-            yield from self._message(entry.message, entry)
         elif kind == "compaction":
             trigger = "extension" if entry.fromHook else None
             yield Compaction(summary=entry.summary, trigger=trigger, timestamp=entry.timestamp)
@@ -316,59 +375,6 @@ class _BranchReader:
             info.add_model(entry.modelId)
         elif kind == "session_info" and entry.name:
             info.title = entry.name
-
-    def _message(self, msg: _Message, entry: _Entry) -> Iterator[Event]:
-        ts = entry.timestamp
-        if msg.role == "user":
-            text = _text(msg.content)
-            if text:
-                yield Message(role="user", text=text, timestamp=ts)
-        elif msg.role == "assistant":
-            self.info.add_model(msg.model)
-            yield from self._assistant(msg, ts)
-        elif msg.role == "toolResult":
-            result = self._tool_result(msg, ts)
-            if result is not None:
-                yield result
-        elif msg.role == "bashExecution":
-            yield from self._user_command(msg, entry)
-        elif msg.role not in ("custom", "branchSummary", "compactionSummary"):
-            self.diag.unknown(f"message:{msg.role or '(no role)'}")
-
-    def _assistant(self, msg: _Message, ts: str | None) -> Iterator[Event]:
-        blocks = msg.content if isinstance(msg.content, list) else []
-        text = _text(msg.content)  # text blocks only: thinking stays hidden
-        if text:
-            yield Message(role="assistant", text=text, timestamp=ts)
-        for block in blocks:
-            if block.type == "toolCall" and block.id:
-                call = _tool_call(block, ts)
-                self.calls[call.call_id] = call
-                yield call
-        # a failed model request is an empty assistant message (one per retry)
-        if msg.stopReason == "error":
-            yield api_error_ending(msg.errorMessage, timestamp=ts)
-        elif msg.stopReason == "aborted":
-            yield SessionEnding(reason="interrupted", message=msg.errorMessage, timestamp=ts)
-
-    def _tool_result(self, msg: _Message, ts: str | None) -> ToolResult | None:
-        call_id = msg.toolCallId or ""
-        call = self.calls.pop(call_id, None)
-        if call is None:
-            return None
-        result = ToolResult(call_id=call_id, is_error=msg.isError, timestamp=ts)
-        text = _text(msg.content) or ""
-        if call.action == "command":
-            # pi marks a non-zero exit as an error and appends "Command exited with code N"
-            code = parse_exit_code(text[-200:])
-            result.exit_code = code if code is not None else (None if msg.isError else 0)
-            # the line is at the very end: matching only the tail keeps this linear (over
-            # the whole text, `\n*` before it is quadratic on a run of newlines)
-            cut = max(len(text) - 200, 0)
-            text = text[:cut] + _EXIT_LINE.sub("", text[cut:])
-        if msg.isError:
-            result.error = first_error_line(text) or text.strip()[:300] or None
-        return result
 
     def _user_command(self, msg: _Message, entry: _Entry) -> Iterator[Event]:
         """A command the user ran from pi's prompt with "!": it ran in the workspace."""
@@ -390,17 +396,65 @@ class _BranchReader:
         )
 
 
+class _ErrorLines:
+    """The error line of recent failure outputs, by output. An agent that reruns a
+    failing command or edit gets the same output back each time; finding its error line
+    (a scan of every line) is then done once. Bounded: a few short outputs."""
+
+    __slots__ = ("found",)
+    SIZE = 64
+    LONGEST = 8192  # characters; a longer output is scanned every time
+
+    def __init__(self) -> None:
+        self.found: dict[str, str | None] = {}
+
+    def of(self, text: str) -> str | None:
+        found = self.found
+        if text in found:
+            return found[text]
+        error = first_error_line(text) or text.strip()[:300] or None
+        if len(text) <= self.LONGEST:
+            if len(found) >= self.SIZE:
+                found.clear()
+            found[text] = error
+        return error
+
+
+def _tool_result(call: ToolCall, msg: _Message, ts: str | None, errors: _ErrorLines) -> ToolResult:
+    is_error = msg.isError
+    result = ToolResult(call_id=call.call_id, is_error=is_error, timestamp=ts)
+    if call.action == "command":
+        # pi marks a non-zero exit as an error and appends "Command exited with code N"
+        text = _text(msg.content)
+        end = text[-200:]
+        code = parse_exit_code(end)
+        result.exit_code = code if code is not None else (None if is_error else 0)
+        if not is_error:
+            return result  # the output of a success is never kept
+        # the line is at the very end: matching only the tail keeps this linear (over
+        # the whole text, `\n*` before it is quadratic on a run of newlines)
+        if _EXIT_TEXT in end:
+            text = text[: len(text) - len(end)] + _EXIT_LINE.sub("", end)
+    elif is_error:
+        text = _text(msg.content)
+    else:
+        return result
+    result.error = errors.of(text)
+    return result
+
+
 def _tool_call(block: _Block, ts: str | None) -> ToolCall:
     name = block.name or ""
-    args = block.arguments or {}
     call = ToolCall(call_id=block.id or "", name=name, timestamp=ts)
     if name in _EDIT_TOOLS:
+        args = block.arguments
         call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
-        target = args.get("path") or args.get("file_path")
+        target = (args.path or args.file_path) if args is not None else None
         call.paths = (target,) if isinstance(target, str) and target else ()
     elif name == "bash":
+        args = block.arguments
         call.action = "command"
-        command = args.get("command")
+        command = args.command if args is not None else None
         call.command = command if isinstance(command, str) else ""  # another type: absent
     elif name in _READ_TOOLS:
         call.action = "read"
@@ -410,7 +464,12 @@ def _tool_call(block: _Block, ts: str | None) -> ToolCall:
 def _text(content: str | list[_Block] | None) -> str:
     if isinstance(content, str):
         return content.strip()
-    parts = [b.text.strip() for b in content or () if b.type == "text" and b.text]
+    if not content:
+        return ""
+    if len(content) == 1:  # the usual case: one text block, no join
+        block = content[0]
+        return block.text.strip() if block.type == "text" and block.text else ""
+    parts = [b.text.strip() for b in content if b.type == "text" and b.text]
     return "\n\n".join(p for p in parts if p)
 
 
