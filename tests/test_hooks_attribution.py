@@ -197,3 +197,9 @@ def test_a_hook_sees_a_concurrent_session_of_another_agent(tmp_path: Path) -> No
     # b.py is the Codex session's work: neither this session's nor unexplained (the
     # README is the repository's first commit, made after the session started)
     assert [f["path"] for f in state["workspace_changes"]] == ["README.md", "c.txt"]
+
+
+def test_long_commands_skip_the_cache_and_are_judged_the_same() -> None:
+    long_read = "cat " + "a" * 5000
+    assert not could_write_files(long_read) and could_write_files(long_read + " > out.txt")
+    assert not could_write_files("cat a") and could_write_files("cat a > out.txt")
