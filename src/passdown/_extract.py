@@ -312,7 +312,11 @@ class _Extractor:
             run = Run.of(passed)
         else:  # only the same command can cover these: no need to parse it as a test run
             run = Run(" ".join(passed.split()), None)
-        fixed = [o for o in self.open_failures if run.covers(o.run)]
+        if run.tests is None:  # no test run: only the very same command covers a failure
+            text = run.text
+            fixed = [o for o in self.open_failures if o.run.text == text]
+        else:
+            fixed = [o for o in self.open_failures if run.covers(o.run)]
         if not fixed:
             return  # the usual case: keep the deque as it is
         for open_failure in fixed:
