@@ -260,9 +260,10 @@ def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None
     try:  # the common case without decode_line's call: pass 1 sees every line
         env = _ENVELOPE.decode(line)
     except DECODE_ERRORS:
-        env = decode_line(_ENVELOPE, line, offset, tail, diag)
-        if not isinstance(env, _Envelope):
+        decoded = decode_line(_ENVELOPE, line, offset, tail, diag)
+        if not isinstance(decoded, _Envelope):
             return None
+        env = decoded
     kind = env.type
     if kind == "session":
         return None
@@ -293,7 +294,6 @@ class _BranchReader:
         self.info = info
         self.diag = diag
         self.calls: dict[str, ToolCall] = {}
-        self.errors = _ErrorLines()
         if isinstance(state, dict):
             self.calls = restore_calls(state.get("calls"), pending or {})
         elif state is not None:
@@ -309,9 +309,10 @@ class _BranchReader:
             try:
                 entry = decode(line)
             except DECODE_ERRORS:
-                entry = decode_line(_ENTRY, line, offset, tail, self.diag)
-                if not isinstance(entry, _Entry):
+                decoded = decode_line(_ENTRY, line, offset, tail, self.diag)
+                if not isinstance(decoded, _Entry):
                     continue
+                entry = decoded
             ts = entry.timestamp
             if ts:
                 info.started_at = info.started_at or ts
@@ -324,7 +325,7 @@ class _BranchReader:
             if role == "toolResult":
                 call = calls.pop(msg.toolCallId or "", None)
                 if call is not None:
-                    yield _tool_result(call, msg, ts, self.errors)
+                    yield _tool_result(call, msg, ts)
             elif role == "assistant":
                 info.add_model(msg.model)
                 content = msg.content
@@ -341,7 +342,9 @@ class _BranchReader:
                 if msg.stopReason == "error":
                     yield api_error_ending(msg.errorMessage, timestamp=ts)
                 elif msg.stopReason == "aborted":
-                    yield SessionEnding(reason="interrupted", message=msg.errorMessage, timestamp=ts)
+                    yield SessionEnding(
+                        reason="interrupted", message=msg.errorMessage, timestamp=ts
+                    )
             elif role == "user":
                 text = _text(msg.content)
                 if text:
@@ -396,31 +399,7 @@ class _BranchReader:
         )
 
 
-class _ErrorLines:
-    """The error line of recent failure outputs, by output. An agent that reruns a
-    failing command or edit gets the same output back each time; finding its error line
-    (a scan of every line) is then done once. Bounded: a few short outputs."""
-
-    __slots__ = ("found",)
-    SIZE = 64
-    LONGEST = 8192  # characters; a longer output is scanned every time
-
-    def __init__(self) -> None:
-        self.found: dict[str, str | None] = {}
-
-    def of(self, text: str) -> str | None:
-        found = self.found
-        if text in found:
-            return found[text]
-        error = first_error_line(text) or text.strip()[:300] or None
-        if len(text) <= self.LONGEST:
-            if len(found) >= self.SIZE:
-                found.clear()
-            found[text] = error
-        return error
-
-
-def _tool_result(call: ToolCall, msg: _Message, ts: str | None, errors: _ErrorLines) -> ToolResult:
+def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
     is_error = msg.isError
     result = ToolResult(call_id=call.call_id, is_error=is_error, timestamp=ts)
     if call.action == "command":
@@ -439,7 +418,7 @@ def _tool_result(call: ToolCall, msg: _Message, ts: str | None, errors: _ErrorLi
         text = _text(msg.content)
     else:
         return result
-    result.error = errors.of(text)
+    result.error = first_error_line(text) or text.strip()[:300] or None
     return result
 
 
