@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 
+from passdown._memo import for_short_strings
 from passdown.transcript import Event, ToolCall
 
 # Commands kept for attributing git's changes: the most recently used distinct ones that
@@ -96,23 +96,9 @@ _HARMLESS_REDIRECTS = re.compile(r"\d?>&\d|&?\d?>{1,2}\s*/dev/null")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-_CACHED_COMMAND_CHARS = 4096
-
-
+# sessions run the same commands again and again
+@for_short_strings(maxsize=1024, longest=4096)
 def could_write_files(command: str) -> bool:
-    """See `_could_write_files`; sessions run the same commands again and again, so short
-    ones are answered from a bounded cache (at most 1,024 commands of at most 4 KB)."""
-    if len(command) <= _CACHED_COMMAND_CHARS:
-        return _could_write_cached(command)
-    return _could_write_files(command)
-
-
-@lru_cache(maxsize=1024)
-def _could_write_cached(command: str) -> bool:
-    return _could_write_files(command)
-
-
-def _could_write_files(command: str) -> bool:
     """False only for a command line every part of which only reads (a known read-only
     program, `git status`-like subcommands, `sed` without `-i`, `find` without `-delete`
     or `-exec`) and that redirects no output into a file. Subshells, `xargs`, scripts and

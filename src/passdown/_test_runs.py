@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
+
+from passdown._memo import for_short_strings
 
 # failures fixed later ------------------------------------------------------------
 _WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
@@ -86,11 +87,7 @@ class Run:
 
     @classmethod
     def of(cls, command: str) -> Run:
-        # Sessions run the same commands again and again (the test suite after each fix),
-        # and parsing one through shlex costs tens of microseconds: short ones are cached.
-        if len(command) <= _CACHED_COMMAND_CHARS:
-            return _parsed_run(command)
-        return cls(" ".join(command.split()), parse_test_run(command))
+        return _parsed_run(command)
 
     def covers(self, failed: Run) -> bool:
         if self.text == failed.text:
@@ -107,10 +104,9 @@ class Run:
         return all(any(_contains(s, f) for s in ok_run.selectors) for f in bad_run.selectors)
 
 
-_CACHED_COMMAND_CHARS = 4096
-
-
-@lru_cache(maxsize=256)  # bounded: at most 256 commands of at most 4 KB
+# Sessions run the same commands again and again (the test suite after each fix), and
+# parsing one through shlex costs tens of microseconds.
+@for_short_strings(maxsize=256, longest=4096)
 def _parsed_run(command: str) -> Run:
     return Run(" ".join(command.split()), parse_test_run(command))
 

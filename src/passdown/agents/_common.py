@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import sqlite3
@@ -13,6 +12,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from passdown._memo import for_short_strings
 from passdown.transcript import Diagnostics, PlanItem
 
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+)", re.IGNORECASE)
@@ -151,24 +151,9 @@ def parse_exit_code(text: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-_CACHED_OUTPUT_CHARS = 8192
-
-
+# an agent that reruns a failing command gets the same output back each time
+@for_short_strings(maxsize=256, longest=8192)
 def first_error_line(text: str | None) -> str | None:
-    """See `_first_error_line`. An agent that reruns a failing command gets the same
-    output back each time: short outputs are answered from a bounded cache (256 outputs
-    of at most 8 KB), so the scan of every line runs once per distinct output."""
-    if text is not None and len(text) <= _CACHED_OUTPUT_CHARS:
-        return _first_error_line_cached(text)
-    return _first_error_line(text)
-
-
-@functools.lru_cache(maxsize=256)
-def _first_error_line_cached(text: str) -> str | None:
-    return _first_error_line(text)
-
-
-def _first_error_line(text: str | None) -> str | None:
     """The line of a failure's output that states the error, plus the runner's closing
     verdict when it prints one ("… FAILED (failures=1)"), trimmed; never the whole output.
 
