@@ -38,8 +38,7 @@ class SeenEvents:
         """Restored from a checkpoint: kept as if seen again, in their order."""
         self._kept.clear()
         self._chars = 0
-        for command in commands:
-            self._keep(command)
+        self.keep_commands(commands)
 
     def keep_commands(self, commands: Iterable[str]) -> None:
         """Commands seen elsewhere (a two-core read's worker), after those seen here."""

@@ -601,18 +601,10 @@ def _read_half(
     )
     ids = _IdFilter()
     add_id = ids.add
-    seen = SeenEvents()  # the commands kept as the main process keeps them: bounded
-    keep = seen.keep_commands
+    seen = SeenEvents()  # counts and keeps commands as the main process does: bounded
     feed = half.feed
-    count = 0
-    for event in reader.events(cast(BinaryIO, _Window(fd, cut, end))):
-        count += 1
-        kind = type(event)
-        if kind is ToolCall:
-            add_id(event.call_id)  # type: ignore[union-attr]
-            if event.command:  # type: ignore[union-attr]
-                keep((event.command,))  # type: ignore[union-attr]
-        elif kind is ToolResult:
+    for event in seen.watch(reader.events(cast(BinaryIO, _Window(fd, cut, end)))):
+        if type(event) in (ToolCall, ToolResult):
             add_id(event.call_id)  # type: ignore[union-attr]
         feed(event)
     state = reader.report()
@@ -624,7 +616,7 @@ def _read_half(
         ids=bytes(ids.bits),
         reader=state,
         diagnostics=diagnostics,
-        events=count,
+        events=seen.count,
         commands=seen.commands,
         peak_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         private_kb=_private_kb() if os.environ.get(STATS_ENV) else 0,
