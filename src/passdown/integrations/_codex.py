@@ -79,27 +79,30 @@ def codex_home() -> Path:
 @cache
 def has_lifecycle_hooks(program: str = "codex") -> bool:
     """Whether the installed Codex runs `[hooks]`: its own `features list` says."""
-    import tempfile
-
     home = os.environ.get("CODEX_HOME")
-    with tempfile.TemporaryDirectory(prefix="passdown-codex-") as empty:
-        env = dict(os.environ)
-        if home and not Path(home).is_dir():
-            # Codex refuses to start on a CODEX_HOME that is not there yet (the install
-            # creates it); a fresh home gives the defaults that install will meet
-            env["CODEX_HOME"] = empty
-        try:
-            out = subprocess.run(
-                [program, "features", "list"],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-                stdin=subprocess.DEVNULL,
-                env=env,
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
-            return False
+    if home and not Path(home).is_dir():
+        # Codex refuses to start on a CODEX_HOME that is not there yet (the install
+        # creates it); a fresh home gives the defaults that install will meet
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="passdown-codex-") as empty:
+            return _features_list_says_hooks(program, {**os.environ, "CODEX_HOME": empty})
+    return _features_list_says_hooks(program, None)
+
+
+def _features_list_says_hooks(program: str, env: dict[str, str] | None) -> bool:
+    try:
+        out = subprocess.run(
+            [program, "features", "list"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
     for line in out.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0] in ("hooks", "codex_hooks") and parts[-1] == "true":
