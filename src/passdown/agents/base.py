@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -201,14 +202,14 @@ class Agent(ABC):
                 hint=f"session files live under {where}",
             )
         try:
-            is_file, exists = real.is_file(), real.exists()
+            mode = real.stat().st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            raise SessionNotFound(f"session file not found: {path}") from None
         except OSError as exc:
             raise unreadable(exc, real) from None
-        if exists and not is_file:
+        if not stat.S_ISREG(mode):
             # there, but no regular file (a folder, a FIFO, a device): it cannot be read
             raise SessionReadError(f"cannot read {path}: not a regular file")
-        if not exists:
-            raise SessionNotFound(f"session file not found: {path}")
         try:
             return self.ref_for_path(real)
         except OSError as exc:
