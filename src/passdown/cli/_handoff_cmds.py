@@ -69,6 +69,16 @@ def _workspace_option() -> Callable[[F], F]:
     )
 
 
+def _out_option() -> Callable[[F], F]:
+    return click.option(
+        "--out",
+        "out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Folder to write into (default: <workspace>/.agent-handoff).",
+    )
+
+
 def _request(
     source: str,
     session: str | None,
@@ -136,13 +146,7 @@ def inspect_command(
 )
 @_session_option()
 @_workspace_option()
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Folder to write into (default: <workspace>/.agent-handoff).",
-)
+@_out_option()
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
@@ -194,13 +198,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
 @click.option("--to", "to", required=True, help="The agent to launch: claude, codex, ...")
 @_session_option()
 @_workspace_option()
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Folder to write into (default: <workspace>/.agent-handoff).",
-)
+@_out_option()
 @_budget_options
 @click.option(
     "--dry-run",
