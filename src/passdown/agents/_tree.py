@@ -253,6 +253,15 @@ class TreeFormat:
     always: Callable[[int, bytes], bool] | None = None
 
 
+def read_tree(fmt: TreeFormat, path: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+    """A full read: pass 1 finds the active branch, pass 2 decodes its lines."""
+    branch = find_active_branch(path, diag, fmt.node_view(info, diag), fragments=fmt.fragments)
+    diag.lines = 0  # pass 2 counts again; report lines once
+    decoder = fmt.decoder(info, diag, None, {})
+    yield from decoder.feed(branch_lines(path, diag, branch, always=fmt.always))
+    yield from decoder.finish()
+
+
 class TreeResumable:
     """The `ResumableReader` of a tree session. `begin` (called once, before the
     windows) walks the new bytes and says whether the saved state can go on; the two

@@ -44,7 +44,7 @@ from passdown.agents._tree import (
     TreeFormat,
     TreeResumable,
     branch_lines,
-    find_active_branch,
+    read_tree,
     restore_calls,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -262,11 +262,7 @@ class ClaudeCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        branch = find_active_branch(ref.path, diag, _node_reader(info, diag))
-        diag.lines = 0  # pass 2 counts again; report lines once
-        decoder = _SessionDecoder(info, diag, None, {}, config_dir=self.config_dir())
-        yield from decoder.feed(branch_lines(ref.path, diag, branch))
-        yield from decoder.finish()
+        return read_tree(self._format(), ref.path, info, diag)
 
     supports_checkpoint = True
 
@@ -277,14 +273,16 @@ class ClaudeCode(Agent):
         state: object | None,
         pending: dict[str, ToolCall],
     ) -> TreeResumable:
+        return TreeResumable(self._format(), info, diagnostics, state, pending)
+
+    def _format(self) -> TreeFormat:
         config_dir = self.config_dir()
-        fmt = TreeFormat(
+        return TreeFormat(
             node_view=_node_reader,
             decoder=lambda i, d, saved, calls: _SessionDecoder(
                 i, d, saved, calls, config_dir=config_dir
             ),
         )
-        return TreeResumable(fmt, info, diagnostics, state, pending)
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

@@ -40,9 +40,8 @@ from passdown.agents._tree import (
     NodeReader,
     TreeFormat,
     TreeResumable,
-    branch_lines,
     calls_state,
-    find_active_branch,
+    read_tree,
     restore_calls,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -207,11 +206,7 @@ class PiAgent(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        branch = find_active_branch(ref.path, diag, _node_view(info, diag))
-        diag.lines = 0  # pass 2 counts again; report lines once
-        reader = _BranchReader(info, diag)
-        yield from reader.feed(branch_lines(ref.path, diag, branch, always=_is_header))
-        yield from reader.finish()
+        return read_tree(_FORMAT, ref.path, info, diag)
 
     supports_checkpoint = True
 

@@ -58,8 +58,7 @@ from passdown.agents._tree import (
     NodeReader,
     TreeFormat,
     TreeResumable,
-    branch_lines,
-    find_active_branch,
+    read_tree,
     restore_calls,
 )
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -215,12 +214,7 @@ class QwenCode(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        # a record written in several pieces under one uuid keeps every piece
-        branch = find_active_branch(ref.path, diag, _node_view(info, diag), fragments=True)
-        diag.lines = 0  # pass 2 counts again; report lines once
-        reader = _BranchReader(info, diag, todos=self._todo_file)
-        yield from reader.feed(branch_lines(ref.path, diag, branch))
-        yield from reader.finish()
+        return read_tree(self._format(), ref.path, info, diag)
 
     supports_checkpoint = True
 
@@ -231,14 +225,16 @@ class QwenCode(Agent):
         state: object | None,
         pending: dict[str, ToolCall],
     ) -> TreeResumable:
-        fmt = TreeFormat(
+        return TreeResumable(self._format(), info, diagnostics, state, pending)
+
+    def _format(self) -> TreeFormat:
+        return TreeFormat(
             node_view=_node_view,
             decoder=lambda i, d, saved, calls: _BranchReader(
                 i, d, saved, calls, todos=self._todo_file
             ),
-            fragments=True,
+            fragments=True,  # a record written in several pieces under one uuid keeps every piece
         )
-        return TreeResumable(fmt, info, diagnostics, state, pending)
 
     def _todo_file(self, session_id: str) -> PlanOp | None:
         """The final plan Qwen keeps in <runtime>/todos/<sessionId>.json."""
