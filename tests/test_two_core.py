@@ -676,6 +676,9 @@ def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: P
         # subprocesses the export starts are no worker and not stopped
         own = _cmdline(export.pid)  # read each time: the first reads may precede exec
         children = [int(pid) for pid in listed.split() if _cmdline(int(pid)) == own]
+        # a worker stopped before it asked for the parent-death signal would outlive
+        # its parent by the test's own doing: wait for its setsid, which comes after
+        children = [pid for pid in children if _leads_its_session(pid)]
     if not children:
         export.wait(timeout=600)
         pytest.skip("the export ended before its worker could be seen")
@@ -694,6 +697,14 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def _leads_its_session(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return int(fields[3]) == pid  # state, ppid, pgrp, session
 
 
 def _gone(pid: int, within: float = 30.0) -> bool:

@@ -525,6 +525,7 @@ def start(
     if cut is None or not start < cut < end:
         return None
     budget = extractor.budget
+    prctl = _prctl()  # looked up before the fork: the worker's unguarded moment stays short
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -536,7 +537,7 @@ def start(
         return None
     if pid == 0:  # the worker: never returns
         os.close(read_end)
-        _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end)
+        _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end, prctl)
     os.close(write_end)
     return SplitRead(splitter, fd, start, cut, end, pid, read_end)
 
@@ -550,11 +551,12 @@ def _worker(
     workspace: str | None,
     budget: Any,
     out: int,
+    prctl: Callable[..., int] | None,
 ) -> None:
     code = 0
     began = time.perf_counter()
     try:
-        _die_with_parent()
+        _die_with_parent(prctl)
         # its own session: no terminal's Ctrl-C or job control reaches it (the parent
         # stops it), and where the scheduler shares CPU per session (Linux autogroup) it
         # does not halve the share of the process it works for
@@ -659,12 +661,19 @@ def _detach_stdio() -> None:
     os.close(null)
 
 
-def _die_with_parent() -> None:
+def _prctl() -> Callable[..., int] | None:
+    try:
+        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
+    except (OSError, AttributeError):  # not Linux: no parent-death signal
+        return None
+
+
+def _die_with_parent(prctl: Callable[..., int] | None) -> None:
     """The worker dies with its parent (Linux), so a killed export leaves no orphan."""
     parent = os.getppid()
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if prctl is not None:
+        with contextlib.suppress(Exception):
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
 
