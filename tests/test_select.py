@@ -8,22 +8,24 @@ import pytest
 
 from passdown import _pipeline as pipeline
 from passdown.agents import get_agent
+from passdown.agents.base import Discovered
 from passdown.errors import SessionNotFound, SessionReadError
 from passdown.transcript import SessionRef
 
 
 def _agents(monkeypatch: pytest.MonkeyPatch, newest: dict[str, object]) -> None:
-    """Search exactly these agents; each one's `newest` returns or raises its value."""
+    """Search exactly these agents; each one's discovery finds or raises its value."""
     agents = [get_agent(name) for name in newest]
     for agent in agents:
         value = newest[agent.name]
 
-        def fake(workspace: Path | None, value: object = value) -> SessionRef | None:
+        def fake(workspace: Path | None, value: object = value) -> Discovered:
             if isinstance(value, Exception):
                 raise value
-            return value  # type: ignore[return-value]
+            refs = [value] if isinstance(value, SessionRef) else []
+            return Discovered(refs=refs, skipped=[])
 
-        monkeypatch.setattr(agent, "newest", fake)
+        monkeypatch.setattr(agent, "discover_all", fake)
     monkeypatch.setattr(pipeline, "source_agents", lambda name: agents)
 
 

@@ -15,6 +15,7 @@ from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted
 from passdown._seen import SeenEvents
 from passdown._workspace import HANDOFF_DIR as HANDOFF_DIR
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
+from passdown.agents.base import SkippedSession, unreadable_sessions
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
@@ -70,16 +71,21 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
         return _select_by_spec(agents, session, workspace)
     newest: tuple[Agent, SessionRef] | None = None
     unreadable: list[SessionReadError] = []
+    skipped: list[SkippedSession] = []
     for agent in agents:
         try:
-            ref = agent.newest(workspace)
+            found = agent.discover_all(workspace)
         except SessionReadError as exc:
             if len(agents) == 1:
                 raise
             unreadable.append(exc)  # one agent's broken store must not hide the others
             continue
+        skipped.extend(found.skipped)
+        ref = found.newest
         if ref and (newest is None or ref.updated_at > newest[1].updated_at):
             newest = (agent, ref)
+    if newest is None and skipped:  # session files are there, only none can be opened
+        raise unreadable_sessions(sorted(skipped, key=lambda s: s.updated_at, reverse=True))
     if newest is None and unreadable:
         raise unreadable[0]
     if newest is None:
@@ -90,7 +96,19 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
             hint="run this in the folder where the agent worked, or pass --session ID|PATH",
         )
     notes = [f"skipped an unreadable session store: {exc}" for exc in unreadable]
+    notes += _skipped_newer_notes(skipped, newest[1])
     return Selection(agent=newest[0], ref=newest[1], workspace=workspace, notes=notes)
+
+
+def _skipped_newer_notes(skipped: list[SkippedSession], chosen: SessionRef) -> list[str]:
+    """A warning for each session file newer than the one handed off that could not be
+    opened: the user would have expected that one (issue: unreadable newest session)."""
+    return [
+        f"skipped a newer session file that cannot be read: {s.describe()}; "
+        f"handed off {chosen.session_id} instead"
+        for s in skipped
+        if s.updated_at > chosen.updated_at
+    ]
 
 
 def searched(agents: list[Agent]) -> str:

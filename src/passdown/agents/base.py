@@ -8,6 +8,7 @@ import shutil
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
@@ -26,6 +27,39 @@ class LaunchSpec:
     argv: list[str]
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSession:
+    """A session file discovery found but could not open (chmod 000, an unreadable
+    mount): it cannot say which workspace it ran in, so it is reported, not listed."""
+
+    path: Path
+    reason: str  # the OS's words: "Permission denied"
+    updated_at: float  # its mtime: a stat works where an open does not
+
+    def describe(self) -> str:
+        return f"{self.path} ({self.reason})"
+
+
+@dataclass(slots=True)
+class Discovered:
+    """The sessions one discovery found, newest first, and the session files it had to
+    skip because they could not be opened (newest first too)."""
+
+    refs: list[SessionRef]
+    skipped: list[SkippedSession]
+
+    @property
+    def newest(self) -> SessionRef | None:
+        return self.refs[0] if self.refs else None
+
+
+# Set while `Agent.discover_all` runs: where the guarded `ref_for_path` reports session
+# files it could not open (a ContextVar, so concurrent discoveries stay apart).
+_skipped_sink: ContextVar[list[SkippedSession] | None] = ContextVar(
+    "passdown_skipped_sessions", default=None
+)
 
 
 class CannotResume(Exception):
@@ -82,6 +116,9 @@ class Agent(ABC):
             setattr(cls, "discover", _guard_discover(cls.__dict__["discover"]))  # noqa: B010
         if "read" in cls.__dict__:
             setattr(cls, "read", _guard_read(cls.__dict__["read"]))  # noqa: B010
+        if "ref_for_path" in cls.__dict__:
+            guarded = _guard_ref_for_path(cls.__dict__["ref_for_path"])
+            setattr(cls, "ref_for_path", guarded)  # noqa: B010
 
     # -- sessions -----------------------------------------------------------------
     @abstractmethod
@@ -165,10 +202,33 @@ class Agent(ABC):
     # -- selection (shared by every agent) ------------------------------------------
     def sessions(self, workspace: Path | None) -> list[SessionRef]:
         """Sessions for `workspace`, newest first."""
-        return sorted(self.discover(workspace), key=lambda r: r.updated_at, reverse=True)
+        return self.discover_all(workspace).refs
+
+    def discover_all(self, workspace: Path | None) -> Discovered:
+        """Sessions for `workspace`, newest first, with the session files discovery
+        could not open. An unreadable file tells no workspace, so it is reported
+        wherever it was a candidate (Claude, Qwen and pi: its folder's name matched the
+        workspace; Codex: every rollout), never silently dropped."""
+        sink: list[SkippedSession] = []
+        token = _skipped_sink.set(sink)
+        try:
+            refs = sorted(self.discover(workspace), key=lambda r: r.updated_at, reverse=True)
+        finally:
+            _skipped_sink.reset(token)
+        listed = {ref.path for ref in refs}  # an agent that lists it anyway reads it (exit 5)
+        skipped = sorted(
+            (s for s in sink if s.path not in listed), key=lambda s: s.updated_at, reverse=True
+        )
+        return Discovered(refs=refs, skipped=skipped)
 
     def newest(self, workspace: Path | None) -> SessionRef | None:
-        return max(self.discover(workspace), key=lambda r: r.updated_at, default=None)
+        """The newest readable session for `workspace`. When session files were found
+        but none can be opened, the "cannot be read" error (exit 5) naming the newest:
+        the user has a session here, passdown just cannot open it."""
+        found = self.discover_all(workspace)
+        if found.newest is None and found.skipped:
+            raise unreadable_sessions(found.skipped)
+        return found.newest
 
     def resolve(self, spec: str, workspace: Path | None) -> SessionRef:
         """A session from an id, an id prefix, or a path inside this agent's store."""
@@ -216,6 +276,18 @@ class Agent(ABC):
             raise unreadable(exc, real) from None
 
 
+def unreadable_sessions(skipped: list[SkippedSession]) -> SessionReadError:
+    """The exit-5 error when the only session files found cannot be opened (newest
+    first in `skipped`)."""
+    first, more = skipped[0], len(skipped) - 1
+    also = f" (and {more} more unreadable session file{'s' * (more > 1)})" if more else ""
+    return SessionReadError(
+        f"cannot read {first.path}: {first.reason}{also}",
+        hint="it is the newest session file found for this workspace; fix its permissions, "
+        "or pass --session with another session",
+    )
+
+
 def unreadable(exc: OSError, fallback: Path | None = None) -> SessionReadError:
     """The exit-5 error for an OS error met while finding or reading a session."""
     where = exc.filename if exc.filename is not None else fallback
@@ -234,6 +306,42 @@ def _guard_discover(
             raise unreadable(exc) from None
 
     return guarded
+
+
+def _guard_ref_for_path(
+    ref_for_path: Callable[[Agent, Path], SessionRef],
+) -> Callable[[Agent, Path], SessionRef]:
+    """During `discover_all`, a session file whose reference names no cwd may be one
+    the agent's head reader could not open (those say nothing then): probe it and report
+    it, so an unreadable newest session is never silently skipped."""
+
+    @functools.wraps(ref_for_path)
+    def guarded(self: Agent, path: Path) -> SessionRef:
+        ref = ref_for_path(self, path)
+        sink = _skipped_sink.get()
+        if sink is not None and ref.cwd is None:
+            reason = _cannot_open(path)
+            if reason is not None:
+                sink.append(SkippedSession(path=path, reason=reason, updated_at=ref.updated_at))
+        return ref
+
+    return guarded
+
+
+def _cannot_open(path: Path) -> str | None:
+    """Why a regular file cannot be opened for reading, or None when it can (or when it
+    is no regular file, or gone: those are no session files, as before)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        # O_NONBLOCK: a FIFO swapped in after the stat must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    return None
 
 
 def _guard_read(

@@ -292,11 +292,12 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
 
     workspace = None if all_ else pipeline.workspace_for()
     agents = pipeline.source_agents(source)
+    found = [agent.discover_all(workspace) for agent in agents]
     refs = sorted(
-        (ref for agent in agents for ref in agent.discover(workspace)),
-        key=lambda r: r.updated_at,
-        reverse=True,
+        (ref for each in found for ref in each.refs), key=lambda r: r.updated_at, reverse=True
     )
+    # a session file that cannot be opened is not listed (it names no workspace), but said
+    _warn([f"cannot read {s.path}: {s.reason}" for each in found for s in each.skipped], False)
     if as_json:
         _emit_json([_ref_json(r) for r in refs])
         return
