@@ -128,3 +128,30 @@ def test_hook_on_an_unreadable_session_logs_and_creates_no_store_file(
     log = Path(os.environ["PASSDOWN_DATA_DIR"]) / "logs" / "hooks.log"
     assert "Permission denied" in log.read_text()
     assert store_files() == []
+
+
+@pytest.mark.parametrize("agent", ["codex", "copilot"])
+def test_a_failed_export_creates_no_checkpoints_folder(
+    agent: str,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the checkpoint's folder was made before the session was opened, so an
+    unreadable session left an empty `checkpoints/` in the data folder. It now comes
+    with the first checkpoint written (0700, the file 0600)."""
+    data = Path(os.environ["PASSDOWN_DATA_DIR"])
+    assert main(["export", "--from", agent]) == 3  # no session at all
+    session = recorded_session(agent, tmp_path, monkeypatch)
+    args = ["export", "--from", agent, "--session", str(session), "--workspace", "."]
+    with monkeypatch.context() as denied:
+        make_unreadable(session, denied)
+        assert main(args) == 5
+    assert not data.exists(), sorted(p.name for p in data.rglob("*"))
+    capsys.readouterr()
+    assert main(args) == 0  # readable again: the checkpoint and its folder appear
+    checkpoints = data / "checkpoints"
+    assert checkpoints.stat().st_mode & 0o777 == 0o700
+    [saved] = checkpoints.glob(f"{agent}-*.msgpack")
+    assert saved.stat().st_mode & 0o777 == 0o600

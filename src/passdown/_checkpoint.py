@@ -104,6 +104,7 @@ class Checkpoint(msgspec.Struct):
     resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
+CHECKPOINTS_DIR = "checkpoints"  # under the data folder
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Checkpoint)
 
@@ -147,11 +148,13 @@ def read_with_checkpoint(
 
 
 def checkpoint_path(agent: str, path: Path) -> Path:
-    """Where the checkpoint of one session file lives (the data folder is created 0700)."""
-    from passdown._paths import private_data_dir
+    """Where the checkpoint of one session file lives. Nothing is created here: the
+    folder comes with the first checkpoint written (`_Resumed._save`), so an export
+    that fails (no session, an unreadable one) leaves no empty `checkpoints/` behind."""
+    from passdown._paths import data_dir
 
     key = hashlib.sha256(f"{agent}\0{Path(path).absolute()}".encode("utf-8", "replace"))
-    return private_data_dir("checkpoints") / f"{agent}-{key.hexdigest()[:32]}.msgpack"
+    return data_dir().resolve() / CHECKPOINTS_DIR / f"{agent}-{key.hexdigest()[:32]}.msgpack"
 
 
 @dataclass
@@ -319,6 +322,7 @@ class _Resumed:
     def _save(self, snapshot: _Snapshot) -> None:
         """Written now, before the torn tail is read: the states are live objects."""
         from passdown._fsio import write_private
+        from passdown._paths import private_data_dir
 
         head, tail = _fingerprint(self.fd, snapshot.offset)
         info = snapshot.info
@@ -351,6 +355,7 @@ class _Resumed:
         )
         first_of_session = not self.store.exists()
         try:
+            private_data_dir(CHECKPOINTS_DIR)  # created 0700 with the first checkpoint
             write_private(self.store, _ENCODER.encode(checkpoint))
         except (PassdownError, OSError, TypeError):
             # no checkpoint this time (a full data folder, a reader state msgspec cannot
