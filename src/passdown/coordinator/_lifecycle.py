@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
@@ -104,6 +105,26 @@ class Lifecycle:
                 self._record(package_id, event)
                 return True
         raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
+
+    def release_claim(self, package_id: str, *, by: str, note: str) -> bool:
+        """Give back `by`'s own claim when what it claimed for never started (`passdown
+        run`'s fallback agent could not be launched): the package is published again,
+        so the next session can claim it. Only while that claim is still the current
+        status (a compare-and-swap); its `#claimed` record goes, the history then says
+        published, with `note`. True when this call released it."""
+        name = status_pointer(package_id)
+        raw = self.store.get_pointer(self.scope, name)
+        if raw is None:
+            return False
+        current = StatusEvent.model_validate_json(raw)
+        if current.status != "claimed" or current.by != by:
+            return False
+        event = StatusEvent(status="published", by=by, at=now_us(), note=note)
+        if not self.store.set_pointer(self.scope, name, raw, event.model_dump_json()):
+            return False
+        with contextlib.suppress(RecordNotFound):  # a claim whose record was never written
+            self.store.delete(self.scope, f"{package_id}#claimed")
+        return True
 
     def _record(self, package_id: str, event: StatusEvent) -> None:
         self.store.store(

@@ -464,8 +464,66 @@ def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interac
             f"continuing in {nxt.display_name}",
             file=sys.stderr,
         )
-        started, code = _launch(_takeover_spec(nxt, package, workspace, interactive), interactive)
+        started, code = _take_over(current.name, nxt, package, workspace, interactive)
         current = nxt
+
+
+def _run_identity(agent: str) -> str:
+    return f"passdown run ({agent})"
+
+
+def _take_over(
+    source: str, agent: Any, package: HandoffPackage, workspace: Path, interactive: bool
+) -> tuple[float, int]:
+    """Launch `agent` on the handoff, claimed for it first (so its own session-start
+    hook injects no second pointer). When it cannot be started (its program gone, an
+    exec error), the claim is given back: the handoff is published again for the next
+    session, and the error (exit 6 or 7) says so."""
+    from passdown.errors import AgentNotInstalled, LaunchError
+
+    spec = _takeover_spec(agent, package, workspace, interactive)
+    claimed = _claim_for_launch(workspace, source, package)
+    try:
+        return _launch(spec, interactive)
+    except (AgentNotInstalled, LaunchError) as exc:
+        released = claimed and _release_claim(workspace, source, package, exc.message)
+        md = workspace / HANDOFF_DIR / "HANDOFF.md"
+        where = (
+            f"handoff {package.id} is published again for the next session"
+            if released or not claimed
+            else f"handoff {package.id} stays claimed (its status changed meanwhile)"
+        )
+        raise type(exc)(
+            f"{exc.message}; {agent.display_name} did not take over: the {where} ({md})",
+            hint=exc.hint or f"fix {agent.program}, or continue with `passdown switch`",
+        ) from None
+
+
+def _claim_for_launch(workspace: Path, source: str, package: HandoffPackage) -> bool:
+    from passdown.coordinator import HandoffCoordinator
+    from passdown.errors import PassdownError
+
+    with (
+        contextlib.suppress(PassdownError),
+        HandoffCoordinator(workspace, identity=_run_identity(source)) as coordinator,
+    ):
+        return coordinator.lifecycle().transition(
+            package.id, "claimed", by=coordinator.identity, only_from=frozenset({"published"})
+        )
+    return False
+
+
+def _release_claim(workspace: Path, source: str, package: HandoffPackage, why: str) -> bool:
+    from passdown.coordinator import HandoffCoordinator
+    from passdown.errors import PassdownError
+
+    note = f"claim released: the fallback agent did not start ({why})"
+    with (
+        contextlib.suppress(PassdownError),
+        HandoffCoordinator(workspace, identity=_run_identity(source)) as coordinator,
+    ):
+        return coordinator.lifecycle().release_claim(package.id, by=coordinator.identity, note=note)
+    return False
 
 
 def _first_spec(agent: Any, agent_args: list[str], workspace: Path, interactive: bool) -> Any:
@@ -493,9 +551,9 @@ def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackag
     agent's hook may have published it already (Claude Code's StopFailure); otherwise
     it is exported now from the session file."""
     from passdown.coordinator import HandoffCoordinator
-    from passdown.errors import PassdownError, SessionNotFound
+    from passdown.errors import SessionNotFound
 
-    with HandoffCoordinator(workspace, identity=f"passdown run ({agent})") as coordinator:
+    with HandoffCoordinator(workspace, identity=_run_identity(agent)) as coordinator:
         package = _published_by_hook(coordinator, agent, started)
         if package is None:
             try:
@@ -511,11 +569,8 @@ def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackag
             coordinator.export_sync(package)
         if package.handoff is None or package.handoff.ended.reason not in LIMIT_REASONS:
             return None
-        # the next agent gets it through its prompt: no session-start pickup as well
-        with contextlib.suppress(PassdownError):
-            coordinator.lifecycle().transition(
-                package.id, "claimed", by=coordinator.identity, only_from=frozenset({"published"})
-            )
+        # claimed only when a fallback is launched on it (`_take_over`): without one, or
+        # when it cannot start, the next session must still be able to pick it up
         return package
 
 
