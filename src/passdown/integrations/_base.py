@@ -119,6 +119,18 @@ class HookIntegration:
         """(reason, message) when the hook reports a turn that ended on an API error."""
         return None
 
+    # -- a failure hook that fires on every retry ----------------------------------------
+    def retry_log(self, payload: dict[str, Any]) -> Path | None:
+        """For an agent whose failure hook fires on each retry of one failing request
+        (Copilot's `errorOccurred`): the session file whose growth tells a new turn from
+        another retry. None (the default): every failure hook exports."""
+        return None
+
+    def only_retry_noise(self, appended: bytes) -> bool:
+        """Whether the bytes the session file grew by since the last failure's handoff
+        are only what the agent writes between two retries (its hook records)."""
+        return False
+
     def context_output(self, text: str) -> str:
         """What the session-start hook prints so the agent adds `text` to its context."""
         return json.dumps(

@@ -14,6 +14,7 @@ context-limit error, which Copilot answers by compacting and retrying).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -40,6 +41,7 @@ CONTEXT_OVERFLOW = (
     "prompt is too long",
 )
 PICKUP_EVENT = "userPromptSubmitted"
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def copilot_home() -> Path:
@@ -121,6 +123,30 @@ class CopilotHooks(HookIntegration):
 
     def context_output(self, text: str) -> str:
         return json.dumps({"additionalContext": text}, ensure_ascii=False)
+
+    def retry_log(self, payload: dict[str, Any]) -> Path | None:
+        # 1.0.102 fires errorOccurred on every retry of a 429, `recoverable: true` even on
+        # the last: the events file tells a retry (only hook records added) from a new turn
+        session = self.session_id(payload)
+        if not session or not _SESSION_ID.fullmatch(session):
+            return None  # a payload's id never leads out of the session store
+        return copilot_home() / "session-state" / session / "events.jsonl"
+
+    def only_retry_noise(self, appended: bytes) -> bool:
+        """Between two retries Copilot appends only `hook.start`/`hook.end` records (of
+        the errorOccurred hook itself), whole lines."""
+        if appended and not appended.endswith(b"\n"):
+            return False  # a record still being written: count it as news
+        for line in appended.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return False
+            if not (isinstance(record, dict) and str(record.get("type")).startswith("hook.")):
+                return False
+        return True
 
 
 def _remove(data: dict[str, Any]) -> None:

@@ -60,10 +60,17 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
                 sys.stdout.flush()
             return 0
         failure = integration.failure(payload)
+        if failure is not None:
+            earlier = _same_failure_handed_off(integration, payload, failure[0])
+            if earlier is not None:
+                _log(f"skip {agent} {event}: a retry of the failure handed off as {earlier}")
+                return 0
         record_id = export_for_payload(
             agent, integration.session_spec(payload), integration.cwd(payload), failure
         )
         _log(f"ok {agent} {event} stored={record_id or '-'}")
+        if failure is not None:
+            _remember_failure(integration, payload, failure[0], record_id)
     except Exception as exc:  # the agent must not notice: log and carry on
         from passdown.errors import PassdownError
 
@@ -71,6 +78,77 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
         trace = None if isinstance(exc, PassdownError) else traceback.format_exc()  # a bug
         _log(f"error {agent} {event}: {type(exc).__name__}: {detail}", trace)
     return 0
+
+
+# -- one handoff per failing request, however often the agent retries it ------------------
+RETRY_WINDOW_S = 15 * 60  # a streak longer than this is handed off again (fresh `ended.at`)
+RETRY_TAIL_MAX = 1 << 20  # more appended than this is a new turn, whatever it holds
+
+
+def _failure_mark(agent: str, session: str) -> Path:
+    import hashlib
+
+    from passdown._paths import data_dir
+
+    name = hashlib.sha256(f"{agent}\0{session}".encode()).hexdigest()[:32]
+    return data_dir() / "failures" / f"{name}.json"
+
+
+def _same_failure_handed_off(
+    integration: HookIntegration, payload: dict[str, Any], reason: str
+) -> str | None:
+    """The id of the handoff an earlier firing of this failure hook stored, when this
+    firing is only another retry of the same failing request: same session, same
+    reason, within RETRY_WINDOW_S, and the session file grew by nothing but what the
+    agent writes between retries. None: hand off (anything unsure means a new export)."""
+    import json
+    import time
+
+    from passdown._fsio import read_nofollow
+    from passdown._jsonl import open_regular
+
+    log, session = integration.retry_log(payload), integration.session_id(payload)
+    if log is None or session is None:
+        return None
+    try:
+        mark = json.loads(read_nofollow(_failure_mark(integration.agent, session)))
+        start, record = int(mark["size"]), str(mark["record"])
+        fresh = 0 <= time.time() - float(mark["at"]) <= RETRY_WINDOW_S
+        with open_regular(log) as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if mark["reason"] != reason or not fresh or not 0 <= size - start <= RETRY_TAIL_MAX:
+                return None
+            stream.seek(start)
+            appended = stream.read(size - start)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record if integration.only_retry_noise(appended) else None
+
+
+def _remember_failure(
+    integration: HookIntegration, payload: dict[str, Any], reason: str, record_id: str | None
+) -> None:
+    """What the next firing compares with: this handoff's id, the reason, the time and
+    the session file's size now (the hook's own start record included)."""
+    import json
+    import time
+
+    from passdown._fsio import write_private
+    from passdown._paths import private_data_dir
+
+    log, session = integration.retry_log(payload), integration.session_id(payload)
+    if log is None or session is None or record_id is None:
+        return
+    try:
+        size = os.stat(log).st_size
+        folder = private_data_dir("failures")
+        mark = {"reason": reason, "record": record_id, "size": size, "at": time.time()}
+        write_private(_failure_mark(integration.agent, session), json.dumps(mark))
+        for old in folder.glob("*.json"):  # marks of streaks long over
+            if time.time() - old.stat().st_mtime > 24 * 3600:
+                old.unlink()
+    except Exception as exc:  # without the mark the next retry just exports again
+        _log(f"warning {integration.agent}: could not remember the failure: {exc}")
 
 
 def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
