@@ -8,7 +8,10 @@ transaction behind.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,11 +126,89 @@ def _private_database(path: Path) -> None:
         raise StoreError(f"SQLite store {path}: {exc.strerror or exc}") from exc
 
 
+# A write-ahead log starts with one of these (big-endian; the last bit: checksum order).
+WAL_MAGIC = (0x377F0682, 0x377F0683)
+
+
+def unreplayable_wal(path: Path) -> str | None:
+    """Why SQLite would drop the `-wal` beside `path` unreplayed, or None (no log, an
+    empty one, or one it replays). A process that ends without closing the store (a
+    crash, a kill) leaves its log behind, often without `-shm`; opening the store
+    replays it (nothing lost) when the database file is there in WAL mode with the
+    log's page size. Otherwise SQLite silently deletes it with the records it holds:
+    the database file was removed or replaced (a sync tool, a restore), or the log is
+    not one. A live store never looks like that: its file says WAL before a log exists."""
+    wal = Path(f"{path}-wal")
+    try:
+        if not stat.S_ISREG(os.lstat(wal).st_mode):
+            return None  # a link or a folder: `_private_database` refuses those
+        log = _head(wal, 32)
+    except OSError:
+        return None  # none there, or unreadable: SQLite itself says what it cannot open
+    if not log:
+        return None
+    if len(log) < 32 or int.from_bytes(log[:4], "big") not in WAL_MAGIC:
+        return "it is not a SQLite write-ahead log"
+    try:
+        db = _head(path, 100)
+    except FileNotFoundError:
+        return f"{path.name} is missing"
+    except OSError:
+        return None
+    page = int.from_bytes(db[16:18], "big") if len(db) >= 100 else 0
+    if len(db) < 100:
+        return f"{path.name} is empty"
+    if db[18:20] != b"\x02\x02":
+        return f"{path.name} is not in WAL mode"
+    if (65536 if page == 1 else page) != int.from_bytes(log[8:12], "big"):
+        return f"its page size is not {path.name}'s"
+    return None
+
+
+def _head(path: Path, size: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
+def keep_unreplayable_wal(path: Path) -> str | None:
+    """Move a `-wal` SQLite would drop (`unreplayable_wal`) aside, to
+    `<db>-wal.orphan-<UTC time>` (0600), before SQLite opens the store; the warning
+    naming both, or None when there was nothing to keep."""
+    reason = unreplayable_wal(path)
+    if reason is None:
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    kept = Path(f"{path}-wal.orphan-{stamp}")
+    try:
+        os.rename(f"{path}-wal", kept)
+        os.chmod(kept, 0o600)  # it holds handoff text, like the store
+    except OSError as exc:
+        raise StoreError(
+            f"SQLite store {path}: its write-ahead log {path}-wal cannot be replayed "
+            f"({reason}) and could not be kept aside: {exc.strerror or exc}",
+            hint="move it away yourself, or restore the database file it belongs to",
+        ) from exc
+    return (
+        f"SQLite store {path}: kept its write-ahead log as {kept.name}, which SQLite "
+        f"would have dropped unreplayed ({reason}); to recover its records, put it back "
+        "as -wal beside the database file it belongs to"
+    )
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.url = f"sqlite://{self.path}"
+        self.warnings: list[str] = []
         if self.path != ":memory:":
+            # before the database file is created: a log whose database is gone is kept
+            kept = keep_unreplayable_wal(Path(self.path))
+            if kept:  # rare and about the user's data: said at once, wherever it runs
+                self.warnings.append(kept)
+                print(f"passdown: warning: {kept}", file=sys.stderr)
             _private_database(Path(self.path))
         self._lock = threading.RLock()  # one connection, shared by this process's threads
         with self._errors():
@@ -418,6 +499,8 @@ class StorePeek:
     locked or damaged file): the caller then opens the store itself."""
 
     def __init__(self, path: Path) -> None:
+        if unreplayable_wal(path):  # the store itself keeps that log aside first
+            raise sqlite3.OperationalError(f"{path}-wal cannot be replayed")
         # mode=rw: never creates the file (a missing store is no store, see `open`)
         self._conn = sqlite3.connect(
             f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S
