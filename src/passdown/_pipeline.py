@@ -282,6 +282,20 @@ def _refuse_unreadable(transcript: Transcript, seen: SeenEvents) -> None:
             f"({unreadable} unreadable line(s)); nothing was handed off",
             hint="check that this is the agent's session file and that it is not corrupted",
         )
+    if seen.count == 0 and _is_empty(transcript.info.path):
+        # an empty handoff would replace (and publish over) a real one with nothing
+        raise SessionReadError(
+            f"{transcript.info.path} is empty: it holds no {transcript.info.agent} record; "
+            "nothing was handed off",
+            hint="the agent may not have written this session yet; pass --session with another",
+        )
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size == 0
+    except OSError:
+        return False
 
 
 def _paths_relative_to(selection: Selection) -> str:

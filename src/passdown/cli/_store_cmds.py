@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -58,8 +58,39 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     return moment.isoformat()
 
 
+# What `store` reads at most: several records of up to 8 MiB each (the store's limit).
+STORE_INPUT_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _read_input(name: str) -> bytes:
+    """The bytes of FILE (`-`: stdin). Only a regular file is opened (a FIFO would block
+    the command, a device like /dev/zero would never end), and no more than
+    STORE_INPUT_MAX_BYTES are read."""
+    import sys
+
+    from passdown._jsonl import NotRegularFile, open_regular
+    from passdown.errors import RecordInvalid, UsageError
+
+    limit = STORE_INPUT_MAX_BYTES
+    if name == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        try:
+            with open_regular(Path(name)) as handle:
+                data = handle.read(limit + 1)
+        except NotRegularFile:
+            raise UsageError(
+                f"cannot read {name}: not a regular file", hint="pass a JSON file, or - for stdin"
+            ) from None
+        except OSError as exc:
+            raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise RecordInvalid(f"invalid record: {name}: larger than {limit:,} bytes")
+    return data
+
+
 @click.command("store")
-@click.argument("file", type=click.File("rb"))
+@click.argument("file", metavar="FILE")
 @click.option("--project", help="Project for inputs that carry no scope (handoff packages).")
 @click.option(
     "--new-version", is_flag=True, help="Replace a stored record with the same id, keeping history."
@@ -67,7 +98,7 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 @json_option('Print {"ids": [...]} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def store_command(
-    file: IO[bytes], project: str | None, new_version: bool, as_json: bool, store_url: str | None
+    file: str, project: str | None, new_version: bool, as_json: bool, store_url: str | None
 ) -> None:
     """Store a record (SGM record or handoff package JSON; `-` reads stdin).
 
@@ -77,9 +108,10 @@ def store_command(
     from passdown.records import parse_record
 
     try:
-        data = json.loads(file.read())
-    except ValueError as exc:
-        raise RecordInvalid(f"invalid record: {file.name}: not JSON: {exc}") from exc
+        data = json.loads(_read_input(file))
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deep
+        where = "<stdin>" if file == "-" else file
+        raise RecordInvalid(f"invalid record: {where}: not JSON: {exc}") from None
     items = data if isinstance(data, list) else [data]
     records = [parse_record(item, project=_project(project)) for item in items]
     with _open(store_url) as store:

@@ -51,7 +51,7 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
         from passdown.integrations._base import SESSION_START
 
         integration = integration_for(agent)
-        payload = integration.payload(args, stdin_text)
+        payload = _payload(integration, args, stdin_text)
         event = integration.event(payload)
         if event == SESSION_START:
             output = _pickup(integration, payload)
@@ -78,6 +78,17 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
         trace = None if isinstance(exc, PassdownError) else traceback.format_exc()  # a bug
         _log(f"error {agent} {event}: {type(exc).__name__}: {detail}", trace)
     return 0
+
+
+def _payload(integration: HookIntegration, args: list[str], stdin_text: str | None) -> Any:
+    """The hook's payload; one that is not a JSON object is bad input (logged as an
+    error, without the traceback a bug gets), not a bug of passdown's."""
+    from passdown.errors import UsageError
+
+    try:
+        return integration.payload(args, stdin_text)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise UsageError(f"the hook payload is not a JSON object: {exc}") from None
 
 
 # -- one handoff per failing request, however often the agent retries it ------------------
