@@ -202,3 +202,40 @@ def test_a_hook_payload_that_is_no_json_object_is_logged_without_a_traceback(
     log = log_path().read_text()
     assert "error claude ?: UsageError: the hook payload is not a JSON object" in log, log
     assert "Traceback" not in log  # before: logged as a bug, with its traceback
+
+
+# -- numbers out of range ------------------------------------------------------------------------
+def test_a_huge_transcript_budget_is_a_usage_error_not_an_overflow(
+    run: Run, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown._pipeline import ExportOptions
+    from passdown.errors import UsageError
+
+    [session] = codex_store(tmp_path, monkeypatch).glob("rollout-*.jsonl")
+    huge = "9" * 23  # before: "internal error (OverflowError)", exit 1
+    for flag in ("--max-messages", "--max-chars"):
+        code, _, err = run("inspect", "--from", "codex", "--session", str(session), flag, huge)
+        assert code == 2 and f"Invalid value for '{flag}'" in err, err
+    with pytest.raises(UsageError, match="--max-messages must be from 2"):
+        ExportOptions(max_messages=10**23).validate()  # the MCP and Python doors too
+    with pytest.raises(UsageError, match="--max-chars must be from 1,000"):
+        ExportOptions(max_chars=10**23).validate()
+
+
+def test_find_since_before_year_one_is_a_usage_error(run: Run, workspace: Path) -> None:
+    code, _, err = run("find", "--since", "99999999999w")  # before: OverflowError, exit 1
+    assert code == 2 and "reaches back before year 1" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "0"])
+def test_a_pickup_age_that_is_no_number_of_days_is_refused_and_ignored(
+    value: str, run: Run, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import timedelta
+
+    from passdown.integrations._continuity import MAX_AGE_ENV, max_age
+
+    code, _, err = run("config", "set", "pickup_max_age_days", value)
+    assert code == 2 and "must be more than 0" in err  # before: nan and inf were stored
+    monkeypatch.setenv(MAX_AGE_ENV, value)  # set where passdown cannot refuse it
+    assert max_age() == timedelta(days=7)  # before: ValueError/OverflowError in every pickup

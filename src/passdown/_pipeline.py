@@ -20,6 +20,11 @@ from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError,
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
 
+# Upper bounds of the transcript budget: far above any use, far below what overflows
+# the ring buffer's size (a 23-digit --max-messages was an internal error).
+MAX_MESSAGES_LIMIT = 100_000
+MAX_CHARS_LIMIT = 100_000_000
+
 
 @dataclass(slots=True)
 class ExportOptions:
@@ -28,10 +33,13 @@ class ExportOptions:
     target_agent: str | None = None
 
     def validate(self) -> None:
-        if self.max_messages < 2:
-            raise UsageError("--max-messages must be at least 2 (the request and the latest reply)")
-        if self.max_chars < 1000:
-            raise UsageError("--max-chars must be at least 1000")
+        if not 2 <= self.max_messages <= MAX_MESSAGES_LIMIT:
+            raise UsageError(
+                f"--max-messages must be from 2 (the request and the latest reply) "
+                f"to {MAX_MESSAGES_LIMIT:,}"
+            )
+        if not 1000 <= self.max_chars <= MAX_CHARS_LIMIT:
+            raise UsageError(f"--max-chars must be from 1,000 to {MAX_CHARS_LIMIT:,}")
 
 
 @dataclass(slots=True)

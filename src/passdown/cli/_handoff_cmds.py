@@ -38,14 +38,14 @@ def _session_option() -> Callable[[F], F]:
 def _budget_options(func: F) -> F:
     func = click.option(
         "--max-chars",
-        type=click.IntRange(min=1000),
+        type=click.IntRange(min=1000, max=100_000_000),  # pipeline.MAX_CHARS_LIMIT
         default=80_000,
         show_default=True,
         help="Character budget of the portable transcript.",
     )(func)
     func = click.option(
         "--max-messages",
-        type=click.IntRange(min=2),
+        type=click.IntRange(min=2, max=100_000),  # pipeline.MAX_MESSAGES_LIMIT
         default=24,
         show_default=True,
         help="Message budget of the portable transcript.",

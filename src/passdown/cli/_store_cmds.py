@@ -54,7 +54,12 @@ def parse_since(text: str, now: datetime | None = None) -> str:
     if not found:
         return text
     amount, unit = int(found.group(1)), found.group(2)
-    moment = (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+    try:
+        moment = (now or datetime.now(UTC)) - timedelta(**{_UNITS[unit]: amount})
+    except OverflowError:  # "99999999999w": before year 1
+        from passdown.errors import UsageError
+
+        raise UsageError(f"since: {text.strip()!r} reaches back before year 1") from None
     return moment.isoformat()
 
 

@@ -43,6 +43,7 @@ def status_pointer(package_id: str) -> str:
 PICKUP_ENV = "PASSDOWN_PICKUP"
 MAX_AGE_ENV = "PASSDOWN_PICKUP_MAX_AGE_DAYS"
 DEFAULT_MAX_AGE_DAYS = 7.0
+MAX_AGE_LIMIT_DAYS = 36_500  # a century: far beyond use, far below timedelta's limit
 CONTINUE_ORDER = (
     "codex",
     "claude",
@@ -126,8 +127,8 @@ def _parse_setting(key: str, value: str) -> Any:
         days = float(value)
     except ValueError:
         raise UsageError(f"{key} takes a number of days, not {value!r}") from None
-    if days <= 0:
-        raise UsageError(f"{key} must be more than 0 days")
+    if not 0 < days <= MAX_AGE_LIMIT_DAYS:  # nan and inf too: they broke every pickup
+        raise UsageError(f"{key} must be more than 0 and at most {MAX_AGE_LIMIT_DAYS:,} days")
     return days
 
 
@@ -148,11 +149,19 @@ def pickup_enabled() -> bool:
 
 
 def max_age() -> timedelta:
-    env = os.environ.get(MAX_AGE_ENV)
-    days = (
-        float(env) if env else float(load_config().get("pickup_max_age_days", DEFAULT_MAX_AGE_DAYS))
-    )
-    return timedelta(days=days)
+    """`$PASSDOWN_PICKUP_MAX_AGE_DAYS`, else the setting, else 7 days; a value that is
+    no usable number of days (text, nan, inf, 0 or less: hand-edited, or from an
+    environment) counts as unset rather than breaking every pickup."""
+    for raw in (os.environ.get(MAX_AGE_ENV), load_config().get("pickup_max_age_days")):
+        if raw is None or raw == "":
+            continue
+        try:
+            days = float(raw)
+        except (TypeError, ValueError):
+            continue
+        if 0 < days <= MAX_AGE_LIMIT_DAYS:
+            return timedelta(days=days)
+    return timedelta(days=DEFAULT_MAX_AGE_DAYS)
 
 
 def fallback_chain() -> list[str]:
