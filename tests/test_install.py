@@ -182,5 +182,6 @@ def test_hook_never_fails_and_logs(
     assert passdown("hook", "codex", "{}") == 0
     log = log_path().read_text()
     assert log.count(" error ") == 4, log
-    assert "JSONDecodeError" in log and "no Codex" in log
+    assert "the hook payload is not a JSON object" in log and "no Codex" in log
+    assert "Traceback" not in log  # bad input is not logged as a bug
     assert capsys.readouterr().out == ""  # a hook prints nothing

@@ -186,3 +186,41 @@ def test_the_session_start_pickup_keeps_it_too(
     assert pickup("claude", "new-session", str(workspace)).pointer is None
     [kept] = data_dir().glob("store.db-wal.orphan-*")
     assert kept.read_bytes() == log
+
+
+# -- an agent's database (opencode, Copilot's session.db) with a left-over log ------------------
+def test_an_agents_left_over_log_is_replayed_on_a_private_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """opencode killed while its last change sat in the log: `opencode.db` + `-wal`, no
+    `-shm`. Before, the database was read without the log (the latest change missing,
+    with a warning), since opening it normally would create files in opencode's folder.
+    Now the log is replayed on a private copy: the change is read, nothing appears in
+    or vanishes from opencode's folder."""
+    recorded = next(r for r in scenarios("opencode") if r.scenario == "full")
+    home = tmp_path / "home"
+    recorded.install(home, monkeypatch)
+    [db] = home.rglob("opencode.db")
+    live = tmp_path / "live.db"
+    shutil.copyfile(db, live)
+    writer = sqlite3.connect(live, isolation_level=None)
+    assert writer.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("UPDATE session SET title = 'renamed just before the crash'")
+    shutil.copyfile(live, db)  # what the killed process left: the file and its log
+    shutil.copyfile(f"{live}-wal", f"{db}-wal")
+    writer.close()
+    before = {p.name: p.read_bytes() for p in db.parent.iterdir() if p.is_file()}
+    assert sorted(before) == ["opencode.db", "opencode.db-wal"]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    capsys.readouterr()
+    args = ["export", "--from", "opencode", "--session", str(db), "--workspace", ".", "--json"]
+    assert main([*args, "--no-store"]) == 0
+    out = capsys.readouterr().out
+    handoff = json.loads(Path(json.loads(out)["json"]).read_text())
+    assert handoff["source"]["title"] == "renamed just before the crash"  # from the log
+    assert not any("write-ahead log" in w for w in handoff["warnings"]), handoff["warnings"]
+    after = {p.name: p.read_bytes() for p in db.parent.iterdir() if p.is_file()}
+    assert after == before  # nothing created, nothing replayed into opencode's own files

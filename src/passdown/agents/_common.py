@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -255,7 +256,9 @@ def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
     reader, and they stay behind when it closes. So a WAL database is read normally only
     while its owner has those files open anyway; otherwise it is read with `immutable=1`
     (no locks, no side files), which sees exactly the main file: everything, when no
-    `-wal` is left to replay. A rollback-journal database is read with `mode=ro`, which
+    `-wal` is left to replay. A `-wal` left without `-shm` (its owner ended without
+    closing the database) holds the latest changes: it is replayed on a private copy
+    (`_replayed_copy`). A rollback-journal database is read with `mode=ro`, which
     creates nothing. A lock held past the busy timeout also falls back to immutable."""
     if not is_file(path):
         raise sqlite3.OperationalError(f"no such database: {path}")
@@ -271,11 +274,63 @@ def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
         except sqlite3.OperationalError as exc:
             warning = f"{path.name} could not be opened normally ({exc}); read it without locking"
     elif side["wal"]:
+        # its owner ended without closing it: the log holds the latest changes
+        replayed = _replayed_copy(path)
+        if replayed is not None:
+            return replayed, None
         warning = f"{path.name} has a write-ahead log but no shared-memory file; read without it"
     conn = _checked(sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None))
     if warning:
         warning += ", so changes not yet checkpointed may be missing"
     return conn, warning
+
+
+LOG_COPY_MAX_BYTES = 256 * 1024 * 1024  # database + log copied to replay a left-over log
+
+
+def _replayed_copy(path: Path) -> sqlite3.Connection | None:
+    """The database with its left-over `-wal` replayed, read from a private copy: the
+    database and its log are copied into a fresh 0700 temp folder, SQLite replays the
+    log into the copy there, and the copy is opened immutable and unlinked at once (the
+    open connection keeps it). Nothing is created beside the agent's own files. None
+    when the two are larger than LOG_COPY_MAX_BYTES or cannot be copied or replayed
+    (the caller then reads the database without its log, with a warning)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="passdown-sqlite-"))
+    try:
+        copy = folder / "copy.db"
+        budget = LOG_COPY_MAX_BYTES
+        for source, target in ((path, copy), (Path(f"{path}-wal"), Path(f"{copy}-wal"))):
+            budget -= _copy_regular(source, target, budget)
+        with contextlib.closing(sqlite3.connect(copy, isolation_level=None)) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the log into the copy's file
+        uri = "file:" + quote(str(copy)) + "?mode=ro&immutable=1"
+        return _checked(sqlite3.connect(uri, uri=True, isolation_level=None))
+    except (OSError, sqlite3.Error, _TooLarge):
+        return None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _copy_regular(source: Path, target: Path, budget: int) -> int:
+    """Copy a regular file (never a FIFO or a device), at most `budget` bytes; the bytes
+    copied."""
+    from passdown._jsonl import open_regular
+
+    copied = 0
+    with open_regular(source) as reader, open(target, "xb") as writer:
+        while chunk := reader.read(1 << 20):
+            copied += len(chunk)
+            if copied > budget:
+                raise _TooLarge(source)
+            writer.write(chunk)
+    return copied
 
 
 def _checked(conn: sqlite3.Connection) -> sqlite3.Connection:
