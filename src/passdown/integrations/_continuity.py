@@ -497,11 +497,12 @@ def _take_over(
     except (AgentNotInstalled, LaunchError) as exc:
         released = claimed and _release_claim(workspace, source, package, exc.message)
         md = workspace / HANDOFF_DIR / "HANDOFF.md"
-        where = (
-            f"handoff {package.id} is published again for the next session"
-            if released or not claimed
-            else f"handoff {package.id} stays claimed (its status changed meanwhile)"
-        )
+        if released:
+            where = f"handoff {package.id} is published again for the next session"
+        elif claimed:
+            where = f"handoff {package.id} stays claimed (its status changed meanwhile)"
+        else:
+            where = f"handoff {package.id} was left as it was (not claimed for it)"
         raise type(exc)(
             f"{exc.message}; {agent.display_name} did not take over: the {where} ({md})",
             hint=exc.hint or f"fix {agent.program}, or continue with `passdown switch`",
