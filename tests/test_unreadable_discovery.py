@@ -166,3 +166,55 @@ def test_discover_all_reports_and_sessions_lists_without_the_unreadable_file(
     out, err = capsys.readouterr()
     assert str(workspace) in out
     assert f"cannot read {twin}: Permission denied" in err
+
+
+def _as_a_user_chmod_binds() -> list[str] | None:
+    """The argv prefix that runs a command for whom mode 000 denies reading: nothing
+    for a normal user; for root, `setpriv` without the capabilities that bypass file
+    permissions (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH). None when neither is possible."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, "--bounding-set", caps, "--inh-caps", caps]
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_a_real_mode_000_newest_session(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with a real `chmod 000` and a real process (no patched `os.open`): the
+    only session unreadable is exit 5 naming it; beside an older readable one, the
+    warning names it."""
+    import subprocess
+    import sys
+
+    prefix = _as_a_user_chmod_binds()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: mode 000 binds nobody here")
+    session, workspace = relocate(agent, tmp_path, monkeypatch)
+    session.chmod(0)
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+
+    def export() -> subprocess.CompletedProcess[str]:
+        argv = [*prefix, sys.executable, "-m", "passdown", "export", "--from", agent]
+        return subprocess.run(
+            [*argv, "--no-store"], cwd=workspace, env=env, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+
+    proc = export()
+    assert proc.returncode == 5, proc.stderr
+    assert f"passdown: error: cannot read {session}: Permission denied" in proc.stderr
+    older = newer_copy(session)  # a readable copy, then made the older one
+    older.chmod(0o600)
+    now = time.time()
+    os.utime(older, (now - 120, now - 120))
+    proc = export()
+    assert proc.returncode == 0, proc.stderr
+    assert f"skipped a newer session file that cannot be read: {session} (Permission denied)" in (
+        proc.stderr
+    )
