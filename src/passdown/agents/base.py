@@ -283,7 +283,8 @@ def unreadable_sessions(skipped: list[SkippedSession]) -> SessionReadError:
     also = f" (and {more} more unreadable session file{'s' * (more > 1)})" if more else ""
     return SessionReadError(
         f"cannot read {first.path}: {first.reason}{also}",
-        hint="it is the newest session file found for this workspace; fix its permissions, "
+        # unread, it names no workspace: for Codex it may be any workspace's rollout
+        hint="it may be this workspace's newest session file; fix its permissions, "
         "or pass --session with another session",
     )
 
