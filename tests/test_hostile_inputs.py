@@ -239,3 +239,32 @@ def test_a_pickup_age_that_is_no_number_of_days_is_refused_and_ignored(
     assert code == 2 and "must be more than 0" in err  # before: nan and inf were stored
     monkeypatch.setenv(MAX_AGE_ENV, value)  # set where passdown cannot refuse it
     assert max_age() == timedelta(days=7)  # before: ValueError/OverflowError in every pickup
+
+
+# -- launching on a workspace whose path is unusual ----------------------------------------------
+@pytest.mark.parametrize("folder", ["My Projects", "ws\nwith\nnewlines"], ids=["space", "newline"])
+def test_aider_reads_the_handoff_of_a_workspace_path_with_spaces_or_newlines(
+    folder: str, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Aider is given HANDOFF.md as a read-only file, its path taken from the prompt.
+    Before: up to the first space (`--read /…/My`, a wrong file or none); a newline,
+    flattened in the prompt, named no file at all."""
+    [session] = codex_store(tmp_path, monkeypatch).glob("rollout-*.jsonl")
+    workspace = tmp_path / folder / "app"
+    workspace.mkdir(parents=True)
+    seen = tmp_path / "aider-argv.json"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    aider = bindir / "aider"
+    aider.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+    )
+    aider.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    args = ["switch", "--from", "codex", "--to", "aider", "--session", str(session)]
+    code, _, err = run(*args, "--workspace", str(workspace))
+    assert code == 0, err
+    handoff = workspace / ".agent-handoff" / "HANDOFF.md"
+    assert json.loads(seen.read_text()) == ["--read", str(handoff)]
+    assert handoff.is_file()

@@ -39,7 +39,8 @@ _APPLIED = re.compile(r"^> Applied edit to (.+)$")
 _RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
 _EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
 _FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
-_HANDOFF_PATH = re.compile(r"Read the full handoff first: (\S+)")
+# the whole rest of the line: a workspace path may hold spaces ("My Projects")
+_HANDOFF_PATH = re.compile(r"Read the full handoff first: (.+?)[ \t]*$", re.MULTILINE)
 
 
 class Aider(Agent):
@@ -100,10 +101,24 @@ class Aider(Agent):
         if interactive:
             # aider has no "start with this prompt and stay": give it the handoff as a
             # read-only file, and the prompt's path tells the user where it came from.
-            match = _HANDOFF_PATH.search(prompt)
-            handoff = match.group(1) if match else str(workspace / ".agent-handoff" / "HANDOFF.md")
-            return LaunchSpec(argv=[self.program, "--read", handoff], cwd=workspace)
+            return LaunchSpec(
+                argv=[self.program, "--read", _handoff_path(prompt, workspace)], cwd=workspace
+            )
         return LaunchSpec(argv=[self.program, "--yes-always", "--message", prompt], cwd=workspace)
+
+
+def _handoff_path(prompt: str, workspace: Path) -> str:
+    """The HANDOFF.md the prompt names (`--out` may have put it elsewhere) when that file
+    exists, else the workspace's own when it exists, else (a dry run: nothing written
+    yet) the one the prompt names. The prompt shows a path flattened to one line and
+    redacted, so a path with a newline or a token in it is only found the second way."""
+    match = _HANDOFF_PATH.search(prompt)
+    named = match.group(1) if match else None
+    own = str(workspace / ".agent-handoff" / "HANDOFF.md")
+    for candidate in (named, own):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return named or own
 
 
 def _session_id(workspace: Path, index: int) -> str:
