@@ -279,6 +279,16 @@ def _source_section(h: Handoff) -> list[str]:
     return [*out, ""]
 
 
+def _path_on_one_line(path: str) -> str:
+    """A path for one line of the prompt: as it is when it fits on one line, else as a
+    JSON string (`"…/ws\\nname/…"`): flattening its newlines to spaces would name a
+    file that does not exist, the escapes name the real one and still forge nothing."""
+    import json
+
+    flat = _v(path, limit=len(path) + 1)
+    return flat if flat == path else json.dumps(path)
+
+
 def takeover_prompt(h: Handoff, handoff_path: str) -> str:
     """The short prompt the target agent starts with: where the handoff is, the rules,
     and the one-screen summary (bounded, so it never nears the OS argument limit)."""
@@ -288,7 +298,7 @@ def takeover_prompt(h: Handoff, handoff_path: str) -> str:
     rules = "\n".join(f"{n}. {_v(rule)}" for n, rule in enumerate(h.contract, 1))
     return safe_text(
         f"You are taking over a coding task from {_v(h.source.agent)} (session {_v(h.source.session_id)}).\n"
-        f"Read the full handoff first: {_v(handoff_path)}\n\n"
+        f"Read the full handoff first: {_path_on_one_line(handoff_path)}\n\n"
         f"Rules:\n{rules}\n\n"
         f"Summary (from the handoff):\n{summary}\n\n"
         "Start by reconciling the workspace with the snapshot in the handoff, then continue "
