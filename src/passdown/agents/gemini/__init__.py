@@ -122,6 +122,7 @@ class GeminiCLI(Agent):
             yield from read_legacy(ref.path, emitter)
         else:
             replay = Replay(ref.path, info, diag)
+            replay.spill()
             replay.run()
             yield from replay.messages(emitter)
             emitter.apply_times(replay.header_started)

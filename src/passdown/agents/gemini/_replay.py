@@ -17,6 +17,8 @@ and pass 2 reads the lines again in blocks.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader, line_limit, seekable
+from passdown.agents._common import file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
@@ -34,7 +37,7 @@ from passdown.agents.gemini._emitter import (
     MessageRecord,
     decode_message,
 )
-from passdown.agents.gemini._live import RECORD, LiveList
+from passdown.agents.gemini._live import RECORD, LiveList, Spill, Untrackable
 from passdown.transcript import Diagnostics, Event, SessionInfo
 
 
@@ -108,9 +111,32 @@ class Replay:
         self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
         self.header_started: str | None = None  # the first header's startTime
 
+    def spill(self, spill: Spill | None = None) -> None:
+        """Keep only the last few thousand live messages in memory (`_live.Spill`)."""
+        self.live.spill_into(spill or Spill.for_file(file_mtime(self.path)[1]))
+
     def run(self, stream: BinaryIO | None = None, base: int = 0) -> None:
         """Replay the file, or the lines of `stream`, a window of it starting at offset
-        `base` at a line start."""
+        `base` at a line start. A full read that meets a line changing a spilled message
+        (never in the logs the CLI writes but for a deep rewind or a history `$set` in a
+        long session) replays the file again keeping every message in memory; a window
+        raises (`Untrackable` is a `CannotResume`)."""
+        if stream is not None or self.live.spill is None:
+            self._run(stream, base)
+            return
+        diag_before = copy.deepcopy(self.diag)
+        try:
+            self._run(None, 0)
+        except Untrackable:
+            self.live.spill.close()
+            for name in (f.name for f in dataclasses.fields(Diagnostics)):
+                setattr(self.diag, name, getattr(diag_before, name))
+            self.live = LiveList.for_file(self.path)
+            self.best_extra = {}
+            self.header_started = None
+            self._run(None, 0)
+
+    def _run(self, stream: BinaryIO | None, base: int) -> None:
         reader = LineReader(self.path, self.diag)
         live, info, diag, key_of = self.live, self.info, self.diag, self.key
         max_offset = live.max_offset
@@ -159,6 +185,8 @@ class Replay:
         return self.best_extra.get(key)
 
     def _header(self, rec: _Control, offset: int) -> None:
+        if rec.messages:
+            self._may_rewrite()
         info = self.info
         info.session_id = rec.sessionId or info.session_id
         if isinstance(rec.startTime, str):
@@ -190,10 +218,18 @@ class Replay:
     def _replace(self, messages: list[_Brief], offset: int) -> None:
         """`$set.messages`: a compression (a summary the log has not seen) appends the
         new messages to the live list; anything else replaces the list."""
+        self._may_rewrite()
         if any(_is_snapshot(m) and self._unknown(m.id) for m in messages):
             self._append_compaction(messages, offset)
         else:
             self._rebuild_from(messages, offset)
+
+    def _may_rewrite(self) -> None:
+        """Before a line that may rewrite any message: it needs every one in memory, and
+        what was handed on is checked again before it is forgotten."""
+        if self.live.spilled:
+            raise Untrackable("a history `$set` or header after messages were spilled")
+        self.live.frozen_check = True
 
     def _unknown(self, mid: object) -> bool:
         if not isinstance(mid, str):
@@ -218,7 +254,8 @@ class Replay:
 
     def _rebuild_from(self, messages: list[_Brief], offset: int) -> None:
         old = self.live
-        new = old.empty_like()
+        new = old.successor()
+        new.spill_at = 2**62  # no spill while the list is being built (ids listed twice)
         for index, brief in enumerate(messages):
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
@@ -244,7 +281,7 @@ class Replay:
             if old.index(slot) == RECORD:
                 self.best_extra[key] = old.offsets[slot]
         # ...and are part of the new list's slots again where it holds them as records
-        new.frozen = old.frozen  # checked at the end of the window (`_resume`)
+        new.spill_at = old.spill_at  # `frozen` is checked at the end of the window
         for slot, key in enumerate(new.keys):
             if new.index(slot) == RECORD:
                 self.best_extra.pop(key, None)
@@ -258,6 +295,8 @@ class Replay:
     def _rewind(self, target: str) -> None:
         live = self.live
         slot = live.find(self.key(target))
+        if slot < 0 and live.spilled:
+            raise Untrackable("a rewind past the messages kept in memory")
         start = slot if slot >= 0 else 0  # the CLI drops everything for an unknown target
         if start < live.frozen:
             raise CannotResume("a rewind to a message already handed on")
@@ -274,26 +313,38 @@ class Replay:
         """The events of the live messages in slots [start, stop), in order."""
         live = self.live
         stop = len(live) if stop is None else stop
-        if stop <= start:
+        spilled = live.spill.drain() if live.spill is not None else iter(())
+        if stop <= start and (live.spill is None or not live.spill.pending_count):
             return
-        cached: tuple[int, list[MessageRecord]] = (-1, [])
+        cached: list[Any] = [-1, []]
         indexes = live.indexes
         with seekable(self.path, self.diag) as handle:
             lines = _LinesAt(handle, line_limit(self.path))
+            for offset, index in spilled:  # the spilled slots not handed on: first
+                yield from self._message(emitter, lines, offset, index, cached)
             for slot in range(start, stop):
-                offset = live.offsets[slot]
-                line = lines.at(offset)
                 index = indexes.get(slot, RECORD) if indexes else RECORD
-                if index == RECORD:
-                    msg = decode_message(line)
-                else:
-                    if cached[0] != offset:  # decode a large $set line once
-                        cached = (offset, _set_messages(line))
-                    msg = cached[1][index] if index < len(cached[1]) else None
-                if isinstance(msg, MessageRecord):
-                    yield from emitter.message(msg)
-                else:
-                    self.diag.bad_lines += 1
+                yield from self._message(emitter, lines, live.offsets[slot], index, cached)
+
+    def _message(
+        self,
+        emitter: Emitter,
+        lines: _LinesAt,
+        offset: int,
+        index: int,
+        cached: list[Any],
+    ) -> Iterator[Event]:
+        line = lines.at(offset)
+        if index == RECORD:
+            msg = decode_message(line)
+        else:
+            if cached[0] != offset:  # decode a large $set line once
+                cached[:] = [offset, _set_messages(line)]
+            msg = cached[1][index] if index < len(cached[1]) else None
+        if isinstance(msg, MessageRecord):
+            yield from emitter.message(msg)
+        else:
+            self.diag.bad_lines += 1
 
 
 class _LinesAt:

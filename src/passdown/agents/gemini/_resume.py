@@ -27,7 +27,7 @@ import msgspec
 
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
-from passdown.agents.gemini._live import LiveList
+from passdown.agents.gemini._live import LiveList, Spill
 from passdown.agents.gemini._replay import Replay
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
@@ -68,9 +68,11 @@ class ResumableReplay:
         self.consumed = 0  # the offset the next window starts at
         self.session_id = info.session_id  # the one sub-agent folders are named after
         self.subagent_notes = subagent_notes
-        self.frozen_digest = self.replay.live.digest(0)
+        self.replay.live.frozen_digest = self.replay.live.digest(0)
         if isinstance(state, dict):
             self._restore(state, pending)
+        else:
+            self.replay.spill()
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         counted = _Counted(stream)
@@ -79,12 +81,12 @@ class ResumableReplay:
         live = self.replay.live
         # A resume empties the history and writes it again (two `$set`s): what counts
         # is that the messages handed on are still there, from the same lines.
-        if len(live) < live.frozen or live.digest(live.frozen) != self.frozen_digest:
+        if len(live) < live.frozen or live.digest(live.frozen) != live.frozen_digest:
             raise CannotResume("the appended lines rewrite messages already handed on")
         stop = max(live.frozen, len(live) - TAIL)
         yield from self.replay.messages(self.emitter, live.frozen, stop)
         live.frozen = stop
-        self.frozen_digest = live.digest(stop)
+        live.frozen_digest, live.frozen_check = live.digest(stop), False
         self.emitter.apply_times(self.replay.header_started)
 
     def close(self) -> Iterator[Event]:
@@ -92,6 +94,8 @@ class ResumableReplay:
         yield from self.replay.messages(self.emitter, live.frozen)
         live.frozen = len(live)
         self.emitter.apply_times(self.replay.header_started)
+        if live.spill is not None:
+            live.spill.close()
         yield from self.subagent_notes(self.session_id, self.info.path)
 
     def state(self) -> dict[str, object]:
@@ -107,6 +111,9 @@ class ResumableReplay:
             "offsets": memoryview(live.offsets)[live.frozen :].cast("B"),
             "indexes": [[slot, index] for slot, index in live.indexes.items()],
             "frozen": live.frozen,
+            "spilled": live.spilled,
+            "filter_bits": live.spill.bits if live.spill is not None else 0,
+            "filter": live.spill.packed() if live.spill is not None and live.spilled else None,
             "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
             "header_started": replay.header_started,
             "first_ts": emitter.first_ts,
@@ -130,7 +137,17 @@ class ResumableReplay:
         live.indexes = {slot: index for slot, index in saved.indexes}
         live.rebuild()  # the id table, from the keys
         live.frozen = saved.frozen
-        self.frozen_digest = live.digest(saved.frozen)
+        live.frozen_digest = live.digest(saved.frozen)
+        if saved.spilled < 0 or (saved.spilled > 0) != (saved.filter is not None):
+            raise ValueError("a Gemini checkpoint whose spilled messages do not add up")
+        if saved.filter_bits:
+            spill = (
+                Spill.unpacked(saved.filter_bits, saved.filter)
+                if saved.filter is not None
+                else Spill(saved.filter_bits)
+            )
+            live.spill_into(spill)
+            live.spilled = saved.spilled
         self.replay.live = live
         self.replay.best_extra = {key: offset for key, offset in saved.best_extra}
         self.replay.header_started = saved.header_started
@@ -149,6 +166,9 @@ class _State(msgspec.Struct):
     offsets: bytes
     indexes: list[tuple[int, int]]
     frozen: int
+    spilled: int
+    filter_bits: int
+    filter: bytes | None
     best_extra: list[tuple[int, int]]
     header_started: str | None
     first_ts: str | None
