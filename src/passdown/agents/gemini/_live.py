@@ -30,8 +30,7 @@ KEEP = 8192
 SPILL_CHUNK = 8192
 _MIN_FILTER_BITS = 2**16
 MAX_FILTER_BITS = 2**27  # 16 MiB: under 1e-5 false alarms a message up to ~1.5M messages
-_PROBES = 3
-_READ_KEYS = 1 << 20  # keys read back at a time when a filter hit is checked
+_READ_KEYS = 1 << 16  # spilled ids (or stashed pairs) read back at a time
 
 
 class Untrackable(CannotResume):
@@ -41,93 +40,102 @@ class Untrackable(CannotResume):
 
 
 class Spill:
-    """The slots a `LiveList` spilled: the ids in a Bloom filter (3 probes; a hit is
-    checked against the spilled ids themselves, kept in a temporary file, when the file
-    is there), and the (offset, index) of the spilled slots not handed on yet, in a
-    second temporary file, read back in order once (`drain`)."""
+    """The slots a `LiveList` spilled: their ids in a Bloom filter (3 probes), and the
+    (offset, index) of the spilled slots not handed on yet in a temporary file, read
+    back in order once (`drain`).
+
+    Every id that enters the list is checked against the filter in batches (`check`),
+    before it can be spilled, dropped or handed on, and added to it at once; a hit is
+    looked up among the ids spilled so far, kept in a second temporary file (a filter
+    restored from a checkpoint has no such file: a hit is then a maybe)."""
 
     def __init__(self, bits: int, filter_bytes: bytes | None = None) -> None:
         if bits & (bits - 1) or not _MIN_FILTER_BITS <= bits <= MAX_FILTER_BITS:
             raise ValueError(f"a filter of {bits} bits")
-        self.bits = bits
         if filter_bytes is not None and len(filter_bytes) != bits // 8:
             raise ValueError("a filter of the wrong size")
+        self.bits = bits
         # allocated at the first spill: a session that never spills never pays for it
         self.filter = bytearray(filter_bytes) if filter_bytes is not None else bytearray()
-        # every id the filter holds is in `keys` (False for a filter restored from a
-        # checkpoint: a hit is then a maybe)
+        self._packed: bytes | None = None  # the filter while it is let go (`packed`)
+        # every id spilled is in `keys` (False for a filter restored from a checkpoint)
         self.complete = filter_bytes is None
-        self.keys: BinaryIO | None = None  # the spilled ids, when this process spilled them
+        self.keys: BinaryIO | None = None  # the ids spilled by this process
         self.pending: BinaryIO | None = None  # (offset, index) pairs not handed on
         self.pending_count = 0
 
     @classmethod
     def for_file(cls, size: int) -> Spill:
-        """About a bit per byte of session: ~800 bits a message (no false alarm in
-        practice) up to the cap."""
+        """About a bit per byte of session (some 800 bits a message) up to the cap."""
         bits = _MIN_FILTER_BITS
         while bits < size and bits < MAX_FILTER_BITS:
             bits *= 2
         return cls(bits)
 
-    def add(self, keys: array[int]) -> None:
+    @property
+    def active(self) -> bool:
+        return bool(self.filter) or self._packed is not None
+
+    def _bloom(self) -> bytearray:
         if not self.filter:
-            self.filter = bytearray(self.bits // 8)
-        bloom, mask = self.filter, self.bits - 1
+            if self._packed is not None:
+                raw = zstandard.ZstdDecompressor().decompress(self._packed)
+                self.filter, self._packed = bytearray(raw), None
+            else:
+                self.filter = bytearray(self.bits // 8)
+        return self.filter
+
+    def check(self, keys: array[int]) -> bool:
+        """Add `keys` to the filter; True when one of them may be a spilled id."""
+        # three probes from the key's 64 bits (a byte and a bit in it each; the third
+        # shares bits with the second: the key has 64 bits, the probes need 81)
+        bloom, mask = self._bloom(), (self.bits >> 3) - 1
+        hits = []
         for key in keys:
-            first = key & mask
-            step = (key >> 32) | 1
-            bloom[first >> 3] |= 1 << (first & 7)
-            second = (first + step) & mask
-            bloom[second >> 3] |= 1 << (second & 7)
-            third = (second + step) & mask
-            bloom[third >> 3] |= 1 << (third & 7)
+            first, second, third = (key >> 3) & mask, (key >> 30) & mask, (key >> 40) & mask
+            bit1, bit2, bit3 = 1 << (key & 7), 1 << ((key >> 27) & 7), 1 << ((key >> 54) & 7)
+            old1, old2, old3 = bloom[first], bloom[second], bloom[third]
+            if old1 & bit1 and old2 & bit2 and old3 & bit3:
+                hits.append(key)
+            else:
+                bloom[first] = old1 | bit1
+                bloom[second] |= bit2  # may be the byte just written
+                bloom[third] |= bit3
+        return bool(hits) and self._confirm(hits)
+
+    def _confirm(self, hits: list[int]) -> bool:
+        """Whether one of the filter's hits is an id spilled."""
         if self.keys is None:
-            self.keys = tempfile.TemporaryFile()
-        keys.tofile(self.keys)  # type: ignore[arg-type]
-
-    def holds(self, key: int) -> bool:
-        """Whether `key` may be a spilled id (False: certainly not)."""
-        bloom, mask = self.filter, self.bits - 1
-        if not bloom:
-            return False
-        first = key & mask
-        if not bloom[first >> 3] & (1 << (first & 7)):
-            return False
-        step = (key >> 32) | 1
-        second = (first + step) & mask
-        if not bloom[second >> 3] & (1 << (second & 7)):
-            return False
-        third = (second + step) & mask
-        if not bloom[third >> 3] & (1 << (third & 7)):
-            return False
-        return self._confirm(key)
-
-    def _confirm(self, key: int) -> bool:
-        """A filter hit: look the key up among the spilled ids (when this process has
-        them; a restored filter has no ids to check against, and says maybe)."""
-        if self.keys is None or not self.complete:
+            return not self.complete
+        if not self.complete:
             return True
-        wanted = array("q", [key]).tobytes()
+        wanted = [array("q", [key]).tobytes() for key in hits]
         self.keys.seek(0)
-        while block := self.keys.read(_READ_KEYS * 8):
-            at = block.find(wanted)
-            while at >= 0:
-                if at % 8 == 0:
-                    self.keys.seek(0, 2)
-                    return True
-                at = block.find(wanted, at + 1)
-        self.keys.seek(0, 2)
-        return False
+        try:
+            while block := self.keys.read(_READ_KEYS * 8):
+                for pattern in wanted:
+                    at = block.find(pattern)
+                    while at >= 0:
+                        if at % 8 == 0:
+                            return True
+                        at = block.find(pattern, at + 1)
+            return False
+        finally:
+            self.keys.seek(0, 2)
+
+    def spilled(self, keys: array[int]) -> None:
+        if self.keys is None:
+            self.keys = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the Spill: `close`)
+        keys.tofile(self.keys)
 
     def stash(self, offsets: array[int], indexes: array[int]) -> None:
         """Spilled slots not handed on yet, in list order."""
         if self.pending is None:
-            self.pending = tempfile.TemporaryFile()
+            self.pending = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `drain`, `close`)
         pairs = array("q", bytes(16 * len(offsets)))
         pairs[0::2] = array("q", offsets)
-        pairs[1::2] = array("q", indexes)
-        pairs.tofile(self.pending)  # type: ignore[arg-type]
+        pairs[1::2] = indexes
+        pairs.tofile(self.pending)
         self.pending_count += len(offsets)
 
     def drain(self) -> Iterator[tuple[int, int]]:
@@ -142,7 +150,13 @@ class Spill:
                 yield from zip(pairs[0::2], pairs[1::2], strict=True)
 
     def packed(self) -> bytes:
-        return zstandard.ZstdCompressor(level=1).compress(bytes(self.filter or bytes(self.bits // 8)))
+        """The filter compressed (mostly zero bits: a fraction of its size). The filter
+        itself is let go until it is needed again: the checkpoint that is saved next
+        copies the packed bytes a few times, and those copies should not come on top."""
+        if self._packed is None:
+            self._packed = zstandard.ZstdCompressor(level=1).compress(self._bloom())
+            self.filter = bytearray()
+        return self._packed
 
     @classmethod
     def unpacked(cls, bits: int, packed: bytes) -> Spill:
@@ -186,6 +200,7 @@ class LiveList:
         # and whether a `$set` since may have changed them (checked before they spill)
         self.frozen_digest = b""
         self.frozen_check = False
+        self.checked = 0  # slots below this were checked against the spilled ids
 
     @classmethod
     def for_file(cls, path: Path) -> LiveList:
@@ -215,22 +230,38 @@ class LiveList:
         self.spill = spill
         self.spill_at = KEEP + SPILL_CHUNK
 
-    def spilled_may_hold(self, key: int) -> bool:
-        return self.spill is not None and self.spilled > 0 and self.spill.holds(key)
+    def verify(self, first_spill: bool = False) -> None:
+        """Check the ids that entered the list since the last check against the
+        spilled ones (`Untrackable` if one is): an id written again after its message
+        was spilled is an update of it, appended here as a new message. Nothing to do
+        before the first spill."""
+        spill = self.spill
+        if spill is None or not (spill.active or first_spill) or self.checked >= len(self.keys):
+            self.checked = len(self.keys)
+            return
+        if spill.check(self.keys[self.checked :]):
+            raise Untrackable("an update of a spilled message")
+        self.checked = len(self.keys)
 
     def _spill(self) -> None:
         """The oldest `SPILL_CHUNK` slots out of memory: their ids into the filter,
         the lines of those not handed on yet into the stash (read back in order)."""
         spill, count = self.spill, SPILL_CHUNK
         assert spill is not None
-        if self.frozen_check:  # a `$set` since the last window: check before forgetting
+        if self.frozen_check and self.frozen:  # a `$set` since the last window: check first
             if self.digest(self.frozen) != self.frozen_digest:
                 raise CannotResume("a `$set` rewrote messages already handed on")
             self.frozen_check = False
-        spill.add(self.keys[:count])
+        if not spill.active:
+            self.checked = 0  # the first spill: every id goes into the filter
+        self.verify(first_spill=True)
+        spill.spilled(self.keys[:count])
         first_pending = min(self.frozen, count)
         if first_pending < count:
-            indexes = array("q", [self.index(s) for s in range(first_pending, count)])
+            if self.indexes:
+                indexes = array("q", [self.index(s) for s in range(first_pending, count)])
+            else:
+                indexes = array("q", [RECORD]) * (count - first_pending)
             spill.stash(self.offsets[first_pending:count], indexes)
         del self.keys[:count]
         del self.offsets[:count]
@@ -238,6 +269,7 @@ class LiveList:
             self.indexes = {s - count: i for s, i in self.indexes.items() if s >= count}
         self.frozen = max(0, self.frozen - count)
         self.frozen_digest = self.digest(self.frozen)
+        self.checked -= count
         self.spilled += count
         self.rebuild()
 
@@ -274,7 +306,9 @@ class LiveList:
         if size and keys[size - 1] == key:  # the message being written: the usual update
             if size <= self.frozen:
                 raise CannotResume("an update of a message already handed on")
-            self.set(size - 1, offset)
+            self.offsets[size - 1] = offset  # `set`, inline: half the lines come here
+            if self.indexes:
+                self.indexes.pop(size - 1, None)
             return
         table, mask = self._table, self._mask
         i = key & mask
@@ -285,8 +319,6 @@ class LiveList:
                 self.set(slot, offset)
                 return
             i = (i + 1) & mask
-        if self.spilled and self.spilled_may_hold(key):
-            raise Untrackable("an update of a spilled message")
         keys.append(key)
         self.offsets.append(offset)
         table[i] = size
@@ -321,8 +353,10 @@ class LiveList:
 
     def truncate(self, slot: int) -> None:
         """Drop `slot` and every later one (their buckets go stale)."""
+        self.verify()  # an id dropped unchecked might have been a spilled message's
         del self.keys[slot:]
         del self.offsets[slot:]
+        self.checked = min(self.checked, slot)
         for dropped in [s for s in self.indexes if s >= slot]:
             del self.indexes[dropped]
 
@@ -339,8 +373,11 @@ class LiveList:
         size = _MIN_TABLE
         while size <= len(self.keys) * 2:  # under half full after the rebuild
             size *= 2
-        self._table = array("i", [_EMPTY]) * size
-        self._mask = size - 1
-        self._used = 0
-        for slot, key in enumerate(self.keys):
-            self._place(key, slot)
+        table = self._table = array("i", [_EMPTY]) * size
+        mask = self._mask = size - 1
+        self._used = len(self.keys)
+        for slot, key in enumerate(self.keys):  # `_place`, inline: once per message
+            i = key & mask
+            while table[i] != _EMPTY:
+                i = (i + 1) & mask
+            table[i] = slot

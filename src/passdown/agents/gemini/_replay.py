@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import re
 from collections.abc import Callable, Iterator
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -139,6 +140,7 @@ class Replay:
     def _run(self, stream: BinaryIO | None, base: int) -> None:
         reader = LineReader(self.path, self.diag)
         live, info, diag, key_of = self.live, self.info, self.diag, self.key
+        best_extra = self.best_extra  # never replaced while the file is read
         max_offset = live.max_offset
         for relative, line in reader.forward(stream):
             offset = base + relative
@@ -163,8 +165,9 @@ class Replay:
                 continue
             key = key_of(rec.id)
             live.upsert(key, offset)  # most lines: a message record
-            if self.best_extra:
-                self.best_extra.pop(key, None)
+            if best_extra:
+                best_extra.pop(key, None)
+        self.live.verify()
 
     def _record(self, rec: _Control, offset: int) -> None:
         if isinstance(rec.rewind, str):
@@ -314,37 +317,28 @@ class Replay:
         live = self.live
         stop = len(live) if stop is None else stop
         spilled = live.spill.drain() if live.spill is not None else iter(())
-        if stop <= start and (live.spill is None or not live.spill.pending_count):
-            return
-        cached: list[Any] = [-1, []]
-        indexes = live.indexes
+        local: Iterator[tuple[int, int]]
+        if live.indexes:
+            indexes = live.indexes
+            local = ((live.offsets[s], indexes.get(s, RECORD)) for s in range(start, stop))
+        else:
+            local = zip(live.offsets[start:stop], repeat(RECORD))
+        cached: tuple[int, list[MessageRecord]] = (-1, [])
         with seekable(self.path, self.diag) as handle:
             lines = _LinesAt(handle, line_limit(self.path))
-            for offset, index in spilled:  # the spilled slots not handed on: first
-                yield from self._message(emitter, lines, offset, index, cached)
-            for slot in range(start, stop):
-                index = indexes.get(slot, RECORD) if indexes else RECORD
-                yield from self._message(emitter, lines, live.offsets[slot], index, cached)
-
-    def _message(
-        self,
-        emitter: Emitter,
-        lines: _LinesAt,
-        offset: int,
-        index: int,
-        cached: list[Any],
-    ) -> Iterator[Event]:
-        line = lines.at(offset)
-        if index == RECORD:
-            msg = decode_message(line)
-        else:
-            if cached[0] != offset:  # decode a large $set line once
-                cached[:] = [offset, _set_messages(line)]
-            msg = cached[1][index] if index < len(cached[1]) else None
-        if isinstance(msg, MessageRecord):
-            yield from emitter.message(msg)
-        else:
-            self.diag.bad_lines += 1
+            # the spilled slots not handed on yet come first
+            for offset, index in chain(spilled, local):
+                line = lines.at(offset)
+                if index == RECORD:
+                    msg = decode_message(line)
+                else:
+                    if cached[0] != offset:  # decode a large $set line once
+                        cached = (offset, _set_messages(line))
+                    msg = cached[1][index] if index < len(cached[1]) else None
+                if isinstance(msg, MessageRecord):
+                    yield from emitter.message(msg)
+                else:
+                    self.diag.bad_lines += 1
 
 
 class _LinesAt:

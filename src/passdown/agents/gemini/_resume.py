@@ -148,6 +148,7 @@ class ResumableReplay:
             )
             live.spill_into(spill)
             live.spilled = saved.spilled
+        live.checked = len(live.keys)  # checked before they were saved
         self.replay.live = live
         self.replay.best_extra = {key: offset for key, offset in saved.best_extra}
         self.replay.header_started = saved.header_started
