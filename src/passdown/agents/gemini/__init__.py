@@ -125,6 +125,7 @@ class GeminiCLI(Agent):
             replay.spill()
             replay.run()
             yield from replay.messages(emitter)
+            replay.close()
             emitter.apply_times(replay.header_started)
         yield from _subagents(ref.session_id, ref.path)
 

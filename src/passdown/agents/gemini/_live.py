@@ -160,7 +160,11 @@ class Spill:
 
     @classmethod
     def unpacked(cls, bits: int, packed: bytes) -> Spill:
-        raw = zstandard.ZstdDecompressor().decompress(packed, max_output_size=bits // 8)
+        """A filter saved by `packed`; a damaged one raises ValueError."""
+        try:
+            raw = zstandard.ZstdDecompressor().decompress(packed, max_output_size=bits // 8)
+        except zstandard.ZstdError as exc:
+            raise ValueError(f"a Gemini spill filter that does not decompress: {exc}") from exc
         return cls(bits, raw)
 
     def close(self) -> None:

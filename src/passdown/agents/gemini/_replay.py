@@ -137,10 +137,18 @@ class Replay:
             self.header_started = None
             self._run(None, 0)
 
+    def close(self) -> None:
+        """Let go of the spill's temporary files."""
+        if self.live.spill is not None:
+            self.live.spill.close()
+
     def _run(self, stream: BinaryIO | None, base: int) -> None:
         reader = LineReader(self.path, self.diag)
         live, info, diag, key_of = self.live, self.info, self.diag, self.key
         best_extra = self.best_extra  # never replaced while the file is read
+        # the id of the last record and its key: the CLI writes a message, then again
+        # with its tool calls' results, and a key (a blake2b where it is saved) is dear
+        last_id, last_key = None, 0
         max_offset = live.max_offset
         for relative, line in reader.forward(stream):
             offset = base + relative
@@ -163,7 +171,9 @@ class Replay:
                 live = self.live  # a `$set` may have replaced the list
                 max_offset = live.max_offset
                 continue
-            key = key_of(rec.id)
+            if rec.id != last_id:
+                last_id, last_key = rec.id, key_of(rec.id)
+            key = last_key
             live.upsert(key, offset)  # most lines: a message record
             if best_extra:
                 best_extra.pop(key, None)

@@ -94,8 +94,7 @@ class ResumableReplay:
         yield from self.replay.messages(self.emitter, live.frozen)
         live.frozen = len(live)
         self.emitter.apply_times(self.replay.header_started)
-        if live.spill is not None:
-            live.spill.close()
+        self.replay.close()
         yield from self.subagent_notes(self.session_id, self.info.path)
 
     def state(self) -> dict[str, object]:
