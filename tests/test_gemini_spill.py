@@ -33,6 +33,7 @@ from test_incremental_gemini import (
     _appended_in_chunks,
     _export_and_compare,
     _layout,
+    _saved,
 )
 
 
@@ -273,6 +274,34 @@ def test_a_rewritten_spilled_message_gives_the_full_reads_handoff(
             ("assistant", "I'll keep a todo list."),
         ],
     }
+
+
+def test_a_long_resumed_session_keeps_its_checkpoint(
+    tmp_path: Path, tiny_spill: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first export of a long session resumed after its first messages spilled:
+    the first read meets the resume's `$set`, reads the window again keeping every
+    message, and saves a checkpoint, so the next export reads only what was appended
+    (instead of failing on the same line at every export)."""
+    path, workspace, maker = _long_session(tmp_path)
+    path.write_bytes(path.read_bytes() + maker.resume() + maker.real_turn(12))
+    _export_and_compare(path, workspace)
+    assert _saved(path) is not None
+    size = path.stat().st_size
+    path.write_bytes(path.read_bytes() + maker.real_turn(13))
+    windows: list[int] = []
+    run = _replay.Replay.run
+
+    def spy(self: Replay, stream: Any = None, base: int = 0) -> None:
+        if stream is not None:
+            windows.append(base)
+        run(self, stream, base)
+
+    monkeypatch.setattr(_replay.Replay, "run", spy)
+    handoff = _export_and_compare(path, workspace)
+    assert windows[0] == size  # from the checkpoint
+    assert isinstance(handoff, dict)
+    assert handoff["task"]["latest_user_message"].startswith("Create calc.py")
 
 
 def _line(record: dict[str, Any]) -> bytes:

@@ -17,6 +17,8 @@ changes from one process to the next).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -27,12 +29,13 @@ import msgspec
 
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
-from passdown.agents.gemini._live import LiveList, Spill
+from passdown.agents.gemini._live import LiveList, Spill, Untrackable
 from passdown.agents.gemini._replay import Replay
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 # Messages kept back at the end of a window: the CLI still rewrites the one it writes.
 TAIL = 16
+_BLOCK = 1 << 20
 
 
 def stable_key(message_id: str) -> int:
@@ -50,6 +53,20 @@ class _Counted:
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
         self.bytes += len(data)
+        return data
+
+
+class _Prefix:
+    """The first `limit` bytes of a file (the window read again)."""
+
+    def __init__(self, handle: BinaryIO, limit: int) -> None:
+        self.handle = handle
+        self.left = limit
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(size)
+        self.left -= len(data)
         return data
 
 
@@ -76,7 +93,14 @@ class ResumableReplay:
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         counted = _Counted(stream)
-        self.replay.run(counted, self.consumed)  # type: ignore[arg-type]
+        first_read = self.consumed == 0 and self.replay.live.spill is not None
+        diag_before = copy.deepcopy(self.replay.diag) if first_read else None
+        try:
+            self.replay.run(counted, self.consumed)  # type: ignore[arg-type]
+        except Untrackable:
+            if diag_before is None:
+                raise
+            self._read_again_keeping_everything(counted, diag_before)
         self.consumed += counted.bytes
         live = self.replay.live
         # A resume empties the history and writes it again (two `$set`s): what counts
@@ -88,6 +112,23 @@ class ResumableReplay:
         live.frozen = stop
         live.frozen_digest, live.frozen_check = live.digest(stop), False
         self.emitter.apply_times(self.replay.header_started)
+
+    def _read_again_keeping_everything(self, counted: _Counted, diag: Diagnostics) -> None:
+        """The first window met a line that changes a spilled message (a resume or a
+        deep rewind in a long session): nothing was handed on yet, so it is replayed
+        again keeping every message, as before spilling existed (its checkpoint then
+        holds every id, and the next exports go on from it instead of failing on the
+        same line each time)."""
+        while counted.read(_BLOCK):  # the rest of the window: its length
+            pass
+        replay = self.replay
+        replay.close()
+        for name in (f.name for f in dataclasses.fields(Diagnostics)):
+            setattr(replay.diag, name, getattr(diag, name))
+        self.replay = Replay(self.info.path, self.info, replay.diag, key=stable_key)
+        self.replay.live.frozen_digest = self.replay.live.digest(0)
+        with open(self.info.path, "rb") as handle:
+            self.replay.run(_Prefix(handle, counted.bytes), 0)  # type: ignore[arg-type]
 
     def close(self) -> Iterator[Event]:
         live = self.replay.live
