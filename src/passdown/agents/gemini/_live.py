@@ -218,9 +218,6 @@ class LiveList:
     def max_offset(self) -> int:
         return _NARROW_LIMIT - 1 if self.offsets.typecode == "I" else 2**63 - 1
 
-    def empty_like(self) -> LiveList:
-        return LiveList(self.offsets.typecode)
-
     def successor(self) -> LiveList:
         """An empty list to rebuild this one into (a history `$set`): it spills into the
         same place and carries what was handed on, to be checked (`frozen_check`)."""

@@ -9,10 +9,14 @@ record (which has the tool statuses and results the API-shaped copy lacks), and 
 `<state_snapshot>` summary) keeps the earlier messages and adds the summary as a
 Compaction.
 
-Memory: pass 1 keeps no Python object per message, only about 20 bytes in arrays (an
-8-byte id hash, a 4-byte line offset and its share of the id table: `LiveList`; 9 MB
-for the 390,000 messages of a 300 MB session, where the dicts it replaced took 90 MB),
-and pass 2 reads the lines again in blocks.
+Memory: pass 1 keeps no Python object per message, about 20 bytes in arrays for each
+of the last 8,192-16,384 live messages (an 8-byte id hash, a 4-byte line offset and its
+share of the id table: `LiveList`); older messages are spilled (`_live.Spill`: their ids
+into a filter of at most 16 MiB, their offsets into a temporary file), so the peak is
+the same for a 100 MB and a 1 GB session. A line that changes a spilled message (a
+rewind or a history `$set` reaching past the messages kept, an old id written again)
+makes the full read replay the file once more keeping every message. Pass 2 reads the
+lines again in blocks.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader, line_limit, seekable
-from passdown.agents._common import file_mtime
+from passdown.agents._common import DECODE_ERRORS, file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
@@ -145,6 +149,7 @@ class Replay:
     def _run(self, stream: BinaryIO | None, base: int) -> None:
         reader = LineReader(self.path, self.diag)
         live, info, diag, key_of = self.live, self.info, self.diag, self.key
+        decode = _CONTROL.decode
         best_extra = self.best_extra  # never replaced while the file is read
         # the id of the last record and its key: the CLI writes a message, then again
         # with its tool calls' results, and a key (a blake2b where it is saved) is dear
@@ -163,9 +168,13 @@ class Replay:
                     continue
                 except UnicodeDecodeError:
                     pass
-            rec = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
-            if not isinstance(rec, _Control):
-                continue
+            try:  # `decode_record`'s first step, inline: a call a line is dear here
+                rec = decode(line)
+            except DECODE_ERRORS:
+                repaired = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
+                if not isinstance(repaired, _Control):
+                    continue
+                rec = repaired
             if not isinstance(rec.id, str) or isinstance(rec.rewind, str):
                 self._record(rec, offset)
                 live = self.live  # a `$set` may have replaced the list

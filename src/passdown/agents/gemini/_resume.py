@@ -9,10 +9,14 @@ update of it) and a rewind usually goes back a turn or two. `close` hands on the
 A later line that would change a message already handed on (a rewind to it, an update
 of it, a history `$set` or header that rewrites it) cannot be followed: the replay
 raises `CannotResume` and the export reads the file in full, which gives the handoff a
-full read gives by definition. The state saved is the live list (an 8-byte key a
-message, and the line offsets of the messages not handed on yet), the emitter's calls
-still waiting for their results and the messages' first and latest times. Keys are a stable hash of the ids (Python's own `hash`
-changes from one process to the next).
+full read gives by definition. The state saved is the part of the live list kept in
+memory (an 8-byte key a message, and the line offsets of the messages not handed on
+yet), the filter of the spilled ids (`_live.Spill`, compressed; a hit on it is a maybe:
+a full read), the emitter's calls still waiting for their results and the messages'
+first and latest times. Keys are a stable hash of the ids (Python's own `hash` changes
+from one process to the next). A first read that meets a line changing a spilled
+message reads its window again keeping every message (the checkpoint then holds them
+all, as before spilling existed).
 """
 
 from __future__ import annotations
