@@ -50,6 +50,8 @@ class Spill:
     restored from a checkpoint has no such file: a hit is then a maybe)."""
 
     def __init__(self, bits: int, filter_bytes: bytes | None = None) -> None:
+        self.keys: BinaryIO | None = None  # the ids spilled by this process
+        self.pending: BinaryIO | None = None  # (offset, index) pairs not handed on
         if bits & (bits - 1) or not _MIN_FILTER_BITS <= bits <= MAX_FILTER_BITS:
             raise ValueError(f"a filter of {bits} bits")
         if filter_bytes is not None and len(filter_bytes) != bits // 8:
@@ -60,8 +62,6 @@ class Spill:
         self._packed: bytes | None = None  # the filter while it is let go (`packed`)
         # every id spilled is in `keys` (False for a filter restored from a checkpoint)
         self.complete = filter_bytes is None
-        self.keys: BinaryIO | None = None  # the ids spilled by this process
-        self.pending: BinaryIO | None = None  # (offset, index) pairs not handed on
         self.pending_count = 0
 
     @classmethod
@@ -172,6 +172,9 @@ class Spill:
             if handle is not None:
                 handle.close()
         self.keys = self.pending = None
+
+    def __del__(self) -> None:
+        self.close()  # a read given up midway (`CannotResume`, an error) leaves no file open
 
 
 class LiveList:
