@@ -135,9 +135,9 @@ def test_the_logs_the_cli_writes_are_followed_while_spilling(
     rewinds a turn back (within the messages kept): one replay, spilling all along,
     and what it hands on is what keeping everything hands on."""
     lines, ids = [], []
-    kept = 0  # messages in memory: a rewind reaches back only into them
+    kept = 0  # messages in memory: a rewind or an update reaches back only into them
     for n, step in enumerate(steps):
-        if step == "update" and ids:
+        if step == "update" and kept:
             lines.append({"id": ids[-1], "type": "gemini", "content": f"updated {n}"})
         elif step == "rewind" and kept >= 2:
             lines.append({"$rewindTo": ids[-2]})
