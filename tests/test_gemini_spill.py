@@ -215,14 +215,18 @@ def test_a_deep_rewind_gives_the_full_reads_handoff(
 
 
 def test_a_resume_after_spilling_gives_the_full_reads_handoff(
-    tmp_path: Path, tiny_spill: None
+    tmp_path: Path, tiny_spill: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`gemini --resume` of a long session writes the whole history again as a `$set`:
-    its messages resolve to their records as the replay keeping everything resolves
-    them (7343bb2 gives these facts)."""
+    """`gemini --resume` of a long session empties the history (a `$set` of the session
+    context alone), then writes it again (a `$set` of every message, API-shaped, with
+    `<id>_response` copies): the spilled messages, listed again in their order, are
+    live again from their records, without a second replay, and the handoff is the one
+    of the replay keeping everything (7343bb2 gives these facts)."""
     path, workspace, maker = _long_session(tmp_path)
     path.write_bytes(path.read_bytes() + maker.resume() + maker.real_turn(12))
+    runs = _replays(monkeypatch)
     facts = _handoff_facts(_export_and_compare(path, workspace))
+    assert runs and False not in runs  # every replay spilled, none read again
     assert facts == {
         "request": "Create calc.py with an add() function an",
         "latest": "Create calc.py with an add() function an",

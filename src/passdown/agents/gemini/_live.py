@@ -63,6 +63,17 @@ class Spill:
         # every id spilled is in `keys` (False for a filter restored from a checkpoint)
         self.complete = filter_bytes is None
         self.pending_count = 0
+        self.count = 0  # ids spilled, in list order in `keys`
+        # The spilled ids from this one on are the first slots of the live list. Those
+        # before it were left out by a history `$set` (their records stay the best
+        # versions of their ids); `dead` is the run of them the last such `$set` left
+        # out, which a later `$set` listing them again in order brings back (a resume:
+        # the history emptied, then written again).
+        self.alive_from = 0
+        self.dead: tuple[int, int] | None = None
+        self.stash_from = 0  # the id number of the first slot in `pending`
+        self.handed_on = 0  # spilled slots handed on already (their lines are not kept)
+        self.non_records = 0  # spilled slots that are `$set` elements, not records
 
     @classmethod
     def for_file(cls, size: int) -> Spill:
@@ -103,17 +114,50 @@ class Spill:
                 bloom[third] |= bit3
         return bool(hits) and self._confirm(hits)
 
+    def holds(self, key: int) -> bool:
+        """Whether `key` is a spilled id (a restored filter's hit: maybe, True)."""
+        if not self.active:
+            return False
+        bloom, mask = self._bloom(), (self.bits >> 3) - 1
+        if not (
+            bloom[(key >> 3) & mask] & (1 << (key & 7))
+            and bloom[(key >> 30) & mask] & (1 << ((key >> 27) & 7))
+            and bloom[(key >> 40) & mask] & (1 << ((key >> 54) & 7))
+        ):
+            return False
+        return self._confirm([key])
+
+    def spilled_keys(self, start: int = 0) -> Iterator[int]:
+        """The spilled ids in list order from the `start`th on (this process's)."""
+        if self.keys is None:
+            return
+        at = start * 8
+        while True:
+            self.keys.seek(at)
+            block = self.keys.read(_READ_KEYS * 8)
+            if not block:
+                break
+            at += len(block)
+            self.keys.seek(0, 2)  # appends go on at the end meanwhile
+            yield from array("q", block)
+
     def _confirm(self, hits: list[int]) -> bool:
         """Whether one of the filter's hits is an id spilled."""
         if self.keys is None:
             return not self.complete
         if not self.complete:
             return True
-        wanted = [array("q", [key]).tobytes() for key in hits]
         self.keys.seek(0)
         try:
+            if len(hits) > 8:  # many (ids of the list checked again): one set for all
+                wanted = set(hits)
+                while block := self.keys.read(_READ_KEYS * 8):
+                    if not wanted.isdisjoint(array("q", block)):
+                        return True
+                return False
+            patterns = [array("q", [key]).tobytes() for key in hits]
             while block := self.keys.read(_READ_KEYS * 8):
-                for pattern in wanted:
+                for pattern in patterns:
                     at = block.find(pattern)
                     while at >= 0:
                         if at % 8 == 0:
@@ -127,24 +171,28 @@ class Spill:
         if self.keys is None:
             self.keys = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the Spill: `close`)
         keys.tofile(self.keys)
+        self.count += len(keys)
 
     def stash(self, offsets: array[int], indexes: array[int]) -> None:
         """Spilled slots not handed on yet, in list order."""
         if self.pending is None:
             self.pending = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `drain`, `close`)
+            self.stash_from = max(0, self.count - len(offsets))
         pairs = array("q", bytes(16 * len(offsets)))
         pairs[0::2] = array("q", offsets)
         pairs[1::2] = indexes
         pairs.tofile(self.pending)
         self.pending_count += len(offsets)
+        self.non_records += len(indexes) - indexes.count(RECORD)
 
     def drain(self) -> Iterator[tuple[int, int]]:
-        """The stashed (offset, index) pairs in order, then forgotten."""
+        """The stashed (offset, index) pairs of the live spilled slots in order, then
+        forgotten."""
         if self.pending is None:
             return
         handle, self.pending, self.pending_count = self.pending, None, 0
         with handle:
-            handle.seek(0)
+            handle.seek(16 * max(0, self.alive_from - self.stash_from))
             while block := handle.read(_READ_KEYS * 16):
                 pairs = array("q", block)
                 yield from zip(pairs[0::2], pairs[1::2], strict=True)
@@ -261,6 +309,7 @@ class LiveList:
         self.verify(first_spill=True)
         spill.spilled(self.keys[:count])
         first_pending = min(self.frozen, count)
+        spill.handed_on += first_pending
         if first_pending < count:
             if self.indexes:
                 indexes = array("q", [self.index(s) for s in range(first_pending, count)])

@@ -13,10 +13,13 @@ Memory: pass 1 keeps no Python object per message, about 20 bytes in arrays for 
 of the last 8,192-16,384 live messages (an 8-byte id hash, a 4-byte line offset and its
 share of the id table: `LiveList`); older messages are spilled (`_live.Spill`: their ids
 into a filter of at most 16 MiB, their offsets into a temporary file), so the peak is
-the same for a 100 MB and a 1 GB session. A line that changes a spilled message (a
-rewind or a history `$set` reaching past the messages kept, an old id written again)
-makes the full read replay the file once more keeping every message. Pass 2 reads the
-lines again in blocks.
+the same for a 100 MB and a 1 GB session. A history `$set` that lists the spilled
+messages again in their order (a resume, an aborted turn) or leaves them all out (a
+compression, the first half of a resume) is followed: the spilled run stays live, or is
+left out (and comes back when listed again). A line that changes a spilled message
+otherwise (a rewind past the messages kept, an old id written again, a `$set` listing
+part of them) makes the full read replay the file once more keeping every message.
+Pass 2 reads the lines again in blocks.
 """
 
 from __future__ import annotations
@@ -208,6 +211,8 @@ class Replay:
 
     def _header(self, rec: _Control, offset: int) -> None:
         if rec.messages:
+            if self.live.spill is not None and self.live.spill.count:
+                raise Untrackable("a header with messages after messages were spilled")
             self._may_rewrite()
         info = self.info
         info.session_id = rec.sessionId or info.session_id
@@ -247,17 +252,27 @@ class Replay:
             self._rebuild_from(messages, offset)
 
     def _may_rewrite(self) -> None:
-        """Before a line that may rewrite any message: it needs every one in memory, and
-        what was handed on is checked again before it is forgotten."""
-        if self.live.spilled:
-            raise Untrackable("a history `$set` or header after messages were spilled")
-        self.live.frozen_check = True
+        """Before a line that may rewrite any message: what was handed on is checked
+        again before it is forgotten. Spilled messages can be followed only when this
+        process spilled them all (their ids are at hand to look up) as records, none
+        handed on yet."""
+        live = self.live
+        spill = live.spill
+        if spill is not None and spill.count:
+            if spill.handed_on or spill.non_records or not spill.complete:
+                raise Untrackable("a history `$set` after messages were spilled")
+            live.verify()  # an id spilled and written again: the lookups below miss it
+        live.frozen_check = True
+
+    def _spilled(self, key: int) -> bool:
+        spill = self.live.spill
+        return spill is not None and spill.count > 0 and spill.holds(key)
 
     def _unknown(self, mid: object) -> bool:
         if not isinstance(mid, str):
             return True
         key = self.key(mid)
-        return self.live.find(key) < 0 and key not in self.best_extra
+        return self.live.find(key) < 0 and key not in self.best_extra and not self._spilled(key)
 
     def _append_compaction(self, messages: list[_Brief], offset: int) -> None:
         live = self.live
@@ -268,6 +283,11 @@ class Replay:
             key = self.key(mid)
             if live.find(key) >= 0:
                 continue
+            if self._spilled(key):
+                assert live.spill is not None
+                if live.spill.alive_from:  # live, or left out: which one is not known
+                    raise Untrackable("a compression that lists a spilled message")
+                continue  # live
             best = self.best_extra.pop(key, None)
             if best is not None:
                 live.append(key, best)
@@ -278,7 +298,10 @@ class Replay:
         old = self.live
         new = old.successor()
         new.spill_at = 2**62  # no spill while the list is being built (ids listed twice)
-        for index, brief in enumerate(messages):
+        spill = old.spill if old.spill is not None and old.spill.count else None
+        first = self._spilled_listed(messages) if spill is not None else None
+        for index in range(first[1] if first is not None else 0, len(messages)):
+            brief = messages[index]
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
                 continue
@@ -291,6 +314,8 @@ class Replay:
                 entry = (old.offsets[old_slot], old.index(old_slot))
             elif self._response_copy(mid):
                 continue
+            elif self._spilled(key):  # out of the spilled run's order: its line is not at hand
+                raise Untrackable("a history `$set` that lists a spilled message again")
             else:
                 entry = (offset, index)
             slot = new.find(key)
@@ -307,12 +332,68 @@ class Replay:
         for slot, key in enumerate(new.keys):
             if new.index(slot) == RECORD:
                 self.best_extra.pop(key, None)
+        if spill is not None:
+            new.spilled = self._spilled_after(spill, old.spilled, first)
         self.live = new
 
+    def _spilled_listed(self, messages: list[_Brief]) -> tuple[tuple[int, int], int] | None:
+        """Whether the history starts with the spilled run that is live (or was left
+        out last, and nothing spilled since) in its order: that run and the index of
+        the first element after it, or None when it does not start with it (the run is
+        left out). Copies of a spilled message's tool results (`<id>_response`) are
+        skipped as the replay skips them; a history that lists part of the run only
+        cannot be followed."""
+        spill = self.live.spill
+        assert spill is not None
+        if self.live.spilled:
+            run = (spill.alive_from, spill.count)
+        elif spill.dead is not None and spill.dead[1] == spill.count:
+            run = spill.dead
+        else:
+            return None
+        expected = spill.spilled_keys(run[0])
+        wanted, matched, last = next(expected, None), 0, None
+        for index, brief in enumerate(messages):
+            mid = brief.id
+            if not isinstance(mid, str) or _injected(brief):
+                continue
+            key = self.key(mid)
+            if key == wanted:
+                matched, last = matched + 1, key
+                if matched == run[1] - run[0]:
+                    return run, index + 1
+                wanted = next(expected, None)
+            elif last is not None and mid.endswith("_response") and self.key(mid[:-9]) == last:
+                continue
+            elif matched:
+                raise Untrackable("a history `$set` that lists part of the spilled messages")
+            else:
+                return None
+        if matched:
+            raise Untrackable("a history `$set` that lists part of the spilled messages")
+        return None
+
+    @staticmethod
+    def _spilled_after(
+        spill: Spill, spilled: int, first: tuple[tuple[int, int], int] | None
+    ) -> int:
+        """The spilled slots live after a history `$set` (see `_spilled_listed`)."""
+        if first is not None:  # listed again: live (again)
+            (start, end), _ = first
+            spill.alive_from, spill.dead = start, None
+            return end - start
+        if spilled:  # left out
+            spill.dead = (spill.alive_from, spill.count)
+            spill.alive_from = spill.count
+        return 0
+
     def _response_copy(self, mid: str) -> bool:
-        """`<id>_response`: a copy of tool results the record of <id> already holds."""
-        base = mid[: -len("_response")]
-        return mid.endswith("_response") and self._best(self.key(base)) is not None
+        """`<id>_response`: a copy of tool results the record of <id> already holds (a
+        spilled message is a record: `_may_rewrite`)."""
+        if not mid.endswith("_response"):
+            return False
+        base = self.key(mid[: -len("_response")])
+        return self._best(base) is not None or self._spilled(base)
 
     def _rewind(self, target: str) -> None:
         live = self.live

@@ -146,6 +146,7 @@ class ResumableReplay:
         """The arrays go in as views, not copies (the state is encoded at once, and its
         views released before the list grows again)."""
         live, replay, emitter = self.replay.live, self.replay, self.emitter
+        spill = live.spill
         return {
             "consumed": self.consumed,
             "session_id": self.session_id,
@@ -156,8 +157,10 @@ class ResumableReplay:
             "indexes": [[slot, index] for slot, index in live.indexes.items()],
             "frozen": live.frozen,
             "spilled": live.spilled,
-            "filter_bits": live.spill.bits if live.spill is not None else 0,
-            "filter": live.spill.packed() if live.spill is not None and live.spilled else None,
+            # ids spilled: the live ones, and those a history `$set` left out before them
+            "spill_ids": spill.count if spill is not None else 0,
+            "filter_bits": spill.bits if spill is not None else 0,
+            "filter": spill.packed() if spill is not None and spill.count else None,
             "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
             "header_started": replay.header_started,
             "first_ts": emitter.first_ts,
@@ -182,7 +185,9 @@ class ResumableReplay:
         live.rebuild()  # the id table, from the keys
         live.frozen = saved.frozen
         live.frozen_digest = live.digest(saved.frozen)
-        if saved.spilled < 0 or (saved.spilled > 0) != (saved.filter is not None):
+        if not 0 <= saved.spilled <= saved.spill_ids or (saved.spill_ids > 0) != (
+            saved.filter is not None
+        ):
             raise ValueError("a Gemini checkpoint whose spilled messages do not add up")
         if saved.filter_bits:
             spill = (
@@ -190,6 +195,9 @@ class ResumableReplay:
                 if saved.filter is not None
                 else Spill(saved.filter_bits)
             )
+            # their ids are not at hand: what would need them reads the file in full
+            spill.count = spill.handed_on = saved.spill_ids
+            spill.alive_from = saved.spill_ids - saved.spilled
             live.spill_into(spill)
             live.spilled = saved.spilled
         live.checked = len(live.keys)  # checked before they were saved
@@ -212,6 +220,7 @@ class _State(msgspec.Struct):
     indexes: list[tuple[int, int]]
     frozen: int
     spilled: int
+    spill_ids: int
     filter_bits: int
     filter: bytes | None
     best_extra: list[tuple[int, int]]
