@@ -122,8 +122,10 @@ class GeminiCLI(Agent):
             yield from read_legacy(ref.path, emitter)
         else:
             replay = Replay(ref.path, info, diag)
+            replay.spill()
             replay.run()
             yield from replay.messages(emitter)
+            replay.close()
             emitter.apply_times(replay.header_started)
         yield from _subagents(ref.session_id, ref.path)
 

@@ -9,22 +9,33 @@ record (which has the tool statuses and results the API-shaped copy lacks), and 
 `<state_snapshot>` summary) keeps the earlier messages and adds the summary as a
 Compaction.
 
-Memory: pass 1 keeps no Python object per message, only about 20 bytes in arrays (an
-8-byte id hash, a 4-byte line offset and its share of the id table: `LiveList`; 9 MB
-for the 390,000 messages of a 300 MB session, where the dicts it replaced took 90 MB),
-and pass 2 reads the lines again in blocks.
+Memory: pass 1 keeps no Python object per message, about 20 bytes in arrays for each
+of the last 8,192-16,384 live messages (an 8-byte id hash, a 4-byte line offset and its
+share of the id table: `LiveList`); older messages are spilled (`_live.Spill`: their ids
+into a filter of at most 16 MiB, their offsets into a temporary file), so the peak is
+the same for a 100 MB and a 1 GB session. A history `$set` that lists the spilled
+messages again in their order (a resume, an aborted turn) or leaves them all out (a
+compression, the first half of a resume) is followed: the spilled run stays live, or is
+left out (and comes back when listed again). A line that changes a spilled message
+otherwise (a rewind past the messages kept, an old id written again, a `$set` listing
+part of them) makes the full read replay the file once more keeping every message.
+Pass 2 reads the lines again in blocks.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
 
 from passdown._jsonl import LineReader, line_limit, seekable
+from passdown.agents._common import DECODE_ERRORS, file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import (
@@ -34,7 +45,7 @@ from passdown.agents.gemini._emitter import (
     MessageRecord,
     decode_message,
 )
-from passdown.agents.gemini._live import RECORD, LiveList
+from passdown.agents.gemini._live import RECORD, LiveList, Spill, Untrackable
 from passdown.transcript import Diagnostics, Event, SessionInfo
 
 
@@ -108,11 +119,44 @@ class Replay:
         self.best_extra: dict[int, int] = {}  # id hash -> offset of its latest record
         self.header_started: str | None = None  # the first header's startTime
 
+    def spill(self, spill: Spill | None = None) -> None:
+        """Keep only the last few thousand live messages in memory (`_live.Spill`)."""
+        self.live.spill_into(spill or Spill.for_file(file_mtime(self.path)[1]))
+
     def run(self, stream: BinaryIO | None = None, base: int = 0) -> None:
         """Replay the file, or the lines of `stream`, a window of it starting at offset
-        `base` at a line start."""
+        `base` at a line start. A full read that meets a line changing a spilled message
+        (never in the logs the CLI writes but for a deep rewind or a history `$set` in a
+        long session) replays the file again keeping every message in memory; a window
+        raises (`Untrackable` is a `CannotResume`)."""
+        if stream is not None or self.live.spill is None:
+            self._run(stream, base)
+            return
+        diag_before = copy.deepcopy(self.diag)
+        try:
+            self._run(None, 0)
+        except Untrackable:
+            self.live.spill.close()
+            for name in (f.name for f in dataclasses.fields(Diagnostics)):
+                setattr(self.diag, name, getattr(diag_before, name))
+            self.live = LiveList.for_file(self.path)
+            self.best_extra = {}
+            self.header_started = None
+            self._run(None, 0)
+
+    def close(self) -> None:
+        """Let go of the spill's temporary files."""
+        if self.live.spill is not None:
+            self.live.spill.close()
+
+    def _run(self, stream: BinaryIO | None, base: int) -> None:
         reader = LineReader(self.path, self.diag)
         live, info, diag, key_of = self.live, self.info, self.diag, self.key
+        decode = _CONTROL.decode
+        best_extra = self.best_extra  # never replaced while the file is read
+        # the id of the last record and its key: the CLI writes a message, then again
+        # with its tool calls' results, and a key (a blake2b where it is saved) is dear
+        last_id, last_key = None, 0
         max_offset = live.max_offset
         for relative, line in reader.forward(stream):
             offset = base + relative
@@ -127,18 +171,25 @@ class Replay:
                     continue
                 except UnicodeDecodeError:
                     pass
-            rec = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
-            if not isinstance(rec, _Control):
-                continue
+            try:  # `decode_record`'s first step, inline: a call a line is dear here
+                rec = decode(line)
+            except DECODE_ERRORS:
+                repaired = decode_record(_CONTROL, line, relative, reader.tail_offset, diag)
+                if not isinstance(repaired, _Control):
+                    continue
+                rec = repaired
             if not isinstance(rec.id, str) or isinstance(rec.rewind, str):
                 self._record(rec, offset)
                 live = self.live  # a `$set` may have replaced the list
                 max_offset = live.max_offset
                 continue
-            key = key_of(rec.id)
+            if rec.id != last_id:
+                last_id, last_key = rec.id, key_of(rec.id)
+            key = last_key
             live.upsert(key, offset)  # most lines: a message record
-            if self.best_extra:
-                self.best_extra.pop(key, None)
+            if best_extra:
+                best_extra.pop(key, None)
+        self.live.verify()
 
     def _record(self, rec: _Control, offset: int) -> None:
         if isinstance(rec.rewind, str):
@@ -159,6 +210,10 @@ class Replay:
         return self.best_extra.get(key)
 
     def _header(self, rec: _Control, offset: int) -> None:
+        if rec.messages:
+            if self.live.spill is not None and self.live.spill.count:
+                raise Untrackable("a header with messages after messages were spilled")
+            self._may_rewrite()
         info = self.info
         info.session_id = rec.sessionId or info.session_id
         if isinstance(rec.startTime, str):
@@ -190,16 +245,34 @@ class Replay:
     def _replace(self, messages: list[_Brief], offset: int) -> None:
         """`$set.messages`: a compression (a summary the log has not seen) appends the
         new messages to the live list; anything else replaces the list."""
+        self._may_rewrite()
         if any(_is_snapshot(m) and self._unknown(m.id) for m in messages):
             self._append_compaction(messages, offset)
         else:
             self._rebuild_from(messages, offset)
 
+    def _may_rewrite(self) -> None:
+        """Before a line that may rewrite any message: what was handed on is checked
+        again before it is forgotten. Spilled messages can be followed only when this
+        process spilled them all (their ids are at hand to look up) as records, none
+        handed on yet."""
+        live = self.live
+        spill = live.spill
+        if spill is not None and spill.count:
+            if spill.handed_on or spill.non_records or not spill.complete:
+                raise Untrackable("a history `$set` after messages were spilled")
+            live.verify()  # an id spilled and written again: the lookups below miss it
+        live.frozen_check = True
+
+    def _spilled(self, key: int) -> bool:
+        spill = self.live.spill
+        return spill is not None and spill.count > 0 and spill.holds(key)
+
     def _unknown(self, mid: object) -> bool:
         if not isinstance(mid, str):
             return True
         key = self.key(mid)
-        return self.live.find(key) < 0 and key not in self.best_extra
+        return self.live.find(key) < 0 and key not in self.best_extra and not self._spilled(key)
 
     def _append_compaction(self, messages: list[_Brief], offset: int) -> None:
         live = self.live
@@ -210,6 +283,11 @@ class Replay:
             key = self.key(mid)
             if live.find(key) >= 0:
                 continue
+            if self._spilled(key):
+                assert live.spill is not None
+                if live.spill.alive_from:  # live, or left out: which one is not known
+                    raise Untrackable("a compression that lists a spilled message")
+                continue  # live
             best = self.best_extra.pop(key, None)
             if best is not None:
                 live.append(key, best)
@@ -218,8 +296,12 @@ class Replay:
 
     def _rebuild_from(self, messages: list[_Brief], offset: int) -> None:
         old = self.live
-        new = old.empty_like()
-        for index, brief in enumerate(messages):
+        new = old.successor()
+        new.spill_at = 2**62  # no spill while the list is being built (ids listed twice)
+        spill = old.spill if old.spill is not None and old.spill.count else None
+        first = self._spilled_listed(messages) if spill is not None else None
+        for index in range(first[1] if first is not None else 0, len(messages)):
+            brief = messages[index]
             mid = brief.id
             if not isinstance(mid, str) or _injected(brief):
                 continue
@@ -232,6 +314,8 @@ class Replay:
                 entry = (old.offsets[old_slot], old.index(old_slot))
             elif self._response_copy(mid):
                 continue
+            elif self._spilled(key):  # out of the spilled run's order: its line is not at hand
+                raise Untrackable("a history `$set` that lists a spilled message again")
             else:
                 entry = (offset, index)
             slot = new.find(key)
@@ -244,20 +328,78 @@ class Replay:
             if old.index(slot) == RECORD:
                 self.best_extra[key] = old.offsets[slot]
         # ...and are part of the new list's slots again where it holds them as records
-        new.frozen = old.frozen  # checked at the end of the window (`_resume`)
+        new.spill_at = old.spill_at  # `frozen` is checked at the end of the window
         for slot, key in enumerate(new.keys):
             if new.index(slot) == RECORD:
                 self.best_extra.pop(key, None)
+        if spill is not None:
+            new.spilled = self._spilled_after(spill, old.spilled, first)
         self.live = new
 
+    def _spilled_listed(self, messages: list[_Brief]) -> tuple[tuple[int, int], int] | None:
+        """Whether the history starts with the spilled run that is live (or was left
+        out last, and nothing spilled since) in its order: that run and the index of
+        the first element after it, or None when it does not start with it (the run is
+        left out). Copies of a spilled message's tool results (`<id>_response`) are
+        skipped as the replay skips them; a history that lists part of the run only
+        cannot be followed."""
+        spill = self.live.spill
+        assert spill is not None
+        if self.live.spilled:
+            run = (spill.alive_from, spill.count)
+        elif spill.dead is not None and spill.dead[1] == spill.count:
+            run = spill.dead
+        else:
+            return None
+        expected = spill.spilled_keys(run[0])
+        wanted, matched, last = next(expected, None), 0, None
+        for index, brief in enumerate(messages):
+            mid = brief.id
+            if not isinstance(mid, str) or _injected(brief):
+                continue
+            key = self.key(mid)
+            if key == wanted:
+                matched, last = matched + 1, key
+                if matched == run[1] - run[0]:
+                    return run, index + 1
+                wanted = next(expected, None)
+            elif last is not None and mid.endswith("_response") and self.key(mid[:-9]) == last:
+                continue
+            elif matched:
+                raise Untrackable("a history `$set` that lists part of the spilled messages")
+            else:
+                return None
+        if matched:
+            raise Untrackable("a history `$set` that lists part of the spilled messages")
+        return None
+
+    @staticmethod
+    def _spilled_after(
+        spill: Spill, spilled: int, first: tuple[tuple[int, int], int] | None
+    ) -> int:
+        """The spilled slots live after a history `$set` (see `_spilled_listed`)."""
+        if first is not None:  # listed again: live (again)
+            (start, end), _ = first
+            spill.alive_from, spill.dead = start, None
+            return end - start
+        if spilled:  # left out
+            spill.dead = (spill.alive_from, spill.count)
+            spill.alive_from = spill.count
+        return 0
+
     def _response_copy(self, mid: str) -> bool:
-        """`<id>_response`: a copy of tool results the record of <id> already holds."""
-        base = mid[: -len("_response")]
-        return mid.endswith("_response") and self._best(self.key(base)) is not None
+        """`<id>_response`: a copy of tool results the record of <id> already holds (a
+        spilled message is a record: `_may_rewrite`)."""
+        if not mid.endswith("_response"):
+            return False
+        base = self.key(mid[: -len("_response")])
+        return self._best(base) is not None or self._spilled(base)
 
     def _rewind(self, target: str) -> None:
         live = self.live
         slot = live.find(self.key(target))
+        if slot < 0 and live.spilled:
+            raise Untrackable("a rewind past the messages kept in memory")
         start = slot if slot >= 0 else 0  # the CLI drops everything for an unknown target
         if start < live.frozen:
             raise CannotResume("a rewind to a message already handed on")
@@ -274,16 +416,19 @@ class Replay:
         """The events of the live messages in slots [start, stop), in order."""
         live = self.live
         stop = len(live) if stop is None else stop
-        if stop <= start:
-            return
+        spilled = live.spill.drain() if live.spill is not None else iter(())
+        local: Iterator[tuple[int, int]]
+        if live.indexes:
+            indexes = live.indexes
+            local = ((live.offsets[s], indexes.get(s, RECORD)) for s in range(start, stop))
+        else:
+            local = zip(live.offsets[start:stop], repeat(RECORD))
         cached: tuple[int, list[MessageRecord]] = (-1, [])
-        indexes = live.indexes
         with seekable(self.path, self.diag) as handle:
             lines = _LinesAt(handle, line_limit(self.path))
-            for slot in range(start, stop):
-                offset = live.offsets[slot]
+            # the spilled slots not handed on yet come first
+            for offset, index in chain(spilled, local):
                 line = lines.at(offset)
-                index = indexes.get(slot, RECORD) if indexes else RECORD
                 if index == RECORD:
                     msg = decode_message(line)
                 else:

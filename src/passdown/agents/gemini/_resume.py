@@ -9,14 +9,20 @@ update of it) and a rewind usually goes back a turn or two. `close` hands on the
 A later line that would change a message already handed on (a rewind to it, an update
 of it, a history `$set` or header that rewrites it) cannot be followed: the replay
 raises `CannotResume` and the export reads the file in full, which gives the handoff a
-full read gives by definition. The state saved is the live list (an 8-byte key a
-message, and the line offsets of the messages not handed on yet), the emitter's calls
-still waiting for their results and the messages' first and latest times. Keys are a stable hash of the ids (Python's own `hash`
-changes from one process to the next).
+full read gives by definition. The state saved is the part of the live list kept in
+memory (an 8-byte key a message, and the line offsets of the messages not handed on
+yet), the filter of the spilled ids (`_live.Spill`, compressed; a hit on it is a maybe:
+a full read), the emitter's calls still waiting for their results and the messages'
+first and latest times. Keys are a stable hash of the ids (Python's own `hash` changes
+from one process to the next). A first read that meets a line changing a spilled
+message reads its window again keeping every message (the checkpoint then holds them
+all, as before spilling existed).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -27,12 +33,13 @@ import msgspec
 
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
-from passdown.agents.gemini._live import LiveList
+from passdown.agents.gemini._live import LiveList, Spill, Untrackable
 from passdown.agents.gemini._replay import Replay
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 # Messages kept back at the end of a window: the CLI still rewrites the one it writes.
 TAIL = 16
+_BLOCK = 1 << 20
 
 
 def stable_key(message_id: str) -> int:
@@ -53,6 +60,20 @@ class _Counted:
         return data
 
 
+class _Prefix:
+    """The first `limit` bytes of a file (the window read again)."""
+
+    def __init__(self, handle: BinaryIO, limit: int) -> None:
+        self.handle = handle
+        self.left = limit
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.left if size < 0 else min(size, self.left)
+        data = self.handle.read(size)
+        self.left -= len(data)
+        return data
+
+
 class ResumableReplay:
     def __init__(
         self,
@@ -68,36 +89,64 @@ class ResumableReplay:
         self.consumed = 0  # the offset the next window starts at
         self.session_id = info.session_id  # the one sub-agent folders are named after
         self.subagent_notes = subagent_notes
-        self.frozen_digest = self.replay.live.digest(0)
+        self.replay.live.frozen_digest = self.replay.live.digest(0)
         if isinstance(state, dict):
             self._restore(state, pending)
+        else:
+            self.replay.spill()
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         counted = _Counted(stream)
-        self.replay.run(counted, self.consumed)  # type: ignore[arg-type]
+        first_read = self.consumed == 0 and self.replay.live.spill is not None
+        diag_before = copy.deepcopy(self.replay.diag) if first_read else None
+        try:
+            self.replay.run(counted, self.consumed)  # type: ignore[arg-type]
+        except Untrackable:
+            if diag_before is None:
+                raise
+            self._read_again_keeping_everything(counted, diag_before)
         self.consumed += counted.bytes
         live = self.replay.live
         # A resume empties the history and writes it again (two `$set`s): what counts
         # is that the messages handed on are still there, from the same lines.
-        if len(live) < live.frozen or live.digest(live.frozen) != self.frozen_digest:
+        if len(live) < live.frozen or live.digest(live.frozen) != live.frozen_digest:
             raise CannotResume("the appended lines rewrite messages already handed on")
         stop = max(live.frozen, len(live) - TAIL)
         yield from self.replay.messages(self.emitter, live.frozen, stop)
         live.frozen = stop
-        self.frozen_digest = live.digest(stop)
+        live.frozen_digest, live.frozen_check = live.digest(stop), False
         self.emitter.apply_times(self.replay.header_started)
+
+    def _read_again_keeping_everything(self, counted: _Counted, diag: Diagnostics) -> None:
+        """The first window met a line that changes a spilled message (a resume or a
+        deep rewind in a long session): nothing was handed on yet, so it is replayed
+        again keeping every message, as before spilling existed (its checkpoint then
+        holds every id, and the next exports go on from it instead of failing on the
+        same line each time)."""
+        while counted.read(_BLOCK):  # the rest of the window: its length
+            pass
+        replay = self.replay
+        replay.close()
+        for name in (f.name for f in dataclasses.fields(Diagnostics)):
+            setattr(replay.diag, name, getattr(diag, name))
+        self.replay = Replay(self.info.path, self.info, replay.diag, key=stable_key)
+        self.replay.live.frozen_digest = self.replay.live.digest(0)
+        with open(self.info.path, "rb") as handle:
+            self.replay.run(_Prefix(handle, counted.bytes), 0)  # type: ignore[arg-type]
 
     def close(self) -> Iterator[Event]:
         live = self.replay.live
         yield from self.replay.messages(self.emitter, live.frozen)
         live.frozen = len(live)
         self.emitter.apply_times(self.replay.header_started)
+        self.replay.close()
         yield from self.subagent_notes(self.session_id, self.info.path)
 
     def state(self) -> dict[str, object]:
         """The arrays go in as views, not copies (the state is encoded at once, and its
         views released before the list grows again)."""
         live, replay, emitter = self.replay.live, self.replay, self.emitter
+        spill = live.spill
         return {
             "consumed": self.consumed,
             "session_id": self.session_id,
@@ -107,6 +156,11 @@ class ResumableReplay:
             "offsets": memoryview(live.offsets)[live.frozen :].cast("B"),
             "indexes": [[slot, index] for slot, index in live.indexes.items()],
             "frozen": live.frozen,
+            "spilled": live.spilled,
+            # ids spilled: the live ones, and those a history `$set` left out before them
+            "spill_ids": spill.count if spill is not None else 0,
+            "filter_bits": spill.bits if spill is not None else 0,
+            "filter": spill.packed() if spill is not None and spill.count else None,
             "best_extra": [[key, offset] for key, offset in replay.best_extra.items()],
             "header_started": replay.header_started,
             "first_ts": emitter.first_ts,
@@ -130,7 +184,23 @@ class ResumableReplay:
         live.indexes = {slot: index for slot, index in saved.indexes}
         live.rebuild()  # the id table, from the keys
         live.frozen = saved.frozen
-        self.frozen_digest = live.digest(saved.frozen)
+        live.frozen_digest = live.digest(saved.frozen)
+        if not 0 <= saved.spilled <= saved.spill_ids or (saved.spill_ids > 0) != (
+            saved.filter is not None
+        ):
+            raise ValueError("a Gemini checkpoint whose spilled messages do not add up")
+        if saved.filter_bits:
+            spill = (
+                Spill.unpacked(saved.filter_bits, saved.filter)
+                if saved.filter is not None
+                else Spill(saved.filter_bits)
+            )
+            # their ids are not at hand: what would need them reads the file in full
+            spill.count = spill.handed_on = saved.spill_ids
+            spill.alive_from = saved.spill_ids - saved.spilled
+            live.spill_into(spill)
+            live.spilled = saved.spilled
+        live.checked = len(live.keys)  # checked before they were saved
         self.replay.live = live
         self.replay.best_extra = {key: offset for key, offset in saved.best_extra}
         self.replay.header_started = saved.header_started
@@ -149,6 +219,10 @@ class _State(msgspec.Struct):
     offsets: bytes
     indexes: list[tuple[int, int]]
     frozen: int
+    spilled: int
+    spill_ids: int
+    filter_bits: int
+    filter: bytes | None
     best_extra: list[tuple[int, int]]
     header_started: str | None
     first_ts: str | None
