@@ -199,7 +199,7 @@ class _Resumed:
         # a large file read from its start: its second half on a forked worker (before
         # the hashing thread starts: only a single-threaded process forks)
         split = (
-            _two_core.start(self.agent, self.fd, start, end, info, extractor)
+            _two_core.start(self.agent, self.fd, start, end, info, extractor, reader=reader)
             if start == 0
             else None
         )

@@ -289,11 +289,20 @@ class HalfReader(Protocol):
 
 
 class Splitter(Protocol):
-    """What one agent needs for a split read (see `passdown.agents._split`)."""
+    """What one agent needs for a split read (see `passdown.agents._split`), made for
+    the reader that will read the first part (a tree reader knows its branch by then)."""
 
-    def cut(self, fd: int, start: int, end: int) -> int | None: ...
+    def work_bytes(self, start: int, end: int) -> int:
+        """How many bytes of [start, end) the reading decodes (a tree: its branch's)."""
+        ...
 
-    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> HalfReader: ...
+    def cut(self, fd: int, middle: int, end: int) -> int | None: ...
+
+    def split(self, cut: int) -> None:
+        """The worker runs from `cut` on: the reader plans its windows accordingly."""
+        ...
+
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> HalfReader: ...
 
     def conflict(
         self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
@@ -310,11 +319,11 @@ class Splitter(Protocol):
     ) -> None: ...
 
 
-def splitter_for(agent: Agent) -> Splitter | None:
+def splitter_for(agent: Agent, reader: ResumableReader | None) -> Splitter | None:
     from passdown.agents._split import SPLITTERS
 
     factory = SPLITTERS.get(agent.name)
-    return factory() if factory is not None else None
+    return cast("Splitter | None", factory(reader)) if factory is not None else None
 
 
 class WorkerReport(msgspec.Struct):
@@ -511,15 +520,18 @@ def start(
     info: SessionInfo,
     extractor: _Extractor,
     *,
+    reader: ResumableReader | None = None,
     min_bytes: int | None = None,
 ) -> SplitRead | None:
     """Fork a worker on the second part of [start, end) when that pays; None otherwise
-    (the caller reads the window the usual way)."""
+    (the caller reads the window the usual way). `reader` is the one that reads the
+    first part, its windows planned (`begin`) already."""
     LAST.clear()
-    if not worth_splitting(end - start, MIN_BYTES if min_bytes is None else min_bytes):
+    threshold = MIN_BYTES if min_bytes is None else min_bytes
+    if not worth_splitting(end - start, threshold):
         return None
-    splitter = splitter_for(agent)
-    if splitter is None:
+    splitter = splitter_for(agent, reader)
+    if splitter is None or splitter.work_bytes(start, end) < threshold:
         return None
     cut = splitter.cut(fd, start + (end - start) // 2, end)
     if cut is None or not start < cut < end:
@@ -539,6 +551,7 @@ def start(
         os.close(read_end)
         _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end, prctl)
     os.close(write_end)
+    splitter.split(cut)
     return SplitRead(splitter, fd, start, cut, end, pid, read_end)
 
 
@@ -597,7 +610,7 @@ def _read_half(
     jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
     half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)
     diagnostics = Diagnostics()
-    reader = splitter.half_reader(half_info, diagnostics)
+    reader = splitter.half_reader(half_info, diagnostics, cut)
     half = half_extractor(
         workspace=workspace, max_messages=budget.max_messages, max_chars=budget.max_chars
     )

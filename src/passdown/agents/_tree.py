@@ -394,6 +394,23 @@ class TreeResumable:
     def close(self) -> Iterator[Event]:
         return self.decoder.finish()
 
+    # -- a two-core read (passdown._two_core) -------------------------------------------
+    def first_branch(self) -> Branch | None:
+        """The branch of the complete lines read from the file's start (None when this
+        reader continues a checkpoint or has not planned its windows)."""
+        if self.resuming or not self.windows or self.windows[0][0] != 0:
+            return None
+        return self.windows[0][1]
+
+    def split_first_window(self, cut: int) -> None:
+        """The complete lines are read as two windows, [0, cut) and [cut, end): the
+        second by a worker (then `skip_window` drops it) or, if its result is refused,
+        by this reader after the first."""
+        self.windows.insert(1, (cut, self.windows[0][1]))
+
+    def skip_window(self) -> None:
+        self.windows.pop(0)
+
     def state(self) -> object:
         if not self.checkpointable:
             return None
@@ -441,6 +458,46 @@ def _merge(diag: Diagnostics, later: Diagnostics) -> None:
     diag.off_branch_records += later.off_branch_records
     diag.sidechain_records += later.sidechain_records
     diag.warnings.extend(later.warnings)
+
+
+def branch_bytes(branch: Branch, start: int, end: int) -> int:
+    """About how many bytes of [start, end) pass 2 decodes: the runs' spans (each
+    without its last line), or the whole window when the tree is broken."""
+    if branch.broken:
+        return end - start
+    runs = branch.runs
+    return sum(runs[k + 1] - runs[k] for k in range(0, len(runs), 2))
+
+
+def branch_middle(branch: Branch, start: int, end: int) -> int:
+    """The file offset by which pass 2 has decoded about half the branch's bytes."""
+    if branch.broken or not branch.runs:
+        return start + (end - start) // 2
+    runs = branch.runs
+    left = branch_bytes(branch, start, end) // 2
+    for k in range(len(runs) - 2, -1, -2):  # newest first: oldest run last
+        span = runs[k + 1] - runs[k]
+        if left <= span:
+            return runs[k] + left
+        left -= span
+    return runs[0]
+
+
+def on_branch(branch: Branch) -> Callable[[int], bool]:
+    """Whether the line starting at an offset is one pass 2 decodes (offsets asked in
+    increasing order)."""
+    if branch.broken:
+        return lambda offset: True
+    runs = branch.runs
+    index = len(runs) - 2
+
+    def inside(offset: int) -> bool:
+        nonlocal index
+        while index >= 0 and offset > runs[index + 1]:
+            index -= 2
+        return index >= 0 and runs[index] <= offset
+
+    return inside
 
 
 def calls_state(calls: dict[str, ToolCall]) -> list[object]:
