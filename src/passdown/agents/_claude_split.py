@@ -30,9 +30,7 @@ import re
 import types
 from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from passdown.agents._claude_plan import PlanReplay
 from passdown.agents._tree import (
@@ -57,6 +55,13 @@ _TOOL_RESULT = re.compile(rb'"tool_use_id":"([^"\\]{1,200})"')
 _USER_RECORD = b'"type":"user"'
 
 Touch = list[str | None]  # ["flush", None] or ["chunk", message id]
+
+
+@runtime_checkable
+class _HasSteps(Protocol):
+    """The worker's extraction (`passdown._two_core.Partial`): its plan changes."""
+
+    def steps(self) -> Iterator[Any]: ...
 
 
 def clean_branch_cut(fd: int, branch: Branch, middle: int, end: int) -> int | None:
@@ -104,22 +109,13 @@ def _touch(rec: _Record) -> Touch | None:
 
 
 class _HalfPlan(PlanReplay):
-    """The worker's plan replay: it only records the changes, for the main process to
-    replay onto its own plan (this half's items would be built on an empty plan). The
-    changes before a replacement are dropped unless one of them created an item (a
-    created id that the plan before the cut holds renames the older item: that sticks)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.steps: list[tuple[PlanOp, str | None]] = []
-        self.created = False
+    """The worker's plan replay: it only notes that the plan changed. The changes are
+    the ones extraction applies (a plan call's successful result), which the worker's
+    extraction keeps (`passdown._two_core.Partial.steps`); the main process replays
+    them onto its own plan (this half's items would be built on an empty plan)."""
 
     def apply(self, op: PlanOp, created_id: str | None) -> None:
         self.seen = True
-        if op.op == "replace" and not self.created:
-            self.steps.clear()
-        self.created = self.created or op.op == "create"
-        self.steps.append((op, created_id))
 
 
 class _HalfActive(_ActiveReader):
@@ -168,7 +164,6 @@ class _ClaudeHalf:
         return {
             "calls": calls_state(active.calls),
             "agent_tasks": {k: list(v) for k, v in active.agent_tasks.items()},
-            "plan_steps": [[msgspec.to_builtins(op), made] for op, made in active.plan.steps],
             "plan_seen": active.plan.seen,
             "pending_trigger": active.pending_trigger,
             "assistant": [active.assistant_id, list(active.assistant_text), active.assistant_ts],
@@ -242,6 +237,7 @@ class ClaudeSplitter:
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
+        partial: object,
     ) -> None:
         self.reader.skip_window()  # the worker read it
         active = self.decoder.reader
@@ -250,8 +246,9 @@ class ClaudeSplitter:
         for call_id, (task, kind) in report["agent_tasks"].items():
             active.agent_tasks[call_id] = (task, kind)
         plan = active.plan
-        for op, created_id in report["plan_steps"]:
-            plan.apply(msgspec.convert(op, PlanOp), created_id)
+        assert isinstance(partial, _HasSteps)
+        for step in partial.steps():
+            plan.apply(step.op, step.created_id)
         plan.seen = plan.seen or bool(report["plan_seen"])
         active.pending_trigger = report["pending_trigger"]  # it was None at the cut
         if report["first_touch"] is not None:  # else nothing after the cut touched it

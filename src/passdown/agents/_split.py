@@ -168,6 +168,7 @@ class CodexSplitter(_LinearSplitter):
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
+        partial: object,
     ) -> None:
         assert isinstance(reader, _RolloutReader)
         half_calls = report.get("calls") or {}
@@ -244,9 +245,7 @@ class CopilotSplitter(_LinearSplitter):
     def cut(self, fd: int, middle: int, end: int) -> int | None:
         return clean_cut(fd, middle, end, _copilot_calls)
 
-    def half_reader(
-        self, info: SessionInfo, diagnostics: Diagnostics, cut: int
-    ) -> _CopilotHalf:
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CopilotHalf:
         return _CopilotHalf(info, diagnostics)
 
     def conflict(
@@ -274,6 +273,7 @@ class CopilotSplitter(_LinearSplitter):
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
+        partial: object,
     ) -> None:
         assert isinstance(reader, _EventReader)
         for value in report.get("calls") or ():
