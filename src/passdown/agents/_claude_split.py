@@ -136,6 +136,17 @@ class _HalfActive(_ActiveReader):
         return _ActiveReader._record(self, rec)
 
 
+def _line_end(fd: int, start: int) -> int:
+    """The offset after the newline of the line starting at `start` (-1: none)."""
+    pos = start
+    while chunk := os.pread(fd, 1 << 16, pos):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return pos + newline + 1
+        pos += len(chunk)
+    return -1
+
+
 class _ClaudeHalf:
     """The worker's reader: the branch's lines from the cut on, and what it ends with."""
 
@@ -155,6 +166,13 @@ class _ClaudeHalf:
         )
 
     def events(self, stream: Any) -> Iterator[Event]:
+        runs = self.branch.runs
+        if not self.branch.broken and runs and self.cut > runs[1]:
+            # no branch line after the cut. One pass stops after the first line past
+            # the branch (counting it): the first part's reader counted it, unless the
+            # cut is right at its start
+            if self.cut != _line_end(stream.fd, runs[1]):
+                return iter(())
         lines = branch_lines(self.path, self.diag, self.branch, stream=stream, base=self.cut)
         return self.decoder.feed(lines)
 
