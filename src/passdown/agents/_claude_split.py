@@ -167,12 +167,12 @@ class _ClaudeHalf:
 
     def events(self, stream: Any) -> Iterator[Event]:
         runs = self.branch.runs
-        if not self.branch.broken and runs and self.cut > runs[1]:
-            # no branch line after the cut. One pass stops after the first line past
-            # the branch (counting it): the first part's reader counted it, unless the
-            # cut is right at its start
-            if self.cut != _line_end(stream.fd, runs[1]):
-                return iter(())
+        # no branch line after the cut. One pass stops after the first line past the
+        # branch (counting it): the first part's reader counted it, unless the cut is
+        # right at its start
+        past = not self.branch.broken and bool(runs) and self.cut > runs[1]
+        if past and self.cut != _line_end(stream.fd, runs[1]):
+            return iter(())
         lines = branch_lines(self.path, self.diag, self.branch, stream=stream, base=self.cut)
         return self.decoder.feed(lines)
 
