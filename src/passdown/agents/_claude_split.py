@@ -20,12 +20,11 @@ What the session reader carries from one line to the next, and how it crosses th
 A refusal only means this process reads the second part itself (exact either way).
 The cut is chosen where none of these is in the way: at the start of a branch line
 right after a user record (which flushed the assistant's text), with no call open in
-the 8 MB scanned (`clean_branch_cut`).
+the 8 MB scanned (`passdown.agents._tree.clean_branch_cut`).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import types
 from collections.abc import Container, Iterable, Iterator
@@ -37,10 +36,10 @@ from passdown.agents._tree import (
     Branch,
     TreeResumable,
     branch_bytes,
-    branch_lines,
     branch_middle,
     calls_state,
-    on_branch,
+    clean_branch_cut,
+    half_lines,
     restore_calls,
 )
 from passdown.agents.claude import _ActiveReader, _Record, _SessionDecoder
@@ -49,10 +48,9 @@ from passdown.transcript import Diagnostics, Event, PlanOp, SessionInfo, ToolCal
 if TYPE_CHECKING:
     from passdown.agents.base import ResumableReader
 
-_SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
 _TOOL_USE = re.compile(rb'"type":"tool_use","id":"([^"\\]{1,200})"')
 _TOOL_RESULT = re.compile(rb'"tool_use_id":"([^"\\]{1,200})"')
-_USER_RECORD = b'"type":"user"'
+_USER_RECORDS = (b'"type":"user"',)
 
 Touch = list[str | None]  # ["flush", None] or ["chunk", message id]
 
@@ -62,35 +60,6 @@ class _HasSteps(Protocol):
     """The worker's extraction (`passdown._two_core.Partial`): its plan changes."""
 
     def steps(self) -> Iterator[Any]: ...
-
-
-def clean_branch_cut(fd: int, branch: Branch, middle: int, end: int) -> int | None:
-    """The start of a branch line at or after `middle` that follows a user record with
-    no tool call read since the scan began still waiting for its result; else the first
-    branch line at or after `middle`; None if the scan finds none."""
-    scan_from = max(0, middle - _SCAN_BYTES // 4)
-    data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
-    pos = 0 if scan_from == 0 else data.find(b"\n") + 1
-    if pos <= 0 and scan_from:
-        return None
-    inside = on_branch(branch)
-    open_calls: set[bytes] = set()
-    after_user = False
-    fallback: int | None = None
-    while (newline := data.find(b"\n", pos)) >= 0:
-        offset = scan_from + pos
-        if inside(offset):
-            if offset >= middle:
-                if fallback is None:
-                    fallback = offset
-                if after_user and not open_calls:
-                    return offset
-            line = data[pos:newline]
-            open_calls.update(_TOOL_USE.findall(line))
-            open_calls.difference_update(_TOOL_RESULT.findall(line))
-            after_user = _USER_RECORD in line
-        pos = newline + 1
-    return fallback
 
 
 def _touch(rec: _Record) -> Touch | None:
@@ -136,17 +105,6 @@ class _HalfActive(_ActiveReader):
         return _ActiveReader._record(self, rec)
 
 
-def _line_end(fd: int, start: int) -> int:
-    """The offset after the newline of the line starting at `start` (-1: none)."""
-    pos = start
-    while chunk := os.pread(fd, 1 << 16, pos):
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            return pos + newline + 1
-        pos += len(chunk)
-    return -1
-
-
 class _ClaudeHalf:
     """The worker's reader: the branch's lines from the cut on, and what it ends with."""
 
@@ -166,15 +124,7 @@ class _ClaudeHalf:
         )
 
     def events(self, stream: Any) -> Iterator[Event]:
-        runs = self.branch.runs
-        # no branch line after the cut. One pass stops after the first line past the
-        # branch (counting it): the first part's reader counted it, unless the cut is
-        # right at its start
-        past = not self.branch.broken and bool(runs) and self.cut > runs[1]
-        if past and self.cut != _line_end(stream.fd, runs[1]):
-            return iter(())
-        lines = branch_lines(self.path, self.diag, self.branch, stream=stream, base=self.cut)
-        return self.decoder.feed(lines)
+        return self.decoder.feed(half_lines(self.path, self.diag, self.branch, stream, self.cut))
 
     def report(self) -> dict[str, Any]:
         active = self.decoder.reader
@@ -212,7 +162,10 @@ class ClaudeSplitter:
         return branch_bytes(self.branch, start, end)
 
     def cut(self, fd: int, middle: int, end: int) -> int | None:
-        return clean_branch_cut(fd, self.branch, branch_middle(self.branch, 0, end), end)
+        middle = branch_middle(self.branch, 0, end)
+        return clean_branch_cut(
+            fd, self.branch, middle, end, _TOOL_USE, _TOOL_RESULT, _USER_RECORDS
+        )
 
     def split(self, cut: int) -> None:
         self.reader.split_first_window(cut)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -498,6 +499,79 @@ def on_branch(branch: Branch) -> Callable[[int], bool]:
         return index >= 0 and runs[index] <= offset
 
     return inside
+
+
+_SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
+
+
+def clean_branch_cut(
+    fd: int,
+    branch: Branch,
+    middle: int,
+    end: int,
+    opens: re.Pattern[bytes],
+    closes: re.Pattern[bytes],
+    flushing: tuple[bytes, ...],
+) -> int | None:
+    """Where a two-core read (`passdown._two_core`) best cuts a tree session: the start
+    of a branch line at or after `middle` right after a branch record holding one of
+    `flushing` (a record that ends the assistant's text) with no tool call (`opens`
+    ids) read since the scan began still waiting for its result (`closes` ids); else
+    the first branch line at or after `middle`; None if the scan finds none."""
+    scan_from = max(0, middle - _SCAN_BYTES // 4)
+    data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
+    pos = 0 if scan_from == 0 else data.find(b"\n") + 1
+    if pos <= 0 and scan_from:
+        return None
+    inside = on_branch(branch)
+    open_calls: set[bytes] = set()
+    flushed = False
+    fallback: int | None = None
+    while (newline := data.find(b"\n", pos)) >= 0:
+        offset = scan_from + pos
+        if inside(offset):
+            if offset >= middle:
+                if fallback is None:
+                    fallback = offset
+                if flushed and not open_calls:
+                    return offset
+            line = data[pos:newline]
+            open_calls.update(opens.findall(line))
+            open_calls.difference_update(closes.findall(line))
+            flushed = any(marker in line for marker in flushing)
+        pos = newline + 1
+    return fallback
+
+
+def half_lines(
+    path: Path, diag: Diagnostics, branch: Branch, stream: BinaryIO, cut: int
+) -> Iterator[tuple[int, bytes, int]]:
+    """Pass 2 of a two-core read's worker: the branch's lines from `cut` on (`stream`:
+    the file from there), counting the lines one pass would count there."""
+    runs = branch.runs
+    if not branch.broken and runs and cut > runs[1]:
+        # no branch line after the cut. One pass stops after the first line past the
+        # branch (counting it): the first part's reader counted it, unless the cut is
+        # right at its start
+        fd = cast(_FdStream, stream).fd
+        if cut != _line_end(fd, runs[1]):
+            return iter(())
+    return branch_lines(path, diag, branch, stream=stream, base=cut)
+
+
+class _FdStream(Protocol):
+    fd: int
+
+
+def _line_end(fd: int, start: int) -> int:
+    """The offset after the newline of the line starting at `start` (-1: none)."""
+    pos = start
+    while chunk := os.pread(fd, 1 << 16, pos):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return pos + newline + 1
+        pos += len(chunk)
+    return -1
 
 
 def calls_state(calls: dict[str, ToolCall]) -> list[object]:
