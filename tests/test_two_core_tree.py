@@ -37,13 +37,14 @@ from passdown._checkpoint import Checkpoint
 from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
 from passdown.agents._claude_split import ClaudeSplitter
+from passdown.agents._qwen_split import QwenSplitter
 from passdown.agents._tree import branch_bytes, on_branch
 from passdown.transcript import Diagnostics, SessionInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
-from test_incremental_tree import CLAUDE, FIXTURES, STEPS, ClaudeMaker, _store
+from test_incremental_tree import CLAUDE, FIXTURES, QWEN, STEPS, ClaudeMaker, QwenMaker, _store
 
 _REAL_CUT = ClaudeSplitter.cut
 SUBAGENT = FIXTURES / "claude" / "subagent"
@@ -81,11 +82,17 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     chosen: list[int] = []
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
     monkeypatch.setattr(ClaudeSplitter, "cut", lambda self, fd, middle, end: chosen[0])
+    monkeypatch.setattr(QwenSplitter, "cut", lambda self, fd, middle, end: chosen[0])
     yield chosen
 
 
 def _export(
-    path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, *, single: bool
+    path: Path,
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    single: bool,
+    agent_name: str = "claude",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The handoff (without id and creation time) and the checkpoint a first read writes."""
     data_dir = workspace.parent / ("single" if single else "split")
@@ -93,7 +100,7 @@ def _export(
     monkeypatch.setenv("PASSDOWN_DATA_DIR", str(data_dir))
     monkeypatch.setenv("PASSDOWN_SINGLE_CORE", "1" if single else "0")
     _two_core.LAST.clear()
-    agent = get_agent("claude")
+    agent = get_agent(agent_name)
     handoff = build_handoff(
         Selection(agent=agent, ref=agent.ref_for_path(path), workspace=workspace)
     )
@@ -108,11 +115,11 @@ def _export(
 
 
 def _same_on_both(
-    path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+    path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch, agent: str = "claude"
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    single = _export(path, workspace, monkeypatch, single=True)
+    single = _export(path, workspace, monkeypatch, single=True, agent_name=agent)
     assert _two_core.LAST == {}
-    split = _export(path, workspace, monkeypatch, single=False)
+    split = _export(path, workspace, monkeypatch, single=False, agent_name=agent)
     assert split[0] == single[0]
     assert split[1] == single[1]
     _assert_no_children()
@@ -322,6 +329,77 @@ def test_a_subagent_read_before_the_cut_and_named_again_after_it_is_refused(
     assert [s["id"] for s in single[0]["state"]["subagents"]] == [SUBAGENT_ID]
 
 
+# Qwen Code -------------------------------------------------------------------------
+@pytest.fixture
+def qwen_store() -> Iterator[tuple[Path, Path]]:
+    with _store("qwen") as (path, workspace):
+        yield path, workspace
+
+
+@settings(
+    max_examples=int(os.environ.get("PASSDOWN_TREE_SPLIT_CASES", "40")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(0, len(STEPS) - 1), st.integers(0, 50)), min_size=1, max_size=12
+    ),
+    where=st.floats(0.0, 1.0),
+)
+def test_qwen_split_at_any_line_equals_the_single_pass(
+    qwen_store: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    split_at: list[int],
+    steps: list[tuple[int, int]],
+    where: float,
+) -> None:
+    """Turns, rewinds, compactions, fragments of a record written again under its uuid
+    (`outside`), API errors and unreadable lines, cut at any line."""
+    path, workspace = qwen_store
+    maker = QwenMaker(QWEN)
+    data = maker.header() + maker.turn(0)
+    data += b"".join(STEPS[step](maker, k) for step, k in steps)
+    path.write_bytes(data)
+    starts = _line_starts(data)
+    split_at[:] = [starts[int(where * (len(starts) - 1))]]
+    single = _export(path, workspace, monkeypatch, single=True, agent_name="qwen")
+    split = _export(path, workspace, monkeypatch, single=False, agent_name="qwen")
+    if _two_core.LAST:
+        assert _two_core.LAST["cut"] == split_at[0]
+        tally("merged" if _two_core.LAST["merged"] else f"refused: {_two_core.LAST['reason']}")
+    else:
+        tally("not split (no branch bytes to share)")
+    assert split[0] == single[0]
+    assert split[1] == single[1]
+    _assert_no_children()
+
+
+def test_a_qwen_record_written_in_fragments_across_the_cut_is_refused(
+    qwen_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
+) -> None:
+    path, workspace = qwen_store
+    maker = QwenMaker(QWEN)
+    head = maker.header() + maker.turn(0)
+    reply = maker.node(
+        {
+            "type": "assistant",
+            "timestamp": "2026-11-29T21:20:00.000Z",
+            "message": {"role": "model", "parts": [{"text": "Half of the reply."}]},
+        }
+    )
+    data, starts = _pieces(head, reply, maker.outside(1), maker.turn(1))
+    path.write_bytes(data)
+    split_at[:] = [starts[1]]  # between the record and its fragment
+    single = _same_on_both(path, workspace, monkeypatch, "qwen")
+    assert _two_core.LAST["merged"] is False
+    assert _two_core.LAST["reason"] == "an assistant message runs across the cut"
+    assert "Half of the reply." in json.dumps(single[0])
+    split_at[:] = [starts[2]]  # after the fragment: the next turn flushes the reply
+    _same_on_both(path, workspace, monkeypatch, "qwen")
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+
+
 # real-shaped grown sessions ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def grown(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -330,6 +408,29 @@ def grown(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = realshape.install(fixture, root)
     realshape.Grower(fixture).write(path, 3_000_000)
     return path
+
+
+@pytest.fixture(scope="module")
+def grown_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    fixture = realshape.fixtures()["qwen"]
+    root = tmp_path_factory.mktemp("grown") / "qwen"
+    path = realshape.install(fixture, root)
+    realshape.Grower(fixture).write(path, 3_000_000)
+    return path
+
+
+def test_the_splitters_own_cut_of_a_grown_qwen_session_is_merged(
+    grown_qwen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    monkeypatch.setenv("HOME", str(grown_qwen.parents[5]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    single = _same_on_both(grown_qwen, workspace, monkeypatch, "qwen")
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    assert 0.3 < _two_core.LAST["cut"] / _two_core.LAST["end"] < 0.7
+    assert single[0]["task"]["original_request"]
+    assert single[0]["state"]["plan"] and single[0]["state"]["files_touched"]
 
 
 def test_the_splitters_own_cut_of_a_grown_session_is_merged(
