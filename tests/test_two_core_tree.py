@@ -37,6 +37,7 @@ from passdown._checkpoint import Checkpoint
 from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
 from passdown.agents._claude_split import ClaudeSplitter
+from passdown.agents._pi_split import PiSplitter
 from passdown.agents._qwen_split import QwenSplitter
 from passdown.agents._tree import branch_bytes, on_branch
 from passdown.transcript import Diagnostics, SessionInfo
@@ -44,7 +45,17 @@ from passdown.transcript import Diagnostics, SessionInfo
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
-from test_incremental_tree import CLAUDE, FIXTURES, QWEN, STEPS, ClaudeMaker, QwenMaker, _store
+from test_incremental_tree import (
+    CLAUDE,
+    FIXTURES,
+    PI,
+    QWEN,
+    STEPS,
+    ClaudeMaker,
+    PiMaker,
+    QwenMaker,
+    _store,
+)
 
 _REAL_CUT = ClaudeSplitter.cut
 SUBAGENT = FIXTURES / "claude" / "subagent"
@@ -83,6 +94,7 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
     monkeypatch.setattr(ClaudeSplitter, "cut", lambda self, fd, middle, end: chosen[0])
     monkeypatch.setattr(QwenSplitter, "cut", lambda self, fd, middle, end: chosen[0])
+    monkeypatch.setattr(PiSplitter, "cut", lambda self, fd, middle, end: chosen[0])
     yield chosen
 
 
@@ -336,40 +348,47 @@ def qwen_store() -> Iterator[tuple[Path, Path]]:
         yield path, workspace
 
 
+OTHER_TREES = {"qwen": (QWEN, QwenMaker), "pi": (PI, PiMaker)}
+
+
 @settings(
     max_examples=int(os.environ.get("PASSDOWN_TREE_SPLIT_CASES", "40")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(
+    agent=st.sampled_from(sorted(OTHER_TREES)),
     steps=st.lists(
         st.tuples(st.integers(0, len(STEPS) - 1), st.integers(0, 50)), min_size=1, max_size=12
     ),
     where=st.floats(0.0, 1.0),
 )
-def test_qwen_split_at_any_line_equals_the_single_pass(
-    qwen_store: tuple[Path, Path],
+def test_qwen_and_pi_split_at_any_line_equals_the_single_pass(
     monkeypatch: pytest.MonkeyPatch,
     split_at: list[int],
+    agent: str,
     steps: list[tuple[int, int]],
     where: float,
 ) -> None:
-    """Turns, rewinds, compactions, fragments of a record written again under its uuid
-    (`outside`), API errors and unreadable lines, cut at any line."""
-    path, workspace = qwen_store
-    maker = QwenMaker(QWEN)
+    """Turns, rewinds, compactions, records outside the tree (Qwen: a record written
+    again under its uuid; pi: a session_info title), API errors and unreadable lines,
+    cut at any line."""
+    fixture, maker_class = OTHER_TREES[agent]
+    maker = maker_class(fixture)
     data = maker.header() + maker.turn(0)
     data += b"".join(STEPS[step](maker, k) for step, k in steps)
-    path.write_bytes(data)
-    starts = _line_starts(data)
-    split_at[:] = [starts[int(where * (len(starts) - 1))]]
-    single = _export(path, workspace, monkeypatch, single=True, agent_name="qwen")
-    split = _export(path, workspace, monkeypatch, single=False, agent_name="qwen")
+    with _store(agent) as (path, workspace):
+        path.write_bytes(data)
+        starts = _line_starts(data)
+        split_at[:] = [starts[int(where * (len(starts) - 1))]]
+        single = _export(path, workspace, monkeypatch, single=True, agent_name=agent)
+        split = _export(path, workspace, monkeypatch, single=False, agent_name=agent)
     if _two_core.LAST:
         assert _two_core.LAST["cut"] == split_at[0]
-        tally("merged" if _two_core.LAST["merged"] else f"refused: {_two_core.LAST['reason']}")
+        reason = "merged" if _two_core.LAST["merged"] else f"refused: {_two_core.LAST['reason']}"
+        tally(f"{agent}: {reason}")
     else:
-        tally("not split (no branch bytes to share)")
+        tally(f"{agent}: not split (no branch bytes to share)")
     assert split[0] == single[0]
     assert split[1] == single[1]
     _assert_no_children()
@@ -419,18 +438,35 @@ def grown_qwen(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_the_splitters_own_cut_of_a_grown_qwen_session_is_merged(
-    grown_qwen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture(scope="module")
+def grown_pi(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    fixture = realshape.fixtures()["pi"]
+    root = tmp_path_factory.mktemp("grown") / "pi"
+    path = realshape.install(fixture, root)
+    realshape.Grower(fixture).write(path, 3_000_000)
+    return path
+
+
+@pytest.mark.parametrize("agent", ["qwen", "pi"])
+def test_the_splitters_own_cut_of_a_grown_qwen_or_pi_session_is_merged(
+    agent: str,
+    grown_qwen: Path,
+    grown_pi: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    grown = grown_qwen if agent == "qwen" else grown_pi
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
-    monkeypatch.setenv("HOME", str(grown_qwen.parents[5]))
+    home = next(p for p in grown.parents if p.name == agent)  # realshape.install's root
+    monkeypatch.setenv("HOME", str(home))
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    single = _same_on_both(grown_qwen, workspace, monkeypatch, "qwen")
+    single = _same_on_both(grown, workspace, monkeypatch, agent)
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     assert 0.3 < _two_core.LAST["cut"] / _two_core.LAST["end"] < 0.7
     assert single[0]["task"]["original_request"]
-    assert single[0]["state"]["plan"] and single[0]["state"]["files_touched"]
+    assert single[0]["state"]["files_touched"]
+    assert bool(single[0]["state"]["plan"]) is (agent == "qwen")  # pi keeps no plan
 
 
 def test_the_splitters_own_cut_of_a_grown_session_is_merged(

@@ -4,8 +4,8 @@ and how its end state joins the first half's reader.
 
 Linear logs (Codex CLI, GitHub Copilot CLI) are cut in the middle of the file. A tree
 log (Claude Code's) knows its active branch only once pass 1 has walked back from the
-leaf: its splitter (`passdown.agents._claude_split`, `passdown.agents._qwen_split`)
-is made for the reader that did, and cuts in the middle of the branch's bytes.
+leaf: its splitter (`passdown.agents._claude_split`, `_qwen_split`, `_pi_split`) is
+made for the reader that did, and cuts in the middle of the branch's bytes.
 """
 
 from __future__ import annotations
@@ -308,10 +308,17 @@ def _qwen(reader: ResumableReader | None) -> object:
     return QwenSplitter.for_reader(reader)
 
 
+def _pi(reader: ResumableReader | None) -> object:
+    from passdown.agents._pi_split import PiSplitter
+
+    return PiSplitter.for_reader(reader)
+
+
 # agent -> the splitter for the reader of the first part (None: this one cannot split)
 SPLITTERS: dict[str, Callable[[ResumableReader | None], object]] = {
     "codex": lambda reader: CodexSplitter(),
     "copilot": lambda reader: CopilotSplitter(),
     "claude": _claude,
     "qwen": _qwen,
+    "pi": _pi,
 }
