@@ -14,10 +14,15 @@ process reads the second half itself when the guess would have mattered (a tool 
 id used on both sides of the cut, a user prompt the reader would have dropped as a
 repeat). A worker that fails in any way costs that same re-read, never a wrong handoff.
 
-Only where it pays: a session file of at least `MIN_BYTES` on a machine with two CPUs
-for this process, read from its start (a checkpointed export reading an appended tail
-stays single-core), and only while this process runs no other thread (forking a
-threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it off.
+A tree-shaped session (Claude Code, Qwen Code, pi) is split once its reader has found
+the active branch (pass 1): the splitter is made for that reader, cuts in the middle of
+the branch's bytes, and the worker decodes the branch's lines after the cut
+(`passdown.agents._split`).
+
+Only where it pays: a session file (for a tree, its branch) of at least `MIN_BYTES` on
+a machine with two CPUs for this process, read from its start (a checkpointed export
+reading an appended tail stays single-core), and only while this process runs no other
+thread (forking a threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it off.
 """
 
 from __future__ import annotations
