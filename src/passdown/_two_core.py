@@ -555,7 +555,10 @@ def start(
     splitter = splitter_for(agent, reader)
     if splitter is None or splitter.work_bytes(start, end) < threshold:
         return None
-    cut = splitter.cut(fd, start + (end - start) // 2, end)
+    try:
+        cut = splitter.cut(fd, start + (end - start) // 2, end)
+    except OSError:  # the caller's one-core read reports an unreadable file
+        return None
     if cut is None or not start < cut < end:
         return None
     budget = extractor.budget

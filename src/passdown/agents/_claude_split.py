@@ -9,8 +9,9 @@ What the session reader carries from one line to the next, and how it crosses th
 - an assistant message streamed in parts under one message id: the worker reports the
   first record that would have touched the text buffered at the cut; a flush of it is
   replayed before the worker's events, a part of the same message is refused;
-- the plan replay (`PlanReplay`): the worker records its plan changes and this process
-  replays them onto its own;
+- the plan replay (`PlanReplay`): the plan changes the worker's extraction kept
+  (`passdown._two_core.Partial.steps`, the same changes in the same order) are replayed
+  onto this process's own;
 - a compaction's trigger noted at the cut (between the boundary and its summary):
   refused;
 - sub-agents read once each: one the worker read and this process had read already is
