@@ -423,8 +423,9 @@ def _begin_hashing(
         return False
     start, end, _ = bounds
     failed: list[OSError] = []
+    # in 1 MiB reads: pass 1's own buffers are in memory at the same time
     hashing = threading.Thread(
-        target=file_hash.update_from, args=(fd, start, end, failed), daemon=True
+        target=file_hash.update_from, args=(fd, start, end, failed, 1 << 20), daemon=True
     )
     hashing.start()
     try:
@@ -580,13 +581,18 @@ class _Sha256:
         self._lib.SHA256_Update(self._ctx, data, len(data))
 
     def update_from(
-        self, fd: int, start: int, end: int, failed: list[OSError] | None = None
+        self,
+        fd: int,
+        start: int,
+        end: int,
+        failed: list[OSError] | None = None,
+        chunk: int = CHUNK,
     ) -> None:
         """Hash bytes [start, end) of `fd`; on a thread, a read error goes to `failed`."""
         pos = start
         try:
             while pos < end:
-                data = os.pread(fd, min(CHUNK, end - pos), pos)
+                data = os.pread(fd, min(chunk, end - pos), pos)
                 if not data:
                     break
                 self.update(data)
