@@ -502,6 +502,8 @@ def on_branch(branch: Branch) -> Callable[[int], bool]:
 
 
 _SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
+_SCAN_BEFORE = 1024 * 1024  # calls opened this far before the middle are followed
+_SCAN_BLOCK = 1024 * 1024  # read in blocks: no large buffer just before a fork
 
 
 def clean_branch_cut(
@@ -518,28 +520,38 @@ def clean_branch_cut(
     `flushing` (a record that ends the assistant's text) with no tool call (`opens`
     ids) read since the scan began still waiting for its result (`closes` ids); else
     the first branch line at or after `middle`; None if the scan finds none."""
-    scan_from = max(0, middle - _SCAN_BYTES // 4)
-    data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
-    pos = 0 if scan_from == 0 else data.find(b"\n") + 1
-    if pos <= 0 and scan_from:
-        return None
+    scan_from = max(0, middle - _SCAN_BEFORE)
+    limit = min(end, middle + _SCAN_BYTES)
     inside = on_branch(branch)
     open_calls: set[bytes] = set()
     flushed = False
     fallback: int | None = None
-    while (newline := data.find(b"\n", pos)) >= 0:
-        offset = scan_from + pos
-        if inside(offset):
-            if offset >= middle:
-                if fallback is None:
-                    fallback = offset
-                if flushed and not open_calls:
-                    return offset
-            line = data[pos:newline]
-            open_calls.update(opens.findall(line))
-            open_calls.difference_update(closes.findall(line))
-            flushed = any(marker in line for marker in flushing)
-        pos = newline + 1
+    skip_first = scan_from > 0  # the scan starts inside a line
+    carry, pos = b"", scan_from
+    while pos < limit and (block := os.pread(fd, min(_SCAN_BLOCK, limit - pos), pos)):
+        data, base = carry + block, pos - len(carry)
+        pos += len(block)
+        at = 0
+        if skip_first:
+            newline = data.find(b"\n")
+            if newline < 0:
+                carry = data
+                continue
+            at, skip_first = newline + 1, False
+        while (newline := data.find(b"\n", at)) >= 0:
+            offset = base + at
+            if inside(offset):
+                if offset >= middle:
+                    if fallback is None:
+                        fallback = offset
+                    if flushed and not open_calls:
+                        return offset
+                line = data[at:newline]
+                open_calls.update(opens.findall(line))
+                open_calls.difference_update(closes.findall(line))
+                flushed = any(marker in line for marker in flushing)
+            at = newline + 1
+        carry = data[at:]
     return fallback
 
 
