@@ -279,20 +279,34 @@ def test_plan_ops_on_both_sides_of_the_cut() -> None:
     ]
 
 
-def test_a_replacement_after_the_cut_keeps_only_the_count_before_it() -> None:
-    half: list[Event] = [
+def test_a_replacement_after_the_cut_drops_the_changes_before_it_unless_one_created() -> None:
+    """The changes before a replacement are overwritten, but a tree reader replays the
+    same changes onto its own plan, where a created id the plan before the cut holds
+    renames the older item: changes that created an item are kept."""
+    before: list[Event] = [PlanOp(op="create", items=(PlanItem(id="", subject="Old"),))]
+    updated_first: list[Event] = [
+        PlanOp(op="update", item_id="1", status="completed"),
+        PlanOp(op="replace", items=(PlanItem(id="1", subject="New plan"),)),
+        PlanOp(op="create", items=(PlanItem(id="", subject="After"),)),
+    ]
+    created_first: list[Event] = [
         PlanOp(op="create", items=(PlanItem(id="", subject="Dropped"),)),
         PlanOp(op="replace", items=(PlanItem(id="1", subject="New plan"),)),
         PlanOp(op="create", items=(PlanItem(id="", subject="After"),)),
     ]
-    before: list[Event] = [PlanOp(op="create", items=(PlanItem(id="", subject="Old"),))]
-    partial = _through_worker(half)
-    assert [step.op.op for step in partial.plan_steps] == ["replace", "create"]
-    assert partial.plan_creates_before == 1
-    merged = _merged(before, half)
-    _assert_same(_fed(before + half), merged)
-    assert [p.subject for p in merged.plan.values()] == ["New plan", "After"]
-    assert list(merged.plan) == ["1", "3"]
+    kept = {
+        "updated first": ["replace", "create"],
+        "created first": ["create", "replace", "create"],
+    }
+    for name, half in (("updated first", updated_first), ("created first", created_first)):
+        partial = _through_worker(half)
+        assert [step.op.op for step in partial.steps()] == kept[name]
+        assert partial.plan_creates_before == 0
+        merged = _merged(before, half)
+        _assert_same(_fed(before + half), merged)
+        assert [p.subject for p in merged.plan.values()] == ["New plan", "After"]
+        # numbered after the one created before the cut (and the dropped one)
+        assert list(merged.plan) == ["1", "2" if name == "updated first" else "3"]
 
 
 def test_messages_the_ring_drops_are_counted_and_the_first_request_kept() -> None:

@@ -193,24 +193,28 @@ class _Resumed:
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
-            _begin(reader, self.fd, (start, end, size), self.ref.path)
             file_hash = _Sha256()
+            hashed = _begin_hashing(reader, file_hash, self.fd, (start, end, size), self.ref.path)
             READS["full"] += 1
         else:
             diagnostics, extractor, reader, file_hash = resumed
+            hashed = False
             self.resumed_from = start
             READS["resumed"] += 1
         # a large file read from its start: its second half on a forked worker (before
         # the hashing thread starts: only a single-threaded process forks)
         split = (
-            _two_core.start(self.agent, self.fd, start, end, info, extractor)
+            _two_core.start(self.agent, self.fd, start, end, info, extractor, reader=reader)
             if start == 0
             else None
         )
-        # the complete lines: hashed on a thread while they are parsed
+        # the complete lines: hashed on a thread while they are parsed (unless a tree
+        # reader's pass 1 left the time for it)
         failed: list[OSError] = []
         hashing = threading.Thread(
-            target=file_hash.update_from, args=(self.fd, start, end, failed), daemon=True
+            target=file_hash.update_from,
+            args=(self.fd, start, start if hashed else end, failed),
+            daemon=True,
         )
         hashing.start()
         try:
@@ -412,6 +416,33 @@ def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path:
         raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def _begin_hashing(
+    reader: ResumableReader, file_hash: _Sha256, fd: int, bounds: tuple[int, int, int], path: Path
+) -> bool:
+    """`_begin` for a first read; a reader that plans the bytes first (a tree reader's
+    pass 1 walks them all) gets the complete lines hashed on a thread meanwhile, which
+    leaves the second core to a two-core read's worker afterwards. The thread is done
+    when this returns (a process forks only while it runs no other thread). True: the
+    complete lines are hashed."""
+    if getattr(reader, "begin", None) is None:
+        _begin(reader, fd, bounds, path)
+        return False
+    start, end, _ = bounds
+    failed: list[OSError] = []
+    # in 1 MiB reads: pass 1's own buffers are in memory at the same time
+    hashing = threading.Thread(
+        target=file_hash.update_from, args=(fd, start, end, failed, 1 << 20), daemon=True
+    )
+    hashing.start()
+    try:
+        _begin(reader, fd, bounds, path)
+    finally:
+        hashing.join()
+    if failed:
+        raise SessionReadError(f"cannot read {path}: {failed[0]}")
+    return True
+
+
 @dataclass(slots=True)
 class _Snapshot:
     offset: int
@@ -556,13 +587,18 @@ class _Sha256:
         self._lib.SHA256_Update(self._ctx, data, len(data))
 
     def update_from(
-        self, fd: int, start: int, end: int, failed: list[OSError] | None = None
+        self,
+        fd: int,
+        start: int,
+        end: int,
+        failed: list[OSError] | None = None,
+        chunk: int = CHUNK,
     ) -> None:
         """Hash bytes [start, end) of `fd`; on a thread, a read error goes to `failed`."""
         pos = start
         try:
             while pos < end:
-                data = os.pread(fd, min(CHUNK, end - pos), pos)
+                data = os.pread(fd, min(chunk, end - pos), pos)
                 if not data:
                     break
                 self.update(data)

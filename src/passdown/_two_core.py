@@ -14,16 +14,22 @@ process reads the second half itself when the guess would have mattered (a tool 
 id used on both sides of the cut, a user prompt the reader would have dropped as a
 repeat). A worker that fails in any way costs that same re-read, never a wrong handoff.
 
-Only where it pays: a session file of at least `MIN_BYTES` on a machine with two CPUs
-for this process, read from its start (a checkpointed export reading an appended tail
-stays single-core), and only while this process runs no other thread (forking a
-threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it off.
+A tree-shaped session (Claude Code, Qwen Code, pi) is split once its reader has found
+the active branch (pass 1): the splitter is made for that reader, cuts in the middle of
+the branch's bytes, and the worker decodes the branch's lines after the cut
+(`passdown.agents._split`).
+
+Only where it pays: a session file (for a tree, its branch) of at least `MIN_BYTES` on
+a machine with two CPUs for this process, read from its start (a checkpointed export
+reading an appended tail stays single-core), and only while this process runs no other
+thread (forking a threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it off.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -45,6 +51,7 @@ from passdown._extract import (
     extractor_state,
     restore_extractor,
 )
+from passdown._packed import Packed, unpacked
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
 from passdown.transcript import (
@@ -83,11 +90,17 @@ class Partial(msgspec.Struct, omit_defaults=True):
     state: ExtractorState  # the half's extractor, started empty
     kept_messages: list[Message] = []  # what a prefix needs fed: first/latest + the ring
     plan_creates_before: int = 0  # plan items created before the first kept plan step
-    plan_steps: list[PlanStep] = []  # from the half's last full replacement on
+    # every plan change (`Packed`), but those before a full replacement that created no
+    # item: a tree reader replays the same changes onto its own plan (`Splitter`), and
+    # for it a created id the plan before the cut holds renames the older item
+    plan_steps: bytes = b""
     # ints: a failure was appended while the half had that many open; strings: a passing
     # run (first of its text) that may close failures still open from before the cut
     failure_ops: list[int | str] = []
     ending_touched: bool = False  # the half answered, called a tool or hit an error
+
+    def steps(self) -> Iterator[PlanStep]:
+        return unpacked(self.plan_steps, PlanStep)
 
 
 @dataclass
@@ -95,7 +108,8 @@ class _HalfExtractor(_Extractor):
     """An extractor over a second half, started empty, that also records what a
     prefix it cannot see would need (see `Partial`)."""
 
-    plan_steps: list[PlanStep] = field(default_factory=list)
+    plan_steps: Packed[PlanStep] = field(default_factory=Packed)
+    plan_created: bool = False  # a kept step created an item
     plan_creates_before: int = 0
     failure_ops: list[int | str] = field(default_factory=list)
     passes_seen: dict[str, None] = field(default_factory=dict)
@@ -106,9 +120,11 @@ class _HalfExtractor(_Extractor):
         self.ending = _UNTOUCHED
 
     def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
-        if op.op == "replace":  # everything before it is overwritten; only the count stays
+        if op.op == "replace" and not self.plan_created:
+            # everything before it is overwritten; only the count stays
             self.plan_steps.clear()
             self.plan_creates_before = self.plan_counter
+        self.plan_created = self.plan_created or op.op == "create"
         self.plan_steps.append(PlanStep(op, source, created_id))
         super()._plan(op, source=source, created_id=created_id)
 
@@ -154,7 +170,7 @@ class _HalfExtractor(_Extractor):
             state=extractor_state(self),
             kept_messages=kept,
             plan_creates_before=self.plan_creates_before,
-            plan_steps=self.plan_steps,
+            plan_steps=bytes(self.plan_steps.data),
             failure_ops=self.failure_ops,
             ending_touched=ending_touched,
         )
@@ -202,7 +218,7 @@ def merge(extractor: _Extractor, partial: Partial) -> None:
         extractor.compaction_summary = half.compaction_summary
     extractor.pending.update(half.pending)
     extractor.plan_counter += partial.plan_creates_before
-    for step in partial.plan_steps:
+    for step in partial.steps():
         extractor._plan(step.op, source=step.source, created_id=step.created_id)
     _merge_files(extractor, half)
     extractor.failed_edits.extend(half.failed_edits)
@@ -289,11 +305,20 @@ class HalfReader(Protocol):
 
 
 class Splitter(Protocol):
-    """What one agent needs for a split read (see `passdown.agents._split`)."""
+    """What one agent needs for a split read (see `passdown.agents._split`), made for
+    the reader that will read the first part (a tree reader knows its branch by then)."""
 
-    def cut(self, fd: int, start: int, end: int) -> int | None: ...
+    def work_bytes(self, start: int, end: int) -> int:
+        """How many bytes of [start, end) the reading decodes (a tree: its branch's)."""
+        ...
 
-    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> HalfReader: ...
+    def cut(self, fd: int, middle: int, end: int) -> int | None: ...
+
+    def split(self, cut: int) -> None:
+        """The worker runs from `cut` on: the reader plans its windows accordingly."""
+        ...
+
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> HalfReader: ...
 
     def conflict(
         self, reader: ResumableReader, report: dict[str, Any], ids: Container[str]
@@ -307,14 +332,18 @@ class Splitter(Protocol):
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
-    ) -> None: ...
+        partial: Partial,
+    ) -> None:
+        """The reader's state as if it had read on (`partial.steps()`: the half's plan
+        changes, for a reader that replays the plan itself)."""
+        ...
 
 
-def splitter_for(agent: Agent) -> Splitter | None:
+def splitter_for(agent: Agent, reader: ResumableReader | None) -> Splitter | None:
     from passdown.agents._split import SPLITTERS
 
     factory = SPLITTERS.get(agent.name)
-    return factory() if factory is not None else None
+    return cast("Splitter | None", factory(reader)) if factory is not None else None
 
 
 class WorkerReport(msgspec.Struct):
@@ -426,7 +455,9 @@ class SplitRead:
             for event in watch(self.splitter.before_merge(reader, report.reader)):
                 feed(event)
             merge(extractor, report.partial)
-            self.splitter.merge_reader(reader, info, report.reader, extractor.pending)
+            self.splitter.merge_reader(
+                reader, info, report.reader, extractor.pending, report.partial
+            )
             _merge_diagnostics(diagnostics, report.diagnostics)
             seen_merge(report.events, report.commands)
             self.stats["merged"] = True
@@ -451,13 +482,13 @@ class SplitRead:
         return self.splitter.conflict(reader, report.reader, ids)
 
     def _collect(self) -> WorkerReport:
-        chunks: list[bytes] = []
+        received = bytearray()  # one buffer, not chunks joined into a second copy
         while data := os.read(self.pipe, 1 << 20):
-            chunks.append(data)
+            received += data
         self._end(kill=False)  # EOF: the worker has written its report and is exiting
-        self.stats["report_bytes"] = sum(len(chunk) for chunk in chunks)
+        self.stats["report_bytes"] = len(received)
         try:
-            return _DECODER.decode(b"".join(chunks))
+            return _DECODER.decode(received)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             return WorkerReport(error=f"unreadable report ({exc})")
 
@@ -511,17 +542,23 @@ def start(
     info: SessionInfo,
     extractor: _Extractor,
     *,
+    reader: ResumableReader | None = None,
     min_bytes: int | None = None,
 ) -> SplitRead | None:
     """Fork a worker on the second part of [start, end) when that pays; None otherwise
-    (the caller reads the window the usual way)."""
+    (the caller reads the window the usual way). `reader` is the one that reads the
+    first part, its windows planned (`begin`) already."""
     LAST.clear()
-    if not worth_splitting(end - start, MIN_BYTES if min_bytes is None else min_bytes):
+    threshold = MIN_BYTES if min_bytes is None else min_bytes
+    if not worth_splitting(end - start, threshold):
         return None
-    splitter = splitter_for(agent)
-    if splitter is None:
+    splitter = splitter_for(agent, reader)
+    if splitter is None or splitter.work_bytes(start, end) < threshold:
         return None
-    cut = splitter.cut(fd, start + (end - start) // 2, end)
+    try:
+        cut = splitter.cut(fd, start + (end - start) // 2, end)
+    except OSError:  # the caller's one-core read reports an unreadable file
+        return None
     if cut is None or not start < cut < end:
         return None
     budget = extractor.budget
@@ -529,16 +566,22 @@ def start(
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    # the worker's garbage collections leave the objects it inherits alone: touching
+    # their headers would copy every page of the parent's heap into the worker's own
+    gc.freeze()
     try:
         pid = os.fork()
     except OSError:  # no process to spare: one core it is
+        gc.unfreeze()
         os.close(read_end)
         os.close(write_end)
         return None
     if pid == 0:  # the worker: never returns
         os.close(read_end)
         _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end, prctl)
+    gc.unfreeze()
     os.close(write_end)
+    splitter.split(cut)
     return SplitRead(splitter, fd, start, cut, end, pid, read_end)
 
 
@@ -597,7 +640,7 @@ def _read_half(
     jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
     half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)
     diagnostics = Diagnostics()
-    reader = splitter.half_reader(half_info, diagnostics)
+    reader = splitter.half_reader(half_info, diagnostics, cut)
     half = half_extractor(
         workspace=workspace, max_messages=budget.max_messages, max_chars=budget.max_chars
     )

@@ -2,8 +2,10 @@
 cut the file, a reader that starts at the cut, the assumptions its empty start made,
 and how its end state joins the first half's reader.
 
-Only linear logs qualify: Codex CLI and GitHub Copilot CLI. (Tree-shaped logs, Claude
-Code's, Qwen Code's and pi's, know their branch only at the leaf.)
+Linear logs (Codex CLI, GitHub Copilot CLI) are cut in the middle of the file. A tree
+log (Claude Code's) knows its active branch only once pass 1 has walked back from the
+leaf: its splitter (`passdown.agents._claude_split`, `_qwen_split`, `_pi_split`) is
+made for the reader that did, and cuts in the middle of the branch's bytes.
 """
 
 from __future__ import annotations
@@ -127,11 +129,21 @@ class _CodexHalf(_RolloutReader):
         }
 
 
-class CodexSplitter:
+class _LinearSplitter:
+    """A log read line by line from its start: every byte of the window is read."""
+
+    def work_bytes(self, start: int, end: int) -> int:
+        return end - start
+
+    def split(self, cut: int) -> None:
+        pass
+
+
+class CodexSplitter(_LinearSplitter):
     def cut(self, fd: int, middle: int, end: int) -> int | None:
         return clean_cut(fd, middle, end, _codex_calls)
 
-    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> _CodexHalf:
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CodexHalf:
         return _CodexHalf(info, diagnostics)
 
     def conflict(
@@ -156,6 +168,7 @@ class CodexSplitter:
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
+        partial: object,
     ) -> None:
         assert isinstance(reader, _RolloutReader)
         half_calls = report.get("calls") or {}
@@ -228,11 +241,11 @@ class _CopilotHalf(_EventReader):
         return state
 
 
-class CopilotSplitter:
+class CopilotSplitter(_LinearSplitter):
     def cut(self, fd: int, middle: int, end: int) -> int | None:
         return clean_cut(fd, middle, end, _copilot_calls)
 
-    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics) -> _CopilotHalf:
+    def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CopilotHalf:
         return _CopilotHalf(info, diagnostics)
 
     def conflict(
@@ -260,6 +273,7 @@ class CopilotSplitter:
         info: SessionInfo,
         report: dict[str, Any],
         pending: dict[str, ToolCall],
+        partial: object,
     ) -> None:
         assert isinstance(reader, _EventReader)
         for value in report.get("calls") or ():
@@ -282,7 +296,29 @@ class CopilotSplitter:
             info.add_model(model)
 
 
-SPLITTERS: dict[str, type[CodexSplitter] | type[CopilotSplitter]] = {
-    "codex": CodexSplitter,
-    "copilot": CopilotSplitter,
+def _claude(reader: ResumableReader | None) -> object:
+    from passdown.agents._claude_split import ClaudeSplitter
+
+    return ClaudeSplitter.for_reader(reader)
+
+
+def _qwen(reader: ResumableReader | None) -> object:
+    from passdown.agents._qwen_split import QwenSplitter
+
+    return QwenSplitter.for_reader(reader)
+
+
+def _pi(reader: ResumableReader | None) -> object:
+    from passdown.agents._pi_split import PiSplitter
+
+    return PiSplitter.for_reader(reader)
+
+
+# agent -> the splitter for the reader of the first part (None: this one cannot split)
+SPLITTERS: dict[str, Callable[[ResumableReader | None], object]] = {
+    "codex": lambda reader: CodexSplitter(),
+    "copilot": lambda reader: CopilotSplitter(),
+    "claude": _claude,
+    "qwen": _qwen,
+    "pi": _pi,
 }

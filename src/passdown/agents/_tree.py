@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import re
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -394,6 +395,23 @@ class TreeResumable:
     def close(self) -> Iterator[Event]:
         return self.decoder.finish()
 
+    # -- a two-core read (passdown._two_core) -------------------------------------------
+    def first_branch(self) -> Branch | None:
+        """The branch of the complete lines read from the file's start (None when this
+        reader continues a checkpoint or has not planned its windows)."""
+        if self.resuming or not self.windows or self.windows[0][0] != 0:
+            return None
+        return self.windows[0][1]
+
+    def split_first_window(self, cut: int) -> None:
+        """The complete lines are read as two windows, [0, cut) and [cut, end): the
+        second by a worker (then `skip_window` drops it) or, if its result is refused,
+        by this reader after the first."""
+        self.windows.insert(1, (cut, self.windows[0][1]))
+
+    def skip_window(self) -> None:
+        self.windows.pop(0)
+
     def state(self) -> object:
         if not self.checkpointable:
             return None
@@ -441,6 +459,131 @@ def _merge(diag: Diagnostics, later: Diagnostics) -> None:
     diag.off_branch_records += later.off_branch_records
     diag.sidechain_records += later.sidechain_records
     diag.warnings.extend(later.warnings)
+
+
+def branch_bytes(branch: Branch, start: int, end: int) -> int:
+    """About how many bytes of [start, end) pass 2 decodes: the runs' spans (each
+    without its last line), or the whole window when the tree is broken."""
+    if branch.broken:
+        return end - start
+    runs = branch.runs
+    return sum(runs[k + 1] - runs[k] for k in range(0, len(runs), 2))
+
+
+def branch_middle(branch: Branch, start: int, end: int) -> int:
+    """The file offset by which pass 2 has decoded about half the branch's bytes."""
+    if branch.broken or not branch.runs:
+        return start + (end - start) // 2
+    runs = branch.runs
+    left = branch_bytes(branch, start, end) // 2
+    for k in range(len(runs) - 2, -1, -2):  # newest first: oldest run last
+        span = runs[k + 1] - runs[k]
+        if left <= span:
+            return runs[k] + left
+        left -= span
+    return runs[0]
+
+
+def on_branch(branch: Branch) -> Callable[[int], bool]:
+    """Whether the line starting at an offset is one pass 2 decodes (offsets asked in
+    increasing order)."""
+    if branch.broken:
+        return lambda offset: True
+    runs = branch.runs
+    index = len(runs) - 2
+
+    def inside(offset: int) -> bool:
+        nonlocal index
+        while index >= 0 and offset > runs[index + 1]:
+            index -= 2
+        return index >= 0 and runs[index] <= offset
+
+    return inside
+
+
+_SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
+_SCAN_BEFORE = 1024 * 1024  # calls opened this far before the middle are followed
+_SCAN_BLOCK = 1024 * 1024  # read in blocks: no large buffer just before a fork
+
+
+def clean_branch_cut(
+    fd: int,
+    branch: Branch,
+    middle: int,
+    end: int,
+    opens: re.Pattern[bytes],
+    closes: re.Pattern[bytes],
+    flushing: tuple[bytes, ...],
+) -> int | None:
+    """Where a two-core read (`passdown._two_core`) best cuts a tree session: the start
+    of a branch line at or after `middle` right after a branch record holding one of
+    `flushing` (a record that ends the assistant's text) with no tool call (`opens`
+    ids) read since the scan began still waiting for its result (`closes` ids); else
+    the first branch line at or after `middle`; None if the scan finds none."""
+    scan_from = max(0, middle - _SCAN_BEFORE)
+    limit = min(end, middle + _SCAN_BYTES)
+    inside = on_branch(branch)
+    open_calls: set[bytes] = set()
+    flushed = False
+    fallback: int | None = None
+    skip_first = scan_from > 0  # the scan starts inside a line
+    carry, pos = b"", scan_from
+    while pos < limit and (block := os.pread(fd, min(_SCAN_BLOCK, limit - pos), pos)):
+        data, base = carry + block, pos - len(carry)
+        pos += len(block)
+        at = 0
+        if skip_first:
+            newline = data.find(b"\n")
+            if newline < 0:
+                carry = data
+                continue
+            at, skip_first = newline + 1, False
+        while (newline := data.find(b"\n", at)) >= 0:
+            offset = base + at
+            if inside(offset):
+                if offset >= middle:
+                    if fallback is None:
+                        fallback = offset
+                    if flushed and not open_calls:
+                        return offset
+                line = data[at:newline]
+                open_calls.update(opens.findall(line))
+                open_calls.difference_update(closes.findall(line))
+                flushed = any(marker in line for marker in flushing)
+            at = newline + 1
+        carry = data[at:]
+    return fallback
+
+
+def half_lines(
+    path: Path, diag: Diagnostics, branch: Branch, stream: BinaryIO, cut: int
+) -> Iterator[tuple[int, bytes, int]]:
+    """Pass 2 of a two-core read's worker: the branch's lines from `cut` on (`stream`:
+    the file from there), counting the lines one pass would count there."""
+    runs = branch.runs
+    if not branch.broken and runs and cut > runs[1]:
+        # no branch line after the cut. One pass stops after the first line past the
+        # branch (counting it): the first part's reader counted it, unless the cut is
+        # right at its start
+        fd = cast(_FdStream, stream).fd
+        if cut != _line_end(fd, runs[1]):
+            return iter(())
+    return branch_lines(path, diag, branch, stream=stream, base=cut)
+
+
+class _FdStream(Protocol):
+    fd: int
+
+
+def _line_end(fd: int, start: int) -> int:
+    """The offset after the newline of the line starting at `start` (-1: none)."""
+    pos = start
+    while chunk := os.pread(fd, 1 << 16, pos):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return pos + newline + 1
+        pos += len(chunk)
+    return -1
 
 
 def calls_state(calls: dict[str, ToolCall]) -> list[object]:
