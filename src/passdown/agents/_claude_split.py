@@ -35,11 +35,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from passdown.agents._claude_plan import PlanReplay
 from passdown.agents._tree import (
     Branch,
-    TreeResumable,
-    branch_bytes,
-    branch_middle,
+    TreeSplitter,
     calls_state,
-    clean_branch_cut,
     half_lines,
     restore_calls,
 )
@@ -141,35 +138,11 @@ class _ClaudeHalf:
         }
 
 
-class ClaudeSplitter:
+class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
     """A Claude Code session's split (see the module's docstring)."""
 
-    def __init__(self, reader: TreeResumable, decoder: _SessionDecoder, branch: Branch) -> None:
-        self.reader, self.decoder, self.branch = reader, decoder, branch
-
-    @classmethod
-    def for_reader(cls, reader: ResumableReader | None) -> ClaudeSplitter | None:
-        """Only for a first read whose windows are planned (a checkpoint's continuation
-        reads only the appended part, on one core)."""
-        if not isinstance(reader, TreeResumable):
-            return None
-        decoder = reader.decoder
-        branch = reader.first_branch()
-        if not isinstance(decoder, _SessionDecoder) or branch is None:
-            return None
-        return cls(reader, decoder, branch)
-
-    def work_bytes(self, start: int, end: int) -> int:
-        return branch_bytes(self.branch, start, end)
-
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        middle = branch_middle(self.branch, 0, end)
-        return clean_branch_cut(
-            fd, self.branch, middle, end, _TOOL_USE, _TOOL_RESULT, _USER_RECORDS
-        )
-
-    def split(self, cut: int) -> None:
-        self.reader.split_first_window(cut)
+    decoder_type = _SessionDecoder
+    opens, closes, flushing = _TOOL_USE, _TOOL_RESULT, _USER_RECORDS
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _ClaudeHalf:
         return _ClaudeHalf(

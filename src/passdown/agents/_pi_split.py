@@ -19,12 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from passdown.agents._tree import (
     Branch,
-    TreeResumable,
-    branch_bytes,
+    TreeSplitter,
     branch_lines,
-    branch_middle,
     calls_state,
-    clean_branch_cut,
     restore_calls,
 )
 from passdown.agents.pi import _BranchReader, _is_header
@@ -68,31 +65,11 @@ class _PiHalf:
         return {"calls": calls_state(self.calls), "unmatched_ids": self.calls.unmatched}
 
 
-class PiSplitter:
+class PiSplitter(TreeSplitter[_BranchReader]):
     """A pi session's split (see the module's docstring)."""
 
-    def __init__(self, reader: TreeResumable, decoder: _BranchReader, branch: Branch) -> None:
-        self.reader, self.decoder, self.branch = reader, decoder, branch
-
-    @classmethod
-    def for_reader(cls, reader: ResumableReader | None) -> PiSplitter | None:
-        if not isinstance(reader, TreeResumable):
-            return None
-        decoder = reader.decoder
-        branch = reader.first_branch()
-        if not isinstance(decoder, _BranchReader) or branch is None:
-            return None
-        return cls(reader, decoder, branch)
-
-    def work_bytes(self, start: int, end: int) -> int:
-        return branch_bytes(self.branch, start, end)
-
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        middle = branch_middle(self.branch, 0, end)
-        return clean_branch_cut(fd, self.branch, middle, end, _CALL, _RESULT, _ANY_LINE)
-
-    def split(self, cut: int) -> None:
-        self.reader.split_first_window(cut)
+    decoder_type = _BranchReader
+    opens, closes, flushing = _CALL, _RESULT, _ANY_LINE
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _PiHalf:
         return _PiHalf(self.branch, cut, info, diagnostics)
@@ -103,9 +80,6 @@ class PiSplitter:
         if any(call_id in ids for call_id in self.decoder.calls):
             return "a tool call open at the cut is named after it"
         return None
-
-    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
-        return iter(())
 
     def merge_reader(
         self,

@@ -19,11 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from passdown.agents._tree import (
     Branch,
-    TreeResumable,
-    branch_bytes,
-    branch_middle,
+    TreeSplitter,
     calls_state,
-    clean_branch_cut,
     half_lines,
     restore_calls,
 )
@@ -92,31 +89,11 @@ class _QwenHalf:
         }
 
 
-class QwenSplitter:
+class QwenSplitter(TreeSplitter[_BranchReader]):
     """A Qwen Code session's split (see the module's docstring)."""
 
-    def __init__(self, reader: TreeResumable, decoder: _BranchReader, branch: Branch) -> None:
-        self.reader, self.decoder, self.branch = reader, decoder, branch
-
-    @classmethod
-    def for_reader(cls, reader: ResumableReader | None) -> QwenSplitter | None:
-        if not isinstance(reader, TreeResumable):
-            return None
-        decoder = reader.decoder
-        branch = reader.first_branch()
-        if not isinstance(decoder, _BranchReader) or branch is None:
-            return None
-        return cls(reader, decoder, branch)
-
-    def work_bytes(self, start: int, end: int) -> int:
-        return branch_bytes(self.branch, start, end)
-
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        middle = branch_middle(self.branch, 0, end)
-        return clean_branch_cut(fd, self.branch, middle, end, _CALL, _RESPONSE, _FLUSHING)
-
-    def split(self, cut: int) -> None:
-        self.reader.split_first_window(cut)
+    decoder_type = _BranchReader
+    opens, closes, flushing = _CALL, _RESPONSE, _FLUSHING
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _QwenHalf:
         return _QwenHalf(self.branch, cut, info, diagnostics, self.decoder)

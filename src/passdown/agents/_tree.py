@@ -26,12 +26,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Protocol, TypeVar, cast
 
 import msgspec
 
 from passdown._jsonl import LineReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
+
+if TYPE_CHECKING:
+    from passdown.agents.base import ResumableReader
 
 
 @dataclass(slots=True)
@@ -596,3 +599,49 @@ def restore_calls(saved: object, pending: dict[str, ToolCall]) -> dict[str, Tool
     result that completes a call completes the one extraction waits on)."""
     calls = msgspec.convert(saved or [], list[ToolCall])
     return {call.call_id: pending.get(call.call_id, call) for call in calls}
+
+
+DecoderT = TypeVar("DecoderT")
+SplitterT = TypeVar("SplitterT", bound="TreeSplitter[Any]")
+
+
+class TreeSplitter(Generic[DecoderT]):
+    """What the tree agents' splitters (`_claude_split`, `_qwen_split`, `_pi_split`)
+    share: made only for a first read whose windows are planned (a checkpoint's
+    continuation reads just the appended part, on one core), and cut in the middle of the
+    branch's bytes after a record that leaves nothing buffered. An agent's subclass names
+    its branch decoder and the byte markers of its calls, results and flushing records,
+    and says how the halves conflict and join."""
+
+    decoder_type: ClassVar[type]
+    opens: ClassVar[re.Pattern[bytes]]
+    closes: ClassVar[re.Pattern[bytes]]
+    flushing: ClassVar[tuple[bytes, ...]]
+
+    def __init__(self, reader: TreeResumable, decoder: DecoderT, branch: Branch) -> None:
+        self.reader, self.decoder, self.branch = reader, decoder, branch
+
+    @classmethod
+    def for_reader(cls: type[SplitterT], reader: ResumableReader | None) -> SplitterT | None:
+        if not isinstance(reader, TreeResumable):
+            return None
+        decoder = reader.decoder
+        branch = reader.first_branch()
+        if not isinstance(decoder, cls.decoder_type) or branch is None:
+            return None
+        return cls(reader, decoder, branch)
+
+    def work_bytes(self, start: int, end: int) -> int:
+        return branch_bytes(self.branch, start, end)
+
+    def cut(self, fd: int, middle: int, end: int) -> int | None:
+        middle = branch_middle(self.branch, 0, end)
+        return clean_branch_cut(
+            fd, self.branch, middle, end, self.opens, self.closes, self.flushing
+        )
+
+    def split(self, cut: int) -> None:
+        self.reader.split_first_window(cut)
+
+    def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
+        return iter(())
