@@ -20,10 +20,8 @@ import copy
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
 from test_incremental import COPILOT_TURNS, TURNS, CopilotTurnMaker, TurnMaker
+from worker_procs import assert_killed_export_leaves_no_worker
 
 WS = "/ws"
 _REAL_CUT = CodexSplitter.cut
@@ -678,57 +677,4 @@ def test_a_hooks_export_on_two_cores_writes_the_single_core_handoff(
 
 def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
     export = _cli_export(big_session, tmp_path, single=False)
-    children: list[int] = []
-    deadline = time.monotonic() + 120
-    while not children and export.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-        try:
-            listed = Path(f"/proc/{export.pid}/task/{export.pid}/children").read_text()
-        except OSError:
-            break
-        # the forked worker runs the export's own command line; git and other
-        # subprocesses the export starts are no worker and not stopped
-        own = _cmdline(export.pid)  # read each time: the first reads may precede exec
-        children = [int(pid) for pid in listed.split() if _cmdline(int(pid)) == own]
-        # a worker stopped before it asked for the parent-death signal would outlive
-        # its parent by the test's own doing: wait for its setsid, which comes after
-        children = [pid for pid in children if _leads_its_session(pid)]
-    if not children:
-        export.wait(timeout=600)
-        pytest.skip("the export ended before its worker could be seen")
-    for pid in children:  # stopped: it cannot finish its half and exit on its own
-        os.kill(pid, signal.SIGSTOP)
-    export.kill()
-    export.wait(timeout=60)
-    lingering = [pid for pid in children if not _gone(pid)]
-    for pid in lingering:
-        os.kill(pid, signal.SIGKILL)
-    assert not lingering, "the worker outlived its killed parent"
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def _leads_its_session(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return int(fields[3]) == pid  # state, ppid, pgrp, session
-
-
-def _gone(pid: int, within: float = 30.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):  # dead, waiting for init to reap it
-            return True
-        time.sleep(0.05)
-    return False
+    assert_killed_export_leaves_no_worker(export)

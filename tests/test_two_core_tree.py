@@ -18,10 +18,8 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,7 @@ from test_incremental_tree import (
     QwenMaker,
     _store,
 )
+from worker_procs import assert_killed_export_leaves_no_worker
 
 _REAL_CUT = ClaudeSplitter.cut
 SUBAGENT = FIXTURES / "claude" / "subagent"
@@ -596,53 +595,4 @@ def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_
 
 def test_a_killed_claude_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
     export = _cli_export(big_session, tmp_path, single=False)
-    children: list[int] = []
-    deadline = time.monotonic() + 120
-    while not children and export.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-        try:
-            listed = Path(f"/proc/{export.pid}/task/{export.pid}/children").read_text()
-        except OSError:
-            break
-        own = _cmdline(export.pid)
-        children = [int(pid) for pid in listed.split() if _cmdline(int(pid)) == own]
-        children = [pid for pid in children if _leads_its_session(pid)]
-    if not children:
-        export.wait(timeout=600)
-        pytest.skip("the export ended before its worker could be seen")
-    for pid in children:  # stopped: it cannot finish its half and exit on its own
-        os.kill(pid, signal.SIGSTOP)
-    export.kill()
-    export.wait(timeout=60)
-    lingering = [pid for pid in children if not _gone(pid)]
-    for pid in lingering:
-        os.kill(pid, signal.SIGKILL)
-    assert not lingering, "the worker outlived its killed parent"
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def _leads_its_session(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return int(fields[3]) == pid
-
-
-def _gone(pid: int, within: float = 30.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
+    assert_killed_export_leaves_no_worker(export)

@@ -1,0 +1,71 @@
+"""The check both two-core suites run: a killed export leaves no forked worker behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+
+def assert_killed_export_leaves_no_worker(export: subprocess.Popen[bytes]) -> None:
+    """Stop the export's worker as soon as it is seen (so it cannot finish its half and
+    exit on its own), kill the export, and require the worker to die with it."""
+    children: list[int] = []
+    deadline = time.monotonic() + 120
+    while not children and export.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+        try:
+            listed = Path(f"/proc/{export.pid}/task/{export.pid}/children").read_text()
+        except OSError:
+            break
+        # the forked worker runs the export's own command line; git and other
+        # subprocesses the export starts are no worker and not stopped
+        own = _cmdline(export.pid)  # read each time: the first reads may precede exec
+        children = [int(pid) for pid in listed.split() if _cmdline(int(pid)) == own]
+        # a worker stopped before it asked for the parent-death signal would outlive
+        # its parent by the test's own doing: wait for its setsid, which comes after
+        children = [pid for pid in children if _leads_its_session(pid)]
+    if not children:
+        export.wait(timeout=600)
+        pytest.skip("the export ended before its worker could be seen")
+    for pid in children:
+        os.kill(pid, signal.SIGSTOP)
+    export.kill()
+    export.wait(timeout=60)
+    lingering = [pid for pid in children if not _gone(pid)]
+    for pid in lingering:
+        os.kill(pid, signal.SIGKILL)
+    assert not lingering, "the worker outlived its killed parent"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _leads_its_session(pid: int) -> bool:
+    fields = _stat_fields(pid)  # state, ppid, pgrp, session, ...
+    return fields is not None and int(fields[3]) == pid
+
+
+def _gone(pid: int, within: float = 30.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        fields = _stat_fields(pid)
+        if fields is None or fields[0] in ("Z", "X"):  # gone, or dead and awaiting reaping
+            return True
+        time.sleep(0.05)
+    return False
