@@ -381,9 +381,14 @@ class _EventReader(LineStateReader):
         next event or `close`."""
         reader = LineReader(self.path, self.diag)
         for offset, line in reader.forward(stream):
-            event = decode_line(_EVENT, line, offset, reader.tail_offset, self.diag)
+            try:  # the common line decodes at once; `decode_line` mends or counts the rest
+                event: object = _EVENT.decode(line)
+            except DECODE_ERRORS:
+                event = decode_line(_EVENT, line, offset, reader.tail_offset, self.diag)
             if isinstance(event, _Event):
-                yield from self._event(event)
+                found = self._event(event)
+                if found:
+                    yield from found
 
     def close(self) -> Iterator[Event]:
         """The end of the log: the buffered reply, then the plan from session.db."""
@@ -411,49 +416,49 @@ class _EventReader(LineStateReader):
         self.text_id = state_str(state, "text_id")
         self.text_ts = state_str(state, "text_ts")
 
-    def _event(self, event: _Event) -> Iterator[Event]:
+    # `_event` returns what a line says as a tuple (usually empty) rather than being a
+    # generator: one generator per line cost more than the rest of most lines (as Codex's)
+    def _event(self, event: _Event) -> tuple[Event, ...]:
         kind, ts = event.type, event.timestamp
         if ts:
             self.info.updated_at = ts
         if kind == "session.error" and not event.agentId:
-            yield from self._flush()  # the answer before the error comes first
-            yield from _session_error(event.data, ts)
-            return
+            # the answer before the error comes first
+            return (*self._flush(), *_session_error(event.data, ts))
         if kind not in _HANDLED:
             if not kind.startswith(_QUIET_PREFIXES):
                 self.diag.unknown(kind or "(no type)")
-            return
+            return ()
         data = self._data(event.data)
         if data is None:
-            return
+            return ()
         if kind == "subagent.started":
-            yield SubagentNote(
+            note = SubagentNote(
                 agent_id=data.toolCallId or data.agentName or "subagent",
                 description=data.agentDescription or data.agentName,
             )
-            return
+            return (note,)
         if event.agentId or data.parentToolCallId:
             self.diag.sidechain_records += 1  # a sub-agent's own events
-            return
+            return ()
         if kind in ("session.start", "session.resume"):
             self._session(data)
         elif kind == "user.message":
-            yield from self._flush()
-            yield from self._user(data, ts)
+            return (*self._flush(), *self._user(data, ts))
         elif kind == "assistant.message":
-            yield from self._assistant(data, ts)
+            return tuple(self._assistant(data, ts))
         elif kind == "tool.execution_start":
-            yield from self._start(data, ts)
+            return tuple(self._start(data, ts))
         elif kind == "tool.execution_complete":
             result = self._complete(data, ts)
-            if result is not None:
-                yield result
+            return (result,) if result is not None else ()
         elif kind == "session.compaction_complete":
-            yield from self._compaction(data, ts)
+            return tuple(self._compaction(data, ts))
         elif kind == "session.model_change":
             self.info.add_model(data.newModel)
         elif kind == "session.title_changed" and data.title:
             self.info.title = data.title
+        return ()
 
     def _data(self, raw: msgspec.Raw) -> _Data | None:
         try:
