@@ -173,6 +173,31 @@ def test_a_fallback_that_starts_gets_the_handoff_claimed_for_it(
     assert pickup("gemini", "later", str(workspace)).pointer is None
 
 
+def test_a_fallback_that_cannot_start_passes_the_handoff_to_the_next_in_the_chain(
+    workspace: Path, bindir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """codex cannot start (an exec error), gemini is not installed, qwen starts: qwen
+    gets the takeover prompt and the handoff is claimed for it."""
+    program(bindir / "codex", BROKEN["exec-format"])
+    seen = tmp_path / "qwen-argv.txt"
+    program(bindir / "qwen", f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {seen}\nexit 3\n")
+    code, err = run(capsys, "codex", "gemini", "qwen")
+    assert code == 3, err  # the agent that took over is the last one launched
+    assert f"passdown: cannot start {bindir / 'codex'}: " in err
+    assert "Codex CLI did not take over" in err
+    assert "passdown: Gemini CLI is not installed; skipping it" in err
+    assert "continuing in Qwen Code" in err
+    assert "passdown: error" not in err
+    assert "add a test for negative numbers" in seen.read_text()  # the takeover prompt
+    handoff_id, status, by = active_status(workspace)
+    assert (status, by) == ("claimed", "passdown run (claude)")
+    # claimed for codex, given back when it could not start (its claim record goes),
+    # then claimed again for qwen: one claim in the history, the current status
+    with HandoffCoordinator(workspace) as coordinator:
+        statuses = [e.status for e in coordinator.events(handoff_id)]
+    assert statuses == ["prepared", "published", "claimed"], statuses
+
+
 def test_release_claim_only_gives_back_its_own_current_claim(
     workspace: Path, bindir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -446,7 +446,7 @@ def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interac
     """Run the chain; the exit code is the last launched agent's."""
     from passdown import _pipeline as pipeline
     from passdown.agents._registry import get_agent
-    from passdown.errors import AgentNotInstalled
+    from passdown.errors import AgentNotInstalled, LaunchError
 
     chain = [get_agent(name) for name in [agent_name, *fallbacks]]
     workspace = pipeline.workspace_for()
@@ -458,23 +458,34 @@ def run(agent_name: str, fallbacks: list[str], agent_args: list[str], *, interac
         package = _limit_handoff(current.name, workspace, started)
         if package is None:
             return code  # it ended for another reason: nothing to fall over from
-        while remaining and not remaining[0].is_installed():
-            print(
-                f"passdown: {remaining[0].display_name} is not installed; skipping it",
-                file=sys.stderr,
-            )
-            remaining = remaining[1:]
+        remaining = _installed(remaining)
         if not remaining:
             _print_continue(current.name, package, fallbacks_given=bool(fallbacks))
             return code
-        nxt, remaining = remaining[0], remaining[1:]
-        print(
-            f"passdown: {current.display_name} stopped {_how(package)}; "
-            f"continuing in {nxt.display_name}",
-            file=sys.stderr,
-        )
-        started, code = _take_over(current.name, nxt, package, workspace, interactive)
+        while True:  # the next agent of the chain that starts takes over
+            nxt, remaining = remaining[0], remaining[1:]
+            print(
+                f"passdown: {current.display_name} stopped {_how(package)}; "
+                f"continuing in {nxt.display_name}",
+                file=sys.stderr,
+            )
+            try:
+                started, code = _take_over(current.name, nxt, package, workspace, interactive)
+                break
+            except (AgentNotInstalled, LaunchError) as exc:
+                remaining = _installed(remaining)
+                if not remaining:
+                    raise
+                print(f"passdown: {exc.message}", file=sys.stderr)
         current = nxt
+
+
+def _installed(agents: list[Any]) -> list[Any]:
+    """`agents` from the first one installed, each skipped one said on stderr."""
+    while agents and not agents[0].is_installed():
+        print(f"passdown: {agents[0].display_name} is not installed; skipping it", file=sys.stderr)
+        agents = agents[1:]
+    return agents
 
 
 def _run_identity(agent: str) -> str:
