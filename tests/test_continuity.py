@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -148,7 +149,8 @@ def test_pickup_refusals(
     if rule == "own-session":
         session = claude_session.stem  # a resumed source session
     elif rule == "too-old":
-        monkeypatch.setenv("PASSDOWN_PICKUP_MAX_AGE_DAYS", "0.000001")
+        monkeypatch.setenv("PASSDOWN_PICKUP_MAX_AGE_DAYS", "0.000001")  # 86.4 ms
+        time.sleep(0.1)  # a fast machine picks up sooner than that after the hook
     elif rule == "off":
         monkeypatch.setenv("PASSDOWN_PICKUP", "0")
     else:  # the workspace moved to history that does not contain the handoff's HEAD
