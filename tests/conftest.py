@@ -24,3 +24,13 @@ def isolated_homes(
     # environment that later subprocesses inherit; restored after each test
     monkeypatch.setenv("PASSDOWN_AGENTS", "")
     return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty workspace folder, the current directory (a test module that needs a git
+    repository or files in it defines its own `workspace`)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    return ws

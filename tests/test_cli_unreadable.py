@@ -45,14 +45,6 @@ def store_files() -> list[Path]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    monkeypatch.chdir(ws)
-    return ws
-
-
-@pytest.fixture
 def unreadable_claude(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     session = recorded_session("claude", tmp_path, monkeypatch)
     make_unreadable(session, monkeypatch)

@@ -31,14 +31,6 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return events
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    monkeypatch.chdir(ws)
-    return ws
-
-
 def fire(session: Path, workspace: Path, message: str = RATE_LIMIT) -> None:
     """One `errorOccurred` as Copilot runs it: its hook.start record first, the hook,
     then its hook.end record."""

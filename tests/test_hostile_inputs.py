@@ -47,14 +47,6 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
     return invoke
 
 
-@pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    monkeypatch.chdir(ws)
-    return ws
-
-
 def codex_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The recorded Codex store; returns its session folder."""
     session = next(r for r in scenarios("codex") if r.scenario == "full").install(

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
 from test_incremental import COPILOT_TURNS, TURNS, CopilotTurnMaker, TurnMaker
-from worker_procs import assert_killed_export_leaves_no_worker
+from worker_procs import assert_killed_export_leaves_no_worker, start_export
 
 WS = "/ws"
 _REAL_CUT = CodexSplitter.cut
@@ -638,18 +638,9 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli_export(path: Path, out: Path, *, single: bool) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(_two_core.__file__).parents[1]),
-        "CODEX_HOME": str(path.parents[4]),
-        "PASSDOWN_DATA_DIR": str(out / "data"),
-        "PASSDOWN_SINGLE_CORE": "1" if single else "0",
-        "PASSDOWN_TWO_CORE_STATS": "1",
-    }
-    argv = [sys.executable, "-m", "passdown", "export", "--from", "codex", "--session"]
-    argv += [str(path), "--out", str(out / "handoff"), "--no-store", "--quiet"]
-    argv += ["--workspace", str(out.parent)]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return start_export(
+        "codex", path, out, single=single, home={"CODEX_HOME": str(path.parents[4])}
+    )
 
 
 def test_a_hooks_export_on_two_cores_writes_the_single_core_handoff(

@@ -54,7 +54,7 @@ from test_incremental_tree import (
     QwenMaker,
     _store,
 )
-from worker_procs import assert_killed_export_leaves_no_worker
+from worker_procs import assert_killed_export_leaves_no_worker, start_export
 
 _REAL_CUT = ClaudeSplitter.cut
 SUBAGENT = FIXTURES / "claude" / "subagent"
@@ -555,18 +555,9 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli_export(path: Path, out: Path, *, single: bool) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(_two_core.__file__).parents[1]),
-        "CLAUDE_CONFIG_DIR": str(path.parents[2]),
-        "PASSDOWN_DATA_DIR": str(out / "data"),
-        "PASSDOWN_SINGLE_CORE": "1" if single else "0",
-        "PASSDOWN_TWO_CORE_STATS": "1",
-    }
-    argv = [sys.executable, "-m", "passdown", "export", "--from", "claude", "--session"]
-    argv += [str(path), "--out", str(out / "handoff"), "--no-store", "--quiet"]
-    argv += ["--workspace", str(out.parent)]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return start_export(
+        "claude", path, out, single=single, home={"CLAUDE_CONFIG_DIR": str(path.parents[2])}
+    )
 
 
 def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:

@@ -1,14 +1,37 @@
-"""The check both two-core suites run: a killed export leaves no forked worker behind."""
+"""What both two-core suites run: an export as a hook runs it, and the check that a
+killed export leaves no forked worker behind."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+import passdown
+
+
+def start_export(
+    agent: str, session: Path, out: Path, *, single: bool, home: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """`passdown export` of `session` as a hook runs it (--quiet, streams piped), on one
+    core or two, its stats line asked for; `home` names the agent's store."""
+    env = {
+        **os.environ,
+        **home,
+        "PYTHONPATH": str(Path(passdown.__file__).parents[1]),
+        "PASSDOWN_DATA_DIR": str(out / "data"),
+        "PASSDOWN_SINGLE_CORE": "1" if single else "0",
+        "PASSDOWN_TWO_CORE_STATS": "1",
+    }
+    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session"]
+    argv += [str(session), "--out", str(out / "handoff"), "--no-store", "--quiet"]
+    argv += ["--workspace", str(out.parent)]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def assert_killed_export_leaves_no_worker(export: subprocess.Popen[bytes]) -> None:
