@@ -184,6 +184,17 @@ class _Event(msgspec.Struct):
     data: msgspec.Raw = _NULL  # decoded only for the event types passdown reads
 
 
+class _DecodedEvent(msgspec.Struct):
+    """A line decoded at once, `data` straight into `_Data`: an event type passdown does
+    not read only costs msgspec skipping its fields, which is cheaper than decoding every
+    line twice (envelope, then payload)."""
+
+    type: str = ""
+    timestamp: str | None = None
+    agentId: str | None = None
+    data: _Data | None = None
+
+
 class _StartEvent(msgspec.Struct):
     type: str = ""
     data: _Data | None = None
@@ -196,6 +207,7 @@ class _Args(msgspec.Struct):
 
 
 _EVENT = msgspec.json.Decoder(_Event)
+_DECODED_EVENT = msgspec.json.Decoder(_DecodedEvent)
 _DATA = msgspec.json.Decoder(_Data)
 _START = msgspec.json.Decoder(_StartEvent)
 _HANDLED = frozenset(
@@ -381,14 +393,35 @@ class _EventReader(LineStateReader):
         next event or `close`."""
         reader = LineReader(self.path, self.diag)
         for offset, line in reader.forward(stream):
-            try:  # the common line decodes at once; `decode_line` mends or counts the rest
-                event: object = _EVENT.decode(line)
+            try:  # the common line decodes at once, in one go
+                event: _DecodedEvent | None = _DECODED_EVENT.decode(line)
             except DECODE_ERRORS:
-                event = decode_line(_EVENT, line, offset, reader.tail_offset, self.diag)
-            if isinstance(event, _Event):
+                event = None
+            if event is not None and event.type != "session.error":
                 found = self._event(event)
-                if found:
-                    yield from found
+            else:  # a payload of another shape, bad bytes, a torn line, an error
+                found = self._by_parts(line, offset, reader.tail_offset)
+            if found:
+                yield from found
+
+    def _by_parts(self, line: bytes, offset: int, tail: int) -> tuple[Event, ...]:
+        """A line the one-go decode refused: the envelope first (`decode_line` mends or
+        counts it), then the payload only for an event passdown reads."""
+        event = decode_line(_EVENT, line, offset, tail, self.diag)
+        if not isinstance(event, _Event):
+            return ()
+        kind, ts = event.type, event.timestamp
+        if kind == "session.error" and not event.agentId:
+            if ts:
+                self.info.updated_at = ts
+            # the answer before the error comes first
+            return (*self._flush(), *_session_error(event.data, ts))
+        data = None
+        if kind in _HANDLED:
+            data = self._data(event.data)
+            if data is None:
+                return ()  # counted as a bad line
+        return self._event(_DecodedEvent(kind, ts, event.agentId, data))
 
     def close(self) -> Iterator[Event]:
         """The end of the log: the buffered reply, then the plan from session.db."""
@@ -418,19 +451,17 @@ class _EventReader(LineStateReader):
 
     # `_event` returns what a line says as a tuple (usually empty) rather than being a
     # generator: one generator per line cost more than the rest of most lines (as Codex's)
-    def _event(self, event: _Event) -> tuple[Event, ...]:
+    def _event(self, event: _DecodedEvent) -> tuple[Event, ...]:
         kind, ts = event.type, event.timestamp
         if ts:
             self.info.updated_at = ts
-        if kind == "session.error" and not event.agentId:
-            # the answer before the error comes first
-            return (*self._flush(), *_session_error(event.data, ts))
         if kind not in _HANDLED:
             if not kind.startswith(_QUIET_PREFIXES):
                 self.diag.unknown(kind or "(no type)")
             return ()
-        data = self._data(event.data)
-        if data is None:
+        data = event.data
+        if data is None:  # an event passdown reads, without its payload
+            self.diag.bad_lines += 1
             return ()
         if kind == "subagent.started":
             note = SubagentNote(
