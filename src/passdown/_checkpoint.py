@@ -193,6 +193,7 @@ class _Resumed:
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
+            _two_core.split_first_walk(reader, self.fd, end)  # a tree's pass 1, large
             file_hash = _Sha256()
             hashed = _begin_hashing(reader, file_hash, self.fd, (start, end, size), self.ref.path)
             READS["full"] += 1

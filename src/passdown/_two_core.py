@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Protocol, cast
 
 import msgspec
 
@@ -411,11 +411,8 @@ class SplitRead:
     start: int
     cut: int
     end: int
-    pid: int
-    pipe: int
+    worker: Forked
     stats: dict[str, Any] = field(default_factory=dict)
-    pipe_closed: bool = False
-    reaped: bool = False
 
     def run(
         self,
@@ -436,7 +433,7 @@ class SplitRead:
             halfway, halfway_cpu = time.perf_counter(), time.thread_time()
             report = self._collect()
         except BaseException:
-            self._stop()
+            self.worker.cancel()
             raise
         reason = self._refusal(report, reader, extractor)
         self.stats.update(
@@ -482,17 +479,34 @@ class SplitRead:
         return self.splitter.conflict(reader, report.reader, ids)
 
     def _collect(self) -> WorkerReport:
-        received = bytearray()  # one buffer, not chunks joined into a second copy
-        while data := os.read(self.pipe, 1 << 20):
-            received += data
-        self._end(kill=False)  # EOF: the worker has written its report and is exiting
+        received = self.worker.result()
         self.stats["report_bytes"] = len(received)
         try:
             return _DECODER.decode(received)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             return WorkerReport(error=f"unreadable report ({exc})")
 
-    def _stop(self) -> None:
+
+@dataclass
+class Forked:
+    """A forked worker and the pipe its result comes through."""
+
+    pid: int
+    pipe: int
+    pipe_closed: bool = False
+    reaped: bool = False
+
+    def result(self) -> bytearray:
+        """Everything the worker wrote (empty if it failed before writing)."""
+        received = bytearray()  # one buffer, not chunks joined into a second copy
+        try:
+            while data := os.read(self.pipe, 1 << 20):
+                received += data
+        finally:
+            self._end(kill=False)  # EOF: the worker has written its result and is exiting
+        return received
+
+    def cancel(self) -> None:
         self._end(kill=True)
 
     def _end(self, *, kill: bool) -> None:
@@ -509,6 +523,54 @@ class SplitRead:
                     os.kill(self.pid, signal.SIGKILL)
             _reap(self.pid)
             self.reaped = True
+
+
+def fork_worker(
+    work: Callable[[], bytes], failed: Callable[[BaseException], bytes] = lambda exc: b""
+) -> Forked | None:
+    """Run `work` on a forked worker that dies with this process and writes what `work`
+    returns (or `failed` makes of its exception) to a pipe; None when no process can be
+    forked. The caller must be single-threaded (`worth_splitting`)."""
+    prctl = _prctl()  # looked up before the fork: the worker's unguarded moment stays short
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # the worker's garbage collections leave the objects it inherits alone: touching
+    # their headers would copy every page of the parent's heap into the worker's own
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: one core it is
+        gc.unfreeze()
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the worker: never returns
+        os.close(read_end)
+        _serve(work, failed, write_end, prctl)
+    gc.unfreeze()
+    os.close(write_end)
+    return Forked(pid, read_end)
+
+
+def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
+    """Pass 1 of a large tree session on two cores: a forked worker walks the second
+    half of [0, end) while the reader walks the first itself, in `begin` (which joins
+    the two walks, or walks it all when they do not join exactly). Called before the
+    hashing thread starts: only a single-threaded process forks."""
+    plan = getattr(reader, "walk_in_two", None)
+    if plan is not None and worth_splitting(end, MIN_BYTES):
+        plan(fd, end, _walk_worker)
+
+
+def _walk_worker(work: Callable[[], bytes]) -> Forked | None:
+    def walk() -> bytes:
+        from passdown import _jsonl as jsonl
+
+        jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
+        return work()
+
+    return fork_worker(walk)
 
 
 def _reap(pid: int) -> None:
@@ -549,6 +611,7 @@ def start(
     (the caller reads the window the usual way). `reader` is the one that reads the
     first part, its windows planned (`begin`) already."""
     LAST.clear()
+    LAST.update(getattr(reader, "walk_report", None) or {})  # pass 1 on two cores
     threshold = MIN_BYTES if min_bytes is None else min_bytes
     if not worth_splitting(end - start, threshold):
         return None
@@ -562,42 +625,32 @@ def start(
     if cut is None or not start < cut < end:
         return None
     budget = extractor.budget
-    prctl = _prctl()  # looked up before the fork: the worker's unguarded moment stays short
-    read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # the worker's garbage collections leave the objects it inherits alone: touching
-    # their headers would copy every page of the parent's heap into the worker's own
-    gc.freeze()
-    try:
-        pid = os.fork()
-    except OSError:  # no process to spare: one core it is
-        gc.unfreeze()
-        os.close(read_end)
-        os.close(write_end)
+    began = time.perf_counter()
+
+    def work() -> bytes:
+        report = _read_half(splitter, fd, cut, end, info, extractor.workspace, budget)
+        report.seconds = round(time.perf_counter() - began, 3)
+        report.cpu_seconds = round(time.process_time(), 3)
+        return _ENCODER.encode(report)
+
+    worker = fork_worker(work, _failed_report)
+    if worker is None:
         return None
-    if pid == 0:  # the worker: never returns
-        os.close(read_end)
-        _worker(splitter, fd, cut, end, info, extractor.workspace, budget, write_end, prctl)
-    gc.unfreeze()
-    os.close(write_end)
     splitter.split(cut)
-    return SplitRead(splitter, fd, start, cut, end, pid, read_end)
+    return SplitRead(splitter, fd, start, cut, end, worker, stats=dict(LAST))
 
 
-def _worker(
-    splitter: Splitter,
-    fd: int,
-    cut: int,
-    end: int,
-    info: SessionInfo,
-    workspace: str | None,
-    budget: Any,
+def _failed_report(exc: BaseException) -> bytes:
+    return _ENCODER.encode(WorkerReport(error=f"{type(exc).__name__}: {exc}"))
+
+
+def _serve(
+    work: Callable[[], bytes],
+    failed: Callable[[BaseException], bytes],
     out: int,
     prctl: Callable[..., int] | None,
-) -> None:
+) -> NoReturn:
     code = 0
-    began = time.perf_counter()
     try:
         _die_with_parent(prctl)
         # its own session: no terminal's Ctrl-C or job control reaches it (the parent
@@ -608,12 +661,9 @@ def _worker(
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        report = _read_half(splitter, fd, cut, end, info, workspace, budget)
-        report.seconds = round(time.perf_counter() - began, 3)
-        report.cpu_seconds = round(time.process_time(), 3)
-        data = _ENCODER.encode(report)
+        data = work()
     except BaseException as exc:
-        data = _ENCODER.encode(WorkerReport(error=f"{type(exc).__name__}: {exc}"))
+        data = failed(exc)
         code = 1
     try:
         view = memoryview(data)
@@ -722,6 +772,7 @@ def _die_with_parent(prctl: Callable[..., int] | None) -> None:
 
 
 __all__ = [
+    "Forked",
     "Partial",
     "SplitRead",
     "merge",

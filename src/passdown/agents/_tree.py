@@ -298,6 +298,8 @@ class TreeResumable:
         self.windows: list[tuple[int, Branch]] = []
         self.later: tuple[Diagnostics, str | None] | None = None
         self.checkpointable = True
+        self.later_half: tuple[int, _Forked] | None = None  # pass 1's second half, forked
+        self.walk_report: dict[str, Any] = {}  # what the two-core walk did (stats, tests)
 
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """Plan the windows [start, end) and [end, size). False: the saved state cannot
@@ -312,7 +314,7 @@ class TreeResumable:
             self.windows = [(start, first[0]), (end, second[0])]
             self.leaf, self.leaf_parent = first[1], first[2]
             return True
-        walk = self._walk(fd, 0, end)
+        walk = self._first_walk(fd, end)
         if walk.wanted is None:  # a whole branch: a checkpoint can hold its leaf
             second = self._follow(fd, end, size, walk.leaf, walk.leaf_parent, later=True)
             if second is not None:
@@ -352,6 +354,76 @@ class TreeResumable:
         elif info.title is None:
             info.title = saved_title
         return walk
+
+    # -- pass 1 on two cores (passdown._two_core.split_first_walk) ----------------------
+    def walk_in_two(
+        self, fd: int, end: int, fork: Callable[[Callable[[], bytes]], _Forked | None]
+    ) -> None:
+        """Have a forked worker walk the second half of [0, end) now; `begin` walks the
+        first half and joins the two. Not for a reader that continues a checkpoint, nor
+        for fragments (whether a piece belongs depends on the ids taken after it)."""
+        if self.resuming or self.fmt.fragments:
+            return
+        middle = self.walk_middle(fd, end)
+        if not 0 < middle < end:
+            return
+        forked = fork(lambda: _HALF_WALK_ENCODER.encode(self._walk_alone(fd, middle, end)))
+        if forked is not None:
+            self.later_half = (middle, forked)
+
+    def walk_middle(self, fd: int, end: int) -> int:
+        """Where the worker's half begins: the first line start after the middle."""
+        return _line_end(fd, end // 2)
+
+    def _walk_alone(self, fd: int, lo: int, hi: int) -> _HalfWalk:
+        """Pass 1 over [lo, hi) as if nothing came after it, with what it noted."""
+        info, diag = copy.copy(self.info), Diagnostics()
+        info.title = None
+        walk = walk_branch(
+            LineReader(self.path, diag),
+            self.fmt.node_view(info, diag),
+            handle=cast(BinaryIO, _FdView(fd, lo, hi)),
+            base=lo,
+        )
+        return _HalfWalk(
+            runs=walk.branch.runs.tobytes(),
+            leaf=walk.leaf,
+            leaf_parent=walk.leaf_parent,
+            wanted=walk.wanted,
+            started=walk.started,
+            hint=walk.hint,
+            met_leaf=walk.met_leaf,
+            diagnostics=diag,
+            title=info.title,
+        )
+
+    def _first_walk(self, fd: int, end: int) -> Walk:
+        """Pass 1 over [0, end): on two cores when a worker walks the second half."""
+        if self.later_half is None:
+            return self._walk(fd, 0, end)
+        middle, forked = self.later_half
+        self.later_half = None
+        try:
+            first = self._walk_alone(fd, 0, middle)
+            received = forked.result()
+        finally:
+            forked.cancel()
+        try:
+            later = _HALF_WALK_DECODER.decode(received)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            later = None  # the worker failed: walk it all here
+        joined = _join_walks(later, first, fd, middle) if later is not None else None
+        self.walk_report = {"walk_middle": middle, "walk_joined": joined is not None}
+        if joined is None:  # the halves do not join exactly: one walk, as on one core
+            return self._walk(fd, 0, end)
+        assert later is not None
+        # what a single walk notes, in its order: the later half first
+        _merge(self.diag, later.diagnostics)
+        _merge(self.diag, first.diagnostics)
+        title = later.title or first.title
+        if title is not None:
+            self.info.title = title  # walking back, the first title met is the newest
+        return joined
 
     def _follow(
         self,
@@ -419,6 +491,74 @@ class TreeResumable:
         if not self.checkpointable:
             return None
         return {"leaf": self.leaf, "leaf_parent": self.leaf_parent, "decoder": self.decoder.state()}
+
+
+class _Forked(Protocol):
+    def result(self) -> bytearray: ...
+
+    def cancel(self) -> None: ...
+
+
+class _HalfWalk(msgspec.Struct):
+    """A `Walk` over part of the file, and what it noted, as the worker sends it."""
+
+    runs: bytes
+    leaf: str | None
+    leaf_parent: str | None
+    wanted: str | None
+    started: bool
+    hint: str | None
+    met_leaf: bool
+    diagnostics: Diagnostics
+    title: str | None
+
+
+_HALF_WALK_ENCODER = msgspec.msgpack.Encoder()
+_HALF_WALK_DECODER = msgspec.msgpack.Decoder(_HalfWalk)
+
+
+def _join_walks(later: _HalfWalk, first: _HalfWalk, fd: int, middle: int) -> Walk | None:
+    """The walk of [0, end) from the walks of [middle, end) and [0, middle), or None
+    when the first half's walk did not start where a single walk would have gone on:
+    at the record the later half's branch comes from (it started from the newest record
+    before the middle, or a leaf hint after it)."""
+    if not later.started or later.wanted is None or first.leaf != later.wanted:
+        return None
+    runs = array("q")
+    runs.frombytes(later.runs)
+    before = array("q")
+    before.frombytes(first.runs)
+    # a run across the middle is one run on one core: its first half ends on the
+    # middle's line before and its second begins on the middle
+    if runs and before and runs[-2] == middle and before[1] == _line_start_before(fd, middle):
+        runs[-2] = before[0]
+        del before[:2]
+    runs.extend(before)
+    # the leaf a hint named may lie before the middle: then the first half met it
+    met, parent = (
+        (True, later.leaf_parent) if later.met_leaf else (first.met_leaf, first.leaf_parent)
+    )
+    return Walk(
+        Branch(runs),
+        leaf=later.leaf,
+        leaf_parent=parent,
+        wanted=first.wanted,
+        started=True,
+        hint=later.hint,
+        met_leaf=met,
+    )
+
+
+def _line_start_before(fd: int, pos: int) -> int:
+    """The offset of the line that ends at `pos` (just after its newline)."""
+    end = pos - 1  # the newline itself
+    while end > 0:
+        lo = max(0, end - (1 << 16))
+        newline = os.pread(fd, end - lo, lo).rfind(b"\n")
+        if newline >= 0:
+            return lo + newline + 1
+        end = lo
+    return 0
 
 
 class _FdView:
