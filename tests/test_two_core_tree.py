@@ -463,6 +463,8 @@ def test_the_splitters_own_cut_of_a_grown_qwen_or_pi_session_is_merged(
     single = _same_on_both(grown, workspace, monkeypatch, agent)
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     assert 0.3 < _two_core.LAST["cut"] / _two_core.LAST["end"] < 0.7
+    # pi's pass 1 joins its two halves; Qwen's stays on one core (fragments)
+    assert _two_core.LAST.get("walk_joined") is (True if agent == "pi" else None)
     assert single[0]["task"]["original_request"]
     assert single[0]["state"]["files_touched"]
     assert bool(single[0]["state"]["plan"]) is (agent == "qwen")  # pi keeps no plan
@@ -477,6 +479,7 @@ def test_the_splitters_own_cut_of_a_grown_session_is_merged(
     workspace.mkdir()
     single = _same_on_both(grown, workspace, monkeypatch)
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    assert _two_core.LAST["walk_joined"] is True
     cut, end = _two_core.LAST["cut"], _two_core.LAST["end"]
     assert 0.3 < cut / end < 0.7
     task, state = single[0]["task"], single[0]["state"]
@@ -574,6 +577,8 @@ def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_
         assert merged is (not single), stderr.decode()[-2000:]
         if merged:
             assert b"'merged': True" in stderr
+            # pass 1 ran on two cores too, and its halves joined
+            assert b"'walk_joined': True" in stderr
             assert stderr.count(b"\n") == 1  # the stats line only
         else:
             assert stderr == b""

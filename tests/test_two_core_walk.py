@@ -29,7 +29,6 @@ from passdown import _two_core
 from passdown.agents import get_agent
 from passdown.agents._tree import TreeResumable, find_active_branch
 from passdown.transcript import Diagnostics, SessionInfo
-
 from test_incremental_tree import CLAUDE, PI, STEPS, ClaudeMaker, PiMaker, _store
 from test_two_core_tree import _assert_no_children, _export, _line_starts
 
