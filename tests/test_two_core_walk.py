@@ -8,8 +8,8 @@ Whatever happens, the walk must be the single walk's: the same branch runs (a ru
 across the middle is one run), the same leaf, the same diagnostics and title; and the
 export, its handoff and checkpoint, the single-core one. The sessions are real-shaped
 (test_incremental_tree's makers: turns of the recorded sessions with rewinds,
-compactions, records outside the tree, API errors, unreadable lines), the middle forced
-at any line.
+compactions, records outside the tree or written again in fragments (Qwen), API errors,
+unreadable lines), the middle forced at any line.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from passdown import _two_core
 from passdown.agents import get_agent
 from passdown.agents._tree import TreeResumable, find_active_branch
 from passdown.transcript import Diagnostics, SessionInfo
-from test_incremental_tree import CLAUDE, PI, STEPS, ClaudeMaker, PiMaker, _store
+from test_incremental_tree import CLAUDE, PI, QWEN, STEPS, ClaudeMaker, PiMaker, QwenMaker, _store
 from test_two_core_tree import _assert_no_children, _export, _line_starts
 
-MAKERS = {"claude": (CLAUDE, ClaudeMaker), "pi": (PI, PiMaker)}
+MAKERS = {"claude": (CLAUDE, ClaudeMaker), "pi": (PI, PiMaker), "qwen": (QWEN, QwenMaker)}
 
 
 @pytest.fixture
@@ -217,3 +217,40 @@ def test_a_worker_that_fails_means_the_walk_on_one_core(
         planned = _same_walk("claude", path)
     assert planned["joined"] is False
     assert len(planned["runs"]) >= 2
+
+
+def test_a_qwen_fragment_on_both_sides_of_the_middle_walks_again(walk_at: list[int]) -> None:
+    """Qwen writes a record again under its uuid: the piece before the middle belongs
+    to the branch only because the later half took that uuid, which the first half's
+    walk cannot know; the reader walks it all, and both pieces are on the branch."""
+    fixture, maker_class = MAKERS["qwen"]
+    maker = maker_class(fixture)
+    head = maker.header() + maker.turn(0)
+    reply = maker.node(
+        {
+            "type": "assistant",
+            "timestamp": "2026-11-29T21:20:00.000Z",
+            "message": {"role": "model", "parts": [{"text": "Half of the reply."}]},
+        }
+    )
+    fragment = maker.outside(1)
+    walk_at[:] = [len(head) + len(reply)]  # between the record and its fragment
+    with _store("qwen") as (path, _):
+        path.write_bytes(head + reply + fragment + maker.turn(1))
+        planned = _same_walk("qwen", path)
+    assert planned["joined"] is False
+    starts = [planned["runs"][k] for k in range(0, len(planned["runs"]), 2)]
+    ends = [planned["runs"][k + 1] for k in range(0, len(planned["runs"]), 2)]
+    piece = len(head)
+    assert any(lo <= piece <= hi for lo, hi in zip(starts, ends, strict=True))
+
+
+def test_a_qwen_fragment_after_the_middle_joins(walk_at: list[int]) -> None:
+    fixture, maker_class = MAKERS["qwen"]
+    maker = maker_class(fixture)
+    head = maker.header() + maker.turn(0) + maker.turn(1)
+    walk_at[:] = [len(head)]
+    with _store("qwen") as (path, _):
+        path.write_bytes(head + maker.turn(2) + maker.outside(3) + maker.turn(3))
+        planned = _same_walk("qwen", path)
+    assert planned["joined"] is True

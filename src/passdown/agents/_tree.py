@@ -25,6 +25,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Protocol, TypeVar, cast
 
@@ -95,6 +96,45 @@ class _RecentIds:
         if len(self.order) > self.size:
             self.ids.discard(self.order.popleft())
 
+    def holds(self, record_id: str) -> bool:
+        return record_id in self.ids
+
+
+# a first half's walk records at most this many ids for the join check (then no join)
+_WATCH_LIMIT = 65536
+
+
+class _WatchedIds(_RecentIds):
+    """The recent ids of the first half's walk in a split pass 1 of fragments: until it
+    has taken `size` ids of its own, a single walk would still hold some of the later
+    half's, so the ids it takes and those it asks about are kept to check that none of
+    them is one of the later half's (`_join_walks`)."""
+
+    __slots__ = ("asked", "overflow", "takes")
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.asked: set[str] = set()
+        self.takes = 0
+        self.overflow = False
+
+    def add(self, record_id: str) -> None:
+        if self.takes < self.size and record_id not in self.ids:
+            self.takes += 1
+            self._note(record_id)
+        super().add(record_id)
+
+    def holds(self, record_id: str) -> bool:
+        if self.takes < self.size:
+            self._note(record_id)
+        return record_id in self.ids
+
+    def _note(self, record_id: str) -> None:
+        if len(self.asked) < _WATCH_LIMIT:
+            self.asked.add(record_id)
+        else:
+            self.overflow = True
+
 
 @dataclass(slots=True)
 class Walk:
@@ -136,12 +176,16 @@ def walk_branch(
     fragments: bool = False,
     handle: BinaryIO | None = None,
     base: int = 0,
+    taken: _RecentIds | None = None,
 ) -> Walk:
     """Walk the lines backwards from the leaf (of the file, or of `handle`, a view of
-    the file from offset `base` on; the runs then hold file offsets)."""
+    the file from offset `base` on; the runs then hold file offsets). `taken`: the
+    recent ids of a walk of fragments, when not a fresh `_RecentIds`."""
     branch = Branch()
     runs = branch.runs
-    walk = Walk(branch, taken=_RecentIds(FRAGMENT_MEMORY) if fragments else None)
+    if fragments and taken is None:
+        taken = _RecentIds(FRAGMENT_MEMORY)
+    walk = Walk(branch, taken=taken if fragments else None)
     taken = walk.taken
     wanted: str | None = None
     hint: str | None = None
@@ -161,7 +205,7 @@ def walk_branch(
                 wanted = node.parent
                 if taken is not None:
                     taken.add(node.id)
-            elif taken is None or node.id not in taken.ids:
+            elif taken is None or not taken.holds(node.id):
                 reader.diagnostics.off_branch_records += 1
                 node = None
         elif isinstance(node, LeafHint):
@@ -360,9 +404,8 @@ class TreeResumable:
         self, fd: int, end: int, fork: Callable[[Callable[[], bytes]], _Forked | None]
     ) -> None:
         """Have a forked worker walk the second half of [0, end) now; `begin` walks the
-        first half and joins the two. Not for a reader that continues a checkpoint, nor
-        for fragments (whether a piece belongs depends on the ids taken after it)."""
-        if self.resuming or self.fmt.fragments:
+        first half and joins the two (not for a reader that continues a checkpoint)."""
+        if self.resuming:
             return
         middle = self.walk_middle(fd, end)
         if not 0 < middle < end:
@@ -376,16 +419,25 @@ class TreeResumable:
         return _line_end(fd, end // 2)
 
     def _walk_alone(self, fd: int, lo: int, hi: int) -> _HalfWalk:
-        """Pass 1 over [lo, hi) as if nothing came after it, with what it noted."""
+        """Pass 1 over [lo, hi) as if nothing came after it, with what it noted (and, for
+        fragments, the ids it took or, as the first half, the ids it asked about)."""
         info, diag = copy.copy(self.info), Diagnostics()
         info.title = None
+        fragments = self.fmt.fragments
+        watched = _WatchedIds(FRAGMENT_MEMORY) if fragments and lo == 0 else None
         walk = walk_branch(
             LineReader(self.path, diag),
             self.fmt.node_view(info, diag),
+            fragments=fragments,
             handle=cast(BinaryIO, _FdView(fd, lo, hi)),
             base=lo,
+            taken=watched,
         )
+        taken = list(walk.taken.order) if walk.taken is not None else []
         return _HalfWalk(
+            taken=taken,
+            asked=list(watched.asked) if watched is not None else [],
+            overflow=watched is not None and watched.overflow,
             runs=walk.branch.runs.tobytes(),
             leaf=walk.leaf,
             leaf_parent=walk.leaf_parent,
@@ -511,6 +563,9 @@ class _HalfWalk(msgspec.Struct):
     met_leaf: bool
     diagnostics: Diagnostics
     title: str | None
+    taken: list[str]  # fragments: the recent ids taken, oldest first
+    asked: list[str]  # fragments, the first half: the ids it took or asked about early
+    overflow: bool  # ... more than it could keep
 
 
 _HALF_WALK_ENCODER = msgspec.msgpack.Encoder()
@@ -523,6 +578,10 @@ def _join_walks(later: _HalfWalk, first: _HalfWalk, fd: int, middle: int) -> Wal
     at the record the later half's branch comes from (it started from the newest record
     before the middle, or a leaf hint after it)."""
     if not later.started or later.wanted is None or first.leaf != later.wanted:
+        return None
+    # fragments: a single walk would still have held the later half's ids; the first
+    # half's walk must not have taken or asked about any of them meanwhile
+    if first.overflow or not set(later.taken).isdisjoint(first.asked):
         return None
     runs = array("q")
     runs.frombytes(later.runs)
@@ -538,6 +597,11 @@ def _join_walks(later: _HalfWalk, first: _HalfWalk, fd: int, middle: int) -> Wal
     met, parent = (
         (True, later.leaf_parent) if later.met_leaf else (first.met_leaf, first.leaf_parent)
     )
+    taken = None
+    if later.taken or first.taken:
+        taken = _RecentIds(FRAGMENT_MEMORY)
+        for record_id in chain(later.taken, first.taken):
+            taken.add(record_id)
     return Walk(
         Branch(runs),
         leaf=later.leaf,
@@ -546,6 +610,7 @@ def _join_walks(later: _HalfWalk, first: _HalfWalk, fd: int, middle: int) -> Wal
         started=True,
         hint=later.hint,
         met_leaf=met,
+        taken=taken,
     )
 
 
