@@ -254,3 +254,42 @@ def test_a_qwen_fragment_after_the_middle_joins(walk_at: list[int]) -> None:
         path.write_bytes(head + maker.turn(2) + maker.outside(3) + maker.turn(3))
         planned = _same_walk("qwen", path)
     assert planned["joined"] is True
+
+
+def test_a_qwen_piece_before_its_parent_and_after_the_middle_walks_again(
+    walk_at: list[int],
+) -> None:
+    """A file a writer mangled: a piece of record X lies before X's parent W, and X's
+    other piece after the middle. The first half's walk starts at W, the record the
+    later half's branch comes from, yet it cannot know that the piece before W belongs
+    (a single walk took X's id in the later half): the ids it asked about show it, and
+    the reader walks it all."""
+    fixture, maker_class = MAKERS["qwen"]
+    maker = maker_class(fixture)
+    head = maker.header() + maker.turn(0)
+    w_line = maker.node(
+        {
+            "type": "assistant",
+            "timestamp": "2026-11-29T21:20:00.000Z",
+            "message": {"role": "model", "parts": [{"text": "W speaks."}]},
+        }
+    )
+    x_line = maker.node(
+        {
+            "type": "assistant",
+            "timestamp": "2026-11-29T21:20:01.000Z",
+            "message": {"role": "model", "parts": [{"text": "X speaks."}]},
+        }
+    )
+    x_piece = x_line.replace(b"X speaks.", b"X goes on.")
+    rest = maker.turn(1)  # hangs off X
+    walk_at[:] = [len(head) + len(x_piece) + len(w_line)]
+    with _store("qwen") as (path, _):
+        path.write_bytes(head + x_piece + w_line + x_line + rest)
+        planned = _same_walk("qwen", path)
+    assert planned["joined"] is False
+    on_branch = [
+        lo <= len(head) <= hi
+        for lo, hi in zip(planned["runs"][::2], planned["runs"][1::2], strict=True)
+    ]
+    assert any(on_branch)  # the piece before W is on the branch, as on one core
