@@ -69,7 +69,7 @@ DECODERS = {
         "passdown.agents.gemini._emitter:_MESSAGE", "passdown.agents.gemini._replay:_CONTROL"
     ),
     "codex": Decoders("passdown.agents.codex:_TYPED_LINE"),
-    "copilot": Decoders("passdown.agents.copilot:_EVENT"),
+    "copilot": Decoders("passdown.agents.copilot:_DECODED_EVENT"),
 }
 
 
@@ -124,11 +124,12 @@ def branch_share(agent: str, path: Path) -> float:
     from passdown.agents._registry import get_agent
     from passdown.transcript import Diagnostics, SessionInfo
 
-    fmt = get_agent(agent)._format()  # type: ignore[attr-defined]
     diag = Diagnostics()
     info = SessionInfo(agent=agent, session_id="s", path=path)
-    fragments = agent == "qwen"
-    branch = _tree.find_active_branch(path, diag, fmt.node_view(info, diag), fragments=fragments)
+    fmt = get_agent(agent).resumable_reader(info, diag, None, {}).fmt  # type: ignore[attr-defined]
+    branch = _tree.find_active_branch(
+        path, diag, fmt.node_view(info, diag), fragments=fmt.fragments
+    )
     size = path.stat().st_size
     return _tree.branch_bytes(branch, 0, size) / size
 
