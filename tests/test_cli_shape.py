@@ -11,6 +11,7 @@ import re
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,25 @@ def test_help_does_not_load_the_progress_library(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_reading_bar_runs_no_thread_so_a_large_read_keeps_its_second_core(
+    tmp_path: Path,
+) -> None:
+    """rich redraws a bar from a thread of its own unless told not to, and a process
+    with a second thread never forks: a large session read at a terminal would then
+    lose its second core. The bar is redrawn as the reading advances instead."""
+    from passdown import _two_core
+    from passdown._jsonl import read_progress
+    from passdown.cli._progress import session_reading
+
+    session = tmp_path / "big.jsonl"
+    session.write_bytes(b"{}\n" * 1_000_000)  # a bar is shown past 1 MB
+    before = threading.active_count()
+    with session_reading(True):
+        hook = read_progress.get()
+        assert hook is not None
+        hook(session, 1_500_000)  # draws the bar
+        assert threading.active_count() == before
+        if _two_core._cpus() >= 2 and before == 1:
+            assert _two_core.worth_splitting(_two_core.MIN_BYTES, _two_core.MIN_BYTES)

@@ -10,6 +10,7 @@ no trace. rich loads only when a bar is shown, which keeps `passdown --help` fas
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 # Smaller session files read in well under a second: a bar would only flicker.
 MIN_SESSION_BYTES = 1024 * 1024
+_REDRAW_SECONDS = 0.1
 
 Step = Callable[[int], None]
 
@@ -35,7 +37,7 @@ def wanted(*, as_json: bool = False, quiet: bool = False) -> bool:
 
 
 @contextmanager
-def _bars(*, with_bytes: bool) -> Iterator[Progress]:
+def _bars(*, with_bytes: bool, refresh_thread: bool = True) -> Iterator[Progress]:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -55,29 +57,42 @@ def _bars(*, with_bytes: bool) -> Iterator[Progress]:
         counter,
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    console = Console(stderr=True)
+    with Progress(
+        *columns, console=console, transient=True, auto_refresh=refresh_thread
+    ) as progress:
         yield progress
 
 
 @contextmanager
 def session_reading(enabled: bool) -> Iterator[None]:
     """While the block runs, a bar per large session file: bytes read of it (a
-    reader that makes two passes, such as Claude's branch finder, fills it twice)."""
+    reader that makes two passes, such as Claude's branch finder, fills it twice).
+
+    The bars are redrawn as the reading advances, not by rich's refresh thread: a
+    process with a second thread never forks, so a large session read at a terminal
+    would lose its second core (`passdown._two_core`)."""
     if not enabled:
         yield
         return
     from passdown._jsonl import read_progress
     from passdown._text import shown
 
-    with _bars(with_bytes=True) as progress:
+    with _bars(with_bytes=True, refresh_thread=False) as progress:
         tasks: dict[Path, TaskID | None] = {}
+        drawn = 0.0
 
         def advanced(path: Path, done: int) -> None:
+            nonlocal drawn
             if path not in tasks:
                 tasks[path] = _session_task(progress, path, shown(path.name))
             task = tasks[path]
             if task is not None:
                 progress.update(task, completed=done)
+                now = time.monotonic()
+                if now - drawn >= _REDRAW_SECONDS:
+                    drawn = now
+                    progress.refresh()
 
         token = read_progress.set(advanced)
         try:
