@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -94,7 +94,7 @@ class _HalfActive(_ActiveReader):
         self.plan = _HalfPlan()
         self.first_touch: Touch | None = None
 
-    def _record(self, rec: _Record) -> Iterable[Event]:
+    def _record(self, rec: _Record) -> Sequence[Event]:
         touch = _touch(rec)
         if touch is not None:
             self.first_touch = touch

@@ -16,8 +16,7 @@ an interruption on the branch becomes a `SessionEnding`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -429,11 +428,14 @@ class _ActiveReader:
                 record = decode_line(_RECORD, line, offset, tail, self.diag)
             if not isinstance(record, _Record):
                 continue
-            yield from self._record(record)
+            events = self._record(record)
+            if events:
+                yield from events
 
-    def _record(self, rec: _Record) -> Iterable[Event]:
-        """What one record says. A plain function returning an iterable, not a generator:
-        it runs once per record, and a generator level per record cost more than its body."""
+    # The handlers below return what a record says as a list or tuple (often empty),
+    # not as generators: a generator per record cost more than most records' own work.
+    def _record(self, rec: _Record) -> Sequence[Event]:
+        """What one record says."""
         info = self.info
         if rec.timestamp:
             info.started_at = info.started_at or rec.timestamp
@@ -447,7 +449,7 @@ class _ActiveReader:
         flushed = self._assistant_message()
         if kind == "user":
             events = self._user(rec)
-            return events if flushed is None else chain((flushed,), events)
+            return events if flushed is None else [flushed, *events]
         if kind == "system" and rec.subtype == "compact_boundary":
             trigger = (rec.compactMetadata or {}).get("trigger")
             self.pending_trigger = str(trigger) if trigger else "unknown"
@@ -456,27 +458,28 @@ class _ActiveReader:
         return (flushed,) if flushed is not None else ()
 
     # assistant -------------------------------------------------------------------
-    def _assistant(self, rec: _Record) -> Iterator[Event]:
+    def _assistant(self, rec: _Record) -> Sequence[Event]:
         msg = rec.message
         if msg is None:
-            return
+            return ()
         if rec.isApiErrorMessage:
             # The CLI's own report of a failed API call: how the turn ended, never the
             # agent's progress. A sub-agent's failure reaches the session as a tool result.
             if self.by is None:
-                yield from self._flush_assistant()
-                yield _api_error_ending(rec, _joined_text(msg.content))
-            return
+                return [*self._flush_assistant(), _api_error_ending(rec, _joined_text(msg.content))]
+            return ()
         if msg.model == "<synthetic>":
-            return  # "No response requested." and the like: not the agent speaking
+            return ()  # "No response requested." and the like: not the agent speaking
         self.info.add_model(msg.model)
+        events: list[Event] = []
         if msg.id != self.assistant_id:
             if self.assistant_text:
-                yield from self._flush_assistant()
+                events.extend(self._flush_assistant())
             else:
                 self.assistant_ts = None
             self.assistant_id = msg.id
-        for block in _blocks(msg.content):
+        content = msg.content
+        for block in content if type(content) is list else _blocks(content):
             if block.type == "text" and block.text:
                 if self.by is None:
                     self.assistant_text.append(block.text)
@@ -484,7 +487,8 @@ class _ActiveReader:
             elif block.type == "tool_use" and block.id:
                 call = self._tool_call(block, rec.timestamp)
                 self.calls[block.id] = call
-                yield call
+                events.append(call)
+        return events
 
     def _flush_assistant(self) -> Iterator[Event]:
         message = self._assistant_message()
@@ -527,38 +531,40 @@ class _ActiveReader:
         return call
 
     # user --------------------------------------------------------------------------
-    def _user(self, rec: _Record) -> Iterator[Event]:
+    def _user(self, rec: _Record) -> Sequence[Event]:
         msg = rec.message
         if msg is None:
-            return
+            return ()
         if rec.isCompactSummary:
-            if self.by is None:
-                yield Compaction(
-                    summary=clean_compact_summary(_joined_text(msg.content)),
-                    trigger=self.pending_trigger,
-                    timestamp=rec.timestamp,
-                )
-            self.pending_trigger = None
-            return
+            pending, self.pending_trigger = self.pending_trigger, None
+            if self.by is not None:
+                return ()
+            summary = clean_compact_summary(_joined_text(msg.content))
+            return (Compaction(summary=summary, trigger=pending, timestamp=rec.timestamp),)
         texts = []
-        for block in _blocks(msg.content):
+        events: list[Event] = []
+        content = msg.content
+        for block in content if type(content) is list else _blocks(content):
             if block.type == "text" and block.text:
                 texts.append(block.text)
             elif block.type == "tool_result" and block.tool_use_id:
                 call = self.calls.pop(block.tool_use_id, None)
                 result = self._tool_result(block, rec, call)
                 if call is not None and call.action == "subagent":
-                    yield from self._subagent_work(call, block, rec)
+                    events.extend(self._subagent_work(call, block, rec))
                 elif call is not None and call.plan is not None and not result.is_error:
                     self.plan.apply(call.plan, result.created_item_id)
-                yield result
+                events.append(result)
+        if not texts or self.by is not None:
+            return events
         text = "\n\n".join(t.strip() for t in texts if t.strip())
-        if not text or self.by is not None:
-            return
+        if not text:
+            return events
         if any(_INTERRUPTED.match(t.strip()) for t in texts):
-            yield SessionEnding(reason="interrupted", timestamp=rec.timestamp)
+            events.append(SessionEnding(reason="interrupted", timestamp=rec.timestamp))
         synthetic = rec.isMeta or _is_wrapper(text)
-        yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
+        events.append(Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic))
+        return events
 
     def _subagent_work(self, call: ToolCall, block: _Block, rec: _Record) -> Iterator[Event]:
         """The sub-agent ran between the call and its result: its work comes first."""
