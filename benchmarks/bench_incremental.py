@@ -11,10 +11,10 @@ resumed export within 1.5x of the 5 MB one. The full read of the 501 MB file
 Each export is `passdown export --from AGENT --session PATH` in a fresh process (as a
 hook runs it), storing into SQLite in a temp data folder; the workspace is a git repo.
 
-`--agent claude|qwen|pi` measures a tree-shaped session instead: the agent's recorded
-session grown by realshape.py (its middle repeated with fresh ids, each copy chained
-onto the one before), and the appended megabyte more such copies chained onto the
-current leaf, as the agent's next turns would be.
+`--agent claude|qwen|pi|gemini` measures that agent's recorded session grown by
+realshape.py instead (its middle repeated with fresh ids; for a tree-shaped session each
+copy chained onto the one before), and the appended megabyte more such copies (chained
+onto the current leaf), as the agent's next turns would be.
 
 Usage: python benchmarks/bench_incremental.py [--agent codex] [--big-mb 500] [--small-mb 5]
        [--append-mb 1] [--runs 7]
@@ -100,15 +100,17 @@ def _read_and_extract(path: Path, agent_name: str, *, checkpoint: bool) -> float
     return time.perf_counter() - start
 
 
-class _TreeAppender:
-    """Further copies of a grown tree session's middle, chained onto its current leaf."""
+class _Appender:
+    """Further copies of a grown session's middle, with fresh ids; a tree session's
+    chained onto its current leaf."""
 
     def __init__(self, grower: realshape.Grower, path: Path, copies: int) -> None:
-        assert grower.fixture.tree is not None and grower.entry is not None
         self.grower = grower
         self.copy = copies + 1
-        key = grower.fixture.tree[0]
         self.leaf = b""
+        if grower.fixture.tree is None:
+            return
+        key = grower.fixture.tree[0]
         with open(path, "rb") as handle:  # the newest tree record is the leaf
             handle.seek(max(0, path.stat().st_size - 256 * 1024))
             for line in handle.read().splitlines():
@@ -117,16 +119,17 @@ class _TreeAppender:
                     self.leaf = str(record[key]).encode()
 
     def chunk(self, size: int) -> bytes:
-        assert self.grower.entry is not None
-        pattern, exit_token = self.grower.entry
-        parent = pattern.rsplit(b":", 1)[0]
         out: list[bytes] = []
         written = 0
         while written < size:
             block, mapping = self.grower._copy(self.copy)
             self.copy += 1
-            out.append(block.replace(pattern, parent + b':"' + self.leaf + b'"', 1))
-            self.leaf = mapping.get(exit_token, exit_token)
+            if self.grower.entry is not None:
+                pattern, exit_token = self.grower.entry
+                parent = pattern.rsplit(b":", 1)[0]
+                block = block.replace(pattern, parent + b':"' + self.leaf + b'"', 1)
+                self.leaf = mapping.get(exit_token, exit_token)
+            out.append(block)
             written += len(out[-1])
         return b"".join(out)
 
@@ -140,7 +143,7 @@ def _tree_sessions(
     grower.write(small, args.small_mb * MB)
     big = realshape.install(fixture, tmp / "big")
     copies = grower.write(big, args.big_mb * MB)
-    appender = _TreeAppender(grower, big, copies)
+    appender = _Appender(grower, big, copies)
     appends = [appender.chunk(int(args.append_mb * MB)) for _ in range(args.runs * 2)]
     small_env = {
         **base,
@@ -178,7 +181,9 @@ def main() -> None:
     parser.add_argument("--small-mb", type=int, default=5)
     parser.add_argument("--append-mb", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--agent", default="codex", choices=["codex", "claude", "qwen", "pi"])
+    parser.add_argument(
+        "--agent", default="codex", choices=["codex", "claude", "qwen", "pi", "gemini"]
+    )
     args = parser.parse_args()
     agent = args.agent
     _git_workspace(Path(WORKSPACE))
