@@ -336,14 +336,18 @@ def _node_reader(
     info: SessionInfo, diag: Diagnostics
 ) -> Callable[[int, bytes, int], Node | LeafHint | None]:
     """Pass 1's view of each line, called once per line of the file: the decode is tried
-    inline (the lenient retry only when it fails) to save a call level per line."""
+    inline (the lenient retry only when it fails), and the common record, on the tree and
+    not a sidechain, is answered here without a further call."""
 
     def read(offset: int, line: bytes, tail: int) -> Node | LeafHint | None:
         try:
-            env: object = _ENVELOPE.decode(line)
+            env = _ENVELOPE.decode(line)
         except DECODE_ERRORS:
-            env = decode_line(_ENVELOPE, line, offset, tail, diag)
-        return _node(env, info, diag) if isinstance(env, _Envelope) else None
+            mended = decode_line(_ENVELOPE, line, offset, tail, diag)
+            return _node(mended, info, diag) if isinstance(mended, _Envelope) else None
+        if env.type in _CHAIN_TYPES and not env.isSidechain and env.parentUuid is not None:
+            return Node(env.uuid, env.parentUuid) if env.uuid else None
+        return _node(env, info, diag)
 
     return read
 
