@@ -339,7 +339,7 @@ def test_the_splitters_own_cut_of_a_grown_session_is_merged(
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
     monkeypatch.setattr(_live, "KEEP", 512)
     monkeypatch.setattr(_live, "SPILL_CHUNK", 512)
-    monkeypatch.setenv("HOME", str(grown.parents[5]))
+    monkeypatch.setenv("HOME", str(grown.parents[4]))
     workspace = tmp_path / "ws"
     workspace.mkdir()
     single, reader = _same_on_both(grown, workspace, monkeypatch)
@@ -423,7 +423,7 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli_export(path: Path, out: Path, *, single: bool) -> Any:
-    return start_export("gemini", path, out, single=single, home={"HOME": str(path.parents[5])})
+    return start_export("gemini", path, out, single=single, home={"HOME": str(path.parents[4])})
 
 
 def test_a_hooks_export_of_a_gemini_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:

@@ -456,7 +456,8 @@ class Pass2:
     def pairs(self, first: int, last: int) -> Iterator[tuple[int, int]]:
         """The pairs at positions [first, last)."""
         if first < self.stashed and self.stash is not None:
-            fd, at, upto = self.stash.fileno(), first + self.skip, min(last, self.stashed) + self.skip
+            fd = self.stash.fileno()
+            at, upto = first + self.skip, min(last, self.stashed) + self.skip
             while at < upto:
                 block = os.pread(fd, min(_READ_PAIRS, upto - at) * 16, at * 16)
                 if not block:
