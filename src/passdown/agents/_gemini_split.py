@@ -38,6 +38,8 @@ from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 # process (the heap pages it touches are copied from its parent's as it goes), so the
 # main process takes a little more (measured: 300 MB real-shaped, both ends together).
 _WORKER_SHARE = 0.43
+# the worker reads the file in smaller blocks: each page it writes is its own (a copy)
+_WORKER_BLOCK = 256 * 1024
 _SCAN_POSITIONS = 4096  # how far past the middle a message of the model's is looked for
 _HEAD_BYTES = 256  # where a record's `type` is written: right after its id and time
 _MODEL_MESSAGE = b'"type":"gemini"'
@@ -88,7 +90,7 @@ class _GeminiHalf:
 
     def events(self, stream: Any) -> Iterator[Event]:
         pairs = self.window.pairs(self.first, self.last)
-        return emit(self.path, self.diag, self.emitter, pairs)
+        return emit(self.path, self.diag, self.emitter, pairs, _WORKER_BLOCK)
 
     def report(self) -> dict[str, Any]:
         emitter = self.emitter

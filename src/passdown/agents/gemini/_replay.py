@@ -490,13 +490,18 @@ class Pass2:
 
 
 def emit(
-    path: Path, diag: Diagnostics, emitter: Emitter, pairs: Iterator[tuple[int, int]]
+    path: Path,
+    diag: Diagnostics,
+    emitter: Emitter,
+    pairs: Iterator[tuple[int, int]],
+    block: int | None = None,
 ) -> Iterator[Event]:
     """Pass 2: the events of the messages at `pairs` ((offset, index) of the line
-    holding each: its own record, or an element of a `$set` or header line)."""
+    holding each: its own record, or an element of a `$set` or header line), read in
+    blocks of `block` bytes (`_BLOCK` by default)."""
     cached: tuple[int, list[MessageRecord]] = (-1, [])
     with seekable(path, diag) as handle:
-        lines = _LinesAt(handle, line_limit(path))
+        lines = _LinesAt(handle, line_limit(path), block)
         for offset, index in pairs:
             line = lines.at(offset)
             if index == RECORD:
@@ -516,9 +521,10 @@ class _LinesAt:
     file order, so one read serves thousands of them (a seek and a read per line cost
     more than decoding it)."""
 
-    def __init__(self, handle: BinaryIO, limit: int) -> None:
+    def __init__(self, handle: BinaryIO, limit: int, block: int | None = None) -> None:
         self.handle = handle
         self.limit = limit
+        self.size = block or _BLOCK
         self.start = 0
         self.block = b""
 
@@ -529,9 +535,9 @@ class _LinesAt:
             if end >= 0:
                 return self.block[pos:end].rstrip(b"\r")
         self.handle.seek(offset)
-        block = self.handle.read(_BLOCK)
+        block = self.handle.read(self.size)
         end = block.find(b"\n")
-        if end < 0 and len(block) == _BLOCK:  # a line longer than a block
+        if end < 0 and len(block) == self.size:  # a line longer than a block
             self.handle.seek(offset)
             return self.handle.readline(self.limit + 1).rstrip(b"\r\n")
         self.start, self.block = offset, block

@@ -127,6 +127,11 @@ class ResumableReplay:
             return True
         self._replay_window(cast(BinaryIO, _FdWindow(fd, start, end)))
         live = self.replay.live
+        spill = live.spill
+        if spill is not None and spill.count:
+            # the spilled ids' filter (up to 16 MiB) is packed now, not when the
+            # checkpoint is saved: the emit pass never needs it (nor a forked worker)
+            spill.packed()
         self.first_window = self.replay.pass2(live.frozen, self._stop())
         self.planned = [(0, len(self.first_window))]
         return True
