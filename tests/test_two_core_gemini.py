@@ -278,10 +278,18 @@ def test_a_worker_meeting_too_many_unknown_results_is_refused(
     assert single["task"]["original_request"].startswith("Create calc.py")
 
 
+@pytest.mark.parametrize("tiny_spill", [False, True])
 def test_a_failing_worker_is_refused_and_read_here(
-    store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
+    store: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    split_at: list[float],
+    tiny_spill: bool,
 ) -> None:
+    """The main process reads the worker's part itself, from the spill's stash too."""
     path, workspace = store
+    if tiny_spill:
+        monkeypatch.setattr(_live, "KEEP", 4)
+        monkeypatch.setattr(_live, "SPILL_CHUNK", 3)
     maker = GeminiTurns()
     path.write_bytes(HEADER + _turns(maker, 0, 20))
 
@@ -290,10 +298,11 @@ def test_a_failing_worker_is_refused_and_read_here(
 
     monkeypatch.setattr(_gemini_split._GeminiHalf, "events", broken)
     split_at[:] = [0.5]
-    single, _ = _same_on_both(path, workspace, monkeypatch)
+    single, reader = _same_on_both(path, workspace, monkeypatch)
     assert _two_core.LAST["merged"] is False
     assert _two_core.LAST["reason"] == "worker: RuntimeError: the worker's disk went away"
     assert single["state"]["files_touched"]
+    assert (reader["spilled"] > 0) is tiny_spill
 
 
 def test_models_and_times_on_both_sides_join_as_one_pass(
