@@ -91,7 +91,7 @@ class _FullLine(msgspec.Struct):
 
 _CONTROL = msgspec.json.Decoder(_Control)
 _BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
-_READ_PAIRS = 1 << 16  # stashed (offset, index) pairs read back at a time
+_READ_PAIRS = 1 << 12  # stashed (offset, index) pairs read back at a time (64 KiB)
 _TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
 _TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
 _FULL_LINE = msgspec.json.Decoder(_FullLine)
