@@ -314,6 +314,12 @@ def _pi(reader: ResumableReader | None) -> object:
     return PiSplitter.for_reader(reader)
 
 
+def _gemini(reader: ResumableReader | None) -> object:
+    from passdown.agents._gemini_split import GeminiSplitter
+
+    return GeminiSplitter.for_reader(reader)
+
+
 # agent -> the splitter for the reader of the first part (None: this one cannot split)
 SPLITTERS: dict[str, Callable[[ResumableReader | None], object]] = {
     "codex": lambda reader: CodexSplitter(),
@@ -321,4 +327,5 @@ SPLITTERS: dict[str, Callable[[ResumableReader | None], object]] = {
     "claude": _claude,
     "qwen": _qwen,
     "pi": _pi,
+    "gemini": _gemini,
 }

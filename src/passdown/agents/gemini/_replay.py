@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import re
+from array import array
 from collections.abc import Callable, Iterator
-from itertools import chain, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -89,6 +91,7 @@ class _FullLine(msgspec.Struct):
 
 _CONTROL = msgspec.json.Decoder(_Control)
 _BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
+_READ_PAIRS = 1 << 12  # stashed (offset, index) pairs read back at a time (64 KiB)
 _TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
 _TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
 _FULL_LINE = msgspec.json.Decoder(_FullLine)
@@ -414,31 +417,103 @@ class Replay:
         self, emitter: Emitter, start: int = 0, stop: int | None = None
     ) -> Iterator[Event]:
         """The events of the live messages in slots [start, stop), in order."""
+        plan = self.pass2(start, stop)
+        try:
+            yield from emit(self.path, self.diag, emitter, plan.pairs(0, len(plan)))
+        finally:
+            plan.done()
+
+    def pass2(self, start: int = 0, stop: int | None = None) -> Pass2:
+        """What pass 2 decodes for slots [start, stop): the spilled slots not handed
+        on yet first, then those slots (`Pass2`, read by position: a two-core read
+        shares it out, `passdown.agents._gemini_split`)."""
         live = self.live
-        stop = len(live) if stop is None else stop
-        spilled = live.spill.drain() if live.spill is not None else iter(())
-        local: Iterator[tuple[int, int]]
+        return Pass2(live, live.spill, start, len(live) if stop is None else stop)
+
+
+class Pass2:
+    """The (offset, index) of the lines pass 2 decodes, by position: the spill's stash
+    (`_live.Spill.drain`'s pairs, read by position, so a forked worker sharing the
+    temporary file's descriptor never moves this process's file position), then the
+    live list's slots [start, stop). `done` forgets the stash, as `drain` does."""
+
+    def __init__(self, live: LiveList, spill: Spill | None, start: int, stop: int) -> None:
+        self.live, self.spill, self.start, self.stop = live, spill, start, max(start, stop)
+        self.stash = spill.pending if spill is not None else None
+        self.skip = max(0, spill.alive_from - spill.stash_from) if spill is not None else 0
+        stashed = self._stashed_pairs()
+        self.stashed = max(0, stashed - self.skip)
+
+    def _stashed_pairs(self) -> int:
+        if self.stash is None:
+            return 0
+        self.stash.flush()  # read by descriptor from here on (here and in a worker)
+        return os.fstat(self.stash.fileno()).st_size // 16
+
+    def __len__(self) -> int:
+        return self.stashed + self.stop - self.start
+
+    def pairs(self, first: int, last: int) -> Iterator[tuple[int, int]]:
+        """The pairs at positions [first, last)."""
+        if first < self.stashed and self.stash is not None:
+            fd = self.stash.fileno()
+            at, upto = first + self.skip, min(last, self.stashed) + self.skip
+            while at < upto:
+                block = os.pread(fd, min(_READ_PAIRS, upto - at) * 16, at * 16)
+                if not block:
+                    break
+                at += len(block) // 16
+                pairs = array("q", block)
+                yield from zip(pairs[0::2], pairs[1::2], strict=True)
+        live = self.live
+        lo = self.start + max(0, first - self.stashed)
+        hi = self.start + max(0, last - self.stashed)
+        if lo >= hi:
+            return
         if live.indexes:
             indexes = live.indexes
-            local = ((live.offsets[s], indexes.get(s, RECORD)) for s in range(start, stop))
+            yield from ((live.offsets[s], indexes.get(s, RECORD)) for s in range(lo, hi))
         else:
-            local = zip(live.offsets[start:stop], repeat(RECORD))
-        cached: tuple[int, list[MessageRecord]] = (-1, [])
-        with seekable(self.path, self.diag) as handle:
-            lines = _LinesAt(handle, line_limit(self.path))
-            # the spilled slots not handed on yet come first
-            for offset, index in chain(spilled, local):
-                line = lines.at(offset)
-                if index == RECORD:
-                    msg = decode_message(line)
-                else:
-                    if cached[0] != offset:  # decode a large $set line once
-                        cached = (offset, _set_messages(line))
-                    msg = cached[1][index] if index < len(cached[1]) else None
-                if isinstance(msg, MessageRecord):
-                    yield from emitter.message(msg)
-                else:
-                    self.diag.bad_lines += 1
+            yield from zip(live.offsets[lo:hi], repeat(RECORD))
+
+    def offset(self, position: int) -> tuple[int, int]:
+        """The pair at `position`."""
+        return next(self.pairs(position, position + 1))
+
+    def done(self) -> None:
+        """The stash is handed on: forgotten (`Spill.drain`)."""
+        spill = self.spill
+        if spill is not None and spill.pending is not None and spill.pending is self.stash:
+            spill.pending, spill.pending_count = None, 0
+            self.stash.close()
+        self.stash = None
+
+
+def emit(
+    path: Path,
+    diag: Diagnostics,
+    emitter: Emitter,
+    pairs: Iterator[tuple[int, int]],
+    block: int | None = None,
+) -> Iterator[Event]:
+    """Pass 2: the events of the messages at `pairs` ((offset, index) of the line
+    holding each: its own record, or an element of a `$set` or header line), read in
+    blocks of `block` bytes (`_BLOCK` by default)."""
+    cached: tuple[int, list[MessageRecord]] = (-1, [])
+    with seekable(path, diag) as handle:
+        lines = _LinesAt(handle, line_limit(path), block)
+        for offset, index in pairs:
+            line = lines.at(offset)
+            if index == RECORD:
+                msg = decode_message(line)
+            else:
+                if cached[0] != offset:  # decode a large $set line once
+                    cached = (offset, _set_messages(line))
+                msg = cached[1][index] if index < len(cached[1]) else None
+            if isinstance(msg, MessageRecord):
+                yield from emitter.message(msg)
+            else:
+                diag.bad_lines += 1
 
 
 class _LinesAt:
@@ -446,9 +521,10 @@ class _LinesAt:
     file order, so one read serves thousands of them (a seek and a read per line cost
     more than decoding it)."""
 
-    def __init__(self, handle: BinaryIO, limit: int) -> None:
+    def __init__(self, handle: BinaryIO, limit: int, block: int | None = None) -> None:
         self.handle = handle
         self.limit = limit
+        self.size = block or _BLOCK
         self.start = 0
         self.block = b""
 
@@ -459,9 +535,9 @@ class _LinesAt:
             if end >= 0:
                 return self.block[pos:end].rstrip(b"\r")
         self.handle.seek(offset)
-        block = self.handle.read(_BLOCK)
+        block = self.handle.read(self.size)
         end = block.find(b"\n")
-        if end < 0 and len(block) == _BLOCK:  # a line longer than a block
+        if end < 0 and len(block) == self.size:  # a line longer than a block
             self.handle.seek(offset)
             return self.handle.readline(self.limit + 1).rstrip(b"\r\n")
         self.start, self.block = offset, block

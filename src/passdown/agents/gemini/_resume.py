@@ -24,17 +24,18 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import os
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import msgspec
 
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
 from passdown.agents.gemini._live import LiveList, Spill, Untrackable
-from passdown.agents.gemini._replay import Replay
+from passdown.agents.gemini._replay import Pass2, Replay, emit
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 # Messages kept back at the end of a window: the CLI still rewrites the one it writes.
@@ -57,6 +58,23 @@ class _Counted:
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
         self.bytes += len(data)
+        return data
+
+
+class _FdWindow:
+    """Bytes [start, end) of a descriptor as a forward-only stream (positional reads:
+    the descriptor's own position is left alone)."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self.fd, self.pos, self.end = fd, start, end
+
+    def read(self, size: int = -1) -> bytes:
+        left = self.end - self.pos
+        size = left if size < 0 or size > left else size
+        if size <= 0:
+            return b""
+        data = os.pread(self.fd, size, self.pos)
+        self.pos += len(data)
         return data
 
 
@@ -90,12 +108,60 @@ class ResumableReplay:
         self.session_id = info.session_id  # the one sub-agent folders are named after
         self.subagent_notes = subagent_notes
         self.replay.live.frozen_digest = self.replay.live.digest(0)
+        # a first read's complete lines, replayed by `begin`: their pass 2 (`Pass2`),
+        # and the windows of it the next `events` calls emit (positions in it)
+        self.first_window: Pass2 | None = None
+        self.planned: list[tuple[int, int]] = []
+        self.resumed = isinstance(state, dict)
         if isinstance(state, dict):
             self._restore(state, pending)
         else:
             self.replay.spill()
 
+    def begin(self, fd: int, start: int, end: int, size: int) -> bool:
+        """A first read replays its complete lines [start, end) here (pass 1), before
+        any window is read: the window's `events` then only decode its live messages
+        (pass 2), which a two-core read shares out (`plan_split`). A reader continuing
+        a checkpoint replays each window as it reads it."""
+        if self.resumed or start != 0 or end <= start:
+            return True
+        self._replay_window(cast(BinaryIO, _FdWindow(fd, start, end)))
+        live = self.replay.live
+        spill = live.spill
+        if spill is not None and spill.count:
+            # the spilled ids' filter (up to 16 MiB) is packed now, not when the
+            # checkpoint is saved: the emit pass never needs it (nor a forked worker)
+            spill.packed()
+        self.first_window = self.replay.pass2(live.frozen, self._stop())
+        self.planned = [(0, len(self.first_window))]
+        return True
+
+    def plan_split(self, position: int) -> None:
+        """The first window's messages go out as two windows, positions [0, position)
+        and [position, end) of its pass 2: the second by a two-core read's worker
+        (then `skip_window` drops it) or, if its result is refused, by this reader."""
+        first, last = self.planned[0]
+        self.planned[:1] = [(first, position), (position, last)]
+
+    def skip_window(self) -> None:
+        self.planned.pop(0)
+        if not self.planned:
+            self._hand_on(self._stop())
+
     def events(self, stream: BinaryIO) -> Iterator[Event]:
+        if self.planned:  # replayed by `begin`: its live messages only
+            assert self.first_window is not None
+            first, last = self.planned.pop(0)
+            pairs = self.first_window.pairs(first, last)
+            yield from emit(self.info.path, self.replay.diag, self.emitter, pairs)
+            if not self.planned:
+                self._hand_on(self._stop())
+            return
+        self._replay_window(stream)
+        yield from self.replay.messages(self.emitter, self.replay.live.frozen, self._stop())
+        self._hand_on(self._stop())
+
+    def _replay_window(self, stream: BinaryIO) -> None:
         counted = _Counted(stream)
         first_read = self.consumed == 0 and self.replay.live.spill is not None
         diag_before = copy.deepcopy(self.replay.diag) if first_read else None
@@ -111,8 +177,19 @@ class ResumableReplay:
         # is that the messages handed on are still there, from the same lines.
         if len(live) < live.frozen or live.digest(live.frozen) != live.frozen_digest:
             raise CannotResume("the appended lines rewrite messages already handed on")
-        stop = max(live.frozen, len(live) - TAIL)
-        yield from self.replay.messages(self.emitter, live.frozen, stop)
+
+    def _stop(self) -> int:
+        """Where the messages handed on at the end of this window stop (the last few
+        stay back)."""
+        live = self.replay.live
+        return max(live.frozen, len(live) - TAIL)
+
+    def _hand_on(self, stop: int) -> None:
+        """The window's messages up to `stop` are out: frozen in the list."""
+        if self.first_window is not None:
+            self.first_window.done()
+            self.first_window = None
+        live = self.replay.live
         live.frozen = stop
         live.frozen_digest, live.frozen_check = live.digest(stop), False
         self.emitter.apply_times(self.replay.header_started)
