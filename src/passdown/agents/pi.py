@@ -74,8 +74,8 @@ _TREE_TYPES = frozenset(
 )
 _EDIT_TOOLS: dict[str, ToolAction] = {"write": "write", "edit": "edit"}
 _READ_TOOLS = frozenset({"read", "ls", "grep", "find"})
-_EXIT_LINE = re.compile(r"\n*Command exited with code -?\d+\s*$")
-_EXIT_TEXT = "Command exited with code"  # what _EXIT_LINE needs: skips the regex call
+_EXIT_TEXT = "Command exited with code"
+_EXIT_REST = re.compile(r" -?\d+\s*")  # what follows it on the last line
 _ID_IN_NAME = re.compile(r"_([0-9a-fA-F-]{8,})$")
 
 
@@ -423,13 +423,10 @@ def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
         # pi marks a non-zero exit as an error and appends "Command exited with code N"
         text = _text(msg.content)
         end = text[-200:]
-        code = parse_exit_code(end)
+        code = parse_exit_code(end) if _may_name_exit_code(end) else None
         if not is_error:  # the output of a success is never kept
             return ToolResult(call.call_id, False, 0 if code is None else code, timestamp=ts)
-        # the line is at the very end: matching only the tail keeps this linear (over
-        # the whole text, `\n*` before it is quadratic on a run of newlines)
-        if _EXIT_TEXT in end:
-            text = text[: len(text) - len(end)] + _EXIT_LINE.sub("", end)
+        text = text[: len(text) - len(end)] + _without_exit_line(end)
         error = first_error_line(text) or text.strip()[:300] or None
         return ToolResult(call.call_id, True, code, error, timestamp=ts)
     if not is_error:
@@ -437,6 +434,27 @@ def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
     text = _text(msg.content)
     error = first_error_line(text) or text.strip()[:300] or None
     return ToolResult(call.call_id, True, error=error, timestamp=ts)
+
+
+def _may_name_exit_code(text: str) -> bool:
+    """False where `parse_exit_code` surely finds nothing (most outputs), without its
+    regex: a match spells "code" or "status" in ASCII letters of either case (under
+    IGNORECASE only "s", "k" and "i" also match other letters)."""
+    lower = text.lower()
+    return "code" in lower or "tatu" in lower
+
+
+def _without_exit_line(end: str) -> str:
+    """The tail of a command's output without the "Command exited with code N" line pi
+    appends (and the newlines before it). Only the last such line can be followed by
+    nothing but white space; found with rfind, as a regex scanning from every newline
+    would be quadratic on a run of them."""
+    at = end.rfind(_EXIT_TEXT)
+    if at < 0 or _EXIT_REST.fullmatch(end, at + len(_EXIT_TEXT)) is None:
+        return end
+    while at and end[at - 1] == "\n":
+        at -= 1
+    return end[:at]
 
 
 def _tool_call(block: _Block, ts: str | None) -> ToolCall:

@@ -165,6 +165,17 @@ class _FastMessage(msgspec.Struct):
     parts: list[_FastPart] | None = None
 
 
+class _UiEvent(msgspec.Struct):
+    name: Any = msgspec.field(default=None, name="event.name")
+    error_message: Any = None
+    error_type: Any = None
+    status_code: Any = None
+
+
+class _Telemetry(msgspec.Struct):
+    uiEvent: _UiEvent | None = None
+
+
 class _FastRecord(msgspec.Struct):
     uuid: str | None = None
     sessionId: str | None = None
@@ -178,18 +189,8 @@ class _FastRecord(msgspec.Struct):
     model: str | None = None
     message: _FastMessage | None = None
     toolCallResult: _CallResult | None = None
-    systemPayload: msgspec.Raw = _NULL
-
-
-class _UiEvent(msgspec.Struct):
-    name: Any = msgspec.field(default=None, name="event.name")
-    error_message: Any = None
-    error_type: Any = None
-    status_code: Any = None
-
-
-class _Telemetry(msgspec.Struct):
-    uiEvent: _UiEvent | None = None
+    # what telemetry records say; a compression's payload is read from the line again
+    systemPayload: _Telemetry | None = None
 
 
 class _Head(msgspec.Struct):
@@ -384,6 +385,7 @@ def _lenient_record(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _
         return None
     message = lenient(_QMESSAGE, rec.message)
     outcome = lenient(_CALL_RESULT, rec.toolCallResult)
+    payload = lenient(_TELEMETRY, rec.systemPayload)
     return _FastRecord(
         uuid=rec.uuid,
         sessionId=rec.sessionId,
@@ -401,7 +403,7 @@ def _lenient_record(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _
             else None
         ),
         toolCallResult=outcome if isinstance(outcome, _CallResult) else None,
-        systemPayload=rec.systemPayload,
+        systemPayload=payload if isinstance(payload, _Telemetry) else None,
     )
 
 
@@ -456,7 +458,8 @@ class _BranchReader:
         # One flat loop over the branch's records: assistant text, tool calls and
         # results (most records) are handled here, without a generator per record.
         decode = _FAST_RECORD.decode
-        diag, pending = self.diag, self.pending
+        diag, pending, info = self.diag, self.pending, self.info
+        noted_model: str | None = None  # the last model noted: most records repeat it
         for offset, line, tail in lines:
             try:
                 rec = decode(line)
@@ -465,12 +468,24 @@ class _BranchReader:
                 if lenient_rec is None:
                     continue
                 rec = lenient_rec
-            self._note(rec)
-            kind = rec.type
             ts = rec.timestamp
+            if ts:
+                info.started_at = info.started_at or ts
+                info.updated_at = ts
+            if rec.sessionId is not None:
+                info.session_id = rec.sessionId
+            if not info.cwd:
+                info.cwd = rec.cwd
+            if rec.version:
+                info.agent_version = rec.version
+            if rec.gitBranch:
+                info.git_branch = rec.gitBranch
+            kind = rec.type
             message = rec.message
             if kind == "assistant":
-                self.info.add_model(rec.model)
+                if rec.model != noted_model:
+                    noted_model = rec.model
+                    info.add_model(noted_model)
                 if rec.uuid != self.text_uuid:
                     if self.text:
                         yield from self._flush()
@@ -504,7 +519,7 @@ class _BranchReader:
                     if ending is not None:
                         yield ending
                 elif subtype == "chat_compression":
-                    yield self._compaction(rec)
+                    yield _compaction(rec, line, offset, tail)
             elif kind == "user":
                 user_message = _user_message(rec)
                 if user_message is not None:
@@ -526,35 +541,27 @@ class _BranchReader:
             _ReaderState(list(self.pending.values()), self.text_uuid, self.text, self.text_ts)
         )
 
-    def _note(self, rec: _FastRecord) -> None:
-        info = self.info
-        if rec.timestamp:
-            info.started_at = info.started_at or rec.timestamp
-            info.updated_at = rec.timestamp
-        if rec.sessionId is not None:
-            info.session_id = rec.sessionId
-        info.cwd = info.cwd or rec.cwd
-        info.agent_version = rec.version or info.agent_version
-        info.git_branch = rec.gitBranch or info.git_branch
-
     def _flush(self) -> Iterator[Event]:
         text = "\n\n".join(t.strip() for t in self.text if t.strip())
         if text and text != _ACK:
             yield Message(role="assistant", text=text, timestamp=self.text_ts)
         self.text, self.text_ts, self.text_uuid = [], None, None
 
-    def _compaction(self, rec: _FastRecord) -> Compaction:
-        payload = lenient(_COMPRESSION, rec.systemPayload)
-        summary, trigger = None, "auto"
-        if isinstance(payload, _Compression):
-            if payload.info and payload.info.trigger:
-                trigger = payload.info.trigger
-            for content in payload.compressedHistory or ():
-                texts = [p.text for p in content.parts or () if p.text and not p.thought]
-                if content.role == "user" and texts:
-                    summary = "\n\n".join(texts)
-                    break
-        return Compaction(summary=summary, trigger=trigger, timestamp=rec.timestamp)
+
+def _compaction(rec: _FastRecord, line: bytes, offset: int, tail: int) -> Compaction:
+    whole = decode_record(_RECORD, line, offset, tail, Diagnostics())  # read once already
+    raw = whole.systemPayload if isinstance(whole, _Record) else _NULL
+    payload = lenient(_COMPRESSION, raw)
+    summary, trigger = None, "auto"
+    if isinstance(payload, _Compression):
+        if payload.info and payload.info.trigger:
+            trigger = payload.info.trigger
+        for content in payload.compressedHistory or ():
+            texts = [p.text for p in content.parts or () if p.text and not p.thought]
+            if content.role == "user" and texts:
+                summary = "\n\n".join(texts)
+                break
+    return Compaction(summary=summary, trigger=trigger, timestamp=rec.timestamp)
 
 
 def _user_message(rec: _FastRecord) -> Message | None:
@@ -607,8 +614,8 @@ def _api_error(rec: _FastRecord) -> SessionEnding | None:
     """0.24 writes each failed model request (every retry) as a `system/ui_telemetry`
     record with `uiEvent {"event.name": "qwen-code.api_error", error_message, error_type,
     status_code}`; the last one nothing follows is how the session ended."""
-    payload = lenient(_TELEMETRY, rec.systemPayload)
-    event = payload.uiEvent if isinstance(payload, _Telemetry) else None
+    payload = rec.systemPayload
+    event = payload.uiEvent if payload is not None else None
     if event is None or event.name != "qwen-code.api_error":
         return None
     message, kind, status = event.error_message, event.error_type, event.status_code
