@@ -200,12 +200,6 @@ def make_tool_call(
     return tool_call(call_id, name, args if isinstance(args, ToolArgs) else ToolArgs(), timestamp)
 
 
-def tool_args(args_raw: msgspec.Raw) -> ToolArgs:
-    """A call's arguments, decoded leniently (an unexpected shape reads as none)."""
-    args = lenient(_ARGS, args_raw)
-    return args if isinstance(args, ToolArgs) else ToolArgs()
-
-
 def tool_call(call_id: str, name: str, args: ToolArgs, timestamp: str | None) -> ToolCall:
     """A tool call from its already decoded arguments."""
     call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)

@@ -53,7 +53,6 @@ from passdown.agents._gemini_family import (
     lenient,
     make_tool_result,
     repair,
-    tool_args,
     tool_call,
 )
 from passdown.agents._tree import (
@@ -229,6 +228,7 @@ _HEAD = msgspec.json.Decoder(_Head)
 _DISPLAY = msgspec.json.Decoder(str | _ShellDisplay)
 _COMPRESSION = msgspec.json.Decoder(_Compression)
 _TODOS = msgspec.json.Decoder(ToolArgs)
+_ARGS = _TODOS  # a tool call's arguments
 
 
 def encode_project(cwd: str) -> str:
@@ -384,6 +384,12 @@ def _lenient_record(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _
     if not isinstance(rec, _Record):
         return None
     message = lenient(_QMESSAGE, rec.message)
+    fast_message = None
+    if isinstance(message, _QMessage):
+        parts = message.parts
+        fast_message = _FastMessage(
+            message.role, [_fast_part(p) for p in parts] if parts is not None else None
+        )
     outcome = lenient(_CALL_RESULT, rec.toolCallResult)
     payload = lenient(_TELEMETRY, rec.systemPayload)
     return _FastRecord(
@@ -397,30 +403,26 @@ def _lenient_record(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _
         version=rec.version,
         gitBranch=rec.gitBranch,
         model=rec.model,
-        message=(
-            _FastMessage(parts=[_fast_part(p) for p in message.parts or ()])
-            if isinstance(message, _QMessage)
-            else None
-        ),
+        message=fast_message,
         toolCallResult=outcome if isinstance(outcome, _CallResult) else None,
         systemPayload=payload if isinstance(payload, _Telemetry) else None,
     )
 
 
 def _fast_part(part: Part) -> _FastPart:
+    """A part as the typed decode gives it, its nested fields decoded leniently."""
     fc, fr = part.functionCall, part.functionResponse
+    call = None
+    if fc is not None:
+        args = lenient(_ARGS, fc.args)
+        call = _FastCall(fc.id, fc.name, args if isinstance(args, ToolArgs) else None)
     response = None
     if fr is not None:
         body = lenient(_RESPONSE_BODY, fr.response)
-        # a response that is no object is shown whole, as the output
-        body = body if isinstance(body, _ResponseBody) else _ResponseBody(output=fr.response)
+        if not isinstance(body, _ResponseBody) and bytes(fr.response) != b"null":
+            body = _ResponseBody(output=fr.response)  # no object: shown whole, as the output
         response = _FastResponse(fr.id, fr.name, body)
-    return _FastPart(
-        text=part.text,
-        thought=part.thought,
-        functionCall=_FastCall(fc.id, fc.name, tool_args(fc.args)) if fc is not None else None,
-        functionResponse=response,
-    )
+    return _FastPart(part.text, part.thought, call, response)
 
 
 class _ReaderState(msgspec.Struct):
@@ -497,7 +499,8 @@ class _BranchReader:
                         self.text.append(part.text)
                         self.text_ts = self.text_ts or ts
                     elif (fc := part.functionCall) is not None and fc.id:
-                        call = tool_call(fc.id, fc.name, fc.args or ToolArgs(), ts)
+                        args = fc.args if fc.args is not None else ToolArgs()
+                        call = tool_call(fc.id, fc.name, args, ts)
                         pending[call.call_id] = call
                         yield call
                 continue
