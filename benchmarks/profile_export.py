@@ -127,8 +127,7 @@ def phases(agent_name: str, path: Path) -> None:
 def _node_reader(module: object, agent_name: str, info: object, diag: object) -> Callable:
     if agent_name == "claude":
         return module._node_reader(info, diag)  # type: ignore[attr-defined,no-any-return]
-    node = module._node  # type: ignore[attr-defined]
-    return lambda o, line, t: node(line, o, t, diag)
+    return module._node_view(info, diag)  # type: ignore[attr-defined,no-any-return]
 
 
 if __name__ == "__main__":

@@ -4,13 +4,17 @@ lines, empty and missing stores, the env overrides, and launch argv."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from passdown._extract import extract
-from passdown.agents.pi import PiAgent, encode_cwd
+from passdown.agents._common import parse_exit_code
+from passdown.agents.pi import PiAgent, _may_name_exit_code, _without_exit_line, encode_cwd
 from passdown.errors import UsageError
 from passdown.transcript import Compaction, Message, ToolCall, ToolResult
 from recorded import FIXTURES
@@ -370,3 +374,36 @@ def test_edit_target_from_file_path_or_absent(home: Path) -> None:
     events, _ = _events(path)
     paths = [e.paths for e in events if isinstance(e, ToolCall)]
     assert paths == [(f"{WS}/a.py",), (), ()]
+
+
+# The regexes these replace on the hot path, as they read before: the results must match.
+_OLD_EXIT_LINE = re.compile(r"\n*Command exited with code -?\d+\s*$")
+_PIECES = st.sampled_from(
+    [
+        "\n",
+        " ",
+        "\t",
+        "\r",
+        "\u2028",
+        "Command exited with code",
+        "Command exited with code ",
+        "1",
+        "-",
+        "٣",  # an Arabic-Indic digit: \d matches it
+        "x",
+        "exit code",
+        "EXIT STATUS",
+        "Exit Code: ",
+        "ſtatus",  # IGNORECASE matches the long s for "s"
+        "exıt",  # ...and the dotless i for "i"
+        "coDe",
+    ]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(text=st.lists(_PIECES, max_size=10).map("".join))
+def test_the_exit_line_cut_and_the_exit_code_filter_agree_with_the_regexes(text: str) -> None:
+    assert _without_exit_line(text) == _OLD_EXIT_LINE.sub("", text)
+    if parse_exit_code(text) is not None:
+        assert _may_name_exit_code(text)

@@ -9,11 +9,21 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import event as tally
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from passdown._extract import extract
-from passdown.agents.qwen import QwenCode, encode_project
-from passdown.transcript import Compaction, Message, PlanOp, ToolResult
+from passdown.agents.qwen import (
+    _FAST_RECORD,
+    QwenCode,
+    _decode,
+    _lenient_record,
+    encode_project,
+)
+from passdown.transcript import Compaction, Diagnostics, Message, PlanOp, ToolResult
 from recorded import FIXTURES, Recorded
 
 WS = "/tmp/passdown-qwen/my_ws"
@@ -444,3 +454,153 @@ def test_launch_keeps_a_dash_prompt_one_argument(interactive: bool, tmp_path: Pa
     else:
         assert spec.argv == ["qwen", "--approval-mode", "auto-edit", f"--prompt={prompt}"]
     assert sum(prompt in a for a in spec.argv) == 1
+
+
+# -- pass 2's one typed decode against the lenient path ---------------------------------
+# The reader decodes each line once with every nested field typed, and takes the lenient
+# path (the record's own fields, then each nested field on its own) only for a line that
+# decode refuses. Both must read a line the same: a typed decode that succeeds gives the
+# record the lenient path gives, field for field.
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "ls -l", "a.py"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner),
+    max_leaves=6,
+)
+
+
+def _maybe(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """The field as expected, another JSON value, or absent (None drops the key)."""
+    return st.one_of(strategy, _ANY_JSON, st.just(_ABSENT))
+
+
+_ABSENT = object()
+_TEXT = st.sampled_from(["", "ok", " Exit Code: 2", "\\ud83d"])
+_ARGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "command": _maybe(_TEXT),
+        "file_path": _maybe(_TEXT),
+        "todos": _maybe(
+            st.lists(
+                st.fixed_dictionaries(
+                    {}, optional={"id": _maybe(st.integers(0, 3)), "status": _maybe(_TEXT)}
+                ),
+                max_size=2,
+            )
+        ),
+    },
+)
+_PART = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": _maybe(_TEXT),
+        "thought": _ANY_JSON,
+        "functionCall": _maybe(
+            st.fixed_dictionaries(
+                {}, optional={"id": _maybe(_TEXT), "name": _maybe(_TEXT), "args": _maybe(_ARGS)}
+            )
+        ),
+        "functionResponse": _maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "id": _maybe(_TEXT),
+                    "name": _maybe(_TEXT),
+                    "response": _maybe(
+                        st.fixed_dictionaries(
+                            {}, optional={"output": _ANY_JSON, "error": _ANY_JSON}
+                        )
+                    ),
+                },
+            )
+        ),
+    },
+)
+_RECORD = st.fixed_dictionaries(
+    {
+        "uuid": _maybe(_TEXT),
+        "type": _maybe(st.sampled_from(["user", "assistant", "tool_result", "system"])),
+    },
+    optional={
+        "timestamp": _maybe(_TEXT),
+        "subtype": _maybe(st.sampled_from(["ui_telemetry", "chat_compression"])),
+        "message": _maybe(
+            st.fixed_dictionaries(
+                {}, optional={"role": _maybe(_TEXT), "parts": _maybe(st.lists(_PART, max_size=3))}
+            )
+        ),
+        "toolCallResult": _maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "callId": _maybe(_TEXT),
+                    "status": _maybe(_TEXT),
+                    "resultDisplay": _ANY_JSON,
+                },
+            )
+        ),
+        "systemPayload": _maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "uiEvent": _maybe(
+                        st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "event.name": _maybe(st.just("qwen-code.api_error")),
+                                "status_code": _ANY_JSON,
+                            },
+                        )
+                    )
+                },
+            )
+        ),
+    },
+)
+
+
+def _without_absent(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_absent(v) for k, v in value.items() if v is not _ABSENT}
+    if isinstance(value, list):
+        return [_without_absent(v) for v in value]
+    return value
+
+
+def _result_record(response: Any) -> dict[str, Any]:
+    part = {"functionResponse": {"id": "c1", "name": "x", "response": response}}
+    return {"uuid": "u", "type": "tool_result", "message": {"role": "user", "parts": [part]}}
+
+
+@settings(max_examples=400, deadline=None)
+@given(record=_RECORD)
+@example(record=_result_record(None))
+@example(record=_result_record({"output": "out", "error": None}))
+@example(record=_result_record("a whole response as text"))
+@example(record={"uuid": "u", "type": "assistant", "message": {"role": "model"}})
+def test_the_typed_decode_reads_a_line_as_the_lenient_path_does(record: dict[str, Any]) -> None:
+    line = json.dumps(_without_absent(record)).replace("\\\\ud83d", "\\ud83d").encode()
+    diag = Diagnostics()
+    lenient = _lenient_record(line, 0, -1, diag)
+    try:
+        typed = _FAST_RECORD.decode(line)
+    except msgspec.DecodeError:
+        tally("the lenient path reads it")
+        assert _decode(line, 0, -1, Diagnostics()) == lenient
+        return
+    tally("typed")
+    assert typed == lenient
+    assert (diag.bad_lines, diag.torn_last_line) == (0, False)
+
+
+def test_the_recorded_lines_decode_typed_as_the_lenient_path_reads_them() -> None:
+    session = next((FIXTURES / "qwen" / "full").rglob("*.jsonl"))
+    lines = [line for line in session.read_bytes().split(b"\n") if line]
+    typed = [_FAST_RECORD.decode(line) for line in lines]  # no recorded line needs the fallback
+    assert typed == [_lenient_record(line, 0, -1, Diagnostics()) for line in lines]
+    assert any(rec.systemPayload is not None for rec in typed)
+    assert any(
+        part.functionResponse is not None and part.functionResponse.response is not None
+        for rec in typed
+        for part in (rec.message.parts or () if rec.message else ())
+    )

@@ -196,10 +196,13 @@ def response_texts(resp: FunctionResponse) -> tuple[str | None, str | None]:
 def make_tool_call(
     call_id: str, name: str, args_raw: msgspec.Raw, timestamp: str | None
 ) -> ToolCall:
-    call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)
     args = lenient(_ARGS, args_raw)
-    if not isinstance(args, ToolArgs):
-        args = ToolArgs()
+    return tool_call(call_id, name, args if isinstance(args, ToolArgs) else ToolArgs(), timestamp)
+
+
+def tool_call(call_id: str, name: str, args: ToolArgs, timestamp: str | None) -> ToolCall:
+    """A tool call from its already decoded arguments."""
+    call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)
     if name in EDIT_TOOLS:
         call.action = EDIT_TOOLS[name]  # type: ignore[assignment]
         target = args.file_path or args.absolute_path or args.path or args.notebook_path

@@ -12,9 +12,9 @@ record after the cut is refused). The session's facts join as one reader leaves 
 
 from __future__ import annotations
 
+import itertools
 import re
-import types
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from passdown.agents._tree import (
@@ -24,7 +24,7 @@ from passdown.agents._tree import (
     half_lines,
     restore_calls,
 )
-from passdown.agents.qwen import _BranchReader, _Record
+from passdown.agents.qwen import _BranchReader, _decode
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
@@ -62,11 +62,19 @@ class _HalfReader(_BranchReader):
         super().__init__(*args, **kwargs)
         self.pending = self.waiting = _Pending()
 
-    def _record(self, rec: _Record) -> Iterator[Event]:
-        self.first_touch = ["chunk", rec.uuid] if rec.type == "assistant" else ["flush", None]
-        # from here on the plain reader's own method: no extra call per record
-        self._record = types.MethodType(_BranchReader._record, self)  # type: ignore[method-assign]
-        return _BranchReader._record(self, rec)
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        rest = iter(lines)
+        for line in rest:
+            if self.first_touch is not None:  # from here on the plain reader's loop
+                yield from super().feed(itertools.chain((line,), rest))
+                return
+            # a look at the line only (the loop counts it if it is unreadable)
+            rec = _decode(line[1], line[0], line[2], Diagnostics())
+            if rec is not None:
+                self.first_touch = (
+                    ["chunk", rec.uuid] if rec.type == "assistant" else ["flush", None]
+                )
+            yield from super().feed((line,))
 
 
 class _QwenHalf:

@@ -53,6 +53,7 @@ from passdown.transcript import (
     SessionEnding,
     SessionInfo,
     SessionRef,
+    ToolAction,
     ToolCall,
     ToolResult,
     Transcript,
@@ -71,10 +72,10 @@ _TREE_TYPES = frozenset(
         "session_info",
     }
 )
-_EDIT_TOOLS = {"write": "write", "edit": "edit"}
+_EDIT_TOOLS: dict[str, ToolAction] = {"write": "write", "edit": "edit"}
 _READ_TOOLS = frozenset({"read", "ls", "grep", "find"})
-_EXIT_LINE = re.compile(r"\n*Command exited with code -?\d+\s*$")
-_EXIT_TEXT = "Command exited with code"  # what _EXIT_LINE needs: skips the regex call
+_EXIT_TEXT = "Command exited with code"
+_EXIT_REST = re.compile(r" -?\d+\s*")  # what follows it on the last line
 _ID_IN_NAME = re.compile(r"_([0-9a-fA-F-]{8,})$")
 
 
@@ -249,26 +250,31 @@ def _header(path: Path) -> _Header:
     return _Header()
 
 
-def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
-    """Pass 1's view of an entry. pi resumes from the last entry written, so the newest
-    entry is the leaf; the session header sits outside the tree."""
-    try:  # the common case without decode_line's call: pass 1 sees every line
-        env = _ENVELOPE.decode(line)
-    except DECODE_ERRORS:
-        decoded = decode_line(_ENVELOPE, line, offset, tail, diag)
-        if not isinstance(decoded, _Envelope):
-            return None
-        env = decoded
-    kind = env.type
-    if kind == "session":
-        return None
-    if kind not in _TREE_TYPES:
-        diag.unknown(kind or "(no type)")
-    return Node(env.id, env.parentId) if env.id else None
-
-
 def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
-    return lambda offset, line, tail: _node(line, offset, tail, diag)
+    """Pass 1's view of each line (called once per line of the file): its place in the
+    tree. pi resumes from the last entry written, so the newest entry is the leaf; the
+    session header sits outside the tree. The decode is tried inline (the lenient retry
+    only when it fails): no call level below this one."""
+    decode = _ENVELOPE.decode
+    tree_types = _TREE_TYPES
+
+    def read(offset: int, line: bytes, tail: int) -> Node | None:
+        try:
+            env = decode(line)
+        except DECODE_ERRORS:
+            decoded = decode_line(_ENVELOPE, line, offset, tail, diag)
+            if not isinstance(decoded, _Envelope):
+                return None
+            env = decoded
+        kind = env.type
+        if kind not in tree_types:
+            if kind == "session":
+                return None
+            diag.unknown(kind or "(no type)")
+        entry_id = env.id
+        return Node(entry_id, env.parentId) if entry_id else None
+
+    return read
 
 
 def _is_header(offset: int, line: bytes) -> bool:
@@ -296,10 +302,12 @@ class _BranchReader:
 
     def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
         # One flat loop over the branch's entries: messages (nearly every entry) are
-        # handled here without a generator per entry and per message.
+        # handled here without a generator per entry and per message, and an assistant
+        # message's usual single block without a call to join its text.
         decode = _ENTRY.decode
         info = self.info
         calls = self.calls
+        noted_model: str | None = None  # the last model noted: most messages repeat it
         for offset, line, tail in lines:
             try:
                 entry = decode(line)
@@ -322,21 +330,36 @@ class _BranchReader:
                 if call is not None:
                     yield _tool_result(call, msg, ts)
             elif role == "assistant":
-                info.add_model(msg.model)
+                if msg.model != noted_model:
+                    noted_model = msg.model
+                    info.add_model(noted_model)
                 content = msg.content
-                text = _text(content)  # text blocks only: thinking stays hidden
-                if text:
-                    yield Message(role="assistant", text=text, timestamp=ts)
-                if type(content) is list:
-                    for block in content:
-                        if block.type == "toolCall" and block.id:
+                if type(content) is list and len(content) == 1:
+                    block = content[0]
+                    if block.type == "toolCall":
+                        if block.id:
                             tool_call = _tool_call(block, ts)
                             calls[tool_call.call_id] = tool_call
                             yield tool_call
+                    elif block.type == "text" and block.text:  # thinking stays hidden
+                        text = block.text.strip()
+                        if text:
+                            yield Message(role="assistant", text=text, timestamp=ts)
+                else:
+                    text = _text(content)  # text blocks only: thinking stays hidden
+                    if text:
+                        yield Message(role="assistant", text=text, timestamp=ts)
+                    if type(content) is list:
+                        for block in content:
+                            if block.type == "toolCall" and block.id:
+                                tool_call = _tool_call(block, ts)
+                                calls[tool_call.call_id] = tool_call
+                                yield tool_call
                 # a failed model request is an empty assistant message (one per retry)
-                if msg.stopReason == "error":
+                stop = msg.stopReason
+                if stop == "error":
                     yield api_error_ending(msg.errorMessage, timestamp=ts)
-                elif msg.stopReason == "aborted":
+                elif stop == "aborted":
                     yield SessionEnding(
                         reason="interrupted", message=msg.errorMessage, timestamp=ts
                     )
@@ -396,43 +419,61 @@ class _BranchReader:
 
 def _tool_result(call: ToolCall, msg: _Message, ts: str | None) -> ToolResult:
     is_error = msg.isError
-    result = ToolResult(call_id=call.call_id, is_error=is_error, timestamp=ts)
     if call.action == "command":
         # pi marks a non-zero exit as an error and appends "Command exited with code N"
         text = _text(msg.content)
         end = text[-200:]
-        code = parse_exit_code(end)
-        result.exit_code = code if code is not None else (None if is_error else 0)
-        if not is_error:
-            return result  # the output of a success is never kept
-        # the line is at the very end: matching only the tail keeps this linear (over
-        # the whole text, `\n*` before it is quadratic on a run of newlines)
-        if _EXIT_TEXT in end:
-            text = text[: len(text) - len(end)] + _EXIT_LINE.sub("", end)
-    elif is_error:
-        text = _text(msg.content)
-    else:
-        return result
-    result.error = first_error_line(text) or text.strip()[:300] or None
-    return result
+        code = parse_exit_code(end) if _may_name_exit_code(end) else None
+        if not is_error:  # the output of a success is never kept
+            return ToolResult(call.call_id, False, 0 if code is None else code, timestamp=ts)
+        text = text[: len(text) - len(end)] + _without_exit_line(end)
+        error = first_error_line(text) or text.strip()[:300] or None
+        return ToolResult(call.call_id, True, code, error, timestamp=ts)
+    if not is_error:
+        return ToolResult(call.call_id, timestamp=ts)
+    text = _text(msg.content)
+    error = first_error_line(text) or text.strip()[:300] or None
+    return ToolResult(call.call_id, True, error=error, timestamp=ts)
+
+
+def _may_name_exit_code(text: str) -> bool:
+    """False where `parse_exit_code` surely finds nothing (most outputs), without its
+    regex: a match spells "code" or "status" in ASCII letters of either case (under
+    IGNORECASE only "s", "k" and "i" also match other letters)."""
+    lower = text.lower()
+    return "code" in lower or "tatu" in lower
+
+
+def _without_exit_line(end: str) -> str:
+    """The tail of a command's output without the "Command exited with code N" line pi
+    appends (and the newlines before it). Only the last such line can be followed by
+    nothing but white space; found with rfind, as a regex scanning from every newline
+    would be quadratic on a run of them."""
+    at = end.rfind(_EXIT_TEXT)
+    if at < 0 or _EXIT_REST.fullmatch(end, at + len(_EXIT_TEXT)) is None:
+        return end
+    while at and end[at - 1] == "\n":
+        at -= 1
+    return end[:at]
 
 
 def _tool_call(block: _Block, ts: str | None) -> ToolCall:
     name = block.name or ""
-    call = ToolCall(call_id=block.id or "", name=name, timestamp=ts)
+    call_id = block.id or ""
+    if name == "bash":
+        args = block.arguments
+        command = args.command if args is not None else None
+        # another type than text: absent
+        command = command if isinstance(command, str) else ""
+        return ToolCall(call_id, name, "command", command=command, timestamp=ts)
     if name in _EDIT_TOOLS:
         args = block.arguments
-        call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
         target = (args.path or args.file_path) if args is not None else None
-        call.paths = (target,) if isinstance(target, str) and target else ()
-    elif name == "bash":
-        args = block.arguments
-        call.action = "command"
-        command = args.command if args is not None else None
-        call.command = command if isinstance(command, str) else ""  # another type: absent
-    elif name in _READ_TOOLS:
-        call.action = "read"
-    return call
+        paths = (target,) if isinstance(target, str) and target else ()
+        return ToolCall(call_id, name, _EDIT_TOOLS[name], paths, timestamp=ts)
+    if name in _READ_TOOLS:
+        return ToolCall(call_id, name, "read", timestamp=ts)
+    return ToolCall(call_id, name, timestamp=ts)
 
 
 def _text(content: str | list[_Block] | None) -> str:

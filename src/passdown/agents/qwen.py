@@ -36,6 +36,7 @@ import msgspec
 from passdown._jsonl import read_side_file
 from passdown.agents._common import (
     DECODE_ERRORS,
+    decode_line,
     file_mtime,
     is_dir,
     is_file,
@@ -47,11 +48,12 @@ from passdown.agents._endings import api_error_ending
 from passdown.agents._gemini_family import (
     Part,
     ToolArgs,
+    as_text,
     decode_record,
     lenient,
-    make_tool_call,
     make_tool_result,
-    response_texts,
+    repair,
+    tool_call,
 )
 from passdown.agents._tree import (
     Node,
@@ -68,6 +70,7 @@ from passdown.transcript import (
     Event,
     Message,
     PlanOp,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     ToolCall,
@@ -128,6 +131,67 @@ class _Record(msgspec.Struct):
     systemPayload: msgspec.Raw = _NULL
 
 
+# Pass 2 decodes each line once, straight into these: the nested fields typed as the
+# lenient path below decodes them one by one (every field the same type, so a line one
+# of them refuses takes that path and reads exactly as it always did).
+class _FastCall(msgspec.Struct):
+    id: str | None = None
+    name: str = ""
+    args: ToolArgs | None = None
+
+
+class _ResponseBody(msgspec.Struct):
+    # left raw: a success's output is decoded only when a command's exit code needs it
+    output: msgspec.Raw = _NULL
+    error: msgspec.Raw = _NULL
+
+
+class _FastResponse(msgspec.Struct):
+    id: str | None = None
+    name: str = ""
+    response: _ResponseBody | None = None
+
+
+class _FastPart(msgspec.Struct):
+    text: str | None = None
+    thought: Any = None
+    functionCall: _FastCall | None = None
+    functionResponse: _FastResponse | None = None
+
+
+class _FastMessage(msgspec.Struct):
+    role: str | None = None
+    parts: list[_FastPart] | None = None
+
+
+class _UiEvent(msgspec.Struct):
+    name: Any = msgspec.field(default=None, name="event.name")
+    error_message: Any = None
+    error_type: Any = None
+    status_code: Any = None
+
+
+class _Telemetry(msgspec.Struct):
+    uiEvent: _UiEvent | None = None
+
+
+class _FastRecord(msgspec.Struct):
+    uuid: str | None = None
+    sessionId: str | None = None
+    timestamp: str | None = None
+    type: str | None = None
+    subtype: str | None = None
+    provenance: str | None = None
+    cwd: str | None = None
+    version: str | None = None
+    gitBranch: str | None = None
+    model: str | None = None
+    message: _FastMessage | None = None
+    toolCallResult: _CallResult | None = None
+    # what telemetry records say; a compression's payload is read from the line again
+    systemPayload: _Telemetry | None = None
+
+
 class _Head(msgspec.Struct):
     cwd: str | None = None
     timestamp: str | None = None
@@ -155,12 +219,16 @@ class _Compression(msgspec.Struct):
 
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
+_FAST_RECORD = msgspec.json.Decoder(_FastRecord)
+_RESPONSE_BODY = msgspec.json.Decoder(_ResponseBody)
+_TELEMETRY = msgspec.json.Decoder(_Telemetry)
 _QMESSAGE = msgspec.json.Decoder(_QMessage)
 _CALL_RESULT = msgspec.json.Decoder(_CallResult)
 _HEAD = msgspec.json.Decoder(_Head)
 _DISPLAY = msgspec.json.Decoder(str | _ShellDisplay)
 _COMPRESSION = msgspec.json.Decoder(_Compression)
 _TODOS = msgspec.json.Decoder(ToolArgs)
+_ARGS = _TODOS  # a tool call's arguments
 
 
 def encode_project(cwd: str) -> str:
@@ -279,18 +347,82 @@ def _head(path: Path) -> _Head:
     return _Head()
 
 
-def _node(line: bytes, offset: int, tail: int, diag: Diagnostics) -> Node | None:
-    """Pass 1's view of a record; the CLI resumes from the last conversation record."""
-    env = decode_record(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope) or not isinstance(env.uuid, str):
-        return None
-    if env.type == "system" and env.subtype in _NOT_CONVERSATION:
-        return None
-    return Node(env.uuid, env.parentUuid if isinstance(env.parentUuid, str) else None)
-
-
 def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:
-    return lambda offset, line, tail: _node(line, offset, tail, diag)
+    """Pass 1's view of each line (called once per line of the file): its place in the
+    tree. The CLI resumes from the last conversation record. The decode is tried inline,
+    `decode_record`'s repair only when it fails: no call level below this one."""
+    decode = _ENVELOPE.decode
+
+    def read(offset: int, line: bytes, tail: int) -> Node | None:
+        try:
+            env = decode(line)
+        except DECODE_ERRORS:
+            repaired = decode_line(_ENVELOPE, repair(line), offset, tail, diag)
+            if not isinstance(repaired, _Envelope):
+                return None
+            env = repaired
+        uuid = env.uuid
+        if uuid is None or (env.type == "system" and env.subtype in _NOT_CONVERSATION):
+            return None
+        return Node(uuid, env.parentUuid)
+
+    return read
+
+
+def _decode(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _FastRecord | None:
+    """A record, however its nested fields are shaped (None: an unreadable line, counted)."""
+    try:
+        return _FAST_RECORD.decode(line)
+    except DECODE_ERRORS:
+        return _lenient_record(line, offset, tail, diag)
+
+
+def _lenient_record(line: bytes, offset: int, tail: int, diag: Diagnostics) -> _FastRecord | None:
+    """A line the typed decode refused: its own fields decoded as before (an unreadable
+    line is counted), each nested field on its own, an unexpected shape reading as absent."""
+    rec = decode_record(_RECORD, line, offset, tail, diag)
+    if not isinstance(rec, _Record):
+        return None
+    message = lenient(_QMESSAGE, rec.message)
+    fast_message = None
+    if isinstance(message, _QMessage):
+        parts = message.parts
+        fast_message = _FastMessage(
+            message.role, [_fast_part(p) for p in parts] if parts is not None else None
+        )
+    outcome = lenient(_CALL_RESULT, rec.toolCallResult)
+    payload = lenient(_TELEMETRY, rec.systemPayload)
+    return _FastRecord(
+        uuid=rec.uuid,
+        sessionId=rec.sessionId,
+        timestamp=rec.timestamp,
+        type=rec.type,
+        subtype=rec.subtype,
+        provenance=rec.provenance,
+        cwd=rec.cwd,
+        version=rec.version,
+        gitBranch=rec.gitBranch,
+        model=rec.model,
+        message=fast_message,
+        toolCallResult=outcome if isinstance(outcome, _CallResult) else None,
+        systemPayload=payload if isinstance(payload, _Telemetry) else None,
+    )
+
+
+def _fast_part(part: Part) -> _FastPart:
+    """A part as the typed decode gives it, its nested fields decoded leniently."""
+    fc, fr = part.functionCall, part.functionResponse
+    call = None
+    if fc is not None:
+        args = lenient(_ARGS, fc.args)
+        call = _FastCall(fc.id, fc.name, args if isinstance(args, ToolArgs) else None)
+    response = None
+    if fr is not None:
+        body = lenient(_RESPONSE_BODY, fr.response)
+        if not isinstance(body, _ResponseBody) and bytes(fr.response) != b"null":
+            body = _ResponseBody(output=fr.response)  # no object: shown whole, as the output
+        response = _FastResponse(fr.id, fr.name, body)
+    return _FastPart(part.text, part.thought, call, response)
 
 
 class _ReaderState(msgspec.Struct):
@@ -325,10 +457,78 @@ class _BranchReader:
         self.text_ts: str | None = saved.text_ts
 
     def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        # One flat loop over the branch's records: assistant text, tool calls and
+        # results (most records) are handled here, without a generator per record.
+        decode = _FAST_RECORD.decode
+        diag, pending, info = self.diag, self.pending, self.info
+        noted_model: str | None = None  # the last model noted: most records repeat it
         for offset, line, tail in lines:
-            record = decode_record(_RECORD, line, offset, tail, self.diag)
-            if isinstance(record, _Record):
-                yield from self._record(record)
+            try:
+                rec = decode(line)
+            except DECODE_ERRORS:
+                lenient_rec = _lenient_record(line, offset, tail, diag)
+                if lenient_rec is None:
+                    continue
+                rec = lenient_rec
+            ts = rec.timestamp
+            if ts:
+                info.started_at = info.started_at or ts
+                info.updated_at = ts
+            if rec.sessionId is not None:
+                info.session_id = rec.sessionId
+            if not info.cwd:
+                info.cwd = rec.cwd
+            if rec.version:
+                info.agent_version = rec.version
+            if rec.gitBranch:
+                info.git_branch = rec.gitBranch
+            kind = rec.type
+            message = rec.message
+            if kind == "assistant":
+                if rec.model != noted_model:
+                    noted_model = rec.model
+                    info.add_model(noted_model)
+                if rec.uuid != self.text_uuid:
+                    if self.text:
+                        yield from self._flush()
+                    else:  # what a flush of nothing leaves
+                        self.text_ts = None
+                    self.text_uuid = rec.uuid
+                for part in (message.parts or ()) if message is not None else ():
+                    if part.text and not part.thought:
+                        self.text.append(part.text)
+                        self.text_ts = self.text_ts or ts
+                    elif (fc := part.functionCall) is not None and fc.id:
+                        args = fc.args if fc.args is not None else ToolArgs()
+                        call = tool_call(fc.id, fc.name, args, ts)
+                        pending[call.call_id] = call
+                        yield call
+                continue
+            if self.text:
+                yield from self._flush()
+            else:  # what a flush of nothing leaves
+                self.text_ts = self.text_uuid = None
+            if kind == "tool_result":
+                for part in (message.parts or ()) if message is not None else ():
+                    resp = part.functionResponse
+                    if resp is not None:
+                        waiting = pending.pop(resp.id or "", None)
+                        if waiting is not None:
+                            yield _tool_result(waiting, resp, rec.toolCallResult, ts)
+            elif kind == "system":
+                subtype = rec.subtype
+                if subtype == "ui_telemetry":
+                    ending = _api_error(rec)
+                    if ending is not None:
+                        yield ending
+                elif subtype == "chat_compression":
+                    yield _compaction(rec, line, offset, tail)
+            elif kind == "user":
+                user_message = _user_message(rec)
+                if user_message is not None:
+                    yield user_message
+            elif kind not in _RECORD_TYPES:
+                diag.unknown(str(kind or "(no type)"))
 
     def finish(self) -> Iterator[Event]:
         yield from self._flush()
@@ -344,111 +544,64 @@ class _BranchReader:
             _ReaderState(list(self.pending.values()), self.text_uuid, self.text, self.text_ts)
         )
 
-    def _record(self, rec: _Record) -> Iterator[Event]:
-        self._note(rec)
-        kind = rec.type
-        if kind == "assistant":
-            yield from self._assistant(rec)
-            return
-        yield from self._flush()
-        if kind == "user":
-            yield from self._user(rec)
-        elif kind == "tool_result":
-            yield from self._tool_result(rec)
-        elif kind == "system" and rec.subtype == "chat_compression":
-            yield self._compaction(rec)
-        elif kind == "system" and rec.subtype == "ui_telemetry":
-            yield from _api_error(rec)
-        elif kind not in _RECORD_TYPES:
-            self.diag.unknown(str(kind or "(no type)"))
-
-    def _note(self, rec: _Record) -> None:
-        info = self.info
-        if rec.timestamp:
-            info.started_at = info.started_at or rec.timestamp
-            info.updated_at = rec.timestamp
-        if isinstance(rec.sessionId, str):
-            info.session_id = rec.sessionId
-        info.cwd = info.cwd or rec.cwd
-        info.agent_version = rec.version or info.agent_version
-        info.git_branch = rec.gitBranch or info.git_branch
-
-    def _parts(self, rec: _Record) -> list[Part]:
-        message = lenient(_QMESSAGE, rec.message)
-        return (message.parts or []) if isinstance(message, _QMessage) else []
-
-    # assistant -------------------------------------------------------------------
-    def _assistant(self, rec: _Record) -> Iterator[Event]:
-        self.info.add_model(rec.model)
-        if rec.uuid != self.text_uuid:
-            yield from self._flush()
-            self.text_uuid = rec.uuid
-        for part in self._parts(rec):
-            if part.text and not part.thought:
-                self.text.append(part.text)
-                self.text_ts = self.text_ts or rec.timestamp
-            elif part.functionCall is not None and part.functionCall.id:
-                fc = part.functionCall
-                call = make_tool_call(fc.id, fc.name, fc.args, rec.timestamp)  # type: ignore[arg-type]
-                self.pending[call.call_id] = call
-                yield call
-
     def _flush(self) -> Iterator[Event]:
         text = "\n\n".join(t.strip() for t in self.text if t.strip())
         if text and text != _ACK:
             yield Message(role="assistant", text=text, timestamp=self.text_ts)
         self.text, self.text_ts, self.text_uuid = [], None, None
 
-    # user ------------------------------------------------------------------------
-    def _user(self, rec: _Record) -> Iterator[Event]:
-        texts = [
-            p.text.strip()
-            for p in self._parts(rec)
-            if p.text
-            and not p.thought
-            and not p.text.lstrip().startswith((_HOOK_CONTEXT, _REMINDER))
-        ]
-        text = "\n\n".join(t for t in texts if t)
-        if text:
-            # notifications, cron and background-task reports are the CLI talking
-            synthetic = rec.provenance not in (None, "real_user")
-            yield Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
 
-    # tool results ------------------------------------------------------------------
-    def _tool_result(self, rec: _Record) -> Iterator[Event]:
-        outcome = lenient(_CALL_RESULT, rec.toolCallResult)
-        for part in self._parts(rec):
-            resp = part.functionResponse
-            call = self.pending.pop(resp.id or "", None) if resp is not None else None
-            if resp is None or call is None:
-                continue
-            output, error = response_texts(resp)
-            failed, exit_code = False, None
-            if isinstance(outcome, _CallResult) and outcome.callId in (None, resp.id):
-                failed = outcome.status == "error"
-                if call.action == "command":
-                    exit_code = _exit_code(outcome)
-            yield make_tool_result(
-                call,
-                failed=failed,
-                output=output,
-                error=error,
-                timestamp=rec.timestamp,
-                exit_code=exit_code,
-            )
+def _compaction(rec: _FastRecord, line: bytes, offset: int, tail: int) -> Compaction:
+    whole = decode_record(_RECORD, line, offset, tail, Diagnostics())  # read once already
+    raw = whole.systemPayload if isinstance(whole, _Record) else _NULL
+    payload = lenient(_COMPRESSION, raw)
+    summary, trigger = None, "auto"
+    if isinstance(payload, _Compression):
+        if payload.info and payload.info.trigger:
+            trigger = payload.info.trigger
+        for content in payload.compressedHistory or ():
+            texts = [p.text for p in content.parts or () if p.text and not p.thought]
+            if content.role == "user" and texts:
+                summary = "\n\n".join(texts)
+                break
+    return Compaction(summary=summary, trigger=trigger, timestamp=rec.timestamp)
 
-    def _compaction(self, rec: _Record) -> Compaction:
-        payload = lenient(_COMPRESSION, rec.systemPayload)
-        summary, trigger = None, "auto"
-        if isinstance(payload, _Compression):
-            if payload.info and payload.info.trigger:
-                trigger = payload.info.trigger
-            for content in payload.compressedHistory or ():
-                texts = [p.text for p in content.parts or () if p.text and not p.thought]
-                if content.role == "user" and texts:
-                    summary = "\n\n".join(texts)
-                    break
-        return Compaction(summary=summary, trigger=trigger, timestamp=rec.timestamp)
+
+def _user_message(rec: _FastRecord) -> Message | None:
+    parts = (rec.message.parts or ()) if rec.message is not None else ()
+    texts = [
+        p.text.strip()
+        for p in parts
+        if p.text and not p.thought and not p.text.lstrip().startswith((_HOOK_CONTEXT, _REMINDER))
+    ]
+    text = "\n\n".join(t for t in texts if t)
+    if not text:
+        return None
+    # notifications, cron and background-task reports are the CLI talking
+    synthetic = rec.provenance not in (None, "real_user")
+    return Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic)
+
+
+def _tool_result(
+    call: ToolCall, resp: _FastResponse, outcome: _CallResult | None, ts: str | None
+) -> Event:
+    body = resp.response
+    error = as_text(body.error) if body is not None else None
+    failed, exit_code = False, None
+    if outcome is not None and outcome.callId in (None, resp.id):
+        failed = outcome.status == "error"
+        if call.action == "command":
+            exit_code = _exit_code(outcome)
+    # the output counts only for a command's exit code or a failure without an error
+    wanted = body is not None and error is None and (failed or call.action == "command")
+    return make_tool_result(
+        call,
+        failed=failed,
+        output=as_text(body.output) if wanted and body is not None else None,
+        error=error,
+        timestamp=ts,
+        exit_code=exit_code,
+    )
 
 
 def _exit_code(outcome: _CallResult) -> int | None:
@@ -460,19 +613,16 @@ def _exit_code(outcome: _CallResult) -> int | None:
     return None
 
 
-_TELEMETRY = msgspec.json.Decoder(dict[str, Any])
-
-
-def _api_error(rec: _Record) -> Iterator[Event]:
+def _api_error(rec: _FastRecord) -> SessionEnding | None:
     """0.24 writes each failed model request (every retry) as a `system/ui_telemetry`
     record with `uiEvent {"event.name": "qwen-code.api_error", error_message, error_type,
     status_code}`; the last one nothing follows is how the session ended."""
-    payload = lenient(_TELEMETRY, rec.systemPayload)
-    event = payload.get("uiEvent") if isinstance(payload, dict) else None
-    if not isinstance(event, dict) or event.get("event.name") != "qwen-code.api_error":
-        return
-    message, kind, status = (event.get(k) for k in ("error_message", "error_type", "status_code"))
-    yield api_error_ending(
+    payload = rec.systemPayload
+    event = payload.uiEvent if payload is not None else None
+    if event is None or event.name != "qwen-code.api_error":
+        return None
+    message, kind, status = event.error_message, event.error_type, event.status_code
+    return api_error_ending(
         message if isinstance(message, str) else None,
         status=status if isinstance(status, int) else None,
         kind=kind if isinstance(kind, str) else None,
