@@ -53,6 +53,20 @@ def _copilot_calls(line: bytes) -> tuple[list[bytes], list[bytes]]:
     return [], []
 
 
+# The part of the file the process reads itself: while the worker reads the rest, the
+# process also shares its core with the thread hashing the file (0.16 s at 300 MB), so
+# an even cut left the worker done first (Codex at 300 MB: 0.83 s against 0.73 s; at
+# this share both take 0.75-0.79 s).
+MAIN_SHARE = 0.45
+
+
+def main_share(middle: int, end: int) -> int:
+    """The offset by which the process has read `MAIN_SHARE` of the window whose middle
+    is `middle`."""
+    start = max(0, 2 * middle - end)
+    return start + int((end - start) * MAIN_SHARE)
+
+
 def clean_cut(
     fd: int, middle: int, end: int, calls: Callable[[bytes], tuple[list[bytes], list[bytes]]]
 ) -> int | None:
@@ -141,7 +155,7 @@ class _LinearSplitter:
 
 class CodexSplitter(_LinearSplitter):
     def cut(self, fd: int, middle: int, end: int) -> int | None:
-        return clean_cut(fd, middle, end, _codex_calls)
+        return clean_cut(fd, main_share(middle, end), end, _codex_calls)
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CodexHalf:
         return _CodexHalf(info, diagnostics)
@@ -243,7 +257,7 @@ class _CopilotHalf(_EventReader):
 
 class CopilotSplitter(_LinearSplitter):
     def cut(self, fd: int, middle: int, end: int) -> int | None:
-        return clean_cut(fd, middle, end, _copilot_calls)
+        return clean_cut(fd, main_share(middle, end), end, _copilot_calls)
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CopilotHalf:
         return _CopilotHalf(info, diagnostics)
