@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Protocol, cast
 
@@ -271,6 +271,10 @@ def conflicting_ids(pending: dict[str, ToolCall], seen: _IdFilter) -> bool:
 
 
 # which call ids a half used --------------------------------------------------------
+_NAMED_BY_ID = (ToolCall, ToolResult)
+_ID_BATCH = 4096
+
+
 class _IdFilter:
     """A fixed-size Bloom filter of the tool call ids a half used: the main process asks
     it about its few pending ids. A false positive only costs the exact fallback."""
@@ -281,11 +285,15 @@ class _IdFilter:
         self.bits = bytearray(data) if data is not None else bytearray(self.BITS >> 3)
 
     def add(self, key: str) -> None:
-        h = hash(key)  # a forked worker shares the parent's hash seed
-        bits = self.bits
-        a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
-        bits[a >> 3] |= 1 << (a & 7)
-        bits[b >> 3] |= 1 << (b & 7)
+        self.update((key,))
+
+    def update(self, keys: Iterable[str]) -> None:
+        bits, mask = self.bits, self.BITS - 1
+        for key in keys:
+            h = hash(key)  # a forked worker shares the parent's hash seed
+            a, b = h & mask, (h >> 23) & mask
+            bits[a >> 3] |= 1 << (a & 7)
+            bits[b >> 3] |= 1 << (b & 7)
 
     def __contains__(self, key: object) -> bool:
         h = hash(key)
@@ -695,16 +703,22 @@ def _read_half(
         workspace=workspace, max_messages=budget.max_messages, max_chars=budget.max_chars
     )
     ids = _IdFilter()
-    add_id = ids.add
+    # a call and its result name the same id: gathered in a set (C speed, each id once)
+    # that goes into the filter a batch at a time, so it stays small
+    batch: set[str] = set()
+    add_id = batch.add
     seen = SeenEvents()  # counts and keeps commands as the main process does: bounded
     feed = half.feed
     for event in seen.watch(reader.events(cast(BinaryIO, _Window(fd, cut, end)))):
-        if type(event) in (ToolCall, ToolResult):
+        if type(event) in _NAMED_BY_ID:
             add_id(event.call_id)  # type: ignore[union-attr]
+            if len(batch) >= _ID_BATCH:
+                ids.update(batch)
+                batch.clear()
         feed(event)
+    ids.update(batch)
     state = reader.report()
-    for call_id in state.pop("unmatched_ids", ()):
-        add_id(call_id)
+    ids.update(state.pop("unmatched_ids", ()))
     state["info"] = _info_fields(half_info)
     return WorkerReport(
         partial=half.partial(),
