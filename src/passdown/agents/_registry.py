@@ -41,22 +41,37 @@ def _wanted() -> frozenset[str]:
     return frozenset(n.strip() for n in names if n.strip())
 
 
-def _load(wanted: frozenset[str]) -> dict[str, Agent]:
-    found: dict[str, Agent] = {}
+@cache
+def _sources() -> dict[str, str]:
     # The built-in agents are registered in pyproject.toml like any plugin: one list.
-    sources = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    for name, path in sources.items():
-        if wanted and name not in wanted:
-            continue
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+_instances: dict[str, Agent] = {}  # by entry-point name: every load gives the same object
+
+
+def _instance(name: str, path: str) -> Agent | None:
+    agent = _instances.get(name)
+    if agent is None:
         try:
-            agent_cls = _load_path(path)
-            agent = agent_cls()
+            agent = _load_path(path)()
         except Exception as exc:  # a broken plugin must not break passdown
             import warnings
 
-            warnings.warn(f"passdown: agent plugin {name!r} failed to load: {exc}", stacklevel=2)
+            warnings.warn(f"passdown: agent plugin {name!r} failed to load: {exc}", stacklevel=3)
+            return None
+        _instances[name] = agent
+    return agent
+
+
+def _load(wanted: frozenset[str]) -> dict[str, Agent]:
+    found: dict[str, Agent] = {}
+    for name, path in _sources().items():
+        if wanted and name not in wanted:
             continue
-        found[agent.name] = agent
+        agent = _instance(name, path)
+        if agent is not None:
+            found[agent.name] = agent
     return found
 
 
@@ -65,6 +80,14 @@ def agent_names() -> list[str]:
 
 
 def get_agent(name: str) -> Agent:
+    """The agent named; only its own module is imported when it is registered under its
+    name (an export reads one agent's session: the other modules would cost start-up)."""
+    wanted = _wanted()
+    path = _sources().get(name)
+    if path is not None and (not wanted or name in wanted):
+        agent = _instance(name, path)
+        if agent is not None and agent.name == name:
+            return agent
     agents = load_agents()
     try:
         return agents[name]
