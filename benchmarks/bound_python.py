@@ -179,10 +179,8 @@ def _row(
         envelope = load(decoders.pass1).decode
         pass1 = cpu(lambda: scan(path, 0, size, envelope))
     share = branch_share(agent, path) if agent in ("claude", "qwen", "pi") else 1.0
-    if agent in SERIAL_PASS_1:
-        bound = pass1 + decode * share / 2
-    else:
-        bound = (pass1 + decode * share) / 2
+    pass1_wall = pass1 if agent in SERIAL_PASS_1 else pass1 / 2
+    bound = pass1_wall + decode * share / 2
     target = TARGETS.get(agent, OTHER_TARGET)
     budget_us = (target * floor_wall - bound) * 2 / lines * 1e6
     export_cells = ["-", "-", "-"]
