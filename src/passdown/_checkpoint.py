@@ -54,7 +54,7 @@ from passdown._extract import (
     restore_extractor,
 )
 from passdown._fsio import read_nofollow
-from passdown._jsonl import CHUNK, is_zstd, read_progress
+from passdown._jsonl import CHUNK, FdWindow, is_zstd, read_progress
 from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
 from passdown.transcript import Diagnostics, SessionInfo, SessionRef, Transcript
@@ -226,7 +226,7 @@ class _Resumed:
                     )
                 else:
                     for event in self.seen.watch(
-                        reader.events(cast(BinaryIO, _Window(self.fd, start, end)))
+                        reader.events(cast(BinaryIO, FdWindow(self.fd, start, end)))
                     ):
                         extractor.feed(event)
         finally:
@@ -253,7 +253,7 @@ class _Resumed:
         file_hash.update_from(self.fd, end, size)
         with _progress_from(end):
             for event in self.seen.watch(
-                reader.events(cast(BinaryIO, _Window(self.fd, end, size)))
+                reader.events(cast(BinaryIO, FdWindow(self.fd, end, size)))
             ):
                 extractor.feed(event)
         for event in self.seen.watch(reader.close()):
@@ -509,26 +509,6 @@ def _last_line_end(fd: int, start: int, size: int) -> int:
             return begin + newline + 1
         pos = begin
     return start
-
-
-class _Window:
-    """Bytes [start, end) of a file as a forward-only stream (positional reads, so the
-    hashing thread reading the same descriptor never moves its offset)."""
-
-    def __init__(self, fd: int, start: int, end: int) -> None:
-        self.fd = fd
-        self.pos = start
-        self.end = end
-
-    def read(self, size: int = -1) -> bytes:
-        left = self.end - self.pos
-        if size < 0 or size > left:
-            size = left
-        if size <= 0:
-            return b""
-        data = os.pread(self.fd, size, self.pos)
-        self.pos += len(data)
-        return data
 
 
 class _Sha256:

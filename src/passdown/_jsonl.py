@@ -154,6 +154,24 @@ def open_binary(path: Path) -> Iterator[BinaryIO]:
         raw.close()
 
 
+class FdWindow:
+    """Bytes [start, end) of a file descriptor as a forward-only stream. Positional reads
+    leave the descriptor's own offset alone, so a thread hashing the same descriptor or a
+    forked worker reading it never moves it under another reader."""
+
+    def __init__(self, fd: int, start: int, end: int) -> None:
+        self.fd, self.pos, self.end = fd, start, end
+
+    def read(self, size: int = -1) -> bytes:
+        left = self.end - self.pos
+        size = left if size < 0 or size > left else size
+        if size <= 0:
+            return b""
+        data = os.pread(self.fd, size, self.pos)
+        self.pos += len(data)
+        return data
+
+
 class LineReader:
     """Iterates the lines of one file, recording what it had to skip.
 

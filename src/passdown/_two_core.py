@@ -51,6 +51,7 @@ from passdown._extract import (
     extractor_state,
     restore_extractor,
 )
+from passdown._jsonl import FdWindow
 from passdown._packed import Packed, unpacked
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
@@ -393,22 +394,6 @@ def worth_splitting(size: int, min_bytes: int) -> bool:
     )
 
 
-class _Window:
-    """Bytes [start, end) of a descriptor as a forward-only stream (positional reads)."""
-
-    def __init__(self, fd: int, start: int, end: int) -> None:
-        self.fd, self.pos, self.end = fd, start, end
-
-    def read(self, size: int = -1) -> bytes:
-        left = self.end - self.pos
-        size = left if size < 0 or size > left else size
-        if size <= 0:
-            return b""
-        data = os.pread(self.fd, size, self.pos)
-        self.pos += len(data)
-        return data
-
-
 @dataclass
 class SplitRead:
     """One file window [start, end) read on two cores: `start` forks the worker on the
@@ -435,7 +420,7 @@ class SplitRead:
         try:
             feed = extractor.feed
             for event in watch(
-                reader.events(cast(BinaryIO, _Window(self.fd, self.start, self.cut)))
+                reader.events(cast(BinaryIO, FdWindow(self.fd, self.start, self.cut)))
             ):
                 feed(event)
             halfway, halfway_cpu = time.perf_counter(), time.thread_time()
@@ -468,7 +453,7 @@ class SplitRead:
             self.stats["merged"] = True
         else:  # exact anyway: this process reads the second part itself
             self.stats.update(merged=False, reason=reason)
-            window = _Window(self.fd, self.cut, self.end)
+            window = FdWindow(self.fd, self.cut, self.end)
             for event in watch(reader.events(cast(BinaryIO, window))):
                 feed(event)
         self.stats["main_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -709,7 +694,7 @@ def _read_half(
     add_id = batch.add
     seen = SeenEvents()  # counts and keeps commands as the main process does: bounded
     feed = half.feed
-    for event in seen.watch(reader.events(cast(BinaryIO, _Window(fd, cut, end)))):
+    for event in seen.watch(reader.events(cast(BinaryIO, FdWindow(fd, cut, end)))):
         if type(event) in _NAMED_BY_ID:
             add_id(event.call_id)  # type: ignore[union-attr]
             if len(batch) >= _ID_BATCH:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import os
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import BinaryIO, cast
 
 import msgspec
 
+from passdown._jsonl import FdWindow
 from passdown.agents.base import CannotResume
 from passdown.agents.gemini._emitter import Emitter
 from passdown.agents.gemini._live import LiveList, Spill, Untrackable
@@ -58,23 +58,6 @@ class _Counted:
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
         self.bytes += len(data)
-        return data
-
-
-class _FdWindow:
-    """Bytes [start, end) of a descriptor as a forward-only stream (positional reads:
-    the descriptor's own position is left alone)."""
-
-    def __init__(self, fd: int, start: int, end: int) -> None:
-        self.fd, self.pos, self.end = fd, start, end
-
-    def read(self, size: int = -1) -> bytes:
-        left = self.end - self.pos
-        size = left if size < 0 or size > left else size
-        if size <= 0:
-            return b""
-        data = os.pread(self.fd, size, self.pos)
-        self.pos += len(data)
         return data
 
 
@@ -125,7 +108,7 @@ class ResumableReplay:
         a checkpoint replays each window as it reads it."""
         if self.resumed or start != 0 or end <= start:
             return True
-        self._replay_window(cast(BinaryIO, _FdWindow(fd, start, end)))
+        self._replay_window(cast(BinaryIO, FdWindow(fd, start, end)))
         live = self.replay.live
         spill = live.spill
         if spill is not None and spill.count:
