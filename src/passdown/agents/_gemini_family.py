@@ -95,7 +95,9 @@ class Part(msgspec.Struct):
     functionResponse: FunctionResponse | None = None
 
 
-class _Response(msgspec.Struct):
+class ResponseBody(msgspec.Struct):
+    """A functionResponse's `response`: left raw, decoded only where a text is needed."""
+
     output: msgspec.Raw = NULL
     error: msgspec.Raw = NULL
 
@@ -112,7 +114,7 @@ class ToolArgs(msgspec.Struct):
 
 
 _PARTS = msgspec.json.Decoder(str | list[Part] | Part)
-_RESPONSE = msgspec.json.Decoder(_Response)
+RESPONSE_BODY = msgspec.json.Decoder(ResponseBody)
 _ARGS = msgspec.json.Decoder(ToolArgs)
 _ANY = msgspec.json.Decoder()
 
@@ -187,8 +189,8 @@ def as_text(raw: msgspec.Raw) -> str | None:
 
 def response_texts(resp: FunctionResponse) -> tuple[str | None, str | None]:
     """(output, error) of a functionResponse; a present `error` means the tool failed."""
-    response = lenient(_RESPONSE, resp.response)
-    if not isinstance(response, _Response):
+    response = lenient(RESPONSE_BODY, resp.response)
+    if not isinstance(response, ResponseBody):
         return as_text(resp.response), None
     return as_text(response.output), as_text(response.error)
 

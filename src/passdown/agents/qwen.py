@@ -46,7 +46,9 @@ from passdown.agents._common import (
 )
 from passdown.agents._endings import api_error_ending
 from passdown.agents._gemini_family import (
+    RESPONSE_BODY,
     Part,
+    ResponseBody,
     ToolArgs,
     as_text,
     decode_record,
@@ -140,16 +142,11 @@ class _FastCall(msgspec.Struct):
     args: ToolArgs | None = None
 
 
-class _ResponseBody(msgspec.Struct):
-    # left raw: a success's output is decoded only when a command's exit code needs it
-    output: msgspec.Raw = _NULL
-    error: msgspec.Raw = _NULL
-
-
 class _FastResponse(msgspec.Struct):
     id: str | None = None
     name: str = ""
-    response: _ResponseBody | None = None
+    # left raw: a success's output is decoded only when a command's exit code needs it
+    response: ResponseBody | None = None
 
 
 class _FastPart(msgspec.Struct):
@@ -220,7 +217,6 @@ class _Compression(msgspec.Struct):
 _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
 _FAST_RECORD = msgspec.json.Decoder(_FastRecord)
-_RESPONSE_BODY = msgspec.json.Decoder(_ResponseBody)
 _TELEMETRY = msgspec.json.Decoder(_Telemetry)
 _QMESSAGE = msgspec.json.Decoder(_QMessage)
 _CALL_RESULT = msgspec.json.Decoder(_CallResult)
@@ -418,9 +414,9 @@ def _fast_part(part: Part) -> _FastPart:
         call = _FastCall(fc.id, fc.name, args if isinstance(args, ToolArgs) else None)
     response = None
     if fr is not None:
-        body = lenient(_RESPONSE_BODY, fr.response)
-        if not isinstance(body, _ResponseBody) and bytes(fr.response) != b"null":
-            body = _ResponseBody(output=fr.response)  # no object: shown whole, as the output
+        body = lenient(RESPONSE_BODY, fr.response)
+        if not isinstance(body, ResponseBody) and bytes(fr.response) != b"null":
+            body = ResponseBody(output=fr.response)  # no object: shown whole, as the output
         response = _FastResponse(fr.id, fr.name, body)
     return _FastPart(part.text, part.thought, call, response)
 
