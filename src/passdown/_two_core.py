@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Protocol, cast
 
 import msgspec
 
+from passdown import _jsonl as jsonl
 from passdown._extract import (
     OPEN_FAILURES,
     ExtractorState,
@@ -553,17 +554,7 @@ def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
     hashing thread starts: only a single-threaded process forks."""
     plan = getattr(reader, "walk_in_two", None)
     if plan is not None and worth_splitting(end, MIN_BYTES):
-        plan(fd, end, _walk_worker)
-
-
-def _walk_worker(work: Callable[[], bytes]) -> Forked | None:
-    def walk() -> bytes:
-        from passdown import _jsonl as jsonl
-
-        jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
-        return work()
-
-    return fork_worker(walk)
+        plan(fd, end, fork_worker)
 
 
 def _reap(pid: int) -> None:
@@ -654,6 +645,7 @@ def _serve(
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
         data = work()
     except BaseException as exc:
         data = failed(exc)
@@ -678,9 +670,6 @@ def _read_half(
     workspace: str | None,
     budget: Any,
 ) -> WorkerReport:
-    from passdown import _jsonl as jsonl
-
-    jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
     half_info = SessionInfo(agent=info.agent, session_id="", path=info.path)
     diagnostics = Diagnostics()
     reader = splitter.half_reader(half_info, diagnostics, cut)

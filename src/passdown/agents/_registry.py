@@ -30,10 +30,9 @@ def every_agent() -> dict[str, Agent]:
     """Every registered agent, whatever `PASSDOWN_AGENTS` says: a hook limits the agents it
     loads to its own, but a concurrent session of any agent explains a change in the
     workspace (`pipeline._paths_of_concurrent_sessions`)."""
-    limited = load_agents()
     if not _wanted():
-        return limited
-    return {**_load(frozenset()), **limited}  # the loaded ones stay the same objects
+        return load_agents()
+    return _load(frozenset())  # those loaded already are the same objects (`_instances`)
 
 
 def _wanted() -> frozenset[str]:
