@@ -20,7 +20,6 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
 from test_incremental import COPILOT_TURNS, TURNS, CopilotTurnMaker, TurnMaker
-from worker_procs import assert_killed_export_leaves_no_worker, start_export
+from worker_procs import assert_killed_export_leaves_no_worker, hook_exports, start_export
 
 WS = "/ws"
 _REAL_CUT = CodexSplitter.cut
@@ -637,35 +636,22 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _cli_export(path: Path, out: Path, *, single: bool) -> subprocess.Popen[bytes]:
-    return start_export(
-        "codex", path, out, single=single, home={"CODEX_HOME": str(path.parents[4])}
-    )
+def _home(session: Path) -> dict[str, str]:
+    """Where the grown session's Codex store is."""
+    return {"CODEX_HOME": str(session.parents[4])}
 
 
 def test_a_hooks_export_on_two_cores_writes_the_single_core_handoff(
     big_session: Path, tmp_path: Path
 ) -> None:
-    """Run as a hook runs it (--quiet, its streams pipes the hook runner reads to the
-    end): the handoff equals the single-core one, the hook's output stays empty, and
-    the pipes close when the export exits (no worker holds them)."""
-    handoffs = []
-    for single in (True, False):
-        out = tmp_path / ("single" if single else "split")
-        out.mkdir()
-        stdout, stderr = _cli_export(big_session, out, single=single).communicate(timeout=600)
-        assert stdout == b""
-        merged = b"passdown two-core: " in stderr
-        assert merged is (not single), stderr.decode()[-2000:]
-        if merged:
-            assert b"'merged': True" in stderr
-        handoff = json.loads((out / "handoff" / "handoff.json").read_text())
-        del handoff["id"], handoff["created_at"]
-        handoffs.append(handoff)
-    assert handoffs[1] == handoffs[0]
-    assert handoffs[0]["task"]["original_request"]
+    """Run as a hook runs it: the handoff equals the single-core one."""
+    (single, _, _), (split, _, _) = hook_exports(
+        "codex", big_session, tmp_path, home=_home(big_session)
+    )
+    assert split == single
+    assert single["task"]["original_request"]
 
 
 def test_a_killed_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
-    export = _cli_export(big_session, tmp_path, single=False)
+    export = start_export("codex", big_session, tmp_path, single=False, home=_home(big_session))
     assert_killed_export_leaves_no_worker(export)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
 
 from test_incremental_gemini import HEADER, REAL_TURNS, TURNS, GeminiTurns, _layout, _line
-from worker_procs import assert_killed_export_leaves_no_worker, start_export
+from worker_procs import assert_killed_export_leaves_no_worker, hook_exports, start_export
 
 _REAL_CHOOSE = GeminiSplitter.choose
 
@@ -431,36 +431,21 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _cli_export(path: Path, out: Path, *, single: bool) -> Any:
-    return start_export("gemini", path, out, single=single, home={"HOME": str(path.parents[4])})
+def _home(session: Path) -> dict[str, str]:
+    """Where the grown session's Gemini store is."""
+    return {"HOME": str(session.parents[4])}
 
 
 def test_a_hooks_export_of_a_gemini_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:
-    """Run as a hook runs it (--quiet, pipes read to the end): the handoff and the
-    checkpoint equal the single-core ones, nothing is printed but the stats line asked
-    for, and the pipes close when the export exits (no worker holds them)."""
-    results = []
-    for single in (True, False):
-        out = tmp_path / ("single" if single else "split")
-        out.mkdir()
-        stdout, stderr = _cli_export(big_session, out, single=single).communicate(timeout=600)
-        assert stdout == b""
-        merged = b"passdown two-core: " in stderr
-        assert merged is (not single), stderr.decode()[-2000:]
-        if merged:
-            assert b"'merged': True" in stderr
-            assert stderr.count(b"\n") == 1  # the stats line only
-        else:
-            assert stderr == b""
-        handoff = json.loads((out / "handoff" / "handoff.json").read_text())
-        del handoff["id"], handoff["created_at"]
-        saved = next((out / "data" / "checkpoints").glob("*.msgpack")).read_bytes()
-        results.append((handoff, saved))
-    assert results[1][0] == results[0][0]
-    assert results[1][1] == results[0][1]
-    assert results[0][0]["task"]["original_request"].startswith("Create calc.py")
+    """Run as a hook runs it: the handoff and the checkpoint equal the single-core ones."""
+    (single, _, single_saved), (split, _, split_saved) = hook_exports(
+        "gemini", big_session, tmp_path, home=_home(big_session)
+    )
+    assert split == single
+    assert split_saved == single_saved
+    assert single["task"]["original_request"].startswith("Create calc.py")
 
 
 def test_a_killed_gemini_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
-    export = _cli_export(big_session, tmp_path, single=False)
+    export = start_export("gemini", big_session, tmp_path, single=False, home=_home(big_session))
     assert_killed_export_leaves_no_worker(export)

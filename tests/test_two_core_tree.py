@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +53,7 @@ from test_incremental_tree import (
     QwenMaker,
     _store,
 )
-from worker_procs import assert_killed_export_leaves_no_worker, start_export
+from worker_procs import assert_killed_export_leaves_no_worker, hook_exports, start_export
 
 _REAL_CUT = ClaudeSplitter.cut
 SUBAGENT = FIXTURES / "claude" / "subagent"
@@ -556,38 +555,22 @@ def big_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _cli_export(path: Path, out: Path, *, single: bool) -> subprocess.Popen[bytes]:
-    return start_export(
-        "claude", path, out, single=single, home={"CLAUDE_CONFIG_DIR": str(path.parents[2])}
-    )
+def _home(session: Path) -> dict[str, str]:
+    """Where the grown session's Claude store is."""
+    return {"CLAUDE_CONFIG_DIR": str(session.parents[2])}
 
 
 def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:
-    """Run as a hook runs it (--quiet, pipes read to the end): the handoff equals the
-    single-core one, nothing is printed but the stats line asked for, and the pipes
-    close when the export exits (no worker holds them)."""
-    handoffs = []
-    for single in (True, False):
-        out = tmp_path / ("single" if single else "split")
-        out.mkdir()
-        stdout, stderr = _cli_export(big_session, out, single=single).communicate(timeout=600)
-        assert stdout == b""
-        merged = b"passdown two-core: " in stderr
-        assert merged is (not single), stderr.decode()[-2000:]
-        if merged:
-            assert b"'merged': True" in stderr
-            # pass 1 ran on two cores too, and its halves joined
-            assert b"'walk_joined': True" in stderr
-            assert stderr.count(b"\n") == 1  # the stats line only
-        else:
-            assert stderr == b""
-        handoff = json.loads((out / "handoff" / "handoff.json").read_text())
-        del handoff["id"], handoff["created_at"]
-        handoffs.append(handoff)
-    assert handoffs[1] == handoffs[0]
-    assert handoffs[0]["task"]["original_request"].startswith("Create calc.py")
+    """Run as a hook runs it: the handoff equals the single-core one, and pass 1 ran on
+    two cores too, its halves joined."""
+    (single, _, _), (split, stats, _) = hook_exports(
+        "claude", big_session, tmp_path, home=_home(big_session)
+    )
+    assert b"'walk_joined': True" in stats
+    assert split == single
+    assert single["task"]["original_request"].startswith("Create calc.py")
 
 
 def test_a_killed_claude_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
-    export = _cli_export(big_session, tmp_path, single=False)
+    export = start_export("claude", big_session, tmp_path, single=False, home=_home(big_session))
     assert_killed_export_leaves_no_worker(export)

@@ -1,14 +1,16 @@
-"""What both two-core suites run: an export as a hook runs it, and the check that a
-killed export leaves no forked worker behind."""
+"""What the two-core suites run: an export as a hook runs it, on one core and on two,
+and the check that a killed export leaves no forked worker behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +34,34 @@ def start_export(
     argv += [str(session), "--out", str(out / "handoff"), "--no-store", "--quiet"]
     argv += ["--workspace", str(out.parent)]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def hook_exports(
+    agent: str, session: Path, tmp_path: Path, *, home: dict[str, str]
+) -> list[tuple[dict[str, Any], bytes, bytes]]:
+    """`start_export` on one core, then on two, each read to the end as a hook runner
+    reads its pipes (they close when the export exits: no worker holds them). Asserts
+    what a hook's export must show: nothing on stdout, nothing on stderr on one core,
+    only the stats line asked for on two, saying the halves merged. Returns, one core
+    first, (handoff without its id and creation time, stderr, checkpoint bytes)."""
+    results = []
+    for single in (True, False):
+        out = tmp_path / ("single" if single else "split")
+        out.mkdir()
+        export = start_export(agent, session, out, single=single, home=home)
+        stdout, stderr = export.communicate(timeout=600)
+        assert stdout == b""
+        if single:
+            assert stderr == b"", stderr.decode()[-2000:]
+        else:
+            assert stderr.startswith(b"passdown two-core: "), stderr.decode()[-2000:]
+            assert stderr.count(b"\n") == 1  # the stats line only
+            assert b"'merged': True" in stderr
+        handoff = json.loads((out / "handoff" / "handoff.json").read_text())
+        del handoff["id"], handoff["created_at"]
+        saved = next((out / "data" / "checkpoints").glob("*.msgpack")).read_bytes()
+        results.append((handoff, stderr, saved))
+    return results
 
 
 def assert_killed_export_leaves_no_worker(export: subprocess.Popen[bytes]) -> None:
