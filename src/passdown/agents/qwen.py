@@ -172,21 +172,13 @@ class _Telemetry(msgspec.Struct):
     uiEvent: _UiEvent | None = None
 
 
-class _FastRecord(msgspec.Struct):
-    uuid: str | None = None
-    sessionId: str | None = None
-    timestamp: str | None = None
-    type: str | None = None
-    subtype: str | None = None
-    provenance: str | None = None
-    cwd: str | None = None
-    version: str | None = None
-    gitBranch: str | None = None
-    model: str | None = None
-    message: _FastMessage | None = None
-    toolCallResult: _CallResult | None = None
+class _FastRecord(_Record):
+    """The same record, its nested fields typed."""
+
+    message: _FastMessage | None = None  # type: ignore[assignment]
+    toolCallResult: _CallResult | None = None  # type: ignore[assignment]
     # what telemetry records say; a compression's payload is read from the line again
-    systemPayload: _Telemetry | None = None
+    systemPayload: _Telemetry | None = None  # type: ignore[assignment]
 
 
 class _Head(msgspec.Struct):
