@@ -444,8 +444,8 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Force the split on small files, at the line start the test picks."""
     chosen: list[int] = []
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
-    monkeypatch.setattr(CodexSplitter, "cut", lambda self, fd, middle, end: chosen[0])
-    monkeypatch.setattr(CopilotSplitter, "cut", lambda self, fd, middle, end: chosen[0])
+    monkeypatch.setattr(CodexSplitter, "cut", lambda self, fd, start, end: chosen[0])
+    monkeypatch.setattr(CopilotSplitter, "cut", lambda self, fd, start, end: chosen[0])
     yield chosen
 
 
@@ -545,7 +545,7 @@ def test_a_clean_cut_is_merged_and_a_cut_inside_a_call_is_refused(
     path = _session(tmp_path, grown)
     single = _export(path, tmp_path, monkeypatch, single=True)
     with os.fdopen(os.open(path, os.O_RDONLY), "rb") as handle:
-        clean = _REAL_CUT(CodexSplitter(), handle.fileno(), len(grown) // 2, len(grown))
+        clean = _REAL_CUT(CodexSplitter(), handle.fileno(), 0, len(grown))
     assert clean is not None
     split_at[:] = [clean]
     assert _export(path, tmp_path, monkeypatch, single=False) == single

@@ -90,9 +90,9 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Force the split on small files, at the line start the test picks."""
     chosen: list[int] = []
     monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
-    monkeypatch.setattr(ClaudeSplitter, "cut", lambda self, fd, middle, end: chosen[0])
-    monkeypatch.setattr(QwenSplitter, "cut", lambda self, fd, middle, end: chosen[0])
-    monkeypatch.setattr(PiSplitter, "cut", lambda self, fd, middle, end: chosen[0])
+    monkeypatch.setattr(ClaudeSplitter, "cut", lambda self, fd, start, end: chosen[0])
+    monkeypatch.setattr(QwenSplitter, "cut", lambda self, fd, start, end: chosen[0])
+    monkeypatch.setattr(PiSplitter, "cut", lambda self, fd, start, end: chosen[0])
     yield chosen
 
 

@@ -322,7 +322,10 @@ class Splitter(Protocol):
         """How many bytes of [start, end) the reading decodes (a tree: its branch's)."""
         ...
 
-    def cut(self, fd: int, middle: int, end: int) -> int | None: ...
+    def cut(self, fd: int, start: int, end: int) -> int | None:
+        """Where the worker starts in the window [start, end) (each splitter gives the
+        process the share it can read in the worker's time), or None: one core."""
+        ...
 
     def split(self, cut: int) -> None:
         """The worker runs from `cut` on: the reader plans its windows accordingly."""
@@ -603,7 +606,7 @@ def start(
     if splitter is None or splitter.work_bytes(start, end) < threshold:
         return None
     try:
-        cut = splitter.cut(fd, start + (end - start) // 2, end)
+        cut = splitter.cut(fd, start, end)
     except OSError:  # the caller's one-core read reports an unreadable file
         return None
     if cut is None or not start < cut < end:

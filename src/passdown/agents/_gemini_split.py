@@ -125,9 +125,8 @@ class GeminiSplitter:
     def work_bytes(self, start: int, end: int) -> int:
         return end - start  # the replay read them all; pass 2 decodes most again
 
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
+    def cut(self, fd: int, start: int, end: int) -> int | None:
         """The offset of the line the worker starts at (its position is kept)."""
-        start = max(0, 2 * middle - end)  # `middle` is the window's middle
         self.position = self.choose(fd, end - int((end - start) * _WORKER_SHARE))
         if not self.first < self.position < self.last:
             return None

@@ -60,10 +60,8 @@ def _copilot_calls(line: bytes) -> tuple[list[bytes], list[bytes]]:
 MAIN_SHARE = 0.45
 
 
-def main_share(middle: int, end: int) -> int:
-    """The offset by which the process has read `MAIN_SHARE` of the window whose middle
-    is `middle`."""
-    start = max(0, 2 * middle - end)
+def main_share(start: int, end: int) -> int:
+    """The offset by which the process has read `MAIN_SHARE` of the window [start, end)."""
     return start + int((end - start) * MAIN_SHARE)
 
 
@@ -154,8 +152,8 @@ class _LinearSplitter:
 
 
 class CodexSplitter(_LinearSplitter):
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        return clean_cut(fd, main_share(middle, end), end, _codex_calls)
+    def cut(self, fd: int, start: int, end: int) -> int | None:
+        return clean_cut(fd, main_share(start, end), end, _codex_calls)
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CodexHalf:
         return _CodexHalf(info, diagnostics)
@@ -256,8 +254,8 @@ class _CopilotHalf(_EventReader):
 
 
 class CopilotSplitter(_LinearSplitter):
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        return clean_cut(fd, main_share(middle, end), end, _copilot_calls)
+    def cut(self, fd: int, start: int, end: int) -> int | None:
+        return clean_cut(fd, main_share(start, end), end, _copilot_calls)
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _CopilotHalf:
         return _CopilotHalf(info, diagnostics)

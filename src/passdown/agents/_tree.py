@@ -844,8 +844,8 @@ class TreeSplitter(Generic[DecoderT]):
     def work_bytes(self, start: int, end: int) -> int:
         return branch_bytes(self.branch, start, end)
 
-    def cut(self, fd: int, middle: int, end: int) -> int | None:
-        middle = branch_middle(self.branch, 0, end, MAIN_SHARE)
+    def cut(self, fd: int, start: int, end: int) -> int | None:
+        middle = branch_middle(self.branch, start, end, MAIN_SHARE)
         return clean_branch_cut(
             fd, self.branch, middle, end, self.opens, self.closes, self.flushing
         )
