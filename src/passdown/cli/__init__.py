@@ -70,6 +70,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "passdown.cli._install_cmds:uninstall_command",
         "Undo `passdown install`, restoring the config files.",
     ),
+    "doctor": (
+        "passdown.cli._install_cmds:doctor_command",
+        "Tell, per agent, whether passdown's hooks would fire, and why not.",
+    ),
+    "demo": (
+        "passdown.cli._demo_cmds:demo_command",
+        "Hand off an example session (shipped) into a scratch folder: see it work.",
+    ),
     "hook": (
         "passdown.cli._install_cmds:hook_command",
         "Run by agent hooks: export a handoff quietly; never fails.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -38,13 +38,17 @@ def _run(verb: str, as_json: bool, work: Callable[[Started], Outcome]) -> None:
 
 
 def _report(outcome: Outcome) -> None:
-    """Each file changed, the events hooked, notes and skipped agents, every value
-    redacted and on one line like all printed output."""
-    from passdown._text import shown
+    """Each file changed (a dry run: its diff), the events hooked, the command the
+    agents run and its check, notes and skipped agents, every value redacted and each
+    on one line like all printed output."""
+    from passdown._redact import redact
+    from passdown._text import safe_text, shown
 
     for agent in outcome.agents:
         for change in agent.edits.changes:
             click.echo(f"{change.action:9} {shown(change.path)}")
+            if change.diff:  # a dry run: the diff as it is (indented), redacted
+                click.echo(safe_text(redact(change.diff)), nl=False)
         if agent.events is not None:
             hooked = ", ".join(shown(e) for e in agent.events) or "none"
             pickup = "" if agent.target.pickup else " (pickup off)"
@@ -55,6 +59,14 @@ def _report(outcome: Outcome) -> None:
             click.echo(f"{agent.target.agent}: nothing to {outcome.action}: already done", err=True)
     for skipped in outcome.skipped:
         click.echo(f"skipped {shown(skipped.agent)}: {shown(skipped.reason)}", err=True)
+    if outcome.checked is not None:
+        checked = outcome.checked
+        click.echo(
+            f"{'checked':9} {shown(checked.command)} hook --check: runs passdown "
+            f"{shown(checked.version)} from {shown(checked.package)}"
+        )
+    if outcome.dry_run:
+        click.echo("dry run: nothing was written", err=True)
 
 
 _AGENTS = click.argument("agents", nargs=-1, required=True, metavar="AGENT...")
@@ -74,34 +86,91 @@ _JSON = json_option(_JSON_HELP)
 @click.option(
     "--command",
     "command",
-    default="passdown",
-    show_default=True,
-    help="The passdown executable the agent runs (a name on PATH or an absolute path).",
+    default=None,
+    help="The passdown executable the agents run (default: this install's own, by its "
+    "absolute path; also PASSDOWN_COMMAND). A path, or a name the agents find on their PATH; "
+    "checked by running it before anything is written.",
 )
 @click.option(
     "--no-pickup",
     is_flag=True,
     help="Do not register the session-start hook that points a new session at an unclaimed handoff.",
 )
+@click.option(
+    "--dry-run", is_flag=True, help="Show every file it would change, as a diff; write nothing."
+)
 @_JSON
 def install_command(
-    agents: tuple[str, ...], scope: str, command: str, no_pickup: bool, as_json: bool
+    agents: tuple[str, ...],
+    scope: str,
+    command: str | None,
+    no_pickup: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Register passdown with agents (claude, codex, gemini, qwen, copilot, opencode, pi;
     `all`: each of them installed here): hooks that write a handoff when a session
     ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
-    Idempotent; every changed config file is backed up for `passdown uninstall`."""
+    The agents run passdown by its absolute path, checked by running it once
+    (`hook --check`) before any file changes. Idempotent; every changed config file is
+    backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire."""
     from passdown.integrations._install import install_all
 
     project = _project_dir(scope)
     _run(
-        "installing",
+        "checking" if dry_run else "installing",
         as_json,
         lambda started: install_all(
-            agents, scope, project, command, pickup=not no_pickup, started=started
+            agents,
+            scope,
+            project,
+            command,
+            pickup=not no_pickup,
+            started=started,
+            dry_run=dry_run,
         ),
     )
+
+
+@click.command("doctor")
+@click.argument("agents", nargs=-1, metavar="[AGENT...]")
+@_SCOPE
+@json_option("Print each agent's diagnosis as JSON ({agents: [...], ok}).")
+def doctor_command(agents: tuple[str, ...], scope: str, as_json: bool) -> int:
+    """Tell, per agent (default: every agent with a hook integration), whether
+    passdown's hooks would fire and why not: installed into the agent? does each
+    command its config runs exist, and run (`hook --check`)? is the agent on PATH?
+    Exits 1 when an installed integration cannot fire."""
+    from passdown.integrations._doctor import BROKEN, diagnose_all
+
+    diagnoses = diagnose_all(agents, scope, _project_dir(scope))
+    broken = [d for d in diagnoses if d.status == BROKEN]
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"agents": [d.to_json() for d in diagnoses], "ok": not broken})
+    else:
+        _doctor_report(diagnoses)
+    if broken:
+        names = ", ".join(d.agent for d in broken)
+        click.echo(f"passdown: error: the hooks of {names} cannot fire (see above)", err=True)
+        return 1
+    return 0
+
+
+def _doctor_report(diagnoses: list[Any]) -> None:
+    from passdown._text import shown
+
+    for d in diagnoses:
+        status = d.status.replace("_", " ")
+        detail = "; ".join(shown(reason) for reason in d.why_not())
+        if d.would_fire:
+            runs = ", ".join(
+                f"{shown(p.program)} (passdown {shown(p.version)})" for p in d.programs
+            )
+            detail = f"hooks run {runs}"
+        click.echo(f"{d.agent:9} {status:14} {detail}".rstrip())
 
 
 @click.command("uninstall")
@@ -123,15 +192,50 @@ def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> Non
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True})
-@click.argument("agent")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Say which passdown runs (version, package, Python) and exit 0, doing nothing "
+    "else: what `install` and `doctor` run to see that the agents' command works.",
+)
+@json_option("With --check: print the answer as JSON.")
+@click.argument("agent", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def hook_command(agent: str, args: tuple[str, ...]) -> int:
+def hook_command(check: bool, as_json: bool, agent: str | None, args: tuple[str, ...]) -> int:
     """Run by agent hooks: export the session in the hook's payload (JSON on stdin, or
     Codex notify's last argument), or at session start print the pickup pointer. Never
-    fails: errors go to the hook log in the data folder and the exit code is 0."""
+    fails: errors go to the hook log in the data folder and the exit code is 0.
+    `passdown hook --check [AGENT]` only answers (and fails on an unknown AGENT)."""
+    if check:
+        return _hook_check(agent, as_json)
+    if agent is None:
+        from passdown.errors import UsageError
+
+        raise UsageError(
+            "`passdown hook` needs the agent's name (agents run `passdown hook AGENT`)"
+        )
     from passdown.integrations._hooks import main
 
     return main(agent, list(args))
+
+
+def _hook_check(agent: str | None, as_json: bool) -> int:
+    from passdown.integrations._command import check_report
+
+    report = check_report(agent)
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json(report)
+    else:
+        from passdown._text import shown
+
+        hooked = f" (hooks of {report['agent']})" if agent else ""
+        click.echo(
+            f"ok: passdown {shown(report['passdown'])} from {shown(report['package'])}"
+            f" with {shown(report['python'])}{hooked}"
+        )
+    return 0
 
 
 @click.command("run", context_settings={"ignore_unknown_options": True})

@@ -32,6 +32,15 @@ Plan = list[tuple[Path, Transform, Transform]]  # (file, install edit, uninstall
 
 
 @dataclass(frozen=True, slots=True)
+class Registered:
+    """One place a config file makes the agent run passdown."""
+
+    file: Path
+    what: str  # "hook SessionEnd", "MCP server", "notify", "plugin"
+    program: str  # the executable it starts (a path, or a name looked up on PATH)
+
+
+@dataclass(frozen=True, slots=True)
 class InstallTarget:
     agent: str
     scope: str  # user | project
@@ -50,6 +59,42 @@ class InstallTarget:
     def hook_command(self) -> str:
         """The shell command line agents run (they run hooks through a shell)."""
         return f"{shlex.quote(self.command)} hook {self.agent}"
+
+
+def program_of(command_line: str) -> str:
+    """The executable a shell command line starts (its first word, unquoted)."""
+    try:
+        words = shlex.split(command_line)
+    except ValueError:
+        words = command_line.split()
+    return words[0] if words else ""
+
+
+def read_config(path: Path) -> str | None:
+    """A config file's text for `passdown doctor`; None when absent or unreadable."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def settings_hook_commands(path: Path, agent: str, key: str = "command") -> list[Registered]:
+    """passdown's hooks in a settings.json (`hooks.<Event>: [{hooks: [{command}]}]`,
+    or Copilot's `hooks.<event>: [{bash}]`)."""
+    try:
+        data = json.loads(read_config(path) or "{}")
+    except ValueError:
+        return []
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    found: list[Registered] = []
+    for event, groups in (hooks or {}).items() if isinstance(hooks, dict) else []:
+        for group in groups if isinstance(groups, list) else []:
+            handlers = group.get("hooks", [group]) if isinstance(group, dict) else []
+            for handler in handlers if isinstance(handlers, list) else []:
+                line = str(handler.get(key, "")) if isinstance(handler, dict) else ""
+                if f" hook {agent}" in f"{line} ":
+                    found.append(Registered(path, f"hook {event}", program_of(line)))
+    return found
 
 
 class HookIntegration:
@@ -79,6 +124,11 @@ class HookIntegration:
             for name, meaning in self.events.items()
             if target.pickup or meaning != SESSION_START
         ]
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        """What passdown registered in the agent's files for `target`, as they stand:
+        each command the agent will run (`passdown doctor` checks that each runs)."""
+        return []
 
     def user_files(self, target: InstallTarget) -> list[Path]:
         """Files outside the project that a project install also edits (the agent's own
@@ -257,6 +307,18 @@ class GeneratedPlugin(HookIntegration):
 
     def folder(self, target: InstallTarget) -> Path:
         raise NotImplementedError
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        path = self.folder(target) / self.plugin_file
+        text = read_config(path) or ""
+        match = re.search(r"^\s*const (?:COMMAND|command) = (\".*\");$", text, re.MULTILINE)
+        if match is None:
+            return []
+        try:
+            program = str(json.loads(match.group(1)))
+        except ValueError:
+            return []
+        return [Registered(path, "plugin", program)]
 
     def plan(self, target: InstallTarget) -> Plan:
         text = self.template.replace("{command_json}", json.dumps(target.command)).replace(

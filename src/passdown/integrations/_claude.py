@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,10 +29,13 @@ from passdown.integrations._base import (
     HookIntegration,
     InstallTarget,
     Plan,
+    Registered,
     add_settings_hooks,
     drop_file,
     json_edit,
+    read_config,
     remove_settings_hooks,
+    settings_hook_commands,
     skill_text,
     whole_file,
 )
@@ -99,6 +103,22 @@ class ClaudeHooks(HookIntegration):
             (settings, json_edit(add_hooks), json_edit(remove_hooks)),
             (base / "skills" / SKILL_NAME / "SKILL.md", whole_file(skill_text()), drop_file),
         ]
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        if target.scope == "user":
+            mcp_file, settings = claude_json(), claude_dir() / "settings.json"
+        else:
+            mcp_file = target.project_dir / ".mcp.json"
+            settings = target.project_dir / ".claude" / "settings.json"
+        found = settings_hook_commands(settings, self.agent)
+        try:
+            servers = json.loads(read_config(mcp_file) or "{}").get("mcpServers")
+        except (ValueError, AttributeError):
+            servers = None
+        server = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        if isinstance(server, dict) and server.get("command"):
+            found.append(Registered(mcp_file, "MCP server", str(server["command"])))
+        return found
 
     def failure(self, payload: dict[str, Any]) -> tuple[str, str | None] | None:
         if payload.get("hook_event_name") != "StopFailure":

@@ -41,8 +41,11 @@ from passdown.integrations._base import (
     HookIntegration,
     InstallTarget,
     Plan,
+    Registered,
     add_md_block,
     drop_file,
+    program_of,
+    read_config,
     remove_md_block,
     skill_text,
     whole_file,
@@ -193,6 +196,29 @@ class CodexHooks(HookIntegration):
         except (OSError, UnicodeDecodeError, TOMLKitError):
             return False
         return is_our_notify(doc.get("notify"))
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        path = self.config_file(target)
+        try:
+            doc = tomlkit.parse(read_config(path) or "")
+        except TOMLKitError:
+            return []
+        found: list[Registered] = []
+        notify = doc.get("notify")
+        if isinstance(notify, list) and is_our_notify(notify):
+            found.append(Registered(path, "notify", str(notify[0])))
+        servers = doc.get("mcp_servers")
+        server = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+        if isinstance(server, dict) and server.get("command"):
+            found.append(Registered(path, "MCP server", str(server["command"])))
+        hooks = doc.get("hooks")
+        for event in EVENT_LABELS:
+            groups = hooks.get(event) if isinstance(hooks, dict) else None
+            for group in groups if isinstance(groups, list) else []:
+                if _is_our_group(group):
+                    line = str(group["hooks"][0].get("command", ""))
+                    found.append(Registered(path, f"hook {event}", program_of(line)))
+        return found
 
     def config_file(self, target: InstallTarget) -> Path:
         """The config.toml that holds the MCP server and the hooks of `target`."""
@@ -395,8 +421,10 @@ def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
 
 
 def _read_toml(path: Path) -> tomlkit.TOMLDocument:
+    from passdown.integrations._files import read_planned
+
     try:
-        return parse_toml(path.read_text(encoding="utf-8"))
+        return parse_toml(read_planned(path))
     except (OSError, UsageError):
         return tomlkit.document()
 

@@ -27,7 +27,9 @@ from passdown.integrations._base import (
     HookIntegration,
     InstallTarget,
     Plan,
+    Registered,
     json_edit,
+    settings_hook_commands,
 )
 
 WRITE_EVENTS = ["sessionEnd", "preCompact", "errorOccurred"]
@@ -89,6 +91,13 @@ class CopilotHooks(HookIntegration):
                 data.clear()
 
         return [(path, json_edit(add), _drop_if_empty(json_edit(remove)))]
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        if target.scope == "user":
+            path = copilot_home() / "settings.json"
+        else:
+            path = target.project_dir / ".github" / "hooks" / "passdown.json"
+        return settings_hook_commands(path, self.agent, key="bash")
 
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
         data = json.loads(stdin_text or "{}")

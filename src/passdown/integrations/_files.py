@@ -16,9 +16,11 @@ Every file `passdown install` changes goes through `ManagedEdits`:
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,28 @@ from passdown._paths import data_dir
 from passdown.errors import OutputError, UsageError
 
 Transform = Callable[[str | None], str | None]  # current text (None: absent) -> new text
+
+# A dry run's planned files ({path: text}), for an edit that reads a file an earlier edit
+# of the same install changes (Codex's trust of a project's hooks): it sees the plan.
+_PLANNED: ContextVar[dict[str, str] | None] = ContextVar("passdown_planned", default=None)
+
+
+@contextlib.contextmanager
+def planning(dry_run: bool) -> Iterator[None]:
+    """While a dry run plans its edits, `read_planned` sees them."""
+    token = _PLANNED.set({} if dry_run else None)
+    try:
+        yield
+    finally:
+        _PLANNED.reset(token)
+
+
+def read_planned(path: Path) -> str:
+    """The text of `path` as this install leaves it (its plan, in a dry run)."""
+    planned = _PLANNED.get()
+    if planned is not None and str(path) in planned:
+        return planned[str(path)]
+    return path.read_text(encoding="utf-8")
 
 
 def install_dir() -> Path:
@@ -54,7 +78,26 @@ def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
 @dataclass(slots=True)
 class Change:
     path: Path
-    action: str  # created, updated, unchanged, restored, removed, cleaned
+    action: str  # created, updated, unchanged, restored, removed, cleaned; dry run: create, update
+    diff: str | None = None  # a dry run's unified diff of the file
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": str(self.path), "action": self.action}
+        if self.diff is not None:
+            data["diff"] = self.diff
+        return data
+
+
+def unified_diff(path: Path, before: str | None, after: str) -> str:
+    """`diff -u` of one file; a file that does not exist yet is /dev/null."""
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=str(path) if before is not None else "/dev/null",
+        tofile=str(path),
+    )
+    marker = "\n\\ No newline at end of file\n"
+    return "".join(line if line.endswith("\n") else line + marker for line in lines)
 
 
 @dataclass
@@ -69,6 +112,7 @@ class ManagedEdits:
     outside: frozenset[Path] = frozenset()
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dry_run: bool = False  # say what would change (as diffs), write nothing
 
     @property
     def manifest_path(self) -> Path:
@@ -102,12 +146,15 @@ class ManagedEdits:
         entry = manifest["files"].get(str(path))
         if after == before:
             self.changes.append(Change(path, "unchanged"))
-            if entry is not None and after is not None:
+            if entry is not None and after is not None and not self.dry_run:
                 entry["installed_sha256"] = _sha(after)
                 self._save_manifest(manifest)
             return
         if after is None:
             raise OutputError(f"refusing to delete {path} while installing")
+        if self.dry_run:
+            self._plan(path, before, text or "")
+            return
         if entry is None:
             entry = self._backup(path, real, before)
             manifest["files"][str(path)] = entry
@@ -118,6 +165,14 @@ class ManagedEdits:
         entry["installed_sha256"] = _sha(after)
         self._save_manifest(manifest)
         self.changes.append(Change(path, "created" if before is None else "updated"))
+
+    def _plan(self, path: Path, before: bytes | None, text: str) -> None:
+        old = before.decode("utf-8") if before is not None else None
+        planned = _PLANNED.get()
+        if planned is not None:
+            planned[str(path)] = text
+        action = "create" if before is None else "update"
+        self.changes.append(Change(path, action, unified_diff(path, old, text)))
 
     def _backup(self, path: Path, real: Path, before: bytes | None) -> dict[str, Any]:
         entry: dict[str, Any] = {"existed": before is not None, "created_dirs": []}

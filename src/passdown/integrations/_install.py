@@ -15,14 +15,15 @@ skipped (`Outcome`), which the CLI prints as text or as one JSON document.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from passdown.errors import UsageError
+from passdown.errors import UnknownAgent, UsageError
 from passdown.integrations import integrated_agents, integration_for
 from passdown.integrations._base import InstallTarget, Plan
-from passdown.integrations._files import ManagedEdits
+from passdown.integrations._command import CheckedCommand, resolve_command
+from passdown.integrations._files import ManagedEdits, planning
 
 SCOPES = ("user", "project")
 ALL = "all"  # every agent with a hook integration (those not installed here are skipped)
@@ -33,6 +34,11 @@ def make_target(
     agent: str, scope: str, project_dir: Path, command: str = "passdown", *, pickup: bool = True
 ) -> InstallTarget:
     if agent not in integrated_agents():
+        from passdown.agents._registry import load_agents
+
+        known = load_agents()
+        if agent not in known:
+            raise UnknownAgent(f"unknown agent {agent!r} (known: {', '.join(sorted(known))})")
         raise UsageError(
             f"cannot install into {agent!r}: expected one of {', '.join(integrated_agents())}"
         )
@@ -41,9 +47,11 @@ def make_target(
     return InstallTarget(agent, scope, project_dir, command, pickup)
 
 
-def install(target: InstallTarget) -> ManagedEdits:
+def install(target: InstallTarget, *, dry_run: bool = False) -> ManagedEdits:
+    """Edit the agent's files for `target` (with `dry_run`, only say how, as diffs)."""
     integration = integration_for(target.agent)
     edits = _edits(target)
+    edits.dry_run = dry_run
     for path, add, _remove in integration.plan(target):
         edits.apply(path, add)
     edits.notes.extend(integration.notes(target))
@@ -87,9 +95,7 @@ class AgentOutcome:
             data["pickup"] = self.target.pickup
             data["events"] = list(self.events)
         data["changed"] = self.changed
-        data["files"] = [
-            {"path": str(change.path), "action": change.action} for change in self.edits.changes
-        ]
+        data["files"] = [change.to_json() for change in self.edits.changes]
         data["notes"] = list(self.edits.notes)
         return data
 
@@ -99,13 +105,25 @@ class Outcome:
     action: str  # install | uninstall
     agents: list[AgentOutcome] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    checked: CheckedCommand | None = None  # install: the command the agents run, as it ran
+    dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "action": self.action,
             "agents": [agent.to_json() for agent in self.agents],
             "skipped": [{"agent": s.agent, "reason": s.reason} for s in self.skipped],
         }
+        if self.checked is not None:
+            data["check"] = {
+                "command": self.checked.command,
+                "ok": True,
+                "passdown": self.checked.version,
+                "package": self.checked.package,
+            }
+        if self.dry_run:
+            data["dry_run"] = True
+        return data
 
 
 # called before each agent's work starts (progress on a terminal)
@@ -120,21 +138,32 @@ def install_all(
     names: Sequence[str],
     scope: str,
     project_dir: Path,
-    command: str = "passdown",
+    command: str | None = None,
     *,
     pickup: bool = True,
     started: Started = _unobserved,
+    dry_run: bool = False,
 ) -> Outcome:
     """Install into each named agent; `all` is every agent with a hook integration
-    whose program is on PATH here (the others are skipped, with the reason). Every name
-    is checked before any file changes."""
-    targets, skipped = _targets(names, scope, project_dir, command, pickup, _not_on_path)
-    outcome = Outcome("install", skipped=skipped)
-    for target in targets:
-        started(target)
-        edits = install(target)
-        events = integration_for(target.agent).registered_events(target)
-        outcome.agents.append(AgentOutcome(target, edits, events))
+    whose program is on PATH here (the others are skipped, with the reason). Every name,
+    and the command the agents will run (`command`, else this install's own script:
+    `command.resolve_command`), is checked before any file changes. With `dry_run`
+    nothing is written: each file's change is a unified diff."""
+    targets, skipped = _targets(names, scope, project_dir, "passdown", pickup, _not_on_path)
+    checked = resolve_command(command, targets[0].agent if targets else "claude")
+    outcome = Outcome("install", skipped=skipped, checked=checked, dry_run=dry_run)
+    with planning(dry_run):
+        for target in targets:
+            target = replace(target, command=checked.command)
+            started(target)
+            edits = install(target, dry_run=dry_run)
+            if checked.by_name:
+                edits.notes.append(
+                    f"the hooks run `{checked.command}` by name: the agent must find it on its "
+                    "own PATH (it was checked on this one)"
+                )
+            events = integration_for(target.agent).registered_events(target)
+            outcome.agents.append(AgentOutcome(target, edits, events))
     return outcome
 
 

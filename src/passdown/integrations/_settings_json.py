@@ -29,9 +29,11 @@ from passdown.integrations._base import (
     HookIntegration,
     InstallTarget,
     Plan,
+    Registered,
     add_settings_hooks,
     json_edit,
     remove_settings_hooks,
+    settings_hook_commands,
 )
 from passdown.integrations._claude import ERROR_REASONS
 
@@ -59,6 +61,10 @@ class SettingsJsonHooks(HookIntegration):
                 json_edit(lambda d: remove_settings_hooks(d, agent)),
             )
         ]
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        base = self.home() if target.scope == "user" else target.project_dir / self.folder
+        return settings_hook_commands(base / "settings.json", self.agent)
 
     def notes(self, target: InstallTarget) -> list[str]:
         return [
