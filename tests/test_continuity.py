@@ -16,8 +16,12 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from commands import passdown_by_name, passdown_script  # noqa: F401  (a fixture)
 from passdown.cli import main
 from recorded import scenarios
+
+# configs name `passdown` (tests of the command itself set their own)
+pytestmark = pytest.mark.usefixtures("passdown_by_name")
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -373,16 +377,16 @@ def test_install_refuses_an_agent_without_integration(
 ) -> None:
     assert main(["install", "aider"]) == 2
     assert "cannot install into 'aider'" in capsys.readouterr().err
-    assert main(["install", "nonesuch"]) == 2
+    assert main(["install", "nonesuch"]) == 13  # an unknown agent, as everywhere
 
 
-def test_a_command_path_with_a_space_is_quoted_for_the_shell(isolated_homes: Path) -> None:
-    assert main(["install", "claude", "--command", "/opt/my tools/passdown"]) == 0
+def test_a_command_path_with_a_space_is_quoted_for_the_shell(
+    isolated_homes: Path, tmp_path: Path
+) -> None:
+    command = passdown_script(tmp_path / "my tools")  # install runs it: a real one
+    assert main(["install", "claude", "--command", str(command)]) == 0
     settings = json.loads((Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json").read_text())
-    assert (
-        settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
-        == "'/opt/my tools/passdown' hook claude"
-    )
+    assert settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"] == (f"'{command}' hook claude")
     assert main(["uninstall", "claude"]) == 0
 
 
@@ -394,15 +398,14 @@ def test_codex_project_hooks_are_trusted_in_the_user_config(
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     monkeypatch.chdir(project)
-    assert main(["install", "codex", "--scope", "project", "--command", "/opt/pd/passdown"]) == 0
+    command = str(passdown_script(tmp_path / "pd"))  # install runs it: a real one
+    assert main(["install", "codex", "--scope", "project", "--command", command]) == 0
     project_config = project / ".codex" / "config.toml"
     hooks = tomllib.loads(project_config.read_text())["hooks"]
     assert "state" not in hooks  # a repository cannot trust its own hooks
     state = tomllib.loads(codex_with_hooks.read_text())["hooks"]["state"]
     key = f"{project_config}:session_start:0:0"
-    assert state[key] == {
-        "trusted_hash": trusted_hash("SessionStart", "/opt/pd/passdown hook codex")
-    }
+    assert state[key] == {"trusted_hash": trusted_hash("SessionStart", f"{command} hook codex")}
     # the user changes their config meanwhile: uninstall removes only passdown's trust
     codex_with_hooks.write_text(codex_with_hooks.read_text() + "\n[tui]\nnotifications = true\n")
     assert main(["uninstall", "codex", "--scope", "project"]) == 0

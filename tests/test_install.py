@@ -14,8 +14,12 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from commands import passdown_by_name  # noqa: F401  (a fixture)
 from passdown.cli import main
 from passdown.integrations._files import install_dir
+
+# configs name `passdown` (tests of the command itself set their own)
+pytestmark = pytest.mark.usefixtures("passdown_by_name")
 
 CLAUDE_JSON = '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": {"command": "x"}\n  }\n}'
 SETTINGS = '{"model": "opus", "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}}'

@@ -17,11 +17,15 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from commands import passdown_by_name, passdown_script  # noqa: F401  (a fixture)
 from e2e.agents import VERSIONS, find_agent, npm_bin_dir  # before a test moves HOME
 from passdown.cli import main
 from passdown.integrations._files import install_dir
 from test_cli_shape import run, run_on_terminal
 from test_install import CODEX_TOML, agent_files, home  # noqa: F401  (home: a fixture)
+
+# configs name `passdown` (tests of the command itself set their own)
+pytestmark = pytest.mark.usefixtures("passdown_by_name")
 
 GITHUB_TOKEN = "ghp_" + "Inst4llJs0nT0ken0123456789abcdefghijk"
 CLAUDE_HOOK = "passdown hook claude"
@@ -162,6 +166,7 @@ def test_install_all_skips_agents_that_are_not_here(
     bin_dir = home / "bin"
     fake_program(bin_dir, "claude")
     fake_program(bin_dir, "gemini")
+    passdown_script(bin_dir)  # the command the hooks run, which install runs once
     monkeypatch.setenv("PATH", str(bin_dir))
     document = run_json(capsys, "install", "all")
     assert list(by_agent(document)) == ["claude", "gemini"]
@@ -203,8 +208,8 @@ def test_install_errors_are_json_on_stderr(
     assert error["hint"] and "fix the file" in error["hint"]
     assert config.read_text() == "model = [unclosed\n"
 
-    assert main(["uninstall", "nonesuch", "--json"]) == 2
-    assert json.loads(capsys.readouterr().err)["code"] == 2
+    assert main(["uninstall", "nonesuch", "--json"]) == 13  # an unknown agent
+    assert json.loads(capsys.readouterr().err)["code"] == 13
 
 
 def test_install_output_is_redacted(
@@ -215,7 +220,7 @@ def test_install_output_is_redacted(
     config_dir = isolated_homes / GITHUB_TOKEN / ".claude"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config_dir))
     monkeypatch.chdir(isolated_homes)
-    command = f"/opt/{GITHUB_TOKEN}/passdown"
+    command = str(passdown_script(isolated_homes / "opt" / GITHUB_TOKEN))
     assert main(["install", "claude", "--command", command]) == 0
     text = capsys.readouterr()
     assert GITHUB_TOKEN not in text.out + text.err

@@ -14,7 +14,11 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from commands import passdown_by_name  # noqa: F401  (a fixture)
 from passdown.cli import main
+
+# configs name `passdown` (tests of the command itself set their own)
+pytestmark = pytest.mark.usefixtures("passdown_by_name")
 
 RC_TEXT = "# my shell rc\nexport PATH=$PATH:/opt/bin\n"
 

@@ -38,6 +38,7 @@ def with_hooks(
     """`env` with the logging `passdown` first on PATH, after `passdown install AGENT`
     (its hooks, in the HOME of `env`)."""
     env["PATH"] = f"{bindir}:{env['PATH']}"
+    env["PASSDOWN_COMMAND"] = str(bindir / "passdown")  # the hooks run the logging one
     ok(run_passdown(env, ws, "install", agent, *install_args), f"passdown install {agent}")
     return env
 

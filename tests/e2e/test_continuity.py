@@ -51,6 +51,7 @@ def _env(
 ) -> dict[str, str]:
     env = agent_env.environ(anthropic_url=anthropic, openai_url=openai)
     env["PATH"] = f"{bindir}:{env['PATH']}"
+    env["PASSDOWN_COMMAND"] = str(bindir / "passdown")  # the hooks run the logging one
     env["CLAUDE_CODE_MAX_RETRIES"] = "2"
     return env
 

@@ -150,8 +150,10 @@ def install_all(
     `command.resolve_command`), is checked before any file changes. With `dry_run`
     nothing is written: each file's change is a unified diff."""
     targets, skipped = _targets(names, scope, project_dir, "passdown", pickup, _not_on_path)
-    checked = resolve_command(command, targets[0].agent if targets else "claude")
-    outcome = Outcome("install", skipped=skipped, checked=checked, dry_run=dry_run)
+    outcome = Outcome("install", skipped=skipped, dry_run=dry_run)
+    if not targets:
+        return outcome  # `all` with no agent here: no command to check either
+    checked = outcome.checked = resolve_command(command, targets[0].agent)
     with planning(dry_run):
         for target in targets:
             target = replace(target, command=checked.command)
