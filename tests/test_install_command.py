@@ -318,6 +318,8 @@ def test_hook_check_answers_and_does_nothing_else(home: Path, tmp_path: Path) ->
     assert report["package"] == str(SRC / "passdown") and report["agent"] == "claude"
     text = run([str(script), "hook", "--check"], env, home)
     assert text.returncode == 0 and text.stdout.startswith("ok: passdown ")
+    after = run([str(script), "hook", "claude", "--check"], env, home)  # either order
+    assert after.returncode == 0 and after.stdout.startswith("ok: passdown ")
     assert not (home / "passdown-data").exists()  # no log, no store, nothing
     assert run([str(script), "hook", "--check", "nosuch"], env, home).returncode == 13
 

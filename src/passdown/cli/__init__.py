@@ -151,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _hook_args(args: list[str]) -> tuple[str, list[str]] | None:
     """(agent, its arguments) for `passdown hook AGENT ...`, the form the installed hooks
-    run; None for anything else (`passdown hook --help` too), which click parses."""
+    run; None for anything else (`passdown hook --help`, `--check` too), which click parses."""
     if len(args) < 2 or args[0] != "hook" or args[1].startswith("-"):
         return None
-    if any(arg in ("-h", "--help") for arg in args[2:]):
-        return None
+    if any(arg in ("-h", "--help", "--check") for arg in args[2:]):
+        return None  # help, or `hook AGENT --check`: click answers, nothing is exported
     return args[1], args[2:]
 
 
