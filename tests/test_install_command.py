@@ -400,3 +400,65 @@ def test_doctor_finds_a_command_that_no_longer_runs_in_every_integration(
         assert found[agent]["status"] == "broken", found[agent]
         assert found[agent]["programs"][0]["program"] == str(broken)
         assert "hook --check` exited 3" in found[agent]["programs"][0]["problem"]
+
+
+def fake_codex_with_hooks(folder: Path) -> Path:
+    """A `codex` whose `features list` says lifecycle hooks are on (as 0.171's does)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    codex = folder / "codex"
+    codex.write_text("#!/bin/sh\necho 'hooks  stable  true'\n")
+    codex.chmod(0o755)
+    return codex
+
+
+def test_doctor_says_codex_skips_hooks_it_does_not_trust(home: Path, tmp_path: Path) -> None:
+    import tomlkit
+
+    script = console_script(tmp_path / "venv" / "bin")
+    codex = fake_codex_with_hooks(tmp_path / "codexbin")
+    env = environ(home, PATH=f"{codex.parent}:{BARE_PATH}")
+    assert run([str(script), "install", "codex"], env, home).returncode == 0
+    code, found = doctor(script, env, home, "codex")
+    assert code == 0 and found["codex"]["status"] == "ok", found
+    config = home / ".codex" / "config.toml"
+    doc = tomlkit.parse(config.read_text())
+    del doc["hooks"]["state"]  # type: ignore[union-attr]
+    config.write_text(tomlkit.dumps(doc))
+    code, found = doctor(script, env, home, "codex")
+    assert code == 1 and found["codex"]["status"] == "broken"
+    (why,) = found["codex"]["why_not"]
+    assert why.startswith("Codex does not trust passdown's session_start, pre_compact, stop")
+    assert "run `passdown install codex` again" in why
+
+
+def test_doctor_says_when_only_the_mcp_server_runs_passdown(home: Path, tmp_path: Path) -> None:
+    """A Codex without lifecycle hooks whose `notify` is the user's own program: the
+    install keeps it, so no hook of Codex writes a handoff; doctor says so."""
+    script = console_script(tmp_path / "venv" / "bin")
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('notify = ["my-notifier"]\n')
+    env = environ(home)
+    assert run([str(script), "install", "codex"], env, home).returncode == 0
+    code, found = doctor(script, env, home, "codex")
+    assert code == 1 and found["codex"]["status"] == "broken"
+    assert found["codex"]["why_not"][0].startswith("no hook runs passdown (only its MCP server")
+
+
+def test_the_skills_command_lines_run_the_same_command(home: Path, tmp_path: Path) -> None:
+    script = console_script(tmp_path / "my venv" / "bin")
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    env = environ(home)
+    assert run([str(script), "install", "claude", "codex"], env, home).returncode == 0
+    assert (
+        run([str(script), "install", "codex", "--scope", "project"], env, project).returncode == 0
+    )
+    quoted = shlex.quote(str(script))
+    for text in (
+        (home / ".claude" / "skills" / "passdown-takeover" / "SKILL.md").read_text(),
+        (home / ".codex" / "skills" / "passdown-takeover" / "SKILL.md").read_text(),
+        (project / "AGENTS.md").read_text(),
+    ):
+        assert f"{quoted} find --type handoff --limit 1 --json" in text
+        assert f"{quoted} export --quiet" in text
+        assert "`passdown find" not in text and "\npassdown find" not in text

@@ -130,6 +130,10 @@ class HookIntegration:
         each command the agent will run (`passdown doctor` checks that each runs)."""
         return []
 
+    def problems(self, target: InstallTarget) -> list[str]:
+        """Why hooks that are in the config would still not run (`passdown doctor`)."""
+        return []
+
     def user_files(self, target: InstallTarget) -> list[Path]:
         """Files outside the project that a project install also edits (the agent's own
         user config, e.g. where Codex keeps hook trust)."""
@@ -197,12 +201,20 @@ class HookIntegration:
 # -- shared edits ------------------------------------------------------------------------
 
 
-def skill_text() -> str:
-    return (SKILLS_DIR / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8")
+def skill_text(command: str = "passdown") -> str:
+    return with_command((SKILLS_DIR / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8"), command)
 
 
-def agents_snippet() -> str:
-    return (SKILLS_DIR / "AGENTS.md").read_text(encoding="utf-8")
+def agents_snippet(command: str = "passdown") -> str:
+    return with_command((SKILLS_DIR / "AGENTS.md").read_text(encoding="utf-8"), command)
+
+
+def with_command(text: str, command: str) -> str:
+    """The skill's command lines (`passdown find ...`, `passdown export ...`) running
+    `command`, the one the hooks run: the agent's shell need not find `passdown` either."""
+    if command == "passdown":
+        return text
+    return re.sub(r"(?<![\w/.-])passdown (?=find |export )", f"{shlex.quote(command)} ", text)
 
 
 def json_edit(change: Callable[[dict[str, Any]], None]) -> Transform:
@@ -237,11 +249,11 @@ def drop_file(text: str | None) -> str | None:
     return None  # a file passdown created (the skill): on uninstall it goes
 
 
-def add_md_block(text: str | None) -> str:
+def add_md_block(text: str | None, command: str = "passdown") -> str:
     body = remove_md_block(text) or ""
     sep = "\n" if body and not body.endswith("\n") else ""
     gap = "\n" if body.strip() else ""
-    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet()}{MD_END}\n"
+    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet(command)}{MD_END}\n"
 
 
 def remove_md_block(text: str | None) -> str | None:

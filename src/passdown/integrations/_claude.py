@@ -101,7 +101,11 @@ class ClaudeHooks(HookIntegration):
         return [
             (mcp_file, json_edit(lambda d: _add_server(d, server)), json_edit(_remove_server)),
             (settings, json_edit(add_hooks), json_edit(remove_hooks)),
-            (base / "skills" / SKILL_NAME / "SKILL.md", whole_file(skill_text()), drop_file),
+            (
+                base / "skills" / SKILL_NAME / "SKILL.md",
+                whole_file(skill_text(target.command)),
+                drop_file,
+            ),
         ]
 
     def commands(self, target: InstallTarget) -> list[Registered]:

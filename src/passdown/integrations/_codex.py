@@ -148,11 +148,15 @@ class CodexHooks(HookIntegration):
         if target.scope == "user":
             skill_edit = (
                 codex_home() / "skills" / SKILL_NAME / "SKILL.md",
-                whole_file(skill_text()),
+                whole_file(skill_text(target.command)),
                 drop_file,
             )
         else:
-            skill_edit = (target.project_dir / "AGENTS.md", add_md_block, remove_md_block)
+            skill_edit = (
+                target.project_dir / "AGENTS.md",
+                lambda text: add_md_block(text, target.command),
+                remove_md_block,
+            )
         events = self._lifecycle_events(target)
         key_file = str(config.absolute())
         trust_here = target.scope == "user"
@@ -219,6 +223,30 @@ class CodexHooks(HookIntegration):
                     line = str(group["hooks"][0].get("command", ""))
                     found.append(Registered(path, f"hook {event}", program_of(line)))
         return found
+
+    def problems(self, target: InstallTarget) -> list[str]:
+        """Codex runs only hooks whose trust it has recorded in the user's config, with
+        the hash of the hook as it stands: a hook edited since (or trust removed) is
+        skipped without a word."""
+        config = self.config_file(target)
+        expected = _our_trust(_read_toml(config), str(config.absolute()))
+        hooks = _read_toml(codex_home() / "config.toml").get("hooks")
+        state = hooks.get("state") if isinstance(hooks, dict) else None
+        untrusted = [
+            key.rsplit(":", 3)[1]
+            for key, digest in expected.items()
+            if not (
+                isinstance(state, dict)
+                and isinstance(state.get(key), dict)
+                and state[key].get("trusted_hash") == digest
+            )
+        ]
+        if not untrusted:
+            return []
+        return [
+            f"Codex does not trust passdown's {', '.join(untrusted)} hook(s) in {config} "
+            f"(it skips them): run `passdown install codex` again"
+        ]
 
     def config_file(self, target: InstallTarget) -> Path:
         """The config.toml that holds the MCP server and the hooks of `target`."""

@@ -117,6 +117,12 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
             "installed, but passdown's entries are gone from the agent's config "
             f"(run `passdown install {target.agent}` again)"
         )
+    if found and not any(r.what != "MCP server" for r in found):
+        diagnosis.reasons.append(
+            "no hook runs passdown (only its MCP server is configured): handoffs are "
+            "not written when a session ends"
+        )
+    diagnosis.reasons.extend(integration.problems(target))
     by_program: dict[str, list[Registered]] = {}
     for registered in found:
         by_program.setdefault(registered.program, []).append(registered)
