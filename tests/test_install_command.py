@@ -462,3 +462,20 @@ def test_the_skills_command_lines_run_the_same_command(home: Path, tmp_path: Pat
         assert f"{quoted} find --type handoff --limit 1 --json" in text
         assert f"{quoted} export --quiet" in text
         assert "`passdown find" not in text and "\npassdown find" not in text
+
+
+def test_doctor_on_an_install_that_runs_passdown_by_name(home: Path, tmp_path: Path) -> None:
+    """An install made before absolute paths (`passdown hook claude`): it fires only where
+    the agent's PATH has passdown. Doctor checks it on its own PATH and says so."""
+    script = console_script(tmp_path / "venv" / "bin")
+    settings = home / ".claude" / "settings.json"
+    line = {"hooks": [{"type": "command", "command": "passdown hook claude"}]}
+    settings.write_text(json.dumps({"hooks": {"SessionEnd": [line]}}))
+    proc = run([str(script), "doctor", "claude"], environ(home), home)  # none on PATH
+    assert proc.returncode == 1
+    assert "passdown: not found on PATH (the agent looks it up by name)" in proc.stdout
+    tools = passdown_script(tmp_path / "tools")
+    on_path = environ(home, PATH=f"{tools.parent}:{BARE_PATH}")
+    code, found = doctor(script, on_path, home, "claude")
+    assert code == 0 and found["claude"]["status"] == "agent_missing"
+    assert found["claude"]["notes"][0].startswith("runs `passdown` by name")

@@ -171,6 +171,8 @@ def _doctor_report(diagnoses: list[Any]) -> None:
             )
             detail = f"hooks run {runs}"
         click.echo(f"{d.agent:9} {status:14} {detail}".rstrip())
+        for note in d.notes:
+            click.echo(f"note: {d.agent}: {shown(note)}", err=True)
 
 
 @click.command("uninstall")

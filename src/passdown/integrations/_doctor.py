@@ -56,7 +56,8 @@ class Diagnosis:
     agent_installed: bool
     manifest: bool  # `passdown install` recorded an install in this scope
     programs: list[ProgramCheck] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # why it cannot fire
+    notes: list[str] = field(default_factory=list)  # what may still stop it elsewhere
 
     @property
     def installed(self) -> bool:
@@ -90,6 +91,7 @@ class Diagnosis:
             "agent_installed": self.agent_installed,
             "programs": [p.to_json() for p in self.programs],
             "why_not": self.why_not(),
+            "notes": list(self.notes),
         }
 
 
@@ -131,12 +133,21 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
         result = shared.get(program) or _check_program(program, target.agent)
         shared[program] = result
         diagnosis.programs.append(ProgramCheck(program, used_by, result.problem, result.version))
+        if result.problem is None and _bare(program):
+            diagnosis.notes.append(
+                f"runs `{program}` by name: the agent must find it on its own PATH (this one "
+                f"does); `passdown install {target.agent}` again writes its absolute path"
+            )
     return diagnosis
+
+
+def _bare(program: str) -> bool:
+    return os.sep not in program and not (os.altsep and os.altsep in program)
 
 
 def _check_program(program: str, agent: str) -> ProgramCheck:
     check = ProgramCheck(program, [])
-    bare = os.sep not in program and not (os.altsep and os.altsep in program)
+    bare = _bare(program)
     if not program:
         check.problem = "no command"
     elif bare and shutil.which(program) is None:
