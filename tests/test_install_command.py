@@ -479,3 +479,19 @@ def test_doctor_on_an_install_that_runs_passdown_by_name(home: Path, tmp_path: P
     code, found = doctor(script, on_path, home, "claude")
     assert code == 0 and found["claude"]["status"] == "agent_missing"
     assert found["claude"]["notes"][0].startswith("runs `passdown` by name")
+
+
+def test_dry_run_reports_what_the_install_would_report(home: Path, tmp_path: Path) -> None:
+    """A Codex without lifecycle hooks: the dry run names the events the real install
+    registers (its notify) and no note about a notify program the user does not have."""
+    script = console_script(tmp_path / "venv" / "bin")
+    env = environ(home)
+    dry = json.loads(
+        run([str(script), "install", "codex", "--dry-run", "--json"], env, home).stdout
+    )
+    real = json.loads(run([str(script), "install", "codex", "--json"], env, home).stdout)
+    for key in ("events", "notes", "command"):
+        assert dry["agents"][0][key] == real["agents"][0][key], key
+    assert real["agents"][0]["events"] == ["agent-turn-complete"]
+    assert [f["action"] for f in dry["agents"][0]["files"]] == ["create", "create"]
+    assert [f["action"] for f in real["agents"][0]["files"]] == ["created", "created"]

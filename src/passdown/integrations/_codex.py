@@ -194,9 +194,12 @@ class CodexHooks(HookIntegration):
 
     def notifies_passdown(self, target: InstallTarget) -> bool:
         """Whether the config's `notify` runs passdown, as the file stands (not through
-        `parse_toml`, which drops passdown's own marked notify line for `add_toml`)."""
+        `parse_toml`, which drops passdown's own marked notify line for `add_toml`); in a
+        dry run, as the plan leaves it."""
+        from passdown.integrations._files import read_planned
+
         try:
-            doc = tomlkit.parse(self.config_file(target).read_text(encoding="utf-8"))
+            doc = tomlkit.parse(read_planned(self.config_file(target)))
         except (OSError, UnicodeDecodeError, TOMLKitError):
             return False
         return is_our_notify(doc.get("notify"))
