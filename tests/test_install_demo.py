@@ -92,6 +92,33 @@ def test_demo_json_and_out_folder(tmp_path: Path) -> None:
     assert again.returncode == 2 and "is not an empty folder" in again.stderr
 
 
+def test_demo_keep_stores_the_record_in_the_users_store(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = demo(home, "--keep", "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    store = home / "passdown-data" / "store.db"
+    assert result["store"] == f"sqlite://{store}" and store.is_file()
+    found = subprocess.run(
+        [sys.executable, "-m", "passdown", "find", "--type", "handoff", "--json"],
+        cwd=result["workspace"],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(SRC),
+            "PASSDOWN_DATA_DIR": str(home / "passdown-data"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert found.returncode == 0, found.stderr
+    records = json.loads(found.stdout)["records"]
+    assert [r["id"] for r in records] == [result["record_id"]]
+    assert not (Path(result["folder"]) / "data" / "store.db").exists()
+
+
 def test_demo_leaves_the_environment_as_it_was_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

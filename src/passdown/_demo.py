@@ -37,15 +37,19 @@ class DemoResult:
     markdown: Path
     json_path: Path
     record_id: str | None
+    store: str  # where the record is: the scratch store, or the user's (`keep`)
     goal: str
     next_step: str | None
 
 
-def run_demo(out: Path | None = None) -> DemoResult:
+def run_demo(out: Path | None = None, *, keep: bool = False) -> DemoResult:
     """Hand the example session off inside `out` (a new private temp folder when None;
-    else a folder that does not exist yet or is empty)."""
+    else a folder that does not exist yet or is empty). `keep`: the record goes into the
+    user's own store (where `passdown find` and the web view look), not a scratch one."""
     from passdown.coordinator import _doors as doors
+    from passdown.store._open import default_store_url
 
+    store = default_store_url() if keep else None  # resolved before the scratch settings
     folder = _scratch(out)
     workspace = folder / "greeter"
     workspace.mkdir(mode=0o700)
@@ -61,7 +65,7 @@ def run_demo(out: Path | None = None) -> DemoResult:
         request = doors.HandoffRequest(
             source="claude", session=str(session_file), workspace=workspace
         )
-        written = doors.export(request, workspace)
+        written = doors.export(request, workspace, store=store)
     handoff = written.handoff
     return DemoResult(
         folder=folder,
@@ -70,6 +74,7 @@ def run_demo(out: Path | None = None) -> DemoResult:
         markdown=Path(written.markdown_path),
         json_path=Path(written.json_path),
         record_id=written.record_id,
+        store=store or str(folder / "data" / "store.db"),
         goal=handoff.task.original_request or "",
         next_step=handoff.state.next_steps[0] if handoff.state.next_steps else None,
     )
