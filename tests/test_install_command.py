@@ -495,3 +495,21 @@ def test_dry_run_reports_what_the_install_would_report(home: Path, tmp_path: Pat
     assert real["agents"][0]["events"] == ["agent-turn-complete"]
     assert [f["action"] for f in dry["agents"][0]["files"]] == ["create", "create"]
     assert [f["action"] for f in real["agents"][0]["files"]] == ["created", "created"]
+
+
+def test_install_run_through_the_readme_link_writes_the_link(home: Path, tmp_path: Path) -> None:
+    """The README links the venv's script into ~/.local/bin: `passdown install claude`
+    typed in a shell writes that link's absolute path (it outlives a rebuilt venv)."""
+    script = console_script(tmp_path / "venv" / "bin")
+    link = home / ".local" / "bin" / "passdown"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(script)
+    env = environ(home, PATH=f"{link.parent}:{BARE_PATH}")
+    proc = run(["/bin/sh", "-c", "passdown install claude"], env, home)
+    assert proc.returncode == 0, proc.stderr
+    line = claude_settings(home)["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+    assert line == f"{link} hook claude"
+    checked = run(
+        ["/bin/sh", "-c", line.replace(" hook claude", " hook --check claude")], environ(home), home
+    )  # the agent's PATH need not have ~/.local/bin
+    assert checked.returncode == 0 and checked.stdout.startswith("ok: passdown")
