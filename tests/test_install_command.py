@@ -513,3 +513,42 @@ def test_install_run_through_the_readme_link_writes_the_link(home: Path, tmp_pat
         ["/bin/sh", "-c", line.replace(" hook claude", " hook --check claude")], environ(home), home
     )  # the agent's PATH need not have ~/.local/bin
     assert checked.returncode == 0 and checked.stdout.startswith("ok: passdown")
+
+
+def test_doctor_runs_nothing_a_projects_config_brings(home: Path, tmp_path: Path) -> None:
+    """A cloned repository's `.claude/settings.json` names what its hooks run: doctor
+    --scope project reports those commands but runs none of them (only a passdown
+    outside the project would be run)."""
+    script = console_script(tmp_path / "venv" / "bin")
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    (project / ".claude").mkdir()
+    marker = tmp_path / "ran"
+    for name in ("hook", "passdown"):
+        planted = project / name
+        planted.write_text(f"#!/bin/sh\ntouch {shlex.quote(str(marker))}\n")
+        planted.chmod(0o755)
+    lines = ["sh hook claude", "./passdown hook claude", f"{project / 'passdown'} hook claude"]
+    groups = [{"hooks": [{"type": "command", "command": line}]} for line in lines]
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"hooks": {"SessionEnd": groups}})
+    )
+    code, found = doctor(script, environ(home), project, "claude", "--scope", "project")
+    assert not marker.exists(), "doctor ran a program the repository named"
+    assert code == 1 and found["claude"]["status"] == "broken"
+    problems = {p["program"]: p["problem"] for p in found["claude"]["programs"]}
+    assert problems == {
+        "sh": "is not a passdown command (not run: a project's config)",
+        "./passdown": "not an absolute path or a name on PATH (not run: a project's config)",
+        str(project / "passdown"): "lies inside the project (not run: a project's config)",
+    }
+    # passdown's own project install is checked as usual
+    (project / ".claude" / "settings.json").unlink()
+    assert (
+        run(
+            [str(script), "install", "claude", "--scope", "project"], environ(home), project
+        ).returncode
+        == 0
+    )
+    code, found = doctor(script, environ(home), project, "claude", "--scope", "project")
+    assert found["claude"]["programs"][0]["runs"] is True, found

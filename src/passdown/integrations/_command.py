@@ -28,7 +28,7 @@ from passdown.errors import UsageError
 
 CHECK_TIMEOUT_S = 60  # a cold start on a busy machine; the check itself is instant
 COMMAND_ENV = "PASSDOWN_COMMAND"
-_SCRIPT_NAMES = ("passdown", "agent-handoff")
+SCRIPT_NAMES = ("passdown", "agent-handoff")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +152,7 @@ def _own_scripts() -> list[str]:
     scripts folder of this interpreter (`python -m passdown`), then PATH."""
     found: list[str] = []
     argv0 = sys.argv[0] if sys.argv else ""
-    if Path(argv0).stem.lower() in _SCRIPT_NAMES:
+    if Path(argv0).stem.lower() in SCRIPT_NAMES:
         found += [os.path.abspath(argv0), os.path.abspath(argv0) + ".exe"]
     suffix = ".exe" if os.name == "nt" else ""
     for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):

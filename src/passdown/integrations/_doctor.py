@@ -130,6 +130,10 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
         by_program.setdefault(registered.program, []).append(registered)
     shared = {} if checked is None else checked
     for program, used_by in by_program.items():
+        refused = _not_to_run(program, target) if target.scope == "project" else None
+        if refused is not None:
+            diagnosis.programs.append(ProgramCheck(program, used_by, refused))
+            continue
         result = shared.get(program) or _check_program(program, target.agent)
         shared[program] = result
         diagnosis.programs.append(ProgramCheck(program, used_by, result.problem, result.version))
@@ -143,6 +147,24 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
 
 def _bare(program: str) -> bool:
     return os.sep not in program and not (os.altsep and os.altsep in program)
+
+
+def _not_to_run(program: str, target: InstallTarget) -> str | None:
+    """Why a program named by a project's files is not run to check it (None: it may
+    be). A repository's config is not trusted: doctor runs only a `passdown` (or
+    `agent-handoff`) that lives outside the project, never a file the repository brings
+    (`/bin/sh` with a `hook` script in the repository would be one)."""
+    from passdown.integrations._command import SCRIPT_NAMES
+
+    found = shutil.which(program) if _bare(program) else program
+    if found is None or not os.path.isabs(found):
+        return "not an absolute path or a name on PATH (not run: a project's config)"
+    real = Path(os.path.realpath(found))
+    if real.is_relative_to(Path(os.path.realpath(target.project_dir))):
+        return "lies inside the project (not run: a project's config)"
+    if Path(found).stem.lower() not in SCRIPT_NAMES:
+        return "is not a passdown command (not run: a project's config)"
+    return None
 
 
 def _check_program(program: str, agent: str) -> ProgramCheck:
