@@ -4,6 +4,7 @@ thin doors into these functions."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import uuid
@@ -330,9 +331,12 @@ def _attribute_git_changes(
     What no session explains is listed apart, as changed in the workspace meanwhile."""
     by_path = {f.path: f for f in state.files_touched}
     unexplained: list[str] = []
+    own = selection.agent.own_files
     for path in changed:
         if path == HANDOFF_DIR or path.startswith(HANDOFF_DIR + "/"):
             continue
+        if any(fnmatch.fnmatchcase(path, pattern) for pattern in own):
+            continue  # the agent's own bookkeeping (aider's history), not the task's work
         entry = by_path.get(path)
         if entry is None:
             unexplained.append(path)

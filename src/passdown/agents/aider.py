@@ -41,12 +41,17 @@ _EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECA
 _FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
 # the whole rest of the line: a workspace path may hold spaces ("My Projects")
 _HANDOFF_PATH = re.compile(r"Read the full handoff first: (.+?)[ \t]*$", re.MULTILINE)
+# the run's own header lines (aider 0.86 writes them as `> ` output after the start line)
+_VERSION = re.compile(r"^> Aider v(\S+)$")
+_MODEL = re.compile(r"^> (?:Main )?[Mm]odel: (\S+)")
 
 
 class Aider(Agent):
     name = "aider"
     display_name = "Aider"
     program = "aider"
+    # aider's own bookkeeping in the repository: its history, input history and tags cache
+    own_files = (".aider*",)
 
     def store_roots(self) -> list[Path]:
         # The history lives in each repository: the store is the workspace itself.
@@ -93,7 +98,7 @@ class Aider(Agent):
 
         def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
             info.started_at = ref.started_at
-            return _RunReader(ref.path, run, diag).events()
+            return _RunReader(ref.path, run, diag, info).events()
 
         return self.stream(ref, produce)
 
@@ -142,10 +147,11 @@ def _run_starts(path: Path) -> list[str | None]:
 class _RunReader:
     """Events of one run: user turns, assistant replies, edits, commits and commands."""
 
-    def __init__(self, path: Path, run: int, diag: Diagnostics) -> None:
+    def __init__(self, path: Path, run: int, diag: Diagnostics, info: SessionInfo) -> None:
         self.path = path
         self.run = run
         self.diag = diag
+        self.info = info
         self.reply: list[str] = []
         self.in_fence = False
         self.calls = 0
@@ -155,8 +161,9 @@ class _RunReader:
     def events(self) -> Iterator[Event]:
         current = 0
         for _, raw in LineReader(self.path, self.diag).forward():
-            line = raw.decode("utf-8", "replace").rstrip("\r")
-            if _HEADER.match(line.rstrip()):
+            # aider ends lines with two spaces (Markdown hard breaks): never part of the text
+            line = raw.decode("utf-8", "replace").rstrip()
+            if _HEADER.match(line):
                 current += 1
                 continue
             if current == 0:
@@ -193,9 +200,10 @@ class _RunReader:
         yield from self._tool_output(line)
 
     def _tool_output(self, line: str) -> Iterator[Event]:
-        stripped = line.rstrip()
-        applied = _APPLIED.match(stripped)
-        failed = _FAILED_FILE.match(stripped)
+        applied = _APPLIED.match(line)
+        failed = _FAILED_FILE.match(line)
+        if self.pending_command is None and self._header_fact(line):
+            return
         if applied or failed:
             self.calls += 1
             path = (applied or failed).group(1)  # type: ignore[union-attr]
@@ -208,6 +216,19 @@ class _RunReader:
             )
         elif self.pending_command is not None:
             self.command_output.append(line[2:])
+
+    def _header_fact(self, line: str) -> bool:
+        """The version and model the run's header names (`> Aider v0.86.2`,
+        `> Model: openai/x with whole edit format`)."""
+        version = _VERSION.match(line)
+        if version:
+            self.info.agent_version = version.group(1)
+            return True
+        model = _MODEL.match(line)
+        if model:
+            self.info.add_model(model.group(1))
+            return True
+        return False
 
     def _flush(self) -> Iterator[Event]:
         if self.pending_command is not None:

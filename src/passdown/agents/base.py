@@ -106,6 +106,9 @@ class Agent(ABC):
     name: str  # short id used on the command line: "claude"
     display_name: str  # "Claude Code"
     program: str  # the executable: "claude"
+    # Files the agent keeps in the workspace for itself (patterns, relative to it): git
+    # shows them changed, but they are not the task's work.
+    own_files: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         # Every agent's discovery and reading goes through one guard, so an OS error

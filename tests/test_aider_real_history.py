@@ -1,0 +1,57 @@
+"""Aider 0.86.2's real history file (tests/fixtures/sessions/aider/real, written by
+tests/e2e/test_aider_real.py's run of the pinned CLI): two runs, lines ending in aider's
+two spaces, the version and model in each run's header."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from passdown._extract import extract
+from passdown._pipeline import select_session
+from passdown.agents import get_agent
+
+RECORDED = Path(__file__).parent / "fixtures" / "sessions" / "aider" / "real"
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(RECORDED / "aider.chat.history.md", ws / ".aider.chat.history.md")
+    return ws
+
+
+def test_each_run_is_read_as_it_was_written(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    agent = get_agent("aider")
+    newest, first = agent.sessions(ws)
+    transcript = agent.read(newest)
+    ex = extract(transcript.events(), workspace=str(ws))
+    assert transcript.info.agent_version == "0.86.2"
+    assert transcript.info.models == ["openai/scripted-model"]
+    assert ex.task.original_request == "Add a second line saying goodbye."
+    assert ex.task.latest_progress is not None
+    assert "Goodbye!" in ex.task.latest_progress
+    assert not ex.task.latest_progress.endswith(" ")
+    assert [f.path for f in ex.state.files_touched] == ["hello.txt"]
+    earlier = extract(agent.read(first).events(), workspace=str(ws))
+    assert earlier.task.original_request == "Create hello.txt with a greeting."
+
+
+def test_aiders_own_files_are_not_the_tasks_work(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    (ws / ".aider.input.history").write_text("# 2026-12-01\n+Add a second line\n")
+    (ws / ".aider.tags.cache.v4").mkdir()
+    (ws / ".aider.tags.cache.v4" / "cache.db").write_bytes(b"\0")
+    (ws / "hello.txt").write_text("Hello, world!\nGoodbye!\n")
+    (ws / "notes.txt").write_text("made by someone else\n")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    from passdown._pipeline import build_handoff
+
+    handoff = build_handoff(select_session("aider", None, ws))
+    touched = [f.path for f in handoff.state.files_touched]
+    meanwhile = [f.path for f in handoff.state.workspace_changes]
+    assert "hello.txt" in touched
+    assert meanwhile == ["notes.txt"]
+    assert not [p for p in touched + meanwhile if p.startswith(".aider")]
