@@ -87,20 +87,21 @@ class _Answers:
         await self.flush()
 
     async def flush(self) -> None:
-        ready: list[bytes] = []
-        while self.slots and (self.slots[0].line is not None or self.slots[0].skip):
-            slot = self.slots.popleft()
-            if slot.line is not None and not slot.skip:
-                ready.append(slot.line)
-        if ready:
-            await self.write(ready)
-        if not self.slots:
-            self.settled.set()
+        # popped and written under one lock: once no slot is left, every answer is out
+        async with self.lock:
+            ready: list[bytes] = []
+            while self.slots and (self.slots[0].line is not None or self.slots[0].skip):
+                slot = self.slots.popleft()
+                if slot.line is not None and not slot.skip:
+                    ready.append(slot.line)
+            if ready:
+                await anyio.to_thread.run_sync(_write_all, self.out, b"".join(ready))
+            if not self.slots:
+                self.settled.set()
 
     async def write(self, lines: list[bytes]) -> None:
-        data = b"".join(lines)
         async with self.lock:  # one writer at a time: lines never interleave
-            await anyio.to_thread.run_sync(_write_all, self.out, data)
+            await anyio.to_thread.run_sync(_write_all, self.out, b"".join(lines))
 
     def _open_slot(self, request_id: object) -> _Slot | None:
         return next(
