@@ -456,7 +456,7 @@ def test_a_token_in_the_workspace_path_never_creates_a_redacted_folder(tmp_path:
 
     workspace, session = token_workspace(tmp_path)
     project = default_project(workspace)
-    assert project.startswith("ws-[REDACTED:github_token]@") and GITHUB_TOKEN not in project
+    assert project.startswith("ws-[REDACTED:github_token]~") and GITHUB_TOKEN not in project
     assert default_project(workspace) == project  # the same folder, the same scope
     run_cli(["export", "--from", "claude", "--session", str(session)], workspace)
     assert sorted(p.name for p in workspace.parent.iterdir()) == [workspace.name], (

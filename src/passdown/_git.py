@@ -117,7 +117,7 @@ def is_ancestor(path: Path, commit: str, head: str = "HEAD") -> bool:
 
 
 def project_name(cwd: Path) -> str:
-    """The project scope a folder belongs to when none is given: `<name>@<12 hex>`.
+    """The project scope a folder belongs to when none is given: `<name>~<12 hex>`.
 
     The hex digits identify the repository, so two unrelated folders that happen to
     share a name (`app`, `api`, `ws-codex`) never share handoffs:
@@ -145,7 +145,7 @@ def project_name(cwd: Path) -> str:
         key = "path:" + _path_key(root)
         name = root.name or str(root)
     digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return redact(f"{name}@{digest}")
+    return redact(f"{name}~{digest}")
 
 
 def legacy_project_name(cwd: Path) -> str:
@@ -159,9 +159,9 @@ def legacy_project_name(cwd: Path) -> str:
 
 
 def project_label(project: str) -> str:
-    """The readable part of a project scope: `alpha` of `alpha@3f9c2a1b7d0e`; any other
+    """The readable part of a project scope: `alpha` of `alpha~3f9c2a1b7d0e`; any other
     project (given with --project, or stored before) as it is."""
-    name, at, digest = project.rpartition("@")
+    name, at, digest = project.rpartition("~")
     if at and name and len(digest) == 12 and all(c in "0123456789abcdef" for c in digest):
         return name
     return project

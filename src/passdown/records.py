@@ -324,7 +324,7 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 def default_project(cwd: Path) -> str:
     """The project a command means when none is given: the repository's scope,
-    `<name>@<id>` (`passdown._git.project_name`: the id names the git remote, else the
+    `<name>~<id>` (`passdown._git.project_name`: the id names the git remote, else the
     root folder's path)."""
     from passdown._git import project_name
 
@@ -332,7 +332,7 @@ def default_project(cwd: Path) -> str:
 
 
 def project_label(project: str) -> str:
-    """The readable name of a project scope (`alpha` of `alpha@3f9c2a1b7d0e`)."""
+    """The readable name of a project scope (`alpha` of `alpha~3f9c2a1b7d0e`)."""
     from passdown._git import project_label as label
 
     return label(project)

@@ -1,7 +1,7 @@
 """Records stored before project scopes named the repository, adopted into the new scope.
 
 passdown once scoped records by the folder's name (`alpha`); the scope is now the
-repository's identity (`alpha@3f9c2a1b7d0e`, see `passdown._git.project_name`). On the
+repository's identity (`alpha~3f9c2a1b7d0e`, see `passdown._git.project_name`). On the
 first use of a workspace's default project, `adopt_legacy_records` moves the handoffs
 stored under the old name *that were written in this repository* (their handoff's
 workspace path is this repository's root, or inside it), with every version, their
