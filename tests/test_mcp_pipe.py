@@ -202,3 +202,25 @@ def test_a_request_the_client_cancels_is_not_waited_for(ws: Path) -> None:
 
 def test_no_input_at_all_exits_cleanly(ws: Path) -> None:
     assert pipe(ws, b"")[:2] == (0, [])
+
+
+def test_a_client_that_stops_reading_gets_an_exit_code_not_a_traceback(ws: Path) -> None:
+    """The reading end of stdout closed (`passdown mcp | head -c 10`): the answers cannot
+    be delivered, which is said on stderr with exit code 8 (OutputError)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "passdown", "mcp"],
+        cwd=ws,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    script = line(INITIALIZE) + line(INITIALIZED) + line(tool(2, "find_records"))
+    proc.stdin.write(script)
+    proc.stdin.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(120) == 8, err
+    assert "the client closed its end of stdout" in err and "Traceback" not in err

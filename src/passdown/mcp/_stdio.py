@@ -64,6 +64,8 @@ class _Answers:
     slots: deque[_Slot] = field(default_factory=deque)
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     settled: anyio.Event = field(default_factory=anyio.Event)
+    late_drops: list[object] = field(default_factory=list)  # cancelled, answered early
+    lost: int = 0  # answers the client did not take (it closed its end of stdout)
 
     def owe(self, slot: _Slot) -> None:
         self.slots.append(slot)
@@ -73,10 +75,16 @@ class _Answers:
         slot = self._open_slot(request_id)
         if slot is not None:
             slot.skip = True
+            if slot.drop:  # the SDK may still answer it: that copy is dropped too
+                self.late_drops.append(request_id)
             await self.flush()
 
     async def answer(self, request_id: object, line: bytes) -> None:
         slot = self._open_slot(request_id)
+        late = next((i for i, d in enumerate(self.late_drops) if _same_id(d, request_id)), None)
+        if slot is None and late is not None:
+            del self.late_drops[late]
+            return
         if slot is None:  # not a request we read (or answered already): write it now
             await self.write([line])
             return
@@ -95,13 +103,22 @@ class _Answers:
                 if slot.line is not None and not slot.skip:
                     ready.append(slot.line)
             if ready:
-                await anyio.to_thread.run_sync(_write_all, self.out, b"".join(ready))
+                await self._send(ready)
             if not self.slots:
                 self.settled.set()
 
     async def write(self, lines: list[bytes]) -> None:
         async with self.lock:  # one writer at a time: lines never interleave
+            await self._send(lines)
+
+    async def _send(self, lines: list[bytes]) -> None:
+        if self.lost:
+            self.lost += len(lines)
+            return
+        try:
             await anyio.to_thread.run_sync(_write_all, self.out, b"".join(lines))
+        except (OSError, ValueError):  # a closed pipe: the client is gone
+            self.lost += len(lines)
 
     def _open_slot(self, request_id: object) -> _Slot | None:
         return next(
@@ -164,6 +181,8 @@ class _Reader:
 
     async def receive(self) -> SessionMessage:
         while True:
+            if self._answers.lost:
+                raise anyio.EndOfStream  # nobody reads the answers: stop reading requests
             line = await self._next_line()
             if line is None:
                 await self._answers.settled.wait()
@@ -304,3 +323,9 @@ async def serve(lowlevel: Any, early: EarlyLines | None) -> None:
         reader = _Reader(source, answers, early)
         await lowlevel.run(reader, _Writer(answers), lowlevel.create_initialization_options())
         await answers.flush()
+    if answers.lost:
+        from passdown.errors import OutputError
+
+        raise OutputError(
+            f"the client closed its end of stdout: {answers.lost} answer(s) not delivered"
+        )
