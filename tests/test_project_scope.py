@@ -192,3 +192,51 @@ def test_the_scope_of_a_folder_named_after_a_token_is_redacted(tmp_path: Path) -
 
 def test_the_adopter_knows_the_lifecycles_names() -> None:
     assert _adopt.STATUSES == STATUSES and _adopt.ACTIVE_POINTER == ACTIVE_POINTER
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/acme/api.git",
+        "https://ci:ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8@GitHub.com:443/acme/api",
+        "ssh://git@github.com/acme/api.git/",
+        "git@github.com:acme/api.git",
+    ],
+)
+def test_every_spelling_of_one_remote_is_one_identity(url: str) -> None:
+    from passdown._git import _remote_key
+
+    assert _remote_key(url, Path("/work")) == "github.com/acme/api"
+
+
+def test_a_remote_on_this_machine_is_identified_by_its_path(tmp_path: Path) -> None:
+    from passdown._git import _remote_key
+
+    bare = tmp_path / "r.git"
+    assert _remote_key(str(bare), tmp_path) == _remote_key(bare.as_uri(), tmp_path)
+    assert _remote_key("../r.git", tmp_path / "clone") == _remote_key(str(bare), tmp_path)
+
+
+def test_paths_are_case_folded_where_the_file_system_ignores_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown import _git
+
+    monkeypatch.setattr(_git, "_case_insensitive", lambda _path: True)
+    assert _git._path_key(tmp_path / "Repo") == _git._path_key(tmp_path / "rEPO")
+    monkeypatch.setattr(_git, "_case_insensitive", lambda _path: False)
+    assert _git._path_key(tmp_path / "Repo") != _git._path_key(tmp_path / "rEPO")
+
+
+@pytest.mark.parametrize(
+    ("project", "label"),
+    [
+        ("api~3f9c2a1b7d0e", "api"),
+        ("my~team~0123456789ab", "my~team"),
+        ("webapp", "webapp"),  # a name given with --project, or stored before
+        ("api~notanid", "api~notanid"),
+        ("~0123456789ab", "~0123456789ab"),
+    ],
+)
+def test_the_label_is_the_readable_part(project: str, label: str) -> None:
+    assert project_label(project) == label
