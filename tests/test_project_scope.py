@@ -240,3 +240,30 @@ def test_paths_are_case_folded_where_the_file_system_ignores_case(
 )
 def test_the_label_is_the_readable_part(project: str, label: str) -> None:
     assert project_label(project) == label
+
+
+def test_adopting_in_several_processes_at_once_moves_each_record_once(
+    tmp_path: Path, store_url: str
+) -> None:
+    """Session-start hooks of several agents may adopt at the same moment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    mine = repo(tmp_path / "ws-codex")
+    ours = legacy_export(mine, SESSION_A, store_url)
+    with open_store(store_url) as store:  # a second version of the handoff record
+        record = store.retrieve("ws-codex", ours).model_dump(mode="json")
+        store.store({**record, "title": record["title"] + " (edited)"}, new_version=True)
+
+    def adopt(_: int) -> int:
+        with open_store(store_url) as store:
+            return _adopt.adopt_legacy_records(store, mine)
+
+    with ThreadPoolExecutor(4) as pool:
+        moved = list(pool.map(adopt, range(4)))
+    assert 1 <= sum(moved) <= 4
+    new = Scope(project=default_project(mine))
+    with open_store(store_url) as store:
+        assert [m.version for m in store.history(new, ours)] == [1, 2]
+        assert store.retrieve(new, ours).title.endswith("(edited)")
+        assert store.query(Scope(project="ws-codex"), limit=10).records == []
+        assert Lifecycle(store, new).active() == ours

@@ -19,10 +19,11 @@ pointer read.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from passdown.errors import RecordNotFound
+from passdown.errors import RecordConflict, RecordNotFound
 
 if TYPE_CHECKING:  # the records models (pydantic) load only when something is adopted
     from passdown.records import Record, Scope
@@ -152,27 +153,40 @@ def _move_handoff(store: Store, old: Scope, new: Scope, handoff_id: str) -> None
 
 def _move_record(store: Store, old: Scope, new: Scope, record_id: str) -> None:
     """Every kept version of the record, oldest first, into the new scope; then the old
-    one deleted. A copy already in the new scope (an interrupted run) is kept."""
-    from passdown.records import record_to_dict
-
+    one deleted. A copy already in the new scope (an interrupted run, or another process
+    adopting at the same time) is kept."""
     try:
         versions = [meta.version for meta in store.history(old, record_id)]
+        bodies = [_version(store, old, record_id, v) for v in versions]
     except RecordNotFound:
-        return
+        return  # not there, or moved meanwhile by another process
     try:
         store.retrieve(new, record_id)
     except RecordNotFound:
-        bodies = []
-        for version in versions:
-            try:
-                bodies.append(store.retrieve(old, record_id, version=version))
-            except RecordNotFound:
-                continue  # an earlier version that was not kept
-        for index, body in enumerate(bodies):
+        _copy(store, new, [b for b in bodies if b is not None])
+    with contextlib.suppress(RecordNotFound):  # another process finished the move
+        store.delete(old, record_id)
+
+
+def _version(store: Store, scope: Scope, record_id: str, version: int) -> Record | None:
+    try:
+        return store.retrieve(scope, record_id, version=version)
+    except RecordNotFound:
+        if version == store.history(scope, record_id)[-1].version:
+            raise  # the record itself is gone
+        return None  # an earlier version that was not kept
+
+
+def _copy(store: Store, new: Scope, versions: list[Record]) -> None:
+    from passdown.records import record_to_dict
+
+    try:
+        for index, body in enumerate(versions):
             data = record_to_dict(body)
             data["scope"] = {**data["scope"], "project": new.project}
             store.store(data, new_version=index > 0)
-    store.delete(old, record_id)
+    except RecordConflict:
+        pass  # another process is copying the same record: its copy stands
 
 
 def _move_active(store: Store, old: Scope, new: Scope, moved: set[str]) -> None:
