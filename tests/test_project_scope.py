@@ -63,6 +63,27 @@ def find(cwd: Path) -> list[str]:
     return [r["id"] for r in records]
 
 
+def session_start(ws: Path) -> str:
+    """`passdown hook claude` on a new session's SessionStart in `ws`: the context it
+    gives the session ("" when there is no handoff to pick up)."""
+    import subprocess
+    import sys
+
+    payload = {"hook_event_name": "SessionStart", "session_id": "new", "cwd": str(ws)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", "hook", "claude"],
+        input=json.dumps({**payload, "source": "startup"}),
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    if not proc.stdout.strip():
+        return ""
+    return str(json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"])
+
+
 def export(ws: Path) -> str:
     proc = passdown(["export", "--from", "claude", "--json"], ws)
     assert proc.returncode == 0, proc.stderr
@@ -79,8 +100,8 @@ def test_an_unrelated_folder_of_the_same_name_sees_nothing(tmp_path: Path, store
     assert project_label(default_project(mine)) == project_label(default_project(unrelated))
     assert handoff in find(mine)
     assert find(unrelated) == []
-    assert pickup("codex", "new-session", str(unrelated)).outcome == "none"
-    assert pickup("codex", "new-session", str(mine)).outcome.startswith("claimed ")
+    assert session_start(unrelated) == ""  # the hook a new Claude Code session runs
+    assert f"from claude session {SESSION_A}" in session_start(mine)
 
 
 def test_clones_of_one_remote_share_a_scope_and_a_moved_local_repo_does_not(
@@ -163,8 +184,7 @@ def test_the_pickup_adopts_the_old_active_handoff(tmp_path: Path, store_url: str
     """The first session after the upgrade is offered the handoff stored before it."""
     mine = repo(tmp_path / "ws-codex")
     ours = legacy_export(mine, SESSION_A, store_url)
-    result = pickup("codex", "new-session", str(mine))
-    assert result.outcome.startswith("claimed ")
+    assert f"from claude session {SESSION_A}" in session_start(mine)
     with open_store(store_url) as store:
         event = Lifecycle(store, Scope(project=default_project(mine))).current(ours)
         assert event is not None and event.status == "claimed"
