@@ -41,12 +41,12 @@ def line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def pipe(cwd: Path, script: bytes) -> tuple[int, list[dict[str, Any]], str]:
+def pipe(cwd: Path, script: bytes, *args: str) -> tuple[int, list[dict[str, Any]], str]:
     """Run `passdown mcp` with `script` as its whole input (the pipe closes once it is
     written); its exit status, every line it wrote (parsed), and its stderr."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "PASSDOWN_AGENTS": "claude,codex"}
     proc = subprocess.run(
-        [sys.executable, "-m", "passdown", "mcp"],
+        [sys.executable, "-m", "passdown", "mcp", *args],
         cwd=cwd,
         env=env,
         input=script,
@@ -224,3 +224,17 @@ def test_a_client_that_stops_reading_gets_an_exit_code_not_a_traceback(ws: Path)
     err = proc.stderr.read().decode()
     assert proc.wait(120) == 8, err
     assert "the client closed its end of stdout" in err and "Traceback" not in err
+
+
+def test_an_explicit_project_of_the_folders_old_name_still_hands_off_here(ws: Path) -> None:
+    """`passdown mcp --project alpha`, configured when the scope was the folder's name,
+    still prepares handoffs of its own workspace; another project does not."""
+    plant_claude_session(ws)
+    script = line(INITIALIZE) + line(tool(2, "prepare_handoff", source="claude"))
+    status, replies, err = pipe(ws, script, "--project", "alpha")
+    assert status == 0, err
+    assert structured(replies[1])["project"] == "alpha"
+    status, replies, err = pipe(ws, script, "--project", "beta")
+    assert status == 0, err
+    assert replies[1]["result"]["isError"]
+    assert "not in your project" in replies[1]["result"]["content"][0]["text"]
