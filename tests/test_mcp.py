@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from passdown.records import record_to_dict
+from passdown.records import default_project, record_to_dict
 from passdown.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def test_another_projects_record_is_not_found_without_a_hint(ws: Path, seeded: N
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(ws: Path) -> None:
     async def main() -> None:
-        async with connect(ws, "--project", "alpha") as client:
+        async with connect(ws) as client:
             cases = [
                 ("retrieve_record", {}, "id"),
                 ("retrieve_record", {"id": ""}, "id"),
@@ -200,7 +200,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(ws: Path) ->
                 ("store_record", {"record": {"id": "x"}}, "type"),
                 ("store_record", {"record": "not an object"}, "record"),
                 ("prepare_handoff", {"source": "nosuchagent"}, "nosuchagent"),
-                ("load_handoff", {}, "no handoff stored in project 'alpha'"),
+                ("load_handoff", {}, f"no handoff stored in project '{default_project(ws)}'"),
                 ("no_such_tool", {}, "no_such_tool"),
             ]
             for tool, args, needle in cases:
@@ -208,7 +208,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(ws: Path) ->
                 assert err, (tool, args, msg)
                 assert needle in msg, (tool, args, msg)
             err, out = await call(client, "find_records", {})
-            assert not err and out["project"] == "alpha"
+            assert not err and out["project"] == default_project(ws)
 
     run(main)
 
@@ -222,7 +222,7 @@ def test_prepare_load_and_mark_a_handoff(ws: Path) -> None:
                 client, "prepare_handoff", {"source": "claude", "target_agent": "codex"}
             )
             assert not err, prepared
-            assert prepared["project"] == "alpha"
+            assert prepared["project"] == default_project(ws)
             assert Path(prepared["markdown_path"]) == ws / ".agent-handoff" / "HANDOFF.md"
             assert (
                 Path(prepared["markdown_path"]).is_file() and Path(prepared["json_path"]).is_file()
@@ -244,18 +244,18 @@ def test_prepare_load_and_mark_a_handoff(ws: Path) -> None:
 
     run(main)
     with open_store() as store:
-        assert store.retrieve("alpha", prepared_id(store)).type == "handoff"
+        assert store.retrieve(default_project(ws), prepared_id(store, ws)).type == "handoff"
 
 
-def prepared_id(store: Any) -> str:
-    return str(store.query("alpha", type="handoff").records[0].id)
+def prepared_id(store: Any, ws: Path) -> str:
+    return str(store.query(default_project(ws), type="handoff").records[0].id)
 
 
 def test_a_claim_by_another_agent_is_refused(ws: Path) -> None:
     with open_store() as store:
-        h = record("h-1", "alpha", "Handoff from claude", type="handoff")
+        h = record("h-1", default_project(ws), "Handoff from claude", type="handoff")
         store.store(h)
-        assert record_to_dict(store.retrieve("alpha", "h-1"))["id"] == "h-1"
+        assert record_to_dict(store.retrieve(default_project(ws), "h-1"))["id"] == "h-1"
 
     async def main() -> None:
         async with connect(ws) as first, connect(ws) as second:

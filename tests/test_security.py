@@ -455,7 +455,9 @@ def test_a_token_in_the_workspace_path_never_creates_a_redacted_folder(tmp_path:
     from passdown.records import default_project
 
     workspace, session = token_workspace(tmp_path)
-    assert default_project(workspace) == "ws-[REDACTED:github_token]"
+    project = default_project(workspace)
+    assert project.startswith("ws-[REDACTED:github_token]~") and GITHUB_TOKEN not in project
+    assert default_project(workspace) == project  # the same folder, the same scope
     run_cli(["export", "--from", "claude", "--session", str(session)], workspace)
     assert sorted(p.name for p in workspace.parent.iterdir()) == [workspace.name], (
         "redaction must never change where passdown writes"

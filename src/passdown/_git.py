@@ -117,17 +117,118 @@ def is_ancestor(path: Path, commit: str, head: str = "HEAD") -> bool:
 
 
 def project_name(cwd: Path) -> str:
-    """The project a folder belongs to when none is given: the git root's folder name,
-    else the folder's own name."""
+    """The project scope a folder belongs to when none is given: `<name>~<12 hex>`.
+
+    The hex digits identify the repository, so two unrelated folders that happen to
+    share a name (`app`, `api`, `ws-codex`) never share handoffs:
+    - a git repository with a remote is identified by the remote (`origin`, else the
+      first by name), normalised (no credentials, scheme, port or `.git`): a clone of
+      the same remote elsewhere, or the folder moved, keeps the same scope;
+    - a git repository without a remote, or a folder outside git, by its resolved
+      root path (case-folded where the file system ignores case): moved, it is a new
+      project.
+    `<name>` is for people (`project_label`): the remote's repository name, else the
+    root folder's name. The whole scope is redacted: a folder named after a token
+    (`ws-ghp_...`) must not put the token in every record's scope; the same folder
+    always gives the same scope.
+    """
+    import hashlib
+
     from passdown._redact import redact
 
-    # redacted: a folder named after a token (`ws-ghp_...`) must not put the token in
-    # every record's scope; the same folder always gives the same (redacted) name
-    here = cwd.resolve()
+    root, is_git = _project_root(cwd)
+    remote = _remote_url(root) if is_git else None
+    if remote:
+        key = "git:" + _remote_key(remote, root)
+        name = key.rstrip("/").rpartition("/")[2] or root.name
+    else:
+        key = "path:" + _path_key(root)
+        name = root.name or str(root)
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return redact(f"{name}~{digest}")
+
+
+def legacy_project_name(cwd: Path) -> str:
+    """The project passdown used before scopes named the repository: the git root's
+    folder name, else the folder's own name (redacted). Records stored under it are
+    adopted by `passdown.store._adopt`."""
+    from passdown._redact import redact
+
+    root, _ = _project_root(cwd)
+    return redact(root.name or str(root))
+
+
+def project_label(project: str) -> str:
+    """The readable part of a project scope: `alpha` of `alpha~3f9c2a1b7d0e`; any other
+    project (given with --project, or stored before) as it is."""
+    name, at, digest = project.rpartition("~")
+    if at and name and len(digest) == 12 and all(c in "0123456789abcdef" for c in digest):
+        return name
+    return project
+
+
+def _project_root(cwd: Path) -> tuple[Path, bool]:
+    """(the folder holding `.git` at or above `cwd`, True), else (cwd, False); resolved."""
+    here = _absolute(cwd)
     for folder in (here, *here.parents):
         if (folder / ".git").exists():
-            return redact(folder.name or str(folder))
-    return redact(here.name or str(here))
+            return folder, True
+    return here, False
+
+
+def _remote_url(root: Path) -> str | None:
+    result = run_git(root, "config", "--get-regexp", r"^remote\..*\.url$")
+    urls: dict[str, str] = {}
+    for line in _text(result.out).splitlines() if result.ok else ():
+        key, _, url = line.partition(" ")
+        if url.strip():
+            urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), url.strip())
+    if not urls:
+        return None
+    return urls.get("origin") or urls[min(urls)]
+
+
+def _remote_key(url: str, root: Path) -> str:
+    """`host/owner/repo` for a network remote, whichever way it is spelled
+    (https://user:token@Host:443/o/r.git, ssh://git@host/o/r, git@host:o/r.git);
+    `file:` + the resolved path for a remote on this machine."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme.lower() != "file":
+        authority, _, path = rest.partition("/")
+    elif not sep and _scp_like(url):
+        authority, _, path = url.partition(":")
+    else:
+        local = Path(rest if sep else url)
+        return "file:" + _path_key(_absolute(root / local))
+    host = authority.rpartition("@")[2]  # credentials are never part of the identity
+    host = host if host.startswith("[") else host.partition(":")[0]  # no port
+    path = path.strip("/").removesuffix(".git").strip("/")
+    return f"{host.lower()}/{path}"
+
+
+def _scp_like(url: str) -> bool:
+    """`[user@]host:path`, git's short ssh form (not `C:\\...`, not a local path)."""
+    head, colon, _ = url.partition(":")
+    return bool(colon) and len(head) > 1 and "/" not in head and "\\" not in head
+
+
+def _path_key(path: Path) -> str:
+    text = os.path.normcase(str(path))
+    return text.casefold() if _case_insensitive(path) else text
+
+
+def _case_insensitive(path: Path) -> bool:
+    """Whether the file system holding `path` ignores case (macOS and Windows by
+    default): the nearest folder name with letters, case swapped, is the same folder."""
+    for folder in (path, *path.parents):
+        swapped = folder.name.swapcase()
+        if swapped != folder.name:
+            other = folder.with_name(swapped)
+            try:
+                return other.exists() and os.path.samefile(folder, other)
+            except OSError:
+                return False
+    return False
 
 
 def _absolute(path: Path) -> Path:

@@ -323,10 +323,19 @@ def _first_line(text: str, limit: int = 120) -> str:
 
 
 def default_project(cwd: Path) -> str:
-    """The project a command means when none is given: the git root's folder name, else cwd's."""
+    """The project a command means when none is given: the repository's scope,
+    `<name>~<id>` (`passdown._git.project_name`: the id names the git remote, else the
+    root folder's path)."""
     from passdown._git import project_name
 
     return project_name(cwd)
+
+
+def project_label(project: str) -> str:
+    """The readable name of a project scope (`alpha` of `alpha~3f9c2a1b7d0e`)."""
+    from passdown._git import project_label as label
+
+    return label(project)
 
 
 def record_json_schema() -> dict[str, Any]:

@@ -21,7 +21,7 @@ from passdown.cli._store_cmds import (
     store_command,
 )
 from passdown.errors import RecordConflict, RecordInvalid, RecordNotFound
-from passdown.records import default_project
+from passdown.records import default_project, project_label
 
 PACKAGE = {
     "id": "handoff-20250115-103000",
@@ -149,9 +149,10 @@ def test_project_defaults_to_the_git_root_folder(
     (repo / ".git").mkdir(parents=True)
     (repo / "src").mkdir()
     monkeypatch.chdir(repo / "src")
-    assert default_project(Path.cwd()) == "shop-api"
+    project = default_project(Path.cwd())
+    assert project == default_project(repo) and project_label(project) == "shop-api"
     ok(store_command, write(tmp_path / "p.json", PACKAGE))  # a package takes the default project
-    assert json.loads(ok(retrieve_command, PACKAGE["id"]))["scope"] == {"project": "shop-api"}
+    assert json.loads(ok(retrieve_command, PACKAGE["id"]))["scope"] == {"project": project}
     assert PACKAGE["id"] in ok(find_command)
 
 

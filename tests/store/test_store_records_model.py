@@ -211,11 +211,15 @@ def test_schema_accepts_the_example_and_rejects_bad_records() -> None:
     assert list(validator.iter_errors(SGM_EXAMPLE | {"scope": {"org": "x"}}))
 
 
-def test_default_project_is_the_git_root_folder(tmp_path: Path) -> None:
+def test_default_project_is_the_git_roots_scope(tmp_path: Path) -> None:
+    from passdown.records import project_label
+
     repo = tmp_path / "myrepo"
     (repo / ".git").mkdir(parents=True)
     (repo / "src" / "deep").mkdir(parents=True)
-    assert default_project(repo / "src" / "deep") == "myrepo"
+    assert default_project(repo / "src" / "deep") == default_project(repo)
+    assert project_label(default_project(repo)) == "myrepo"
     plain = tmp_path / "plain" / "sub"
     plain.mkdir(parents=True)
-    assert default_project(plain) == "sub"
+    assert project_label(default_project(plain)) == "sub"
+    assert default_project(plain) != default_project(tmp_path / "other" / "sub")

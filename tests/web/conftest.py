@@ -64,7 +64,9 @@ class Trail:
 
     @property
     def project(self) -> str:
-        return self.workspace.name
+        from passdown.records import default_project
+
+        return default_project(self.workspace)
 
     @property
     def store_url(self) -> str:

@@ -379,3 +379,13 @@ def test_pages_over_a_postgresql_store(store: Store, trail: Trail) -> None:
 
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_the_timeline_is_titled_with_the_projects_readable_name(
+    client: TestClient, trail: Trail
+) -> None:
+    """The scope names the repository (`webapp~<id>`); people read its name."""
+    assert trail.project.startswith("webapp~")
+    page = client.get(f"/p/{trail.project}/")
+    assert page.status_code == 200
+    assert f'<h1 title="{trail.project}">webapp <span class="sub">' in page.text

@@ -24,7 +24,10 @@ if TYPE_CHECKING:
     from passdown.store import Store
 
 _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite in the data folder)."
-_PROJECT_HELP = "Project scope (default: the name of the git root, or current, folder)."
+_PROJECT_HELP = (
+    "Project scope (default: this repository's: its name and an id of its git remote, "
+    "else of its root folder's path)."
+)
 _DURATION = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -37,8 +40,11 @@ def _project(project: str | None) -> str:
 
 def _open(url: str | None) -> Store:
     from passdown.store import open_store
+    from passdown.store._adopt import adopt_legacy_records
 
-    return open_store(url)
+    store = open_store(url)
+    adopt_legacy_records(store, Path.cwd())  # this repository's records of the old scheme
+    return store
 
 
 def _dump(data: Any) -> str:

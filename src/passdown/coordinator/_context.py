@@ -41,6 +41,7 @@ class ProjectContext:
             None if store is None or isinstance(store, (str, bool)) else store
         )
         self._owns_store = False
+        self._adopted = False
 
     @property
     def has_store(self) -> bool:
@@ -55,6 +56,11 @@ class ProjectContext:
 
             self._store = open_store(self._store_arg if isinstance(self._store_arg, str) else None)
             self._owns_store = True
+        if not self._adopted:  # this repository's records from before scopes named it
+            from passdown.store._adopt import adopt_legacy_records
+
+            self._adopted = True
+            adopt_legacy_records(self._store, self.workspace, self.scope.project)
         return self._store
 
     def lifecycle(self) -> Lifecycle:

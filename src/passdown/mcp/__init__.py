@@ -2,7 +2,8 @@
 
     _tools.ScopedTools  the tool logic, bound to one scope, no MCP types (tested directly)
     _lifecycle          load the latest handoff, mark it claimed/completed (over the Store API)
-    _server             the MCP wiring: tool schemas, error conversion, stdio transport
+    _server             the MCP wiring: tool schemas, error conversion
+    _stdio              the stdio transport: every request answered, in order, before exit
     _handshake          answers `initialize` and the first `tools/list` before the SDK loads
     _http               the team server (`passdown serve`): MCP over HTTP, the API, the pages
 

@@ -189,8 +189,13 @@ def read_line(fd: int, timeout: float | None = None) -> bytes | None:
 
 def _write(fd: int, response: dict[str, Any]) -> None:
     payload = memoryview((json.dumps(response, separators=(",", ":")) + "\n").encode())
-    while payload:
-        payload = payload[os.write(fd, payload) :]
+    try:
+        while payload:
+            payload = payload[os.write(fd, payload) :]
+    except OSError as exc:  # a closed pipe: the client is gone
+        from passdown.errors import OutputError
+
+        raise OutputError(f"the client closed its end of stdout: {exc.strerror or exc}") from None
 
 
 def answer_early(fd_in: int = 0, fd_out: int = 1) -> EarlyLines:

@@ -1,4 +1,4 @@
-"""The MCP wiring: tool schemas and descriptions, error conversion, the stdio transport.
+"""The MCP wiring: tool schemas and descriptions, error conversion; stdio through `_stdio`.
 
 `build_server(tools_for)` registers the tools; `tools_for(ctx)` returns the
 `ScopedTools` for the current request (fixed for stdio; from the caller's token for
@@ -179,8 +179,9 @@ def fixed_scope(tools: ScopedTools) -> ToolsFor:
 
 
 def run_stdio(store: Store, project: str, workspace: Path, early: EarlyLines | None = None) -> None:
-    """Serve over stdin/stdout until the client closes them. One server process is one
-    agent session, so it is one actor in the handoff lifecycle. `early` is what
+    """Serve over stdin/stdout until the client closes stdin and every request read is
+    answered. One server process is one agent session, so it is one actor in the
+    handoff lifecycle. `early` is what
     `passdown.mcp._handshake` already read (and maybe answered) before the SDK loaded."""
     import os
     import socket
@@ -194,90 +195,9 @@ def run_stdio(store: Store, project: str, workspace: Path, early: EarlyLines | N
 
 
 async def _serve_stdio(server: MCPServer, early: EarlyLines | None) -> None:
-    """`MCPServer.run_stdio_async`, with the lines read before the SDK loaded replayed
-    first and the SDK's replies to the requests already answered dropped."""
-    import mcp_types
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
+    """`MCPServer.run_stdio_async` over passdown's stdio transport (`_stdio`): the lines
+    read before the SDK loaded are replayed first, and every request is answered before
+    the server exits."""
+    from passdown.mcp._stdio import serve
 
-    lowlevel = server._lowlevel_server  # what run_stdio_async runs, given our streams
-    async with stdio_server() as (read_stream, write_stream):
-        reads: Any = read_stream
-        writes: Any = write_stream
-        if early is not None:
-            replayed: list[object] = []
-            for line in early.lines:
-                if not line.strip():
-                    continue
-                try:
-                    replayed.append(
-                        SessionMessage(
-                            mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        )
-                    )
-                except Exception as exc:  # what stdio_server does with a bad line
-                    replayed.append(exc)
-            reads = _Replayed(replayed, read_stream)
-            if early.answered:
-                writes = _DropReplies(early.answered, write_stream)
-        await lowlevel.run(reads, writes, lowlevel.create_initialization_options())
-
-
-class _Replayed:
-    """A read stream that yields some messages before the transport's own."""
-
-    def __init__(self, first: list[object], inner: Any) -> None:
-        self._first = list(reversed(first))
-        self._inner = inner
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> object:
-        if self._first:
-            return self._first.pop()
-        return await self._inner.receive()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _Replayed:
-        return self
-
-    async def __anext__(self) -> object:
-        if self._first:
-            return self._first.pop()
-        return await self._inner.__anext__()
-
-    async def __aenter__(self) -> _Replayed:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-class _DropReplies:
-    """A write stream that drops one response to each request answered early."""
-
-    def __init__(self, request_ids: list[int | str], inner: Any) -> None:
-        self._pending = list(request_ids)
-        self._inner = inner
-
-    async def send(self, item: Any) -> None:
-        if self._pending:
-            reply = getattr(item, "message", None)
-            reply_id = getattr(reply, "id", None)
-            if reply_id in self._pending and not hasattr(reply, "method"):
-                self._pending.remove(reply_id)
-                return
-        await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _DropReplies:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+    await serve(server._lowlevel_server, early)  # what run_stdio_async runs, given streams

@@ -37,7 +37,7 @@ from starlette.staticfiles import StaticFiles
 from passdown._redact import redact
 from passdown.agents import agent_names
 from passdown.errors import PassdownError, RecordNotFound, UsageError
-from passdown.records import parse_timestamp
+from passdown.records import parse_timestamp, project_label
 from passdown.store import Store
 from passdown.web import _model as model
 from passdown.web._access import SESSION_COOKIE, Access, LocalAccess, TokenAccess
@@ -90,6 +90,7 @@ def _environment() -> Environment:
     env.filters["short"] = lambda text, n=12: text if len(text) <= n else text[: n - 1] + "…"
     env.filters["when"] = _when
     env.globals["plan_statuses"] = model.PLAN_STATUSES
+    env.globals["project_label"] = project_label  # `api` of the scope `api~3f9c2a1b7d0e`
     return env
 
 
