@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -644,16 +645,59 @@ def _rules() -> tuple[_Rule, ...]:
     return tuple(rules)
 
 
+class _RedactedTexts:
+    """Texts this process produced by redacting, up to `limit` characters (the oldest
+    go first). Redacting is idempotent, so redacting one of them again returns it as it
+    is and finds nothing: the store's edge, the package check and printed JSON skip the
+    rules for the handoff an export has just redacted."""
+
+    def __init__(self, limit: int, longest: int) -> None:
+        self._texts: dict[str, None] = {}
+        self._chars = 0
+        self._limit, self._longest = limit, longest
+        self._lock = threading.Lock()
+
+    def __contains__(self, text: str) -> bool:
+        return text in self._texts
+
+    def add(self, text: str) -> None:
+        if len(text) > self._longest or text in self._texts:
+            return
+        with self._lock:
+            self._texts[text] = None
+            self._chars += len(text)
+            while self._chars > self._limit:
+                oldest = next(iter(self._texts))
+                del self._texts[oldest]
+                self._chars -= len(oldest)
+
+
+_REDACTED = _RedactedTexts(limit=16 * 1024 * 1024, longest=1024 * 1024)
+
+
 @dataclass
 class Redactor:
-    """Redacts secrets from text and data, counting what it found per kind."""
+    """Redacts secrets from text and data, counting what it found per kind.
+
+    Each distinct text is scanned once per redactor: a text met again (a plan item's
+    subject in every replayed plan, a caller's blocker in the package and its handoff)
+    gets the same result, and its secrets are counted once."""
 
     findings: dict[str, int] = field(default_factory=dict)
+    _done: dict[str, str] = field(default_factory=dict, repr=False)
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by `[REDACTED:<kind>]`."""
-        if not text:
+        if not text or text in _REDACTED:
             return text
+        done = self._done.get(text)
+        if done is None:
+            done = self._done[text] = self._scan(text)
+            _REDACTED.add(done)
+        return done
+
+    def _scan(self, text: str) -> str:
+        """Every rule over `text`, in order."""
         lowered = text.lower()
         for rule in _rules():
             if not rule.triggers or any(t in lowered for t in rule.triggers):
