@@ -159,14 +159,14 @@ class Counting:
             finally:
                 counting.seconds += time.perf_counter() - start
 
-        def counted_scan(self: _redact.Redactor, text: str) -> str:
+        def counted_scan(self: _redact.Redactor, text: str) -> Any:
             counting.scanned[text] += 1
             assert scan is not None
-            return str(scan(self, text))
+            return scan(self, text)
 
-        def counted_apply(self: _redact.Redactor, rule: Any, text: str, lowered: str) -> str:
+        def counted_apply(self: _redact.Redactor, *args: Any) -> str:
             counting.rules += 1
-            return apply(self, rule, text, lowered)
+            return str(apply(self, *args))
 
         cls.redact = counted_redact  # type: ignore[method-assign]
         cls._apply = counted_apply  # type: ignore[method-assign]

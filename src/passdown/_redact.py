@@ -645,66 +645,78 @@ def _rules() -> tuple[_Rule, ...]:
     return tuple(rules)
 
 
-class _RedactedTexts:
-    """Texts this process produced by redacting, up to `limit` characters (the oldest
-    go first). Redacting is idempotent, so redacting one of them again returns it as it
-    is and finds nothing: the store's edge, the package check and printed JSON skip the
-    rules for the handoff an export has just redacted."""
+Found = dict[str, int]  # secrets found in one text, per kind
+
+
+class _Memo:
+    """What redacting a text gave in this process (the text, its secrets per kind), up
+    to `limit` characters of texts (the oldest go first). Redacting is a pure function
+    of the text, and idempotent: a text met again (a plan item's subject in every
+    replayed plan, a caller's blocker in the package and its handoff, the handoff the
+    store's edge and the package check look at again) is not scanned again."""
 
     def __init__(self, limit: int, longest: int) -> None:
-        self._texts: dict[str, None] = {}
+        self._results: dict[str, tuple[str, Found]] = {}
         self._chars = 0
         self._limit, self._longest = limit, longest
         self._lock = threading.Lock()
 
-    def __contains__(self, text: str) -> bool:
-        return text in self._texts
+    def get(self, text: str) -> tuple[str, Found] | None:
+        return self._results.get(text)
 
-    def add(self, text: str) -> None:
-        if len(text) > self._longest or text in self._texts:
+    def put(self, text: str, redacted: str, found: Found) -> None:
+        if len(text) > self._longest:
             return
         with self._lock:
-            self._texts[text] = None
-            self._chars += len(text)
+            self._add(text, (redacted, found))
+            self._add(redacted, (redacted, {}))  # redacting it again changes nothing
             while self._chars > self._limit:
-                oldest = next(iter(self._texts))
-                del self._texts[oldest]
+                oldest = next(iter(self._results))
+                del self._results[oldest]
                 self._chars -= len(oldest)
 
+    def _add(self, text: str, result: tuple[str, Found]) -> None:
+        if text not in self._results:
+            self._results[text] = result
+            self._chars += len(text)
 
-_REDACTED = _RedactedTexts(limit=16 * 1024 * 1024, longest=1024 * 1024)
+
+_MEMO = _Memo(limit=16 * 1024 * 1024, longest=1024 * 1024)
 
 
 @dataclass
 class Redactor:
-    """Redacts secrets from text and data, counting what it found per kind.
-
-    Each distinct text is scanned once per redactor: a text met again (a plan item's
-    subject in every replayed plan, a caller's blocker in the package and its handoff)
-    gets the same result, and its secrets are counted once."""
+    """Redacts secrets from text and data, counting what it found per kind: the secrets
+    of each distinct text it was given, once (a text given twice is counted once)."""
 
     findings: dict[str, int] = field(default_factory=dict)
-    _done: dict[str, str] = field(default_factory=dict, repr=False)
+    _seen: set[str] = field(default_factory=set, repr=False)
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by `[REDACTED:<kind>]`."""
-        if not text or text in _REDACTED:
+        if not text:
             return text
-        done = self._done.get(text)
-        if done is None:
-            done = self._done[text] = self._scan(text)
-            _REDACTED.add(done)
-        return done
+        known = _MEMO.get(text)
+        if known is None:
+            known = self._scan(text)
+            _MEMO.put(text, *known)
+        redacted, found = known
+        if found and text not in self._seen:
+            self._seen.add(text)
+            for kind, n in found.items():
+                self.findings[kind] = self.findings.get(kind, 0) + n
+        return redacted
 
-    def _scan(self, text: str) -> str:
-        """Every rule over `text`, in order."""
+    def _scan(self, text: str) -> tuple[str, Found]:
+        """Every rule over `text`, in order: the redacted text and what was found."""
+        found: Found = {}
         lowered = text.lower()
         for rule in _rules():
             if not rule.triggers or any(t in lowered for t in rule.triggers):
-                new = self._apply(rule, text, lowered)
+                new = self._apply(rule, text, lowered, found)
                 if new is not text:
                     text, lowered = new, new.lower()
-        return text
+        return text, found
 
     def redact_data(self, obj: Any) -> Any:
         """A copy of `obj` (dicts, lists, tuples, sets, strings; anything else as is) with every
@@ -740,7 +752,7 @@ class Redactor:
                 out[new_key] = self.redact_data(value)
         return out
 
-    def _apply(self, rule: _Rule, text: str, lowered: str) -> str:
+    def _apply(self, rule: _Rule, text: str, lowered: str, found: Found) -> str:
         if rule.finder is not None and len(lowered) == len(text):
             starts: Iterable[int] = (f.start() for f in rule.finder.finditer(lowered))
             matches: Iterable[re.Match[str]] = (
@@ -758,7 +770,7 @@ class Redactor:
                 continue
             parts += (text[last : m.start()], new)
             last = m.end()
-            self._count(rule.kind)
+            found[rule.kind] = found.get(rule.kind, 0) + 1
         if not parts:
             return text
         parts.append(text[last:])
