@@ -38,6 +38,18 @@ _BLOCKER = re.compile(
     re.IGNORECASE,
 )
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
+# "Next:" inside a sentence ("Fixed it. Next: run the suite"): the step is what follows
+_NEXT_LABEL = re.compile(
+    r"(?:\*\*)?\bnext(?: steps?| up)?(?:\*\*)?\s*:\s*(?:\*\*)?\s*", re.IGNORECASE
+)
+# "Open question: ...", "Question: ...", "Q: ..." (that one only starting a line): a
+# question the agent asked, with or without its "?"
+_QUESTION_LABEL = re.compile(
+    r"(?:^\s*(?:[-*•]\s+|\d+[.)]\s+)?(?:\*\*|__)?q|(?:^|(?<=[\s*_(>]))(?:\*\*|__)?"
+    r"(?:open questions?|questions?))(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.*)$",
+    re.IGNORECASE,
+)
+_QUESTION_END = re.compile(r"\?|(?<=[.!])\s")
 
 
 def derive_notes(state: State, latest: Message | None, recent: list[Message]) -> None:
@@ -66,7 +78,7 @@ def derive_notes(state: State, latest: Message | None, recent: list[Message]) ->
     state.blockers += [
         b for b in _matching_lines(assistant_texts[-2:], _BLOCKER) if b not in state.blockers
     ]
-    state.open_questions = _questions(latest.text) if latest else []
+    state.open_questions = _questions(latest.text if latest else "", assistant_texts)
 
 
 def _open_blockers(item: PlanEntry, done: set[str]) -> bool:
@@ -75,7 +87,7 @@ def _open_blockers(item: PlanEntry, done: set[str]) -> bool:
 
 def _next_from_prose(text: str) -> list[str]:
     """Next steps the agent stated in its latest message: a "Next steps:" list, or a
-    sentence that names the next step."""
+    sentence that names the next step (without its "Next:" label)."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         match = _NEXT_HEADER.match(line) or _NEXT_HEADING.match(line)
@@ -89,8 +101,14 @@ def _next_from_prose(text: str) -> list[str]:
             elif follow.strip() and found:
                 break
         return [f for f in found if f][:MAX_NOTES]
-    sentences = _SENTENCE_END.split(text)
-    return [s.strip() for s in sentences if _NEXT_SENTENCE.search(s)][:MAX_NOTES]
+    sentences = [s.strip() for s in _SENTENCE_END.split(text) if _NEXT_SENTENCE.search(s)]
+    return [_without_next_label(s) for s in sentences][:MAX_NOTES]
+
+
+def _without_next_label(sentence: str) -> str:
+    label = _NEXT_LABEL.search(sentence)
+    rest = sentence[label.end() :].strip() if label else ""
+    return rest or sentence
 
 
 def _matching_lines(texts: list[str], pattern: re.Pattern[str]) -> list[str]:
@@ -104,10 +122,48 @@ def _matching_lines(texts: list[str], pattern: re.Pattern[str]) -> list[str]:
     return found[-MAX_NOTES:]
 
 
-def _questions(text: str) -> list[str]:
-    found = []
-    for line in text.splitlines():
+def _questions(latest: str, recent: list[str]) -> list[str]:
+    """Open questions: what the agent labelled one ("Open question: ...", "Question:",
+    "Q:", or the items under an "Open questions:" header) in its recent messages, and
+    the lines of its latest message that end with "?"."""
+    found: list[str] = []
+    for text in recent:
+        for question in _labelled_questions(text):
+            if question in found:
+                found.remove(question)  # asked again: it counts where it was asked last
+            found.append(question)
+    for line in latest.splitlines():
         stripped = _BULLET.sub(r"\1", line).strip()
-        if stripped.endswith("?") and 8 <= len(stripped) <= 400:
+        asked = stripped.endswith("?") and 8 <= len(stripped) <= 400
+        if asked and stripped not in found and not _QUESTION_LABEL.search(stripped):
             found.append(stripped)
-    return found[:MAX_NOTES]
+    return found[-MAX_NOTES:]
+
+
+def _labelled_questions(text: str) -> list[str]:
+    found: list[str] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        label = _QUESTION_LABEL.search(line)
+        if label is None:
+            continue
+        rest = label.group(1).strip().strip("*_").strip()
+        if not rest:  # a header: its bullets are the questions
+            found += _bullets_after(lines, i)
+            continue
+        end = _QUESTION_END.search(rest)
+        question = rest[: end.end()].strip() if end else rest
+        if 3 <= len(question) <= 400:
+            found.append(question)
+    return found
+
+
+def _bullets_after(lines: list[str], header: int) -> list[str]:
+    found: list[str] = []
+    for follow in lines[header + 1 :]:
+        bullet = _BULLET.match(follow)
+        if bullet:
+            found.append(bullet.group(1).strip())
+        elif follow.strip():
+            break
+    return found
