@@ -168,6 +168,12 @@ PASSING_RUN = "......                                                           
         ("python -m pytest -q tests/test_x.py", "python -m pytest -q"),
         ("uv run pytest tests/test_x.py::test_b -x", "uv run pytest"),
         ("cd /ws && python3 -m pytest tests/test_x.py 2>&1 | tail -20", "python -m pytest tests"),
+        # the runner's own options before the program, and an absolute path
+        ("uv run --frozen pytest tests/test_x.py", "uv run --frozen pytest -q"),
+        ("uv run --with pytest-cov -- pytest tests/test_x.py", "uv run pytest"),
+        ("uv run -m pytest tests/test_x.py::test_b", "python -m pytest -q"),
+        ("uvx pytest tests/test_x.py", "uvx pytest tests"),
+        ("python -m pytest -q {ws}/tests/test_x.py", "python -m pytest -q tests"),
     ],
 )
 def test_a_failure_fixed_after_three_compactions_is_resolved(
@@ -175,6 +181,7 @@ def test_a_failure_fixed_after_three_compactions_is_resolved(
 ) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
+    failed = failed.format(ws=ws)
     s = Session(cwd=str(ws))
     s.user("Make parse() reject whitespace-only input")
     s.tool("Bash", {"command": failed}, FAILING_RUN, is_error=True)
@@ -197,3 +204,62 @@ def test_a_failure_fixed_after_three_compactions_is_resolved(
     assert failure["command"] == failed and failure["resolved_later"] is True
     assert not [b for b in data["state"]["blockers"] if "failed" in b], data["state"]["blockers"]
     assert "(a later run of the same command succeeded)" in markdown
+
+
+def test_codex_a_failure_fixed_after_three_compactions_is_resolved(tmp_path: Path) -> None:
+    import copy
+
+    from test_incremental import HEADER, TurnMaker, _line
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    header = copy.deepcopy(HEADER)
+    header["payload"]["cwd"] = str(ws)
+    session_id = header["payload"]["id"]
+    turns = TurnMaker()
+    failed = "uv run --frozen pytest tests/test_calc.py::test_add_1"
+    content = _line(header) + turns.command(
+        failed, 1, "FAILED tests/test_calc.py::test_add_1 - AssertionError: assert -1 == 3"
+    )
+    for _ in range(3):
+        content += turns.compaction()
+    content += turns.command("uv run --frozen pytest -q", 0, "3 passed in 0.01s")
+    folder = Path(os.environ["CODEX_HOME"]) / "sessions" / "2026" / "11" / "29"
+    folder.mkdir(parents=True)
+    rollout = folder / f"rollout-2026-11-29T21-12-24-{session_id}.jsonl"
+    rollout.write_bytes(content)
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", "export", "--from", "codex", "--session",
+         str(rollout), "--no-store"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((ws / ".agent-handoff" / "handoff.json").read_text())
+    assert data["task"]["compactions"] >= 3
+    failure = data["state"]["last_failure"]
+    assert failure["command"] == failed and failure["resolved_later"] is True
+    assert not [b for b in data["state"]["blockers"] if "failed" in b]
+
+
+@pytest.mark.parametrize(
+    ("passed", "failed", "expected"),
+    [
+        ("uv run --frozen pytest", "uv run --frozen pytest tests/test_a.py", True),
+        ("uv run pytest tests", "uv run --with pytest-cov pytest tests/test_a.py::t", True),
+        ("pytest", "uv run -- pytest tests/test_a.py", True),
+        ("python -m pytest", "uv run -m pytest tests/test_a.py", True),
+        ("uvx pytest tests", "uv tool run pytest tests/test_a.py", True),
+        ("npx jest", "npx -y jest src/a.test.js", True),
+        ("pytest tests", "pytest /ws/tests/test_a.py", True),
+        ("pytest /ws/tests", "pytest tests/test_a.py::test_x", True),
+        ("pytest tests", "pytest /ws/src/test_a.py", False),
+        ("uv run --with pytest pytest tests/test_b.py", "uv run pytest tests/test_a.py", False),
+    ],
+)
+def test_runner_prefix_options_and_absolute_paths(passed: str, failed: str, expected: bool) -> None:
+    from passdown._test_runs import covers
+
+    assert covers(passed, failed) is expected
