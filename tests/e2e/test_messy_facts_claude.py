@@ -15,7 +15,9 @@ from e2e.test_messy_claude import _env, _export, _session_records, _turn
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 SESSION = "10c1a0de-0000-4000-8000-0000000000f2"
-TEST_FILE = "def parse(s):\n    return s.split(',')\n\n\ndef test_b():\n    assert parse('  ') == ['  ']\n"
+TEST_FILE = (
+    "def parse(s):\n    return s.split(',')\n\n\ndef test_b():\n    assert parse('  ') == ['  ']\n"
+)
 
 
 def test_a_failure_fixed_after_three_compactions_is_resolved(
@@ -42,7 +44,9 @@ def test_a_failure_fixed_after_three_compactions_is_resolved(
     )  # fmt: skip
     for n in range(3):
         compact()
-        _turn(anthropic_server, env, workspace, f"Go on ({n})", [Step(text=f"Step {n} done.")], "-c")
+        _turn(
+            anthropic_server, env, workspace, f"Go on ({n})", [Step(text=f"Step {n} done.")], "-c"
+        )
     (workspace / "tests" / "test_x.py").write_text(TEST_FILE)
     _turn(
         anthropic_server,
