@@ -160,6 +160,9 @@ def _contains(outer: str, inner: str) -> bool:
 
 
 def _within(outer: str, inner: str) -> bool:
+    if outer.endswith("..."):  # Go's `./...`, `pkg/...`: the package and all below it
+        base = outer[:-3].rstrip("/")
+        return not base or inner == base or inner.startswith(base + "/")
     if not inner.startswith(outer):
         return False
     rest = inner[len(outer) :]
