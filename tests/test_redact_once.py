@@ -301,3 +301,26 @@ def test_the_store_edge_stays_idempotent(ws: Path) -> None:
         kept = store.retrieve(scope, "from-outside")
     assert kept.title == "token [REDACTED:github_token]"
     assert kept.content == "key [REDACTED:anthropic_key]"
+
+
+def test_what_the_redactor_remembers_holds_no_secret(
+    ws: Path, scans: collections.Counter[str]
+) -> None:
+    session = secret_session(ws)
+    HandoffCoordinator(ws).prepare_handoff_sync(
+        "claude", session=str(session), blockers=[f"the key {IN_CALLER} was revoked"]
+    )
+    remembered = [key for key in _redact._MEMO._results if isinstance(key, str)]
+    assert remembered, "the export's texts are remembered"
+    for secret in (*SESSION_SECRETS, IN_CALLER):
+        assert not [text for text in remembered if tail(secret) in text.lower()], secret
+    # and a text with a secret, met again, is still found and counted
+    again = _redact.Redactor()
+    assert again.redact(f"the key {IN_CALLER} was revoked") == (
+        "the key [REDACTED:anthropic_key] was revoked"
+    )
+    assert again.findings == {"anthropic_key": 1}
+    assert (
+        f"the key {IN_CALLER} was revoked" not in scans
+        or scans[f"the key {IN_CALLER} was revoked"] == 1
+    )

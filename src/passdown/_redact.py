@@ -21,6 +21,7 @@ agent still understands the text. Redacting is idempotent: markers never match a
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 import threading
@@ -653,32 +654,47 @@ class _Memo:
     to `limit` characters of texts (the oldest go first). Redacting is a pure function
     of the text, and idempotent: a text met again (a plan item's subject in every
     replayed plan, a caller's blocker in the package and its handoff, the handoff the
-    store's edge and the package check look at again) is not scanned again."""
+    store's edge and the package check look at again) is not scanned again. A text that
+    held a secret is kept only as its digest: the memo holds no secret."""
 
     def __init__(self, limit: int, longest: int) -> None:
-        self._results: dict[str, tuple[str, Found]] = {}
+        self._results: dict[str | bytes, tuple[str, Found]] = {}
         self._chars = 0
         self._limit, self._longest = limit, longest
         self._lock = threading.Lock()
+        self._digests = False  # any text with a secret remembered (by its digest)
 
     def get(self, text: str) -> tuple[str, Found] | None:
-        return self._results.get(text)
+        found = self._results.get(text)
+        if found is None and self._digests and len(text) <= self._longest:
+            found = self._results.get(_digest(text))
+        return found
 
     def put(self, text: str, redacted: str, found: Found) -> None:
         if len(text) > self._longest:
             return
         with self._lock:
-            self._add(text, (redacted, found))
-            self._add(redacted, (redacted, {}))  # redacting it again changes nothing
+            if found:
+                self._digests = True
+                self._add(_digest(text), (redacted, found))
+            self._add(redacted, (redacted, {}))  # redacting it again gives itself
             while self._chars > self._limit:
                 oldest = next(iter(self._results))
                 del self._results[oldest]
-                self._chars -= len(oldest)
+                self._chars -= _size(oldest)
 
-    def _add(self, text: str, result: tuple[str, Found]) -> None:
-        if text not in self._results:
-            self._results[text] = result
-            self._chars += len(text)
+    def _add(self, key: str | bytes, result: tuple[str, Found]) -> None:
+        if key not in self._results:
+            self._results[key] = result
+            self._chars += _size(key)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _size(key: str | bytes) -> int:
+    return len(key)  # characters of a text, 16 for a digest
 
 
 _MEMO = _Memo(limit=16 * 1024 * 1024, longest=1024 * 1024)
