@@ -169,7 +169,8 @@ def test_extraction_keeps_the_summary_without_the_instructions() -> None:
             "Next:\n- run the full suite\n- bump the version",
             ["run the full suite", "bump the version"],
         ),
-        ("Parser fixed. Next: run the full suite. Then ship.", ["Next: run the full suite."]),
+        # the label is not part of the step (issue 21: "**Next step:** Next: run ...")
+        ("Parser fixed. Next: run the full suite. Then ship.", ["run the full suite."]),
         ("Next, I'll wire the CLI.", ["Next, I'll wire the CLI."]),
         (
             "Parser done.\n\n## Next\n- run the full suite\n- tag the release",

@@ -40,10 +40,11 @@ def handoff_annotations(h: Handoff) -> list[dict[str, str]]:
 
 def handoff_to_record(h: Handoff, *, project: str) -> Record:
     from passdown._render import render_markdown
+    from passdown._text import cut
 
     request = " ".join((h.task.original_request or "").split())
     title = (
-        f"Handoff from {h.source.agent}: {request[:100]}"
+        f"Handoff from {h.source.agent}: {cut(request, 101)}"
         if request
         else f"Handoff from {h.source.agent}"
     )

@@ -210,6 +210,13 @@ def hand_off_into(
 def build_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
     """Read, extract, snapshot and redact: the complete handoff, nothing written yet.
     Raises SessionReadError when the session file holds no readable record at all."""
+    return redact_handoff(read_handoff(selection, options))
+
+
+def read_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
+    """`build_handoff` without the redaction, for the coordinator, which redacts the
+    package it builds on this handoff (the caller's values with it) in one pass: what
+    it returns must not leave unredacted."""
     from passdown._workspace import files_changed_since, snapshot
 
     options = options or ExportOptions()
@@ -225,7 +232,7 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
     ]
     changed = files_changed_since(selection.workspace, info.started_at)
     _attribute_git_changes(extracted.state, changed, seen.commands, selection, warnings)
-    handoff = Handoff(
+    return Handoff(
         id=new_handoff_id(),
         created_at=now_iso(),
         source=Source(
@@ -247,7 +254,6 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         workspace=workspace,
         warnings=warnings,
     )
-    return redact_handoff(handoff)
 
 
 def _read_and_extract(

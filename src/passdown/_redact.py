@@ -21,8 +21,10 @@ agent still understands the text. Redacting is idempotent: markers never match a
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -644,23 +646,93 @@ def _rules() -> tuple[_Rule, ...]:
     return tuple(rules)
 
 
+Found = dict[str, int]  # secrets found in one text, per kind
+
+
+class _Memo:
+    """What redacting a text gave in this process (the text, its secrets per kind), up
+    to `limit` characters of texts (the oldest go first). Redacting is a pure function
+    of the text, and idempotent: a text met again (a plan item's subject in every
+    replayed plan, a caller's blocker in the package and its handoff, the handoff the
+    store's edge and the package check look at again) is not scanned again. A text that
+    held a secret is kept only as its digest: the memo holds no secret."""
+
+    def __init__(self, limit: int, longest: int) -> None:
+        self._results: dict[str | bytes, tuple[str, Found]] = {}
+        self._chars = 0
+        self._limit, self._longest = limit, longest
+        self._lock = threading.Lock()
+        self._digests = False  # any text with a secret remembered (by its digest)
+
+    def get(self, text: str) -> tuple[str, Found] | None:
+        found = self._results.get(text)
+        if found is None and self._digests and len(text) <= self._longest:
+            found = self._results.get(_digest(text))
+        return found
+
+    def put(self, text: str, redacted: str, found: Found) -> None:
+        if len(text) > self._longest:
+            return
+        with self._lock:
+            if found:
+                self._digests = True
+                self._add(_digest(text), (redacted, found))
+            self._add(redacted, (redacted, {}))  # redacting it again gives itself
+            while self._chars > self._limit:
+                oldest = next(iter(self._results))
+                del self._results[oldest]
+                self._chars -= _size(oldest)
+
+    def _add(self, key: str | bytes, result: tuple[str, Found]) -> None:
+        if key not in self._results:
+            self._results[key] = result
+            self._chars += _size(key)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _size(key: str | bytes) -> int:
+    return len(key)  # characters of a text, 16 for a digest
+
+
+_MEMO = _Memo(limit=16 * 1024 * 1024, longest=1024 * 1024)
+
+
 @dataclass
 class Redactor:
-    """Redacts secrets from text and data, counting what it found per kind."""
+    """Redacts secrets from text and data, counting what it found per kind: the secrets
+    of each distinct text it was given, once (a text given twice is counted once)."""
 
     findings: dict[str, int] = field(default_factory=dict)
+    _seen: set[str] = field(default_factory=set, repr=False)
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by `[REDACTED:<kind>]`."""
         if not text:
             return text
+        known = _MEMO.get(text)
+        if known is None:
+            known = self._scan(text)
+            _MEMO.put(text, *known)
+        redacted, found = known
+        if found and text not in self._seen:
+            self._seen.add(text)
+            for kind, n in found.items():
+                self.findings[kind] = self.findings.get(kind, 0) + n
+        return redacted
+
+    def _scan(self, text: str) -> tuple[str, Found]:
+        """Every rule over `text`, in order: the redacted text and what was found."""
+        found: Found = {}
         lowered = text.lower()
         for rule in _rules():
             if not rule.triggers or any(t in lowered for t in rule.triggers):
-                new = self._apply(rule, text, lowered)
+                new = self._apply(rule, text, lowered, found)
                 if new is not text:
                     text, lowered = new, new.lower()
-        return text
+        return text, found
 
     def redact_data(self, obj: Any) -> Any:
         """A copy of `obj` (dicts, lists, tuples, sets, strings; anything else as is) with every
@@ -696,7 +768,7 @@ class Redactor:
                 out[new_key] = self.redact_data(value)
         return out
 
-    def _apply(self, rule: _Rule, text: str, lowered: str) -> str:
+    def _apply(self, rule: _Rule, text: str, lowered: str, found: Found) -> str:
         if rule.finder is not None and len(lowered) == len(text):
             starts: Iterable[int] = (f.start() for f in rule.finder.finditer(lowered))
             matches: Iterable[re.Match[str]] = (
@@ -714,7 +786,7 @@ class Redactor:
                 continue
             parts += (text[last : m.start()], new)
             last = m.end()
-            self._count(rule.kind)
+            found[rule.kind] = found.get(rule.kind, 0) + 1
         if not parts:
             return text
         parts.append(text[last:])

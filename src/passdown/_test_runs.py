@@ -12,17 +12,55 @@ from passdown._memo import for_short_strings
 
 # failures fixed later ------------------------------------------------------------
 _WRAPPERS = frozenset({"time", "nice", "env", "timeout", "exec", "xvfb-run"})
-_RUNNER_PREFIXES = {
+_RUNNER_PREFIXES = (  # the longest first
+    ("uv", "tool", "run"),
     ("uv", "run"),
     ("poetry", "run"),
     ("pipenv", "run"),
     ("pdm", "run"),
     ("hatch", "run"),
     ("rye", "run"),
+    ("pipx", "run"),
     ("pnpm", "exec"),
+    ("uvx",),
     ("npx",),
     ("bunx",),
-}
+)
+# Options of those prefixes that take a value (`uv run --with pytest-cov pytest`): the
+# program to run comes after it. Any other option is a flag (`uv run --frozen pytest`).
+_PREFIX_VALUE_OPTIONS = frozenset(
+    {
+        "--with",
+        "-w",
+        "--with-editable",
+        "--with-requirements",
+        "--python",
+        "-p",
+        "--directory",
+        "--project",
+        "--package",
+        "--extra",
+        "--group",
+        "--only-group",
+        "--env-file",
+        "--index",
+        "--default-index",
+        "--index-url",
+        "-i",
+        "--extra-index-url",
+        "--find-links",
+        "-f",
+        "--config-file",
+        "--cache-dir",
+        "--from",
+        "-C",
+        "-P",
+        "-e",
+        "--env",
+        "--filter",
+        "--package-manager",
+    }
+)
 _VALUE_OPTIONS = frozenset(
     {
         "-p",
@@ -113,11 +151,34 @@ def _parsed_run(command: str) -> Run:
 
 def _contains(outer: str, inner: str) -> bool:
     """`tests` contains `tests/test_a.py`, which contains `tests/test_a.py::test_x`;
-    `test_calc` contains `test_calc.TestAdd.test_add`."""
+    `test_calc` contains `test_calc.TestAdd.test_add`. A path given absolute on one side
+    and relative on the other (`pytest /ws/tests/test_a.py`, then `pytest tests`) is
+    compared from the relative one's first folder on."""
+    if outer.startswith("/") != inner.startswith("/"):
+        return any(_within(o, i) for o, i in _aligned(outer, inner))
+    return _within(outer, inner)
+
+
+def _within(outer: str, inner: str) -> bool:
+    if outer.endswith("..."):  # Go's `./...`, `pkg/...`: the package and all below it
+        base = outer[:-3].rstrip("/")
+        return not base or inner == base or inner.startswith(base + "/")
     if not inner.startswith(outer):
         return False
     rest = inner[len(outer) :]
     return not rest or rest[0] in "/." or rest.startswith("::")
+
+
+def _aligned(outer: str, inner: str) -> list[tuple[str, str]]:
+    """The absolute one cut to each place where the relative one's first part starts."""
+    absolute, relative = (outer, inner) if outer.startswith("/") else (inner, outer)
+    first = "/" + relative.split("/", 1)[0].split("::", 1)[0]
+    cuts: list[str] = []
+    at = absolute.find(first)
+    while at >= 0:
+        cuts.append(absolute[at + 1 :])
+        at = absolute.find(first, at + 1)
+    return [(c, inner) if outer is absolute else (outer, c) for c in cuts]
 
 
 # Every runner `_runner` knows has one of these in its name or in its first argument.
@@ -151,7 +212,8 @@ def _words(segment: str) -> list[str] | None:
 
 
 def _unwrapped(words: list[str]) -> list[str]:
-    """Without `VAR=value`, `cd`, `time`/`timeout N`, `uv run` and the like in front."""
+    """Without `VAR=value`, `cd`, `time`/`timeout N`, `uv run` and the like (with their
+    own options: `uv run --frozen`, `uvx --with pytest-cov`) in front."""
     while words:
         head = words[0]
         if "=" in head and not head.startswith("-"):
@@ -160,13 +222,25 @@ def _unwrapped(words: list[str]) -> list[str]:
             words = words[1:]
             if head == "timeout" and words and words[0][:1].isdigit():
                 words = words[1:]
-        elif tuple(words[:2]) in _RUNNER_PREFIXES:
-            words = words[2:]
-        elif tuple(words[:1]) in _RUNNER_PREFIXES:
-            words = words[1:]
+        elif prefix := next((p for p in _RUNNER_PREFIXES if tuple(words[: len(p)]) == p), None):
+            words = _past_prefix_options(words[len(prefix) :])
         else:
             return [w for w in words if not _REDIRECT.match(w)]
     return words
+
+
+def _past_prefix_options(words: list[str]) -> list[str]:
+    """The program a runner prefix runs, and its arguments: `uv run --frozen -- pytest`
+    runs `pytest`; `uv run -m pytest` runs `python -m pytest`."""
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        option = words[i]
+        if option == "--":
+            return words[i + 1 :]
+        if option in ("-m", "--module"):
+            return ["python", "-m", *words[i + 1 :]]
+        i += 2 if option in _PREFIX_VALUE_OPTIONS else 1
+    return words[i:]
 
 
 def _runner(words: list[str]) -> TestRun | None:

@@ -61,9 +61,24 @@ def one_line(text: str, limit: int | None = None) -> str:
     text = _re(_BREAKS).sub(" ", text.replace("\0", "")).strip()
     if not text.isprintable():
         text = _re(_CONTROL).sub(_escape, text)
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text
+    return text if limit is None else cut(text, limit)
+
+
+_MARKER = "[REDACTED:"  # _redact.MARKER_PREFIX, without importing the redactor
+_LONGEST_MARKER = 64
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, the last an ellipsis when it is cut. Never
+    inside a redaction marker: `[REDACTED:github_t…` reads like the start of a secret,
+    so a marker the cut falls in is left out whole."""
+    if len(text) <= limit:
+        return text
+    end = limit - 1
+    start = text.rfind("[", max(0, end - _LONGEST_MARKER), end)
+    if start >= 0 and text.startswith(_MARKER, start) and text.find("]", start, end) < 0:
+        return text[:start].rstrip() + "…"  # the marker is not closed before the cut
+    return text[:end] + "…"
 
 
 def shown(value: object) -> str:

@@ -161,34 +161,68 @@ def first_error_line(text: str | None) -> str | None:
     Decoration (code fences, section rules, ANSI colours, "7 passed" summaries, the exec
     header Codex adds) is skipped; the most specific line wins: a located diagnostic
     (ruff `F401`, mypy/gcc `error:`, a failed test id), then a traceback's last line,
-    then any line naming an error, then the first line with content."""
+    then any line naming an error, then the first line with content. Text written as a
+    document (a Markdown heading, a fenced block holding one: a forged handoff section
+    a test printed) states no error: it is chosen only when nothing else is there."""
     if not text:
         return None
     lines = _scan_lines(text)
-    best, best_rank = None, -1
-    for line in lines:
+    best, best_key = None, (False, -1)
+    for line, quoted in lines:
         rank = _line_rank(line)
+        key = (not quoted, rank)
         # ties: the first diagnostic, but the last exception (a traceback ends with it)
-        if rank > best_rank or (rank == best_rank == 3):
-            best, best_rank = line, rank
-            if rank == 4:
+        if key > best_key or (key == best_key and rank == 3):
+            best, best_key = line, key
+            if key == (True, 4):
                 break  # nothing outranks the first located diagnostic
     if best is None:
         return None
-    verdict = next((line for line in reversed(lines) if _VERDICT.fullmatch(line)), None)
-    found = best if verdict in (None, best) or best_rank < 1 else f"{best} … {verdict}"
+    verdict = next(
+        (line for line, quoted in reversed(lines) if not quoted and _VERDICT.fullmatch(line)),
+        None,
+    )
+    found = best if verdict in (None, best) or best_key[1] < 1 else f"{best} … {verdict}"
     return found if len(found) <= ERROR_LINE_CHARS else found[: ERROR_LINE_CHARS - 1] + "…"
 
 
-def _scan_lines(text: str) -> list[str]:
-    """The cleaned, non-decoration lines of the head and the tail of the output."""
+_FENCE = re.compile(r"\s*(?:```|~~~)")
+_HEADING = re.compile(r"#{1,6}\s+\S")  # at the start of the raw line: Markdown's heading
+
+
+def _scan_lines(text: str) -> list[tuple[str, bool]]:
+    """The cleaned, non-decoration lines of the head and the tail of the output, each
+    with whether it is quoted document text: a heading, or any line of a fenced block
+    that holds a heading."""
     if len(text) > _ERROR_SCAN_HEAD + _ERROR_SCAN_TAIL:
         text = text[:_ERROR_SCAN_HEAD] + "\n" + text[-_ERROR_SCAN_TAIL:]
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "tool_use_error>" in text:  # the tags never span lines: strip them once, not per line
         text = text.replace("<tool_use_error>", "").replace("</tool_use_error>", "")
-    return [line for line in map(_clean, text.splitlines()) if line]
+    if "#" not in text:  # no heading anywhere: the common case, line by line only
+        return [(line, False) for line in map(_clean, text.splitlines()) if line]
+    out: list[tuple[str, bool]] = []
+    block: list[str] | None = None  # the lines of the open fenced block
+    headed = False  # the open block holds a heading
+    for raw in text.splitlines():
+        if _FENCE.match(raw):
+            if block is not None:  # closing: a block with a heading is quoted whole
+                out.extend((line, headed) for line in block)
+                block, headed = None, False
+            else:
+                block = []
+            continue
+        line = _clean(raw)
+        if block is not None:
+            headed = headed or _HEADING.match(raw.lstrip()) is not None
+            if line:
+                block.append(line)
+        elif line:
+            out.append((line, _HEADING.match(raw) is not None))
+    if block is not None:  # a fence never closed: its lines are read as they are
+        out.extend((line, _HEADING.match(line) is not None) for line in block)
+    return out
 
 
 def _line_rank(line: str) -> int:

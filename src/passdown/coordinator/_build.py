@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from passdown._workspace import WorkspaceSnapshot
-from passdown.coordinator._package import PackageState
+from passdown.coordinator._package import HandoffPackage, PackageState
 from passdown.coordinator._project_files import FEATURE_LIST, FeatureList, ProgressNotes
 from passdown.handoff import Handoff, PlanEntry, Source, State, Task
 
@@ -242,10 +242,20 @@ def apply_to_handoff(
     return h
 
 
-def redact_package_data(data: dict[str, object]) -> tuple[dict[str, object], dict[str, int]]:
-    """Every string of the package through the redactor (caller values included)."""
+def redact_package(package: HandoffPackage) -> HandoffPackage:
+    """The package with every string redacted, in one pass: the session's text, the
+    caller's values, the project files' and git's. The handoff's findings are what it
+    was stored with (a recovery's) plus what this pass found; a text the package holds
+    twice (a caller's blocker in `state` and in the handoff) is scanned and counted once."""
     from passdown._redact import Redactor
 
     redactor = Redactor()
-    clean = redactor.redact_data(data)
-    return clean, dict(redactor.findings)
+    data = redactor.redact_data(
+        package.model_dump(mode="json", exclude={"fingerprint", "integrity"})
+    )
+    if package.handoff is not None:
+        findings = dict(package.handoff.redaction.findings)
+        for kind, n in redactor.findings.items():
+            findings[kind] = findings.get(kind, 0) + n
+        data["handoff"]["redaction"] = {"applied": True, "findings": dict(sorted(findings.items()))}
+    return HandoffPackage.model_validate(data)

@@ -109,7 +109,7 @@ def _read_session(
     from passdown.agents import load_agents
 
     if selection is not None:
-        return pipeline.build_handoff(selection, options)
+        return pipeline.read_handoff(selection, options)
     if source_agent != "auto" and source_agent not in load_agents():
         if require or session:
             pipeline.source_agents(source_agent)  # raises UnknownAgent
@@ -120,7 +120,7 @@ def _read_session(
         if require or session:
             raise
         return None
-    return pipeline.build_handoff(selection, options)
+    return pipeline.read_handoff(selection, options)
 
 
 def recovery_start(ctx: ProjectContext) -> Start:
@@ -207,10 +207,6 @@ def assemble(
         summary_from_caller=overrides.summary is not None or recovery is not None,
         target=target_agent,
     )
-    extra = [composed.summary, *(composed.state.completed_features or [])]
-    handoff, report = compact(
-        handoff, budget_chars(request.budget, request.max_tokens), extra=extra
-    )
     package = HandoffPackage(
         id=handoff_id,
         source_agent=request.source_agent,
@@ -233,11 +229,12 @@ def assemble(
             "context.git_hash": "git",
             "context.session_number": position.number.source,
         },
-        compaction=report,
         handoff=handoff,
         warnings=position.warnings,
     )
-    package = _redacted(package)
+    # redacted once, here, before anything is cut: a secret cut in two is no longer found
+    package = build.redact_package(package)
+    package = _compacted(package, budget_chars(request.budget, request.max_tokens))
     if request.handoff_type == "parallel":
         children = _split(package, request.targets, request.worktrees, request.worktree_root)
         package = package.model_copy(update={"children": children})
@@ -288,20 +285,11 @@ def _handoff(
     return handoff
 
 
-def _redacted(package: HandoffPackage) -> HandoffPackage:
-    """Redact every string of the package (caller values too), keeping the handoff's
-    own redaction findings and adding what this pass found."""
-    data, findings = build.redact_package_data(
-        package.model_dump(mode="json", exclude={"fingerprint", "integrity"})
-    )
-    if package.handoff is not None:
-        merged = dict(package.handoff.redaction.findings)
-        for kind, n in findings.items():
-            merged[kind] = merged.get(kind, 0) + n
-        handoff_data = data["handoff"]
-        assert isinstance(handoff_data, dict)  # the dump of a Handoff
-        handoff_data["redaction"] = {"applied": True, "findings": dict(sorted(merged.items()))}
-    return HandoffPackage.model_validate(data)
+def _compacted(package: HandoffPackage, budget: int) -> HandoffPackage:
+    assert package.handoff is not None  # assemble always builds one
+    extra = [package.summary, *package.state.completed_features]
+    handoff, report = compact(package.handoff, budget, extra=extra)
+    return package.model_copy(update={"handoff": handoff, "compaction": report})
 
 
 def _recovery_summary(info: RecoveryInfo, previous: str) -> str:
