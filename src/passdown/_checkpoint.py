@@ -37,6 +37,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -141,8 +142,7 @@ def read_with_checkpoint(
         # the appended lines change what the checkpoint handed on: the caller reads the
         # file in full (its next export starts a new checkpoint)
         seen.count, seen.commands = 0, []
-        with contextlib.suppress(OSError):
-            store.unlink()
+        _change(PendingCheckpoint(store, None))
         return None
     finally:
         os.close(fd)
@@ -327,8 +327,6 @@ class _Resumed:
 
     def _save(self, snapshot: _Snapshot) -> None:
         """Written now, before the torn tail is read: the states are live objects."""
-        from passdown._fsio import write_private
-        from passdown._paths import private_data_dir
 
         head, tail = _fingerprint(self.fd, snapshot.offset)
         info = snapshot.info
@@ -359,21 +357,69 @@ class _Resumed:
             commands=list(dict.fromkeys(snapshot.seen.commands)),
             resumed_from=self.resumed_from,
         )
-        first_of_session = not self.store.exists()
         try:
-            private_data_dir(CHECKPOINTS_DIR)  # created 0700 with the first checkpoint
-            write_private(self.store, _ENCODER.encode(checkpoint))
-        except (PassdownError, OSError, TypeError):
-            # no checkpoint this time (a full data folder, a reader state msgspec cannot
-            # encode): the handoff itself does not depend on it
-            self._forget()
-            return
-        if first_of_session:  # rare enough to pay for a look at the others
-            prune_stale(self.store.parent)
+            data = _ENCODER.encode(checkpoint)
+        except TypeError:  # a reader state msgspec cannot encode: no checkpoint this time
+            data = None
+        _change(PendingCheckpoint(self.store, data))
 
     def _forget(self) -> None:
-        with contextlib.suppress(OSError):
-            self.store.unlink()
+        _change(PendingCheckpoint(self.store, None))
+
+
+@dataclass(slots=True)
+class PendingCheckpoint:
+    """A checkpoint to write (`data`) or to remove (None), once the export it belongs to
+    has succeeded."""
+
+    path: Path
+    data: bytes | None
+
+    def apply(self) -> None:
+        from passdown._fsio import write_private
+        from passdown._paths import private_data_dir
+
+        if self.data is None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return
+        first_of_session = not self.path.exists()
+        try:
+            private_data_dir(CHECKPOINTS_DIR)  # created 0700 with the first checkpoint
+            write_private(self.path, self.data)
+        except (PassdownError, OSError):
+            # no checkpoint this time (a full data folder): the handoff does not depend on it
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return
+        if first_of_session:  # rare enough to pay for a look at the others
+            prune_stale(self.path.parent)
+
+
+_DEFERRED: ContextVar[list[PendingCheckpoint] | None] = ContextVar(
+    "passdown_deferred_checkpoints", default=None
+)
+
+
+@contextmanager
+def deferred() -> Iterator[list[PendingCheckpoint]]:
+    """Within this block, checkpoints are collected instead of written: a door writes
+    them (`apply`) only when its export succeeded, so a failed export (or `inspect`,
+    which never exports) leaves every checkpoint as it was."""
+    pending: list[PendingCheckpoint] = []
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
+
+
+def _change(change: PendingCheckpoint) -> None:
+    pending = _DEFERRED.get()
+    if pending is None:
+        change.apply()  # no door asked to wait: the reader's own caller (tests, benchmarks)
+    else:
+        pending.append(change)
 
 
 def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> list[Path]:

@@ -227,6 +227,15 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     there was nothing to keep (no file, a symlink, which is never followed, or the same
     content as the newest copy). Raises `OutputError`.
     """
+    with FileBatch() as batch:
+        dest = stage_backup(batch, path, keep=keep)
+        batch.commit()
+    return dest
+
+
+def stage_backup(batch: FileBatch, path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
+    """`backup_existing` as part of `batch`: the copy, the pruning of older copies and
+    the sweep of a killed writer's temp files all happen at its commit."""
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -236,9 +245,9 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
         raise _error("read", path, exc) from exc
     if not stat.S_ISREG(st.st_mode):
         return None
-    history = ensure_private_dir(path.parent / HISTORY_DIR)
-    sweep_stale_temp(path.parent)
-    sweep_stale_temp(history)
+    history = path.parent / HISTORY_DIR
+    if os.path.lexists(history):
+        ensure_private_dir(history)  # refuses a symlink before anything is read through it
     try:
         data = read_nofollow(path)
     except OSError as exc:
@@ -247,8 +256,12 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     if previous and _same_content(previous[-1], data):
         return None
     dest = _free_name(history, _stamp(st.st_mtime_ns), path.name)
-    write_private(dest, data)
-    _prune(history, path.name, keep)
+    batch.stage(dest, data)
+    for old in previous[: max(0, len(previous) + 1 - keep)]:
+        batch.remove(old)
+    for folder in (path.parent, history):
+        for stale in stale_temp(folder):
+            batch.remove(stale)
     return dest
 
 
@@ -256,7 +269,15 @@ def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[
     """Remove temp files `write_private` left behind when its process was killed
     (SIGKILL runs no cleanup). Only names `write_private` makes, only regular files,
     only older than `older_than` seconds. Returns what was removed."""
-    removed: list[Path] = []
+    removed = stale_temp(folder, older_than=older_than)
+    for path in removed:
+        _unlink_quietly(path)
+    return removed
+
+
+def stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[Path]:
+    """The temp files `sweep_stale_temp` would remove."""
+    found: list[Path] = []
     cutoff = time.time() - older_than
     try:
         with os.scandir(folder) as it:
@@ -265,11 +286,10 @@ def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[
                     continue
                 st = entry.stat(follow_symlinks=False)
                 if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
-                    _unlink_quietly(Path(entry.path))
-                    removed.append(Path(entry.path))
+                    found.append(Path(entry.path))
     except OSError:
         pass  # sweeping is housekeeping: it never fails an export
-    return removed
+    return found
 
 
 def _stamp(mtime_ns: int) -> str:
@@ -308,12 +328,6 @@ def _same_content(path: Path, data: bytes) -> bool:
         return False
 
 
-def _prune(history: Path, name: str, keep: int) -> None:
-    copies = _history(history, name)
-    for old in copies[: max(0, len(copies) - keep)]:
-        _unlink_quietly(old)
-
-
 # -- keeping handoff files out of commits -------------------------------------------------
 
 
@@ -324,6 +338,14 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     and submodules (whose `.git` is a file) work. Outside git, or without git, it does
     nothing and returns False. Raises `OutputError` when the file cannot be written.
     """
+    with FileBatch() as batch:
+        changed = stage_git_exclude(batch, repo_root, pattern)
+        batch.commit()
+    return changed
+
+
+def stage_git_exclude(batch: FileBatch, repo_root: Path, pattern: str) -> bool:
+    """`add_git_exclude` as part of `batch` (the file changes at its commit)."""
     if not pattern.strip() or "\n" in pattern or "\r" in pattern:
         raise ValueError(f"not a single gitignore pattern: {pattern!r}")
     exclude = _exclude_path(Path(repo_root))
@@ -341,12 +363,7 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     if pattern.strip() in (line.strip() for line in current.splitlines()):
         return False
     prefix = "" if not current or current.endswith("\n") else "\n"
-    try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(exclude.parent)
-    except OSError as exc:
-        raise _error("update", exclude, exc) from exc
-    write_private(exclude, f"{current}{prefix}{pattern}\n")
+    batch.stage(exclude, f"{current}{prefix}{pattern}\n", private=False)
     return True
 
 
@@ -408,3 +425,155 @@ def confined_target(path: Path, roots: list[Path] | None) -> Path:
             hint="remove the link from the repository, or install with --scope user",
         )
     return real
+
+
+# -- several files, all or nothing (an export) ---------------------------------------------
+
+
+class FileBatch:
+    """Files made visible together, after everything that can fail has happened.
+
+    `stage` writes each file where nobody sees it: an anonymous file (O_TMPFILE) in the
+    nearest folder on its way that exists, fsynced; a process killed meanwhile leaves
+    nothing behind. Where the file system has no anonymous files, a hidden temp name is
+    used (`sweep_stale_temp` removes it after a kill). A missing destination folder is
+    created only by `commit`, which links each staged file in and renames it over its
+    destination (no space is needed any more: the data is on disk), then removes the
+    files `remove` named. `discard` (or an exception before `commit`) leaves the disk as
+    it was. Raises `OutputError`.
+    """
+
+    def __init__(self) -> None:
+        self._staged: list[_Staged] = []
+        self._removals: list[Path] = []
+
+    def stage(
+        self, path: Path, data: bytes | str, mode: int = FILE_MODE, *, private: bool = True
+    ) -> None:
+        """`private`: the folder is passdown's (0700, ours, no symlink); False for a
+        folder of another program (`.git/info`), which is left as it is."""
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        path = Path(path)
+        anchor = existing_folder(path.parent) if private else _nearest(path.parent)
+        try:
+            staged = _Staged.anonymous(path, anchor, mode) or _Staged.named(path, anchor, mode)
+        except OSError as exc:
+            action = "write" if anchor == path.parent else "create folder"
+            raise _error(action, path if anchor == path.parent else path.parent, exc) from exc
+        staged.private = private
+        self._staged.append(staged)
+        try:
+            _write_all(staged.fd, data)
+            os.fsync(staged.fd)
+        except OSError as exc:
+            raise _error("write", path, exc) from exc
+
+    def remove(self, path: Path) -> None:
+        """Delete `path` at commit (a history copy pruned away)."""
+        self._removals.append(Path(path))
+
+    def commit(self) -> None:
+        for staged in self._staged:
+            if staged.private:
+                ensure_private_dir(staged.path.parent)
+            else:
+                try:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(staged.path.parent)
+                except OSError as exc:
+                    raise _error("create folder", staged.path.parent, exc) from exc
+            staged.place()
+        self._staged.clear()
+        for path in self._removals:
+            _unlink_quietly(path)
+        self._removals.clear()
+
+    def discard(self) -> None:
+        for staged in self._staged:
+            staged.drop()
+        self._staged.clear()
+        self._removals.clear()
+
+    def __enter__(self) -> FileBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+
+def existing_folder(folder: Path) -> Path:
+    """`folder`, checked as `ensure_private_dir` checks it, or its nearest ancestor that
+    exists when it does not (the folder itself is then created at commit)."""
+    if REDACTION_MARK in str(folder) and not os.path.lexists(folder):
+        ensure_private_dir(folder)  # raises: a redacted path is never a destination
+    if os.path.lexists(folder):
+        return ensure_private_dir(folder)
+    return _nearest(folder)
+
+
+def _nearest(folder: Path) -> Path:
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_PROC_FDS = "/proc/self/fd"
+
+
+class _Staged:
+    """One staged file: an open anonymous file, or a hidden temp name."""
+
+    def __init__(self, path: Path, fd: int, tmp: Path | None, mode: int) -> None:
+        self.path, self.fd, self.tmp, self.mode = path, fd, tmp, mode
+        self.private = True
+
+    @classmethod
+    def anonymous(cls, path: Path, anchor: Path, mode: int) -> _Staged | None:
+        if not _O_TMPFILE or not os.path.isdir(_PROC_FDS):
+            return None
+        try:
+            fd = os.open(anchor, _O_TMPFILE | os.O_WRONLY | _CLOEXEC, mode)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                return None  # no anonymous files here: a named temp file says why, if need be
+            raise
+        return cls(path, fd, None, mode)
+
+    @classmethod
+    def named(cls, path: Path, anchor: Path, mode: int) -> _Staged:
+        tmp = anchor / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+        return cls(path, fd, tmp, mode)
+
+    def place(self) -> None:
+        """Link the file in under a temp name and rename it over the destination (a
+        named temp file is renamed straight over it)."""
+        tmp = self.tmp or self.path.with_name(f".{self.path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.fchmod(self.fd, self.mode)  # the umask may have taken bits away
+            if self.tmp is None:
+                procfd = os.open(_PROC_FDS, os.O_RDONLY | _CLOEXEC)
+                try:  # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N: the anonymous file
+                    os.link(str(self.fd), tmp, src_dir_fd=procfd, follow_symlinks=True)
+                finally:
+                    os.close(procfd)
+            os.replace(tmp, self.path)
+            self.tmp = None
+        except OSError as exc:
+            _unlink_quietly(tmp)
+            self.tmp = None
+            raise _error("write", self.path, exc) from exc
+        finally:
+            self.drop()
+        _fsync_dir(self.path.parent)
+
+    def drop(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+        if self.tmp is not None:
+            _unlink_quietly(self.tmp)
+            self.tmp = None

@@ -256,7 +256,6 @@ def switch_command(
             force=True,
             out_dir=out,
             store=store,
-            require_store=False,
             dry_run=dry_run,
             on_launch=None if dry_run else announce,
         )
