@@ -150,9 +150,11 @@ def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selectio
         inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
         if not inside:
             roots = ", ".join(str(r) for a in agents for r in a.store_roots())
+            names = ", ".join(f"${v}" for a in agents for v in a.store_env)
+            elsewhere = f"; to read a store elsewhere, set the agent's own variable ({names})"
             raise UsageError(
                 f"{spec} is outside every agent's session store",
-                hint=f"session files live under {roots or '(none)'}",
+                hint=f"session files live under {roots or '(none)'}" + (elsewhere if names else ""),
             )
         errors = inside
     if len(errors) == 1:

@@ -39,7 +39,7 @@ class HandoffRequest:
     target: str | None = None
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
-    workspace: Path | None = None  # hand off into this workspace (`--workspace`)
+    workspace: Path | None = None  # `--workspace`: look for sessions and hand off there
 
     def handoff_type(self, picked_agent: str) -> HandoffType:
         return "session" if self.target is not None and self.target == picked_agent else "agent"
@@ -70,6 +70,8 @@ def prepare(
 
     if request.target is not None:
         pipeline.source_agents(request.target)  # unknown target: fail before reading anything
+    if request.workspace is not None:
+        here = checked_workspace(request.workspace)  # like `git -C DIR`: as if run there
     invoked_in = pipeline.workspace_for(Path(here))
     selection = pipeline.select_session(request.source, request.session, invoked_in)
     if confine and not cwd_in_workspace(selection.ref.cwd, invoked_in):
@@ -99,6 +101,18 @@ def prepare(
         coordinator.close()
         raise
     return Prepared(coordinator, package)
+
+
+def checked_workspace(folder: Path) -> Path:
+    """`--workspace DIR`: an existing folder, or exit 2 (before any session is looked for)."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        what = "no such folder" if not path.exists() else "not a folder"
+        raise UsageError(
+            f"--workspace {folder}: {what}",
+            hint="--workspace names the folder to work in, as `git -C` does",
+        )
+    return path.absolute()
 
 
 def export(
