@@ -27,7 +27,6 @@ full.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -37,7 +36,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -47,6 +45,10 @@ import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
 from passdown import _two_core
+from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, change
+from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
+from passdown._checkpoint_writes import deferred as deferred
+from passdown._checkpoint_writes import prune_stale as prune_stale
 from passdown._extract import (
     Extracted,
     ExtractorState,
@@ -72,7 +74,6 @@ if TYPE_CHECKING:
 CHECKPOINT_FORMAT = 4
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
-STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
 _SHA256_CTX_BYTES = 256  # OpenSSL's SHA256_CTX is 112 bytes; room to spare
 
 
@@ -106,7 +107,6 @@ class Checkpoint(msgspec.Struct):
     resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
-CHECKPOINTS_DIR = "checkpoints"  # under the data folder
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Checkpoint)
 
@@ -142,7 +142,7 @@ def read_with_checkpoint(
         # the appended lines change what the checkpoint handed on: the caller reads the
         # file in full (its next export starts a new checkpoint)
         seen.count, seen.commands = 0, []
-        _change(PendingCheckpoint(store, None))
+        change(PendingCheckpoint(store, None))
         return None
     finally:
         os.close(fd)
@@ -326,7 +326,8 @@ class _Resumed:
         return saved
 
     def _save(self, snapshot: _Snapshot) -> None:
-        """Written now, before the torn tail is read: the states are live objects."""
+        """Encoded now, before the torn tail is read (the states are live objects), and
+        written when the export succeeds (`_checkpoint_writes`)."""
 
         head, tail = _fingerprint(self.fd, snapshot.offset)
         info = snapshot.info
@@ -361,89 +362,10 @@ class _Resumed:
             data = _ENCODER.encode(checkpoint)
         except TypeError:  # a reader state msgspec cannot encode: no checkpoint this time
             data = None
-        _change(PendingCheckpoint(self.store, data))
+        change(PendingCheckpoint(self.store, data))
 
     def _forget(self) -> None:
-        _change(PendingCheckpoint(self.store, None))
-
-
-@dataclass(slots=True)
-class PendingCheckpoint:
-    """A checkpoint to write (`data`) or to remove (None), once the export it belongs to
-    has succeeded."""
-
-    path: Path
-    data: bytes | None
-
-    def apply(self) -> None:
-        from passdown._fsio import write_private
-        from passdown._paths import private_data_dir
-
-        if self.data is None:
-            with contextlib.suppress(OSError):
-                self.path.unlink()
-            return
-        first_of_session = not self.path.exists()
-        try:
-            private_data_dir(CHECKPOINTS_DIR)  # created 0700 with the first checkpoint
-            write_private(self.path, self.data)
-        except (PassdownError, OSError):
-            # no checkpoint this time (a full data folder): the handoff does not depend on it
-            with contextlib.suppress(OSError):
-                self.path.unlink()
-            return
-        if first_of_session:  # rare enough to pay for a look at the others
-            prune_stale(self.path.parent)
-
-
-_DEFERRED: ContextVar[list[PendingCheckpoint] | None] = ContextVar(
-    "passdown_deferred_checkpoints", default=None
-)
-
-
-@contextmanager
-def deferred() -> Iterator[list[PendingCheckpoint]]:
-    """Within this block, checkpoints are collected instead of written: a door writes
-    them (`apply`) only when its export succeeded, so a failed export (or `inspect`,
-    which never exports) leaves every checkpoint as it was."""
-    pending: list[PendingCheckpoint] = []
-    token = _DEFERRED.set(pending)
-    try:
-        yield pending
-    finally:
-        _DEFERRED.reset(token)
-
-
-def _change(change: PendingCheckpoint) -> None:
-    pending = _DEFERRED.get()
-    if pending is None:
-        change.apply()  # no door asked to wait: the reader's own caller (tests, benchmarks)
-    else:
-        pending.append(change)
-
-
-def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> list[Path]:
-    """Remove the checkpoints no export has used for `older_than_days` (their sessions
-    are over; a later export of one just reads it in full)."""
-    import time
-
-    cutoff = time.time() - older_than_days * 86400
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        try:
-            if (
-                entry.name.endswith(".msgpack")
-                and entry.stat(follow_symlinks=False).st_mtime < cutoff
-            ):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-        except OSError:
-            continue
-    return removed
+        change(PendingCheckpoint(self.store, None))
 
 
 # How each checkpointed export went: "full" (read from the start), "resumed" (only the

@@ -16,7 +16,7 @@ from passdown.coordinator._lifecycle import Lifecycle
 from passdown.errors import StoreError
 
 if TYPE_CHECKING:
-    from passdown._checkpoint import PendingCheckpoint
+    from passdown._checkpoint_writes import PendingCheckpoint
     from passdown.coordinator._package import HandoffPackage
     from passdown.records import Scope
     from passdown.store import Store

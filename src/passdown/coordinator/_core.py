@@ -55,7 +55,7 @@ from passdown.coordinator._project_files import read_feature_list
 from passdown.errors import HandoffNotFound, RecordNotFound, UsageError
 
 if TYPE_CHECKING:
-    from passdown._checkpoint import PendingCheckpoint
+    from passdown._checkpoint_writes import PendingCheckpoint
     from passdown.records import Scope
     from passdown.store import ScopeLike, Store
 
@@ -203,7 +203,7 @@ class HandoffCoordinator:
             target_agent=target_agent,
         )
         options.validate()
-        from passdown._checkpoint import deferred
+        from passdown._checkpoint_writes import deferred
 
         checkpoints: list[PendingCheckpoint] = []
         if handoff_type == "recovery":
