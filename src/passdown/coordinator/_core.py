@@ -299,8 +299,9 @@ class HandoffCoordinator:
     def write(
         self, package: HandoffPackage, out_dir: Path | None = None
     ) -> pipeline.WrittenHandoff:
-        """HANDOFF.md and handoff.json for the package (no store, no lifecycle)."""
-        return execute.write_files(self.context, package, out_dir)
+        """HANDOFF.md and handoff.json for the package (no store, no lifecycle), written
+        as an export writes them (all or nothing; the session's checkpoint moves on)."""
+        return execute.publish_and_write(self.context, package, out_dir, store=False)
 
     def export_sync(
         self, package: HandoffPackage, out_dir: Path | None = None, *, store: bool = True
