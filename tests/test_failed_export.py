@@ -4,7 +4,7 @@ Each case makes a good export first (the previous handoff: stored, published, it
 and the session's checkpoint on disk), appends to the session (so that any export would
 change all four), and then exports through one door (the CLI, the agent hook, the MCP
 `prepare_handoff` tool, the `HandoffCoordinator` API; each a real process) under one
-fault:
+fault (`switch` is the CLI's other export, launching a stub agent):
 
 - `readonly`: the workspace is mounted read-only (a bind mount over itself);
 - `full`: the workspace is on a tmpfs that is full;
@@ -43,7 +43,7 @@ from test_doors import Session, repo
 pytestmark = pytest.mark.timeout(600)
 
 SESSION_ID = "fa11fa11-0000-4000-8000-0000000000f1"
-DOORS = ("cli", "hook", "mcp", "api")
+DOORS = ("cli", "switch", "hook", "mcp", "api")
 FAULTS = ("readonly", "full", "bad_out", "killed", "too_large", "store_full")
 # the exit code each door gives for each fault (None: the door reports it otherwise)
 EXPECTED_EXIT = {
@@ -188,8 +188,11 @@ class Outcome:
 
 def run_door(door: str, world: World, *, timeout: float = 120) -> Outcome:
     python = [sys.executable]
-    if door == "cli":
-        args = ["export", "--from", "claude", *(["--out", world.out] if world.out else [])]
+    if door in ("cli", "switch"):
+        args = ["export", "--from", "claude"]
+        if door == "switch":  # to a stub Codex that exits 0 (see make_world)
+            args = ["switch", "--from", "claude", "--to", "codex", "--non-interactive"]
+        args += ["--out", world.out] if world.out else []
         proc = subprocess.run(
             [*python, "-m", "passdown", *args],
             cwd=world.ws,
@@ -325,7 +328,15 @@ def make_world(ws_parent: Path, data: Path, monkeypatch: pytest.MonkeyPatch) -> 
         .assistant("Started. Next: write the usage example.")
     )
     path = session.write()
-    env = {**os.environ, "PASSDOWN_AGENTS": "claude,codex"}
+    stub = ws_parent / "bin" / "codex"
+    stub.parent.mkdir(exist_ok=True)
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    env = {
+        **os.environ,
+        "PASSDOWN_AGENTS": "claude,codex",
+        "PATH": f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     world = World(ws, data, session, path, env)
     first = run_door("cli", world)
     assert first.code == 0, first.error
