@@ -5,6 +5,7 @@ was, missing folders included. And a publish that fails half-way is taken back."
 from __future__ import annotations
 
 import errno
+import os
 import stat
 import subprocess
 import sys
@@ -187,3 +188,33 @@ def test_a_store_failure_in_the_middle_of_publishing_takes_the_publish_back(
         assert coordinator.status(first.id) == prev_status
         now = {p.name: p.read_bytes() for p in (ws / ".agent-handoff").iterdir() if p.is_file()}
         assert now == files
+
+
+def test_a_commit_that_fails_half_way_puts_back_what_it_replaced(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "handoff.json").write_text("old json\n")
+    (tmp_path / "HANDOFF.md").write_text("old md\n")
+    batch = FileBatch()
+    batch.stage(tmp_path / "history" / "copy.md", "old md\n")
+    batch.stage(tmp_path / "handoff.json", "new json\n")
+    batch.stage(tmp_path / "HANDOFF.md", "new md\n")
+    real = os.replace
+
+    def fails_for_the_markdown(src: object, dst: object) -> None:
+        if str(dst).endswith("HANDOFF.md"):
+            raise OSError(errno.EIO, "Input/output error")
+        real(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fsio.os, "replace", fails_for_the_markdown)
+    with pytest.raises(OutputError, match="Input/output error"):
+        batch.commit()
+    monkeypatch.undo()
+    batch.discard()
+    assert (tmp_path / "handoff.json").read_text() == "old json\n"
+    assert (tmp_path / "HANDOFF.md").read_text() == "old md\n"
+    assert not (tmp_path / "history" / "copy.md").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == [
+        "HANDOFF.md",
+        "handoff.json",
+    ]

@@ -439,8 +439,9 @@ class FileBatch:
     used (`sweep_stale_temp` removes it after a kill). A missing destination folder is
     created only by `commit`, which links each staged file in and renames it over its
     destination (no space is needed any more: the data is on disk), then removes the
-    files `remove` named. `discard` (or an exception before `commit`) leaves the disk as
-    it was. Raises `OutputError`.
+    files `remove` named; a commit that fails half-way puts back what it replaced.
+    `discard` (or an exception before `commit`) leaves the disk as it was. Raises
+    `OutputError`.
     """
 
     def __init__(self) -> None:
@@ -474,17 +475,33 @@ class FileBatch:
         self._removals.append(Path(path))
 
     def commit(self) -> None:
-        for staged in self._staged:
-            if staged.private:
-                ensure_private_dir(staged.path.parent)
-            else:
+        """Every staged file in place, or (when one cannot be placed) the ones placed
+        before it put back as they were: each file it replaces is kept under a hidden
+        name (a hard link, no copy) until all are in."""
+        placed: list[tuple[Path, Path | None]] = []  # (destination, its previous file)
+        try:
+            for staged in self._staged:
+                _make_folder(staged.path.parent, private=staged.private)
+                previous = _keep_aside(staged.path)
                 try:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(staged.path.parent)
-                except OSError as exc:
-                    raise _error("create folder", staged.path.parent, exc) from exc
-            staged.place()
+                    staged.place()
+                except BaseException:
+                    if previous is not None:  # not replaced: only the link goes
+                        _unlink_quietly(previous)
+                    raise
+                placed.append((staged.path, previous))
+        except BaseException:
+            for path, previous in reversed(placed):
+                if previous is None:
+                    _unlink_quietly(path)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.replace(previous, path)
+            raise
         self._staged.clear()
+        for _, previous in placed:
+            if previous is not None:
+                _unlink_quietly(previous)
         for path in self._removals:
             _unlink_quietly(path)
         self._removals.clear()
@@ -500,6 +517,30 @@ class FileBatch:
 
     def __exit__(self, *exc: object) -> None:
         self.discard()
+
+
+def _make_folder(folder: Path, *, private: bool) -> None:
+    if private:
+        ensure_private_dir(folder)
+        return
+    try:  # another program's folder (`.git/info`): created as it would create it
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+    except OSError as exc:
+        raise _error("create folder", folder, exc) from exc
+
+
+def _keep_aside(path: Path) -> Path | None:
+    """A hidden hard link to the regular file at `path` (None: nothing there to keep),
+    named as a temp file, so that a killed commit's link is swept like one."""
+    if not os.path.isfile(path) or os.path.islink(path):
+        return None
+    aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        os.link(path, aside, follow_symlinks=False)
+    except OSError as exc:
+        raise _error("write", path, exc) from exc
+    return aside
 
 
 def existing_folder(folder: Path) -> Path:
