@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from passdown import _filebatch
 from passdown import _fsio as fsio
-from passdown._fsio import FileBatch
+from passdown._filebatch import FileBatch
 from passdown.errors import OutputError
 
 
@@ -26,8 +27,8 @@ def listing(folder: Path) -> list[str]:
 def kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of staging: O_TMPFILE, and the hidden temp name used without it."""
     if request.param == "named":
-        monkeypatch.setattr(fsio, "_O_TMPFILE", 0)
-    elif not fsio._O_TMPFILE:
+        monkeypatch.setattr(_filebatch, "_O_TMPFILE", 0)
+    elif not _filebatch._O_TMPFILE:
         pytest.skip("no O_TMPFILE on this platform")
     return str(request.param)
 
@@ -92,13 +93,13 @@ def test_a_full_disk_while_staging_is_output_error_and_changes_nothing(
 
 
 def test_a_process_killed_while_staging_leaves_nothing(tmp_path: Path) -> None:
-    if not fsio._O_TMPFILE:
+    if not _filebatch._O_TMPFILE:
         pytest.skip("without O_TMPFILE a killed writer's temp file waits for the sweep")
     (tmp_path / "HANDOFF.md").write_text("previous\n")
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from passdown._fsio import FileBatch\n"
+        "from passdown._filebatch import FileBatch\n"
         "b = FileBatch()\n"
         "b.stage(Path(sys.argv[1]) / 'HANDOFF.md', 'x' * 100000)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

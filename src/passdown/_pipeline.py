@@ -22,7 +22,7 @@ from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
 
 if TYPE_CHECKING:
-    from passdown._fsio import FileBatch
+    from passdown._filebatch import FileBatch
 
 # Upper bounds of the transcript budget: far above any use, far below what overflows
 # the ring buffer's size (a 23-digit --max-messages was an internal error).
@@ -491,7 +491,7 @@ def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
 @dataclass(slots=True)
 class StagedHandoff:
     """HANDOFF.md, handoff.json, their history copies and the git exclude line, written
-    where nobody sees them yet (`_fsio.FileBatch`): `commit` makes them visible,
+    where nobody sees them yet (`_filebatch.FileBatch`): `commit` makes them visible,
     `discard` leaves the disk as it was."""
 
     written: WrittenHandoff
@@ -508,7 +508,8 @@ class StagedHandoff:
 def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHandoff:
     """Everything `write_handoff` writes, staged; raises `OutputError` (a read-only or
     full disk, a bad folder) before anything is visible."""
-    from passdown._fsio import FileBatch, existing_folder, stage_backup, stage_git_exclude
+    from passdown._filebatch import FileBatch, existing_folder
+    from passdown._fsio import stage_backup, stage_git_exclude
     from passdown._render import render_markdown
 
     folder = Path(out_dir)
