@@ -219,3 +219,54 @@ def test_a_commit_that_fails_half_way_puts_back_what_it_replaced(
         "HANDOFF.md",
         "handoff.json",
     ]
+
+
+def test_two_exports_at_once_leave_the_files_of_the_active_handoff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publishes, then is slow to rename its files in; B prepares on top of A and
+    exports meanwhile. B must wait for A's files, or A's files would end up on disk
+    while B is the active handoff."""
+    import json
+    import threading
+    import time
+
+    from passdown._pipeline import StagedHandoff
+    from passdown.coordinator import HandoffCoordinator
+    from test_doors import active_handoff, repo, simple_session
+
+    ws = repo(tmp_path / "ws")
+    simple_session("e0e0e0e0-0000-4000-8000-0000000000e0", ws)
+    real_commit = StagedHandoff.commit
+    a_published = threading.Event()
+
+    def slow_for_a(self: StagedHandoff) -> object:
+        if threading.current_thread().name == "A":
+            a_published.set()
+            time.sleep(1.5)
+        return real_commit(self)
+
+    monkeypatch.setattr(StagedHandoff, "commit", slow_for_a)
+    errors: list[BaseException] = []
+    exported: dict[str, str] = {}
+
+    def export(name: str) -> None:
+        try:
+            if name == "B":
+                assert a_published.wait(60)
+            with HandoffCoordinator(ws) as coordinator:
+                package = coordinator.prepare_handoff_sync("claude", require_session=True)
+                coordinator.export_sync(package)
+                exported[name] = package.id
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=export, args=(n,), name=n) for n in ("A", "B")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert active_handoff(ws) == exported["B"]
+    on_disk = json.loads((ws / ".agent-handoff" / "handoff.json").read_text())["id"]
+    assert on_disk == exported["B"], "the files on disk are not the active handoff's"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -222,24 +222,46 @@ def publish_and_write(
     )
     journal = Journal()
     try:
-        if store:
+        # one export of a workspace publishes and renames at a time: the files an export
+        # leaves are those of the handoff the pointer names, whichever finished first
+        with _workspace_lock(workspace_of(ctx, pkg)):
+            if store:
+                try:
+                    publish(ctx, pkg, journal)
+                except HandoffConflict:
+                    raise
+                except BaseException:
+                    _undo(ctx, journal)
+                    raise
             try:
-                publish(ctx, pkg, journal)
-            except HandoffConflict:
-                raise
+                written = staged.commit()
             except BaseException:
                 _undo(ctx, journal)
                 raise
-        try:
-            written = staged.commit()
-        except BaseException:
-            _undo(ctx, journal)
-            raise
     finally:
         staged.discard()
     ctx.apply_checkpoints(pkg.id)
     written.record_id = pkg.id if store else None
     return written
+
+
+@contextlib.contextmanager
+def _workspace_lock(workspace: Path) -> Iterator[None]:
+    """flock(2) on the workspace folder itself: no lock file is created, also not in a
+    read-only workspace. Where folders cannot be locked, exports are not serialised."""
+    try:
+        import fcntl
+
+        fd = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _undo(ctx: ProjectContext, journal: Journal) -> None:
