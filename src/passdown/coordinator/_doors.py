@@ -1,13 +1,14 @@
-"""The one export path every door takes: select -> prepare -> publish -> write.
+"""The one export path every door takes: select -> prepare -> stage -> publish -> write.
 
 `passdown inspect` (prepare only), `export`, `switch`, the agent hooks, the MCP
 `prepare_handoff` tool and the Python API all turn a session into a handoff through
 `HandoffCoordinator.prepare_handoff_sync` (session, project files, caller values,
 compaction, redaction) and publish it with `HandoffCoordinator.export_sync` or
-`execute_handoff_sync` (store, lifecycle, the compare-and-swapped active pointer, then
-the files). This module only picks the session and its workspace for a door, with the
-store and scope the door passes in, so the same session gives the same handoff
-whichever door asked.
+`execute_handoff_sync` (`execute.publish_and_write`: the files staged, then the store,
+lifecycle and the compare-and-swapped active pointer, then the files renamed in and the
+session's checkpoint written; a failure at any step changes none of these). This
+module only picks the session and its workspace for a door, with the store and scope
+the door passes in, so the same session gives the same handoff whichever door asked.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def export(
     identity: str | None = None,
     adjust: Callable[[HandoffCoordinator, HandoffPackage], HandoffPackage] | None = None,
 ) -> pipeline.WrittenHandoff:
-    """prepare -> publish -> write: `passdown export`, the hooks and MCP `prepare_handoff`.
+    """prepare -> stage -> publish -> write: `passdown export`, the hooks and MCP
+    `prepare_handoff`; a failure at any step changes nothing (`execute.publish_and_write`).
     With a store, the package is stored and made the active handoff by compare-and-swap;
     losing that race to another export prepares again on top of the winner. `adjust`
     lets a door add what only it knows before publishing (a hook's payload says the turn
