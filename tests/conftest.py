@@ -3,6 +3,7 @@ so nothing touches the user's real agent data or handoff store."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,20 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ws.mkdir()
     monkeypatch.chdir(ws)
     return ws
+
+
+@pytest.fixture
+def agents_on_path(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A stub program for every agent on PATH (exit 0), for tests of `switch --dry-run`,
+    which fails like the real switch when the target is not installed."""
+    from passdown.agents import load_agents
+
+    bin_dir = tmp_path_factory.mktemp("agents-bin")
+    for agent in load_agents().values():
+        stub = bin_dir / agent.program
+        stub.write_text("#!/bin/sh\nexit 0\n")
+        stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return bin_dir

@@ -45,6 +45,7 @@ def _secrets_absent(text: str, *recs: Recorded) -> None:
 @pytest.mark.parametrize(
     ("source", "target", "program"), [("claude", "codex", "codex"), ("codex", "claude", "claude")]
 )
+@pytest.mark.usefixtures("agents_on_path")
 def test_switch_dry_run_prints_a_safe_argv(
     source: str, target: str, program: str, both: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -82,6 +83,7 @@ def test_switch_dry_run_prints_a_safe_argv(
     assert out["record_id"] is None, "a dry run stores nothing"
 
 
+@pytest.mark.usefixtures("agents_on_path")
 def test_switch_interactive_dry_run_has_no_print_mode(
     both: dict[str, Path], tmp_path: Path
 ) -> None:

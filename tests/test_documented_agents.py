@@ -177,6 +177,7 @@ def test_cursor_jsonl_transcript(tmp_path: Path) -> None:
     assert agent.sessions(tmp_path / "elsewhere") == []
 
 
+@pytest.mark.usefixtures("agents_on_path")
 def test_cursor_switch_dry_run(tmp_path: Path) -> None:
     workspace = tmp_path / "proj"
     workspace.mkdir()

@@ -193,7 +193,13 @@ def test_failed_and_dry_run_switch_keep_the_previous_handoff_active(tmp_path: Pa
     assert handoff_folder_state(ws) == files_before, "a failed switch wrote or backed up files"
     assert store_rows() == rows_before, "a failed switch stored a record or a status"
 
-    dry = passdown(["switch", "--from", "claude", "--to", "codex", "--dry-run", "--json"], ws)
+    # the dry run fails as the real switch does (issue 21), writing nothing either way
+    dry = passdown(["switch", "--from", "claude", "--to", "codex", "--dry-run"], ws, env)
+    assert dry.returncode == 6 and "codex was not found" in dry.stderr, dry.stderr
+    fake_codex = bin_dir / "codex"
+    fake_codex.write_text("#!/bin/sh\nexit 0\n")
+    fake_codex.chmod(0o755)
+    dry = passdown(["switch", "--from", "claude", "--to", "codex", "--dry-run", "--json"], ws, env)
     assert dry.returncode == 0, dry.stderr
     out = json.loads(dry.stdout)
     assert out["argv"][0] == "codex" and out["markdown"] in out["argv"][-1]

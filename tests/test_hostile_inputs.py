@@ -262,6 +262,7 @@ def test_aider_reads_the_handoff_of_a_workspace_path_with_spaces_or_newlines(
     assert handoff.is_file()
 
 
+@pytest.mark.usefixtures("agents_on_path")
 def test_the_prompt_names_a_handoff_path_with_newlines_escaped_not_flattened(
     run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

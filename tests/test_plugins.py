@@ -99,6 +99,7 @@ def test_switch_from_claude_to_the_plugin(
         assert secret not in argv[1]
 
 
+@pytest.mark.usefixtures("agents_on_path")
 def test_switch_from_the_plugin_to_codex(plugin_env: dict[str, str], tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

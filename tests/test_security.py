@@ -216,6 +216,7 @@ def test_find_prints_titles_on_one_line_without_escapes(tmp_path: Path) -> None:
 # -- item 13: a NUL in a session message ---------------------------------------------------
 
 
+@pytest.mark.usefixtures("agents_on_path")
 def test_nul_in_a_session_message_does_not_stop_switch(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()

@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
             "RecordNotFound",
             "RecordConflict",
             "RecordInvalid",
+            "RecordTooLarge",
             "UnknownAgent",
             "ServeError",
             "HandoffNotFound",

@@ -27,7 +27,6 @@ full.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -46,6 +45,10 @@ import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
 from passdown import _two_core
+from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, change
+from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
+from passdown._checkpoint_writes import deferred as deferred
+from passdown._checkpoint_writes import prune_stale as prune_stale
 from passdown._extract import (
     Extracted,
     ExtractorState,
@@ -71,7 +74,6 @@ if TYPE_CHECKING:
 CHECKPOINT_FORMAT = 4
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
-STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
 _SHA256_CTX_BYTES = 256  # OpenSSL's SHA256_CTX is 112 bytes; room to spare
 
 
@@ -105,7 +107,6 @@ class Checkpoint(msgspec.Struct):
     resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
-CHECKPOINTS_DIR = "checkpoints"  # under the data folder
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Checkpoint)
 
@@ -141,8 +142,7 @@ def read_with_checkpoint(
         # the appended lines change what the checkpoint handed on: the caller reads the
         # file in full (its next export starts a new checkpoint)
         seen.count, seen.commands = 0, []
-        with contextlib.suppress(OSError):
-            store.unlink()
+        change(PendingCheckpoint(store, None))
         return None
     finally:
         os.close(fd)
@@ -326,9 +326,8 @@ class _Resumed:
         return saved
 
     def _save(self, snapshot: _Snapshot) -> None:
-        """Written now, before the torn tail is read: the states are live objects."""
-        from passdown._fsio import write_private
-        from passdown._paths import private_data_dir
+        """Encoded now, before the torn tail is read (the states are live objects), and
+        written when the export succeeds (`_checkpoint_writes`)."""
 
         head, tail = _fingerprint(self.fd, snapshot.offset)
         info = snapshot.info
@@ -359,45 +358,14 @@ class _Resumed:
             commands=list(dict.fromkeys(snapshot.seen.commands)),
             resumed_from=self.resumed_from,
         )
-        first_of_session = not self.store.exists()
         try:
-            private_data_dir(CHECKPOINTS_DIR)  # created 0700 with the first checkpoint
-            write_private(self.store, _ENCODER.encode(checkpoint))
-        except (PassdownError, OSError, TypeError):
-            # no checkpoint this time (a full data folder, a reader state msgspec cannot
-            # encode): the handoff itself does not depend on it
-            self._forget()
-            return
-        if first_of_session:  # rare enough to pay for a look at the others
-            prune_stale(self.store.parent)
+            data = _ENCODER.encode(checkpoint)
+        except TypeError:  # a reader state msgspec cannot encode: no checkpoint this time
+            data = None
+        change(PendingCheckpoint(self.store, data))
 
     def _forget(self) -> None:
-        with contextlib.suppress(OSError):
-            self.store.unlink()
-
-
-def prune_stale(folder: Path, *, older_than_days: float = STALE_AFTER_DAYS) -> list[Path]:
-    """Remove the checkpoints no export has used for `older_than_days` (their sessions
-    are over; a later export of one just reads it in full)."""
-    import time
-
-    cutoff = time.time() - older_than_days * 86400
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        try:
-            if (
-                entry.name.endswith(".msgpack")
-                and entry.stat(follow_symlinks=False).st_mtime < cutoff
-            ):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-        except OSError:
-            continue
-    return removed
+        change(PendingCheckpoint(self.store, None))
 
 
 # How each checkpointed export went: "full" (read from the start), "resumed" (only the

@@ -16,8 +16,12 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from passdown.errors import OutputError
+
+if TYPE_CHECKING:
+    from passdown._filebatch import FileBatch
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -227,6 +231,17 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     there was nothing to keep (no file, a symlink, which is never followed, or the same
     content as the newest copy). Raises `OutputError`.
     """
+    from passdown._filebatch import FileBatch
+
+    with FileBatch() as batch:
+        dest = stage_backup(batch, path, keep=keep)
+        batch.commit()
+    return dest
+
+
+def stage_backup(batch: FileBatch, path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
+    """`backup_existing` as part of `batch`: the copy, the pruning of older copies and
+    the sweep of a killed writer's temp files all happen at its commit."""
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -236,9 +251,9 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
         raise _error("read", path, exc) from exc
     if not stat.S_ISREG(st.st_mode):
         return None
-    history = ensure_private_dir(path.parent / HISTORY_DIR)
-    sweep_stale_temp(path.parent)
-    sweep_stale_temp(history)
+    history = path.parent / HISTORY_DIR
+    if os.path.lexists(history):
+        ensure_private_dir(history)  # refuses a symlink before anything is read through it
     try:
         data = read_nofollow(path)
     except OSError as exc:
@@ -247,8 +262,12 @@ def backup_existing(path: Path, *, keep: int = HISTORY_KEEP) -> Path | None:
     if previous and _same_content(previous[-1], data):
         return None
     dest = _free_name(history, _stamp(st.st_mtime_ns), path.name)
-    write_private(dest, data)
-    _prune(history, path.name, keep)
+    batch.stage(dest, data)
+    for old in previous[: max(0, len(previous) + 1 - keep)]:
+        batch.remove(old)
+    for folder in (path.parent, history):
+        for stale in stale_temp(folder):
+            batch.remove(stale)
     return dest
 
 
@@ -256,7 +275,15 @@ def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[
     """Remove temp files `write_private` left behind when its process was killed
     (SIGKILL runs no cleanup). Only names `write_private` makes, only regular files,
     only older than `older_than` seconds. Returns what was removed."""
-    removed: list[Path] = []
+    removed = stale_temp(folder, older_than=older_than)
+    for path in removed:
+        _unlink_quietly(path)
+    return removed
+
+
+def stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[Path]:
+    """The temp files `sweep_stale_temp` would remove."""
+    found: list[Path] = []
     cutoff = time.time() - older_than
     try:
         with os.scandir(folder) as it:
@@ -265,11 +292,10 @@ def sweep_stale_temp(folder: Path, *, older_than: float = STALE_TEMP_S) -> list[
                     continue
                 st = entry.stat(follow_symlinks=False)
                 if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
-                    _unlink_quietly(Path(entry.path))
-                    removed.append(Path(entry.path))
+                    found.append(Path(entry.path))
     except OSError:
         pass  # sweeping is housekeeping: it never fails an export
-    return removed
+    return found
 
 
 def _stamp(mtime_ns: int) -> str:
@@ -308,12 +334,6 @@ def _same_content(path: Path, data: bytes) -> bool:
         return False
 
 
-def _prune(history: Path, name: str, keep: int) -> None:
-    copies = _history(history, name)
-    for old in copies[: max(0, len(copies) - keep)]:
-        _unlink_quietly(old)
-
-
 # -- keeping handoff files out of commits -------------------------------------------------
 
 
@@ -324,6 +344,16 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     and submodules (whose `.git` is a file) work. Outside git, or without git, it does
     nothing and returns False. Raises `OutputError` when the file cannot be written.
     """
+    from passdown._filebatch import FileBatch
+
+    with FileBatch() as batch:
+        changed = stage_git_exclude(batch, repo_root, pattern)
+        batch.commit()
+    return changed
+
+
+def stage_git_exclude(batch: FileBatch, repo_root: Path, pattern: str) -> bool:
+    """`add_git_exclude` as part of `batch` (the file changes at its commit)."""
     if not pattern.strip() or "\n" in pattern or "\r" in pattern:
         raise ValueError(f"not a single gitignore pattern: {pattern!r}")
     exclude = _exclude_path(Path(repo_root))
@@ -341,12 +371,7 @@ def add_git_exclude(repo_root: Path, pattern: str) -> bool:
     if pattern.strip() in (line.strip() for line in current.splitlines()):
         return False
     prefix = "" if not current or current.endswith("\n") else "\n"
-    try:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(exclude.parent)
-    except OSError as exc:
-        raise _error("update", exclude, exc) from exc
-    write_private(exclude, f"{current}{prefix}{pattern}\n")
+    batch.stage(exclude, f"{current}{prefix}{pattern}\n", private=False)
     return True
 
 

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted, extract
 from passdown._seen import SeenEvents
@@ -20,6 +21,9 @@ from passdown.agents.base import SkippedSession, unreadable_sessions
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
 from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
+
+if TYPE_CHECKING:
+    from passdown._filebatch import FileBatch
 
 # Upper bounds of the transcript budget: far above any use, far below what overflows
 # the ring buffer's size (a 23-digit --max-messages was an internal error).
@@ -147,9 +151,11 @@ def _select_by_spec(agents: list[Agent], spec: str, workspace: Path) -> Selectio
         inside = [e for a, e in zip(agents, errors, strict=True) if _inside_store(a, spec)]
         if not inside:
             roots = ", ".join(str(r) for a in agents for r in a.store_roots())
+            names = ", ".join(f"${v}" for a in agents for v in a.store_env)
+            elsewhere = f"; to read a store elsewhere, set the agent's own variable ({names})"
             raise UsageError(
                 f"{spec} is outside every agent's session store",
-                hint=f"session files live under {roots or '(none)'}",
+                hint=f"session files live under {roots or '(none)'}" + (elsewhere if names else ""),
             )
         errors = inside
     if len(errors) == 1:
@@ -492,23 +498,55 @@ def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
     )
 
 
+@dataclass(slots=True)
+class StagedHandoff:
+    """HANDOFF.md, handoff.json, their history copies and the git exclude line, written
+    where nobody sees them yet (`_filebatch.FileBatch`): `commit` makes them visible,
+    `discard` leaves the disk as it was."""
+
+    written: WrittenHandoff
+    batch: FileBatch
+
+    def commit(self) -> WrittenHandoff:
+        self.batch.commit()
+        return self.written
+
+    def discard(self) -> None:
+        self.batch.discard()
+
+
+def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHandoff:
+    """Everything `write_handoff` writes, staged; raises `OutputError` (a read-only or
+    full disk, a bad folder) before anything is visible."""
+    from passdown._filebatch import FileBatch, existing_folder
+    from passdown._fsio import stage_backup, stage_git_exclude
+    from passdown._render import render_markdown
+
+    folder = Path(out_dir)
+    planned = planned_handoff(handoff, folder)
+    batch = FileBatch()
+    try:
+        existing_folder(folder)  # a symlink, another user's folder: refused before reading
+        for path in (planned.markdown_path, planned.json_path):
+            stage_backup(batch, path)
+        batch.stage(planned.json_path, handoff.to_json() + "\n")
+        batch.stage(planned.markdown_path, render_markdown(handoff))
+        if folder.resolve().is_relative_to(workspace.resolve()):
+            stage_git_exclude(batch, workspace, f"/{HANDOFF_DIR}/")
+    except BaseException:
+        batch.discard()
+        raise
+    return StagedHandoff(planned, batch)
+
+
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
     """HANDOFF.md and handoff.json, 0600 in a 0700 folder, atomically; the previous
     handoff is kept in history/ rather than overwritten."""
-    from passdown._fsio import add_git_exclude, backup_existing, ensure_private_dir, write_private
-    from passdown._render import render_markdown
-
-    folder = ensure_private_dir(out_dir)
-    md_path, json_path = folder / "HANDOFF.md", folder / "handoff.json"
-    for path in (md_path, json_path):
-        backup_existing(path)
-    write_private(json_path, handoff.to_json() + "\n")
-    write_private(md_path, render_markdown(handoff))
-    if folder.resolve().is_relative_to(workspace.resolve()):
-        add_git_exclude(workspace, f"/{HANDOFF_DIR}/")
-    return WrittenHandoff(
-        handoff=handoff, folder=folder, markdown_path=md_path, json_path=json_path
-    )
+    staged = stage_handoff(handoff, out_dir, workspace)
+    try:
+        return staged.commit()
+    finally:
+        staged.discard()
 
 
 def launch_spec_for(

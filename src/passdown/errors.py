@@ -14,6 +14,7 @@
     │   ├── RecordConflict            exit 11  HTTP 409
     │   │   └── HandoffConflict       exit 11  HTTP 409  another package won the race / differs under this id
     │   └── RecordInvalid             exit 12  HTTP 400
+    │       └── RecordTooLarge        exit 15  HTTP 413  a record (a handoff) above the store's size limit
     ├── UnknownAgent                  exit 13            no agent of that name is registered
     ├── ServeError                    exit 14            `passdown serve` cannot listen (port in use)
     ├── HandoffBlocked                exit 1             validation errors block execute (pass force=True)
@@ -85,6 +86,13 @@ class RecordInvalid(StoreError):
     exit_code = 12
 
 
+class RecordTooLarge(RecordInvalid):
+    """A record above the store's size limit (`PASSDOWN_MAX_RECORD_BYTES`): a handoff
+    too large to store fails its export rather than leaving the store without it."""
+
+    exit_code = 15
+
+
 class UnknownAgent(PassdownError):
     exit_code = 13
 
@@ -152,6 +160,7 @@ ERROR_CLASSES: tuple[type[PassdownError], ...] = (
     RecordNotFound,
     RecordConflict,
     RecordInvalid,
+    RecordTooLarge,
     UnknownAgent,
     ServeError,
     HandoffNotFound,
@@ -170,6 +179,7 @@ HTTP_STATUSES: dict[type[PassdownError], int] = {
     RecordNotFound: 404,
     RecordConflict: 409,
     RecordInvalid: 400,
+    RecordTooLarge: 413,
 }
 """The HTTP status of a class; a class not listed takes its nearest listed ancestor's."""
 

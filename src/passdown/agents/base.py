@@ -123,10 +123,24 @@ class Agent(ABC):
             guarded = _guard_ref_for_path(cls.__dict__["ref_for_path"])
             setattr(cls, "ref_for_path", guarded)  # noqa: B010
 
+    # The environment variables that point this agent (and so passdown) at another
+    # session store, for the hint of a --session path outside it.
+    store_env: ClassVar[tuple[str, ...]] = ()
+
     # -- sessions -----------------------------------------------------------------
     @abstractmethod
     def store_roots(self) -> list[Path]:
         """Folders that hold this agent's session files (honouring its env vars)."""
+
+    def store_hint(self) -> str:
+        """Where this agent's session files live, and how to point passdown elsewhere
+        (a --session path outside the store is refused on purpose)."""
+        where = ", ".join(str(r) for r in self.store_roots()) or "(none)"
+        hint = f"{self.display_name}'s session files live under {where}"
+        if self.store_env:
+            names = " or ".join(f"${v}" for v in self.store_env)
+            hint += f"; to read a store elsewhere, set {names} to it"
+        return hint
 
     @abstractmethod
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
@@ -259,10 +273,9 @@ class Agent(ABC):
             raise UsageError(f"invalid session path: {path}") from None
         roots = [r.resolve() for r in self.store_roots()]
         if not any(real.is_relative_to(root) for root in roots):
-            where = ", ".join(str(r) for r in self.store_roots()) or "(none)"
             raise UsageError(
                 f"{path} is outside {self.display_name}'s session store",
-                hint=f"session files live under {where}",
+                hint=self.store_hint(),
             )
         try:
             mode = real.stat().st_mode

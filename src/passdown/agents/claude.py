@@ -220,6 +220,7 @@ class ClaudeCode(Agent):
     name = "claude"
     display_name = "Claude Code"
     program = "claude"
+    store_env = ("CLAUDE_CONFIG_DIR",)
 
     def config_dir(self) -> Path:
         return env_path("CLAUDE_CONFIG_DIR", Path.home() / ".claude")

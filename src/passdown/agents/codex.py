@@ -161,6 +161,7 @@ class CodexCLI(Agent):
     name = "codex"
     display_name = "Codex CLI"
     program = "codex"
+    store_env = ("CODEX_HOME",)
 
     def home(self) -> Path:
         return env_path("CODEX_HOME", Path.home() / ".codex")

@@ -232,6 +232,7 @@ class CopilotCLI(Agent):
     name = "copilot"
     display_name = "GitHub Copilot CLI"
     program = "copilot"
+    store_env = ("COPILOT_HOME",)
 
     def home(self) -> Path:
         return env_path("COPILOT_HOME", Path.home() / ".copilot")

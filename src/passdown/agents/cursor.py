@@ -90,6 +90,7 @@ class CursorAgent(Agent):
     name = "cursor"
     display_name = "Cursor Agent"
     program = "cursor-agent"
+    store_env = ("CURSOR_CONFIG_DIR",)
 
     def home(self) -> Path:
         return env_path("CURSOR_CONFIG_DIR", Path.home() / ".cursor")

@@ -126,6 +126,7 @@ class OpenCode(Agent):
     name = "opencode"
     display_name = "opencode"
     program = "opencode"
+    store_env = ("OPENCODE_DB", "XDG_DATA_HOME")
 
     def data_dir(self) -> Path:
         base = os.environ.get("XDG_DATA_HOME")

@@ -153,6 +153,7 @@ class PiAgent(Agent):
     name = "pi"
     display_name = "pi"
     program = "pi"
+    store_env = ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
 
     def agent_dir(self) -> Path:
         configured = os.environ.get("PI_CODING_AGENT_DIR")

@@ -228,6 +228,7 @@ class QwenCode(Agent):
     name = "qwen"
     display_name = "Qwen Code"
     program = "qwen"
+    store_env = ("QWEN_RUNTIME_DIR", "QWEN_HOME")
 
     def runtime_dir(self) -> Path:
         for var in ("QWEN_RUNTIME_DIR", "QWEN_HOME"):

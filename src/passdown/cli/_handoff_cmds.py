@@ -65,7 +65,7 @@ def _workspace_option() -> Callable[[F], F]:
         "workspace",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
-        help="Hand off into this workspace (default: the session's own; for the newest session, this one).",
+        help="Work as if run in DIR, like git -C: its newest session, its .agent-handoff (default: here; a --session of another workspace goes to its own).",
     )
 
 
@@ -256,7 +256,6 @@ def switch_command(
             force=True,
             out_dir=out,
             store=store,
-            require_store=False,
             dry_run=dry_run,
             on_launch=None if dry_run else announce,
         )
@@ -309,9 +308,16 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
             f"passdown: no sessions found {where} (searched: {pipeline.searched(agents)})", err=True
         )
         return
-    for ref in refs:
-        line = f"{ref.agent:8} {_when(ref.updated_at)}  {one_line(ref.session_id)}  {one_line(ref.cwd or '?')}"
-        click.echo(redact(line))  # paths can hold secrets too (a token in a folder name)
+    # AGENT, UPDATED and SESSION as wide as their longest cell (the header too, as in
+    # `agents`), CWD last; paths can hold secrets too (a token in a folder name)
+    cells = [("AGENT", "UPDATED", "SESSION", "CWD")] + [
+        (ref.agent, _when(ref.updated_at), one_line(ref.session_id), one_line(ref.cwd or "?"))
+        for ref in refs
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(3)]
+    for row in cells:
+        line = "  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True))
+        click.echo(redact(f"{line}  {row[3]}"))
 
 
 def _ref_json(ref: Any) -> dict[str, Any]:

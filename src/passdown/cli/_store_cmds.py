@@ -152,12 +152,52 @@ def store_command(
 def retrieve_command(
     record_id: str, project: str | None, version: int | None, as_json: bool, store_url: str | None
 ) -> None:
-    """Print a stored record as JSON (errors too with --json, on stderr)."""
+    """Print a stored record as JSON (errors too with --json, on stderr). ID is the
+    record's id or a prefix of it, as --session takes a session id prefix."""
     from passdown.records import record_to_dict
 
     with _open(store_url) as store:
-        record = store.retrieve(_project(project), record_id, version=version)
+        scope = _project(project)
+        record = store.retrieve(scope, _full_id(store, scope, record_id), version=version)
     click.echo(_dump(record_to_dict(record)))
+
+
+def _full_id(store: Store, scope: Any, spec: str) -> str:
+    """The id `spec` names: itself when a record has it, else the one record whose id
+    starts with it (as `--session` takes an id prefix). A handoff's own status records
+    (`<id>#published`) do not make its prefix ambiguous; several records do (exit 4)."""
+    from passdown.errors import AmbiguousSession, RecordNotFound
+
+    try:
+        store.retrieve(scope, spec)
+        return spec
+    except RecordNotFound as missing:
+        matches = _ids_starting_with(store, scope, spec)
+        if "#" not in spec:
+            matches = [i for i in matches if "#" not in i] or matches
+        if not matches:
+            raise missing from None
+    if len(matches) > 1:
+        from passdown._text import one_line
+
+        shown = ", ".join(one_line(i) for i in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise AmbiguousSession(
+            f"record id prefix {spec!r} matches {len(matches)} records: {shown}",
+            hint="give more of the id",
+        )
+    return matches[0]
+
+
+def _ids_starting_with(store: Store, scope: Any, prefix: str) -> list[str]:
+    """Every record id of the scope that starts with `prefix`: one pass over its pages."""
+    found: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = store.query(scope, limit=1000, cursor=cursor)
+        found.extend(r.id for r in page.records if r.id.startswith(prefix))
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
 
 
 @click.command("find")

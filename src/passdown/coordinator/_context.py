@@ -16,6 +16,7 @@ from passdown.coordinator._lifecycle import Lifecycle
 from passdown.errors import StoreError
 
 if TYPE_CHECKING:
+    from passdown._checkpoint_writes import PendingCheckpoint
     from passdown.coordinator._package import HandoffPackage
     from passdown.records import Scope
     from passdown.store import Store
@@ -42,6 +43,17 @@ class ProjectContext:
         )
         self._owns_store = False
         self._adopted = False
+        # checkpoints a prepare read, per package: written only once it is exported
+        self._checkpoints: dict[str, list[PendingCheckpoint]] = {}
+
+    def hold_checkpoints(self, package_id: str, pending: list[PendingCheckpoint]) -> None:
+        if pending:
+            self._checkpoints[package_id] = pending
+
+    def apply_checkpoints(self, package_id: str) -> None:
+        """The session checkpoints of a package whose export succeeded, written now."""
+        for change in self._checkpoints.pop(package_id, []):
+            change.apply()
 
     @property
     def has_store(self) -> bool:

@@ -52,9 +52,10 @@ from passdown.coordinator._package import (
     LifecycleStatus,
 )
 from passdown.coordinator._project_files import read_feature_list
-from passdown.errors import HandoffConflict, HandoffNotFound, RecordNotFound, StoreError, UsageError
+from passdown.errors import HandoffNotFound, RecordNotFound, UsageError
 
 if TYPE_CHECKING:
+    from passdown._checkpoint_writes import PendingCheckpoint
     from passdown.records import Scope
     from passdown.store import ScopeLike, Store
 
@@ -202,18 +203,23 @@ class HandoffCoordinator:
             target_agent=target_agent,
         )
         options.validate()
+        from passdown._checkpoint_writes import deferred
+
+        checkpoints: list[PendingCheckpoint] = []
         if handoff_type == "recovery":
             start = prepare.recovery_start(self.context)
         else:
-            # the session first: an unreadable one fails before the store is even opened
-            start = prepare.session_start(
-                self.context,
-                source_agent,
-                session,
-                require=require_session,
-                options=options,
-                selection=selection,
-            )
+            # the session first: an unreadable one fails before the store is even opened;
+            # its checkpoint is written only when this package is exported
+            with deferred() as checkpoints:
+                start = prepare.session_start(
+                    self.context,
+                    source_agent,
+                    session,
+                    require=require_session,
+                    options=options,
+                    selection=selection,
+                )
             if start.handoff is not None:
                 source_agent = start.handoff.source.agent  # "auto" -> the agent it picked
         wanted = prepare.PrepareRequest(
@@ -235,9 +241,11 @@ class HandoffCoordinator:
             worktrees=worktrees,
             worktree_root=worktree_root,
         )
-        return prepare.assemble(
+        package = prepare.assemble(
             self.context, wanted, start, prepare.store_position(self.context, session_number)
         )
+        self.context.hold_checkpoints(package.id, checkpoints)
+        return package
 
     prepare_handoff = _in_thread(prepare_handoff_sync)
 
@@ -291,30 +299,22 @@ class HandoffCoordinator:
     def write(
         self, package: HandoffPackage, out_dir: Path | None = None
     ) -> pipeline.WrittenHandoff:
-        """HANDOFF.md and handoff.json for the package (no store, no lifecycle)."""
-        return execute.write_files(self.context, package, out_dir)
+        """HANDOFF.md and handoff.json for the package (no store, no lifecycle), written
+        as an export writes them (all or nothing; the session's checkpoint moves on)."""
+        return execute.publish_and_write(self.context, package, out_dir, store=False)
 
     def export_sync(
         self, package: HandoffPackage, out_dir: Path | None = None, *, store: bool = True
     ) -> pipeline.WrittenHandoff:
-        """`passdown export`: store and publish the package, then write the files. A store
-        failure does not lose the handoff (the files are written): it becomes a warning.
-        A lost race for the active handoff (HandoffConflict) writes nothing and is raised,
+        """`passdown export`: stage the files, store and publish the package, then make
+        the files visible (`execute.publish_and_write`). Any failure (a read-only or
+        full disk, the store, a handoff too large for it) is raised and changes nothing:
+        the store, the active handoff, its files and the session's checkpoint stay as
+        they were. A lost race for the active handoff (HandoffConflict) is raised too,
         so the caller can prepare again on top of the winner."""
-        warnings: list[str] = []
-        stored = False
-        if store and self.has_store:
-            try:
-                execute.publish(self.context, package)
-                stored = True
-            except HandoffConflict:
-                raise
-            except StoreError as exc:
-                warnings.append(f"the handoff was written but not stored: {exc.message}")
-        written = self.write(package, out_dir)
-        written.warnings.extend(warnings)
-        written.record_id = package.id if stored else None
-        return written
+        return execute.publish_and_write(
+            self.context, package, out_dir, store=store and self.has_store
+        )
 
     # -- the target side -------------------------------------------------------------------------
     def load_handoff(self, id: str | None = None) -> HandoffPackage:

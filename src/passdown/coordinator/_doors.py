@@ -1,13 +1,14 @@
-"""The one export path every door takes: select -> prepare -> publish -> write.
+"""The one export path every door takes: select -> prepare -> stage -> publish -> write.
 
 `passdown inspect` (prepare only), `export`, `switch`, the agent hooks, the MCP
 `prepare_handoff` tool and the Python API all turn a session into a handoff through
 `HandoffCoordinator.prepare_handoff_sync` (session, project files, caller values,
 compaction, redaction) and publish it with `HandoffCoordinator.export_sync` or
-`execute_handoff_sync` (store, lifecycle, the compare-and-swapped active pointer, then
-the files). This module only picks the session and its workspace for a door, with the
-store and scope the door passes in, so the same session gives the same handoff
-whichever door asked.
+`execute_handoff_sync` (`execute.publish_and_write`: the files staged, then the store,
+lifecycle and the compare-and-swapped active pointer, then the files renamed in and the
+session's checkpoint written; a failure at any step changes none of these). This
+module only picks the session and its workspace for a door, with the store and scope
+the door passes in, so the same session gives the same handoff whichever door asked.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class HandoffRequest:
     target: str | None = None
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
-    workspace: Path | None = None  # hand off into this workspace (`--workspace`)
+    workspace: Path | None = None  # `--workspace`: look for sessions and hand off there
 
     def handoff_type(self, picked_agent: str) -> HandoffType:
         return "session" if self.target is not None and self.target == picked_agent else "agent"
@@ -70,6 +71,8 @@ def prepare(
 
     if request.target is not None:
         pipeline.source_agents(request.target)  # unknown target: fail before reading anything
+    if request.workspace is not None:
+        here = checked_workspace(request.workspace)  # like `git -C DIR`: as if run there
     invoked_in = pipeline.workspace_for(Path(here))
     selection = pipeline.select_session(request.source, request.session, invoked_in)
     if confine and not cwd_in_workspace(selection.ref.cwd, invoked_in):
@@ -101,6 +104,18 @@ def prepare(
     return Prepared(coordinator, package)
 
 
+def checked_workspace(folder: Path) -> Path:
+    """`--workspace DIR`: an existing folder, or exit 2 (before any session is looked for)."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        what = "no such folder" if not path.exists() else "not a folder"
+        raise UsageError(
+            f"--workspace {folder}: {what}",
+            hint="--workspace names the folder to work in, as `git -C` does",
+        )
+    return path.absolute()
+
+
 def export(
     request: HandoffRequest,
     here: str | os.PathLike[str],
@@ -112,7 +127,8 @@ def export(
     identity: str | None = None,
     adjust: Callable[[HandoffCoordinator, HandoffPackage], HandoffPackage] | None = None,
 ) -> pipeline.WrittenHandoff:
-    """prepare -> publish -> write: `passdown export`, the hooks and MCP `prepare_handoff`.
+    """prepare -> stage -> publish -> write: `passdown export`, the hooks and MCP
+    `prepare_handoff`; a failure at any step changes nothing (`execute.publish_and_write`).
     With a store, the package is stored and made the active handoff by compare-and-swap;
     losing that race to another export prepares again on top of the winner. `adjust`
     lets a door add what only it knows before publishing (a hook's payload says the turn

@@ -13,8 +13,9 @@ Every step can run again after a crash and does its part once:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ from passdown.coordinator._checks import (
     run_checks,
 )
 from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
-from passdown.coordinator._lifecycle import HandoffStateError, Lifecycle
+from passdown.coordinator._lifecycle import HandoffStateError, Journal, Lifecycle
 from passdown.coordinator._package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
@@ -39,6 +40,7 @@ from passdown.errors import (
     RecordConflict,
     RecordInvalid,
     RecordNotFound,
+    RecordTooLarge,
     StoreError,
     UsageError,
 )
@@ -105,7 +107,8 @@ def execute(
     `dry_run` returns where the files would go and the argv, writing, storing and
     launching nothing.
     `on_launch(spec, result)` is called right before the agent starts.
-    `require_store=False` turns a store failure into a warning (the CLI's behaviour).
+    `require_store=False` goes on without the store when it cannot be opened (a
+    warning); a failure while publishing fails the execute, which then changes nothing.
     """
     model, schema = coerce_package(package)
     if model is None:
@@ -170,39 +173,103 @@ def _handoff_for(ctx: ProjectContext, pkg: HandoffPackage) -> Any:
 
 
 def _execute_one(ctx: ProjectContext, pkg: HandoffPackage, opts: ExecuteOptions) -> ExecuteResult:
-    """A dry run writes and stores nothing. A launch that cannot happen (the target is
-    not installed, the argv is too long) fails before anything is stored, published or
-    written, so the previous handoff stays the active one, in the store and on disk."""
+    """A dry run writes and stores nothing, and fails as the real run would (a target
+    that is not installed). A launch that cannot happen (the target is not installed,
+    the argv is too long) fails before anything is stored, published or written; so
+    does every other failure of the export (`publish_and_write`): the previous handoff
+    stays the active one, in the store and on disk."""
     result = ExecuteResult(package=pkg)
     target = pkg.target_agent
     launching = bool(target) and _should_launch(opts.launch, target or "")
     planned = pipeline.planned_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, opts.out_dir))
+    if launching:
+        spec = launch_spec(ctx, pkg, planned, opts)
+        _resolved(spec)
+        if opts.dry_run:
+            result.argv = spec.argv
     if opts.dry_run:
         result.written = planned
-        if launching:
-            result.argv = launch_spec(ctx, pkg, planned, opts).argv
         return result
-    if launching:
-        _resolved(launch_spec(ctx, pkg, planned, opts))
-    lc: Lifecycle | None = None
-    if opts.store and ctx.has_store:
+    storing = opts.store and ctx.has_store
+    if storing and not opts.require_store:
         try:
-            publish(ctx, pkg)
-            lc, result.stored = ctx.lifecycle(), True
-        except (HandoffConflict, HandoffStateError):
-            raise
-        except StoreError as exc:
-            if opts.require_store:
-                raise
-            result.warnings.append(f"the handoff was written but not stored: {exc.message}")
-    result.written = write_files(ctx, pkg, opts.out_dir)
-    if result.stored:
-        result.written.record_id = pkg.id
+            ctx.store()
+        except StoreError as exc:  # the caller chose to go on without a store it cannot open
+            storing = False
+            result.warnings.append(f"the handoff was not stored: {exc.message}")
+    result.written = publish_and_write(ctx, pkg, opts.out_dir, store=storing)
+    result.stored = storing
+    lc = ctx.lifecycle() if storing else None
     if launching:
         _launch(ctx, lc, pkg, result, opts)
     if lc is not None:
         result.package = ctx.with_status(pkg, lc)
     return result
+
+
+def publish_and_write(
+    ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None, *, store: bool
+) -> pipeline.WrittenHandoff:
+    """The one order of every export: the files are staged (written where nobody sees
+    them: a read-only or full disk, a bad folder fail here), the package is published
+    (stored, made the active handoff by compare-and-swap, the previous one superseded),
+    the files are made visible, and only then is the session's checkpoint moved on. A
+    failure at any step takes back what the steps before it did (`Journal.undo`), so
+    the store, the active pointer, the files and the checkpoint stay as they were. A
+    lost race (HandoffConflict) keeps its `rejected` record: that is the race's history."""
+    staged = pipeline.stage_handoff(
+        _handoff_of(pkg), _out_folder(ctx, pkg, out_dir), workspace_of(ctx, pkg)
+    )
+    journal = Journal()
+    try:
+        # one export of a workspace publishes and renames at a time: the files an export
+        # leaves are those of the handoff the pointer names, whichever finished first
+        with _workspace_lock(workspace_of(ctx, pkg)):
+            if store:
+                try:
+                    publish(ctx, pkg, journal)
+                except HandoffConflict:
+                    raise
+                except BaseException:
+                    _undo(ctx, journal)
+                    raise
+            try:
+                written = staged.commit()
+            except BaseException:
+                _undo(ctx, journal)
+                raise
+    finally:
+        staged.discard()
+    ctx.apply_checkpoints(pkg.id)
+    written.record_id = pkg.id if store else None
+    return written
+
+
+@contextlib.contextmanager
+def _workspace_lock(workspace: Path) -> Iterator[None]:
+    """flock(2) on the workspace folder itself: no lock file is created, also not in a
+    read-only workspace. Where folders cannot be locked, exports are not serialised."""
+    try:
+        import fcntl
+
+        fd = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _undo(ctx: ProjectContext, journal: Journal) -> None:
+    """Take back a publish; the error that made the export fail is the one reported."""
+    if not journal.pointers and not journal.records:
+        return
+    with contextlib.suppress(StoreError):
+        journal.undo(ctx.store(), ctx.scope)
 
 
 def _handoff_of(pkg: HandoffPackage) -> Any:
@@ -243,11 +310,12 @@ def _should_launch(launch: bool | None, target: str) -> bool:
     return target in load_agents()
 
 
-def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
+def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = None) -> None:
     """Store the record, then prepared -> published, swapping the active pointer from
-    the package's `previous_id` (children of a parallel handoff are never active)."""
-    lc, by = ctx.lifecycle(), ctx.identity
-    _store_record(ctx, pkg)
+    the package's `previous_id` (children of a parallel handoff are never active).
+    `journal` notes every change, for `publish_and_write` to take back."""
+    lc, by = Lifecycle(ctx.store(), ctx.scope, journal), ctx.identity
+    _store_record(ctx, pkg, lc)
     lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
     event = lc.current(pkg.id)
     status = event.status if event else None
@@ -283,10 +351,17 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage) -> None:
         )
 
 
-def _store_record(ctx: ProjectContext, pkg: HandoffPackage) -> None:
+def _store_record(ctx: ProjectContext, pkg: HandoffPackage, lc: Lifecycle | None = None) -> None:
     store = ctx.store()
     try:
-        store.store(package_to_record(pkg, project=ctx.scope.project))
+        (lc or ctx.lifecycle()).store_new(package_to_record(pkg, project=ctx.scope.project))
+    except RecordTooLarge as exc:
+        raise RecordTooLarge(
+            f"the handoff is too large for the store, so nothing was written or stored: "
+            f"{exc.message.removeprefix('invalid record: ')}",
+            hint="lower --max-chars / --max-messages, raise PASSDOWN_MAX_RECORD_BYTES, "
+            "or export with --no-store",
+        ) from None
     except RecordConflict:
         try:
             stored = package_from_record(store.retrieve(ctx.scope, pkg.id))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -29,7 +30,7 @@ from passdown.errors import HandoffStateError as HandoffStateError
 from passdown.errors import RecordNotFound
 
 if TYPE_CHECKING:
-    from passdown.records import Scope
+    from passdown.records import Record, Scope
     from passdown.store import Store
 
 # here rather than beside the package model: the session-start hook claims through this
@@ -68,10 +69,53 @@ def launch_pointer(package_id: str) -> str:
     return f"handoff-launch/{package_id}"
 
 
+@dataclass
+class Journal:
+    """What one publish changed in the store (pointers: name, value before, value
+    after; the records it created), so that an export failing later can take back
+    exactly that and nothing another writer did meanwhile."""
+
+    pointers: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    records: list[str] = field(default_factory=list)
+
+    def undo(self, store: Store, scope: Scope) -> None:
+        """Newest change first; each pointer by compare-and-swap, so a pointer another
+        writer moved on since is left as that writer set it."""
+        for name, before, after in reversed(self.pointers):
+            store.set_pointer(scope, name, after, before)
+        for record_id in reversed(self.records):
+            with contextlib.suppress(RecordNotFound):
+                store.delete(scope, record_id)
+        self.pointers.clear()
+        self.records.clear()
+
+
 class Lifecycle:
-    def __init__(self, store: Store, scope: Scope) -> None:
+    def __init__(self, store: Store, scope: Scope, journal: Journal | None = None) -> None:
         self.store = store
         self.scope = scope
+        self.journal = journal  # set while publishing: every change is noted there
+
+    def _set(self, name: str, before: str | None, after: str | None) -> bool:
+        done = self.store.set_pointer(self.scope, name, before, after)
+        if done and self.journal is not None:
+            self.journal.pointers.append((name, before, after))
+        return done
+
+    def store_new(self, record: dict[str, object] | Record) -> None:
+        """Store a record, noting it in the journal when this call created it."""
+        record_id = record.id if not isinstance(record, dict) else str(record["id"])
+        fresh = self.journal is not None and not self._exists(record_id)
+        self.store.store(record)
+        if fresh and self.journal is not None:
+            self.journal.records.append(record_id)
+
+    def _exists(self, record_id: str) -> bool:
+        try:
+            self.store.retrieve(self.scope, record_id)
+        except RecordNotFound:
+            return False
+        return True
 
     # -- status ----------------------------------------------------------------------------
     def current(self, package_id: str) -> StatusEvent | None:
@@ -101,7 +145,7 @@ class Lifecycle:
                     f"handoff {package_id} is {current or 'unknown'}; it cannot become {to}"
                 )
             event = StatusEvent(status=to, by=by, at=now_us(), note=note)
-            if self.store.set_pointer(self.scope, name, raw, event.model_dump_json()):
+            if self._set(name, raw, event.model_dump_json()):
                 self._record(package_id, event)
                 return True
         raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
@@ -127,7 +171,7 @@ class Lifecycle:
         return True
 
     def _record(self, package_id: str, event: StatusEvent) -> None:
-        self.store.store(
+        self.store_new(
             {
                 "id": f"{package_id}#{event.status}",
                 "type": "status",
@@ -166,7 +210,7 @@ class Lifecycle:
         return self.store.get_pointer(self.scope, ACTIVE_POINTER)
 
     def swap_active(self, expected: str | None, new: str) -> bool:
-        return self.store.set_pointer(self.scope, ACTIVE_POINTER, expected, new)
+        return self._set(ACTIVE_POINTER, expected, new)
 
     # -- launches --------------------------------------------------------------------------
     def claim_launch(self, package_id: str, by: str) -> bool:

@@ -28,7 +28,13 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Union
 
-from passdown.errors import RecordConflict, RecordInvalid, RecordNotFound, UsageError
+from passdown.errors import (
+    RecordConflict,
+    RecordInvalid,
+    RecordNotFound,
+    RecordTooLarge,
+    UsageError,
+)
 from passdown.store import _text
 
 if TYPE_CHECKING:
@@ -123,7 +129,7 @@ def prepare(record: Record | Mapping[str, object]) -> Prepared:
     limit = max_record_bytes()
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > limit:
-        raise RecordInvalid(
+        raise RecordTooLarge(
             f"invalid record: record {rec.id!r} is {size:,} bytes; the store takes at most "
             f"{limit:,} (set {MAX_RECORD_BYTES_ENV} to change it)",
         )

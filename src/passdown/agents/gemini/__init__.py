@@ -58,6 +58,7 @@ class GeminiCLI(Agent):
     name = "gemini"
     display_name = "Gemini CLI"
     program = "gemini"
+    store_env = ("GEMINI_CLI_HOME",)
 
     def gemini_dir(self) -> Path:
         configured = os.environ.get("GEMINI_CLI_HOME")  # the CLI's own home override

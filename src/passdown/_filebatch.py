@@ -1,0 +1,204 @@
+"""Several files made visible together: an export's HANDOFF.md, handoff.json, their
+history copies and the git exclude line appear only once the handoff is stored, and a
+failure (or a killed process) before that leaves the disk as it was."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from pathlib import Path
+
+from passdown import _fsio as fsio
+
+
+class FileBatch:
+    """Files made visible together, after everything that can fail has happened.
+
+    `stage` writes each file where nobody sees it: an anonymous file (O_TMPFILE) in the
+    nearest folder on its way that exists, fsynced; a process killed meanwhile leaves
+    nothing behind. Where the file system has no anonymous files, a hidden temp name is
+    used (`sweep_stale_temp` removes it after a kill). A missing destination folder is
+    created only by `commit`, which links each staged file in and renames it over its
+    destination (no space is needed any more: the data is on disk), then removes the
+    files `remove` named; a commit that fails half-way puts back what it replaced.
+    `discard` (or an exception before `commit`) leaves the disk as it was. Raises
+    `OutputError`.
+    """
+
+    def __init__(self) -> None:
+        self._staged: list[_Staged] = []
+        self._removals: list[Path] = []
+
+    def stage(
+        self, path: Path, data: bytes | str, mode: int = fsio.FILE_MODE, *, private: bool = True
+    ) -> None:
+        """`private`: the folder is passdown's (0700, ours, no symlink); False for a
+        folder of another program (`.git/info`), which is left as it is."""
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        path = Path(path)
+        anchor = existing_folder(path.parent) if private else _nearest(path.parent)
+        try:
+            staged = _Staged.anonymous(path, anchor, mode) or _Staged.named(path, anchor, mode)
+        except OSError as exc:
+            action = "write" if anchor == path.parent else "create folder"
+            raise fsio._error(action, path if anchor == path.parent else path.parent, exc) from exc
+        staged.private = private
+        self._staged.append(staged)
+        try:
+            fsio._write_all(staged.fd, data)
+            os.fsync(staged.fd)
+        except OSError as exc:
+            raise fsio._error("write", path, exc) from exc
+
+    def remove(self, path: Path) -> None:
+        """Delete `path` at commit (a history copy pruned away)."""
+        self._removals.append(Path(path))
+
+    def commit(self) -> None:
+        """Every staged file in place, or (when one cannot be placed) the ones placed
+        before it put back as they were: each file it replaces is kept under a hidden
+        name (a hard link, no copy) until all are in."""
+        placed: list[tuple[Path, Path | None]] = []  # (destination, its previous file)
+        try:
+            for staged in self._staged:
+                _make_folder(staged.path.parent, private=staged.private)
+                previous = _keep_aside(staged.path)
+                try:
+                    staged.place()
+                except BaseException:
+                    if previous is not None:  # not replaced: only the link goes
+                        fsio._unlink_quietly(previous)
+                    raise
+                placed.append((staged.path, previous))
+        except BaseException:
+            for path, previous in reversed(placed):
+                if previous is None:
+                    fsio._unlink_quietly(path)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.replace(previous, path)
+            raise
+        self._staged.clear()
+        for _, previous in placed:
+            if previous is not None:
+                fsio._unlink_quietly(previous)
+        for path in self._removals:
+            fsio._unlink_quietly(path)
+        self._removals.clear()
+
+    def discard(self) -> None:
+        for staged in self._staged:
+            staged.drop()
+        self._staged.clear()
+        self._removals.clear()
+
+    def __enter__(self) -> FileBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+
+def _make_folder(folder: Path, *, private: bool) -> None:
+    if private:
+        fsio.ensure_private_dir(folder)
+        return
+    try:  # another program's folder (`.git/info`): created as it would create it
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+    except OSError as exc:
+        raise fsio._error("create folder", folder, exc) from exc
+
+
+def _keep_aside(path: Path) -> Path | None:
+    """A hidden hard link to the regular file at `path` (None: nothing there to keep),
+    named as a temp file, so that a killed commit's link is swept like one."""
+    if not os.path.isfile(path) or os.path.islink(path):
+        return None
+    aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
+    try:
+        os.link(path, aside, follow_symlinks=False)
+    except OSError as exc:
+        raise fsio._error("write", path, exc) from exc
+    return aside
+
+
+def existing_folder(folder: Path) -> Path:
+    """`folder`, checked as `ensure_private_dir` checks it, or its nearest ancestor that
+    exists when it does not (the folder itself is then created at commit)."""
+    if fsio.REDACTION_MARK in str(folder) and not os.path.lexists(folder):
+        fsio.ensure_private_dir(folder)  # raises: a redacted path is never a destination
+    if os.path.lexists(folder):
+        return fsio.ensure_private_dir(folder)
+    return _nearest(folder)
+
+
+def _nearest(folder: Path) -> Path:
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+_PROC_FDS = "/proc/self/fd"
+
+
+class _Staged:
+    """One staged file: an open anonymous file, or a hidden temp name."""
+
+    def __init__(self, path: Path, fd: int, tmp: Path | None, mode: int) -> None:
+        self.path, self.fd, self.tmp, self.mode = path, fd, tmp, mode
+        self.private = True
+
+    @classmethod
+    def anonymous(cls, path: Path, anchor: Path, mode: int) -> _Staged | None:
+        if not _O_TMPFILE or not os.path.isdir(_PROC_FDS):
+            return None
+        try:
+            fd = os.open(anchor, _O_TMPFILE | os.O_WRONLY | fsio._CLOEXEC, mode)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+                return None  # no anonymous files here: a named temp file says why, if need be
+            raise
+        return cls(path, fd, None, mode)
+
+    @classmethod
+    def named(cls, path: Path, anchor: Path, mode: int) -> _Staged:
+        tmp = anchor / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsio._NOFOLLOW | fsio._CLOEXEC, mode
+        )
+        return cls(path, fd, tmp, mode)
+
+    def place(self) -> None:
+        """Link the file in under a temp name and rename it over the destination (a
+        named temp file is renamed straight over it)."""
+        tmp = self.tmp or self.path.with_name(f".{self.path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.fchmod(self.fd, self.mode)  # the umask may have taken bits away
+            if self.tmp is None:
+                procfd = os.open(_PROC_FDS, os.O_RDONLY | fsio._CLOEXEC)
+                try:  # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N: the anonymous file
+                    os.link(str(self.fd), tmp, src_dir_fd=procfd, follow_symlinks=True)
+                finally:
+                    os.close(procfd)
+            os.replace(tmp, self.path)
+            self.tmp = None
+        except OSError as exc:
+            fsio._unlink_quietly(tmp)
+            self.tmp = None
+            raise fsio._error("write", self.path, exc) from exc
+        finally:
+            self.drop()
+        fsio._fsync_dir(self.path.parent)
+
+    def drop(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+        if self.tmp is not None:
+            fsio._unlink_quietly(self.tmp)
+            self.tmp = None
