@@ -361,8 +361,6 @@ def apply_fault(fault: str, door: str, world: World, tmp_path: Path) -> None:
     elif fault in ("full", "store_full"):
         fill(world.ws if fault == "full" else world.data)
     elif fault == "bad_out":
-        if door in ("hook", "mcp"):
-            pytest.skip(f"the {door} door takes no output folder")
         world.out = "/proc/nope"
     elif fault == "killed":
         site = tmp_path / "killer"
@@ -407,7 +405,13 @@ def scene(
             undo_fault(world)
 
 
-CASES = [(door, fault) for door in DOORS for fault in FAULTS]
+# the hook and MCP doors take no output folder: a bad one is no fault they can meet
+CASES = [
+    (door, fault)
+    for door in DOORS
+    for fault in FAULTS
+    if not (fault == "bad_out" and door in ("hook", "mcp"))
+]
 
 
 @pytest.mark.parametrize("scene", CASES, ids=[f"{d}-{f}" for d, f in CASES], indirect=True)
