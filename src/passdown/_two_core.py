@@ -54,6 +54,7 @@ from passdown._extract import (
 )
 from passdown._jsonl import FdWindow
 from passdown._packed import Packed, unpacked
+from passdown.handoff import FILES_KEEP
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
 from passdown.transcript import (
@@ -224,11 +225,13 @@ def merge(extractor: _Extractor, partial: Partial) -> None:
         extractor._plan(step.op, source=step.source, created_id=step.created_id)
     _merge_files(extractor, half)
     extractor.failed_edits.extend(half.failed_edits)
+    extractor.failed_edits_total += half.failed_edits_total
     extractor.commands.extend(half.commands)
     extractor.commands_total += half.commands_total
     extractor.commands_failed += half.commands_failed
     _merge_failures(extractor, half, partial.failure_ops)
     extractor.subagents.extend(half.subagents)
+    extractor.subagents_total += half.subagents_total
     extractor.subagent_calls += half.subagent_calls
 
 
@@ -244,6 +247,10 @@ def _merge_files(extractor: _Extractor, half: _Extractor) -> None:
         files.move_to_end(rel)
         entry.confirmed = entry.confirmed or touched.confirmed
         entry.actions.extend(a for a in touched.actions if a not in entry.actions)
+    extractor.files_evicted += half.files_evicted
+    while len(files) > FILES_KEEP:  # as one pass would: the least recently touched go
+        files.popitem(last=False)
+        extractor.files_evicted += 1
 
 
 def _merge_failures(extractor: _Extractor, half: _Extractor, ops: list[int | str]) -> None:

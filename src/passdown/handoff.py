@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # the rules every handoff carries: in a light module of their own for the session-start hook
 from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
 from passdown._workspace import WorkspaceSnapshot
-from passdown.transcript import EndReason
+from passdown.transcript import PLAN_KEEP, EndReason
 
 SCHEMA_ID: Final = "passdown.handoff/1"
 
@@ -112,6 +112,56 @@ class Ended(_Model):
     message: str | None = None
 
 
+# The most items extraction keeps of each list (what bounds its memory); a budget
+# (`Limits`) can be at most this. The plan's is `transcript.PLAN_KEEP`.
+FILES_KEEP = 2000
+COMMANDS_KEEP = 100
+FAILED_EDITS_KEEP = 100
+SUBAGENTS_KEEP = 200
+NOTES_KEEP = 100
+WARNINGS_KEEP = 200
+
+
+class Limits(_Model):
+    """The budgets this handoff was cut to: each list keeps at most this many items and
+    counts the rest in `State.omitted`; HANDOFF.md as a whole fits in `max_doc_chars`
+    (the current plan's open items and the last failure always stay). Set by the
+    options of inspect/export/switch or the `[handoff]` table of config.toml."""
+
+    max_plan_items: int = Field(default=40, ge=1, le=PLAN_KEEP)
+    max_files: int = Field(default=50, ge=1, le=FILES_KEEP)  # files_touched, workspace_changes
+    max_commands: int = Field(default=20, ge=1, le=COMMANDS_KEEP)
+    max_failures: int = Field(default=10, ge=1, le=FAILED_EDITS_KEEP)  # failed_edits
+    max_subagents: int = Field(default=20, ge=1, le=SUBAGENTS_KEEP)
+    max_notes: int = Field(default=10, ge=1, le=NOTES_KEEP)  # decisions, blockers, ... each
+    max_warnings: int = Field(default=20, ge=1, le=WARNINGS_KEEP)
+    max_doc_chars: int = Field(default=100_000, ge=10_000, le=10_000_000)
+
+
+class Omitted(_Model):
+    """How many items each list of the handoff leaves out (0: the list is whole)."""
+
+    # current-plan items not listed: the oldest completed or cancelled ones first, then
+    # the newest pending ones (open items fill the budget first)
+    plan: int = 0
+    # tasks of an earlier plan, set aside when a later task reused their id (a forked
+    # Claude Code session numbers its tasks from 1 again): counted, never listed
+    plan_set_aside: int = 0
+    files_touched: int = 0  # the least recently touched first
+    workspace_changes: int = 0
+    failed_edits: int = 0  # the oldest first
+    commands: int = 0  # the oldest first (commands_total counts them all)
+    subagents: int = 0  # the oldest first
+    decisions: int = 0
+    blockers: int = 0
+    open_questions: int = 0
+    next_steps: int = 0
+    warnings: int = 0  # of the handoff's top-level `warnings`
+
+    def total(self) -> int:
+        return sum(self.model_dump().values())
+
+
 class State(_Model):
     plan: list[PlanEntry] = Field(default_factory=list)
     plan_source: str | None = None  # which tool or file the plan came from
@@ -130,6 +180,8 @@ class State(_Model):
     next_steps: list[str] = Field(default_factory=list)
     subagents: list[Subagent] = Field(default_factory=list)
     subagent_calls: int = 0
+    # what each list above (and the handoff's warnings) leaves out to stay in its budget
+    omitted: Omitted = Field(default_factory=Omitted)
 
 
 class Redaction(_Model):
@@ -148,8 +200,9 @@ class Handoff(_Model):
     state: State
     workspace: WorkspaceSnapshot
     contract: list[str] = Field(default_factory=lambda: list(TAKEOVER_CONTRACT))
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # state.omitted.warnings: cut ones
     redaction: Redaction = Field(default_factory=Redaction)
+    limits: Limits = Field(default_factory=Limits)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
