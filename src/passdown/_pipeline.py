@@ -17,7 +17,7 @@ from passdown._workspace import HANDOFF_DIR as HANDOFF_DIR
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
 from passdown.agents.base import SkippedSession, unreadable_sessions
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
-from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
+from passdown.handoff import FileTouched, Handoff, Limits, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
 
 # Upper bounds of the transcript budget: far above any use, far below what overflows
@@ -31,6 +31,7 @@ class ExportOptions:
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
     target_agent: str | None = None
+    limits: Limits | None = None  # the handoff's budgets; None: config.toml's, else defaults
 
     def validate(self) -> None:
         if not 2 <= self.max_messages <= MAX_MESSAGES_LIMIT:
@@ -209,10 +210,12 @@ def hand_off_into(
 def build_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
     """Read, extract, snapshot and redact: the complete handoff, nothing written yet.
     Raises SessionReadError when the session file holds no readable record at all."""
+    from passdown._budgets import fit_lists, load_limits, shorten_texts
     from passdown._workspace import files_changed_since, snapshot
 
     options = options or ExportOptions()
     options.validate()
+    limits = options.limits or load_limits()
     transcript, extracted, seen = _read_and_extract(selection, options)
     _refuse_unreadable(transcript, seen)
     info = transcript.info
@@ -246,7 +249,8 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         workspace=workspace,
         warnings=warnings,
     )
-    return redact_handoff(handoff)
+    # lists cut to their budgets before redaction, long texts shortened after it
+    return shorten_texts(redact_handoff(fit_lists(handoff, limits)))
 
 
 def _read_and_extract(

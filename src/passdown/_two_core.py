@@ -54,9 +54,9 @@ from passdown._extract import (
 )
 from passdown._jsonl import FdWindow
 from passdown._packed import Packed, unpacked
-from passdown.handoff import FILES_KEEP
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
+from passdown.handoff import FILES_KEEP
 from passdown.transcript import (
     Diagnostics,
     Event,

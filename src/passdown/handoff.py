@@ -138,25 +138,32 @@ class Limits(_Model):
     max_doc_chars: int = Field(default=100_000, ge=10_000, le=10_000_000)
 
 
-class Omitted(_Model):
-    """How many items each list of the handoff leaves out (0: the list is whole)."""
+def _count(description: str) -> int:
+    return Field(default=0, ge=0, description=description)
 
-    # current-plan items not listed: the oldest completed or cancelled ones first, then
-    # the newest pending ones (open items fill the budget first)
-    plan: int = 0
-    # tasks of an earlier plan, set aside when a later task reused their id (a forked
-    # Claude Code session numbers its tasks from 1 again): counted, never listed
-    plan_set_aside: int = 0
-    files_touched: int = 0  # the least recently touched first
-    workspace_changes: int = 0
-    failed_edits: int = 0  # the oldest first
-    commands: int = 0  # the oldest first (commands_total counts them all)
-    subagents: int = 0  # the oldest first
-    decisions: int = 0
-    blockers: int = 0
-    open_questions: int = 0
-    next_steps: int = 0
-    warnings: int = 0  # of the handoff's top-level `warnings`
+
+class Omitted(_Model):
+    """How many items each list of the handoff leaves out to stay in its budget
+    (`Limits`); 0: the list is whole. The transcript's own count is `task.messages_omitted`."""
+
+    plan: int = _count(
+        "current-plan items not listed: the oldest completed or cancelled first, then the "
+        "newest pending (open items fill the budget first)"
+    )
+    plan_set_aside: int = _count(
+        "tasks of an earlier plan, set aside when a later task reused their id (a forked "
+        "Claude Code session numbers its tasks from 1 again): counted, never listed"
+    )
+    files_touched: int = _count("files touched not listed: the least recently touched")
+    workspace_changes: int = _count("workspace changes not listed")
+    failed_edits: int = _count("failed edits not listed: the oldest")
+    commands: int = _count("commands not listed: the oldest (commands_total counts all)")
+    subagents: int = _count("sub-agents not listed: the oldest")
+    decisions: int = _count("decisions not listed")
+    blockers: int = _count("blockers not listed")
+    open_questions: int = _count("open questions not listed")
+    next_steps: int = _count("next steps not listed: the last ones")
+    warnings: int = _count("the handoff's top-level warnings not listed: the last ones")
 
     def total(self) -> int:
         return sum(self.model_dump().values())
@@ -180,8 +187,10 @@ class State(_Model):
     next_steps: list[str] = Field(default_factory=list)
     subagents: list[Subagent] = Field(default_factory=list)
     subagent_calls: int = 0
-    # what each list above (and the handoff's warnings) leaves out to stay in its budget
-    omitted: Omitted = Field(default_factory=Omitted)
+    omitted: Omitted = Field(
+        default_factory=Omitted,
+        description="how many items each list (and the handoff's warnings) leaves out",
+    )
 
 
 class Redaction(_Model):
@@ -202,7 +211,9 @@ class Handoff(_Model):
     contract: list[str] = Field(default_factory=lambda: list(TAKEOVER_CONTRACT))
     warnings: list[str] = Field(default_factory=list)  # state.omitted.warnings: cut ones
     redaction: Redaction = Field(default_factory=Redaction)
-    limits: Limits = Field(default_factory=Limits)
+    limits: Limits = Field(
+        default_factory=Limits, description="the budgets the lists and HANDOFF.md were cut to"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
