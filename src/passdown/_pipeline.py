@@ -352,18 +352,23 @@ def _attribute_git_changes(
         if path in others:
             continue  # another session's work, not this one's
         (ours if path in named or os.path.basename(path) in named else meanwhile).append(path)
-    _append_capped(state.files_touched, ours, "changed files", warnings)
-    _append_capped(state.workspace_changes, meanwhile, "files changed meanwhile", warnings)
+    omitted = state.omitted
+    omitted.files_touched += _append_capped(state.files_touched, ours, "changed files", warnings)
+    omitted.workspace_changes += _append_capped(
+        state.workspace_changes, meanwhile, "files changed meanwhile", warnings
+    )
 
 
 def _append_capped(
     files: list[FileTouched], paths: list[str], what: str, warnings: list[str]
-) -> None:
+) -> int:
+    """Append git's paths, at most MAX_GIT_FILES; returns how many were left out."""
     if len(paths) > MAX_GIT_FILES:
         warnings.append(f"git shows more than {MAX_GIT_FILES} {what}; the list is cut")
     files.extend(
         FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES]
     )
+    return max(len(paths) - MAX_GIT_FILES, 0)
 
 
 _SHELL_WORD = re.compile(r"""[^\s'"`;|&<>()]+""")
