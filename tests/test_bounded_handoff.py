@@ -507,3 +507,15 @@ def test_incremental_export_gives_the_same_bounded_handoff_as_a_full_read(
     assert [p["subject"] for p in data["state"]["plan"]] == ["round 259 task 1", "round 259 task 3"]
     assert data["state"]["omitted"]["plan_set_aside"] == 3 * 259
     assert data["state"]["omitted"]["plan"] == 1
+
+
+def test_the_cli_budget_options_name_every_limit_with_its_default() -> None:
+    """The CLI keeps its own table (it imports only click until a command runs): it must
+    name every budget of the model, with the model's default."""
+    from passdown.cli._handoff_cmds import LIMIT_OPTIONS
+
+    table = {field: default for field, default, _help in LIMIT_OPTIONS.values()}
+    assert table == {name: info.default for name, info in Limits.model_fields.items()}
+    assert all(
+        option == "--" + field.replace("_", "-") for option, (field, _, _) in LIMIT_OPTIONS.items()
+    )
