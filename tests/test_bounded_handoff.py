@@ -321,7 +321,7 @@ def test_long_texts_are_shortened_and_marked() -> None:
     state = State(commands=[CommandRun(command="x" * 50_000)], commands_total=1)
     h = shorten_texts(_handoff(state))
     command = h.state.commands[0].command
-    assert len(command) < 2_100 and "characters cut" in command
+    assert len(command) < 1_100 and "characters cut" in command
 
 
 # -- one document budget for HANDOFF.md --------------------------------------------------

@@ -338,6 +338,8 @@ def _workspace_section(h: Handoff) -> _Section:
         head.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")
     head.append(f"- Uncommitted changes: {ws.dirty_total}")
     items = [[f"  - {_code(d.status)} {_v(d.path)}"] for d in ws.dirty]
+    if ws.dirty_total > len(ws.dirty):
+        items.append([f"  - *({ws.dirty_total - len(ws.dirty)} more not listed)*"])
     if ws.diff_stat:
         items.append(["", "Diff stat against HEAD:", "", _fence(ws.diff_stat)])
     return _Section(head, items, [""], rank=4, from_end=True)
