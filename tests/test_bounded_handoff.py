@@ -27,12 +27,14 @@ import pytest
 from passdown._budgets import fit_lists, load_limits, shorten_texts
 from passdown._extract import (
     PENDING_KEEP,
+    extract,
     extractor_state,
     new_extractor,
     restore_extractor,
 )
 from passdown._render import render_markdown
 from passdown._workspace import WorkspaceSnapshot
+from passdown.agents import get_agent
 from passdown.agents._claude_plan import PlanReplay
 from passdown.errors import UsageError
 from passdown.handoff import (
@@ -519,3 +521,28 @@ def test_the_cli_budget_options_name_every_limit_with_its_default() -> None:
     assert all(
         option == "--" + field.replace("_", "-") for option, (field, _, _) in LIMIT_OPTIONS.items()
     )
+
+
+def test_task_files_filling_gaps_keep_the_count_of_earlier_plan_tasks(claude_dir: Path) -> None:
+    """The reader's replay emits the plan again when Claude's task files fill a gap: the
+    replacement carries the count of tasks set aside, so it is not lost."""
+    from test_claude_messy import _task_files
+
+    s = Session(session_id="bbbbbbbb-0000-4000-8000-000000000077", cwd=WS)
+    s.user("Write a.txt, then b.txt")
+    for round_ in range(5):
+        s.task_create(1, f"Write a.txt ({round_})")
+    s.task_create(2, "Write b.txt")
+    _task_files(
+        claude_dir,
+        s.session_id,
+        [{"id": "2", "subject": "Write b.txt", "description": "from the task file"}],
+    )
+    agent = get_agent("claude")
+    path = s.write(claude_dir)
+    state = extract(agent.read(agent.ref_for_path(path)).events(), workspace=WS).state
+    assert [(p.id, p.subject, p.description) for p in state.plan] == [
+        ("1", "Write a.txt (4)", None),
+        ("2", "Write b.txt", "from the task file"),
+    ]
+    assert state.omitted.plan_set_aside == 4
