@@ -546,3 +546,13 @@ def test_task_files_filling_gaps_keep_the_count_of_earlier_plan_tasks(claude_dir
         ("2", "Write b.txt", "from the task file"),
     ]
     assert state.omitted.plan_set_aside == 4
+
+
+def test_the_document_budget_counts_escaped_control_characters() -> None:
+    """A control character is written escaped (four characters for one): the budget
+    holds for the text as written."""
+    h = fit_lists(_handoff(_big_state(20)), Limits(max_doc_chars=10_000))
+    h.task.transcript = [TranscriptEntry(role="user", text="\x01" * 1500) for _ in range(4)]
+    text = render_markdown(h)
+    assert len(text) <= 10_000 and "\x01" not in text
+    assert "cut here to fit HANDOFF.md's size budget" in text

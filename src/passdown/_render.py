@@ -124,6 +124,14 @@ class _Section:
     required: set[int] = field(default_factory=set)  # indices of items that always stay
     cut: int = 0
 
+    def escaped(self) -> _Section:
+        """The section without terminal control sequences (`safe_text`), measured as it
+        will be written: escaping a control character lengthens the text."""
+        self.head = [safe_text(line) for line in self.head]
+        self.items = [[safe_text(line) for line in item] for item in self.items]
+        self.tail = [safe_text(line) for line in self.tail]
+        return self
+
     def lines(self) -> list[str]:
         if not self.cut:
             return [*self.head, *(line for item in self.items for line in item), *self.tail]
@@ -143,10 +151,10 @@ def render_markdown(h: Handoff) -> str:
     are cut first (the transcript, then the compaction summary, the workspace's file
     list, sub-agents, ... the plan's closed items last), every cut marked; the summary,
     the contract, the current plan's open items and the last failure always stay."""
-    sections = _sections(h)
+    sections = [section.escaped() for section in _sections(h)]
     _fit(sections, h.limits.max_doc_chars)
     text = "\n".join(line for section in sections for line in section.lines())
-    return safe_text(text.rstrip() + "\n")
+    return text.rstrip() + "\n"
 
 
 def _sections(h: Handoff) -> list[_Section]:
