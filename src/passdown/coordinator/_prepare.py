@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from passdown import _pipeline as pipeline
+from passdown._budgets import shorten_texts
 from passdown.coordinator import _build as build
 from passdown.coordinator._checks import fingerprint
 from passdown.coordinator._compact import budget_chars, compact
@@ -288,7 +289,8 @@ def _handoff(
 def _compacted(package: HandoffPackage, budget: int) -> HandoffPackage:
     assert package.handoff is not None  # assemble always builds one
     extra = [package.summary, *package.state.completed_features]
-    handoff, report = compact(package.handoff, budget, extra=extra)
+    # long texts shortened only now, after redaction, as `pipeline.build_handoff` does
+    handoff, report = compact(shorten_texts(package.handoff), budget, extra=extra)
     return package.model_copy(update={"handoff": handoff, "compaction": report})
 
 
