@@ -21,13 +21,14 @@ The last line per agent and kind says PASS or what failed. Generated files live 
 --workdir and are removed unless --keep.
 
 Usage: python benchmarks/bench_growth.py [--agents claude,codex] [--kinds plan,failing]
-       [--sizes 4,16,64] [--src DIR] [--timeout 600] [--json FILE] [--keep]
+       [--sizes 4,16,64] [--skip claude:plan] [--src DIR] [--timeout 600] [--json FILE] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import itertools
 import json
 import os
 import shutil
@@ -118,8 +119,22 @@ def run_export(
     )
     code, wall, cpu, rss_kb = proc.stdout.split()
     rss = max(int(rss_kb), _two_core_rss_kb(proc.stderr)) / 1024
-    row = Row(grown.agent, grown.kind, grown.size / MB, grown.copies, float(wall), float(cpu),
-              rss, 0, 0, 0, 0, 0, 0, "")
+    row = Row(
+        grown.agent,
+        grown.kind,
+        grown.size / MB,
+        grown.copies,
+        float(wall),
+        float(cpu),
+        rss,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        "",
+    )
     if code != "0":
         row.error = f"exit {code}: {proc.stderr.strip()[-300:]}"
         return row, None
@@ -172,7 +187,7 @@ def verdict(rows: list[Row]) -> str:
     if any(r.error for r in rows):
         return "FAIL: " + next(r.error for r in rows if r.error)
     problems = []
-    for before, after in zip(rows, rows[1:], strict=False):
+    for before, after in itertools.pairwise(rows):
         size_ratio = after.size_mb / before.size_mb
         ratio = after.cpu_s / before.cpu_s
         if ratio > TIME_RATIO * size_ratio / 4:
@@ -194,8 +209,11 @@ HEADER = (
 
 def print_row(row: Row, prev: Row | None, first: Row) -> None:
     if row.error:
-        print(f"{row.agent:8} {row.kind:11} {row.size_mb:5.0f}M {row.copies:7d} "
-              f"{row.wall_s:6.1f}s  {row.error}", flush=True)
+        print(
+            f"{row.agent:8} {row.kind:11} {row.size_mb:5.0f}M {row.copies:7d} "
+            f"{row.wall_s:6.1f}s  {row.error}",
+            flush=True,
+        )
         return
     ratio = f"{row.cpu_s / prev.cpu_s:6.2f}" if prev and not prev.error else f"{'':6}"
     print(
@@ -213,6 +231,9 @@ def main() -> None:
     )
     parser.add_argument("--agents", default=",".join(growslice.agents()))
     parser.add_argument("--kinds", default=",".join(growslice.KINDS))
+    parser.add_argument(
+        "--skip", default="", help="agent:kind pairs to leave out, e.g. claude:plan"
+    )
     parser.add_argument("--sizes", default="4,16,64", help="sizes in MB, 4x apart")
     parser.add_argument("--src", default=str(REPO / "src"), help="passdown source tree")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per export")
@@ -229,7 +250,10 @@ def main() -> None:
     summary: list[str] = []
     try:
         for agent in args.agents.split(","):
+            skip = set(args.skip.split(","))
             for kind in (k for k in growslice.kinds_for(agent) if k in kinds):
+                if f"{agent}:{kind}" in skip:
+                    continue
                 done: list[Row] = []
                 for size in sizes:
                     grown = growslice.grow(agent, kind, int(size * MB), work / "store")

@@ -22,6 +22,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import realshape
 from realshape import FIXTURES, Fixture, Grower
@@ -49,35 +50,41 @@ SLICES: dict[str, dict[str, Slice]] = {
         "subagents": Slice(rb'"name":"Agent"', scenario="subagent"),
         "compactions": Slice(rb'"compact_boundary"', rb"local-command-stdout"),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     "codex": {
         "plan": Slice(rb'"name":"update_plan"'),
         "failing": Slice(rb'"exit_code":1\b'),
         "edits": Slice(rb'"type":"FileChange"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     "gemini": {
         "plan": Slice(rb'^\{"id"[^\n]*"name":"write_todos"'),
         "failing": Slice(rb'^\{"id"[^\n]*"type":"gemini"[^\n]*' + _FAIL),
         "edits": Slice(rb'^\{"id"[^\n]*"type":"gemini"[^\n]*"name":"replace"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     "qwen": {
         "plan": Slice(rb'"type":"assistant"[^\n]*"name":"todo_write"'),
         "failing": Slice(rb'"type":"tool_result"[^\n]*' + _FAIL),
         "edits": Slice(rb'"type":"assistant"[^\n]*"name":"edit"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     "pi": {
         "failing": Slice(rb'"role":"toolResult"[^\n]*' + _FAIL),
         "edits": Slice(rb'"toolCall"[^\n]*"name":"edit"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     "copilot": {
         "plan": Slice(rb'"toolName":"sql"'),
         "failing": Slice(rb'"tool.execution_complete"[^\n]*' + _FAIL),
         "edits": Slice(rb'"tool.execution_start"[^\n]*"toolName":"edit"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
     # opencode: a message's parts (SQLite rows), chosen by what a part holds
     "opencode": {
@@ -85,6 +92,7 @@ SLICES: dict[str, dict[str, Slice]] = {
         "failing": Slice(rb'"tool":"bash"[^\n]*' + _FAIL),
         "edits": Slice(rb'"tool":"edit","callID":"[^"]*","state":\{"status":"completed"'),
         "prompts": Slice(b"prompt"),
+        "errors": Slice(b"error"),
     },
 }
 TREES = {
@@ -120,7 +128,9 @@ def fixture(agent: str, scenario: str = "full") -> Source:
     root = FIXTURES / agent / scenario
     data = json.loads((root / "expected.json").read_text())
     files = [f for f in data["session_files"] if f.endswith(".jsonl") and "/subagents/" not in f]
-    return Source(agent, ENV_VARS.get(agent, "HOME"), files[0] if files else "", TREES.get(agent), scenario)
+    return Source(
+        agent, ENV_VARS.get(agent, "HOME"), files[0] if files else "", TREES.get(agent), scenario
+    )
 
 
 def expected(agent: str, scenario: str = "full") -> dict[str, object]:
@@ -192,6 +202,9 @@ def find_window(
 
 def slice_window(agent: str, kind: str, lines: list[bytes]) -> tuple[int, int]:
     spec = SLICES[agent][kind]
+    if spec.anchor == b"error":  # the line `with_api_error` put after the prompt
+        at = next(i for i, ln in enumerate(lines) if _ERROR_MARK in ln)
+        return find_window(lines, at, at, TREES.get(agent))
     if spec.anchor == b"prompt":
         needle = _prompt_needle(agent, spec.scenario)
         at = next(
@@ -283,7 +296,9 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
         grower: Grower = realshape.Grower(fx)
         copies = grower.write(path, size)
         return Grown(agent, kind, target, fx.env_var, path, copies, scenario)
-    replace = _first_run if agent == "gemini" and kind != "prompts" else _same
+    replace = _first_run if agent == "gemini" and kind not in ("prompts", "errors") else _same
+    if kind == "errors":
+        replace = _with_api_error(agent)
     lines = replace((fx.root / fx.session).read_bytes()).splitlines()
     window = slice_window(agent, kind, lines)
     extra: list[bytes] = []
@@ -297,6 +312,129 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
 
 def _same(raw: bytes) -> bytes:
     return raw
+
+
+# A failed model request as each CLI records it (shapes from the pinned CLIs' files, as
+# tests/test_error_endings_readers.py appends them); every copy is a retry that failed.
+_ERROR_MARK = b"Rate limit reached for scripted-model"
+_RATE_LIMIT = _ERROR_MARK.decode() + " (TPM): Limit 30000, Used 30000. Please try again in 20s."
+_ERROR_ID = "e1e1e1e1-0000-4000-8000-000000000001"
+_LATER = "2026-11-30T18:30:00.000Z"
+
+
+def _api_error_record(agent: str, before: dict[str, Any]) -> dict[str, Any]:
+    if agent == "claude":
+        return {
+            "parentUuid": before["uuid"],
+            "isSidechain": False,
+            "type": "assistant",
+            "uuid": _ERROR_ID,
+            "timestamp": _LATER,
+            "sessionId": before.get("sessionId"),
+            "isApiErrorMessage": True,
+            "error": "rate_limit",
+            "message": {
+                "role": "assistant",
+                "model": "<synthetic>",
+                "content": [{"type": "text", "text": f"API Error: 429 {_RATE_LIMIT}"}],
+            },
+        }
+    if agent == "codex":
+        return {
+            "timestamp": _LATER,
+            "type": "event_msg",
+            "payload": {"type": "error", "message": f"429 {_RATE_LIMIT}"},
+        }
+    if agent == "gemini":
+        return {
+            "id": _ERROR_ID,
+            "timestamp": _LATER,
+            "type": "error",
+            "content": f"[API Error: {_RATE_LIMIT}]",
+        }
+    if agent == "qwen":
+        event = {
+            "event.name": "qwen-code.api_error",
+            "event.timestamp": _LATER,
+            "response_id": "",
+            "model": "scripted-model",
+            "duration_ms": 3009,
+            "auth_type": "openai",
+            "error_message": _RATE_LIMIT,
+            "error_type": "RateLimitError",
+            "status_code": 429,
+        }
+        return {
+            "uuid": _ERROR_ID,
+            "parentUuid": before["uuid"],
+            "sessionId": before.get("sessionId"),
+            "timestamp": _LATER,
+            "type": "system",
+            "provenance": "system",
+            "cwd": before.get("cwd"),
+            "version": "0.24.4",
+            "gitBranch": "main",
+            "subtype": "ui_telemetry",
+            "systemPayload": {"uiEvent": event},
+        }
+    if agent == "pi":
+        return {
+            "type": "message",
+            "id": "e1e1e1e1",
+            "parentId": before["id"],
+            "timestamp": _LATER,
+            "message": {
+                "role": "assistant",
+                "content": [],
+                "api": "openai-completions",
+                "provider": "scripted",
+                "model": "scripted-model",
+                "stopReason": "error",
+                "timestamp": 1796063030687,
+                "errorMessage": _RATE_LIMIT,
+            },
+        }
+    if agent == "copilot":
+        return {
+            "type": "session.error",
+            "data": {
+                "errorType": "rate_limit",
+                "statusCode": 429,
+                "message": "Failed to get response from the AI model; retried 5 "
+                f"times Last error: {_RATE_LIMIT}",
+            },
+            "id": _ERROR_ID,
+            "timestamp": _LATER,
+            "parentId": before.get("id"),
+        }
+    raise ValueError(f"no API error record for {agent}")
+
+
+def _with_api_error(agent: str) -> Callable[[bytes], bytes]:
+    """The recording with one failed model request right after the latest prompt (for a
+    tree: the prompt's child, and the prompt's next child re-parented onto it)."""
+
+    def insert(raw: bytes) -> bytes:
+        lines = raw.splitlines()
+        needle = _prompt_needle(agent, "full")
+        at = next(
+            i
+            for i, ln in enumerate(lines)
+            if needle in ln and not ln.startswith(b'{"$') and b'"queue-operation"' not in ln
+        )
+        before = _record(lines[at]) or {}
+        record = _api_error_record(agent, before)
+        tree = TREES.get(agent)
+        if tree is not None:
+            key, parent = tree
+            link = f'"{parent}":"{before[key]}"'.encode()
+            new_link = f'"{parent}":"{record[key]}"'.encode()
+            nxt = next(i for i in range(at + 1, len(lines)) if link in lines[i])
+            lines[nxt] = lines[nxt].replace(link, new_link, 1)
+        lines.insert(at + 1, json.dumps(record, separators=(",", ":")).encode())
+        return b"\n".join(lines) + b"\n"
+
+    return insert
 
 
 def _first_run(raw: bytes) -> bytes:
@@ -364,7 +502,9 @@ def _grow_opencode(kind: str, size: int, target: Path) -> Grown:
 
 
 def _opencode_slice(
-    kind: str, messages: list[tuple[str, int, int, str]], parts: dict[str, list[tuple[str, int, int, str]]]
+    kind: str,
+    messages: list[tuple[str, int, int, str]],
+    parts: dict[str, list[tuple[str, int, int, str]]],
 ) -> list[tuple[str, int, int, str]]:
     if kind == "middle":
         users = [i for i, m in enumerate(messages) if '"role":"user"' in m[3]]
@@ -372,6 +512,16 @@ def _opencode_slice(
         n = len(first_turn)
         return first_turn[int(n * 0.3) : int(n * 0.7)]
     spec = SLICES["opencode"][kind]
+    if spec.anchor == b"error":  # a failed request: an assistant message with an `error`
+        prompt = _opencode_slice("prompts", messages, parts)[0]
+        after = next(m for m in messages if m[1] > prompt[1])
+        data = json.loads(after[3])
+        data["error"] = {
+            "name": "APIError",
+            "data": {"message": _RATE_LIMIT, "statusCode": 429, "isRetryable": True},
+        }
+        parts[after[0] + "e"] = []
+        return [(after[0] + "e", after[1], after[2], json.dumps(data))]
     if spec.anchor == b"prompt":
         needle = _prompt_needle("opencode", "full").decode()
         return [m for m in messages if any(needle in p[3] for p in parts[m[0]])][:1]
@@ -419,7 +569,9 @@ def _fresh_call(token: bytes, copy: int) -> bytes:
     return head + b"_" + body[:-10] + f"c{copy:09x}".encode()
 
 
-def _flush(conn: sqlite3.Connection, msgs: list[tuple[object, ...]], parts: list[tuple[object, ...]]) -> None:
+def _flush(
+    conn: sqlite3.Connection, msgs: list[tuple[object, ...]], parts: list[tuple[object, ...]]
+) -> None:
     conn.executemany(
         "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?,?,?,?,?)",
         msgs,
