@@ -27,7 +27,17 @@ from typing import Any
 import realshape
 from realshape import FIXTURES, Fixture, Grower
 
-KINDS = ("middle", "plan", "failing", "edits", "subagents", "compactions", "prompts", "errors")
+KINDS = (
+    "middle",
+    "plan",
+    "failing",
+    "edits",
+    "subagents",
+    "compactions",
+    "prompts",
+    "errors",
+    "sameids",  # the edit slice with its tool-call ids kept: one call id used again and again
+)
 _FAIL = rb"FAIL: test_add"
 
 
@@ -110,7 +120,8 @@ def agents() -> list[str]:
 
 def kinds_for(agent: str) -> list[str]:
     """The slice kinds this agent's recordings hold (plus the whole middle)."""
-    return ["middle", *(k for k in KINDS if k in SLICES.get(agent, {}))]
+    held = SLICES.get(agent, {})
+    return ["middle", *(k for k in KINDS if k in held or (k == "sameids" and "edits" in held))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +299,8 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
     by repeating slices of `kind`."""
     if agent == "opencode":
         return _grow_opencode(kind, size, target)
+    keep_calls = kind == "sameids"
+    kind = "edits" if keep_calls else kind
     scenario = "full" if kind == "middle" else SLICES[agent][kind].scenario
     fx = fixture(agent, scenario)
     install(agent, scenario, target)
@@ -306,8 +319,12 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
     if kind == "subagents":
         extra, on_copy = _subagent_files(path, lines[window[0] : window[1]])
     grower = SliceGrower(fx, window, replace, extra_ids=extra, on_copy=on_copy)
+    if keep_calls:
+        grower.tokens = [t for t in grower.tokens if not realshape.CALL_ID.fullmatch(t)]
     copies = grower.write(path, size)
-    return Grown(agent, kind, target, fx.env_var, path, copies, scenario)
+    return Grown(
+        agent, "sameids" if keep_calls else kind, target, fx.env_var, path, copies, scenario
+    )
 
 
 def _same(raw: bytes) -> bytes:
@@ -475,6 +492,7 @@ def _subagent_files(
 
 
 def _grow_opencode(kind: str, size: int, target: Path) -> Grown:
+    keep_calls = kind == "sameids"
     install("opencode", "full", target)
     db = target / ".local" / "share" / "opencode" / "opencode.db"
     conn = sqlite3.connect(db)
@@ -493,8 +511,8 @@ def _grow_opencode(kind: str, size: int, target: Path) -> Grown:
             ).fetchall()
             for m in messages
         }
-        chosen = _opencode_slice(kind, messages, parts)
-        copies = _insert_copies(conn, session_id, chosen, parts, size)
+        chosen = _opencode_slice("edits" if keep_calls else kind, messages, parts)
+        copies = _insert_copies(conn, session_id, chosen, parts, size, keep_calls)
         conn.commit()
     finally:
         conn.close()
@@ -535,6 +553,7 @@ def _insert_copies(
     chosen: list[tuple[str, int, int, str]],
     parts: dict[str, list[tuple[str, int, int, str]]],
     size: int,
+    keep_calls: bool = False,
 ) -> int:
     """Copies of the chosen messages right after the last of them (same time_created, ids
     that extend the last one's, so they sort after it and before the next message), with
@@ -545,6 +564,8 @@ def _insert_copies(
     calls = sorted(
         {t for m in chosen for p in parts[m[0]] for t in realshape.CALL_ID.findall(p[3].encode())}
     )
+    if keep_calls:
+        calls = []
     msg_rows, part_rows = [], []
     for copy in range(1, copies + 1):
         for index, (mid, _created, updated, data) in enumerate(chosen):
