@@ -245,9 +245,10 @@ def test_task_files_alone_do_not_make_a_plan(claude_dir: Path) -> None:
     assert _extract(s.write(claude_dir)).state.plan == []
 
 
-def test_fork_reusing_task_ids_keeps_both_tasks(claude_dir: Path) -> None:
+def test_fork_reusing_task_ids_keeps_the_new_task_and_counts_the_earlier(claude_dir: Path) -> None:
     """--fork-session copies the prefix into a new file; the fork's task store starts
-    empty, so its first new task is #1 again. Later updates of #1 mean the new task."""
+    empty, so its first new task is #1 again. Later updates of #1 mean the new task; the
+    earlier #1 belongs to an earlier plan: counted, not listed (issue 20)."""
     fork = Session(session_id="cccccccc-0000-4000-8000-000000000011")
     fork.user("Write a.txt")
     fork.task_create(1, "Write a.txt")
@@ -261,7 +262,8 @@ def test_fork_reusing_task_ids_keeps_both_tasks(claude_dir: Path) -> None:
         claude_dir, fork.session_id, [{"id": "1", "subject": "Write c.txt", "status": "completed"}]
     )
     ex = _extract(fork.write(claude_dir))
-    assert _plan(ex) == [("1'", "Write a.txt", "in_progress"), ("1", "Write c.txt", "completed")]
+    assert _plan(ex) == [("1", "Write c.txt", "completed")]
+    assert ex.state.omitted.plan_set_aside == 1
 
 
 def test_todowrite_plan_on_the_branch(claude_dir: Path) -> None:

@@ -135,5 +135,7 @@ def test_failed_edits_keep_only_the_most_recent() -> None:
         events += failed_edit(n)
     state = extract(iter(events), workspace="/ws").state
     assert len(state.failed_edits) == RECENT_FAILED_EDITS
-    assert [f.path for f in state.failed_edits] == [f"f{n}.py" for n in range(4980, 5000)]
+    keep = range(5000 - RECENT_FAILED_EDITS, 5000)
+    assert [f.path for f in state.failed_edits] == [f"f{n}.py" for n in keep]
+    assert state.omitted.failed_edits == 5000 - RECENT_FAILED_EDITS
     assert state.files_touched == []

@@ -236,8 +236,8 @@ def test_a_plan_updated_on_both_sides_of_the_cut_with_ids_reused_after_it(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
     """The turn with the TaskCreate calls again after the cut: the tasks it creates take
-    ids the plan before the cut holds (the older ones are renamed), which only the
-    replay of the whole plan in order gets right."""
+    ids the plan before the cut holds (the older ones, of an earlier plan, are counted and
+    no longer listed), which only the replay of the whole plan in order gets right."""
     path, workspace = claude_store
     maker = SplitMaker(CLAUDE)
     # turn 0 (its three TaskCreate calls) twice, then turn 1; cut between the two
@@ -247,7 +247,8 @@ def test_a_plan_updated_on_both_sides_of_the_cut_with_ids_reused_after_it(
     single = _same_on_both(path, workspace, monkeypatch)
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     ids = [p["id"] for p in single[0]["state"]["plan"]]
-    assert "1'" in ids and "1" in ids
+    assert ids == ["1", "2", "3"]
+    assert single[0]["state"]["omitted"]["plan_set_aside"] == 3
 
 
 def test_an_assistant_message_streamed_across_the_cut(

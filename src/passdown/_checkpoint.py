@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 # 2: failures and commands kept as records, not models; 3: tree readers (Claude, Qwen,
 # pi) keep their leaf and decoder state; 4: Gemini keeps only its last messages' ids (older
 # ones in a filter)
-CHECKPOINT_FORMAT = 4
+CHECKPOINT_FORMAT = 5
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
 STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed

@@ -1,8 +1,11 @@
 """From a transcript's events to the durable state of the task.
 
-One forward pass, bounded memory: the portable transcript is a ring buffer, the plan
-and the files touched are bounded by the task, commands keep counts plus the most
-recent ones. Structured state comes from tool calls, not from prose; prose only adds
+One forward pass, bounded memory and O(1) amortised work per event whatever repeats:
+the portable transcript is a ring buffer; the plan (`transcript.Plan`), the files
+touched, the commands, failed edits, sub-agents and open failures each keep at most a
+fixed number of items (`handoff.*_KEEP`, `transcript.PLAN_KEEP`) and count the rest.
+The handoff's budgets (`handoff.Limits`) cut these further, after extraction
+(`passdown._budgets.fit_handoff`), so a checkpoint serves every budget. Structured state comes from tool calls, not from prose; prose only adds
 decisions, open questions and next steps when the tools say nothing.
 """
 
@@ -18,10 +21,15 @@ import msgspec
 
 from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
+    COMMANDS_KEEP,
+    FAILED_EDITS_KEEP,
+    FILES_KEEP,
+    SUBAGENTS_KEEP,
     CommandRun,
     Ended,
     Failure,
     FileTouched,
+    Omitted,
     PlanEntry,
     State,
     Subagent,
@@ -32,19 +40,20 @@ from passdown.transcript import (
     Compaction,
     Event,
     Message,
+    Plan,
     PlanItem,
     PlanOp,
     SessionEnding,
     SubagentNote,
     ToolCall,
     ToolResult,
-    apply_plan_op,
 )
 
 DEFAULT_MAX_MESSAGES = 24
 DEFAULT_MAX_CHARS = 80_000
-RECENT_COMMANDS = 20
-RECENT_FAILED_EDITS = 20
+RECENT_COMMANDS = COMMANDS_KEEP
+RECENT_FAILED_EDITS = FAILED_EDITS_KEEP
+PENDING_KEEP = 4096  # tool calls awaiting a result; past it the oldest counts as unanswered
 OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 MAX_NOTES = 8  # decisions / open questions / next steps taken from prose
 
@@ -178,14 +187,16 @@ class _Extractor:
     compactions: int = 0
     compaction_summary: str | None = None
     pending: dict[str, ToolCall] = field(default_factory=dict)
-    plan: OrderedDict[str, PlanItem] = field(default_factory=OrderedDict)
+    replay: Plan = field(default_factory=Plan)
     plan_source: str | None = None
-    plan_counter: int = 0
+    # the most recently touched FILES_KEEP paths; `files_evicted` counts the others
     files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
+    files_evicted: int = 0
     # the most recent only: a long session's failed edits must not grow memory with its size
     failed_edits: deque[FailureRecord] = field(
         default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS)
     )
+    failed_edits_total: int = 0
     commands: deque[CommandRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
     commands_total: int = 0
     commands_failed: int = 0
@@ -193,12 +204,26 @@ class _Extractor:
     # failures no later passing run has covered yet, oldest first; bounded: a session with
     # thousands of failures only needs the newest ones to name the open blocker
     open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
-    subagents: list[Subagent] = field(default_factory=list)
+    subagents: deque[Subagent] = field(default_factory=lambda: deque(maxlen=SUBAGENTS_KEEP))
+    subagents_total: int = 0
     subagent_calls: int = 0
     ending: SessionEnding | None = None
 
     def __post_init__(self) -> None:
         self.recent = deque(maxlen=max(self.budget.max_messages, 2))
+
+    @property
+    def plan(self) -> dict[str, PlanItem]:
+        """The current plan (id -> item, in plan order), as replayed."""
+        return self.replay.items
+
+    @property
+    def plan_counter(self) -> int:
+        return self.replay.counter
+
+    @plan_counter.setter
+    def plan_counter(self, counter: int) -> None:
+        self.replay.counter = counter
 
     # events -------------------------------------------------------------------
     def feed(self, event: Event) -> None:
@@ -217,6 +242,7 @@ class _Extractor:
             self.compaction_summary = summary
 
     def _subagent(self, event: SubagentNote) -> None:
+        self.subagents_total += 1
         self.subagents.append(
             Subagent(
                 id=event.agent_id,
@@ -249,7 +275,10 @@ class _Extractor:
         if call.action == "subagent":
             self.subagent_calls += 1
         if call.action in ("edit", "write", "delete", "command", "plan"):
-            self.pending[call.call_id] = call
+            pending = self.pending
+            pending[call.call_id] = call
+            if len(pending) > PENDING_KEEP:  # the oldest will never be answered now
+                self._unanswered(pending.pop(next(iter(pending))))
 
     def _result(self, result: ToolResult) -> None:
         call = self.pending.pop(result.call_id, None)
@@ -259,6 +288,7 @@ class _Extractor:
             self._command(call, result)
         elif call.action in ("edit", "write", "delete"):
             if result.is_error:
+                self.failed_edits_total += 1
                 self.failed_edits.append(
                     FailureRecord(
                         tool=call.name,
@@ -331,6 +361,9 @@ class _Extractor:
             entry = self.files.get(rel)
             if entry is None:
                 entry = self.files[rel] = FileTouched(path=rel, confirmed=confirmed, by=call.by)
+                if len(self.files) > FILES_KEEP:
+                    self.files.popitem(last=False)  # the least recently touched
+                    self.files_evicted += 1
             else:
                 self.files.move_to_end(rel)
                 entry.confirmed = entry.confirmed or confirmed
@@ -339,7 +372,7 @@ class _Extractor:
 
     def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
         self.plan_source = source
-        self.plan_counter = apply_plan_op(self.plan, op, self.plan_counter, created_id)
+        self.replay.apply(op, created_id)
 
     def _rel(self, path: str) -> str:
         """Paths inside the workspace are shown relative to it."""
@@ -352,15 +385,8 @@ class _Extractor:
 
     # the end ----------------------------------------------------------------------
     def finish(self) -> Extracted:
-        # Tool calls with no result: the session ended first. Plan changes still count;
-        # an edit is listed as unconfirmed; a command has no exit code.
-        for call in self.pending.values():
-            if call.action == "plan" and call.plan is not None:
-                self._plan(call.plan, source=call.name)
-            elif call.action in ("edit", "write", "delete"):
-                self._touch(call, confirmed=False)
-            elif call.action == "command":
-                self._command(call, None)
+        for call in self.pending.values():  # no result: the session ended first
+            self._unanswered(call)
         self.pending.clear()
         # the open blocker: the newest failure nothing fixed; else the newest one
         last_failure = self.open_failures[-1].failure if self.open_failures else self.latest_failure
@@ -373,11 +399,30 @@ class _Extractor:
             commands_total=self.commands_total,
             commands_failed=self.commands_failed,
             last_failure=last_failure.to_model() if last_failure else None,
-            subagents=self.subagents,
+            subagents=list(self.subagents),
             subagent_calls=self.subagent_calls,
+            omitted=Omitted(
+                plan=self.replay.dropped,
+                plan_set_aside=self.replay.set_aside,
+                files_touched=self.files_evicted,
+                failed_edits=max(self.failed_edits_total - len(self.failed_edits), 0),
+                commands=max(self.commands_total - len(self.commands), 0),
+                subagents=max(self.subagents_total - len(self.subagents), 0),
+            ),
         )
         _derive_notes(state, self.latest_assistant, list(self.recent))
         return Extracted(task=self._task(), state=state, ended=self._ended())
+
+    def _unanswered(self, call: ToolCall) -> None:
+        """A tool call with no result: the session ended first (or, past PENDING_KEEP
+        calls awaiting one, it never came). Plan changes still count; an edit is listed
+        as unconfirmed; a command has no exit code."""
+        if call.action == "plan" and call.plan is not None:
+            self._plan(call.plan, source=call.name)
+        elif call.action in ("edit", "write", "delete"):
+            self._touch(call, confirmed=False)
+        elif call.action == "command":
+            self._command(call, None)
 
     def _ended(self) -> Ended:
         if self.ending is None:
@@ -434,8 +479,12 @@ class ExtractorState(msgspec.Struct, omit_defaults=True):
     plan: list[PlanItem] = []
     plan_source: str | None = None
     plan_counter: int = 0
+    plan_set_aside: int = 0
+    plan_dropped: int = 0
     files: list[dict[str, Any]] = []
+    files_evicted: int = 0
     failed_edits: list[FailureRecord] = []
+    failed_edits_total: int = 0
     commands: list[CommandRecord] = []
     commands_total: int = 0
     commands_failed: int = 0
@@ -443,6 +492,7 @@ class ExtractorState(msgspec.Struct, omit_defaults=True):
     latest_failure_in_open: int = -1
     open_failures: list[FailureRecord] = []
     subagents: list[dict[str, Any]] = []
+    subagents_total: int = 0
     subagent_calls: int = 0
     ending: SessionEnding | None = None
 
@@ -469,8 +519,12 @@ def extractor_state(extractor: _Extractor) -> ExtractorState:
         plan=list(extractor.plan.values()),
         plan_source=extractor.plan_source,
         plan_counter=extractor.plan_counter,
+        plan_set_aside=extractor.replay.set_aside,
+        plan_dropped=extractor.replay.dropped,
         files=[entry.model_dump() for entry in extractor.files.values()],
+        files_evicted=extractor.files_evicted,
         failed_edits=list(extractor.failed_edits),
+        failed_edits_total=extractor.failed_edits_total,
         commands=list(extractor.commands),
         commands_total=extractor.commands_total,
         commands_failed=extractor.commands_failed,
@@ -478,6 +532,7 @@ def extractor_state(extractor: _Extractor) -> ExtractorState:
         latest_failure_in_open=latest_in_open,
         open_failures=open_failures,
         subagents=[s.model_dump() for s in extractor.subagents],
+        subagents_total=extractor.subagents_total,
         subagent_calls=extractor.subagent_calls,
         ending=extractor.ending,
     )
@@ -499,11 +554,17 @@ def restore_extractor(state: ExtractorState) -> _Extractor:
     extractor.compactions = state.compactions
     extractor.compaction_summary = state.compaction_summary
     extractor.pending = {call.call_id: call for call in state.pending}
-    extractor.plan = OrderedDict((item.id, item) for item in state.plan)
+    extractor.replay = Plan(
+        items={item.id: item for item in state.plan},
+        counter=state.plan_counter,
+        set_aside=state.plan_set_aside,
+        dropped=state.plan_dropped,
+    )
     extractor.plan_source = state.plan_source
-    extractor.plan_counter = state.plan_counter
     extractor.files = OrderedDict((entry["path"], FileTouched(**entry)) for entry in state.files)
+    extractor.files_evicted = state.files_evicted
     extractor.failed_edits.extend(state.failed_edits)
+    extractor.failed_edits_total = state.failed_edits_total
     extractor.commands.extend(state.commands)
     extractor.commands_total = state.commands_total
     extractor.commands_failed = state.commands_failed
@@ -513,7 +574,8 @@ def restore_extractor(state: ExtractorState) -> _Extractor:
         extractor.latest_failure = failures[state.latest_failure_in_open]
     else:
         extractor.latest_failure = state.latest_failure
-    extractor.subagents = [Subagent(**s) for s in state.subagents]
+    extractor.subagents.extend(Subagent(**s) for s in state.subagents)
+    extractor.subagents_total = state.subagents_total
     extractor.subagent_calls = state.subagent_calls
     extractor.ending = state.ending
     return extractor

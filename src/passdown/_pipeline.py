@@ -17,7 +17,7 @@ from passdown._workspace import HANDOFF_DIR as HANDOFF_DIR
 from passdown.agents import Agent, LaunchSpec, get_agent, load_agents
 from passdown.agents.base import SkippedSession, unreadable_sessions
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
-from passdown.handoff import FileTouched, Handoff, Redaction, Source, State
+from passdown.handoff import FileTouched, Handoff, Limits, Redaction, Source, State
 from passdown.transcript import SessionRef, Transcript
 
 # Upper bounds of the transcript budget: far above any use, far below what overflows
@@ -31,6 +31,7 @@ class ExportOptions:
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
     target_agent: str | None = None
+    limits: Limits | None = None  # the handoff's budgets; None: config.toml's, else defaults
 
     def validate(self) -> None:
         if not 2 <= self.max_messages <= MAX_MESSAGES_LIMIT:
@@ -209,10 +210,12 @@ def hand_off_into(
 def build_handoff(selection: Selection, options: ExportOptions | None = None) -> Handoff:
     """Read, extract, snapshot and redact: the complete handoff, nothing written yet.
     Raises SessionReadError when the session file holds no readable record at all."""
+    from passdown._budgets import fit_lists, load_limits, shorten_texts
     from passdown._workspace import files_changed_since, snapshot
 
     options = options or ExportOptions()
     options.validate()
+    limits = options.limits or load_limits()
     transcript, extracted, seen = _read_and_extract(selection, options)
     _refuse_unreadable(transcript, seen)
     info = transcript.info
@@ -246,7 +249,8 @@ def build_handoff(selection: Selection, options: ExportOptions | None = None) ->
         workspace=workspace,
         warnings=warnings,
     )
-    return redact_handoff(handoff)
+    # lists cut to their budgets before redaction, long texts shortened after it
+    return shorten_texts(redact_handoff(fit_lists(handoff, limits)))
 
 
 def _read_and_extract(
@@ -348,18 +352,23 @@ def _attribute_git_changes(
         if path in others:
             continue  # another session's work, not this one's
         (ours if path in named or os.path.basename(path) in named else meanwhile).append(path)
-    _append_capped(state.files_touched, ours, "changed files", warnings)
-    _append_capped(state.workspace_changes, meanwhile, "files changed meanwhile", warnings)
+    omitted = state.omitted
+    omitted.files_touched += _append_capped(state.files_touched, ours, "changed files", warnings)
+    omitted.workspace_changes += _append_capped(
+        state.workspace_changes, meanwhile, "files changed meanwhile", warnings
+    )
 
 
 def _append_capped(
     files: list[FileTouched], paths: list[str], what: str, warnings: list[str]
-) -> None:
+) -> int:
+    """Append git's paths, at most MAX_GIT_FILES; returns how many were left out."""
     if len(paths) > MAX_GIT_FILES:
         warnings.append(f"git shows more than {MAX_GIT_FILES} {what}; the list is cut")
     files.extend(
         FileTouched(path=p, actions=["changed"], source="git") for p in paths[:MAX_GIT_FILES]
     )
+    return max(len(paths) - MAX_GIT_FILES, 0)
 
 
 _SHELL_WORD = re.compile(r"""[^\s'"`;|&<>()]+""")

@@ -6,8 +6,10 @@ Details follow for whoever needs them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from passdown._text import one_line, safe_text
-from passdown.handoff import Handoff, PlanEntry
+from passdown.handoff import Handoff
 
 SUMMARY_LINE_CHARS = 400
 PROMPT_SUMMARY_CHARS = 6000
@@ -88,7 +90,11 @@ def summary_block(h: Handoff) -> str:
         f"**Where it stands:** {_one_line(h.task.latest_progress)}",
     ]
     if h.state.plan:
-        lines.append(f"**Plan:** {done}/{len(h.state.plan)} done")
+        more = h.state.omitted.plan
+        lines.append(
+            f"**Plan:** {done}/{len(h.state.plan)} done"
+            + (f", {more} more not listed" if more else "")
+        )
     if h.state.next_steps:
         lines.append(f"**Next step:** {_one_line(h.state.next_steps[0])}")
     if h.state.blockers:
@@ -105,165 +111,266 @@ def summary_block(h: Handoff) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
+@dataclass(slots=True)
+class _Section:
+    """A part of HANDOFF.md the document budget can shorten: its items go one by one
+    (from the start or the end) and the cut is marked; `required` items never go."""
+
+    head: list[str]
+    items: list[list[str]] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)
+    rank: int = 0  # the order sections are cut in (lowest first); 0: never cut
+    from_end: bool = False  # cut the last items first (else the first)
+    required: set[int] = field(default_factory=set)  # indices of items that always stay
+    cut: int = 0
+
+    def lines(self) -> list[str]:
+        if not self.cut:
+            return [*self.head, *(line for item in self.items for line in item), *self.tail]
+        marker = (
+            f"*({self.cut} item(s) cut here to fit HANDOFF.md's size budget; see handoff.json)*"
+        )
+        body = [line for item in self.items for line in item]
+        return [*self.head, *([*body, marker] if self.from_end else [marker, *body]), *self.tail]
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
 def render_markdown(h: Handoff) -> str:
-    parts = [
-        "# Handoff",
-        "",
-        summary_block(h),
-        "",
-        "## Takeover contract",
-        *[f"{n}. {_v(rule)}" for n, rule in enumerate(h.contract, 1)],
-        "",
-    ]
-    parts += _plan_section(h.state.plan)
-    parts += _list_section("Next steps", h.state.next_steps)
-    parts += _list_section("Blockers", h.state.blockers)
-    parts += _list_section("Decisions", h.state.decisions)
-    parts += _list_section("Open questions", h.state.open_questions)
-    parts += _files_section(h)
-    parts += _commands_section(h)
-    parts += _subagents_section(h)
-    parts += _workspace_section(h)
-    if h.task.compaction_summary:
-        parts += [
-            "## Earlier context (compaction summary)",
+    """HANDOFF.md, within `h.limits.max_doc_chars` characters: lower-priority sections
+    are cut first (the transcript, then the compaction summary, the workspace's file
+    list, sub-agents, ... the plan's closed items last), every cut marked; the summary,
+    the contract, the current plan's open items and the last failure always stay."""
+    sections = _sections(h)
+    _fit(sections, h.limits.max_doc_chars)
+    text = "\n".join(line for section in sections for line in section.lines())
+    return safe_text(text.rstrip() + "\n")
+
+
+def _sections(h: Handoff) -> list[_Section]:
+    top = _Section(
+        head=[
+            "# Handoff",
             "",
-            _fence(h.task.compaction_summary),
+            summary_block(h),
+            "",
+            "## Takeover contract",
+            *[f"{n}. {_v(rule)}" for n, rule in enumerate(h.contract, 1)],
             "",
         ]
-    parts += _transcript_section(h)
-    parts += _source_section(h)
-    return safe_text("\n".join(parts).rstrip() + "\n")
+    )
+    s = h.state
+    return [
+        top,
+        _plan_section(h),
+        _list_section("Next steps", s.next_steps, s.omitted.next_steps, rank=11),
+        _list_section("Blockers", s.blockers, s.omitted.blockers, rank=11),
+        _list_section("Decisions", s.decisions, s.omitted.decisions, rank=7),
+        _list_section("Open questions", s.open_questions, s.omitted.open_questions, rank=7),
+        _files_section(h),
+        _meanwhile_section(h),
+        _commands_section(h),
+        _subagents_section(h),
+        _workspace_section(h),
+        _compaction_section(h),
+        _transcript_section(h),
+        _source_section(h),
+    ]
 
 
-def _plan_section(plan: list[PlanEntry]) -> list[str]:
-    if not plan:
-        return []
-    out = ["## Plan", ""]
-    for item in plan:
+def _fit(sections: list[_Section], budget: int) -> None:
+    """Cut items, lowest rank first, until the document fits (or only what must stay
+    is left). Sizes are kept as running totals: linear in the document."""
+    total = sum(_size(section.lines()) for section in sections)
+    marker = 90  # about the size of a cut marker line
+    for section in sorted((x for x in sections if x.rank), key=lambda x: x.rank):
+        order = (
+            range(len(section.items) - 1, -1, -1) if section.from_end else range(len(section.items))
+        )
+        gone: set[int] = set()
+        for i in order:
+            if total <= budget:
+                break
+            if i in section.required:
+                continue
+            total -= _size(section.items[i]) - (0 if gone else marker)
+            gone.add(i)
+        if gone:
+            section.cut += len(gone)
+            section.items = [item for i, item in enumerate(section.items) if i not in gone]
+        if total <= budget:
+            return
+
+
+def _omitted_line(count: int, what: str) -> list[str]:
+    return [f"*({count} more {what} not listed: over the handoff's budget)*"] if count else []
+
+
+def _plan_section(h: Handoff) -> _Section:
+    plan, omitted = h.state.plan, h.state.omitted
+    if not plan and not omitted.plan_set_aside:
+        return _Section(head=[])
+    items: list[list[str]] = []
+    required: set[int] = set()
+    for i, item in enumerate(plan):
         line = f"- {_STATUS_MARK.get(item.status, '[?]')} {_v(item.subject)} ({item.status})"
         if item.blocked_by:
             line += f" — blocked by {_v(', '.join(item.blocked_by))}"
-        out.append(line)
-    return [*out, ""]
+        items.append([line])
+        if item.status not in ("completed", "cancelled"):
+            required.add(i)  # the current plan's open items always stay
+    tail = _omitted_line(omitted.plan, "plan item(s)")
+    if omitted.plan_set_aside:
+        tail.append(
+            f"*({omitted.plan_set_aside} task(s) of an earlier plan set aside: later tasks "
+            "reused their ids)*"
+        )
+    return _Section(["## Plan", ""], items, [*tail, ""], rank=10, required=required)
 
 
-def _list_section(title: str, items: list[str]) -> list[str]:
-    if not items:
-        return []
-    return [f"## {title}", "", *[f"- {_one_line(i)}" for i in items], ""]
+def _list_section(title: str, items: list[str], omitted: int, *, rank: int) -> _Section:
+    if not items and not omitted:
+        return _Section(head=[])
+    return _Section(
+        [f"## {title}", ""],
+        [[f"- {_one_line(i)}"] for i in items],
+        [*_omitted_line(omitted, "item(s)"), ""],
+        rank=rank,
+        from_end=True,
+    )
 
 
-def _files_section(h: Handoff) -> list[str]:
+def _files_section(h: Handoff) -> _Section:
     s = h.state
-    meanwhile = _meanwhile_section(h)
     if not s.files_touched and not s.failed_edits:
-        return meanwhile
-    out = ["## Files touched", ""]
+        return _Section(head=[])
+    items: list[list[str]] = []
     for f in s.files_touched:
         note = "" if f.confirmed else " (unconfirmed: the session ended before the tool reported)"
         actions = _v(", ".join(f.actions)) or "changed"
-        out.append(f"- {_code(f.path)} — {actions} [{f.source}]{note}{_by(f.by)}")
+        items.append([f"- {_code(f.path)} — {actions} [{f.source}]{note}{_by(f.by)}"])
     for fail in s.failed_edits:
-        out.append(
-            f"- {_code(fail.path)} — {_v(fail.tool)} FAILED, file not changed: {_one_line(fail.error, 200)}"
-            + _by(fail.by)
+        items.append(
+            [
+                f"- {_code(fail.path)} — {_v(fail.tool)} FAILED, file not changed: "
+                f"{_one_line(fail.error, 200)}{_by(fail.by)}"
+            ]
         )
-    return [*out, "", *meanwhile]
+    tail = [
+        *_omitted_line(s.omitted.files_touched, "file(s)"),
+        *_omitted_line(s.omitted.failed_edits, "failed edit(s)"),
+        "",
+    ]
+    return _Section(["## Files touched", ""], items, tail, rank=9)
 
 
-def _meanwhile_section(h: Handoff) -> list[str]:
+def _meanwhile_section(h: Handoff) -> _Section:
     changes = h.state.workspace_changes
     if not changes:
-        return []
-    out = [
+        return _Section(head=[])
+    head = [
         "## Changed in the workspace meanwhile",
         "",
         "Git shows these changes, but no tool call of this session made them: not this session's work.",
         "",
     ]
-    return [*out, *[f"- {_code(f.path)}" for f in changes], ""]
+    tail = [*_omitted_line(h.state.omitted.workspace_changes, "file(s)"), ""]
+    return _Section(head, [[f"- {_code(f.path)}"] for f in changes], tail, rank=6, from_end=True)
 
 
-def _commands_section(h: Handoff) -> list[str]:
+def _commands_section(h: Handoff) -> _Section:
     s = h.state
     if not s.commands_total:
-        return []
-    out = [
+        return _Section(head=[])
+    head = [
         f"## Commands ({s.commands_total} run, {s.commands_failed} failed; most recent last)",
         "",
     ]
+    items = []
     for c in s.commands:
         status = "?" if c.exit_code is None else str(c.exit_code)
-        out.append(f"- {_code(_one_line(c.command, 200))} → exit {status}{_by(c.by)}")
-    if s.last_failure:
+        items.append([f"- {_code(_one_line(c.command, 200))} → exit {status}{_by(c.by)}"])
+    tail = _omitted_line(s.omitted.commands, "command(s)")
+    if s.last_failure:  # always stays: the blocker the next agent meets first
         f = s.last_failure
-        out += [
+        tail += [
             "",
             f"**Last failure:** {_code(_one_line(f.command, 200))} exited {f.exit_code}"
             + (f": {_one_line(f.error, 300)}" if f.error else "")
             + (" (a later run of the same command succeeded)" if f.resolved_later else "")
             + _by(f.by),
         ]
-    return [*out, ""]
+    return _Section(head, items, [*tail, ""], rank=8)
 
 
 def _by(subagent_id: str | None) -> str:
     return f" (by sub-agent {_v(subagent_id)})" if subagent_id else ""
 
 
-def _subagents_section(h: Handoff) -> list[str]:
+def _subagents_section(h: Handoff) -> _Section:
     """Who else worked in this session: a sub-agent's task is not the user's request."""
     s = h.state
     if not s.subagents and not s.subagent_calls:
-        return []
-    out = [f"## Sub-agents ({s.subagent_calls} call(s); their work is attributed above)", ""]
+        return _Section(head=[])
+    head = [f"## Sub-agents ({s.subagent_calls} call(s); their work is attributed above)", ""]
+    items = []
     for sub in s.subagents:
         kind = f" ({_v(sub.agent_type)})" if sub.agent_type else ""
         task = f": {_one_line(sub.task, 200)}" if sub.task else ""
-        out.append(f"- {_v(sub.id)}{kind}{task}")
-    return [*out, ""]
+        items.append([f"- {_v(sub.id)}{kind}{task}"])
+    tail = [*_omitted_line(s.omitted.subagents, "sub-agent(s)"), ""]
+    return _Section(head, items, tail, rank=5)
 
 
-def _workspace_section(h: Handoff) -> list[str]:
+def _workspace_section(h: Handoff) -> _Section:
     ws = h.workspace
-    out = ["## Workspace snapshot", "", f"- Path: {_code(ws.path)}"]
+    head = ["## Workspace snapshot", "", f"- Path: {_code(ws.path)}"]
     if not ws.is_git:
-        return [*out, "- Not a git repository.", ""]
-    out += [
+        return _Section([*head, "- Not a git repository.", ""])
+    head += [
         f"- Branch: {_v(ws.branch or '(detached HEAD)')}",
         f"- HEAD: {_code(ws.head or '(no commits)')}"
         + (f" {_v(ws.head_subject)}" if ws.head_subject else ""),
     ]
     if ws.upstream:
-        out.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")
-    out.append(f"- Uncommitted changes: {ws.dirty_total}")
-    out += [f"  - {_code(d.status)} {_v(d.path)}" for d in ws.dirty]
+        head.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")
+    head.append(f"- Uncommitted changes: {ws.dirty_total}")
+    items = [[f"  - {_code(d.status)} {_v(d.path)}"] for d in ws.dirty]
     if ws.diff_stat:
-        out += ["", "Diff stat against HEAD:", "", _fence(ws.diff_stat)]
-    return [*out, ""]
+        items.append(["", "Diff stat against HEAD:", "", _fence(ws.diff_stat)])
+    return _Section(head, items, [""], rank=4, from_end=True)
 
 
-def _transcript_section(h: Handoff) -> list[str]:
+def _compaction_section(h: Handoff) -> _Section:
+    if not h.task.compaction_summary:
+        return _Section(head=[])
+    head = ["## Earlier context (compaction summary)", ""]
+    return _Section(head, [[_fence(h.task.compaction_summary), ""]], rank=3)
+
+
+def _transcript_section(h: Handoff) -> _Section:
     t = h.task
     if not t.transcript:
-        return []
-    out = [
+        return _Section(head=[])
+    head = [
         f"## Transcript ({t.messages_total} messages, {t.messages_omitted} omitted; data, not instructions)",
         "",
     ]
+    items = []
     for entry in t.transcript:
         if entry.role == "cut":
-            out += [f"*{_v(entry.text)}*", ""]
+            items.append([f"*{_v(entry.text)}*", ""])
             continue
         stamp = f" · {_v(entry.timestamp)}" if entry.timestamp else ""
-        out += [f"### {entry.role}{stamp}", "", _fence(entry.text), ""]
-    return out
+        items.append([f"### {entry.role}{stamp}", "", _fence(entry.text), ""])
+    return _Section(head, items, rank=2)
 
 
-def _source_section(h: Handoff) -> list[str]:
+def _source_section(h: Handoff) -> _Section:
     s = h.source
-    out = [
+    head = [
         "## Source",
         "",
         f"- Agent: {_v(s.agent)} {_v(s.agent_version)}".rstrip(),
@@ -274,9 +381,11 @@ def _source_section(h: Handoff) -> list[str]:
         f"- Handoff: {_v(h.id)}, created {_v(h.created_at)}",
         f"- Redaction: {sum(h.redaction.findings.values())} secret(s) redacted",
     ]
-    if h.warnings:
-        out += ["", "Warnings:", *[f"- {_v(w)}" for w in h.warnings]]
-    return [*out, ""]
+    if not h.warnings:
+        return _Section([*head, ""])
+    items = [[f"- {_v(w)}"] for w in h.warnings]
+    tail = [*_omitted_line(h.state.omitted.warnings, "warning(s)"), ""]
+    return _Section([*head, "", "Warnings:"], items, tail, rank=1, from_end=True)
 
 
 def _path_on_one_line(path: str) -> str:

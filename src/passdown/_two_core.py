@@ -46,6 +46,7 @@ import msgspec
 from passdown import _jsonl as jsonl
 from passdown._extract import (
     OPEN_FAILURES,
+    PENDING_KEEP,
     ExtractorState,
     _Extractor,
     _OpenFailure,
@@ -56,6 +57,7 @@ from passdown._jsonl import FdWindow
 from passdown._packed import Packed, unpacked
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
+from passdown.handoff import FILES_KEEP
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -224,11 +226,13 @@ def merge(extractor: _Extractor, partial: Partial) -> None:
         extractor._plan(step.op, source=step.source, created_id=step.created_id)
     _merge_files(extractor, half)
     extractor.failed_edits.extend(half.failed_edits)
+    extractor.failed_edits_total += half.failed_edits_total
     extractor.commands.extend(half.commands)
     extractor.commands_total += half.commands_total
     extractor.commands_failed += half.commands_failed
     _merge_failures(extractor, half, partial.failure_ops)
     extractor.subagents.extend(half.subagents)
+    extractor.subagents_total += half.subagents_total
     extractor.subagent_calls += half.subagent_calls
 
 
@@ -244,6 +248,7 @@ def _merge_files(extractor: _Extractor, half: _Extractor) -> None:
         files.move_to_end(rel)
         entry.confirmed = entry.confirmed or touched.confirmed
         entry.actions.extend(a for a in touched.actions if a not in entry.actions)
+    extractor.files_evicted += half.files_evicted  # 0: see `over_what_extraction_keeps`
 
 
 def _merge_failures(extractor: _Extractor, half: _Extractor, ops: list[int | str]) -> None:
@@ -266,6 +271,20 @@ def _merge_failures(extractor: _Extractor, half: _Extractor, ops: list[int | str
     extractor.open_failures = deque([*before, *half.open_failures], maxlen=OPEN_FAILURES)
     if half.latest_failure is not None:
         extractor.latest_failure = half.latest_failure
+
+
+def over_what_extraction_keeps(extractor: _Extractor, half: ExtractorState) -> bool:
+    """Whether one pass could have evicted files or waiting calls during the second
+    half (`FILES_KEEP`, `PENDING_KEEP`): which ones and their entries depend on the
+    order of the two halves' touches, which a merge does not know. Below the caps no
+    pass evicts anything and the merge is exact."""
+    files = extractor.files
+    new_paths = sum(1 for entry in half.files if entry["path"] not in files)
+    return (
+        half.files_evicted > 0
+        or len(files) + new_paths > FILES_KEEP
+        or len(extractor.pending) + len(half.pending) >= PENDING_KEEP
+    )
 
 
 def conflicting_ids(pending: dict[str, ToolCall], seen: _IdFilter) -> bool:
@@ -473,6 +492,8 @@ class SplitRead:
         ids = _IdFilter(report.ids)
         if conflicting_ids(extractor.pending, ids):
             return "a tool call pending at the cut is named after it"
+        if over_what_extraction_keeps(extractor, report.partial.state):
+            return "the halves' files or waiting calls reach what extraction keeps"
         return self.splitter.conflict(reader, report.reader, ids)
 
     def _collect(self) -> WorkerReport:

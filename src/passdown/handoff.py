@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # the rules every handoff carries: in a light module of their own for the session-start hook
 from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
 from passdown._workspace import WorkspaceSnapshot
-from passdown.transcript import EndReason
+from passdown.transcript import PLAN_KEEP, EndReason
 
 SCHEMA_ID: Final = "passdown.handoff/1"
 
@@ -112,6 +112,63 @@ class Ended(_Model):
     message: str | None = None
 
 
+# The most items extraction keeps of each list (what bounds its memory); a budget
+# (`Limits`) can be at most this. The plan's is `transcript.PLAN_KEEP`.
+FILES_KEEP = 2000
+COMMANDS_KEEP = 100
+FAILED_EDITS_KEEP = 100
+SUBAGENTS_KEEP = 200
+NOTES_KEEP = 100
+WARNINGS_KEEP = 200
+
+
+class Limits(_Model):
+    """The budgets this handoff was cut to: each list keeps at most this many items and
+    counts the rest in `State.omitted`; HANDOFF.md as a whole fits in `max_doc_chars`
+    (the current plan's open items and the last failure always stay). Set by the
+    options of inspect/export/switch or the `[handoff]` table of config.toml."""
+
+    max_plan_items: int = Field(default=40, ge=1, le=PLAN_KEEP)
+    max_files: int = Field(default=50, ge=1, le=FILES_KEEP)  # files_touched, workspace_changes
+    max_commands: int = Field(default=20, ge=1, le=COMMANDS_KEEP)
+    max_failures: int = Field(default=10, ge=1, le=FAILED_EDITS_KEEP)  # failed_edits
+    max_subagents: int = Field(default=20, ge=1, le=SUBAGENTS_KEEP)
+    max_notes: int = Field(default=10, ge=1, le=NOTES_KEEP)  # decisions, blockers, ... each
+    max_warnings: int = Field(default=20, ge=1, le=WARNINGS_KEEP)
+    max_doc_chars: int = Field(default=100_000, ge=10_000, le=10_000_000)
+
+
+def _count(description: str) -> int:
+    return Field(default=0, ge=0, description=description)
+
+
+class Omitted(_Model):
+    """How many items each list of the handoff leaves out to stay in its budget
+    (`Limits`); 0: the list is whole. The transcript's own count is `task.messages_omitted`."""
+
+    plan: int = _count(
+        "current-plan items not listed: the oldest completed or cancelled first, then the "
+        "newest pending (open items fill the budget first)"
+    )
+    plan_set_aside: int = _count(
+        "tasks of an earlier plan, set aside when a later task reused their id (a forked "
+        "Claude Code session numbers its tasks from 1 again): counted, never listed"
+    )
+    files_touched: int = _count("files touched not listed: the least recently touched")
+    workspace_changes: int = _count("workspace changes not listed")
+    failed_edits: int = _count("failed edits not listed: the oldest")
+    commands: int = _count("commands not listed: the oldest (commands_total counts all)")
+    subagents: int = _count("sub-agents not listed: the oldest")
+    decisions: int = _count("decisions not listed")
+    blockers: int = _count("blockers not listed")
+    open_questions: int = _count("open questions not listed")
+    next_steps: int = _count("next steps not listed: the last ones")
+    warnings: int = _count("the handoff's top-level warnings not listed: the last ones")
+
+    def total(self) -> int:
+        return sum(self.model_dump().values())
+
+
 class State(_Model):
     plan: list[PlanEntry] = Field(default_factory=list)
     plan_source: str | None = None  # which tool or file the plan came from
@@ -130,6 +187,10 @@ class State(_Model):
     next_steps: list[str] = Field(default_factory=list)
     subagents: list[Subagent] = Field(default_factory=list)
     subagent_calls: int = 0
+    omitted: Omitted = Field(
+        default_factory=Omitted,
+        description="how many items each list (and the handoff's warnings) leaves out",
+    )
 
 
 class Redaction(_Model):
@@ -148,8 +209,11 @@ class Handoff(_Model):
     state: State
     workspace: WorkspaceSnapshot
     contract: list[str] = Field(default_factory=lambda: list(TAKEOVER_CONTRACT))
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # state.omitted.warnings: cut ones
     redaction: Redaction = Field(default_factory=Redaction)
+    limits: Limits = Field(
+        default_factory=Limits, description="the budgets the lists and HANDOFF.md were cut to"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -12,7 +12,7 @@ validated, published shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -66,49 +66,81 @@ class PlanOp:
     item_id: str | None = None  # update: which item
     status: PlanStatus | None = None  # update: its new status
     subject: str | None = None  # update: a new subject, if changed
+    # replace: what the list being replaced counted and left out (`Plan.set_aside`,
+    # `Plan.dropped`); set by a replacement that only fills gaps of the same plan
+    set_aside: int = 0
+    dropped: int = 0
 
 
-def apply_plan_op(
-    plan: dict[str, PlanItem],
-    op: PlanOp,
-    counter: int,
-    created_id: str | None = None,
-    *,
-    before_reuse: Callable[[str], None] | None = None,
-) -> int:
-    """Replay one plan change onto `plan` (id -> item, in plan order), in place; the one
-    replay that extraction and readers checking a plan share. A created item takes the
-    id the tool's result gave it, else its own, else its creation number; `before_reuse`
-    is told when a created id is already in the plan. Returns the creation count."""
-    if op.op == "replace":
-        plan.clear()
-        plan.update((item.id, item) for item in op.items)
-        return counter
-    if op.op == "create":
-        for item in op.items:
-            counter += 1
-            key = created_id or item.id or str(counter)
-            if before_reuse is not None and key in plan:
-                before_reuse(key)
-            plan[key] = PlanItem(
-                id=key,
-                subject=item.subject,
-                status=item.status,
-                description=item.description,
-                active_form=item.active_form,
-            )
-        return counter
-    found = plan.get(op.item_id or "")
-    if found is None:
-        return counter
-    if op.status == "deleted":
-        del plan[found.id]
-    else:
-        if op.status:
-            found.status = op.status
-        if op.subject:
-            found.subject = op.subject
-    return counter
+# The most items a plan replay keeps (open ones first, then the latest closed ones):
+# far above any handoff's plan budget; it bounds a replay's memory and work.
+PLAN_KEEP = 1000
+_CLOSED = ("completed", "cancelled")
+
+
+@dataclass(slots=True)
+class Plan:
+    """The plan as replayed, id -> item in plan order, bounded: the one replay that
+    extraction and the readers checking a plan share.
+
+    A created id already in the plan is reused: Claude Code numbers its tasks within a
+    session, and a forked session numbers them again from 1. The new task takes the id
+    (later updates name it); the earlier one belongs to an earlier plan and is counted in
+    `set_aside`, not kept. Past `2 * PLAN_KEEP` items the plan is cut back to
+    `PLAN_KEEP` (the oldest closed items first, then the newest pending ones, then the
+    oldest of the rest) and the cut is counted in `dropped`: amortised O(1) per operation whatever repeats."""
+
+    items: dict[str, PlanItem] = field(default_factory=dict)
+    counter: int = 0  # items created so far: a created item without an id takes its number
+    set_aside: int = 0
+    dropped: int = 0
+
+    def apply(self, op: PlanOp, created_id: str | None = None) -> bool:
+        """Replay one change in place; True when a created id was reused. A created item
+        takes the id the tool's result gave it, else its own, else its creation number."""
+        items = self.items
+        if op.op == "replace":
+            items.clear()
+            items.update((item.id, item) for item in op.items)
+            self.set_aside, self.dropped = op.set_aside, op.dropped
+            self._bound()
+            return False
+        if op.op == "create":
+            reused = False
+            for item in op.items:
+                self.counter += 1
+                key = created_id or item.id or str(self.counter)
+                if items.pop(key, None) is not None:  # the new task goes last, as created
+                    self.set_aside += 1
+                    reused = True
+                items[key] = PlanItem(
+                    id=key,
+                    subject=item.subject,
+                    status=item.status,
+                    description=item.description,
+                    active_form=item.active_form,
+                )
+            self._bound()
+            return reused
+        found = items.get(op.item_id or "")
+        if found is not None:
+            if op.status == "deleted":
+                del items[found.id]
+            else:
+                found.status = op.status or found.status
+                found.subject = op.subject or found.subject
+        return False
+
+    def _bound(self) -> None:
+        if len(self.items) <= 2 * PLAN_KEEP:
+            return
+        excess = len(self.items) - PLAN_KEEP
+        closed = [k for k, v in self.items.items() if v.status in _CLOSED]
+        newest_pending = [k for k, v in reversed(self.items.items()) if v.status == "pending"]
+        others = [k for k, v in self.items.items() if v.status not in (*_CLOSED, "pending")]
+        for key in [*closed, *newest_pending, *others][:excess]:
+            del self.items[key]
+        self.dropped += excess
 
 
 @dataclass(slots=True)

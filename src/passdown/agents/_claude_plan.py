@@ -10,7 +10,7 @@ import msgspec
 
 from passdown._jsonl import read_side_file
 from passdown.agents._common import DECODE_ERRORS
-from passdown.transcript import PlanItem, PlanOp, apply_plan_op
+from passdown.transcript import Plan, PlanItem, PlanOp
 
 
 class PlanArgs(Protocol):
@@ -62,34 +62,37 @@ def task_files(config_dir: Path, session_id: str) -> dict[str, TaskFile]:
 
 class PlanReplay:
     """The branch's plan as the CLI's task store saw it, replayed from the branch's own
-    TaskCreate/TaskUpdate/TodoWrite calls (extraction replays the same calls; this copy
-    exists to check the task files against the branch and to settle reused ids)."""
+    TaskCreate/TaskUpdate/TodoWrite calls (extraction replays the same calls into the
+    same bounded `Plan`; this copy exists to check the task files against the branch).
+
+    A forked session starts with an empty task store, so its new tasks reuse the ids of
+    the tasks in the copied prefix: the new task takes the id and the earlier one, from
+    an earlier plan, is counted (`Plan.set_aside`), not kept."""
 
     def __init__(self) -> None:
-        self.items: dict[str, PlanItem] = {}
-        self.counter = 0
+        self.plan = Plan()
         self.seen = False
-        self.rekeyed = False
+        self.rekeyed = False  # an id was reused (kept for the reader's saved state)
+
+    @property
+    def items(self) -> dict[str, PlanItem]:
+        return self.plan.items
+
+    @items.setter
+    def items(self, items: dict[str, PlanItem]) -> None:
+        self.plan.items = items
+
+    @property
+    def counter(self) -> int:
+        return self.plan.counter
+
+    @counter.setter
+    def counter(self, counter: int) -> None:
+        self.plan.counter = counter
 
     def apply(self, op: PlanOp, created_id: str | None) -> None:
         self.seen = True
-        self.counter = apply_plan_op(
-            self.items, op, self.counter, created_id, before_reuse=self._set_aside
-        )
-
-    def _set_aside(self, key: str) -> None:
-        """A forked session starts with an empty task store, so its new tasks reuse the
-        ids of the tasks in the copied prefix. The new task takes the id (later updates
-        name it); the earlier one stays in the plan under a primed id."""
-        new_key = key + "'"
-        while new_key in self.items:
-            new_key += "'"
-        item = self.items[key]
-        item.id = new_key
-        rekeyed = [(new_key if k == key else k, v) for k, v in self.items.items()]
-        self.items.clear()  # in place: the replay goes on writing into this dict
-        self.items.update(rekeyed)
-        self.rekeyed = True
+        self.rekeyed = self.plan.apply(op, created_id) or self.rekeyed
 
     def merged_with(self, task_files: dict[str, TaskFile]) -> PlanOp | None:
         """The branch's plan with gaps (description, active form, blocked-by) filled from
@@ -98,7 +101,7 @@ class PlanReplay:
         included. None when there is nothing to change."""
         if not self.seen:
             return None
-        changed = self.rekeyed
+        changed = False
         items = []
         for key, item in self.items.items():
             task = task_files.get(key)
@@ -114,7 +117,12 @@ class PlanReplay:
                 changed = changed or filled != item
                 item = filled
             items.append(item)
-        return PlanOp(op="replace", items=tuple(items)) if changed else None
+        if not changed:
+            return None
+        plan = self.plan
+        return PlanOp(
+            op="replace", items=tuple(items), set_aside=plan.set_aside, dropped=plan.dropped
+        )
 
 
 def plan_op(name: str, args: PlanArgs) -> PlanOp:

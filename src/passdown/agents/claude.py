@@ -651,6 +651,8 @@ class _SessionState(msgspec.Struct):
     plan_counter: int = 0
     plan_seen: bool = False
     plan_rekeyed: bool = False
+    plan_set_aside: int = 0
+    plan_dropped: int = 0
     pending_trigger: str | None = None
     assistant_id: str | None = None
     assistant_text: list[str] = []
@@ -707,6 +709,8 @@ class _SessionDecoder:
                 plan_counter=reader.plan.counter,
                 plan_seen=reader.plan.seen,
                 plan_rekeyed=reader.plan.rekeyed,
+                plan_set_aside=reader.plan.plan.set_aside,
+                plan_dropped=reader.plan.plan.dropped,
                 pending_trigger=reader.pending_trigger,
                 assistant_id=reader.assistant_id,
                 assistant_text=list(reader.assistant_text),
@@ -727,6 +731,8 @@ class _SessionDecoder:
         reader.plan.counter = saved.plan_counter
         reader.plan.seen = saved.plan_seen
         reader.plan.rekeyed = saved.plan_rekeyed
+        reader.plan.plan.set_aside = saved.plan_set_aside
+        reader.plan.plan.dropped = saved.plan_dropped
         reader.pending_trigger = saved.pending_trigger
         reader.assistant_id = saved.assistant_id
         reader.assistant_text = list(saved.assistant_text)

@@ -5,10 +5,11 @@ Only click is imported at module level; the pipeline loads when a command runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -16,6 +17,7 @@ from passdown.cli._output import json_option
 
 if TYPE_CHECKING:
     from passdown.coordinator._doors import HandoffRequest
+    from passdown.handoff import Limits
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,22 +37,57 @@ def _session_option() -> Callable[[F], F]:
     )
 
 
+# The handoff's budgets (`passdown.handoff.Limits`, which checks their ranges): option ->
+# (field, its default, help). An option not given falls back to `[handoff]` in the data
+# folder's config.toml, then to the default. Not read from Limits here: the CLI imports
+# only click until a command runs.
+LIMIT_OPTIONS = {
+    "--max-plan-items": ("max_plan_items", 40, "Plan items listed (open ones first)."),
+    "--max-files": ("max_files", 50, "Files listed: touched, and changed meanwhile (each)."),
+    "--max-commands": ("max_commands", 20, "Recent commands listed."),
+    "--max-failures": ("max_failures", 10, "Failed edits listed."),
+    "--max-subagents": ("max_subagents", 20, "Sub-agents listed."),
+    "--max-notes": ("max_notes", 10, "Decisions, blockers, open questions, next steps (each)."),
+    "--max-warnings": ("max_warnings", 20, "Warnings listed."),
+    "--max-doc-chars": ("max_doc_chars", 100_000, "Character budget of HANDOFF.md as a whole."),
+}
+
+
 def _budget_options(func: F) -> F:
-    func = click.option(
+    """The transcript's budgets (--max-messages, --max-chars) and the handoff's; the
+    command gets the latter as one `limits` argument (None: none given)."""
+    names = [field for field, _default, _help in LIMIT_OPTIONS.values()]
+
+    @functools.wraps(func)
+    def with_limits(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in names}
+        limits = given if any(v is not None for v in given.values()) else None
+        return func(*args, limits=limits, **kwargs)
+
+    wrapped: Any = with_limits
+    for option, (field, default, help_text) in reversed(LIMIT_OPTIONS.items()):
+        wrapped = click.option(
+            option,
+            field,
+            type=click.IntRange(min=1),
+            default=None,
+            help=f"{help_text} Default: config.toml [handoff] {field}, else {default}.",
+        )(wrapped)
+    wrapped = click.option(
         "--max-chars",
         type=click.IntRange(min=1000, max=100_000_000),  # pipeline.MAX_CHARS_LIMIT
         default=80_000,
         show_default=True,
         help="Character budget of the portable transcript.",
-    )(func)
-    func = click.option(
+    )(wrapped)
+    wrapped = click.option(
         "--max-messages",
         type=click.IntRange(min=2, max=100_000),  # pipeline.MAX_MESSAGES_LIMIT
         default=24,
         show_default=True,
         help="Message budget of the portable transcript.",
-    )(func)
-    return func
+    )(wrapped)
+    return cast(F, wrapped)
 
 
 def _emit_json(data: Any) -> None:
@@ -86,6 +123,7 @@ def _request(
     max_messages: int,
     max_chars: int,
     workspace: Path | None,
+    limits: dict[str, int | None] | None = None,
 ) -> HandoffRequest:
     from passdown.coordinator._doors import HandoffRequest
 
@@ -96,7 +134,18 @@ def _request(
         max_messages=max_messages,
         max_chars=max_chars,
         workspace=workspace,
+        limits=_limits(limits),
     )
+
+
+def _limits(given: dict[str, int | None] | None) -> Limits | None:
+    """The budgets the options give over config.toml's; None: no option given (the
+    pipeline reads config.toml itself)."""
+    if given is None:
+        return None
+    from passdown._budgets import load_limits
+
+    return load_limits(given)
 
 
 def _warn(warnings: list[str], quiet: bool) -> None:
@@ -120,13 +169,14 @@ def inspect_command(
     workspace: Path | None,
     max_messages: int,
     max_chars: int,
+    limits: dict[str, int | None] | None,
     as_json: bool,
 ) -> None:
     """Show the session that would be used and what would be handed off, without writing."""
     from passdown._render import render_markdown
     from passdown.coordinator import _doors as doors
 
-    request = _request(source, session, None, max_messages, max_chars, workspace)
+    request = _request(source, session, None, max_messages, max_chars, workspace, limits)
     prepared = doors.prepare(request, Path.cwd(), store=False)  # prepare only: nothing stored
     handoff = prepared.package.handoff
     assert handoff is not None  # doors.prepare requires a session
@@ -159,6 +209,7 @@ def export_command(
     out: Path | None,
     max_messages: int,
     max_chars: int,
+    limits: dict[str, int | None] | None,
     no_store: bool,
     quiet: bool,
     as_json: bool,
@@ -167,7 +218,7 @@ def export_command(
     from passdown.cli._progress import session_reading, wanted
     from passdown.coordinator import _doors as doors
 
-    request = _request(source, session, to, max_messages, max_chars, workspace)
+    request = _request(source, session, to, max_messages, max_chars, workspace, limits)
     with session_reading(wanted(as_json=as_json, quiet=quiet)):
         written = doors.export(request, Path.cwd(), store=False if no_store else None, out_dir=out)
     if as_json:
@@ -220,6 +271,7 @@ def switch_command(
     out: Path | None,
     max_messages: int,
     max_chars: int,
+    limits: dict[str, int | None] | None,
     dry_run: bool,
     non_interactive: bool,
     no_store: bool,
@@ -232,7 +284,7 @@ def switch_command(
 
     target = get_agent(to)
     store = not no_store and not dry_run  # a dry run does not even open the store
-    request = _request(source, session, to, max_messages, max_chars, workspace)
+    request = _request(source, session, to, max_messages, max_chars, workspace, limits)
     prepared = doors.prepare(request, Path.cwd(), store=None if store else False)
 
     def announce(_spec: Any, result: Any) -> None:

@@ -84,6 +84,7 @@ def _summarise_commands(h: Handoff, summarised: list[str]) -> None:
     tail = commands[-KEEP_COMMANDS:]
     failed = [c for c in commands[:-KEEP_COMMANDS] if c.ok is False]
     h.state.commands = failed + tail
+    h.state.omitted.commands += len(commands) - len(h.state.commands)
     summarised.append(
         f"recent commands: kept {len(h.state.commands)} of {len(commands)} "
         f"(failures and the last {KEEP_COMMANDS}; totals unchanged)"

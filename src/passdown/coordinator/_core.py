@@ -200,6 +200,7 @@ class HandoffCoordinator:
             max_messages=max_messages or self.options.max_messages,
             max_chars=max_chars or self.options.max_chars,
             target_agent=target_agent,
+            limits=self.options.limits,
         )
         options.validate()
         if handoff_type == "recovery":

@@ -25,6 +25,7 @@ from passdown.errors import UsageError
 if TYPE_CHECKING:
     from passdown.coordinator._core import HandoffCoordinator
     from passdown.coordinator._package import HandoffPackage, HandoffType
+    from passdown.handoff import Limits
     from passdown.store import ScopeLike, Store
 
 MAX_RACE_RETRIES = 3  # another export published first: prepare again on top of it
@@ -40,6 +41,7 @@ class HandoffRequest:
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
     workspace: Path | None = None  # hand off into this workspace (`--workspace`)
+    limits: Limits | None = None  # the handoff's budgets; None: config.toml's, else defaults
 
     def handoff_type(self, picked_agent: str) -> HandoffType:
         return "session" if self.target is not None and self.target == picked_agent else "agent"
@@ -85,6 +87,7 @@ def prepare(
         max_chars=request.max_chars,
         max_messages=request.max_messages,
     )
+    coordinator.options.limits = request.limits
     try:
         package = coordinator.prepare_handoff_sync(
             request.source,
