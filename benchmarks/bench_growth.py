@@ -63,6 +63,7 @@ _WRAPPER = (
 class Row:
     agent: str
     kind: str
+    src: str
     size_mb: float
     copies: int
     wall_s: float
@@ -122,6 +123,7 @@ def run_export(
     row = Row(
         grown.agent,
         grown.kind,
+        "",
         grown.size / MB,
         grown.copies,
         float(wall),
@@ -201,7 +203,7 @@ def verdict(rows: list[Row]) -> str:
 
 
 HEADER = (
-    f"{'agent':8} {'kind':11} {'size':>6} {'copies':>7} {'wall':>7} {'CPU':>7} {'s/MB':>6} "
+    f"{'agent':8} {'kind':11} {'src':8} {'size':>6} {'copies':>7} {'wall':>7} {'CPU':>7} {'s/MB':>6} "
     f"{'x prev':>6} {'RSS MB':>7} {'+RSS':>5} {'json KB':>8} {'md KB':>6} "
     f"{'plan':>5} {'cmds':>5} {'files':>5} {'subag':>5}  check"
 )
@@ -210,19 +212,24 @@ HEADER = (
 def print_row(row: Row, prev: Row | None, first: Row) -> None:
     if row.error:
         print(
-            f"{row.agent:8} {row.kind:11} {row.size_mb:5.0f}M {row.copies:7d} "
+            f"{row.agent:8} {row.kind:11} {row.src:8} {row.size_mb:5.0f}M {row.copies:7d} "
             f"{row.wall_s:6.1f}s  {row.error}",
             flush=True,
         )
         return
     ratio = f"{row.cpu_s / prev.cpu_s:6.2f}" if prev and not prev.error else f"{'':6}"
     print(
-        f"{row.agent:8} {row.kind:11} {row.size_mb:5.0f}M {row.copies:7d} {row.wall_s:6.2f}s "
+        f"{row.agent:8} {row.kind:11} {row.src:8} {row.size_mb:5.0f}M {row.copies:7d} {row.wall_s:6.2f}s "
         f"{row.cpu_s:6.2f}s {row.cpu_s / row.size_mb:6.3f} {ratio} {row.rss_mb:7.0f} "
         f"{row.rss_mb - first.rss_mb:+5.0f} {row.json_kb:8.1f} {row.md_kb:6.1f} "
         f"{row.plan:5d} {row.commands:5d} {row.files:5d} {row.subagents:5d}  {row.check}",
         flush=True,
     )
+
+
+def _label(src: str) -> tuple[str, str]:
+    name, sep, path = src.partition("=")
+    return (name, path) if sep else (Path(src).parent.name[-8:] or src, src)
 
 
 def main() -> None:
@@ -235,7 +242,13 @@ def main() -> None:
         "--skip", default="", help="agent:kind pairs to leave out, e.g. claude:plan"
     )
     parser.add_argument("--sizes", default="4,16,64", help="sizes in MB, 4x apart")
-    parser.add_argument("--src", default=str(REPO / "src"), help="passdown source tree")
+    parser.add_argument(
+        "--src",
+        nargs="+",
+        default=[str(REPO / "src")],
+        help="passdown source trees (PYTHONPATH of the export), each run on the same files; "
+        "NAME=DIR labels one",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per export")
     parser.add_argument("--json", help="also write the rows as JSON lines to this file")
     parser.add_argument("--workdir", default=tempfile.gettempdir())
@@ -244,7 +257,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="passdown-growth-", dir=args.workdir))
     sizes = [float(s) for s in args.sizes.split(",")]
     kinds = args.kinds.split(",")
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; src {args.src}")
+    srcs = dict(_label(s) for s in args.src)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; src {srcs}")
     print(HEADER, flush=True)
     rows: list[Row] = []
     summary: list[str] = []
@@ -254,16 +268,20 @@ def main() -> None:
             for kind in (k for k in growslice.kinds_for(agent) if k in kinds):
                 if f"{agent}:{kind}" in skip:
                     continue
-                done: list[Row] = []
+                done: dict[str, list[Row]] = {label: [] for label in srcs}
                 for size in sizes:
                     grown = growslice.grow(agent, kind, int(size * MB), work / "store")
-                    row, _ = run_export(grown, args.src, work, args.timeout)
-                    print_row(row, done[-1] if done else None, done[0] if done else row)
-                    done.append(row)
-                    if row.error:
-                        break  # a bigger size would only take longer
-                rows.extend(done)
-                summary.append(f"{agent:8} {kind:11} {verdict(done)}")
+                    for label, src in srcs.items():
+                        runs = done[label]
+                        if runs and runs[-1].error:
+                            continue  # a bigger size would only take longer
+                        row, _ = run_export(grown, src, work, args.timeout)
+                        row.src = label
+                        print_row(row, runs[-1] if runs else None, runs[0] if runs else row)
+                        runs.append(row)
+                for label, runs in done.items():
+                    rows.extend(runs)
+                    summary.append(f"{agent:8} {kind:11} {label:8} {verdict(runs)}")
                 shutil.rmtree(work / "store", ignore_errors=True)
         print()
         print("\n".join(summary))

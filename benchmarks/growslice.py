@@ -164,6 +164,9 @@ def _prompt_needle(agent: str, scenario: str) -> bytes:
     return json.dumps(text)[1:-1].encode()
 
 
+_LEAD_ID = re.compile(rb'^\{"id":"([^"]+)"')
+
+
 def find_window(
     lines: list[bytes], anchor_at: int, until_at: int, tree: tuple[str, str] | None
 ) -> tuple[int, int]:
@@ -171,7 +174,9 @@ def find_window(
     cut from its result and (for a tree) whose first record is the child of the record
     before it and whose last record is the parent of the record after it."""
     n = len(lines)
-    calls = [set(realshape.CALL_ID.findall(line)) for line in lines]
+    # tool-call ids, and the ids of records written more than once as they progress
+    # (Gemini CLI rewrites a message under its id when its tool results come in)
+    calls = [set(realshape.CALL_ID.findall(line)) | set(_LEAD_ID.findall(line)) for line in lines]
     recs = [_record(line) for line in lines]
 
     def whole(start: int, end: int) -> bool:

@@ -21,24 +21,22 @@ from passdown._extract import extract
 from passdown._pipeline import Selection, build_handoff
 from passdown._render import render_markdown
 from passdown.agents import get_agent
+from passdown.handoff import (
+    COMMANDS_KEEP,
+    FILES_KEEP,
+    SUBAGENTS_KEEP,
+    Limits,
+)
+from passdown.transcript import PLAN_KEEP
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import growslice
 
 SIZE = 2 * 1024 * 1024
 
-# The handoff's budgets. These are the defaults of helper "bounded"'s
-# `passdown.handoff.Limits`; swap in `Limits().max_plan_items`, `.max_commands`,
-# `.max_files`, `.max_subagents` and `.max_doc_chars` once its budgets land on main.
-MAX_PLAN_ITEMS = 40  # Limits().max_plan_items
-MAX_COMMANDS = 20  # Limits().max_commands
-MAX_FILES = 50  # Limits().max_files
-MAX_SUBAGENTS = 20  # Limits().max_subagents
-MAX_DOC_CHARS = 100_000  # Limits().max_doc_chars (HANDOFF.md as a whole)
-MAX_JSON_BYTES = 256 * 1024  # handoff.json: the lists above cut to budget leave it far below
-# What extraction itself keeps, before the budgets cut further: `transcript.PLAN_KEEP`,
-# `handoff.COMMANDS_KEEP`, `handoff.FILES_KEEP`, `handoff.SUBAGENTS_KEEP` of "bounded".
-KEEP_PLAN, KEEP_COMMANDS, KEEP_FILES, KEEP_SUBAGENTS = 1000, 100, 2000, 200
+LIMITS = Limits()  # the default budgets a handoff is cut to
+# handoff.json: its lists cut to budget (and long texts to theirs) leave it far below this
+MAX_JSON_BYTES = 256 * 1024
 
 CASES = [
     pytest.param(agent, kind, id=f"{agent}-{kind}")
@@ -70,21 +68,21 @@ def test_grown_session_stays_in_budget(
     ref = reader.ref_for_path(grown.session)
     workspace = str(growslice.expected(agent, grown.scenario)["workspace"])
     kept = extract(reader.read(ref).events(), workspace=workspace).state
-    assert len(kept.plan) <= KEEP_PLAN
-    assert len(kept.commands) <= KEEP_COMMANDS
-    assert len(kept.files_touched) <= KEEP_FILES
-    assert len(kept.subagents) <= KEEP_SUBAGENTS
+    assert len(kept.plan) <= PLAN_KEEP
+    assert len(kept.commands) <= COMMANDS_KEEP
+    assert len(kept.files_touched) <= FILES_KEEP
+    assert len(kept.subagents) <= SUBAGENTS_KEEP
 
     handoff = build_handoff(Selection(agent=reader, ref=ref, workspace=tmp_path / "ws"))
     markdown = render_markdown(handoff)
     state = handoff.state
 
     assert len(handoff.to_json().encode()) < MAX_JSON_BYTES
-    assert len(markdown) <= MAX_DOC_CHARS
-    assert len(state.plan) <= MAX_PLAN_ITEMS
-    assert len(state.commands) <= MAX_COMMANDS
-    assert len(state.files_touched) <= MAX_FILES
-    assert len(state.subagents) <= MAX_SUBAGENTS
+    assert len(markdown) <= LIMITS.max_doc_chars
+    assert len(state.plan) <= LIMITS.max_plan_items
+    assert len(state.commands) <= LIMITS.max_commands
+    assert len(state.files_touched) <= LIMITS.max_files
+    assert len(state.subagents) <= LIMITS.max_subagents
 
     expected = growslice.expected(agent, grown.scenario)
     first = str(expected["original_request"])[:60]  # before the secrets it carries
