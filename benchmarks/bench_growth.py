@@ -3,7 +3,7 @@
 For each agent's recording (tests/fixtures/sessions/<agent>/) and each slice kind
 (growslice.KINDS: the whole middle as recorded, only plan operations, only a failing
 command, only file edits, only sub-agent spawns, only compactions, only user prompts, only
-API errors; a kind the agent's recordings do not hold is skipped), the session is grown to
+API errors, only file edits under one tool-call id used again and again; a kind the agent's recordings do not hold is skipped), the session is grown to
 three sizes 4x apart (4/16/64 MB by default) by repeating that one slice, and exported by
 `passdown export --session ... --no-store` in a child process with its own HOME, store and
 data dir. Each row prints:
@@ -12,7 +12,9 @@ data dir. Each row prints:
 - `x prev`: the time at this size over the time at the size before (4x the bytes: at most
   4.5x passes), on CPU time (steadier than wall time on a shared machine);
 - peak RSS of the child (its ru_maxrss; with a two-core read, the main process's peak plus
-  the worker's own pages) and its growth over the smallest size (at most 10 MB passes);
+  the worker's own pages) and its growth over the smallest size (at most 10 MB passes;
+  `--cores 1` measures the reader alone: past its size threshold the two-core read adds
+  a forked worker's own pages, about 12 MB, once);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
   sub-agents handoff.json lists;
 - the check: the first request and the current plan's open items survive.
@@ -21,7 +23,8 @@ The last line per agent and kind says PASS or what failed. Generated files live 
 --workdir and are removed unless --keep.
 
 Usage: python benchmarks/bench_growth.py [--agents claude,codex] [--kinds plan,failing]
-       [--sizes 4,16,64] [--skip claude:plan] [--src DIR] [--timeout 600] [--json FILE] [--keep]
+       [--sizes 4,16,64] [--skip claude:plan] [--cores 1|2]
+       [--src [NAME=]DIR ...] [--timeout 600] [--json FILE] [--keep]
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ class Row:
 
 
 def run_export(
-    grown: growslice.Grown, src: str, work: Path, timeout: float
+    grown: growslice.Grown, src: str, work: Path, timeout: float, cores: str = "2"
 ) -> tuple[Row, dict[str, Any] | None]:
     out, data, ws, home = work / "out", work / "data", work / "ws", work / "home"
     for folder in (out, data):
@@ -94,6 +97,7 @@ def run_export(
         "PASSDOWN_DATA_DIR": str(data),
         "PYTHONPATH": src,
         "PASSDOWN_TWO_CORE_STATS": "1",
+        "PASSDOWN_SINGLE_CORE": "1" if cores == "1" else "0",
     }
     argv = [
         sys.executable,
@@ -249,6 +253,14 @@ def main() -> None:
         help="passdown source trees (PYTHONPATH of the export), each run on the same files; "
         "NAME=DIR labels one",
     )
+    parser.add_argument(
+        "--cores",
+        choices=("1", "2"),
+        default="2",
+        help="1: the two-core read off (PASSDOWN_SINGLE_CORE=1): the reader's own memory; "
+        "2: as users run it (past its size threshold a forked worker's own pages add to "
+        "the peak)",
+    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per export")
     parser.add_argument("--json", help="also write the rows as JSON lines to this file")
     parser.add_argument("--workdir", default=tempfile.gettempdir())
@@ -258,7 +270,10 @@ def main() -> None:
     sizes = [float(s) for s in args.sizes.split(",")]
     kinds = args.kinds.split(",")
     srcs = dict(_label(s) for s in args.src)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; src {srcs}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        f"two-core read {'off' if args.cores == '1' else 'on'}; src {srcs}"
+    )
     print(HEADER, flush=True)
     rows: list[Row] = []
     summary: list[str] = []
@@ -275,7 +290,7 @@ def main() -> None:
                         runs = done[label]
                         if runs and runs[-1].error:
                             continue  # a bigger size would only take longer
-                        row, _ = run_export(grown, src, work, args.timeout)
+                        row, _ = run_export(grown, src, work, args.timeout, args.cores)
                         row.src = label
                         print_row(row, runs[-1] if runs else None, runs[0] if runs else row)
                         runs.append(row)
