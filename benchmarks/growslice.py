@@ -60,41 +60,44 @@ SLICES: dict[str, dict[str, Slice]] = {
         "subagents": Slice(rb'"name":"Agent"', scenario="subagent"),
         "compactions": Slice(rb'"compact_boundary"', rb"local-command-stdout"),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "errors": Slice(b"inserted"),
     },
     "codex": {
         "plan": Slice(rb'"name":"update_plan"'),
         "failing": Slice(rb'"exit_code":1\b'),
         "edits": Slice(rb'"type":"FileChange"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "compactions": Slice(b"inserted"),
+        "errors": Slice(b"inserted"),
     },
     "gemini": {
         "plan": Slice(rb'^\{"id"[^\n]*"name":"write_todos"'),
         "failing": Slice(rb'^\{"id"[^\n]*"type":"gemini"[^\n]*' + _FAIL),
         "edits": Slice(rb'^\{"id"[^\n]*"type":"gemini"[^\n]*"name":"replace"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "errors": Slice(b"inserted"),
     },
     "qwen": {
         "plan": Slice(rb'"type":"assistant"[^\n]*"name":"todo_write"'),
         "failing": Slice(rb'"type":"tool_result"[^\n]*' + _FAIL),
         "edits": Slice(rb'"type":"assistant"[^\n]*"name":"edit"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "compactions": Slice(b"inserted"),
+        "errors": Slice(b"inserted"),
     },
     "pi": {
         "failing": Slice(rb'"role":"toolResult"[^\n]*' + _FAIL),
         "edits": Slice(rb'"toolCall"[^\n]*"name":"edit"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "compactions": Slice(b"inserted"),
+        "errors": Slice(b"inserted"),
     },
     "copilot": {
         "plan": Slice(rb'"toolName":"sql"'),
         "failing": Slice(rb'"tool.execution_complete"[^\n]*' + _FAIL),
         "edits": Slice(rb'"tool.execution_start"[^\n]*"toolName":"edit"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "errors": Slice(b"inserted"),
     },
     # opencode: a message's parts (SQLite rows), chosen by what a part holds
     "opencode": {
@@ -102,7 +105,7 @@ SLICES: dict[str, dict[str, Slice]] = {
         "failing": Slice(rb'"tool":"bash"[^\n]*' + _FAIL),
         "edits": Slice(rb'"tool":"edit","callID":"[^"]*","state":\{"status":"completed"'),
         "prompts": Slice(b"prompt"),
-        "errors": Slice(b"error"),
+        "errors": Slice(b"inserted"),
     },
 }
 TREES = {
@@ -218,9 +221,9 @@ def find_window(
 
 def slice_window(agent: str, kind: str, lines: list[bytes]) -> tuple[int, int]:
     spec = SLICES[agent][kind]
-    if spec.anchor == b"error":  # the line `with_api_error` put after the prompt
-        at = next(i for i, ln in enumerate(lines) if _ERROR_MARK in ln)
-        return find_window(lines, at, at, TREES.get(agent))
+    if spec.anchor == b"inserted":  # the lines `_with_inserted` put after the prompt
+        marked = [i for i, ln in enumerate(lines) if _LATER.encode() in ln]
+        return find_window(lines, marked[0], marked[-1], TREES.get(agent))
     if spec.anchor == b"prompt":
         needle = _prompt_needle(agent, spec.scenario)
         at = next(
@@ -315,8 +318,8 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
         copies = grower.write(path, size)
         return Grown(agent, kind, target, fx.env_var, path, copies, scenario)
     replace = _first_run if agent == "gemini" and kind not in ("prompts", "errors") else _same
-    if kind == "errors":
-        replace = _with_api_error(agent)
+    if spec_anchor(agent, kind) == b"inserted":
+        replace = _with_inserted(agent, kind)
     lines = replace((fx.root / fx.session).read_bytes()).splitlines()
     window = slice_window(agent, kind, lines)
     extra: list[bytes] = []
@@ -332,12 +335,19 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
     )
 
 
+def spec_anchor(agent: str, kind: str) -> bytes:
+    spec = SLICES.get(agent, {}).get(kind)
+    return spec.anchor if spec else b""
+
+
 def _same(raw: bytes) -> bytes:
     return raw
 
 
-# A failed model request as each CLI records it (shapes from the pinned CLIs' files, as
-# tests/test_error_endings_readers.py appends them); every copy is a retry that failed.
+# Records the recordings lack, written as each CLI writes them (shapes from the pinned
+# CLIs' files, as tests/test_error_endings_readers.py and tests/test_incremental*.py
+# write them): a failed model request (every copy a retry that failed) and a compaction
+# (Codex, Qwen, pi: every copy one more). Their timestamp, _LATER, marks them.
 _ERROR_MARK = b"Rate limit reached for scripted-model"
 _RATE_LIMIT = _ERROR_MARK.decode() + " (TPM): Limit 30000, Used 30000. Please try again in 20s."
 _ERROR_ID = "e1e1e1e1-0000-4000-8000-000000000001"
@@ -432,9 +442,55 @@ def _api_error_record(agent: str, before: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"no API error record for {agent}")
 
 
-def _with_api_error(agent: str) -> Callable[[bytes], bytes]:
-    """The recording with one failed model request right after the latest prompt (for a
-    tree: the prompt's child, and the prompt's next child re-parented onto it)."""
+def _compaction_records(agent: str, before: dict[str, Any]) -> list[dict[str, Any]]:
+    summary = "Summary: calc.py and its test written, greet() says Hi; next: the README."
+    if agent == "codex":
+        from passdown._extract import CODEX_SUMMARY_PREFIX
+
+        return [
+            {
+                "timestamp": _LATER,
+                "type": "compacted",
+                "payload": {"message": f"{CODEX_SUMMARY_PREFIX}\n{summary}"},
+            },
+            {"timestamp": _LATER, "type": "event_msg", "payload": {"type": "context_compacted"}},
+        ]
+    if agent == "qwen":
+        return [
+            {
+                "uuid": _ERROR_ID,
+                "parentUuid": before["uuid"],
+                "sessionId": before.get("sessionId"),
+                "timestamp": _LATER,
+                "type": "system",
+                "subtype": "chat_compression",
+                "systemPayload": {
+                    "info": {"trigger": "auto"},
+                    "compressedHistory": [
+                        {"role": "user", "parts": [{"text": summary}]},
+                        {"role": "model", "parts": [{"text": "Got it."}]},
+                    ],
+                },
+            }
+        ]
+    if agent == "pi":
+        return [
+            {
+                "type": "compaction",
+                "id": "c0c0c0c0",
+                "parentId": before["id"],
+                "timestamp": _LATER,
+                "summary": summary,
+                "firstKeptEntryId": before["id"],
+                "tokensBefore": 1200,
+            }
+        ]
+    raise ValueError(f"no compaction record for {agent}")
+
+
+def _with_inserted(agent: str, kind: str) -> Callable[[bytes], bytes]:
+    """The recording with the kind's records right after the latest prompt (for a tree:
+    the prompt's child, and the prompt's next child re-parented onto the last of them)."""
 
     def insert(raw: bytes) -> bytes:
         lines = raw.splitlines()
@@ -445,15 +501,19 @@ def _with_api_error(agent: str) -> Callable[[bytes], bytes]:
             if needle in ln and not ln.startswith(b'{"$') and b'"queue-operation"' not in ln
         )
         before = _record(lines[at]) or {}
-        record = _api_error_record(agent, before)
+        if kind == "errors":
+            records = [_api_error_record(agent, before)]
+        else:
+            records = _compaction_records(agent, before)
         tree = TREES.get(agent)
         if tree is not None:
             key, parent = tree
             link = f'"{parent}":"{before[key]}"'.encode()
-            new_link = f'"{parent}":"{record[key]}"'.encode()
+            new_link = f'"{parent}":"{records[-1][key]}"'.encode()
             nxt = next(i for i in range(at + 1, len(lines)) if link in lines[i])
             lines[nxt] = lines[nxt].replace(link, new_link, 1)
-        lines.insert(at + 1, json.dumps(record, separators=(",", ":")).encode())
+        for offset, record in enumerate(records, 1):
+            lines.insert(at + offset, json.dumps(record, separators=(",", ":")).encode())
         return b"\n".join(lines) + b"\n"
 
     return insert
@@ -535,7 +595,7 @@ def _opencode_slice(
         n = len(first_turn)
         return first_turn[int(n * 0.3) : int(n * 0.7)]
     spec = SLICES["opencode"][kind]
-    if spec.anchor == b"error":  # a failed request: an assistant message with an `error`
+    if kind == "errors":  # a failed request: an assistant message with an `error`
         prompt = _opencode_slice("prompts", messages, parts)[0]
         after = next(m for m in messages if m[1] > prompt[1])
         data = json.loads(after[3])
