@@ -33,7 +33,7 @@ CONFIG_TABLE = "handoff"
 OPEN_STATUSES = ("in_progress", "blocked", "pending")  # in the order they fill a budget
 # one item's text (a command, an error line, a plan subject, a path) and the task's texts
 # (the request, the latest messages, the compaction summary), after redaction
-ITEM_CHARS = 2_000
+ITEM_CHARS = 1_000
 TASK_TEXT_CHARS = 20_000
 
 T = TypeVar("T")
@@ -113,6 +113,8 @@ def fit_lists(handoff: Handoff, limits: Limits) -> Handoff:
     handoff.warnings, omitted.warnings = _first(
         handoff.warnings, omitted.warnings, limits.max_warnings
     )
+    # the snapshot's dirty files: counted in full by its own `dirty_total`
+    handoff.workspace.dirty = handoff.workspace.dirty[: limits.max_files]
     handoff.limits = limits
     return handoff
 

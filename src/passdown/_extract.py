@@ -5,8 +5,9 @@ the portable transcript is a ring buffer; the plan (`transcript.Plan`), the file
 touched, the commands, failed edits, sub-agents and open failures each keep at most a
 fixed number of items (`handoff.*_KEEP`, `transcript.PLAN_KEEP`) and count the rest.
 The handoff's budgets (`handoff.Limits`) cut these further, after extraction
-(`passdown._budgets.fit_handoff`), so a checkpoint serves every budget. Structured state comes from tool calls, not from prose; prose only adds
-decisions, open questions and next steps when the tools say nothing.
+(`passdown._budgets.fit_lists`), so a checkpoint serves every budget. Structured
+state comes from tool calls, not from prose; prose only adds decisions, open questions
+and next steps when the tools say nothing.
 """
 
 from __future__ import annotations

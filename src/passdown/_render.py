@@ -124,6 +124,14 @@ class _Section:
     required: set[int] = field(default_factory=set)  # indices of items that always stay
     cut: int = 0
 
+    def escaped(self) -> _Section:
+        """The section without terminal control sequences (`safe_text`), measured as it
+        will be written: escaping a control character lengthens the text."""
+        self.head = [safe_text(line) for line in self.head]
+        self.items = [[safe_text(line) for line in item] for item in self.items]
+        self.tail = [safe_text(line) for line in self.tail]
+        return self
+
     def lines(self) -> list[str]:
         if not self.cut:
             return [*self.head, *(line for item in self.items for line in item), *self.tail]
@@ -143,10 +151,10 @@ def render_markdown(h: Handoff) -> str:
     are cut first (the transcript, then the compaction summary, the workspace's file
     list, sub-agents, ... the plan's closed items last), every cut marked; the summary,
     the contract, the current plan's open items and the last failure always stay."""
-    sections = _sections(h)
+    sections = [section.escaped() for section in _sections(h)]
     _fit(sections, h.limits.max_doc_chars)
     text = "\n".join(line for section in sections for line in section.lines())
-    return safe_text(text.rstrip() + "\n")
+    return text.rstrip() + "\n"
 
 
 def _sections(h: Handoff) -> list[_Section]:
@@ -338,6 +346,8 @@ def _workspace_section(h: Handoff) -> _Section:
         head.append(f"- Upstream: {_v(ws.upstream)} (ahead {ws.ahead}, behind {ws.behind})")
     head.append(f"- Uncommitted changes: {ws.dirty_total}")
     items = [[f"  - {_code(d.status)} {_v(d.path)}"] for d in ws.dirty]
+    if ws.dirty_total > len(ws.dirty):
+        items.append([f"  - *({ws.dirty_total - len(ws.dirty)} more not listed)*"])
     if ws.diff_stat:
         items.append(["", "Diff stat against HEAD:", "", _fence(ws.diff_stat)])
     return _Section(head, items, [""], rank=4, from_end=True)

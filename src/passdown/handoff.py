@@ -144,7 +144,8 @@ def _count(description: str) -> int:
 
 class Omitted(_Model):
     """How many items each list of the handoff leaves out to stay in its budget
-    (`Limits`); 0: the list is whole. The transcript's own count is `task.messages_omitted`."""
+    (`Limits`); 0: the list is whole. The transcript's own count is
+    `task.messages_omitted`, the workspace's dirty files' `workspace.dirty_total`."""
 
     plan: int = _count(
         "current-plan items not listed: the oldest completed or cancelled first, then the "
