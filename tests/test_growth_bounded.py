@@ -11,6 +11,9 @@ time ratios between sizes are benchmarks/bench_growth.py's.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,3 +100,36 @@ def test_grown_session_stays_in_budget(
         assert state.last_failure is not None
         assert state.last_failure.command == failing["command"]
         assert failing["command"] in markdown
+
+
+def test_each_codex_compaction_counts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex CLI writes a `compacted` item and a `context_compacted` event for one
+    compaction; a session compacted N times hands off N, through the CLI a user runs."""
+    grown = _grown("codex", "compactions", tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "export",
+            "--from",
+            "codex",
+            "--session",
+            grown.session_arg,
+            "--out",
+            str(out),
+            "--no-store",
+            "--quiet",
+            "--workspace",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ.copy(),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    handoff = json.loads((out / "handoff.json").read_text())
+    assert handoff["task"]["compactions"] == grown.copies
+    assert "calc.py and its test written" in (handoff["task"]["compaction_summary"] or "")
