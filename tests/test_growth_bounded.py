@@ -100,6 +100,14 @@ def test_grown_session_stays_in_budget(
         assert state.last_failure is not None
         assert state.last_failure.command == failing["command"]
         assert failing["command"] in markdown
+    # what the budgets leave out is counted, not lost
+    if (agent, kind) == ("claude", "plan"):  # the task ids of every copy are reused
+        assert state.omitted.plan_set_aside >= 3 * (grown.copies - 1)
+    if kind == "subagents":  # each spawn its own sub-agent, named by its own meta file
+        assert state.subagent_calls == grown.copies
+        assert len(state.subagents) + state.omitted.subagents == grown.copies
+        assert {s.agent_type for s in state.subagents} == {"general-purpose"}
+        assert len({s.id for s in state.subagents}) == len(state.subagents)
 
 
 def test_each_codex_compaction_counts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
