@@ -12,8 +12,12 @@ plus what its output carries of the session (first request, last progress messag
 plan's three tasks, the three files touched) and whether it leaked the planted AWS key.
 The floor (`wc -l; cat`) is measured in the same run.
 
-Usage: python benchmarks/bench_peers.py [--size 200] [--venv /tmp/passdown-peers-venv]
-       [--runs 2] [--keep]
+`--kind plan` grows it by repeating only its plan operations instead (growslice.py): the
+three TaskCreate calls and a TaskUpdate, the task ids "1", "2", "3" reused in every copy
+as a forked session reuses them.
+
+Usage: python benchmarks/bench_peers.py [--size 200] [--kind middle|plan|...]
+       [--venv /tmp/passdown-peers-venv] [--runs 2] [--keep]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import growslice
 import realshape
 from bench_export import MB, floor_seconds
 
@@ -126,6 +131,13 @@ def main() -> None:
     )
     parser.add_argument("--size", type=float, default=200, help="session size in MB")
     parser.add_argument(
+        "--kind",
+        default="middle",
+        choices=("middle", "plan", "failing", "edits", "compactions", "prompts"),
+        help="what repeats (growslice.py): the whole middle with fresh ids (default), or "
+        "one kind of slice, e.g. plan: the three TaskCreate calls, their task ids reused",
+    )
+    parser.add_argument(
         "--venv", default=os.path.join(tempfile.gettempdir(), "passdown-peers-venv")
     )
     parser.add_argument("--runs", type=int, default=1)
@@ -151,13 +163,23 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
     folder = claude_dir / "projects" / "".join(c if c.isalnum() else "-" for c in str(ws))
     session.parent.rename(folder)
     session = folder / session.name
-    grower = realshape.Grower(fixture, lambda b: b.replace(RECORDED_WS.encode(), str(ws).encode()))
+
+    def here(raw: bytes) -> bytes:
+        return raw.replace(RECORDED_WS.encode(), str(ws).encode())
+
+    grower = realshape.Grower(fixture, here)
+    if args.kind != "middle":
+        source = growslice.fixture("claude")
+        lines = here((source.root / source.session).read_bytes()).splitlines()
+        grower = growslice.SliceGrower(
+            source, growslice.slice_window("claude", args.kind, lines), here
+        )
     grower.write(session, int(args.size * MB))
     session_id = session.stem
     size = session.stat().st_size
     floor, floor_cpu = floor_seconds(session)
     print(
-        f"session {size / 1e6:.0f} MB, {session_id}; floor {floor:.2f} s wall, "
+        f"session {size / 1e6:.0f} MB ({args.kind}), {session_id}; floor {floor:.2f} s wall, "
         f"{floor_cpu:.2f} s CPU; load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     env = {

@@ -137,11 +137,17 @@ def choose_middle(lines: list[bytes], tree: tuple[str, str] | None) -> tuple[int
 class Grower:
     """Writes grown copies of one recording's session file."""
 
-    def __init__(self, fixture: Fixture, replace: Callable[[bytes], bytes] = lambda b: b):
+    def __init__(
+        self,
+        fixture: Fixture,
+        replace: Callable[[bytes], bytes] = lambda b: b,
+        window: tuple[int, int] | None = None,
+    ):
+        """`window`: the [start, end) lines to repeat (default: the middle)."""
         self.fixture = fixture
         raw = replace((fixture.root / fixture.session).read_bytes())
         self.lines = raw.splitlines()
-        self.start, self.end = choose_middle(self.lines, fixture.tree)
+        self.start, self.end = window or choose_middle(self.lines, fixture.tree)
         head, middle = self.lines[: self.start], self.lines[self.start : self.end]
         outside = set(ID.findall(b"\n".join(head)))
         defined = dict.fromkeys(t for t in ID.findall(b"\n".join(middle)) if t not in outside)
@@ -154,8 +160,10 @@ class Grower:
             key, parent = fixture.tree
             first = next(r for r in map(_record, middle) if r and r.get(key))
             last = [r for r in map(_record, middle) if r and r.get(key)][-1]
+            # a compaction boundary starts a new root: its link back is logicalParentUuid
+            link = parent if first.get(parent) else "logicalParentUuid"
             self.entry = (
-                f'"{parent}":"{first[parent]}"'.encode(),
+                f'"{link}":"{first[link]}"'.encode(),
                 str(last[key]).encode(),
             )
 

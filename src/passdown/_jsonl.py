@@ -27,7 +27,9 @@ from typing import BinaryIO
 from passdown.errors import SessionReadError
 from passdown.transcript import Diagnostics
 
-CHUNK = 4 * 1024 * 1024
+# 1 MiB: a read holds a chunk, its lines and the next chunk at once, so a bigger chunk
+# only adds to the peak memory of every file past it (4 MiB: +20 MB), not speed
+CHUNK = 1024 * 1024
 # A line longer than this is skipped (and counted), not parsed: it bounds memory.
 MAX_LINE_BYTES = 256 * 1024 * 1024
 # The bound inside a compressed file: a few KB of .zst can inflate to one line of

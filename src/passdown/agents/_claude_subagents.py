@@ -39,7 +39,9 @@ class Subagents:
         self.folder = folder
         self.legacy_folder = legacy_folder
         self.read: set[str] = set()
-        self._meta: dict[str, SubagentMeta] | None = None
+        # tool-use id -> agent id of every meta file, built only when a spawn's result
+        # does not name its agent (a session stopped while its sub-agents ran)
+        self._by_call: dict[str, str] | None = None
 
     def claim(self, agent_id: str) -> bool:
         if not _SAFE_ID.match(agent_id) or agent_id in self.read:
@@ -47,24 +49,10 @@ class Subagents:
         self.read.add(agent_id)
         return True
 
-    def meta(self) -> dict[str, SubagentMeta]:
-        if self._meta is None:
-            self._meta = {}
-            try:
-                files = list(self.folder.glob("agent-*.meta.json"))
-            except OSError:
-                files = []
-            for path in files:
-                data = read_side_file(path)  # regular files only, size-bounded
-                try:
-                    meta = _META.decode(data) if data is not None else None
-                except DECODE_ERRORS:
-                    continue
-                if meta is None:
-                    continue
-                agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
-                self._meta[agent_id] = meta
-        return self._meta
+    def meta(self, agent_id: str) -> SubagentMeta | None:
+        """The sub-agent's own meta file, read when it is spawned: one small file per
+        spawn, never all of them held at once (a session may spawn thousands)."""
+        return _read_meta(self.folder / f"agent-{agent_id}.meta.json")
 
     def stamp(self, agent_id: str) -> str:
         """Size and mtime of a sub-agent's transcript and meta file, as one short digest."""
@@ -80,7 +68,18 @@ class Subagents:
         return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
     def agent_for_call(self, call_id: str) -> str | None:
-        return next((a for a, m in self.meta().items() if m.toolUseId == call_id), None)
+        if self._by_call is None:
+            self._by_call = {}
+            try:
+                files = list(self.folder.glob("agent-*.meta.json"))
+            except OSError:
+                files = []
+            for path in files:
+                meta = _read_meta(path)
+                if meta is not None and meta.toolUseId:
+                    agent_id = path.name.removeprefix("agent-").removesuffix(".meta.json")
+                    self._by_call.setdefault(meta.toolUseId, agent_id)
+        return self._by_call.get(call_id)
 
     def transcript(self, agent_id: str) -> Path | None:
         for folder in (self.folder, self.legacy_folder):
@@ -88,4 +87,14 @@ class Subagents:
                 path = folder / f"agent-{agent_id}{suffix}"
                 if path.is_file():
                     return path
+        return None
+
+
+def _read_meta(path: Path) -> SubagentMeta | None:
+    data = read_side_file(path)  # regular files only, size-bounded
+    if data is None:
+        return None
+    try:
+        return _META.decode(data)
+    except DECODE_ERRORS:
         return None

@@ -8,6 +8,7 @@ every reader reduces what it has, a status code, an error kind, a message, to on
 
 from __future__ import annotations
 
+import functools
 import re
 
 from passdown.transcript import EndReason, SessionEnding
@@ -120,6 +121,9 @@ def reason_for_kind(kind: str | None) -> EndReason | None:
     return _KIND_REASONS.get(key)
 
 
+# A failing request is retried, and each retry writes the same error: the same message
+# is classified once (a few regex searches), not once per retry.
+@functools.lru_cache(maxsize=256)
 def classify_api_error(
     message: str | None = None, *, status: int | None = None, kind: str | None = None
 ) -> EndReason:
@@ -161,6 +165,7 @@ def api_error_ending(
     )
 
 
+@functools.lru_cache(maxsize=256)
 def short_message(message: str | None) -> str | None:
     if not message:
         return None

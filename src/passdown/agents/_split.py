@@ -138,6 +138,7 @@ class _CodexHalf(_RolloutReader):
             "assumed_new_prompt": self.assumed_new_prompt,
             "meta_cwd": self.meta_cwd,
             "unmatched_ids": self.unmatched_ids,
+            "compacted_pending": self.compacted_pending,
         }
 
 
@@ -169,6 +170,8 @@ class CodexSplitter(_LinearSplitter):
         assumed = report.get("assumed_new_prompt")
         if assumed is not None and assumed == main.last_user_text:
             return "the first prompt after the cut repeats the last one before it"
+        if main.compacted_pending:
+            return "a compaction's item and its event lie either side of the cut"
         return None
 
     def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
@@ -194,6 +197,7 @@ class CodexSplitter(_LinearSplitter):
                 "last_user_text": report["last_user_text"]
                 if report.get("settled")
                 else reader.last_user_text,
+                "compacted_pending": report.get("compacted_pending") is True,
             },
             pending,
         )

@@ -607,7 +607,7 @@ class _ActiveReader:
         agent_id = agent_id or self.subagents.agent_for_call(call_id)
         if not agent_id or not self.subagents.claim(agent_id):
             return
-        meta = self.subagents.meta().get(agent_id)
+        meta = self.subagents.meta(agent_id)
         path = self.subagents.transcript(agent_id)
         yield SubagentNote(
             agent_id=agent_id,

@@ -276,12 +276,16 @@ class _RolloutReader(LineStateReader):
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
         super().__init__(path, info, diag)
         self.last_user_text: str | None = None
+        # a `compacted` item was read and its `context_compacted` event not yet: the CLI
+        # writes both for one compaction, which counts once
+        self.compacted_pending = False
 
     def state(self) -> dict[str, object]:
         # a call waiting for its output is only ever asked its action
         return {
             "calls": {call_id: call.action for call_id, call in self.calls.items()},
             "last_user_text": self.last_user_text,
+            "compacted_pending": self.compacted_pending,
         }
 
     def restore(self, state: Mapping[str, object], pending: dict[str, ToolCall]) -> None:
@@ -292,6 +296,7 @@ class _RolloutReader(LineStateReader):
                 for call_id, action in calls.items()
             }
         self.last_user_text = state_str(state, "last_user_text")
+        self.compacted_pending = state.get("compacted_pending") is True
 
     def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
         reader = LineReader(self.path, self.diag)
@@ -341,7 +346,9 @@ class _RolloutReader(LineStateReader):
         elif kind == "turn_context":
             self.info.add_model(payload.model)
             self.info.cwd = self.info.cwd or payload.cwd
+            self.compacted_pending = False
         elif kind == "compacted":
+            self.compacted_pending = True
             return (Compaction(summary=payload.message, trigger="auto", timestamp=timestamp),)
         return _NOTHING
 
@@ -455,6 +462,9 @@ class _RolloutReader(LineStateReader):
     def _event(self, event: _Payload, timestamp: str | None) -> Compaction | SessionEnding | None:
         kind = event.type
         if kind == "context_compacted":
+            if self.compacted_pending:  # the event of the compaction just counted
+                self.compacted_pending = False
+                return None
             return Compaction(summary=None, trigger="auto", timestamp=timestamp)
         if kind == "task_complete":
             return _turn_error(event.error, timestamp)

@@ -77,9 +77,10 @@ class Spill:
 
     @classmethod
     def for_file(cls, size: int) -> Spill:
-        """About a bit per byte of session (some 800 bits a message) up to the cap."""
+        """About a bit per byte of session (some 800 bits a message) up to the cap: the
+        largest power of two not past the size (rounding up doubled the peak memory)."""
         bits = _MIN_FILTER_BITS
-        while bits < size and bits < MAX_FILTER_BITS:
+        while bits * 2 <= size and bits < MAX_FILTER_BITS:
             bits *= 2
         return cls(bits)
 
