@@ -11,6 +11,7 @@ handoff and may edit the disposable workspace without a person there.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -28,6 +29,7 @@ from e2e.record import PROFILES, seed_workspace
 from e2e.servers import Step
 from e2e.terminal import answer_first_run_questions, stop_codex_daemons
 from e2e.test_switch_matrix import expected, install_source, server_for, session_arg, user_texts
+from passdown.agents import get_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
@@ -297,7 +299,16 @@ def test_fixture_only_agents_dry_run_argv(
     ]
     if not interactive:
         args.append("--non-interactive")
-    out = json.loads(ok(run_passdown(agent_env.environ(), ws, *args), "passdown --dry-run"))
+    # a dry run fails like the real switch when the target is missing: these two have no
+    # pinned CLI here, so a stub of the program stands in on PATH
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    program = stubs / get_agent(target).program
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    env = agent_env.environ()
+    env["PATH"] = f"{stubs}{os.pathsep}{env['PATH']}"
+    out = json.loads(ok(run_passdown(env, ws, *args), "passdown --dry-run"))
     argv: list[str] = out["argv"]
     prompt = next((a for a in argv if a.startswith("You are taking over")), "")
     md = str(ws / ".agent-handoff" / "HANDOFF.md")
