@@ -128,4 +128,4 @@ def test_switch_from_the_plugin_to_codex(plugin_env: dict[str, str], tmp_path: P
     handoff = json.loads(_run(["inspect", "--from", "auto", "--json"], ws, plugin_env).stdout)
     assert handoff["task"]["original_request"] == "Port the parser to Rust"
     assert handoff["state"]["files_touched"][0]["path"] == "src/lib.rs"
-    assert "Next step: port the tokenizer." in handoff["state"]["next_steps"]
+    assert "port the tokenizer." in handoff["state"]["next_steps"]
