@@ -20,7 +20,7 @@ while read -r name pkg version; do
     override="PASSDOWN_${name^^}_VERSION"
     AGENTS+=("$pkg|${!override:-$version}|$name")
 done <"$PINS"
-COPILOT_VERSION="$(for e in "${AGENTS[@]}"; do [[ "${e##*|}" == copilot ]] && { v="${e#*|}"; echo "${v%%|*}"; }; done)"
+COPILOT_VERSION="$(for e in "${AGENTS[@]}"; do [[ "${e##*|}" == copilot ]] && { v="${e#*|}"; echo "${v%%|*}"; }; done; true)"
 
 installed_version() {  # $1 = package name; prints the version installed in PREFIX, or nothing
     local pj="$PREFIX/lib/node_modules/$1/package.json"
@@ -42,6 +42,14 @@ if ((${#want[@]})); then
             || { echo "install-agents: npm could not install $spec" >&2; exit 1; }
     done
 fi
+
+# A platform binary package (kilo's, droid's) ships bin/<name> without declaring it as a
+# bin: link it into PREFIX/bin like npm links a declared one.
+for entry in "${AGENTS[@]}"; do
+    IFS='|' read -r pkg _version bin <<<"$entry"
+    shipped="$PREFIX/lib/node_modules/$pkg/bin/$bin"
+    [[ -e "$PREFIX/bin/$bin" || ! -x "$shipped" ]] || ln -s "../lib/node_modules/$pkg/bin/$bin" "$PREFIX/bin/$bin"
+done
 
 # Verify: the binaries exist and report the pinned versions.
 for entry in "${AGENTS[@]}"; do

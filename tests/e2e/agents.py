@@ -43,6 +43,10 @@ QWEN_VERSION = VERSIONS["qwen"]
 OPENCODE_VERSION = VERSIONS["opencode"]
 PI_VERSION = VERSIONS["pi"]
 COPILOT_VERSION = VERSIONS["copilot"]
+KILO_VERSION = VERSIONS["kilo"]
+DROID_VERSION = VERSIONS["droid"]
+# Droid names a custom (BYOK) model `custom:<displayName>-<index in customModels>`.
+DROID_MODEL = "custom:Scripted-0"
 # A 2.x model: Gemini CLI only offers its plan tool `write_todos` to non-preview Gemini 2
 # models (the default 3.x preview gets no write_todos), and naming one skips its router.
 GEMINI_MODEL = "gemini-2.5-pro"
@@ -295,6 +299,58 @@ class AgentEnv:
             "XDG_CACHE_HOME": str(copilot_cache_dir()),
         }
 
+    def kilo_environ(self, chat_url: str) -> dict[str, str]:
+        """Kilo Code (an opencode fork): opencode's config schema in ~/.config/kilo/kilo.json,
+        its KILO_* switches for the model catalogue, updates, plugins, sharing, telemetry."""
+        _write_json(
+            self.home / ".config" / "kilo" / "kilo.json",
+            {
+                "provider": {
+                    CHAT_PROVIDER: {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Scripted",
+                        "options": {"baseURL": f"{chat_url}/v1", "apiKey": FAKE_KEY},
+                        "models": {CHAT_MODEL: {"name": CHAT_MODEL, "tool_call": True}},
+                    }
+                },
+                "model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+                "small_model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
+                "autoupdate": False,
+                "share": "disabled",
+            },
+        )
+        return {
+            **self.environ(),
+            "KILO_DISABLE_MODELS_FETCH": "1",
+            "KILO_DISABLE_AUTOUPDATE": "1",
+            "KILO_DISABLE_DEFAULT_PLUGINS": "1",
+            "KILO_DISABLE_SHARE": "1",
+            "KILO_NO_DAEMON": "1",
+            "KILO_DISABLE_SESSION_INGEST": "1",
+            "KILO_TELEMETRY_LEVEL": "off",
+            "KILO_DISABLE_LSP_DOWNLOAD": "1",
+        }
+
+    def droid_environ(self, chat_url: str) -> dict[str, str]:
+        """Droid with a bring-your-own-key chat-completions model in ~/.factory/settings.json
+        (no Factory login: `droid exec` runs new sessions offline)."""
+        _write_json(
+            self.home / ".factory" / "settings.json",
+            {
+                "customModels": [
+                    {
+                        "model": CHAT_MODEL,
+                        "displayName": "Scripted",
+                        "baseUrl": f"{chat_url}/v1",
+                        "apiKey": FAKE_KEY,
+                        "provider": "generic-chat-completion-api",
+                        "maxOutputTokens": 8192,
+                    }
+                ]
+            },
+        )
+        return {**self.environ(), "FACTORY_DISABLE_TELEMETRY": "1"}
+
     def write_codex_config(self, openai_url: str) -> None:
         # A custom provider on loopback; no auth.json, no update checks, no analytics.
         # gpt-5.5 is a model 0.171 knows, so it offers apply_patch (freeform); update_plan
@@ -338,6 +394,8 @@ def target_environ(agent_env: AgentEnv, agent: str, url: str) -> dict[str, str]:
         "opencode": agent_env.opencode_environ,
         "pi": agent_env.pi_environ,
         "copilot": agent_env.copilot_environ,
+        "kilo": agent_env.kilo_environ,
+        "droid": agent_env.droid_environ,
     }[agent]
     return environ(url)
 
@@ -489,6 +547,27 @@ def run_copilot(
     return _run(argv, env, cwd, timeout)
 
 
+def run_kilo(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`kilo run --auto`; `-s ID` continues that session."""
+    argv = [str(find_agent("kilo")), "run", "--auto", "-m", f"{CHAT_PROVIDER}/{CHAT_MODEL}"]
+    if resume:
+        argv += ["-s", resume]
+    return _run([*argv, prompt], env, cwd, timeout)
+
+
+def run_droid(
+    env: dict[str, str], cwd: Path, prompt: str, *, resume: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`droid exec --auto high`; `-s ID` would continue a session, but that needs a Factory
+    login (it fetches the session from api.factory.ai), so offline runs never resume."""
+    argv = [str(find_agent("droid")), "exec", "--auto", "high", "-m", DROID_MODEL]
+    if resume:
+        argv += ["-s", resume]
+    return _run([*argv, prompt], env, cwd, timeout)
+
+
 def _write_json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -513,6 +592,7 @@ PROMPT_RUNNERS: dict[str, Callable[..., subprocess.CompletedProcess[str]]] = {
     "opencode": run_opencode,
     "pi": run_pi,
     "copilot": run_copilot,
+    "kilo": run_kilo,
 }
 
 

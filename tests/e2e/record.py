@@ -41,6 +41,7 @@ from e2e.agents import (
     run_codex,
     run_copilot,
     run_gemini,
+    run_kilo,
     run_opencode,
     run_pi,
     run_qwen,
@@ -843,6 +844,25 @@ def _opencode_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
     return [str(rel)]
 
 
+def _kilo_db(env: AgentEnv) -> Path:
+    return env.home / ".local" / "share" / "kilo" / "kilo.db"
+
+
+def _kilo_session(env: AgentEnv) -> str:
+    with closing(sqlite3.connect(f"file:{_kilo_db(env)}?mode=ro", uri=True)) as db:
+        rows = db.execute("SELECT id FROM session").fetchall()
+    if len(rows) != 1:
+        raise RecordError(f"expected one kilo session, found {rows}")
+    return str(rows[0][0])
+
+
+def _kilo_copy(env: AgentEnv, sid: str, dest: Path) -> list[str]:
+    src = _kilo_db(env)
+    rel = src.relative_to(env.home)
+    _copy_sqlite(src, dest / rel)
+    return [str(rel)]
+
+
 def _pi_session(env: AgentEnv) -> str:
     path = _one(sorted(env.home.glob(".pi/agent/sessions/*/*.jsonl")), "pi session")
     return str(_first_line_json(path)["id"])
@@ -940,6 +960,23 @@ PROFILES: dict[str, AgentProfile] = {
         copy=_opencode_copy,
         store_note="relative to HOME: ~/.local/share/opencode/opencode.db "
         "($XDG_DATA_HOME/opencode); checkpointed copy, journal_mode=DELETE",
+    ),
+    "kilo": AgentProfile(
+        agent="kilo",
+        server=ChatCompletionsServer,
+        environ=AgentEnv.kilo_environ,
+        run=run_kilo,
+        plan=_opencode_plan,  # opencode's todowrite: Kilo keeps the list in `todo` too
+        write=lambda p, c: Step(tool="write", input={"filePath": _abs(p), "content": c}),
+        edit=lambda p, o, n: Step(
+            tool="edit", input={"filePath": _abs(p), "oldString": o, "newString": n}
+        ),
+        shell=lambda c: Step(tool="bash", input={"command": c, "description": "Run a command"}),
+        read=lambda p: Step(tool="read", input={"filePath": _abs(p)}),
+        session_id=_kilo_session,
+        copy=_kilo_copy,
+        store_note="relative to HOME: ~/.local/share/kilo/kilo.db "
+        "($XDG_DATA_HOME/kilo); checkpointed copy, journal_mode=DELETE",
     ),
     "pi": AgentProfile(
         agent="pi",
@@ -1180,7 +1217,7 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], None], str]] = {
             "written, one edited, one failing edit, secrets in prompt and "
             "command output, failing command, native resume second turn",
         )
-        for agent in ("gemini", "qwen", "opencode", "pi", "copilot")
+        for agent in ("gemini", "qwen", "opencode", "pi", "copilot", "kilo")
     },
 }
 

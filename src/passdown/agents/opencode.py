@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import msgspec
 
@@ -126,28 +126,34 @@ class OpenCode(Agent):
     name = "opencode"
     display_name = "opencode"
     program = "opencode"
+    # What a fork of opencode renames (agents/kilo.py): its folder under the XDG data
+    # home (also the databases' name prefix) and the variable that names one database.
+    data_folder: ClassVar[str] = "opencode"
+    db_env: ClassVar[str] = "OPENCODE_DB"
     store_env = ("OPENCODE_DB", "XDG_DATA_HOME")
 
     def data_dir(self) -> Path:
+        # xdg-basedir's answer on every OS (macOS and Windows too): ~/.local/share
         base = os.environ.get("XDG_DATA_HOME")
         root = Path(base).expanduser() if base else Path.home() / ".local" / "share"
-        return root / "opencode"
+        return root / self.data_folder
 
     def databases(self) -> list[Path]:
-        """The database files opencode may be using (OPENCODE_DB, else every channel's)."""
-        configured = os.environ.get("OPENCODE_DB")
+        """The database files the agent may be using (its db variable, else every
+        channel's: `opencode.db`, `opencode-<channel>.db`)."""
+        configured = os.environ.get(self.db_env)
         if configured and configured != ":memory:":
             path = Path(configured).expanduser()
             return [path if path.is_absolute() else self.data_dir() / path]
         return sorted(
             p
             for p in list_folder(self.data_dir())
-            if p.name.startswith("opencode") and p.name.endswith(".db") and is_file(p)
+            if p.name.startswith(self.data_folder) and p.name.endswith(".db") and is_file(p)
         )
 
     def store_roots(self) -> list[Path]:
         roots = [self.data_dir()]
-        configured = os.environ.get("OPENCODE_DB")
+        configured = os.environ.get(self.db_env)
         if configured and configured != ":memory:" and Path(configured).is_absolute():
             roots.append(Path(configured).parent)
         return roots
@@ -162,7 +168,7 @@ class OpenCode(Agent):
     def ref_for_path(self, path: Path) -> SessionRef:
         newest = max(_session_refs(path, self.name), key=lambda r: r.updated_at, default=None)
         if newest is None:
-            raise SessionNotFound(f"no opencode session in {path}")
+            raise SessionNotFound(f"no {self.display_name} session in {path}")
         return newest
 
     # -- reading ------------------------------------------------------------------
