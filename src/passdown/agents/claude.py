@@ -22,6 +22,12 @@ from typing import Any, cast
 
 import msgspec
 
+from passdown.agents._claude_blocks import NULL as _NULL
+from passdown.agents._claude_blocks import Block as _Block
+from passdown.agents._claude_blocks import blocks as _blocks
+from passdown.agents._claude_blocks import decode_raw as _decode_raw
+from passdown.agents._claude_blocks import is_null as _is_null
+from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
 from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
 from passdown.agents._claude_subagents import Subagents, agent_id_in
@@ -101,9 +107,6 @@ _READ_TOOLS = frozenset(
 )
 
 
-_NULL = msgspec.Raw(b"null")
-
-
 class _Envelope(msgspec.Struct):
     type: str = ""
     subtype: str | None = None
@@ -116,17 +119,6 @@ class _Envelope(msgspec.Struct):
     customTitle: str | None = None
     aiTitle: str | None = None
     title: str | None = None
-
-
-class _Block(msgspec.Struct):
-    type: str = ""
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    input: msgspec.Raw = _NULL
-    tool_use_id: str | None = None
-    content: msgspec.Raw = _NULL
-    is_error: bool | None = None
 
 
 class _Message(msgspec.Struct):
@@ -206,7 +198,6 @@ _ENVELOPE = msgspec.json.Decoder(_Envelope)
 _RECORD = msgspec.json.Decoder(_Record)
 _LOOSE_RECORD = msgspec.json.Decoder(_LooseRecord)
 _HEAD = msgspec.json.Decoder(_Head)
-_BLOCKS = msgspec.json.Decoder(str | list[_Block])
 _INPUT = msgspec.json.Decoder(_ToolInput)
 _OUTCOME = msgspec.json.Decoder(str | _ToolOutcome)
 
@@ -757,48 +748,8 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
 
 
-def _decode_raw(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw) -> Any:
-    """Decode a nested field; invalid UTF-8 inside it is replaced, not fatal."""
-    if _is_null(raw):
-        return None
-    try:
-        return decoder.decode(raw)
-    except DECODE_ERRORS:
-        pass
-    try:
-        return decoder.decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
-    except DECODE_ERRORS:
-        return None
-
-
 def _decode_input(raw: msgspec.Raw) -> _ToolInput:
     return _decode_raw(_INPUT, raw) or _ToolInput()
-
-
-def _blocks(content: str | list[_Block] | msgspec.Raw | None) -> list[_Block]:
-    if content is None:
-        return []
-    if isinstance(content, list):
-        return content
-    if isinstance(content, str):
-        return [_Block(type="text", text=content)]
-    value = _decode_raw(_BLOCKS, content)
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [_Block(type="text", text=value)]
-    return cast(list[_Block], value)
-
-
-def _joined_text(raw: str | list[_Block] | msgspec.Raw | None) -> str | None:
-    """Text of a content field: a string, or text blocks (tool results nest them)."""
-    parts = [b.text for b in _blocks(raw) if b.type == "text" and b.text]
-    return "\n".join(parts) if parts else None
-
-
-def _is_null(raw: msgspec.Raw) -> bool:
-    # compared as Raw: bytes(raw) copied every field (a command's whole output) to compare
-    return len(raw) == 0 or raw == _NULL
 
 
 def _is_wrapper(text: str) -> bool:
