@@ -107,12 +107,24 @@ SLICES: dict[str, dict[str, Slice]] = {
         "prompts": Slice(b"prompt"),
         "errors": Slice(b"inserted"),
     },
+    "droid": {
+        "failing": Slice(rb'"is_error":true[^\n]*' + _FAIL),
+        "edits": Slice(rb'"tool_use"[^\n]*"name":"Edit"'),
+        "prompts": Slice(b"prompt"),
+    },
+}
+SLICES["kilo"] = SLICES["opencode"]  # Kilo keeps opencode's tables: the same rows repeat
+# The agents whose session is SQLite rows (opencode's schema): the database, under HOME
+DATABASES = {
+    "opencode": ".local/share/opencode/opencode.db",
+    "kilo": ".local/share/kilo/kilo.db",
 }
 TREES = {
     "claude": ("uuid", "parentUuid"),
     "qwen": ("uuid", "parentUuid"),
     "pi": ("id", "parentId"),
     "copilot": ("id", "parentId"),
+    "droid": ("id", "parentId"),
 }
 ENV_VARS = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 
@@ -305,8 +317,8 @@ def install(agent: str, scenario: str, target: Path) -> Path:
 def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
     """Install the agent's recording under `target` and grow its session to `size` bytes
     by repeating slices of `kind`."""
-    if agent == "opencode":
-        return _grow_opencode(kind, size, target)
+    if agent in DATABASES:
+        return _grow_opencode(agent, kind, size, target)
     keep_calls = kind == "sameids"
     kind = "edits" if keep_calls else kind
     scenario = "full" if kind == "middle" else SLICES[agent][kind].scenario
@@ -556,10 +568,10 @@ def _subagent_files(
 # --- opencode: rows, not lines -------------------------------------------------------
 
 
-def _grow_opencode(kind: str, size: int, target: Path) -> Grown:
+def _grow_opencode(agent: str, kind: str, size: int, target: Path) -> Grown:
     keep_calls = kind == "sameids"
-    install("opencode", "full", target)
-    db = target / ".local" / "share" / "opencode" / "opencode.db"
+    install(agent, "full", target)
+    db = target / DATABASES[agent]
     conn = sqlite3.connect(db)
     try:
         (session_id,) = conn.execute("SELECT id FROM session").fetchone()
@@ -576,15 +588,16 @@ def _grow_opencode(kind: str, size: int, target: Path) -> Grown:
             ).fetchall()
             for m in messages
         }
-        chosen = _opencode_slice("edits" if keep_calls else kind, messages, parts)
+        chosen = _opencode_slice(agent, "edits" if keep_calls else kind, messages, parts)
         copies = _insert_copies(conn, session_id, chosen, parts, size, keep_calls)
         conn.commit()
     finally:
         conn.close()
-    return Grown("opencode", kind, target, "HOME", db, copies, session_arg=session_id)
+    return Grown(agent, kind, target, "HOME", db, copies, session_arg=session_id)
 
 
 def _opencode_slice(
+    agent: str,
     kind: str,
     messages: list[tuple[str, int, int, str]],
     parts: dict[str, list[tuple[str, int, int, str]]],
@@ -594,9 +607,9 @@ def _opencode_slice(
         first_turn = messages[users[0] + 1 : users[1]] if len(users) > 1 else messages[1:]
         n = len(first_turn)
         return first_turn[int(n * 0.3) : int(n * 0.7)]
-    spec = SLICES["opencode"][kind]
+    spec = SLICES[agent][kind]
     if kind == "errors":  # a failed request: an assistant message with an `error`
-        prompt = _opencode_slice("prompts", messages, parts)[0]
+        prompt = _opencode_slice(agent, "prompts", messages, parts)[0]
         after = next(m for m in messages if m[1] > prompt[1])
         data = json.loads(after[3])
         data["error"] = {
@@ -606,7 +619,7 @@ def _opencode_slice(
         parts[after[0] + "e"] = []
         return [(after[0] + "e", after[1], after[2], json.dumps(data))]
     if spec.anchor == b"prompt":
-        needle = _prompt_needle("opencode", "full").decode()
+        needle = _prompt_needle(agent, "full").decode()
         return [m for m in messages if any(needle in p[3] for p in parts[m[0]])][:1]
     pattern = re.compile(spec.anchor.decode())
     return [m for m in messages if any(pattern.search(p[3]) for p in parts[m[0]])][:1]

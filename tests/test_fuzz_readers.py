@@ -663,7 +663,19 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Base]:
     return found
 
 
-AGENTS = ["claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot", "cursor", "aider"]
+AGENTS = [
+    "claude",
+    "codex",
+    "gemini",
+    "qwen",
+    "opencode",
+    "pi",
+    "copilot",
+    "cursor",
+    "aider",
+    "kilo",
+    "droid",
+]
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -40,6 +40,7 @@ from e2e.agents import (
     run_claude,
     run_codex,
     run_copilot,
+    run_droid,
     run_gemini,
     run_kilo,
     run_opencode,
@@ -1188,6 +1189,161 @@ def more_full(ctx: Ctx) -> None:
     )
 
 
+# -- Factory Droid: `droid exec` only (resuming needs a Factory login) -------------------
+DROID_429 = {
+    "error": {
+        "message": "Rate limit reached for scripted-model",
+        "type": "tokens",
+        "code": "rate_limit_exceeded",
+    }
+}
+
+
+def _droid_session(env: AgentEnv) -> Path:
+    return _one(sorted(env.home.glob(".factory/sessions/*/*.jsonl")), "droid session")
+
+
+def _droid_copy(env: AgentEnv, dest: Path) -> list[str]:
+    folder = _droid_session(env).parent
+    return _copy_tree(env.home, [p for p in folder.iterdir() if p.suffix == ".jsonl"], dest)
+
+
+def _droid_plan(state: PlanState) -> Step:
+    todos = [{"id": str(i), "content": s, "status": st} for i, (s, st) in enumerate(state, 1)]
+    return Step(tool="TodoWrite", input={"todos": todos})
+
+
+def _droid_shell(command: str) -> Step:
+    return Step(
+        tool="Execute",
+        input={
+            "command": command,
+            "riskLevel": "low",
+            "riskLevelReason": "Runs a project command",
+            "summary": "Run a project command",
+        },
+    )
+
+
+def droid_full(ctx: Ctx) -> None:
+    """One `droid exec` turn: the TodoWrite plan (which exec refuses: an error result),
+    two files created, one edited, a failing edit, secrets in command output, a failing
+    command, and a 429 the CLI retries before its last answer."""
+    ws = ctx.workspace
+    s1, s2, s3 = PLAN_SUBJECTS
+    calc, test, greet, readme = (
+        ws / n for n in ("calc.py", "test_calc.py", "greet.py", "README.md")
+    )
+    plan = _droid_plan([(s1, "in_progress"), (s2, "pending"), (s3, "pending")])
+    plan.text, plan.expect_error = "I'll keep a todo list.", True
+    bad = Step(
+        tool="Edit",
+        input={"file_path": str(readme), "old_str": "## Installation", "new_str": "## Usage\n"},
+        expect_error=True,
+    )
+    failing = _droid_shell(TEST_CMD)
+    failing.text, failing.expect_error = "Running the tests.", True
+    steps = [
+        plan,
+        Step(tool="Create", input={"file_path": str(calc), "content": CALC_BUGGY}),
+        Step(tool="Create", input={"file_path": str(test), "content": TEST_CALC}),
+        Step(tool="Read", input={"file_path": str(greet)}),
+        Step(
+            tool="Edit",
+            input={"file_path": str(greet), "old_str": "Hello", "new_str": "Hi"},
+        ),
+        Step(tool="Read", input={"file_path": str(readme)}),
+        bad,
+        _droid_shell(f"echo 'export ANTHROPIC_API_KEY={ANTHROPIC_KEY}'"),
+        _droid_shell("cat .env.local"),
+        failing,
+        Step(text=MORE_FINAL_1),
+    ]
+    with ChatCompletionsServer(steps) as srv:
+        env = ctx.env.droid_environ(srv.url)
+        # one 429 on the request that would get the last answer: Droid retries it
+        srv.fail(
+            429,
+            DROID_429,
+            times=1,
+            headers={"retry-after": "0"},
+            when=lambda body: srv.remaining == 1,
+        )
+        _check(run_droid(env, ws, MORE_PROMPT_1, timeout=240), "droid exec")
+        _all_steps_used(srv, "droid exec")  # type: ignore[arg-type]
+        if not any(r.kind == "error" for r in srv.requests):
+            raise RecordError("the scripted 429 was never sent")
+        srv.dump_log(str(ctx.env.root / "requests.jsonl"))
+    path = _droid_session(ctx.env)
+    ctx.expected.update(
+        {
+            "session_id": path.stem,
+            "session_path": str(path.relative_to(ctx.env.home)),
+            "original_request": MORE_PROMPT_1,
+            "latest_user_message": MORE_PROMPT_1,
+            "final_assistant_message": MORE_FINAL_1,
+            "turns": [MORE_PROMPT_1],
+            "plan": [],  # `droid exec` refuses TodoWrite: no plan was ever made
+            "plan_tool": "TodoWrite",
+            "plan_refused": True,
+            "files_written": ["calc.py", "test_calc.py"],
+            "files_edited": ["greet.py"],
+            "files_touched": ["calc.py", "greet.py", "test_calc.py"],
+            "failed_edits": ["README.md"],
+            "commands": [
+                {"command": f"echo 'export ANTHROPIC_API_KEY={ANTHROPIC_KEY}'", "exit_code": 0},
+                {"command": "cat .env.local", "exit_code": 0},
+                {"command": TEST_CMD, "exit_code": 1},
+            ],
+            "failing_command": {
+                "command": TEST_CMD,
+                "exit_code": 1,
+                "error_line_contains": "FAILED (failures=1)",
+            },
+            "ended": "normal",  # the one 429 was retried: Droid wrote nothing about it
+            "version_in_session": False,  # the log names no Droid version
+            "secrets": [AWS_KEY, GH_TOKEN, ANTHROPIC_KEY, SLACK_TOKEN],
+            "model": "custom:Scripted-0",
+            "store_root": "HOME",
+            "store_layout": "relative to HOME: ~/.factory/sessions/<cwd with / -> ->/<id>.jsonl",
+        }
+    )
+
+
+def droid_rate_limit(ctx: Ctx) -> None:
+    """A `droid exec` turn whose every model call gets a 429: Droid retries (about 85 s)
+    and ends the turn with its note and the outcome `model_rate_limited`."""
+    with ChatCompletionsServer([Step(text="never sent")]) as srv:
+        env = ctx.env.droid_environ(srv.url)
+        srv.fail(429, DROID_429, headers={"retry-after": "0"})
+        proc = run_droid(env, ctx.workspace, "Write the changelog.", timeout=240)
+        if proc.returncode == 0:
+            raise RecordError("droid exec succeeded through a sticky 429")
+    path = _droid_session(ctx.env)
+    ctx.expected.update(
+        {
+            "session_id": path.stem,
+            "session_path": str(path.relative_to(ctx.env.home)),
+            "original_request": "Write the changelog.",
+            "latest_user_message": "Write the changelog.",
+            "final_assistant_message": None,
+            "turns": ["Write the changelog."],
+            "plan": [],
+            "files_written": [],
+            "files_edited": [],
+            "files_touched": [],
+            "failed_edits": [],
+            "commands": [],
+            "failing_command": None,
+            "secrets": [],
+            "version_in_session": False,
+            "ended": "rate_limit",
+            "ending_message_contains": "429 Rate limit reached",
+            "store_root": "HOME",
+        }
+    )
+
+
 SCENARIOS: dict[str, tuple[Callable[[Ctx], None], str]] = {
     "claude/full": (
         claude_full,
@@ -1219,6 +1375,15 @@ SCENARIOS: dict[str, tuple[Callable[[Ctx], None], str]] = {
         )
         for agent in ("gemini", "qwen", "opencode", "pi", "copilot", "kilo")
     },
+    "droid/full": (
+        droid_full,
+        "one `droid exec` turn: refused TodoWrite, two files created, one edited, one "
+        "failing edit, secrets in prompt and command output, failing command, a retried 429",
+    ),
+    "droid/rate-limit": (
+        droid_rate_limit,
+        "a `droid exec` turn ended by a sticky 429 (outcome model_rate_limited)",
+    ),
 }
 
 
@@ -1262,6 +1427,8 @@ def record(key: str, out_root: Path) -> Path:
         files = _copy_claude(ctx, dest)
     elif agent == "codex":
         files = _copy_codex(ctx, dest)
+    elif agent == "droid":
+        files = _droid_copy(ctx.env, dest)
     else:
         files = PROFILES[agent].copy(ctx.env, ctx.expected["session_id"], dest)
     if not files:

@@ -4,13 +4,13 @@ and the CLI's task files (`<config>/tasks/<session>/<n>.json`) that only fill ga
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 import msgspec
 
 from passdown._jsonl import read_side_file
 from passdown.agents._common import DECODE_ERRORS
-from passdown.transcript import Plan, PlanItem, PlanOp
+from passdown.transcript import Plan, PlanItem, PlanOp, PlanStatus
 
 
 class PlanArgs(Protocol):
@@ -158,11 +158,13 @@ def todo_items(todos: object) -> tuple[PlanItem, ...]:
         if not isinstance(todo, dict):
             continue
         status = todo.get("status")
+        # a status of another JSON type (a list) is no status, and unhashable
+        known = isinstance(status, str) and status in PLAN_STATUSES
         items.append(
             PlanItem(
                 id=str(todo.get("id") or n),
                 subject=str(todo.get("content") or todo.get("subject") or ""),
-                status=status if status in PLAN_STATUSES else "pending",
+                status=cast(PlanStatus, status) if known else "pending",
                 active_form=_opt_str(todo.get("activeForm")),
             )
         )

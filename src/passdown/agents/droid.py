@@ -45,7 +45,8 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._resumable import LineStateReader
+from passdown.agents._endings import api_error_ending, short_message
+from passdown.agents._resumable import LineStateReader, state_str
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
@@ -231,6 +232,12 @@ class _LogReader(LineStateReader):
     """One forward pass over the log; between lines it remembers only the tool calls
     still waiting for their result."""
 
+    def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
+        super().__init__(path, info, diag)
+        # Droid's own note of a failed model call ("BYOK Error: 429 Rate limit ..."),
+        # written just before the turn's outcome: that ending's message
+        self.notice: str | None = None
+
     def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
         reader = LineReader(self.path, self.diag)
         for offset, line in reader.forward(stream):
@@ -239,13 +246,15 @@ class _LogReader(LineStateReader):
                 yield from self._record(record)
 
     def state(self) -> dict[str, object]:
-        return {"calls": [msgspec.to_builtins(call) for call in self.calls.values()]}
+        calls = [msgspec.to_builtins(call) for call in self.calls.values()]
+        return {"calls": calls, "notice": self.notice}
 
     def restore(self, state: Mapping[str, object], pending: dict[str, ToolCall]) -> None:
         calls = state.get("calls")
         for value in calls if isinstance(calls, list) else ():
             call = msgspec.convert(value, ToolCall)
             self.calls[call.call_id] = pending.get(call.call_id, call)
+        self.notice = state_str(state, "notice")
 
     def _record(self, rec: _Record) -> Iterator[Event]:
         info = self.info
@@ -259,7 +268,8 @@ class _LogReader(LineStateReader):
         elif rec.type == "message" and rec.message is not None:
             yield from self._message(rec.message, rec.timestamp)
         elif rec.type == "agent_turn_outcome":
-            ending = _outcome_ending(rec.reason, rec.timestamp)
+            ending = _outcome_ending(rec.reason, self.notice, rec.timestamp or info.updated_at)
+            self.notice = None
             if ending is not None:
                 yield ending
         elif rec.type not in _KNOWN_TYPES:
@@ -267,7 +277,11 @@ class _LogReader(LineStateReader):
 
     def _message(self, msg: _Message, ts: str | None) -> Iterator[Event]:
         if msg.visibility in ("user_only", "llm_only") or msg.hookEventName:
-            return  # a hook's run, or context Droid injected: not the conversation
+            # a hook's run, context Droid injected, or its note of an error: not the
+            # conversation
+            if msg.visibility == "user_only" and not msg.hookEventName:
+                self.notice = joined_text(msg.content) if msg.content else None
+            return
         if msg.role == "assistant":
             self.info.add_model(msg.modelId)
         texts: list[str] = []
@@ -363,10 +377,15 @@ def _todo_lines(text: str) -> tuple[PlanItem, ...]:
     return tuple(items)
 
 
-def _outcome_ending(reason: str | None, ts: str | None) -> SessionEnding | None:
+def _outcome_ending(reason: str | None, notice: str | None, ts: str | None) -> SessionEnding | None:
+    """A turn's outcome other than its normal end, as the session's ending; an outcome
+    Droid names only "error" is classified from its note (a status code, the wording)."""
     if not reason or reason in _NORMAL_OUTCOMES:
         return None
-    return SessionEnding(reason=_OUTCOMES.get(reason, "error"), message=reason, timestamp=ts)
+    known = _OUTCOMES.get(reason)
+    if known is None:
+        return api_error_ending(notice or reason, timestamp=ts)
+    return SessionEnding(reason=known, message=short_message(notice) or reason, timestamp=ts)
 
 
 __all__ = ["DroidCLI", "cwd_slug"]
