@@ -349,7 +349,7 @@ class AgentEnv:
                 ]
             },
         )
-        return {**self.environ(), "FACTORY_DISABLE_TELEMETRY": "1"}
+        return self.environ()
 
     def write_codex_config(self, openai_url: str) -> None:
         # A custom provider on loopback; no auth.json, no update checks, no analytics.
