@@ -22,7 +22,7 @@ from recorded import scenarios
 
 CODEX = next(r for r in scenarios("codex") if r.scenario == "full")
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-SEARCHED_ALL = "(searched: aider, claude, codex, … (9 agents))"  # entry-point order
+SEARCHED_ALL = "(searched: aider, claude, codex, … (11 agents))"  # entry-point order
 ISO_SECOND = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 
 

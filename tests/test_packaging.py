@@ -75,7 +75,17 @@ def test_agent_cli_pins_have_one_source() -> None:
         fields = line.split()
         if len(fields) == 3 and not line.startswith("#"):
             pins[fields[0]] = fields[2]
-    assert set(pins) == {"claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot"}
+    assert set(pins) == {
+        "claude",
+        "codex",
+        "gemini",
+        "qwen",
+        "opencode",
+        "pi",
+        "copilot",
+        "kilo",
+        "droid",
+    }
     copies = [
         ROOT / ".ci" / "install-agents.sh",
         ROOT / "tests" / "e2e" / "agents.py",

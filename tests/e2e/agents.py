@@ -346,7 +346,9 @@ class AgentEnv:
                         "provider": "generic-chat-completion-api",
                         "maxOutputTokens": 8192,
                     }
-                ]
+                ],
+                # the model a launch without -m uses (Droid's own default is Factory's)
+                "sessionDefaultSettings": {"model": DROID_MODEL},
             },
         )
         return self.environ()

@@ -31,7 +31,6 @@ from e2e.agents import (
     run_kilo,
     run_passdown,
     target_environ,
-    update_json,
 )
 from e2e.checks import load_handoff, ok, rel
 from e2e.record import _droid_session, _kilo_session, seed_workspace
@@ -195,15 +194,6 @@ def test_droid_session_to_handoff(agent_env: AgentEnv, workspace: Path) -> None:
 
 
 # -- launching them, and switching from them ----------------------------------------------
-def _droid_default_model(agent_env: AgentEnv) -> None:
-    """passdown's argv names no model (Kilo's comes from kilo.json): Droid's default is
-    Factory's own, so its settings name the custom one, as a BYOK user's do."""
-    update_json(
-        agent_env.home / ".factory" / "settings.json",
-        {"sessionDefaultSettings": {"model": DROID_MODEL}},
-    )
-
-
 @pytest.mark.parametrize("agent", ["kilo", "droid"])
 def test_launch_argv_delivers_a_prompt_that_starts_with_a_dash(
     agent: str, agent_env: AgentEnv, workspace: Path
@@ -220,8 +210,6 @@ def test_launch_argv_delivers_a_prompt_that_starts_with_a_dash(
     with ChatCompletionsServer([Step(text="On it.")]) as srv:
         assert isinstance(srv, ChatCompletionsServer)
         env = target_environ(agent_env, agent, srv.url)
-        if agent == "droid":
-            _droid_default_model(agent_env)
         proc = subprocess.run(
             [str(find_agent(agent)), *spec.argv[1:]],
             cwd=spec.cwd,
@@ -249,8 +237,6 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
     with server_for(target) as srv:
         srv.set_script([Step(text="Read the handoff; continuing from the next step.")])
         env = target_environ(agent_env, target, srv.url)
-        if target == "droid":
-            _droid_default_model(agent_env)
         proc = run_passdown(
             env,
             ws,
