@@ -300,6 +300,7 @@ def test_config_set_get_and_errors(
     [
         ("gemini", ".gemini/settings.json", '"SessionEnd"'),
         ("qwen", ".qwen/settings.json", '"StopFailure"'),
+        ("droid", ".factory/settings.json", '"SessionEnd"'),
         ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
         ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
         (
@@ -319,6 +320,7 @@ def test_user_install_of_each_integration(
     for var in (
         "GEMINI_CLI_HOME",
         "QWEN_HOME",
+        "FACTORY_HOME_OVERRIDE",
         "COPILOT_HOME",
         "PI_CODING_AGENT_DIR",
         "XDG_CONFIG_HOME",

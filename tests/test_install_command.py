@@ -204,7 +204,7 @@ def test_a_given_command_is_written_absolute_and_by_name_only_when_asked(
     )
 
 
-@pytest.mark.parametrize("agent", ["codex", "copilot", "gemini", "qwen", "opencode", "pi"])
+@pytest.mark.parametrize("agent", ["codex", "copilot", "gemini", "qwen", "opencode", "pi", "droid"])
 def test_every_integration_gets_the_absolute_command(
     home: Path, tmp_path: Path, agent: str
 ) -> None:
@@ -346,6 +346,7 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
         "claude",
         "codex",
         "copilot",
+        "droid",
         "gemini",
         "opencode",
         "pi",

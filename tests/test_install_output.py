@@ -174,7 +174,17 @@ def test_install_all_skips_agents_that_are_not_here(
     assert skipped["codex"] == "not installed (codex is not on PATH)"
     assert skipped["aider"].startswith("no hook integration")
     assert skipped["cursor"].startswith("no hook integration")
-    assert set(skipped) == {"codex", "copilot", "opencode", "pi", "qwen", "aider", "cursor"}
+    assert set(skipped) == {
+        "codex",
+        "copilot",
+        "opencode",
+        "pi",
+        "qwen",
+        "aider",
+        "cursor",
+        "droid",
+        "kilo",
+    }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
         not (home / ".qwen").exists() and "notify" not in (home / ".codex/config.toml").read_text()
@@ -286,8 +296,17 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     agents = by_agent(document)
-    assert sorted(agents) == ["claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
-    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor"}
+    assert sorted(agents) == [
+        "claude",
+        "codex",
+        "copilot",
+        "droid",
+        "gemini",
+        "opencode",
+        "pi",
+        "qwen",
+    ]
+    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kilo"}
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
         assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]

@@ -334,7 +334,7 @@ class AgentEnv:
     def droid_environ(self, chat_url: str) -> dict[str, str]:
         """Droid with a bring-your-own-key chat-completions model in ~/.factory/settings.json
         (no Factory login: `droid exec` runs new sessions offline)."""
-        _write_json(
+        update_json(  # merged: hooks passdown installed there stay
             self.home / ".factory" / "settings.json",
             {
                 "customModels": [

@@ -33,6 +33,7 @@ from e2e.agents import (
     target_environ,
 )
 from e2e.checks import load_handoff, ok, rel
+from e2e.hooked import handoff_json, hook_log, passdown_on_path, with_hooks
 from e2e.record import _droid_session, _kilo_session, seed_workspace
 from e2e.servers import ChatCompletionsServer, Step, chat_has_tools
 from e2e.test_switch_matrix import (
@@ -255,3 +256,41 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
         out = ok(proc, f"passdown switch --from {source} --to {target}")
         handoff_md = ws / ".agent-handoff" / "HANDOFF.md"
         assert_target_got_handoff(target, srv, exp, handoff_md, out)
+
+
+# -- Droid's hooks: the handoff written at a turn's end, picked up at the next start -----
+POINTER = "passdown: an unfinished task was handed over from"
+
+
+def test_droid_hooks_write_the_handoff_and_the_next_session_picks_it_up(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown install droid`: a `droid exec` session's Stop/SessionEnd hooks write the
+    handoff (its payload's `transcript_path` names the session); a new `droid exec` session
+    in the workspace gets the pointer through its SessionStart hook's additionalContext;
+    the uninstall takes the hooks out again."""
+    bindir, _calls = passdown_on_path(tmp_path)
+    task = "Write usage notes for the calculator in NOTES.md"
+    with ChatCompletionsServer([Step(text="Notes drafted. Next step: document add().")]) as srv:
+        assert isinstance(srv, ChatCompletionsServer)
+        env = agent_env.droid_environ(srv.url)
+        settings = agent_env.home / ".factory" / "settings.json"
+        env = with_hooks(env, bindir, workspace, "droid")
+        ok(run_droid(env, workspace, task, timeout=200), "droid exec")
+    handoff = handoff_json(workspace)
+    session = _droid_session(agent_env)
+    assert handoff["source"]["agent"] == "droid", hook_log(agent_env)
+    assert handoff["source"]["session_id"] == session.stem
+    assert handoff["task"]["original_request"] == task
+    with ChatCompletionsServer([Step(text="Reading the handoff first.")]) as srv:
+        assert isinstance(srv, ChatCompletionsServer)
+        env = agent_env.droid_environ(srv.url)  # rewrites the model, keeps the hooks
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_droid(env, workspace, "Continue where the last session stopped"), "droid exec")
+        first = srv.step_requests()[0].text()
+    assert POINTER in first and f"droid session {session.stem}" in first, hook_log(agent_env)
+    assert "document add()" in first
+    assert f"pickup droid claimed {handoff['id']}" in hook_log(agent_env)
+    ok(run_passdown(env, workspace, "uninstall", "droid"), "passdown uninstall droid")
+    data = json.loads(settings.read_text())
+    assert "hooks" not in data or not data["hooks"], data

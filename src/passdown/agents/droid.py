@@ -389,3 +389,7 @@ def _outcome_ending(reason: str | None, notice: str | None, ts: str | None) -> S
 
 
 __all__ = ["DroidCLI", "cwd_slug"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+DroidCLI.integration = "passdown.integrations._droid:DroidHooks"  # type: ignore[attr-defined]

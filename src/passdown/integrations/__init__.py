@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "claude": "passdown.integrations._claude:ClaudeHooks",
     "codex": "passdown.integrations._codex:CodexHooks",
     "copilot": "passdown.integrations._copilot:CopilotHooks",
+    "droid": "passdown.integrations._droid:DroidHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
