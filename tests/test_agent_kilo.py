@@ -122,9 +122,17 @@ def test_launch_argv_keeps_the_prompt_one_argument(prompt: str, tmp_path: Path) 
     assert run.cwd == tui.cwd == tmp_path
 
 
-def test_kilo_does_not_borrow_opencodes_hook_integration() -> None:
-    assert getattr(KiloCode(), "integration", None) is None
-    assert getattr(OpenCode(), "integration", None)
+def test_kilos_plugin_is_opencodes_under_kilos_names(tmp_path: Path) -> None:
+    from passdown.integrations import InstallTarget, integration_for
+    from passdown.integrations._kilo import KILO_PLUGIN
+
+    hooks = integration_for("kilo")
+    assert hooks.agent == "kilo" and hooks.events == integration_for("opencode").events
+    assert "opencode" not in KILO_PLUGIN  # every name replaced, or this fails loudly
+    assert '["hook", "kilo", JSON.stringify(payload)]' in KILO_PLUGIN
+    target = InstallTarget("kilo", "project", tmp_path, "passdown")
+    [(path, _add, _remove)] = hooks.plan(target)
+    assert path == tmp_path / ".kilo" / "plugins" / "passdown.js"
 
 
 def test_the_cli_lists_kilo_and_exports_its_session(kilo_home: Path, tmp_path: Path) -> None:

@@ -301,6 +301,7 @@ def test_config_set_get_and_errors(
         ("gemini", ".gemini/settings.json", '"SessionEnd"'),
         ("qwen", ".qwen/settings.json", '"StopFailure"'),
         ("droid", ".factory/settings.json", '"SessionEnd"'),
+        ("kilo", ".config/kilo/plugins/passdown.js", '["hook", "kilo", JSON.stringify(payload)]'),
         ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
         ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
         (

@@ -216,7 +216,7 @@ def test_every_integration_gets_the_absolute_command(
     files = [Path(f["path"]) for f in document["agents"][0]["files"]]
     text = "\n".join(p.read_text() for p in files if p.suffix in (".json", ".toml", ".js", ".ts"))
     quoted = shlex.quote(str(script))
-    if agent in ("opencode", "pi"):  # an argv (execFile / pi.exec), no shell
+    if agent in ("opencode", "pi", "kilo"):  # an argv (execFile / pi.exec), no shell
         assert json.dumps(str(script)) in text
     elif agent == "codex":
         assert str(script) in text and "passdown hook" not in text
@@ -348,6 +348,7 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
         "copilot",
         "droid",
         "gemini",
+        "kilo",
         "opencode",
         "pi",
         "qwen",

@@ -319,6 +319,13 @@ class AgentEnv:
                 "share": "disabled",
             },
         )
+        # as opencode's: no background npm install of the plugin package into the config dir
+        cfg = self.home / ".config" / "kilo"
+        (cfg / "node_modules").mkdir(exist_ok=True)
+        _write_json(
+            cfg / "package-lock.json",
+            {"packages": {"": {"dependencies": {"@kilocode/plugin": KILO_VERSION}}}},
+        )
         return {
             **self.environ(),
             "KILO_DISABLE_MODELS_FETCH": "1",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +295,38 @@ def test_droid_hooks_write_the_handoff_and_the_next_session_picks_it_up(
     ok(run_passdown(env, workspace, "uninstall", "droid"), "passdown uninstall droid")
     data = json.loads(settings.read_text())
     assert "hooks" not in data or not data["hooks"], data
+
+
+def test_kilo_plugin_writes_the_handoff_and_the_next_session_picks_it_up(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown install kilo` writes opencode's plugin into ~/.config/kilo/plugins: a turn's
+    end (`session.idle`) exports in a detached process; the next `kilo run` session gets
+    the pointer appended to its system prompt; uninstall removes the plugin."""
+    bindir, _calls = passdown_on_path(tmp_path)
+    task = "Write usage notes for the calculator in NOTES.md"
+    with ChatCompletionsServer([Step(text="Notes drafted. Next step: document add().")]) as srv:
+        assert isinstance(srv, ChatCompletionsServer)
+        env = with_hooks(agent_env.kilo_environ(srv.url), bindir, workspace, "kilo")
+        ok(run_kilo(env, workspace, task), "kilo run")
+    session_id = _kilo_session(agent_env)
+    deadline = time.monotonic() + 60  # the plugin's export outlives `kilo run`
+    handoff_file = workspace / ".agent-handoff" / "handoff.json"
+    while not handoff_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    handoff = handoff_json(workspace)
+    assert handoff["source"]["agent"] == "kilo", hook_log(agent_env)
+    assert handoff["source"]["session_id"] == session_id
+    assert handoff["task"]["original_request"] == task
+    with ChatCompletionsServer([Step(text="Reading the handoff first.")]) as srv:
+        assert isinstance(srv, ChatCompletionsServer)
+        env = agent_env.kilo_environ(srv.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        ok(run_kilo(env, workspace, "Continue where the last session stopped"), "kilo run")
+        first = srv.step_requests()[0].text()
+    assert POINTER in first and f"kilo session {session_id}" in first, hook_log(agent_env)
+    assert not (agent_env.home / ".npm").exists(), "kilo reached for the npm registry"
+    plugin = agent_env.home / ".config" / "kilo" / "plugins" / "passdown.js"
+    assert plugin.is_file()
+    ok(run_passdown(env, workspace, "uninstall", "kilo"), "passdown uninstall kilo")
+    assert not plugin.exists()

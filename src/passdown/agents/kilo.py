@@ -30,8 +30,6 @@ class KiloCode(OpenCode):
     data_folder = "kilo"
     db_env = "KILO_DB"
     store_env = ("KILO_DB", "XDG_DATA_HOME")
-    # opencode's plugin integration writes into opencode's config folder: not Kilo's.
-    integration = None
 
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
         # "--prompt=" keeps a prompt that starts with "-" attached to its option; `run`
@@ -43,3 +41,7 @@ class KiloCode(OpenCode):
 
 
 __all__ = ["KiloCode"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+KiloCode.integration = "passdown.integrations._kilo:KiloHooks"  # type: ignore[attr-defined]

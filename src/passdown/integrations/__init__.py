@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "copilot": "passdown.integrations._copilot:CopilotHooks",
     "droid": "passdown.integrations._droid:DroidHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
+    "kilo": "passdown.integrations._kilo:KiloHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
     "qwen": "passdown.integrations._settings_json:QwenHooks",
