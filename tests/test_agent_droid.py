@@ -298,3 +298,29 @@ def test_launch_argv_keeps_the_prompt_one_argument(prompt: str, tmp_path: Path) 
     assert run.argv == ["droid", "exec", "--auto", "medium", "--", prompt]
     tui = agent.launch_spec(prompt, workspace=tmp_path, interactive=True)
     assert tui.argv == ["droid", "--", prompt]
+
+
+def test_incremental_export_of_a_growing_log_equals_a_full_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded turn written out in pieces (ending at line ends and inside lines), as
+    Droid appends it: after each piece, the export from the checkpoint is the export
+    from scratch, and the checkpoint ends at the last whole line."""
+    from test_incremental import _assert_checkpoint_at_last_line_end, _export_and_compare
+
+    home = _install(FULL, tmp_path / "home", monkeypatch)
+    path = home / FULL_EXPECTED["session_path"]
+    body = path.read_bytes()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    line_ends = [i + 1 for i, byte in enumerate(body) if byte == 0x0A]
+    cuts = [line_ends[2], line_ends[len(line_ends) // 2] + 7, line_ends[-3], len(body)]
+    exported: Any = None
+    for end in cuts:
+        path.write_bytes(body[:end])
+        exported = _export_and_compare(path, workspace, "droid")
+    _assert_checkpoint_at_last_line_end(path, "droid")
+    assert isinstance(exported, dict)
+    assert (
+        exported["state"]["last_failure"]["command"] == FULL_EXPECTED["failing_command"]["command"]
+    )
