@@ -228,7 +228,16 @@ def test_launch_argv_delivers_a_prompt_that_starts_with_a_dash(
         assert prompt in steps[0].text()
 
 
-SWITCHES = [("claude", "kilo"), ("claude", "droid"), ("kilo", "codex"), ("droid", "claude")]
+SWITCHES = [
+    ("claude", "kilo"),
+    ("codex", "kilo"),
+    ("claude", "droid"),
+    ("codex", "droid"),
+    ("kilo", "claude"),
+    ("kilo", "codex"),
+    ("droid", "claude"),
+    ("droid", "codex"),
+]
 
 
 @pytest.mark.parametrize(("source", "target"), SWITCHES, ids=[f"{s}-to-{t}" for s, t in SWITCHES])
@@ -257,6 +266,17 @@ def test_switch(source: str, target: str, tmp_path: Path, agent_env: AgentEnv) -
         out = ok(proc, f"passdown switch --from {source} --to {target}")
         handoff_md = ws / ".agent-handoff" / "HANDOFF.md"
         assert_target_got_handoff(target, srv, exp, handoff_md, out)
+        if (source, target) == ("claude", "kilo"):
+            # Kilo's own "continue here" picks up the takeover session passdown started
+            before = len(srv.step_requests())
+            srv.set_script([Step(text="Resumed.")])
+            argv = [str(find_agent("kilo")), "run", "--continue", "Carry on."]
+            resumed = subprocess.run(
+                argv, cwd=ws, env=env, capture_output=True, text=True, timeout=150, check=False
+            )
+            ok(resumed, "kilo run --continue")
+            body = srv.step_requests()[before].text()
+            assert str(handoff_md) in body and "Carry on." in body
 
 
 # -- Droid's hooks: the handoff written at a turn's end, picked up at the next start -----
