@@ -3,8 +3,10 @@
 server on 127.0.0.1: a request, a plan with the agent's own tool, a file written, a command
 that fails, a 429 the CLI retries, the end (and for Kilo a second turn resuming it). The
 handoff `passdown export` writes is checked fact by fact. Then passdown launches each of
-them with a takeover prompt, and each of them is the source of a switch to Claude Code or
-Codex.
+them with a takeover prompt; switches run from and to each of them with Claude Code and
+Codex; their hooks (Droid's settings.json hooks, Kilo's plugin) write the handoff and the
+next session picks it up; and `passdown run` falls over from Kilo to Codex and from Claude
+Code to Kilo on a rate limit.
 
 What cannot run offline: Droid resumes a session only with a Factory login (`droid exec
 -s ID` fetches the session from api.factory.ai), and `droid exec` refuses TodoWrite
@@ -350,3 +352,89 @@ def test_kilo_plugin_writes_the_handoff_and_the_next_session_picks_it_up(
     assert plugin.is_file()
     ok(run_passdown(env, workspace, "uninstall", "kilo"), "passdown uninstall kilo")
     assert not plugin.exists()
+
+
+def test_run_falls_over_from_kilo_to_codex_on_a_rate_limit(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown run kilo --fallback codex`: Kilo writes a file, then every request gets a
+    429 until Kilo gives up; passdown reads how the session ended and launches Codex on
+    the handoff."""
+    from e2e.servers import OpenAIResponsesServer
+
+    task = "Write usage notes for the calculator in NOTES.md"
+    steps = [
+        Step(
+            text="Writing the notes file. Next step: document the add() edge cases.",
+            tool="write",
+            input={"filePath": str(workspace / "NOTES.md"), "content": "usage notes\n"},
+        )
+    ]
+    with (
+        ChatCompletionsServer(steps) as chat,
+        OpenAIResponsesServer([Step(text="Continuing from the handoff.")]) as openai,
+    ):
+        assert isinstance(chat, ChatCompletionsServer)
+        assert isinstance(openai, OpenAIResponsesServer)
+        chat.fail(
+            429,
+            RATE_LIMIT,
+            headers=RETRY_NOW,
+            when=lambda body: chat.remaining == 0 and chat_has_tools(body),
+        )
+        env = {
+            **agent_env.kilo_environ(chat.url),
+            **{k: v for k, v in agent_env.environ(openai_url=openai.url).items()},
+        }
+        proc = run_passdown(
+            env,
+            workspace,
+            "run",
+            "kilo",
+            "--fallback",
+            "codex",
+            "--non-interactive",
+            "--",
+            task,
+            timeout=280,
+        )
+        assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:])
+        first = openai.step_requests()[0].text()
+    assert "You are taking over a coding task from kilo" in first, first[-3000:]
+    assert task in first and "document the add() edge cases" in first
+    assert "on a rate limit" in proc.stderr and "continuing in Codex CLI" in proc.stderr
+
+
+def test_run_falls_over_from_claude_to_kilo_on_a_rate_limit(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """The other direction: Claude Code's server answers 429 mid-task; `passdown run
+    claude --fallback kilo` launches Kilo on the handoff."""
+    from e2e.test_continuity import _claude_hits_the_limit
+
+    bindir, _calls = passdown_on_path(tmp_path)
+    env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
+    with ChatCompletionsServer([Step(text="Continuing from the handoff.")]) as chat:
+        assert isinstance(chat, ChatCompletionsServer)
+        env = {**agent_env.kilo_environ(chat.url), **env}
+        try:
+            ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
+            proc = run_passdown(
+                env,
+                workspace,
+                "run",
+                "claude",
+                "--fallback",
+                "kilo",
+                "--non-interactive",
+                "--",
+                "Write usage notes for the calculator in NOTES.md",
+                timeout=360,
+            )
+        finally:
+            anthropic.stop()
+        assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:])
+        first = chat.step_requests()[0].text()
+    assert "You are taking over a coding task from claude" in first, first[-3000:]
+    assert "document the add() edge cases" in first
+    assert "on a rate limit" in proc.stderr and "continuing in Kilo Code" in proc.stderr
