@@ -8,8 +8,10 @@ import contextlib
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from passdown import _fsio as fsio
+from passdown._wal import crash_point
 
 
 class FileBatch:
@@ -56,15 +58,48 @@ class FileBatch:
         """Delete `path` at commit (a history copy pruned away)."""
         self._removals.append(Path(path))
 
+    def place_last(self, path: Path) -> None:
+        """Rename `path` into place after every other staged file: once it holds its
+        staged file, all of them do (the proof of a finished commit `plan` describes)."""
+        path = Path(path)
+        self._staged.sort(key=lambda staged: staged.path == path)  # stable: the rest keep order
+
+    def plan(self) -> dict[str, list[Any]]:
+        """What `commit` will do, for a write-ahead journal (`passdown._wal`) to undo it
+        after a crash: `place`, in commit order, each destination with the hidden name
+        its previous file will be kept under and the identity (device, inode, size,
+        mtime) of the staged file that replaces it; the `folders` it will create,
+        outermost first; the files it will `remove` once all are in place."""
+        place: list[dict[str, Any]] = []
+        folders: list[str] = []
+        for staged in self._staged:
+            st = os.fstat(staged.fd)
+            place.append(
+                {
+                    "path": str(staged.path),
+                    "aside": str(staged.aside),
+                    "staged": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns],
+                }
+            )
+            missing: list[str] = []
+            folder = staged.path.parent
+            while not os.path.lexists(folder) and folder != folder.parent:
+                missing.append(str(folder))
+                folder = folder.parent
+            folders.extend(f for f in reversed(missing) if f not in folders)
+        return {"place": place, "folders": folders, "remove": [str(p) for p in self._removals]}
+
     def commit(self) -> None:
         """Every staged file in place, or (when one cannot be placed) the ones placed
         before it put back as they were: each file it replaces is kept under a hidden
         name (a hard link, no copy) until all are in."""
         placed: list[tuple[Path, Path | None]] = []  # (destination, its previous file)
         try:
-            for staged in self._staged:
+            for n, staged in enumerate(self._staged):
+                if n and n == len(self._staged) - 1:
+                    crash_point("between-renames")  # test hook: inert unless asked for
                 _make_folder(staged.path.parent, private=staged.private)
-                previous = _keep_aside(staged.path)
+                previous = _keep_aside(staged.path, staged.aside)
                 try:
                     staged.place()
                 except BaseException:
@@ -72,6 +107,7 @@ class FileBatch:
                         fsio._unlink_quietly(previous)
                     raise
                 placed.append((staged.path, previous))
+            crash_point("after-last-rename")  # test hook: inert unless asked for
         except BaseException:
             for path, previous in reversed(placed):
                 if previous is None:
@@ -112,12 +148,11 @@ def _make_folder(folder: Path, *, private: bool) -> None:
         raise fsio._error("create folder", folder, exc) from exc
 
 
-def _keep_aside(path: Path) -> Path | None:
-    """A hidden hard link to the regular file at `path` (None: nothing there to keep),
-    named as a temp file, so that a killed commit's link is swept like one."""
+def _keep_aside(path: Path, aside: Path) -> Path | None:
+    """A hidden hard link `aside` to the regular file at `path` (None: nothing there to
+    keep), named as a temp file, so that a killed commit's link is swept like one."""
     if not os.path.isfile(path) or os.path.islink(path):
         return None
-    aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     try:
         os.link(path, aside, follow_symlinks=False)
     except OSError as exc:
@@ -151,6 +186,9 @@ class _Staged:
     def __init__(self, path: Path, fd: int, tmp: Path | None, mode: int) -> None:
         self.path, self.fd, self.tmp, self.mode = path, fd, tmp, mode
         self.private = True
+        # where the file it replaces is kept until the whole batch is in (named now, so
+        # that a journal can name it before the commit starts)
+        self.aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
 
     @classmethod
     def anonymous(cls, path: Path, anchor: Path, mode: int) -> _Staged | None:

@@ -22,7 +22,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from passdown.errors import HandoffStateError as HandoffStateError
 from passdown.errors import RecordNotFound
 
 if TYPE_CHECKING:
+    from passdown._wal import WriteAhead
     from passdown.records import Record, Scope
     from passdown.store import Store
 
@@ -71,23 +72,41 @@ def launch_pointer(package_id: str) -> str:
 
 @dataclass
 class Journal:
-    """What one publish changed in the store (pointers: name, value before, value
-    after; the records it created), so that an export failing later can take back
-    exactly that and nothing another writer did meanwhile."""
+    """What one publish changes in the store, so that an export failing later can take
+    back exactly that and nothing another writer did meanwhile: each change is noted
+    before it is made (`entries`: a record it creates; a pointer's name, value before
+    and after, the time `before` was set, the status records that go with it), and
+    marked done once made. With a write-ahead journal (`wal`, see `passdown._wal`),
+    each note is on disk before its change, so a killed export is taken back too."""
 
-    pointers: list[tuple[str, str | None, str | None]] = field(default_factory=list)
-    records: list[str] = field(default_factory=list)
+    wal: WriteAhead | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    done: list[bool] = field(default_factory=list)
+
+    def note(self, entry: dict[str, Any]) -> int:
+        """Announce a change (on disk first, with a `wal`); returns its index for `made`."""
+        if self.wal is not None:
+            self.wal.note(entry)
+        self.entries.append(entry)
+        self.done.append(False)
+        return len(self.entries) - 1
+
+    def made(self, index: int) -> None:
+        self.done[index] = True
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.done)
 
     def undo(self, store: Store, scope: Scope) -> None:
-        """Newest change first; each pointer by compare-and-swap, so a pointer another
-        writer moved on since is left as that writer set it."""
-        for name, before, after in reversed(self.pointers):
-            store.set_pointer(scope, name, after, before)
-        for record_id in reversed(self.records):
-            with contextlib.suppress(RecordNotFound):
-                store.delete(scope, record_id)
-        self.pointers.clear()
-        self.records.clear()
+        """Newest change first; each pointer by compare-and-swap (with its old stamp), so
+        a pointer another writer moved on since is left as that writer set it; a status
+        record once its pointer holds the value before it again. Raises StoreError."""
+        from passdown._wal import undo_store
+
+        undo_store(store, scope, [e for e, d in zip(self.entries, self.done, strict=True) if d])
+        self.entries.clear()
+        self.done.clear()
 
 
 class Lifecycle:
@@ -96,19 +115,38 @@ class Lifecycle:
         self.scope = scope
         self.journal = journal  # set while publishing: every change is noted there
 
-    def _set(self, name: str, before: str | None, after: str | None) -> bool:
+    def _set(
+        self, name: str, before: str | None, after: str | None, records: tuple[str, ...] = ()
+    ) -> bool:
+        """Compare-and-swap `name`; with a journal, announced first (`records`: the
+        status records created right after a successful swap)."""
+        if self.journal is None:
+            return self.store.set_pointer(self.scope, name, before, after)
+        stamp = self.store.pointer_stamp(self.scope, name) if before is not None else None
+        index = self.journal.note(
+            {
+                "kind": "pointer",
+                "name": name,
+                "before": before,
+                "after": after,
+                "stamp": stamp,
+                "records": list(records),
+            }
+        )
         done = self.store.set_pointer(self.scope, name, before, after)
-        if done and self.journal is not None:
-            self.journal.pointers.append((name, before, after))
+        if done:
+            self.journal.made(index)
         return done
 
     def store_new(self, record: dict[str, object] | Record) -> None:
-        """Store a record, noting it in the journal when this call created it."""
+        """Store a record; with a journal, a record this call creates is announced first."""
         record_id = record.id if not isinstance(record, dict) else str(record["id"])
-        fresh = self.journal is not None and not self._exists(record_id)
+        if self.journal is None or self._exists(record_id):
+            self.store.store(record)
+            return
+        index = self.journal.note({"kind": "record", "id": record_id})
         self.store.store(record)
-        if fresh and self.journal is not None:
-            self.journal.records.append(record_id)
+        self.journal.made(index)
 
     def _exists(self, record_id: str) -> bool:
         try:
@@ -145,7 +183,7 @@ class Lifecycle:
                     f"handoff {package_id} is {current or 'unknown'}; it cannot become {to}"
                 )
             event = StatusEvent(status=to, by=by, at=now_us(), note=note)
-            if self._set(name, raw, event.model_dump_json()):
+            if self._set(name, raw, event.model_dump_json(), (f"{package_id}#{to}",)):
                 self._record(package_id, event)
                 return True
         raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
@@ -171,7 +209,8 @@ class Lifecycle:
         return True
 
     def _record(self, package_id: str, event: StatusEvent) -> None:
-        self.store_new(
+        """The transition's history record (in a journal, announced with its pointer)."""
+        self.store.store(
             {
                 "id": f"{package_id}#{event.status}",
                 "type": "status",
