@@ -166,14 +166,10 @@ class WriteAhead:
         self._fd = -1
         self.path: Path | None = None
 
-    def note(self, entry: dict[str, Any] | None = None) -> None:
-        """Append `entry` (and the header, first) and sync it to disk, before the change
-        it announces is made. Raises `OutputError`."""
-        lines = []
-        if self._header is not None:
-            lines.append(self._header)
-        if entry is not None:
-            lines.append(entry)
+    def note(self, *entries: dict[str, Any]) -> None:
+        """Append `entries` (and the header, first) and sync them to disk, before the
+        changes they announce are made: one sync, however many. Raises `OutputError`."""
+        lines = [self._header, *entries] if self._header is not None else list(entries)
         if not lines:
             return
         data = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)

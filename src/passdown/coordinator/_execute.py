@@ -33,7 +33,14 @@ from passdown.coordinator._checks import (
     run_checks,
 )
 from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
-from passdown.coordinator._lifecycle import HandoffStateError, Journal, Lifecycle
+from passdown.coordinator._lifecycle import (
+    ACTIVE_POINTER,
+    HandoffStateError,
+    Journal,
+    Lifecycle,
+    now_us_series,
+    status_pointer,
+)
 from passdown.coordinator._package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
@@ -336,9 +343,13 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
     the package's `previous_id` (children of a parallel handoff are never active).
     `journal` notes every change, for `publish_and_write` to take back."""
     lc, by = Lifecycle(ctx.store(), ctx.scope, journal), ctx.identity
+    at: list[str | None] = [None, None, None]  # the events' times: now, unless announced
+    if journal is not None:
+        at[:] = now_us_series(3)
+        journal.declare(_publish_changes(lc, pkg, by, at))
     _store_record(ctx, pkg, lc)
     crash_point("record-stored")  # test hook: inert unless asked for
-    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
+    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}), at=at[0])  # type: ignore[arg-type]
     event = lc.current(pkg.id)
     status = event.status if event else None
     if status in ("rejected", "superseded"):
@@ -363,7 +374,7 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
                 hint="another coordinator published first; prepare again from the current state",
             )
         crash_point("pointer-moved")  # test hook: inert unless asked for
-        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}))
+        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}), at=at[1])
     if pkg.previous_id:
         lc.transition(
             pkg.previous_id,
@@ -371,7 +382,32 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
             by=by,
             note=f"superseded by {pkg.id}",
             only_from=frozenset({"prepared", "published", "claimed"}),
+            at=at[2],
         )
+
+
+def _publish_changes(
+    lc: Lifecycle, pkg: HandoffPackage, by: str, at: list[str | None]
+) -> list[dict[str, Any]]:
+    """What `publish` is about to change in the store, for its journal to announce in
+    one write (one sync to disk, not five). Only a first publish's changes: any change
+    not announced here (a re-run, a retried compare-and-swap) is announced when made."""
+    changes: list[dict[str, Any]] = []
+    if not lc.exists(pkg.id):
+        changes.append({"kind": "record", "id": pkg.id})
+    if lc.current(pkg.id) is None:
+        assert at[0] is not None and at[1] is not None
+        prepared = lc.status_change(pkg.id, None, "prepared", by, at[0])
+        changes.append(prepared)
+        if pkg.parent_id is None:
+            changes.append(lc.pointer_change(ACTIVE_POINTER, pkg.previous_id, pkg.id))
+        published = lc.status_change(pkg.id, prepared["after"], "published", by, at[1], own=True)
+        changes.append(published)
+    if pkg.previous_id and at[2] is not None:
+        raw = lc.store.get_pointer(lc.scope, status_pointer(pkg.previous_id))
+        note = f"superseded by {pkg.id}"
+        changes.append(lc.status_change(pkg.previous_id, raw, "superseded", by, at[2], note))
+    return changes
 
 
 def _store_record(ctx: ProjectContext, pkg: HandoffPackage, lc: Lifecycle | None = None) -> None:
