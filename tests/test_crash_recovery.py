@@ -57,6 +57,32 @@ wal.crash_point = _pause
 """
 
 
+# Loaded first in the export's process: placing handoff.json (the last file) fails as
+# on a full disk, after the package was published and the other files placed.
+FAILER = """
+import passdown._filebatch as fb
+from passdown._fsio import _error
+
+_real = fb._Staged.place
+
+def _place(self):
+    if self.path.name == "handoff.json":
+        self.drop()
+        raise _error("write", self.path, OSError(28, "No space left on device"))
+    _real(self)
+
+fb._Staged.place = _place
+"""
+
+
+def with_site(world: World, tmp_path: Path, code: str, **extra: str) -> dict[str, str]:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(code)
+    path = os.pathsep.join([str(site), *filter(None, [world.env.get("PYTHONPATH")])])
+    return {**world.env, "PYTHONPATH": path, **extra}
+
+
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     yield make_world(tmp_path, tmp_path / "data", monkeypatch)
@@ -259,17 +285,15 @@ def test_the_session_start_pickup_offers_the_handoff_from_before_the_kill(world:
 
 
 def test_a_live_exporters_journal_is_left_alone(world: World, tmp_path: Path) -> None:
-    site = tmp_path / "pauser"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(PAUSER)
     ready, go = tmp_path / "ready", tmp_path / "go"
-    env = {
-        **world.env,
-        "PYTHONPATH": os.pathsep.join([str(site), *filter(None, [world.env.get("PYTHONPATH")])]),
-        "PAUSE_AT": "between-renames",
-        "PAUSE_READY": str(ready),
-        "PAUSE_GO": str(go),
-    }
+    env = with_site(
+        world,
+        tmp_path,
+        PAUSER,
+        PAUSE_AT="between-renames",
+        PAUSE_READY=str(ready),
+        PAUSE_GO=str(go),
+    )
     exporter = subprocess.Popen(
         [sys.executable, "-m", "passdown", "export", "--from", "claude"],
         cwd=world.ws,
@@ -310,3 +334,40 @@ def test_the_crash_hook_is_inert_without_its_variable(world: World) -> None:
     assert clean.code == 0, clean.error
     assert journals(world) == []
     assert SESSION_ID  # the session the world's exports read
+
+
+def test_a_failure_after_the_publish_is_taken_back_to_the_byte(
+    world: World, tmp_path: Path
+) -> None:
+    """In-process: the last rename fails once the package is published. The files come
+    back from the commit's kept links, the store through the journal, each pointer with
+    the time it had (not just its value), and no journal is left behind."""
+    before = snapshot(world)
+    code, err = passdown(
+        world, "export", "--from", "claude", env=with_site(world, tmp_path, FAILER)
+    )
+    assert code == 8, err
+    assert "No space left on device" in err
+    after = snapshot(world)
+    assert not changed(before, after), changed(before, after)
+    assert journals(world) == [] and temp_files(world) == []
+
+
+def test_a_killed_export_without_a_store_gets_its_files_back(world: World) -> None:
+    before = snapshot(world)
+    code, err = passdown(
+        world,
+        "export",
+        "--from",
+        "claude",
+        "--no-store",
+        env={**world.env, "PASSDOWN_TEST_CRASH_AT": "between-renames"},
+    )
+    assert code == -9, err
+    assert changed(before, snapshot(world)) and journal_header(world)["store"] is None
+
+    code, err = passdown(world, "find")  # whichever store it opens: files-only journals too
+    assert code == 0, err
+    assert "took back the interrupted export" in err
+    assert not changed(before, snapshot(world))
+    assert journals(world) == [] and temp_files(world) == []

@@ -81,12 +81,7 @@ class FileBatch:
                     "staged": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns],
                 }
             )
-            missing: list[str] = []
-            folder = staged.path.parent
-            while not os.path.lexists(folder) and folder != folder.parent:
-                missing.append(str(folder))
-                folder = folder.parent
-            folders.extend(f for f in reversed(missing) if f not in folders)
+            folders.extend(str(f) for f in _missing(staged.path.parent) if str(f) not in folders)
         return {"place": place, "folders": folders, "remove": [str(p) for p in self._removals]}
 
     def commit(self) -> None:
@@ -94,10 +89,12 @@ class FileBatch:
         before it put back as they were: each file it replaces is kept under a hidden
         name (a hard link, no copy) until all are in."""
         placed: list[tuple[Path, Path | None]] = []  # (destination, its previous file)
+        created: list[Path] = []  # folders this commit made, outermost first
         try:
             for n, staged in enumerate(self._staged):
                 if n and n == len(self._staged) - 1:
                     crash_point("between-renames")  # test hook: inert unless asked for
+                created.extend(_missing(staged.path.parent))
                 _make_folder(staged.path.parent, private=staged.private)
                 previous = _keep_aside(staged.path, staged.aside)
                 try:
@@ -115,6 +112,9 @@ class FileBatch:
                 else:
                     with contextlib.suppress(OSError):
                         os.replace(previous, path)
+            for folder in reversed(created):
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)  # only when empty: nothing else was put there meanwhile
             raise
         self._staged.clear()
         for _, previous in placed:
@@ -135,6 +135,16 @@ class FileBatch:
 
     def __exit__(self, *exc: object) -> None:
         self.discard()
+
+
+def _missing(folder: Path) -> list[Path]:
+    """The folders on the way to `folder` (itself included) that do not exist yet,
+    outermost first."""
+    missing: list[Path] = []
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
 
 
 def _make_folder(folder: Path, *, private: bool) -> None:
