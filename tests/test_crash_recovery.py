@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -371,3 +372,58 @@ def test_a_killed_export_without_a_store_gets_its_files_back(world: World) -> No
     assert "took back the interrupted export" in err
     assert not changed(before, snapshot(world))
     assert journals(world) == [] and temp_files(world) == []
+
+
+PG_URL = os.environ.get(
+    "PASSDOWN_TEST_PG_URL", "postgresql://passdown:passdown@127.0.0.1:5432/passdown_test"
+)
+
+
+def _pg_rows(schema: str) -> dict[str, str]:
+    import psycopg
+    from psycopg import sql
+
+    state = {}
+    with psycopg.connect(PG_URL) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        for table, order in (
+            ("records", "project, id"),
+            ("record_history", "project, id, version"),
+            ("pointers", "project, name"),
+        ):
+            rows = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+            state[table] = json.dumps(rows, default=str)
+    return state
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("step", ["pointer-moved", "between-renames"])
+def test_a_killed_export_is_taken_back_in_postgresql(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The same, with the team store: rows (their times included) as before the kill."""
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    monkeypatch.setenv("PASSDOWN_STORE", f"{PG_URL}?schema={schema}")
+    try:
+        world = make_world(tmp_path, tmp_path / "data", monkeypatch)
+        rows, files = _pg_rows(schema), _files(world)
+        killed_export(world, step)
+        assert _pg_rows(schema)["pointers"] != rows["pointers"]
+
+        code, err = passdown(world, "find")
+        assert code == 0, err
+        assert "took back the interrupted export" in err
+        assert _pg_rows(schema) == rows
+        assert _files(world) == files and journals(world) == []
+    finally:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            conn.execute(drop)
+
+
+def _files(world: World) -> dict[str, str]:
+    root = world.ws / ".agent-handoff"
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -1,6 +1,7 @@
 """Several files made visible together: an export's HANDOFF.md, handoff.json, their
 history copies and the git exclude line appear only once the handoff is stored, and a
-failure (or a killed process) before that leaves the disk as it was."""
+failure (or a killed process) before that leaves the disk as it was. A process killed
+during the commit itself is put back from the commit's `plan` (`passdown._wal`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,10 @@ class FileBatch:
     used (`sweep_stale_temp` removes it after a kill). A missing destination folder is
     created only by `commit`, which links each staged file in and renames it over its
     destination (no space is needed any more: the data is on disk), then removes the
-    files `remove` named; a commit that fails half-way puts back what it replaced.
+    files `remove` named; a commit that fails half-way puts back what it replaced (and
+    removes the folders it created). `place_last` names the file renamed last, whose
+    presence proves the commit complete; `plan` says what the commit will do, for a
+    journal that puts the files back after a kill.
     `discard` (or an exception before `commit`) leaves the disk as it was. Raises
     `OutputError`.
     """

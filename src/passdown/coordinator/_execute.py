@@ -9,6 +9,9 @@ Every step can run again after a crash and does its part once:
 - writing the files again writes the same bytes;
 - a launch is claimed in the store before the agent starts (and released only if it
   could not start), so a second execute never starts the agent twice.
+
+An export killed between its first store change and its last rename is taken back by
+the next process that opens the store (`passdown._wal`, the write-ahead journal).
 """
 
 from __future__ import annotations
