@@ -237,3 +237,23 @@ def test_a_finished_commit_is_proven_by_its_last_file(tmp_path: Path) -> None:
     wal.finish_files(plan)  # what is left to do after the last rename: nothing here
     assert _tree(tmp_path) == after
     assert "out/pruned.md" not in after and after["out/handoff.json"] == b'{"id": "new"}\n'
+
+
+def test_pickup_looks_further_only_for_a_journal_whose_process_is_gone(store: Store) -> None:
+    """`pending` is the session-start pickup's cheap look: a running export's journal
+    does not make it open the store (and load its models)."""
+    assert not wal.pending()  # no journal folder at all
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        started = wal._started(sleeper.pid)
+        assert started is not None
+        live = wal.Owner(wal.Owner.me().host, sleeper.pid, started)
+        path = write_journal(live, [header(store)])
+        assert not wal.pending()
+        assert wal.recover_interrupted(store) == [] and path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert wal.pending()  # its process is gone now
+    (line,) = wal.recover_interrupted(store)
+    assert "took back" in line and not path.exists()
