@@ -175,3 +175,15 @@ def test_a_half_that_could_push_the_plan_past_its_cut_back_is_refused() -> None:
     half = _task_turn(range(1501, 3001))
     _, refused = _state(before, half)
     assert refused
+
+
+def test_a_half_with_more_ids_than_a_plan_keeps_is_not_merged() -> None:
+    """2,100 distinct ids after the cut: past `KEYS_KEEP` the worker stops keeping steps
+    (`overflow`) and sends none; the merge is refused whatever came before."""
+    partial = _two_core.reduce_events(
+        _task_turn(range(1, 2101)), workspace="/ws", max_messages=4, max_chars=2000
+    )
+    assert partial.plan_overflow and partial.plan_steps == b""
+    assert _two_core.plan_unmergeable(
+        new_extractor(workspace="/ws", max_messages=4, max_chars=2000), partial, object(), None
+    )

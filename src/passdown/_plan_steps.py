@@ -28,8 +28,11 @@ import msgspec
 from passdown._packed import Packed, unpacked
 from passdown.transcript import PLAN_KEEP, Plan, PlanOp
 
-STEPS_KEEP = 4 * PLAN_KEEP  # kept steps past which a half is not merged (`overflow`)
 KEYS_KEEP = 2 * PLAN_KEEP  # a replay past it cuts the plan back (`Plan._bound`)
+# kept steps past which a half is not merged (`overflow`): an id keeps at most three
+# (an update of the plan before the cut, its last create, an update after it) until a
+# barrier; about 100 bytes each
+STEPS_KEEP = 4 * KEYS_KEEP
 
 
 class PlanStep(msgspec.Struct, array_like=True):
