@@ -64,6 +64,7 @@ def kimi_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
     kimi_dir.mkdir(parents=True, exist_ok=True)
     (kimi_dir / "config.toml").write_text(
         'default_model = "scripted"\n'
+        "telemetry = false\n"
         "[providers.scripted]\n"
         'type = "openai_legacy"\n'
         f'base_url = "{chat_url}/v1"\n'
@@ -74,7 +75,7 @@ def kimi_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
         "max_context_size = 200000\n",
         encoding="utf-8",
     )
-    return agent_env.environ()
+    return {**agent_env.environ(), "KIMI_DISABLE_TELEMETRY": "1"}
 
 
 def run_kimi(
