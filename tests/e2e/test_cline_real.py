@@ -111,9 +111,16 @@ def test_cline_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
             "agent_version": VERSIONS["cline"],
             "original_request": PROMPT,
             "final_assistant_message": FINAL,
-            "plan": [["task_0001", "Write hello.txt", "completed"], ["task_0002", "Run the tests", "blocked"]],
+            "plan": [
+                ["task_0001", "Write hello.txt", "completed"],
+                ["task_0002", "Run the tests", "blocked"],
+            ],
             "files_touched": ["hello.txt"],
-            "failing_command": {"command": FAILING, "exit_code": 2, "error_line_contains": "No such file"},
+            "failing_command": {
+                "command": FAILING,
+                "exit_code": 2,
+                "error_line_contains": "No such file",
+            },
             "ended": "normal",
         },
     )
@@ -136,4 +143,7 @@ def test_cline_takes_a_dash_prompt_as_one_argument(agent_env: AgentEnv, workspac
     assert prompt in sent
     [folder] = list((agent_env.home / ".cline" / "data" / "sessions").iterdir())
     manifest = json.loads((folder / f"{folder.name}.json").read_text())
-    assert manifest["prompt"] == prompt and manifest["metadata"]["sessionHistoryOrigin"]["mode"] == "user"
+    assert (
+        manifest["prompt"] == prompt
+        and manifest["metadata"]["sessionHistoryOrigin"]["mode"] == "user"
+    )

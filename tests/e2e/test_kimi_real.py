@@ -59,13 +59,18 @@ def _second_turn() -> list[Step]:
         Step(
             text="Adding goodbye.",
             tool="StrReplaceFile",
-            input={"path": "hello.txt", "edit": {"old": "Hello, world!", "new": "Hello, world!\nGoodbye!"}},
+            input={
+                "path": "hello.txt",
+                "edit": {"old": "Hello, world!", "new": "Hello, world!\nGoodbye!"},
+            },
         ),
         Step(
             text="Plan updated.",
             tool="SetTodoList",
             input=_todos(
-                ("Write hello.txt", "done"), ("Run the tests", "in_progress"), ("Say goodbye", "done")
+                ("Write hello.txt", "done"),
+                ("Run the tests", "in_progress"),
+                ("Say goodbye", "done"),
             ),
         ),
         Step(text=LAST),
@@ -75,7 +80,11 @@ def _second_turn() -> list[Step]:
 def test_pinned_kimi_installed(agent_env: AgentEnv) -> None:
     proc = ok(
         __import__("subprocess").run(
-            [str(pyagent("kimi")), "--version"], capture_output=True, text=True, timeout=60, check=False
+            [str(pyagent("kimi")), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         ),
         "kimi --version",
     )
@@ -138,13 +147,19 @@ def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspac
                 ["Say goodbye", "completed"],
             ],
             "files_touched": ["hello.txt"],
-            "failing_command": {"command": FAILING, "exit_code": 2, "error_line_contains": "No such file"},
+            "failing_command": {
+                "command": FAILING,
+                "exit_code": 2,
+                "error_line_contains": "No such file",
+            },
             "ended": "normal",
         },
     )
 
 
-def test_kimi_gives_up_on_a_sticky_429(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+def test_kimi_gives_up_on_a_sticky_429(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
     with ChatCompletionsServer([Step(text="never sent")]) as server:
         env = kimi_environ(agent_env, server.url)
         server.fail(429, RATE_LIMIT, headers={"retry-after": "0"})
@@ -155,3 +170,19 @@ def test_kimi_gives_up_on_a_sticky_429(tmp_path: Path, agent_env: AgentEnv, work
     assert data["task"]["original_request"] == PROMPT
     assert data["ended"]["reason"] == "rate_limit", data["ended"]
     assert "429" in data["ended"]["message"]
+
+
+def test_kimi_takes_a_dash_prompt_as_one_argument(agent_env: AgentEnv, workspace: Path) -> None:
+    """The launch argv's "--prompt=...": a prompt that starts with "-" reaches the model."""
+    from passdown.agents.kimi import KimiCLI
+
+    prompt = "-C is no flag here: say done"
+    spec = KimiCLI().launch_spec(prompt, workspace=workspace, interactive=False)
+    with ChatCompletionsServer([Step(text="done")]) as server:
+        env = kimi_environ(agent_env, server.url)
+        argv = [str(pyagent("kimi")), *spec.argv[1:]]
+        proc = __import__("subprocess").run(
+            argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        ok(proc, "kimi --print --prompt=-C...")
+        assert prompt in server.step_requests()[0].text()

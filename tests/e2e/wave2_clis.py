@@ -24,7 +24,9 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures" / "sessions"
 RECORD_ENV = "PASSDOWN_RECORD_FIXTURES"
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["timeout", "-k", "5", str(int(timeout)), *argv],
         cwd=cwd,
@@ -52,7 +54,9 @@ def cline_environ(agent_env: AgentEnv, chat_url: str, cwd: Path) -> dict[str, st
     return env
 
 
-def run_cline(env: dict[str, str], cwd: Path, prompt: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cline(
+    env: dict[str, str], cwd: Path, prompt: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """`cline --json PROMPT` (act mode, auto-approve): one task, then exit."""
     return _run([str(find_agent("cline")), "--json", "--", prompt], env, cwd, timeout)
 
@@ -87,7 +91,9 @@ def run_kimi(
 
 
 # -- passdown ------------------------------------------------------------------------------
-def export(env: dict[str, str], cwd: Path, agent: str, site: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def export(
+    env: dict[str, str], cwd: Path, agent: str, site: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     """`python -m passdown export --from AGENT --no-store`, with the agent registered."""
     return subprocess.run(
         [sys.executable, "-m", "passdown", "export", "--from", agent, "--no-store", *extra],

@@ -413,7 +413,9 @@ def _tool_call(payload: _Payload, stamp: str | None) -> Iterator[Event]:
 
 def _tool_result(payload: _Payload, stamp: str | None) -> ToolResult:
     value = payload.return_value or _ReturnValue()
-    result = ToolResult(call_id=payload.tool_call_id or "", is_error=value.is_error, timestamp=stamp)
+    result = ToolResult(
+        call_id=payload.tool_call_id or "", is_error=value.is_error, timestamp=stamp
+    )
     output = value.output if isinstance(value.output, str) else ""
     code = parse_exit_code(value.message)
     if value.is_error:
