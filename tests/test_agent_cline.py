@@ -56,7 +56,9 @@ def test_recorded_session(recorded_home: Path) -> None:
     [write] = [c for c in calls.values() if c.action == "write"]
     assert write.paths == (f"{EXPECTED['workspace']}/hello.txt",)
     final_plan = [e for e in events if isinstance(e, PlanOp)][-1]
-    assert [[i.id, i.subject, i.status] for i in final_plan.items] == EXPECTED["plan"]
+    assert [{"id": i.id, "subject": i.subject, "status": i.status} for i in final_plan.items] == (
+        EXPECTED["plan"]
+    )
     assert transcript.info.agent_version == "3.0.65"
     assert transcript.info.models == ["scripted-model"]
     assert transcript.info.cwd == EXPECTED["workspace"]
@@ -97,7 +99,9 @@ def test_recorded_handoff_through_the_cli(recorded_home: Path, tmp_path: Path) -
     data = json.loads((out / "handoff.json").read_text())
     assert data["source"]["session_id"] == SID and data["source"]["agent_version"] == "3.0.65"
     assert data["task"]["original_request"] == EXPECTED["original_request"]
-    assert [[p["id"], p["subject"], p["status"]] for p in data["state"]["plan"]] == EXPECTED["plan"]
+    assert [{k: p[k] for k in ("id", "subject", "status")} for p in data["state"]["plan"]] == (
+        EXPECTED["plan"]
+    )
     assert [f["path"] for f in data["state"]["files_touched"]] == EXPECTED["files_touched"]
     failure = data["state"]["last_failure"]
     assert failure["command"] == EXPECTED["failing_command"]["command"]

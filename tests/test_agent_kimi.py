@@ -62,7 +62,9 @@ def test_recorded_session(recorded_home: Path) -> None:
     edits = [(e.action, e.paths) for e in events if isinstance(e, ToolCall) and e.paths]
     assert edits == [("write", ("hello.txt",)), ("edit", ("hello.txt",))]
     final_plan = [e for e in events if isinstance(e, PlanOp)][-1]
-    assert [[i.subject, i.status] for i in final_plan.items] == EXPECTED["plan"]
+    assert [{"subject": i.subject, "status": i.status} for i in final_plan.items] == (
+        EXPECTED["plan"]
+    )
     assert transcript.info.title and transcript.info.started_at and transcript.info.updated_at
     assert transcript.diagnostics.summary() == []
     assert not any(isinstance(e, SessionEnding) for e in events)
@@ -102,7 +104,9 @@ def test_recorded_handoff_through_the_cli(recorded_home: Path, tmp_path: Path) -
     assert data["source"]["session_id"] == SID and data["source"]["agent"] == "kimi"
     assert data["task"]["original_request"] == EXPECTED["original_request"]
     assert data["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
-    assert [[p["subject"], p["status"]] for p in data["state"]["plan"]] == EXPECTED["plan"]
+    assert [{k: p[k] for k in ("subject", "status")} for p in data["state"]["plan"]] == (
+        EXPECTED["plan"]
+    )
     assert [f["path"] for f in data["state"]["files_touched"]] == EXPECTED["files_touched"]
     failure = data["state"]["last_failure"]
     assert failure["command"] == EXPECTED["failing_command"]["command"]

@@ -14,7 +14,13 @@ import pytest
 from e2e.agents import VERSIONS, AgentEnv, find_agent
 from e2e.checks import load_handoff, ok
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import cline_environ, export, record_fixture, run_cline
+from e2e.wave2_clis import (
+    cline_environ,
+    export,
+    record_fixture,
+    recording_workspace,
+    run_cline,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -57,6 +63,7 @@ def _script(ws: Path) -> list[Step]:
 
 
 def test_cline_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    workspace = recording_workspace(workspace, "cline")
     with ChatCompletionsServer(_script(workspace)) as server:
         env = cline_environ(agent_env, server.url, workspace)
         server.fail(
@@ -101,27 +108,36 @@ def test_cline_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
     record_fixture(
         "cline",
         {
-            f".cline/data/sessions/{sid}/{sid}.json": folder / f"{sid}.json",
             f".cline/data/sessions/{sid}/{sid}.messages.json": folder / f"{sid}.messages.json",
+            f".cline/data/sessions/{sid}/{sid}.json": folder / f"{sid}.json",
             ".cline/data/db/teams.db": data_dir / "db" / "teams.db",
         },
         {
+            "session_path": f".cline/data/sessions/{sid}/{sid}.messages.json",
             "session_id": sid,
             "workspace": str(workspace),
-            "agent_version": VERSIONS["cline"],
+            "cli_version": VERSIONS["cline"],
             "original_request": PROMPT,
+            "latest_user_message": PROMPT,
             "final_assistant_message": FINAL,
+            "turns": [PROMPT],
+            "plan_tool": "team_task",
             "plan": [
-                ["task_0001", "Write hello.txt", "completed"],
-                ["task_0002", "Run the tests", "blocked"],
+                {"id": "task_0001", "subject": "Write hello.txt", "status": "completed"},
+                {"id": "task_0002", "subject": "Run the tests", "status": "blocked"},
             ],
+            "files_written": ["hello.txt"],
+            "files_edited": [],
             "files_touched": ["hello.txt"],
+            "commands": [{"command": FAILING, "exit_code": 2}],
             "failing_command": {
                 "command": FAILING,
                 "exit_code": 2,
                 "error_line_contains": "No such file",
             },
             "ended": "normal",
+            "store_layout": "relative to HOME: ~/.cline/data/sessions/<id>/<id>.json + "
+            "<id>.messages.json, plan rows in ~/.cline/data/db/teams.db (checkpointed copy)",
         },
     )
 

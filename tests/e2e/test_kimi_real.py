@@ -15,7 +15,7 @@ from e2e.agents import AgentEnv
 from e2e.checks import load_handoff, ok
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import export, kimi_environ, record_fixture, run_kimi
+from e2e.wave2_clis import export, kimi_environ, record_fixture, recording_workspace, run_kimi
 from passdown.agents.kimi import folder_name
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -92,6 +92,7 @@ def test_pinned_kimi_installed(agent_env: AgentEnv) -> None:
 
 
 def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    workspace = recording_workspace(workspace, "kimi")
     with ChatCompletionsServer(_first_turn()) as server:
         env = kimi_environ(agent_env, server.url)
         server.fail(429, RATE_LIMIT, times=1, headers={"retry-after": "1"})
@@ -127,32 +128,40 @@ def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspac
     assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
     assert FAILING in md and "Run the tests" in md
 
-    files = {
-        f".kimi/sessions/{folder.parent.name}/{folder.name}/{name}": folder / name
-        for name in ("wire.jsonl", "context.jsonl", "state.json")
-    }
+    session = f".kimi/sessions/{folder.parent.name}/{folder.name}"
+    files = {f"{session}/{name}": folder / name for name in ("wire.jsonl", "state.json")}
+    files[f"{session}/context.jsonl"] = folder / "context.jsonl"
     files[".kimi/kimi.json"] = agent_env.home / ".kimi" / "kimi.json"
     record_fixture(
         "kimi",
         files,
         {
+            "session_path": f"{session}/wire.jsonl",
             "session_id": folder.name,
             "workspace": str(workspace),
+            "cli_version": PYAGENT_VERSIONS["kimi"],
             "original_request": PROMPT,
             "latest_user_message": SECOND,
             "final_assistant_message": LAST,
+            "turns": [PROMPT, SECOND],
+            "plan_tool": "SetTodoList",
             "plan": [
-                ["Write hello.txt", "completed"],
-                ["Run the tests", "in_progress"],
-                ["Say goodbye", "completed"],
+                {"subject": "Write hello.txt", "status": "completed"},
+                {"subject": "Run the tests", "status": "in_progress"},
+                {"subject": "Say goodbye", "status": "completed"},
             ],
+            "files_written": ["hello.txt"],
+            "files_edited": ["hello.txt"],
             "files_touched": ["hello.txt"],
+            "commands": [{"command": FAILING, "exit_code": 2}],
             "failing_command": {
                 "command": FAILING,
                 "exit_code": 2,
                 "error_line_contains": "No such file",
             },
             "ended": "normal",
+            "store_layout": "relative to HOME: ~/.kimi/sessions/<md5 of cwd>/<id>/wire.jsonl "
+            "(+ state.json, context.jsonl); ~/.kimi/kimi.json maps folders to cwds",
         },
     )
 

@@ -17,11 +17,13 @@ from typing import Any
 
 from e2e.agents import CHAT_MODEL, FAKE_KEY, REPO_ROOT, AgentEnv, find_agent
 from e2e.pyagents import pyagent
+from e2e.record import seed_workspace
 from wave2_agents import register
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "sessions"
 # Set to record the next run of a scenario as tests/fixtures/sessions/<agent>/full.
 RECORD_ENV = "PASSDOWN_RECORD_FIXTURES"
+SEED_HEAD = "e62143c3198705e982c1034a0939057af6f136fb"  # the seeded commit, fixed date
 
 
 def _run(
@@ -106,10 +108,25 @@ def export(
     )
 
 
-def record_fixture(agent: str, files: dict[str, Path], expected: dict[str, Any]) -> None:
+def recording() -> bool:
+    return bool(os.environ.get(RECORD_ENV))
+
+
+def recording_workspace(workspace: Path, agent: str) -> Path:
+    """The workspace to run in: the test's own, or when recording the fixed
+    /tmp/passdown-rec/<agent>-full the other recorded scenarios use."""
+    if not recording():
+        return workspace
+    fixed = Path("/tmp/passdown-rec") / f"{agent}-full"
+    shutil.rmtree(fixed, ignore_errors=True)
+    return seed_workspace(fixed)
+
+
+def record_fixture(agent: str, files: dict[str, Path], facts: dict[str, Any]) -> None:
     """With $PASSDOWN_RECORD_FIXTURES set: copy the session's files (relative to HOME, as
-    recorded) and what a correct handoff holds into tests/fixtures/sessions/<agent>/full."""
-    if not os.environ.get(RECORD_ENV):
+    recorded) into tests/fixtures/sessions/<agent>/full with an expected.json in the shape
+    the other recordings use (tests/fixtures/sessions/README.md), `facts` completing it."""
+    if not recording():
         return
     target = FIXTURES / agent / "full"
     shutil.rmtree(target, ignore_errors=True)
@@ -120,6 +137,25 @@ def record_fixture(agent: str, files: dict[str, Path], expected: dict[str, Any])
             _copy_db(source, dest)
         else:
             shutil.copy2(source, dest)
+    workspace = Path(facts["workspace"])
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=workspace, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    expected = {
+        "agent": agent,
+        "scenario": "full",
+        "description": "request, plan with the agent's own tool, a file written, a command "
+        "that fails, a 429 retried, the end (issue 23's scenario)",
+        "config_dir_env": "HOME",
+        "store_root": "HOME",
+        "session_files": list(files),
+        "plan_native_status": {},
+        "failed_edits": [],
+        "secrets": [],
+        "model": CHAT_MODEL,
+        **facts,
+        "git_after": {"branch": "main", "head": SEED_HEAD, "status_porcelain": status},
+    }
     (target / "expected.json").write_text(json.dumps(expected, indent=2) + "\n", encoding="utf-8")
 
 
