@@ -140,6 +140,7 @@ def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspac
             "session_id": folder.name,
             "workspace": str(workspace),
             "cli_version": PYAGENT_VERSIONS["kimi"],
+            "version_in_session": False,  # neither the version nor the model is written
             "original_request": PROMPT,
             "latest_user_message": SECOND,
             "final_assistant_message": LAST,
