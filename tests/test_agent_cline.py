@@ -330,3 +330,30 @@ def test_launch_argv_keeps_a_dash_prompt_one_argument(tmp_path: Path) -> None:
     assert spec.cwd == tmp_path and spec.env == {"CLINE_NO_AUTO_UPDATE": "1"}
     tui = agent.launch_spec("--help", workspace=tmp_path, interactive=True)
     assert tui.argv == ["cline", "-i", "--", "--help"]
+
+
+def test_a_request_that_failed_after_its_retries_ends_on_its_error(home: Path) -> None:
+    """What cline 3.0.65 wrote when every request got a 429: a display-only assistant
+    message with the error, and a failed manifest; the error names the ending."""
+    error = {
+        "id": "error_808b1f14",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Rate limit reached"}],
+        "ts": 1_800_000_000_500,
+        "metadata": {"displayOnly": True, "displayRole": "error"},
+        "modelInfo": {"id": "scripted-model", "provider": "openai-compatible"},
+    }
+    shown = {**error, "id": "x", "metadata": {"displayOnly": True}}
+    _session(
+        home,
+        "1_k",
+        [_user('<user_input mode="act">Say hi.</user_input>'), shown, error],
+        status="failed",
+        exit_code=1,
+    )
+    events, _agent = _read("1_k")
+    assert [e.text for e in events if isinstance(e, Message)] == ["Say hi."]
+    endings = [e for e in events if isinstance(e, SessionEnding)]
+    assert [(e.reason, e.message) for e in endings] == [("rate_limit", "Rate limit reached")]
+    ex = extract(iter(events), workspace=WS)
+    assert ex.ended.reason == "rate_limit"

@@ -163,3 +163,26 @@ def test_cline_takes_a_dash_prompt_as_one_argument(agent_env: AgentEnv, workspac
         manifest["prompt"] == prompt
         and manifest["metadata"]["sessionHistoryOrigin"]["mode"] == "user"
     )
+
+
+def test_cline_gives_up_on_a_sticky_429(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """Every request a 429: Cline retries inside its HTTP client, then ends the run with
+    an error message in the session; the handoff says it ended on a rate limit."""
+    with ChatCompletionsServer([Step(text="never sent")]) as server:
+        env = cline_environ(agent_env, server.url, workspace)
+        server.fail(
+            429,
+            {"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}},
+            headers={"retry-after": "0"},
+        )
+        proc = run_cline(env, workspace, PROMPT, timeout=150)
+    assert proc.returncode != 0
+    result = [json.loads(line) for line in proc.stdout.splitlines() if '"run_result"' in line]
+    assert result and result[-1]["finishReason"] == "error"
+    ok(export(env, workspace, "cline", tmp_path / "site"), "passdown export --from cline")
+    _md, data = load_handoff(workspace)
+    assert data["task"]["original_request"] == PROMPT
+    assert data["ended"]["reason"] == "rate_limit", data["ended"]
+    assert data["ended"]["message"] == "Rate limit reached"

@@ -22,9 +22,10 @@ The CLI has no per-session todo tool; its plan is the `team_task` tool (create, 
 complete, block), whose rows live in SQLite `data/db/teams.db` (`team_tasks`, keyed by
 the session id as `team_name`): the calls are replayed, then the table's rows give the
 final statuses. A command is `run_commands {commands[]}`, answered by one result entry
-per command (`{query, result, error: "Command exited with code 2", success}`). A retried
-429 leaves no trace (the AI SDK retries it); a run that gives up is `status: "failed"`
-in the manifest.
+per command (`{query, result, error: "Command exited with code 2", success}`). A 429 the
+AI SDK retried leaves no trace; a request that still fails after the retries ends the run:
+an assistant message `{metadata: {displayOnly, displayRole: "error"}}` holding the error
+("Rate limit reached"), and `status: "failed"`, `exit_code: 1` in the manifest.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from passdown.agents._common import (
     open_sqlite_readonly,
     parse_exit_code,
 )
+from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
@@ -135,11 +137,17 @@ class _Block(msgspec.Struct):
     is_error: bool = False
 
 
+class _Display(msgspec.Struct):
+    displayOnly: bool = False
+    displayRole: str | None = None  # "error": a request that failed after its retries
+
+
 class _Message(msgspec.Struct):
     role: str = ""
     content: str | list[_Block] | None = None
     ts: int | float | None = None
     modelInfo: _ModelInfo | None = None
+    metadata: _Display | None = None
 
 
 class _CommandOutcome(msgspec.Struct):
@@ -228,7 +236,7 @@ class ClineCLI(Agent):
         if plan is not None:
             yield plan
         ending = _ending(manifest)
-        if ending is not None:
+        if ending is not None and not reader.failed:  # else the error itself said why
             yield ending
 
     # -- launching ----------------------------------------------------------------
@@ -282,6 +290,7 @@ class _MessagesReader:
         self.diag = diag
         self.calls: dict[str, ToolCall] = {}
         self.commands: dict[str, int] = {}  # run_commands call id -> how many commands
+        self.failed = False  # the last message read was an error the run ended on
 
     def message(self, raw: msgspec.Raw) -> Iterator[Event]:
         self.diag.lines += 1
@@ -290,6 +299,10 @@ class _MessagesReader:
             self.diag.bad_lines += 1
             return
         stamp = _iso(msg.ts)
+        if msg.metadata is not None and msg.metadata.displayOnly:
+            yield from self._shown_only(msg, stamp)
+            return
+        self.failed = False
         if msg.role == "assistant" and msg.modelInfo is not None:
             self.info.add_model(msg.modelInfo.id)
         blocks = (
@@ -310,6 +323,19 @@ class _MessagesReader:
             elif block.type not in ("thinking", "redacted_thinking", "image"):
                 self.diag.unknown(f"block:{block.type or '(no type)'}")
         yield from _text(msg.role, texts, stamp)
+
+    def _shown_only(self, msg: _Message, stamp: str | None) -> Iterator[Event]:
+        """A message shown to the user but never sent to the model: an error that ended
+        the run ("Rate limit reached" after the retries) is its ending; the rest is UI."""
+        if msg.role != "assistant" or msg.metadata is None or msg.metadata.displayRole != "error":
+            return
+        if isinstance(msg.content, str):
+            text = msg.content
+        else:
+            text = "\n".join(b.text for b in msg.content or [] if b.type == "text" and b.text)
+        text = text.strip() or "the request failed"
+        self.failed = True
+        yield api_error_ending(text, timestamp=stamp)
 
     def _tool_use(self, block: _Block, stamp: str | None) -> Iterator[Event]:
         call_id, name, args = block.id or "", block.name or "", block.input or {}
