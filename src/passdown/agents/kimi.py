@@ -452,3 +452,7 @@ def _iso(seconds: object) -> str | None:
 
 
 __all__ = ["KimiCLI", "folder_name"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+KimiCLI.integration = "passdown.integrations._kimi:KimiHooks"  # type: ignore[attr-defined]
