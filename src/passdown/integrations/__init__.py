@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "codex": "passdown.integrations._codex:CodexHooks",
     "copilot": "passdown.integrations._copilot:CopilotHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
+    "kimi": "passdown.integrations._kimi:KimiHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
     "qwen": "passdown.integrations._settings_json:QwenHooks",
