@@ -344,3 +344,39 @@ def test_launch_argv_keeps_a_dash_prompt_one_argument(tmp_path: Path) -> None:
         "kimi",
         "--prompt=go",
     ]
+
+
+def test_incremental_export_of_the_growing_recorded_session_equals_a_full_read(
+    recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded wire.jsonl appended in pieces (cut inside lines too): each export
+    that continues from the checkpoint gives the handoff a full read gives."""
+    from passdown import _checkpoint as checkpoint
+    from passdown import _pipeline as pipeline
+
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "data"))
+    agent = KimiCLI()
+    [ref] = agent.sessions(Path(EXPECTED["workspace"]))
+    body = ref.path.read_bytes()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def handoff(incremental: bool) -> dict[str, object]:
+        if incremental:
+            monkeypatch.delenv(checkpoint.DISABLE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(checkpoint.DISABLE_ENV, "1")
+        selection = pipeline.Selection(
+            agent=agent, ref=agent.ref_for_path(ref.path), workspace=workspace
+        )
+        data = pipeline.build_handoff(selection).model_dump(mode="json")
+        del data["id"], data["created_at"]
+        return data
+
+    cuts = [len(body) // 5, len(body) // 3 + 7, len(body) // 2, len(body) - 40, len(body)]
+    for cut in cuts:
+        ref.path.write_bytes(body[:cut])
+        assert handoff(True) == handoff(False)
+    assert checkpoint.checkpoint_path("kimi", ref.path).exists()
+    final = handoff(True)
+    assert final["task"]["latest_user_message"] == EXPECTED["latest_user_message"]  # type: ignore[index]

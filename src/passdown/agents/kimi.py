@@ -305,6 +305,7 @@ class _WireReader(LineStateReader):
     def close(self) -> Iterator[Event]:
         yield from self._flush()
         state = _state(self.path.parent)
+        self.info.title = self.info.title or state.custom_title
         if state.todos:
             yield PlanOp(op="replace", items=_plan_items(state.todos))
 
