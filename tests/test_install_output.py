@@ -175,8 +175,8 @@ def test_install_all_skips_agents_that_are_not_here(
     assert skipped["aider"].startswith("no hook integration")
     assert skipped["cursor"].startswith("no hook integration")
     assert set(skipped) == {"codex", "copilot", "opencode", "pi", "qwen", "aider", "cursor"} | {
-        "cline",  # no hook integration (issue 23)
-        "kimi",  # not on PATH
+        "cline",  # not on PATH (issue 23)
+        "kimi",
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -289,9 +289,11 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
     assert proc.returncode == 0, proc.stderr
     document = json.loads(proc.stdout)
     agents = by_agent(document)
-    assert sorted(agents) == ["claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
-    # no hooks: aider, cursor, cline; kimi (PyPI) lives in its own venv, not on this PATH
-    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "cline", "kimi"}
+    assert sorted(agents) == [
+        *("claude", "cline", "codex", "copilot", "gemini", "opencode", "pi", "qwen")
+    ]
+    # no hooks: aider, cursor; kimi (PyPI) lives in its own venv, not on this PATH
+    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kimi"}
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
         assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]

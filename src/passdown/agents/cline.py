@@ -539,3 +539,7 @@ def _iso(millis: object) -> str | None:
 
 
 __all__ = ["ClineCLI"]
+
+
+# Where its hooks live, which events exist, how payloads name the session (passdown.integrations).
+ClineCLI.integration = "passdown.integrations._cline:ClineHooks"  # type: ignore[attr-defined]
