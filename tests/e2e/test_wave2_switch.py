@@ -1,5 +1,5 @@
 """Switching to and from Cline CLI and Kimi CLI with the real CLIs: `passdown switch
---non-interactive` from Claude Code's recorded session launches the real `cline` / `kimi`
+--non-interactive` from Claude Code's and Codex's recorded sessions launches the real `cline` / `kimi`
 on the handoff (the argv passdown builds, never through a shell), and from their recorded
 sessions launches the real Claude Code and Codex, each receiving the handoff."""
 
@@ -54,17 +54,20 @@ def _switch(env: dict[str, str], ws: Path, source: str, target: str, session: st
     return ok(proc, f"passdown switch --from {source} --to {target}")
 
 
-@pytest.mark.parametrize("target", ["cline", "kimi"])
-def test_switch_from_claude_launches_the_real_cli(
-    target: str, tmp_path: Path, agent_env: AgentEnv
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("claude", "cline"), ("claude", "kimi"), ("codex", "cline"), ("codex", "kimi")],
+)
+def test_switch_from_claude_and_codex_launches_the_real_cli(
+    source: str, target: str, tmp_path: Path, agent_env: AgentEnv
 ) -> None:
-    exp = expected("claude")
-    session = install_source("claude", agent_env)
+    exp = expected(source)
+    session = install_source(source, agent_env)
     ws = seed_workspace(tmp_path / "ws")
     with server_for(target) as srv:
         srv.set_script([Step(text=REPLY)])
         env = _environ(agent_env, target, srv.url, ws, tmp_path / "site")
-        _switch(env, ws, "claude", target, session_arg("claude", session))
+        _switch(env, ws, source, target, session_arg(source, session))
         steps = srv.step_requests()
         assert steps, f"{target} sent no model request"
         user = "\n".join(user_texts(target, steps[0]))
