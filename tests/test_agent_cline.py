@@ -357,3 +357,41 @@ def test_a_request_that_failed_after_its_retries_ends_on_its_error(home: Path) -
     assert [(e.reason, e.message) for e in endings] == [("rate_limit", "Rate limit reached")]
     ex = extract(iter(events), workspace=WS)
     assert ex.ended.reason == "rate_limit"
+
+
+def test_a_grown_session_stays_in_budget(home: Path) -> None:
+    """The recorded turn's shape repeated 3,000 times (a plan task, a write, a failing
+    command each): the handoff keeps bounded lists and what matters most survives."""
+    from passdown.handoff import COMMANDS_KEEP, FILES_KEEP
+    from passdown.transcript import PLAN_KEEP
+
+    messages: list[dict[str, object]] = [
+        _user('<user_input mode="act">the first request</user_input>')
+    ]
+    for n in range(3000):
+        messages += [
+            _use(f"t{n}", "team_task", action="create", title=f"task {n}", description="d"),
+            _result(f"t{n}", f'{{"action":"create","taskId":"task_{n:04d}","status":"pending"}}'),
+            _use(f"e{n}", "editor", path=f"{WS}/f{n}.py", new_text="x"),
+            _result(f"e{n}", '{"success":true}'),
+            _use(f"c{n}", "run_commands", commands=[f"pytest -k t{n}"]),
+            _result(
+                f"c{n}",
+                [
+                    {
+                        "query": "pytest",
+                        "result": "[Command exited with code 1]\nE   boom",
+                        "error": "Command exited with code 1",
+                        "success": False,
+                    }
+                ],
+            ),
+        ]
+    _session(home, "1_grow", messages)
+    events, _agent = _read("1_grow")
+    ex = extract(iter(events), workspace=WS)
+    assert ex.task.original_request == "the first request"
+    # the plan keeps at most twice its budget between cuts (transcript.Plan._bound)
+    assert len(ex.state.plan) <= 2 * PLAN_KEEP and len(ex.state.commands) <= COMMANDS_KEEP
+    assert len(ex.state.files_touched) <= FILES_KEEP
+    assert ex.state.last_failure is not None and ex.state.last_failure.command == "pytest -k t2999"
