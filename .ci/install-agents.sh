@@ -20,7 +20,7 @@ while read -r name pkg version; do
     override="PASSDOWN_${name^^}_VERSION"
     AGENTS+=("$pkg|${!override:-$version}|$name")
 done <"$PINS"
-COPILOT_VERSION="$(for e in "${AGENTS[@]}"; do [[ "${e##*|}" == copilot ]] && { v="${e#*|}"; echo "${v%%|*}"; }; done)"
+COPILOT_VERSION="$(for e in "${AGENTS[@]}"; do [[ "${e##*|}" == copilot ]] && { v="${e#*|}"; echo "${v%%|*}"; }; done; true)"
 
 installed_version() {  # $1 = package name; prints the version installed in PREFIX, or nothing
     local pj="$PREFIX/lib/node_modules/$1/package.json"

@@ -20,9 +20,11 @@ __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "int
 # registry.
 BUILTIN: dict[str, str] = {
     "claude": "passdown.integrations._claude:ClaudeHooks",
+    "cline": "passdown.integrations._cline:ClineHooks",
     "codex": "passdown.integrations._codex:CodexHooks",
     "copilot": "passdown.integrations._copilot:CopilotHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
+    "kimi": "passdown.integrations._kimi:KimiHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
     "qwen": "passdown.integrations._settings_json:QwenHooks",
