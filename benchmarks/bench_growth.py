@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import compileall
 import itertools
 import json
 import os
@@ -270,6 +271,8 @@ def main() -> None:
     sizes = [float(s) for s in args.sizes.split(",")]
     kinds = args.kinds.split(",")
     srcs = dict(_label(s) for s in args.src)
+    for src in srcs.values():  # as an installed package is (pip compiles on install)
+        compileall.compile_dir(src, quiet=1)
     print(
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
         f"two-core read {'off' if args.cores == '1' else 'on'}; src {srcs}"

@@ -17,12 +17,13 @@ three TaskCreate calls and a TaskUpdate, the task ids "1", "2", "3" reused in ev
 as a forked session reuses them.
 
 Usage: python benchmarks/bench_peers.py [--size 200] [--kind middle|plan|...]
-       [--venv /tmp/passdown-peers-venv] [--runs 2] [--keep]
+       [--venv /tmp/passdown-peers-venv] [--runs 2] [--src DIR] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import subprocess
@@ -141,9 +142,15 @@ def main() -> None:
         "--venv", default=os.path.join(tempfile.gettempdir(), "passdown-peers-venv")
     )
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--src", default=str(REPO / "src"), help="the passdown source tree to run (PYTHONPATH)"
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     venv = Path(args.venv)
+    # byte-compiled, as an installed package is: pip compiles the peers on install, and
+    # with PYTHONDONTWRITEBYTECODE set every run would compile passdown's modules again
+    compileall.compile_dir(args.src, quiet=1)
     installed = ensure_venv(venv)
     work = Path(tempfile.mkdtemp(prefix="passdown-peers-"))
     try:
@@ -187,7 +194,7 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(claude_dir),
         "PASSDOWN_DATA_DIR": str(work / "data"),
-        "PYTHONPATH": str(REPO / "src"),
+        "PYTHONPATH": args.src,
         "NO_COLOR": "1",
     }
     bin_dir = venv / "bin"

@@ -18,11 +18,14 @@ from typing import Any
 
 import pytest
 
+from passdown.agents import load_agents
 from recorded import scenarios
 
 CODEX = next(r for r in scenarios("codex") if r.scenario == "full")
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-SEARCHED_ALL = "(searched: aider, claude, codex, … (11 agents))"  # entry-point order
+# every registered agent, named briefly in entry-point (name) order
+_AGENTS = sorted(load_agents())
+SEARCHED_ALL = f"(searched: {', '.join(_AGENTS[:3])}, … ({len(_AGENTS)} agents))"
 ISO_SECOND = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
 
 

@@ -83,6 +83,7 @@ def test_agent_cli_pins_have_one_source() -> None:
         "opencode",
         "pi",
         "copilot",
+        "cline",
         "kilo",
         "droid",
     }

@@ -40,6 +40,7 @@ from passdown.agents._tree import branch_bytes, on_branch
 from passdown.transcript import Diagnostics, SessionInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import growslice
 import realshape
 
 from test_incremental_tree import (
@@ -575,3 +576,27 @@ def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_
 def test_a_killed_claude_export_leaves_no_worker_running(big_session: Path, tmp_path: Path) -> None:
     export = start_export("claude", big_session, tmp_path, single=False, home=_home(big_session))
     assert_killed_export_leaves_no_worker(export)
+
+
+def test_a_plan_grown_session_with_thousands_of_reused_task_ids_is_merged_from_few_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's TaskCreate x3 + TaskUpdate calls repeated (benchmarks/growslice.py,
+    the task ids "1", "2", "3" reused by every copy, thousands on each side of the cut):
+    the worker hands back the few changes a replay can need, not every one, and the
+    handoff and the checkpoint (the reader's own plan replay included) are the
+    single-core ones."""
+    grown = growslice.grow("claude", "plan", 8 * 1024 * 1024, tmp_path / "store")
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    monkeypatch.setenv(grown.env_var, str(grown.root))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    single = _same_on_both(grown.session, workspace, monkeypatch)
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    plan = single[0]["state"]["plan"]
+    assert [p["id"] for p in plan] == ["1", "2", "3"]
+    # every copy's tasks set aside the previous copy's: thousands, counted once each
+    assert single[0]["state"]["omitted"]["plan_set_aside"] >= 3 * (grown.copies - 1)
+    assert grown.copies > 1000
+    # the report: the fixed-size filter of call ids, and little else
+    assert _two_core.LAST["report_bytes"] < _two_core._IdFilter.BITS // 8 + 64 * 1024

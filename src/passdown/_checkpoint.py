@@ -503,16 +503,14 @@ class _Sha256:
         try:
             import _hashlib
 
-            candidates: list[str | None] = [_hashlib.__file__]
+            lib = _Sha256._probe(_hashlib.__file__)
         except (ImportError, AttributeError):
-            candidates = []
-        if sys.platform != "darwin":
-            candidates.append(ctypes.util.find_library("crypto"))
-        for name in candidates:
+            lib = None
+        if lib is None and sys.platform != "darwin":
+            # only now: find_library runs `ldconfig -p`, a process per export
+            name = ctypes.util.find_library("crypto")
             lib = _Sha256._probe(name) if name else None
-            if lib is not None:
-                return lib
-        return None
+        return lib
 
     @staticmethod
     def _probe(name: str) -> ctypes.CDLL | None:

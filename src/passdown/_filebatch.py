@@ -1,6 +1,7 @@
 """Several files made visible together: an export's HANDOFF.md, handoff.json, their
 history copies and the git exclude line appear only once the handoff is stored, and a
-failure (or a killed process) before that leaves the disk as it was."""
+failure (or a killed process) before that leaves the disk as it was. A process killed
+during the commit itself is put back from the commit's `plan` (`passdown._wal`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import contextlib
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from passdown import _fsio as fsio
+from passdown._wal import crash_point
 
 
 class FileBatch:
@@ -21,7 +24,10 @@ class FileBatch:
     used (`sweep_stale_temp` removes it after a kill). A missing destination folder is
     created only by `commit`, which links each staged file in and renames it over its
     destination (no space is needed any more: the data is on disk), then removes the
-    files `remove` named; a commit that fails half-way puts back what it replaced.
+    files `remove` named; a commit that fails half-way puts back what it replaced (and
+    removes the folders it created). `place_last` names the file renamed last, whose
+    presence proves the commit complete; `plan` says what the commit will do, for a
+    journal that puts the files back after a kill.
     `discard` (or an exception before `commit`) leaves the disk as it was. Raises
     `OutputError`.
     """
@@ -56,15 +62,45 @@ class FileBatch:
         """Delete `path` at commit (a history copy pruned away)."""
         self._removals.append(Path(path))
 
+    def place_last(self, path: Path) -> None:
+        """Rename `path` into place after every other staged file: once it holds its
+        staged file, all of them do (the proof of a finished commit `plan` describes)."""
+        path = Path(path)
+        self._staged.sort(key=lambda staged: staged.path == path)  # stable: the rest keep order
+
+    def plan(self) -> dict[str, list[Any]]:
+        """What `commit` will do, for a write-ahead journal (`passdown._wal`) to undo it
+        after a crash: `place`, in commit order, each destination with the hidden name
+        its previous file will be kept under and the identity (device, inode, size,
+        mtime) of the staged file that replaces it; the `folders` it will create,
+        outermost first; the files it will `remove` once all are in place."""
+        place: list[dict[str, Any]] = []
+        folders: list[str] = []
+        for staged in self._staged:
+            st = os.fstat(staged.fd)
+            place.append(
+                {
+                    "path": str(staged.path),
+                    "aside": str(staged.aside),
+                    "staged": [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns],
+                }
+            )
+            folders.extend(str(f) for f in _missing(staged.path.parent) if str(f) not in folders)
+        return {"place": place, "folders": folders, "remove": [str(p) for p in self._removals]}
+
     def commit(self) -> None:
         """Every staged file in place, or (when one cannot be placed) the ones placed
         before it put back as they were: each file it replaces is kept under a hidden
         name (a hard link, no copy) until all are in."""
         placed: list[tuple[Path, Path | None]] = []  # (destination, its previous file)
+        created: list[Path] = []  # folders this commit made, outermost first
         try:
-            for staged in self._staged:
+            for n, staged in enumerate(self._staged):
+                if n and n == len(self._staged) - 1:
+                    crash_point("between-renames")  # test hook: inert unless asked for
+                created.extend(_missing(staged.path.parent))
                 _make_folder(staged.path.parent, private=staged.private)
-                previous = _keep_aside(staged.path)
+                previous = _keep_aside(staged.path, staged.aside)
                 try:
                     staged.place()
                 except BaseException:
@@ -72,6 +108,7 @@ class FileBatch:
                         fsio._unlink_quietly(previous)
                     raise
                 placed.append((staged.path, previous))
+            crash_point("after-last-rename")  # test hook: inert unless asked for
         except BaseException:
             for path, previous in reversed(placed):
                 if previous is None:
@@ -79,6 +116,9 @@ class FileBatch:
                 else:
                     with contextlib.suppress(OSError):
                         os.replace(previous, path)
+            for folder in reversed(created):
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)  # only when empty: nothing else was put there meanwhile
             raise
         self._staged.clear()
         for _, previous in placed:
@@ -101,6 +141,16 @@ class FileBatch:
         self.discard()
 
 
+def _missing(folder: Path) -> list[Path]:
+    """The folders on the way to `folder` (itself included) that do not exist yet,
+    outermost first."""
+    missing: list[Path] = []
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
 def _make_folder(folder: Path, *, private: bool) -> None:
     if private:
         fsio.ensure_private_dir(folder)
@@ -112,12 +162,11 @@ def _make_folder(folder: Path, *, private: bool) -> None:
         raise fsio._error("create folder", folder, exc) from exc
 
 
-def _keep_aside(path: Path) -> Path | None:
-    """A hidden hard link to the regular file at `path` (None: nothing there to keep),
-    named as a temp file, so that a killed commit's link is swept like one."""
+def _keep_aside(path: Path, aside: Path) -> Path | None:
+    """A hidden hard link `aside` to the regular file at `path` (None: nothing there to
+    keep), named as a temp file, so that a killed commit's link is swept like one."""
     if not os.path.isfile(path) or os.path.islink(path):
         return None
-    aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     try:
         os.link(path, aside, follow_symlinks=False)
     except OSError as exc:
@@ -151,6 +200,9 @@ class _Staged:
     def __init__(self, path: Path, fd: int, tmp: Path | None, mode: int) -> None:
         self.path, self.fd, self.tmp, self.mode = path, fd, tmp, mode
         self.private = True
+        # where the file it replaces is kept until the whole batch is in (named now, so
+        # that a journal can name it before the commit starts)
+        self.aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
 
     @classmethod
     def anonymous(cls, path: Path, anchor: Path, mode: int) -> _Staged | None:

@@ -1,6 +1,6 @@
 """A list kept as msgpack bytes: for a two-core read's worker (`passdown._two_core`),
-whose record of what a later half did (plan changes) can run to tens of thousands of
-small items. As objects they cost a few hundred bytes each, in the worker and again in
+whose record of what a later half did (plan changes, reduced by `passdown._plan_steps`)
+can run to thousands of small items. As objects they cost a few hundred bytes each, in the worker and again in
 the main process that merges them; packed, about sixty, and the main process decodes
 one item at a time while it replays them."""
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import resource
@@ -54,7 +55,7 @@ from passdown._extract import (
     restore_extractor,
 )
 from passdown._jsonl import FdWindow
-from passdown._packed import Packed, unpacked
+from passdown._plan_steps import PlanStep, PlanSteps, over_what_a_replay_keeps, steps_of
 from passdown._seen import SeenEvents
 from passdown._test_runs import Run
 from passdown.handoff import FILES_KEEP
@@ -82,29 +83,26 @@ LAST: dict[str, Any] = {}
 
 
 # the extractor's half --------------------------------------------------------------
-class PlanStep(msgspec.Struct, array_like=True):
-    op: PlanOp
-    source: str
-    created_id: str | None = None
-
-
 class Partial(msgspec.Struct, omit_defaults=True):
     """A second half's extraction, mergeable onto any first half (`merge`)."""
 
     state: ExtractorState  # the half's extractor, started empty
     kept_messages: list[Message] = []  # what a prefix needs fed: first/latest + the ring
     plan_creates_before: int = 0  # plan items created before the first kept plan step
-    # every plan change (`Packed`), but those before a full replacement that created no
-    # item: a tree reader replays the same changes onto its own plan (`Splitter`), and
-    # for it a created id the plan before the cut holds renames the older item
+    # the plan changes (`Packed`), reduced (`passdown._plan_steps`), but those before a
+    # full replacement that created no item: a tree reader replays the same changes onto
+    # its own plan (`Splitter`), and for it a created id the plan before the cut holds
+    # renames the older item
     plan_steps: bytes = b""
+    plan_keys: int = 0  # how many items the steps can add to a plan
+    plan_overflow: bool = False  # too many steps kept: not mergeable
     # ints: a failure was appended while the half had that many open; strings: a passing
     # run (first of its text) that may close failures still open from before the cut
     failure_ops: list[int | str] = []
     ending_touched: bool = False  # the half answered, called a tool or hit an error
 
     def steps(self) -> Iterator[PlanStep]:
-        return unpacked(self.plan_steps, PlanStep)
+        return steps_of(self.plan_steps)
 
 
 @dataclass
@@ -112,8 +110,7 @@ class _HalfExtractor(_Extractor):
     """An extractor over a second half, started empty, that also records what a
     prefix it cannot see would need (see `Partial`)."""
 
-    plan_steps: Packed[PlanStep] = field(default_factory=Packed)
-    plan_created: bool = False  # a kept step created an item
+    plan_steps: PlanSteps = field(default_factory=PlanSteps)
     plan_creates_before: int = 0
     failure_ops: list[int | str] = field(default_factory=list)
     passes_seen: dict[str, None] = field(default_factory=dict)
@@ -124,12 +121,11 @@ class _HalfExtractor(_Extractor):
         self.ending = _UNTOUCHED
 
     def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
-        if op.op == "replace" and not self.plan_created:
+        if op.op == "replace" and not self.plan_steps.created:
             # everything before it is overwritten; only the count stays
             self.plan_steps.clear()
             self.plan_creates_before = self.plan_counter
-        self.plan_created = self.plan_created or op.op == "create"
-        self.plan_steps.append(PlanStep(op, source, created_id))
+        self.plan_steps.add(op, source, created_id)
         super()._plan(op, source=source, created_id=created_id)
 
     def _command(self, call: ToolCall, result: ToolResult | None) -> None:
@@ -174,7 +170,9 @@ class _HalfExtractor(_Extractor):
             state=extractor_state(self),
             kept_messages=kept,
             plan_creates_before=self.plan_creates_before,
-            plan_steps=bytes(self.plan_steps.data),
+            plan_steps=self.plan_steps.packed(),
+            plan_keys=self.plan_steps.keys,
+            plan_overflow=self.plan_steps.overflow,
             failure_ops=self.failure_ops,
             ending_touched=ending_touched,
         )
@@ -223,7 +221,9 @@ def merge(extractor: _Extractor, partial: Partial) -> None:
     extractor.pending.update(half.pending)
     extractor.plan_counter += partial.plan_creates_before
     for step in partial.steps():
-        extractor._plan(step.op, source=step.source, created_id=step.created_id)
+        step.onto(extractor.replay, functools.partial(extractor._plan, source=step.source))
+    if half.plan_source is not None:  # the last change's, which a reduced step may hide
+        extractor.plan_source = half.plan_source
     _merge_files(extractor, half)
     extractor.failed_edits.extend(half.failed_edits)
     extractor.failed_edits_total += half.failed_edits_total
@@ -285,6 +285,21 @@ def over_what_extraction_keeps(extractor: _Extractor, half: ExtractorState) -> b
         or len(files) + new_paths > FILES_KEEP
         or len(extractor.pending) + len(half.pending) >= PENDING_KEEP
     )
+
+
+def plan_unmergeable(
+    extractor: _Extractor, partial: Partial, splitter: object, reader: object
+) -> bool:
+    """Whether the half's reduced plan changes might not replay as the whole ones would
+    (`passdown._plan_steps`): too many kept, or a plan they could push past its cut-back
+    size, the extractor's or a tree reader's own (`plan_size`, where a splitter has it)."""
+    if partial.plan_overflow:
+        return True
+    sizes = [len(extractor.plan)]
+    plan_size = getattr(splitter, "plan_size", None)
+    if plan_size is not None:
+        sizes.append(plan_size(reader))
+    return any(over_what_a_replay_keeps(size, partial.plan_keys) for size in sizes)
 
 
 def conflicting_ids(pending: dict[str, ToolCall], seen: _IdFilter) -> bool:
@@ -494,6 +509,8 @@ class SplitRead:
             return "a tool call pending at the cut is named after it"
         if over_what_extraction_keeps(extractor, report.partial.state):
             return "the halves' files or waiting calls reach what extraction keeps"
+        if plan_unmergeable(extractor, report.partial, self.splitter, reader):
+            return "the halves' plan changes reach what a plan replay keeps"
         return self.splitter.conflict(reader, report.reader, ids)
 
     def _collect(self) -> WorkerReport:

@@ -99,13 +99,8 @@ class Plan:
         """Replay one change in place; True when a created id was reused. A created item
         takes the id the tool's result gave it, else its own, else its creation number."""
         items = self.items
-        if op.op == "replace":
-            items.clear()
-            items.update((item.id, item) for item in op.items)
-            self.set_aside, self.dropped = op.set_aside, op.dropped
-            self._bound()
-            return False
-        if op.op == "create":
+        kind = op.op
+        if kind == "create":  # the common changes first: a replay runs one per plan call
             reused = False
             for item in op.items:
                 self.counter += 1
@@ -114,21 +109,24 @@ class Plan:
                     self.set_aside += 1
                     reused = True
                 items[key] = PlanItem(
-                    id=key,
-                    subject=item.subject,
-                    status=item.status,
-                    description=item.description,
-                    active_form=item.active_form,
+                    key, item.subject, item.status, item.description, item.active_form
                 )
-            self._bound()
+            if len(items) > 2 * PLAN_KEEP:
+                self._bound()
             return reused
-        found = items.get(op.item_id or "")
-        if found is not None:
-            if op.status == "deleted":
-                del items[found.id]
-            else:
-                found.status = op.status or found.status
-                found.subject = op.subject or found.subject
+        if kind == "update":
+            found = items.get(op.item_id or "")
+            if found is not None:
+                if op.status == "deleted":
+                    del items[found.id]
+                else:
+                    found.status = op.status or found.status
+                    found.subject = op.subject or found.subject
+            return False
+        items.clear()  # a replacement
+        items.update((item.id, item) for item in op.items)
+        self.set_aside, self.dropped = op.set_aside, op.dropped
+        self._bound()
         return False
 
     def _bound(self) -> None:

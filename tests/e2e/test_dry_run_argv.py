@@ -33,7 +33,9 @@ from passdown.agents import get_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
-PINNED = sorted(VERSIONS)  # the agents whose real CLI .ci/install-agents.sh installs
+# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py
+WAVE2 = {"cline", "kimi"}
+PINNED = sorted(set(VERSIONS) - WAVE2)  # the agents whose real CLI install-agents.sh installs
 FIXTURE_ONLY = {"cursor", "aider"}  # registered, no pinned CLI: covered by fixture tests
 SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run
 WRITTEN = "takeover.txt"
@@ -47,7 +49,7 @@ def test_every_builtin_agent_is_pinned_or_fixture_only() -> None:
 
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     builtins = pyproject["project"]["entry-points"]["passdown.agents"]
-    assert set(builtins) == set(PINNED) | FIXTURE_ONLY
+    assert set(builtins) == set(PINNED) | FIXTURE_ONLY | WAVE2
 
 
 def _help(target: str, sub: list[str], env: dict[str, str]) -> str:

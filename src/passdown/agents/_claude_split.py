@@ -169,6 +169,10 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
             return "a sub-agent read before the cut is named after it"
         return None
 
+    def plan_size(self, reader: ResumableReader) -> int:
+        """The reader's own plan at the cut (`passdown._two_core.plan_unmergeable`)."""
+        return len(self.decoder.reader.plan.items)
+
     def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:
         """The assistant text buffered at the cut, when the worker's first record
         flushed it (a later part of the same message was refused)."""
@@ -193,7 +197,7 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
         plan = active.plan
         assert isinstance(partial, _HasSteps)
         for step in partial.steps():
-            plan.apply(step.op, step.created_id)
+            plan.rekeyed = step.onto(plan.plan, plan.apply) or plan.rekeyed
         plan.seen = plan.seen or bool(report["plan_seen"])
         active.pending_trigger = report["pending_trigger"]  # it was None at the cut
         if report["first_touch"] is not None:  # else nothing after the cut touched it

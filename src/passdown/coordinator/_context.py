@@ -72,6 +72,10 @@ class ProjectContext:
             from passdown.store._adopt import adopt_legacy_records
 
             self._adopted = True
+            if not self._owns_store:  # a Store passed in: open_store took nothing back
+                from passdown._wal import recover_and_say
+
+                recover_and_say(self._store)
             adopt_legacy_records(self._store, self.workspace, self.scope.project)
         return self._store
 

@@ -21,7 +21,6 @@ scripts without one call the `*_sync` twins directly.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import socket
@@ -69,6 +68,8 @@ def _in_thread(
     """The async twin of a `*_sync` method: the same signature, run in a worker thread."""
 
     async def twin(self: HandoffCoordinator, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        import asyncio  # here: 25 ms of start-up that the CLI's sync doors never use
+
         return await asyncio.to_thread(sync, self, *args, **kwargs)
 
     return functools.wraps(sync)(twin)  # type: ignore[return-value]  # _Wrapped is that callable

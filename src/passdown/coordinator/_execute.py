@@ -9,6 +9,9 @@ Every step can run again after a crash and does its part once:
 - writing the files again writes the same bytes;
 - a launch is claimed in the store before the agent starts (and released only if it
   could not start), so a second execute never starts the agent twice.
+
+An export killed between its first store change and its last rename is taken back by
+the next process that opens the store (`passdown._wal`, the write-ahead journal).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from passdown import _pipeline as pipeline
 from passdown._handoff_record import package_from_record, package_to_record
+from passdown._wal import crash_point
 from passdown.coordinator import _build as build
 from passdown.coordinator._checks import (
     CheckResult,
@@ -32,7 +36,14 @@ from passdown.coordinator._checks import (
     run_checks,
 )
 from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
-from passdown.coordinator._lifecycle import HandoffStateError, Journal, Lifecycle
+from passdown.coordinator._lifecycle import (
+    ACTIVE_POINTER,
+    HandoffStateError,
+    Journal,
+    Lifecycle,
+    now_us_series,
+    status_pointer,
+)
 from passdown.coordinator._package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
@@ -213,31 +224,45 @@ def publish_and_write(
     """The one order of every export: the files are staged (written where nobody sees
     them: a read-only or full disk, a bad folder fail here), the package is published
     (stored, made the active handoff by compare-and-swap, the previous one superseded),
-    the files are made visible, and only then is the session's checkpoint moved on. A
-    failure at any step takes back what the steps before it did (`Journal.undo`), so
-    the store, the active pointer, the files and the checkpoint stay as they were. A
-    lost race (HandoffConflict) keeps its `rejected` record: that is the race's history."""
-    staged = pipeline.stage_handoff(
-        _handoff_of(pkg), _out_folder(ctx, pkg, out_dir), workspace_of(ctx, pkg)
-    )
-    journal = Journal()
+    the files are made visible (handoff.json last), and only then is the session's
+    checkpoint moved on. A failure at any step takes back what the steps before it did
+    (`Journal.undo`), so the store, the active pointer, the files and the checkpoint stay
+    as they were. Each change is announced first in a write-ahead journal on disk
+    (`passdown._wal`): a process killed half-way is taken back by the next one that opens
+    the store. A lost race (HandoffConflict) keeps its `rejected` record: that is the
+    race's history."""
+    from passdown._wal import WriteAhead, recover_and_say, store_identity
+
+    opened = ctx.store() if store else None
+    recover_and_say(opened)  # interrupted exports: taken back before anything is read
+    ws = workspace_of(ctx, pkg)
+    staged = pipeline.stage_handoff(_handoff_of(pkg), _out_folder(ctx, pkg, out_dir), ws)
+    staged.batch.place_last(staged.written.json_path)  # in place: the commit is complete
     try:
         # one export of a workspace publishes and renames at a time: the files an export
         # leaves are those of the handoff the pointer names, whichever finished first
-        with _workspace_lock(workspace_of(ctx, pkg)):
-            if store:
-                try:
-                    publish(ctx, pkg, journal)
-                except HandoffConflict:
-                    raise
-                except BaseException:
-                    _undo(ctx, journal)
-                    raise
+        with _workspace_lock(ws):
+            header = {
+                "handoff": pkg.id,
+                "store": store_identity(opened) if opened is not None else None,
+                "scope": ctx.scope.model_dump(exclude_none=True),
+                "files": staged.batch.plan(),
+            }
+            wal = WriteAhead(header)
+            journal = Journal(wal)
             try:
+                if opened is not None:
+                    publish(ctx, pkg, journal)
+                wal.note()  # the files it will place, at the latest now
                 written = staged.commit()
+            except HandoffConflict:
+                wal.finish()  # the rejected record stays: the race's history
+                raise
             except BaseException:
                 _undo(ctx, journal)
                 raise
+            crash_point("before-journal-removed")  # test hook: inert unless asked for
+            wal.finish()
     finally:
         staged.discard()
     ctx.apply_checkpoints(pkg.id)
@@ -265,11 +290,17 @@ def _workspace_lock(workspace: Path) -> Iterator[None]:
 
 
 def _undo(ctx: ProjectContext, journal: Journal) -> None:
-    """Take back a publish; the error that made the export fail is the one reported."""
-    if not journal.pointers and not journal.records:
-        return
-    with contextlib.suppress(StoreError):
-        journal.undo(ctx.store(), ctx.scope)
+    """Take back a publish; the error that made the export fail is the one reported.
+    When the store cannot take it back now, the journal stays on disk for the next
+    process that opens the store."""
+    assert journal.wal is not None
+    if not journal.empty:
+        try:
+            journal.undo(ctx.store(), ctx.scope)
+        except StoreError:
+            journal.wal.abandon()
+            return
+    journal.wal.finish()
 
 
 def _handoff_of(pkg: HandoffPackage) -> Any:
@@ -315,8 +346,13 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
     the package's `previous_id` (children of a parallel handoff are never active).
     `journal` notes every change, for `publish_and_write` to take back."""
     lc, by = Lifecycle(ctx.store(), ctx.scope, journal), ctx.identity
+    at: list[str | None] = [None, None, None]  # the events' times: now, unless announced
+    if journal is not None:
+        at[:] = now_us_series(3)
+        journal.declare(_publish_changes(lc, pkg, by, at))
     _store_record(ctx, pkg, lc)
-    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}))  # type: ignore[arg-type]
+    crash_point("record-stored")  # test hook: inert unless asked for
+    lc.transition(pkg.id, "prepared", by=by, only_from=frozenset({None}), at=at[0])  # type: ignore[arg-type]
     event = lc.current(pkg.id)
     status = event.status if event else None
     if status in ("rejected", "superseded"):
@@ -340,7 +376,8 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
                 f"but {winner} is active now",
                 hint="another coordinator published first; prepare again from the current state",
             )
-        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}))
+        crash_point("pointer-moved")  # test hook: inert unless asked for
+        lc.transition(pkg.id, "published", by=by, only_from=frozenset({"prepared"}), at=at[1])
     if pkg.previous_id:
         lc.transition(
             pkg.previous_id,
@@ -348,7 +385,32 @@ def publish(ctx: ProjectContext, pkg: HandoffPackage, journal: Journal | None = 
             by=by,
             note=f"superseded by {pkg.id}",
             only_from=frozenset({"prepared", "published", "claimed"}),
+            at=at[2],
         )
+
+
+def _publish_changes(
+    lc: Lifecycle, pkg: HandoffPackage, by: str, at: list[str | None]
+) -> list[dict[str, Any]]:
+    """What `publish` is about to change in the store, for its journal to announce in
+    one write (one sync to disk, not five). Only a first publish's changes: any change
+    not announced here (a re-run, a retried compare-and-swap) is announced when made."""
+    changes: list[dict[str, Any]] = []
+    if not lc.exists(pkg.id):
+        changes.append({"kind": "record", "id": pkg.id})
+    if lc.current(pkg.id) is None:
+        assert at[0] is not None and at[1] is not None
+        prepared = lc.status_change(pkg.id, None, "prepared", by, at[0])
+        changes.append(prepared)
+        if pkg.parent_id is None:
+            changes.append(lc.pointer_change(ACTIVE_POINTER, pkg.previous_id, pkg.id))
+        published = lc.status_change(pkg.id, prepared["after"], "published", by, at[1], own=True)
+        changes.append(published)
+    if pkg.previous_id and at[2] is not None:
+        raw = lc.store.get_pointer(lc.scope, status_pointer(pkg.previous_id))
+        note = f"superseded by {pkg.id}"
+        changes.append(lc.status_change(pkg.previous_id, raw, "superseded", by, at[2], note))
+    return changes
 
 
 def _store_record(ctx: ProjectContext, pkg: HandoffPackage, lc: Lifecycle | None = None) -> None:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from passdown.errors import HandoffStateError as HandoffStateError
 from passdown.errors import RecordNotFound
 
 if TYPE_CHECKING:
+    from passdown._wal import WriteAhead
     from passdown.records import Record, Scope
     from passdown.store import Store
 
@@ -61,6 +62,17 @@ def now_us() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def now_us_series(count: int) -> list[str]:
+    """`count` times from now on, a microsecond apart (events announced ahead, in order)."""
+    start = datetime.now(UTC)
+    return [
+        (start + timedelta(microseconds=n))
+        .isoformat(timespec="microseconds")
+        .replace("+00:00", "Z")
+        for n in range(count)
+    ]
+
+
 def status_pointer(package_id: str) -> str:
     return f"handoff-status/{package_id}"
 
@@ -71,23 +83,56 @@ def launch_pointer(package_id: str) -> str:
 
 @dataclass
 class Journal:
-    """What one publish changed in the store (pointers: name, value before, value
-    after; the records it created), so that an export failing later can take back
-    exactly that and nothing another writer did meanwhile."""
+    """What one publish changes in the store, so that an export failing later can take
+    back exactly that and nothing another writer did meanwhile: each change is noted
+    before it is made (`entries`: a record it creates; a pointer's name, value before
+    and after, the time `before` was set, the status records that go with it), and
+    marked done once made. With a write-ahead journal (`wal`, see `passdown._wal`),
+    each note is on disk before its change, so a killed export is taken back too."""
 
-    pointers: list[tuple[str, str | None, str | None]] = field(default_factory=list)
-    records: list[str] = field(default_factory=list)
+    wal: WriteAhead | None = None
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    done: list[bool] = field(default_factory=list)
+
+    def declare(self, entries: list[dict[str, Any]]) -> None:
+        """Announce changes about to be made, in one write (one sync to disk instead of
+        one per change). A change made as declared is not written again (`note`); one
+        that turns out different (a retried compare-and-swap) is, when it is made."""
+        if self.wal is not None:
+            self.wal.note(*entries)
+        self.entries.extend(entries)
+        self.done.extend(False for _ in entries)
+
+    def note(self, entry: dict[str, Any]) -> int:
+        """Announce a change (on disk first, with a `wal`) unless it was announced and not
+        made yet; returns its index for `made`."""
+        for index, (noted, done) in enumerate(zip(self.entries, self.done, strict=True)):
+            if not done and noted == entry:
+                return index
+        self.declare([entry])
+        return len(self.entries) - 1
+
+    def sets(self, name: str, value: str | None) -> bool:
+        """Whether this journal announced setting `name` to `value` (an undo of that
+        change removes the value again, so its stamp needs no keeping)."""
+        return any(e.get("name") == name and e.get("after") == value for e in self.entries)
+
+    def made(self, index: int) -> None:
+        self.done[index] = True
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.done)
 
     def undo(self, store: Store, scope: Scope) -> None:
-        """Newest change first; each pointer by compare-and-swap, so a pointer another
-        writer moved on since is left as that writer set it."""
-        for name, before, after in reversed(self.pointers):
-            store.set_pointer(scope, name, after, before)
-        for record_id in reversed(self.records):
-            with contextlib.suppress(RecordNotFound):
-                store.delete(scope, record_id)
-        self.pointers.clear()
-        self.records.clear()
+        """Newest change first; each pointer by compare-and-swap (with its old stamp), so
+        a pointer another writer moved on since is left as that writer set it; a status
+        record once its pointer holds the value before it again. Raises StoreError."""
+        from passdown._wal import undo_store
+
+        undo_store(store, scope, [e for e, d in zip(self.entries, self.done, strict=True) if d])
+        self.entries.clear()
+        self.done.clear()
 
 
 class Lifecycle:
@@ -96,21 +141,70 @@ class Lifecycle:
         self.scope = scope
         self.journal = journal  # set while publishing: every change is noted there
 
-    def _set(self, name: str, before: str | None, after: str | None) -> bool:
+    def _set(
+        self, name: str, before: str | None, after: str | None, records: tuple[str, ...] = ()
+    ) -> bool:
+        """Compare-and-swap `name`; with a journal, announced first (`records`: the
+        status records created right after a successful swap)."""
+        if self.journal is None:
+            return self.store.set_pointer(self.scope, name, before, after)
+        own = self.journal.sets(name, before)
+        index = self.journal.note(self.pointer_change(name, before, after, records, own=own))
         done = self.store.set_pointer(self.scope, name, before, after)
-        if done and self.journal is not None:
-            self.journal.pointers.append((name, before, after))
+        if done:
+            self.journal.made(index)
         return done
 
-    def store_new(self, record: dict[str, object] | Record) -> None:
-        """Store a record, noting it in the journal when this call created it."""
-        record_id = record.id if not isinstance(record, dict) else str(record["id"])
-        fresh = self.journal is not None and not self._exists(record_id)
-        self.store.store(record)
-        if fresh and self.journal is not None:
-            self.journal.records.append(record_id)
+    def pointer_change(
+        self,
+        name: str,
+        before: str | None,
+        after: str | None,
+        records: tuple[str, ...] = (),
+        *,
+        own: bool = False,
+    ) -> dict[str, Any]:
+        """A journal entry for a pointer change, with the time `before` was set, which an
+        undo puts back (none when `own`: `before` was set by the same journal)."""
+        keep = before is not None and not own
+        stamp = self.store.pointer_stamp(self.scope, name) if keep else None
+        return {
+            "kind": "pointer",
+            "name": name,
+            "before": before,
+            "after": after,
+            "stamp": stamp,
+            "records": list(records),
+        }
 
-    def _exists(self, record_id: str) -> bool:
+    def status_change(
+        self,
+        package_id: str,
+        before: str | None,
+        to: LifecycleStatus,
+        by: str,
+        at: str,
+        note: str | None = None,
+        *,
+        own: bool = False,
+    ) -> dict[str, Any]:
+        """The journal entry of `transition(package_id, to, by=by, note=note, at=at)` from
+        the status pointer's value `before` (`own`: set by the same journal)."""
+        event = StatusEvent(status=to, by=by, at=at, note=note).model_dump_json()
+        records = (f"{package_id}#{to}",)
+        return self.pointer_change(status_pointer(package_id), before, event, records, own=own)
+
+    def store_new(self, record: dict[str, object] | Record) -> None:
+        """Store a record; with a journal, a record this call creates is announced first."""
+        record_id = record.id if not isinstance(record, dict) else str(record["id"])
+        if self.journal is None or self.exists(record_id):
+            self.store.store(record)
+            return
+        index = self.journal.note({"kind": "record", "id": record_id})
+        self.store.store(record)
+        self.journal.made(index)
+
+    def exists(self, record_id: str) -> bool:
         try:
             self.store.retrieve(self.scope, record_id)
         except RecordNotFound:
@@ -130,9 +224,11 @@ class Lifecycle:
         by: str,
         note: str | None = None,
         only_from: frozenset[str] | None = None,
+        at: str | None = None,
     ) -> bool:
         """Move to `to` if allowed; True when this call made the change, False when the
         package already is `to` (or, with `only_from`, is in a status not listed there).
+        `at`: the event's time, when a journal announced it ahead (`status_change`).
         Raises HandoffStateError for a transition the lifecycle forbids."""
         name = status_pointer(package_id)
         for _ in range(MAX_CAS_ATTEMPTS):
@@ -144,8 +240,8 @@ class Lifecycle:
                 raise HandoffStateError(
                     f"handoff {package_id} is {current or 'unknown'}; it cannot become {to}"
                 )
-            event = StatusEvent(status=to, by=by, at=now_us(), note=note)
-            if self._set(name, raw, event.model_dump_json()):
+            event = StatusEvent(status=to, by=by, at=at or now_us(), note=note)
+            if self._set(name, raw, event.model_dump_json(), (f"{package_id}#{to}",)):
                 self._record(package_id, event)
                 return True
         raise HandoffStateError(f"handoff {package_id}: too many concurrent status changes")
@@ -171,7 +267,8 @@ class Lifecycle:
         return True
 
     def _record(self, package_id: str, event: StatusEvent) -> None:
-        self.store_new(
+        """The transition's history record (in a journal, announced with its pointer)."""
+        self.store.store(
             {
                 "id": f"{package_id}#{event.status}",
                 "type": "status",

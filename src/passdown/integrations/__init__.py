@@ -20,11 +20,13 @@ __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "int
 # registry.
 BUILTIN: dict[str, str] = {
     "claude": "passdown.integrations._claude:ClaudeHooks",
+    "cline": "passdown.integrations._cline:ClineHooks",
     "codex": "passdown.integrations._codex:CodexHooks",
     "copilot": "passdown.integrations._copilot:CopilotHooks",
     "droid": "passdown.integrations._droid:DroidHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
     "kilo": "passdown.integrations._kilo:KiloHooks",
+    "kimi": "passdown.integrations._kimi:KimiHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
     "qwen": "passdown.integrations._settings_json:QwenHooks",

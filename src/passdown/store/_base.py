@@ -376,6 +376,18 @@ class Store(ABC):
         """Compare-and-swap: set `name` to `new` only if it currently is `expected`
         (None = unset). `new=None` removes it. Returns whether the swap happened."""
 
+    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
+        """When `name` was last set, as the store keeps it (None: unset, or a store that
+        keeps no time); `restore_pointer` puts it back."""
+        return None
+
+    def restore_pointer(
+        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    ) -> bool:
+        """`set_pointer` that undoes a change: `name` gets back `new` with the `stamp`
+        it had (`pointer_stamp`), so the store's row is as it was before the change."""
+        return self.set_pointer(scope, name, expected, new)
+
     @abstractmethod
     def check(self) -> list[str]:
         """Consistency problems found in the store (empty when healthy)."""

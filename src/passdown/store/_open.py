@@ -59,12 +59,12 @@ def open_store(url: str | None = None) -> Store:
 
         if not rest:
             raise UsageError("sqlite store URL has no path: use sqlite:///path/to/store.db")
-        return SQLiteStore(rest if rest == ":memory:" else Path(rest).expanduser())
+        return recovered(SQLiteStore(rest if rest == ":memory:" else Path(rest).expanduser()))
     if sep and scheme in ("postgresql", "postgres"):
         _require_psycopg()
         from passdown.store._postgres import PostgresStore
 
-        return PostgresStore(url)
+        return recovered(PostgresStore(url))
     from passdown.store._postgres import redact
 
     raise UsageError(
@@ -84,3 +84,12 @@ def _require_psycopg() -> None:
             "PostgreSQL stores need the postgres extra",
             hint="pip install 'passdown[postgres]'",
         )
+
+
+def recovered(store: Store) -> Store:
+    """The store, after the exports a killed process left half-done in it are taken
+    back (or finished, when all their files were in place): see `passdown._wal`."""
+    from passdown._wal import recover_and_say
+
+    recover_and_say(store)
+    return store

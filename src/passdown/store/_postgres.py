@@ -344,24 +344,45 @@ class PostgresStore(Store):
         rows = self._read(f"SELECT value FROM pointers WHERE {_POINTER_KEY}", key)
         return rows[0][0] if rows else None
 
+    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
+        key = (*pointer_key(coerce_scope(scope)), name)
+        rows = self._read(f"SELECT updated_at::text FROM pointers WHERE {_POINTER_KEY}", key)
+        return str(rows[0][0]) if rows else None
+
+    def restore_pointer(
+        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    ) -> bool:
+        return self.set_pointer(scope, name, expected, new, stamp=stamp)
+
     def set_pointer(
-        self, scope: ScopeLike, name: str, expected: str | None, new: str | None
+        self,
+        scope: ScopeLike,
+        name: str,
+        expected: str | None,
+        new: str | None,
+        *,
+        stamp: str | None = None,
     ) -> bool:
         key = (*pointer_key(coerce_scope(scope)), name)
         if expected is None and new is None:
             return self.get_pointer(scope, name) is None
+        when = "coalesce(%s::timestamptz, now())"  # `stamp`: an undo puts the old time back
         if expected is None:
             sql = (
-                "INSERT INTO pointers (project, scope_user, scope_team, scope_agent, name, value) "
+                "INSERT INTO pointers "
+                "(project, scope_user, scope_team, scope_agent, name, value, updated_at) "
             )
-            sql += "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING 1"
-            args: tuple[object, ...] = (*key, new)
+            sql += f"VALUES (%s, %s, %s, %s, %s, %s, {when}) ON CONFLICT DO NOTHING RETURNING 1"
+            args: tuple[object, ...] = (*key, new, stamp)
         elif new is None:
             sql = f"DELETE FROM pointers WHERE {_POINTER_KEY} AND value = %s RETURNING 1"
             args = (*key, expected)
         else:
-            sql = f"UPDATE pointers SET value = %s, updated_at = now() WHERE {_POINTER_KEY} AND value = %s RETURNING 1"
-            args = (new, *key, expected)
+            sql = (
+                f"UPDATE pointers SET value = %s, updated_at = {when} "
+                f"WHERE {_POINTER_KEY} AND value = %s RETURNING 1"
+            )
+            args = (new, stamp, *key, expected)
         with self._transaction() as conn:
             return conn.execute(sql, args).fetchone() is not None
 

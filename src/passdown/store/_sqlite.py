@@ -395,8 +395,24 @@ class SQLiteStore(Store):
         with self._lock, self._errors():
             return _pointer_value(self._conn, pointer_key(coerce_scope(scope)), name)
 
+    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
+        key = (*pointer_key(coerce_scope(scope)), name)
+        rows = self._read(f"SELECT updated_at FROM pointers WHERE {_POINTER_MATCH}", key)
+        return str(rows[0][0]) if rows else None
+
+    def restore_pointer(
+        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    ) -> bool:
+        return self.set_pointer(scope, name, expected, new, stamp=stamp)
+
     def set_pointer(
-        self, scope: ScopeLike, name: str, expected: str | None, new: str | None
+        self,
+        scope: ScopeLike,
+        name: str,
+        expected: str | None,
+        new: str | None,
+        *,
+        stamp: str | None = None,
     ) -> bool:
         key = (*pointer_key(coerce_scope(scope)), name)
         match = _POINTER_MATCH
@@ -410,7 +426,7 @@ class SQLiteStore(Store):
                 conn.execute(
                     "INSERT INTO pointers VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE "
                     "SET value = excluded.value, updated_at = excluded.updated_at",
-                    (*key, new, _now()),
+                    (*key, new, stamp or _now()),
                 )
             return True
 

@@ -1,0 +1,152 @@
+"""Kimi CLI (1.51): Claude-style command hooks as `[[hooks]]` tables in its one config
+file, `~/.kimi/config.toml` (`$KIMI_SHARE_DIR/config.toml`): `{event, command, matcher,
+timeout}`. Kimi runs each with a JSON payload on stdin (`hook_event_name`, `session_id`,
+`cwd`; no transcript path: the session is found by its id).
+
+Events passdown uses: `Stop` (each turn's end), `SessionEnd`, `PreCompact`, and
+`StopFailure` (a step that failed after Kimi's retries: `error_type`, `error_message`
+such as "Error code: 429 - ..."). Kimi ignores what a `SessionStart` or
+`UserPromptSubmit` hook prints (only a "block" decision counts), so there is no pickup
+at session start: the handoff is written, and taken up by `passdown run`/`switch`.
+Kimi reads hooks from the user config only: `--scope project` is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from passdown.errors import UsageError
+from passdown.integrations._base import (
+    HOOK_TIMEOUT_S,
+    PRE_COMPACT,
+    SESSION_END,
+    STOP_FAILURE,
+    TURN_COMPLETE,
+    HookIntegration,
+    InstallTarget,
+    Plan,
+    Registered,
+    program_of,
+    read_config,
+)
+
+
+def kimi_dir() -> Path:
+    configured = os.environ.get("KIMI_SHARE_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".kimi"
+
+
+class KimiHooks(HookIntegration):
+    agent = "kimi"
+    events: ClassVar[dict[str, str]] = {
+        "Stop": TURN_COMPLETE,
+        "SessionEnd": SESSION_END,
+        "PreCompact": PRE_COMPACT,
+        "StopFailure": STOP_FAILURE,
+    }
+
+    def config_file(self, target: InstallTarget) -> Path:
+        if target.scope != "user":
+            raise UsageError(
+                "Kimi CLI reads hooks only from its user config (~/.kimi/config.toml)",
+                hint="install with --scope user",
+            )
+        return kimi_dir() / "config.toml"
+
+    def plan(self, target: InstallTarget) -> Plan:
+        events = self.registered_events(target)
+        command = target.hook_command
+
+        def install(text: str | None) -> str | None:
+            doc = _parse(text)
+            _remove_ours(doc, self.agent)  # an install with other options drops the old
+            hooks = doc.get("hooks")
+            if hooks is None:
+                hooks = tomlkit.aot()
+                doc["hooks"] = hooks
+            if not isinstance(hooks, list):
+                raise UsageError("cannot add hooks: `hooks` in config.toml is not a list")
+            for event in events:
+                table = tomlkit.table()
+                table.update({"event": event, "command": command, "timeout": HOOK_TIMEOUT_S})
+                hooks.append(table)
+            new = tomlkit.dumps(doc)
+            return text if new == text else new
+
+        def uninstall(text: str | None) -> str | None:
+            if text is None:
+                return None
+            doc = _parse(text)
+            return tomlkit.dumps(doc) if _remove_ours(doc, self.agent) else text
+
+        return [(self.config_file(target), install, uninstall)]
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return list(self.events)  # no session-start hook: Kimi ignores its output
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        path = self.config_file(target)
+        try:
+            doc = tomlkit.parse(read_config(path) or "")
+        except TOMLKitError:
+            return []
+        found = []
+        for entry in _entries(doc):
+            line = str(entry.get("command", ""))
+            if f" hook {self.agent}" in f"{line} ":
+                found.append(Registered(path, f"hook {entry.get('event')}", program_of(line)))
+        return found
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        return [
+            "kimi: hooks only; the handoff is written at each turn's end, session end, "
+            "compaction and a failed step (a rate limit); Kimi ignores session-start hook "
+            "output, so pick the handoff up with `passdown run` or `passdown switch`"
+        ]
+
+    def session_spec(self, payload: dict[str, Any]) -> str | None:
+        value = payload.get("session_id")
+        return str(value) if value else None
+
+    def failure(self, payload: dict[str, Any]) -> tuple[str, str | None] | None:
+        if payload.get("hook_event_name") != "StopFailure":
+            return None
+        from passdown.agents._endings import classify_api_error, short_message
+
+        kind = str(payload.get("error_type") or "")
+        message = str(payload.get("error_message") or kind or "error")
+        return classify_api_error(message, kind=kind or None), short_message(message)
+
+
+def _parse(text: str | None) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(text or "")
+    except TOMLKitError as exc:
+        raise UsageError(f"cannot change a config.toml that is not valid TOML: {exc}") from exc
+
+
+def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
+    hooks = doc.get("hooks")
+    return [h for h in hooks if hasattr(h, "get")] if isinstance(hooks, list) else []
+
+
+def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
+    """Drop passdown's `[[hooks]]` entries; True when there were any."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, list):
+        return False
+    ours = [
+        n
+        for n, h in enumerate(hooks)
+        if hasattr(h, "get") and f" hook {agent}" in f"{h.get('command', '')} "
+    ]
+    for n in reversed(ours):
+        del hooks[n]
+    if ours and not len(hooks):
+        del doc["hooks"]
+    return bool(ours)
