@@ -116,7 +116,7 @@ def test_kilo_db_and_xdg_data_home_move_the_store(
 def test_launch_argv_keeps_the_prompt_one_argument(prompt: str, tmp_path: Path) -> None:
     agent = KiloCode()
     run = agent.launch_spec(prompt, workspace=tmp_path, interactive=False)
-    assert run.argv == ["kilo", "run", "--auto", "--", prompt]
+    assert run.argv == ["kilo", "run", "--", prompt]
     tui = agent.launch_spec(prompt, workspace=tmp_path, interactive=True)
     assert tui.argv == ["kilo", f"--prompt={prompt}"]
     assert run.cwd == tui.cwd == tmp_path

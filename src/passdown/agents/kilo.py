@@ -32,12 +32,12 @@ class KiloCode(OpenCode):
     store_env = ("KILO_DB", "XDG_DATA_HOME")
 
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
-        # "--prompt=" keeps a prompt that starts with "-" attached to its option; `run`
-        # takes it after "--". --auto approves the tools a takeover with nobody there
-        # needs (without it `kilo run` stops at the first permission prompt).
+        # As opencode's: "--prompt=" keeps a prompt that starts with "-" attached to its
+        # option; `run` takes it after "--" (Kilo's default permissions let it edit files
+        # and run commands unattended, so no --auto, which also approves what is set to ask).
         if interactive:
             return LaunchSpec(argv=[self.program, f"--prompt={prompt}"], cwd=workspace)
-        return LaunchSpec(argv=[self.program, "run", "--auto", "--", prompt], cwd=workspace)
+        return LaunchSpec(argv=[self.program, "run", "--", prompt], cwd=workspace)
 
 
 __all__ = ["KiloCode"]
