@@ -483,8 +483,8 @@ def relative_inside(path: str, root: str) -> str | None:
     root or below it, compared as paths (`path_key`); else None. The relative part keeps
     the case `path` was written in."""
     normal, fold = _normal(path)
-    base, _ = _normal(root)
-    if fold:
+    base, fold_root = _normal(root)
+    if fold or fold_root:
         normal_cmp, base_cmp = normal.lower(), base.lower()
     else:
         normal_cmp, base_cmp = normal, base
@@ -494,6 +494,37 @@ def relative_inside(path: str, root: str) -> str | None:
     if not normal_cmp.startswith(prefix):
         return None
     return normal[len(prefix) :]
+
+
+def join(base: str, path: str) -> str:
+    """`path` (absolute, or relative to `base`) as one normalised path, joined with the
+    rules of the system that wrote `base` (a Windows cwd read on Linux too)."""
+    if is_windows_path(base) or is_windows_path(path) or is_windows():
+        return str(PureWindowsPath(base, path))
+    return os.path.normpath(os.path.join(base, path))
+
+
+def case_insensitive_fs() -> bool:
+    """Whether this machine's file names ignore case (Windows; macOS's default APFS)."""
+    return is_windows() or is_macos()
+
+
+def path_spellings(path: str) -> list[str]:
+    """`path` and, on macOS, its other spelling through the `/private` symlinks
+    (`/private/tmp/x` and `/tmp/x`): agents record whichever their process saw."""
+    spellings = [path]
+    if is_macos():
+        for alias, short in _MACOS_ALIASES:
+            if path == alias or path.startswith(alias + "/"):
+                spellings.append(short + path[len(alias) :])
+            elif path == short or path.startswith(short + "/"):
+                spellings.append(alias + path[len(short) :])
+    return spellings
+
+
+def same_name(a: str, b: str) -> bool:
+    """Folder names compared as this machine's file system does."""
+    return a.lower() == b.lower() if case_insensitive_fs() else a == b
 
 
 def same_path(a: str, b: str) -> bool:
@@ -524,6 +555,7 @@ __all__ = [
     "O_NONBLOCK",
     "UnsafeLaunch",
     "arg_max",
+    "case_insensitive_fs",
     "cpu_count",
     "die_with_parent",
     "exclusive_lock",
@@ -535,6 +567,7 @@ __all__ = [
     "is_macos",
     "is_windows",
     "is_windows_path",
+    "join",
     "kill_hard",
     "lock_file_descriptor",
     "native_pread",
@@ -544,6 +577,7 @@ __all__ = [
     "owned_by_me",
     "parent_death_signal",
     "path_key",
+    "path_spellings",
     "peak_rss_kb",
     "pread",
     "reap",
@@ -551,6 +585,7 @@ __all__ = [
     "replace",
     "resolve_npm_shim",
     "resolved",
+    "same_name",
     "same_path",
     "set_blocking",
     "set_mode",

@@ -96,9 +96,8 @@ def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
         return True
     if not cwd:
         return False
-    ws = os.path.normpath(str(workspace))
-    c = os.path.normpath(cwd)
-    return c == ws or c.startswith(ws.rstrip("/") + "/")
+    # as paths: a Windows drive's case and separators, macOS's /private aliases
+    return _platform.inside(cwd, str(workspace))
 
 
 class Agent(ABC):
