@@ -5,8 +5,9 @@ Loaded as `sitecustomize` (its folder first on PYTHONPATH): the POSIX-only modul
 functions and flags are deleted, and `sys.platform` reads "win32". `os.name` stays
 "posix": with "nt", pathlib would make WindowsPath objects that this Linux kernel cannot
 open, so what it decides at call time would no longer be passdown's but the simulation's.
-The stdlib modules that read the platform while they load are loaded first, as on Linux
-(subprocess and shutil must still start this machine's git).
+The stdlib and third-party modules that read the platform while they load are loaded
+first, as on Linux: their Windows branches call the Windows API (subprocess and shutil
+must still start this machine's git). What is simulated is passdown's own code.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
     import zoneinfo  # noqa: F401
 
     import click  # noqa: F401
+    import mcp.client  # noqa: F401  (reads signal.SIGBREAK, which only Windows has)
     import platformdirs  # noqa: F401  (its Windows branch asks the Windows API)
 
     sysconfig.get_config_vars()  # cached: read from this Linux build's data module
