@@ -77,6 +77,8 @@ def check_argv(argv: list[str], *, env: Mapping[str, str] | None = None) -> None
         total += size + _POINTER
     env = os.environ if env is None else env
     env_size = sum(_size(f"{k}={v}") + _POINTER for k, v in env.items())
+    if _platform.is_windows():  # CreateProcess: the environment has a limit of its own
+        env_size = 0
     budget = arg_max() - env_size - ENV_HEADROOM
     if total > budget:
         raise LaunchError(

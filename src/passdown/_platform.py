@@ -431,7 +431,7 @@ def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
     if match is None:
         return None
     folder = os.path.dirname(shim)
-    script = os.path.join(folder, match.group(1))
+    script = os.path.join(folder, *match.group(1).split("\\"))
     if not os.path.isfile(script):
         return None
     local = os.path.join(folder, "node.exe")
