@@ -111,6 +111,8 @@ def test_only_linux_forks_the_second_core(
 def test_without_fork_a_large_read_takes_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
     from passdown import _two_core
 
+    monkeypatch.delenv(_platform.NO_FORK_ENV, raising=False)
+    monkeypatch.delenv(_two_core.DISABLE_ENV, raising=False)
     monkeypatch.setattr(_two_core, "_cpus", lambda: 4)
     assert _two_core.worth_splitting(1 << 30, 1 << 20)
     monkeypatch.setattr(sys, "platform", "darwin")

@@ -201,7 +201,7 @@ def _write_all(fd: int, data: bytes) -> None:
 def _fsync_dir(folder: Path) -> None:
     """Make the rename itself durable; some file systems cannot fsync a folder."""
     try:
-        fd = _platform.open_folder(folder)
+        fd = _platform.open_folder(folder, follow=True)
     except OSError:
         return
     if fd is None:  # Windows: a folder cannot be opened, nor fsynced

@@ -81,15 +81,16 @@ def _env_on(name: str) -> bool:
 # -- private folders and files ------------------------------------------------------------
 
 
-def open_folder(path: str | os.PathLike[str]) -> int | None:
-    """A read-only descriptor of the folder itself (not through a symlink), or None where
-    folders cannot be opened (Windows: `os.open` on a folder fails with EACCES). Raises
-    OSError (ELOOP/ENOTDIR for a link or a non-folder) on POSIX."""
+def open_folder(path: str | os.PathLike[str], *, follow: bool = False) -> int | None:
+    """A read-only descriptor of the folder (itself, not through a symlink, unless
+    `follow`), or None where folders cannot be opened (Windows: `os.open` on a folder
+    fails with EACCES). Raises OSError (ELOOP/ENOTDIR for a link or a non-folder)."""
     if is_windows() or not O_DIRECTORY:
-        if is_reparse_point(path) or not os.path.isdir(path):
+        if (not follow and is_reparse_point(path)) or not os.path.isdir(path):
             raise OSError(errno.ENOTDIR, "not a folder", os.fspath(path))
         return None
-    return os.open(path, os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    nofollow = 0 if follow else O_NOFOLLOW
+    return os.open(path, os.O_RDONLY | O_DIRECTORY | nofollow | O_CLOEXEC)
 
 
 def is_reparse_point(path: str | os.PathLike[str]) -> bool:
