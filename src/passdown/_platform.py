@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, cast
 
 NO_FORK_ENV = "PASSDOWN_NO_FORK"
@@ -528,21 +528,9 @@ def same_name(a: str, b: str) -> bool:
     return a.lower() == b.lower() if case_insensitive_fs() else a == b
 
 
-def same_path(a: str, b: str) -> bool:
-    return path_key(a) == path_key(b)
-
-
 def inside(path: str, root: str) -> bool:
     """Whether `path` is `root` or below it, compared as paths."""
     return relative_inside(path, root) is not None
-
-
-def resolved(path: Path) -> Path:
-    """Path.resolve that never raises (a loop, a missing drive)."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path
 
 
 __all__ = [
@@ -585,9 +573,7 @@ __all__ = [
     "relative_inside",
     "replace",
     "resolve_npm_shim",
-    "resolved",
     "same_name",
-    "same_path",
     "set_blocking",
     "set_mode",
     "spawn_argv",
