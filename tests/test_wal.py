@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from passdown import _platform
 from passdown import _wal as wal
 from passdown._filebatch import FileBatch
 from passdown.records import Scope
@@ -66,7 +67,7 @@ def test_an_owner_is_alive_only_as_the_process_it_names() -> None:
     assert not me.alive()  # this process's journals that are not in flight: ended exports
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        started = wal._started(sleeper.pid)
+        started = _platform.process_start(sleeper.pid)
         assert started is not None
         assert wal.Owner(me.host, sleeper.pid, started).alive()
         assert wal.Owner(me.host, sleeper.pid, "0").alive()  # no start time known: the pid
@@ -245,7 +246,7 @@ def test_pickup_looks_further_only_for_a_journal_whose_process_is_gone(store: St
     assert not wal.pending()  # no journal folder at all
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        started = wal._started(sleeper.pid)
+        started = _platform.process_start(sleeper.pid)
         assert started is not None
         live = wal.Owner(wal.Owner.me().host, sleeper.pid, started)
         path = write_journal(live, [header(store)])

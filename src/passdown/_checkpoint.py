@@ -28,10 +28,8 @@ full.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import hashlib
 import os
-import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -44,7 +42,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
-from passdown import _two_core
+from passdown import _platform, _two_core
 from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, change
 from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
 from passdown._checkpoint_writes import deferred as deferred
@@ -129,11 +127,13 @@ def read_with_checkpoint(
     the usual way. Events pass through `seen` exactly as in a full read."""
     if disabled() or not agent.supports_checkpoint or is_zstd(ref.path):
         return None
-    if _Sha256.library() is None or not hasattr(os, "pread"):
+    # the hashing thread and the reader share one descriptor: only native pread keeps
+    # their offsets apart (the seam's seek+read fallback does not, against a reader)
+    if _Sha256.library() is None or not _platform.native_pread():
         return None
     try:
         store = checkpoint_path(agent.name, ref.path)
-        fd = os.open(ref.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(ref.path, os.O_RDONLY | _platform.O_CLOEXEC | _platform.O_BINARY)
     except (OSError, PassdownError):
         return None  # the full read reports an unreadable file properly
     try:
@@ -460,9 +460,9 @@ def _passdown_version() -> str:
 
 
 def _fingerprint(fd: int, offset: int) -> tuple[str, str]:
-    head = os.pread(fd, min(FINGERPRINT_SPAN, offset), 0)
+    head = _platform.pread(fd, min(FINGERPRINT_SPAN, offset), 0)
     tail_start = max(0, offset - FINGERPRINT_SPAN)
-    tail = os.pread(fd, offset - tail_start, tail_start)
+    tail = _platform.pread(fd, offset - tail_start, tail_start)
     return hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()
 
 
@@ -471,7 +471,7 @@ def _last_line_end(fd: int, start: int, size: int) -> int:
     pos = size
     while pos > start:
         begin = max(start, pos - FINGERPRINT_SPAN)
-        chunk = os.pread(fd, pos - begin, begin)
+        chunk = _platform.pread(fd, pos - begin, begin)
         newline = chunk.rfind(b"\n")
         if newline >= 0:
             return begin + newline + 1
@@ -497,20 +497,13 @@ class _Sha256:
     @staticmethod
     @cache
     def library() -> ctypes.CDLL | None:
-        """The OpenSSL that Python's own hashlib uses (its symbols are found through
-        `_hashlib`'s dependencies); else the system's libcrypto, except on macOS, whose
-        unversioned /usr/lib/libcrypto aborts a process that loads it."""
-        try:
-            import _hashlib
-
-            lib = _Sha256._probe(_hashlib.__file__)
-        except (ImportError, AttributeError):
-            lib = None
-        if lib is None and sys.platform != "darwin":
-            # only now: find_library runs `ldconfig -p`, a process per export
-            name = ctypes.util.find_library("crypto")
+        """The OpenSSL that Python's own hashlib uses, else the system's libcrypto
+        (`_platform.openssl_candidates`); None turns checkpoints off."""
+        for name in _platform.openssl_candidates():
             lib = _Sha256._probe(name) if name else None
-        return lib
+            if lib is not None:
+                return lib
+        return None
 
     @staticmethod
     def _probe(name: str) -> ctypes.CDLL | None:
@@ -545,7 +538,7 @@ class _Sha256:
         pos = start
         try:
             while pos < end:
-                data = os.pread(fd, min(chunk, end - pos), pos)
+                data = _platform.pread(fd, min(chunk, end - pos), pos)
                 if not data:
                     break
                 self.update(data)

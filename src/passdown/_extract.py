@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from passdown import _platform
 from passdown._notes import derive_notes
 from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
@@ -356,6 +357,11 @@ class _Extractor:
             rest = path[len(root) :]
             if rest.startswith("/"):
                 return rest.lstrip("/") or "."
+        if root and (_platform.is_windows_path(root) or _platform.case_insensitive_fs()):
+            # compared as paths: `c:\\` for `C:\\`, `\\` for `/`, case, /private/tmp
+            rel = _platform.relative_inside(path, root)
+            if rel is not None:
+                return rel or "."
         return path
 
     # the end ----------------------------------------------------------------------

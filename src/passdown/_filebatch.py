@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from passdown import _fsio as fsio
+from passdown import _platform
 from passdown._wal import crash_point
 
 
@@ -115,7 +116,7 @@ class FileBatch:
                     fsio._unlink_quietly(path)
                 else:
                     with contextlib.suppress(OSError):
-                        os.replace(previous, path)
+                        _platform.replace(previous, path)
             for folder in reversed(created):
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)  # only when empty: nothing else was put there meanwhile
@@ -168,7 +169,7 @@ def _keep_aside(path: Path, aside: Path) -> Path | None:
     if not os.path.isfile(path) or os.path.islink(path):
         return None
     try:
-        os.link(path, aside, follow_symlinks=False)
+        _platform.hard_link(path, aside)
     except OSError as exc:
         raise fsio._error("write", path, exc) from exc
     return aside
@@ -220,7 +221,9 @@ class _Staged:
     def named(cls, path: Path, anchor: Path, mode: int) -> _Staged:
         tmp = anchor / f".{path.name}.{os.urandom(6).hex()}.tmp"
         fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsio._NOFOLLOW | fsio._CLOEXEC, mode
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | fsio._NOFOLLOW | fsio._CLOEXEC | fsio._BINARY,
+            mode,
         )
         return cls(path, fd, tmp, mode)
 
@@ -229,14 +232,14 @@ class _Staged:
         named temp file is renamed straight over it)."""
         tmp = self.tmp or self.path.with_name(f".{self.path.name}.{os.urandom(6).hex()}.tmp")
         try:
-            os.fchmod(self.fd, self.mode)  # the umask may have taken bits away
+            _platform.set_mode(self.fd, self.mode)  # the umask may have taken bits away
             if self.tmp is None:
                 procfd = os.open(_PROC_FDS, os.O_RDONLY | fsio._CLOEXEC)
                 try:  # linkat(AT_SYMLINK_FOLLOW) of /proc/self/fd/N: the anonymous file
                     os.link(str(self.fd), tmp, src_dir_fd=procfd, follow_symlinks=True)
                 finally:
                     os.close(procfd)
-            os.replace(tmp, self.path)
+            _platform.replace(tmp, self.path)
             self.tmp = None
         except OSError as exc:
             fsio._unlink_quietly(tmp)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from passdown import _platform
 from passdown.errors import OutputError
 
 if TYPE_CHECKING:
@@ -33,9 +34,9 @@ STALE_TEMP_S = 600
 _TEMP_NAME = re.compile(r"\..+\.[0-9a-f]{12}\.tmp")
 
 REDACTION_MARK = "[REDACTED:"  # redact.MARKER_PREFIX, without importing the redactor
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = _platform.O_NOFOLLOW
+_CLOEXEC = _platform.O_CLOEXEC
+_BINARY = _platform.O_BINARY
 
 _HINTS = {
     errno.ENOSPC: "the disk is full; free some space and run again",
@@ -72,11 +73,13 @@ def ensure_private_dir(path: Path) -> Path:
         make_private_dirs(path.parent)
         with contextlib.suppress(FileExistsError):
             os.mkdir(path, DIR_MODE)
-        fd = os.open(path, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+        fd = _platform.open_folder(path)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise _not_a_private_dir(path) from exc
         raise _error("create folder", path, exc) from exc
+    if fd is None:  # Windows: the folder inherits the profile's ACL; no mode to tighten
+        return path
     try:
         _tighten(fd, path)  # through the fd, so the folder checked is the folder changed
     finally:
@@ -113,14 +116,14 @@ def _not_a_private_dir(path: Path) -> OutputError:
 
 def _tighten(fd: int, path: Path) -> None:
     st = os.fstat(fd)
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+    if not _platform.owned_by_me(st):
         raise OutputError(
             f"refusing to write handoff files into {path}: it belongs to another user",
             hint="remove it or choose another folder with --out",
         )
     if st.st_mode & 0o777 != DIR_MODE:
         try:
-            os.fchmod(fd, DIR_MODE)
+            _platform.set_mode(fd, DIR_MODE)
         except OSError as exc:
             raise _error("set permissions on", path, exc) from exc
 
@@ -140,7 +143,9 @@ def ensure_private_file(path: Path, *, create: bool = True) -> None:
     """Make `path` a 0600 regular file: create it empty if missing (unless `create` is
     false), or tighten it if it is ours. For files another library writes in place (a
     SQLite database and its -wal/-shm). Refuses a symlink; raises `OutputError`."""
-    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    if _platform.is_windows() and _platform.is_reparse_point(path):  # no O_NOFOLLOW there
+        raise OutputError(f"refusing to use {path}: it is a symlink")
+    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _platform.O_NONBLOCK | _BINARY
     try:
         fd = os.open(path, flags | (os.O_CREAT if create else 0), FILE_MODE)
     except FileNotFoundError:
@@ -155,9 +160,8 @@ def ensure_private_file(path: Path, *, create: bool = True) -> None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OutputError(f"refusing to use {path}: it is not a regular file")
-        mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
-        if mine and stat.S_IMODE(st.st_mode) != FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
+        if _platform.owned_by_me(st) and stat.S_IMODE(st.st_mode) != FILE_MODE:
+            _platform.set_mode(fd, FILE_MODE)
     except OSError as exc:
         raise _error("set permissions on", path, exc) from exc
     finally:
@@ -172,14 +176,14 @@ def append_private(path: Path, text: str) -> None:
     """
     path = Path(path)
     ensure_private_dir(path.parent)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY
     try:
         fd = os.open(path, flags, FILE_MODE)
     except OSError as exc:
         raise _error("write", path, exc) from exc
     try:
         if stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
-            os.fchmod(fd, FILE_MODE)
+            _platform.set_mode(fd, FILE_MODE)
         _write_all(fd, text.encode("utf-8", "replace"))
     except OSError as exc:
         raise _error("write", path, exc) from exc
@@ -197,8 +201,10 @@ def _write_all(fd: int, data: bytes) -> None:
 def _fsync_dir(folder: Path) -> None:
     """Make the rename itself durable; some file systems cannot fsync a folder."""
     try:
-        fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+        fd = _platform.open_folder(folder, follow=True)
     except OSError:
+        return
+    if fd is None:  # Windows: a folder cannot be opened, nor fsynced
         return
     try:
         os.fsync(fd)
@@ -215,7 +221,9 @@ def _unlink_quietly(path: Path) -> None:
 
 def read_nofollow(path: Path) -> bytes:
     """A file's bytes, refusing to follow a symlink at `path`."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    if _platform.is_windows() and _platform.is_reparse_point(path):  # no O_NOFOLLOW there
+        raise OSError(errno.ELOOP, "a symlink", str(path))
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _BINARY)
     with os.fdopen(fd, "rb") as f:
         return f.read()
 
@@ -399,17 +407,19 @@ def write_atomic(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode
+        )
     except OSError as exc:
         raise _error("write", path, exc) from exc
     try:
         try:
-            os.fchmod(fd, mode)  # the umask may have taken bits away: set exactly `mode`
+            _platform.set_mode(fd, mode)  # the umask may have taken bits away: set exactly `mode`
             _write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)  # rename(2) replaces a symlink at `path`, never follows it
+        _platform.replace(tmp, path)  # rename(2) replaces a symlink at `path`, never follows it
     except OSError as exc:
         _unlink_quietly(tmp)
         raise _error("write", path, exc) from exc

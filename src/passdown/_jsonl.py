@@ -11,7 +11,6 @@ socket planted as a session file never blocks or spins, and side files are size-
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import stat
@@ -22,8 +21,9 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
+from passdown import _platform
 from passdown.errors import SessionReadError
 from passdown.transcript import Diagnostics
 
@@ -54,13 +54,12 @@ def open_regular(path: Path) -> BinaryIO:
     O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer;
     the type is then checked on the open descriptor (no race with a swapped path) and
     the flag cleared again for ordinary blocking reads."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    fd = _platform.open_nonblocking(path, os.O_RDONLY | _platform.O_NOCTTY)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularFile(0, "not a regular file", str(path))
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        _platform.set_blocking(fd)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -169,7 +168,7 @@ class FdWindow:
         size = left if size < 0 or size > left else size
         if size <= 0:
             return b""
-        data = os.pread(self.fd, size, self.pos)
+        data = _platform.pread(self.fd, size, self.pos)
         self.pos += len(data)
         return data
 
@@ -330,7 +329,7 @@ def seekable(path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Bin
             if diagnostics is not None:
                 diagnostics.warnings.append(f"stopped reading {path.name} early: {exc}")
         spill.flush()
-        yield spill
+        yield cast(BinaryIO, spill)  # a wrapper of the file object on Windows
 
 
 def start_fingerprint(path: Path) -> Future[str]:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from passdown import _platform
 from passdown.errors import AgentNotInstalled, LaunchError
 
 if TYPE_CHECKING:
@@ -44,11 +45,8 @@ def format_argv(argv: list[str]) -> str:
 
 
 def arg_max() -> int:
-    try:
-        value = os.sysconf("SC_ARG_MAX")
-    except (AttributeError, ValueError, OSError):
-        return _FALLBACK_ARG_MAX
-    return value if value > 0 else _FALLBACK_ARG_MAX
+    value = _platform.arg_max()
+    return value if value is not None and value > 0 else _FALLBACK_ARG_MAX
 
 
 def _size(text: str) -> int:
@@ -79,6 +77,8 @@ def check_argv(argv: list[str], *, env: Mapping[str, str] | None = None) -> None
         total += size + _POINTER
     env = os.environ if env is None else env
     env_size = sum(_size(f"{k}={v}") + _POINTER for k, v in env.items())
+    if _platform.is_windows():  # CreateProcess: the environment has a limit of its own
+        env_size = 0
     budget = arg_max() - env_size - ENV_HEADROOM
     if total > budget:
         raise LaunchError(
@@ -117,11 +117,12 @@ def run(spec: LaunchSpec, *, interactive: bool) -> int:
     if not cwd.is_dir():
         raise LaunchError(f"cannot start {spec.argv[0]}: folder not found: {cwd}")
     stdin = None if interactive else subprocess.DEVNULL
+    executable, argv = windows_safe(executable, spec.argv)
     _flush_own_output()
     with _signals_for_child() as set_child:
         try:
             proc = subprocess.Popen(
-                spec.argv, executable=executable, cwd=cwd, env=env, stdin=stdin, shell=False
+                argv, executable=executable, cwd=cwd, env=env, stdin=stdin, shell=False
             )
         except OSError as exc:
             raise LaunchError(
@@ -131,6 +132,19 @@ def run(spec: LaunchSpec, *, interactive: bool) -> int:
         set_child(proc)
         code = _wait(proc)
     return 128 - code if code < 0 else code
+
+
+def windows_safe(executable: str, argv: list[str]) -> tuple[str, list[str]]:
+    """The (executable, argv) that starts `argv` without cmd.exe re-reading the prompt
+    (`_platform.spawn_argv`: an npm `.cmd` shim becomes `node <script>`); raises
+    `LaunchError` for a batch file that would see it. Unchanged on POSIX."""
+    try:
+        return _platform.spawn_argv(executable, argv)
+    except _platform.UnsafeLaunch as exc:
+        raise LaunchError(
+            f"cannot start {argv[0]}: {exc}",
+            hint=f"install {argv[0]} so that it is an .exe or an npm package (node + script)",
+        ) from None
 
 
 def _flush_own_output() -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from passdown import _platform
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted, extract
 from passdown._seen import SeenEvents
 from passdown._workspace import HANDOFF_DIR as HANDOFF_DIR
@@ -470,11 +471,9 @@ def _overlaps(ref: SessionRef, start: float, end: float) -> bool:
 
 
 def _relative_to_workspace(path: str, cwd: str | None, workspace: Path) -> str:
-    full = os.path.normpath(os.path.join(cwd or str(workspace), path))
-    root = str(workspace)
-    if full == root or not full.startswith(root.rstrip("/") + "/"):
-        return path
-    return full[len(root.rstrip("/")) + 1 :]
+    full = _platform.join(cwd or str(workspace), path)
+    rel = _platform.relative_inside(full, str(workspace))  # as paths, not strings
+    return rel or path
 
 
 def redact_handoff(handoff: Handoff) -> Handoff:

@@ -28,11 +28,9 @@ thread (forking a threaded server is unsafe). `PASSDOWN_SINGLE_CORE=1` turns it 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import gc
 import os
-import resource
 import signal
 import sys
 import threading
@@ -45,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn, Protocol, cast
 import msgspec
 
 from passdown import _jsonl as jsonl
+from passdown import _platform
 from passdown._extract import (
     OPEN_FAILURES,
     PENDING_KEEP,
@@ -416,10 +415,7 @@ def disabled() -> bool:
 
 
 def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return _platform.cpu_count()
 
 
 def worth_splitting(size: int, min_bytes: int) -> bool:
@@ -427,7 +423,7 @@ def worth_splitting(size: int, min_bytes: int) -> bool:
         size >= min_bytes
         and not disabled()
         and _cpus() >= 2
-        and hasattr(os, "fork")
+        and _platform.fork_allowed()  # Linux only: macOS and Windows read on one core
         and threading.active_count() == 1
     )
 
@@ -494,7 +490,7 @@ class SplitRead:
             window = FdWindow(self.fd, self.cut, self.end)
             for event in watch(reader.events(cast(BinaryIO, window))):
                 feed(event)
-        self.stats["main_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        self.stats["main_rss_kb"] = _platform.peak_rss_kb()
         LAST.update(self.stats)
         if os.environ.get(STATS_ENV):
             print(f"passdown two-core: {self.stats}", file=sys.stderr)
@@ -555,8 +551,8 @@ class Forked:
         if not self.reaped:
             if kill:
                 with contextlib.suppress(OSError):
-                    os.kill(self.pid, signal.SIGKILL)
-            _reap(self.pid)
+                    _platform.kill_hard(self.pid)
+            _platform.reap(self.pid)
             self.reaped = True
 
 
@@ -566,7 +562,9 @@ def fork_worker(
     """Run `work` on a forked worker that dies with this process and writes what `work`
     returns (or `failed` makes of its exception) to a pipe; None when no process can be
     forked. The caller must be single-threaded (`worth_splitting`)."""
-    prctl = _prctl()  # looked up before the fork: the worker's unguarded moment stays short
+    death_signal = (
+        _platform.parent_death_signal()
+    )  # looked up before the fork: the worker's unguarded moment stays short
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -574,7 +572,7 @@ def fork_worker(
     # their headers would copy every page of the parent's heap into the worker's own
     gc.freeze()
     try:
-        pid = os.fork()
+        pid = _platform.fork()
     except OSError:  # no process to spare: one core it is
         gc.unfreeze()
         os.close(read_end)
@@ -582,7 +580,7 @@ def fork_worker(
         return None
     if pid == 0:  # the worker: never returns
         os.close(read_end)
-        _serve(work, failed, write_end, prctl)
+        _serve(work, failed, write_end, death_signal)
     gc.unfreeze()
     os.close(write_end)
     return Forked(pid, read_end)
@@ -596,17 +594,6 @@ def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
     plan = getattr(reader, "walk_in_two", None)
     if plan is not None and worth_splitting(end, MIN_BYTES):
         plan(fd, end, fork_worker)
-
-
-def _reap(pid: int) -> None:
-    while True:
-        try:
-            os.waitpid(pid, 0)
-            return
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            return
 
 
 def _merge_diagnostics(into: Diagnostics, other: Diagnostics) -> None:
@@ -673,16 +660,15 @@ def _serve(
     work: Callable[[], bytes],
     failed: Callable[[BaseException], bytes],
     out: int,
-    prctl: Callable[..., int] | None,
+    death_signal: Callable[..., int] | None,
 ) -> NoReturn:
     code = 0
     try:
-        _die_with_parent(prctl)
+        _platform.die_with_parent(death_signal)
         # its own session: no terminal's Ctrl-C or job control reaches it (the parent
         # stops it), and where the scheduler shares CPU per session (Linux autogroup) it
         # does not halve the share of the process it works for
-        with contextlib.suppress(OSError):
-            os.setsid()
+        _platform.new_session()
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -742,7 +728,7 @@ def _read_half(
         diagnostics=diagnostics,
         events=seen.count,
         commands=seen.commands,
-        peak_rss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        peak_rss_kb=_platform.peak_rss_kb(),
         private_kb=_private_kb() if os.environ.get(STATS_ENV) else 0,
     )
 
@@ -781,23 +767,6 @@ def _detach_stdio() -> None:
     for stream in (0, 1, 2):
         os.dup2(null, stream)
     os.close(null)
-
-
-def _prctl() -> Callable[..., int] | None:
-    try:
-        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
-    except (OSError, AttributeError):  # not Linux: no parent-death signal
-        return None
-
-
-def _die_with_parent(prctl: Callable[..., int] | None) -> None:
-    """The worker dies with its parent (Linux), so a killed export leaves no orphan."""
-    parent = os.getppid()
-    if prctl is not None:
-        with contextlib.suppress(Exception):
-            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 __all__ = [

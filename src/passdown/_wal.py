@@ -43,11 +43,11 @@ import functools
 import hashlib
 import json
 import os
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from passdown import _platform
 from passdown.errors import OutputError, PassdownError, RecordNotFound
 
 JOURNAL_DIR = "journal"  # under the data folder
@@ -62,7 +62,7 @@ _IN_FLIGHT: set[str] = set()  # journals of this process's exports that are stil
 def crash_point(step: str) -> None:
     """Test hook: die here, as a power cut would, when `PASSDOWN_TEST_CRASH_AT=step`."""
     if step == _CRASH_AT:
-        os.kill(os.getpid(), signal.SIGKILL)
+        _platform.kill_hard(os.getpid())
 
 
 # -- who wrote a journal -----------------------------------------------------------------------
@@ -81,7 +81,7 @@ class Owner:
     def me(cls) -> Owner:
         pid = os.getpid()  # asked each time: a forked child is another owner
         if pid not in _ME:
-            _ME[pid] = cls(_host(), pid, _started(pid) or "0")
+            _ME[pid] = cls(_host(), pid, _platform.process_start(pid) or "0")
         return _ME[pid]
 
     @classmethod
@@ -101,18 +101,10 @@ class Owner:
             return True  # another machine's export (a shared data folder): never ours to judge
         if self == Owner.me():
             return False
-        if os.path.isdir("/proc/self"):
-            started = _started(self.pid)
+        if _platform.has_process_table():
+            started = _platform.process_start(self.pid)
             return started is not None and self.start in ("0", started)
-        if os.name == "nt":  # os.kill(pid, 0) would end the process there: assume it lives
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:
-            return True  # another user's process: it exists
-        return True
+        return _platform.process_exists(self.pid)
 
 
 _ME: dict[int, Owner] = {}
@@ -128,20 +120,6 @@ def _host() -> str:
 
         node = socket.gethostname()
     return hashlib.sha256(node.encode()).hexdigest()[:12]
-
-
-def _started(pid: int) -> str | None:
-    """The process's start time (clock ticks since boot, /proc/PID/stat); None when it
-    does not exist or is a zombie (killed, not yet reaped: gone for our purpose)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return fields[19].decode()
 
 
 # -- writing a journal -------------------------------------------------------------------------
@@ -270,7 +248,7 @@ def restore_files(files: dict[str, Any]) -> None:
         if _identity(path) == item["staged"]:
             if aside and os.path.isfile(aside):
                 with contextlib.suppress(OSError):
-                    os.replace(aside, path)
+                    _platform.replace(aside, path)
             else:
                 _unlink(path)
         if aside:

@@ -22,10 +22,10 @@ before it have had their results by then.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Container, Iterator
 from typing import Any
 
+from passdown import _platform
 from passdown.agents._tree import calls_state, restore_calls
 from passdown.agents.base import ResumableReader
 from passdown.agents.gemini._emitter import Emitter
@@ -145,7 +145,7 @@ class GeminiSplitter:
             return (self.first + self.last) // 2
         scan = self.window.pairs(found, min(self.last, found + _SCAN_POSITIONS))
         for step, (offset, index) in enumerate(scan):
-            if index == RECORD and _MODEL_MESSAGE in os.pread(fd, _HEAD_BYTES, offset):
+            if index == RECORD and _MODEL_MESSAGE in _platform.pread(fd, _HEAD_BYTES, offset):
                 return found + step
         return found
 

@@ -10,7 +10,6 @@ made for the reader that did, and cuts in the middle of the branch's bytes.
 
 from __future__ import annotations
 
-import os
 import re
 import types
 from collections.abc import Callable, Container, Iterator
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from passdown import _platform
 from passdown.agents.codex import _Payload, _RolloutReader
 from passdown.agents.copilot import _Data, _EventReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
@@ -73,7 +73,7 @@ def clean_cut(
     call); else the first line start after `middle`. A call opened before the scan and
     answered after the cut only costs the exact fallback (the ids are checked)."""
     scan_from = max(0, middle - _SCAN_BYTES // 4)
-    data = os.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
+    data = _platform.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
     first_line = data.find(b"\n") + 1
     if first_line <= 0:
         return None

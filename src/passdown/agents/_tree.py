@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, ClassVar, Generic, Protocol, Ty
 
 import msgspec
 
+from passdown import _platform
 from passdown._jsonl import LineReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
@@ -624,7 +625,7 @@ def _line_start_before(fd: int, pos: int) -> int:
     end = pos - 1  # the newline itself
     while end > 0:
         lo = max(0, end - (1 << 16))
-        newline = os.pread(fd, end - lo, lo).rfind(b"\n")
+        newline = _platform.pread(fd, end - lo, lo).rfind(b"\n")
         if newline >= 0:
             return lo + newline + 1
         end = lo
@@ -650,7 +651,7 @@ class _FdView:
             left = size
         if left <= 0:
             return b""
-        data = os.pread(self.fd, left, self.lo + self.pos)
+        data = _platform.pread(self.fd, left, self.lo + self.pos)
         self.pos += len(data)
         return data
 
@@ -741,7 +742,7 @@ def clean_branch_cut(
     fallback: int | None = None
     skip_first = scan_from > 0  # the scan starts inside a line
     carry, pos = b"", scan_from
-    while pos < limit and (block := os.pread(fd, min(_SCAN_BLOCK, limit - pos), pos)):
+    while pos < limit and (block := _platform.pread(fd, min(_SCAN_BLOCK, limit - pos), pos)):
         data, base = carry + block, pos - len(carry)
         pos += len(block)
         at = 0
@@ -791,7 +792,7 @@ class _FdStream(Protocol):
 def _line_end(fd: int, start: int) -> int:
     """The offset after the newline of the line starting at `start` (-1: none)."""
     pos = start
-    while chunk := os.pread(fd, 1 << 16, pos):
+    while chunk := _platform.pread(fd, 1 << 16, pos):
         newline = chunk.find(b"\n")
         if newline >= 0:
             return pos + newline + 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
 
+from passdown import _platform
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
 from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, ToolCall, Transcript
 
@@ -95,9 +96,8 @@ def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
         return True
     if not cwd:
         return False
-    ws = os.path.normpath(str(workspace))
-    c = os.path.normpath(cwd)
-    return c == ws or c.startswith(ws.rstrip("/") + "/")
+    # as paths: a Windows drive's case and separators, macOS's /private aliases
+    return _platform.inside(cwd, str(workspace))
 
 
 class Agent(ABC):
@@ -352,7 +352,7 @@ def _cannot_open(path: Path) -> str | None:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return None
         # O_NONBLOCK: a FIFO swapped in after the stat must not block the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = _platform.open_nonblocking(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 import msgspec
 
+from passdown import _platform
 from passdown.agents._claude_blocks import NULL as _NULL
 from passdown.agents._claude_blocks import Block as _Block
 from passdown.agents._claude_blocks import blocks as _blocks
@@ -207,6 +208,14 @@ def encode_cwd(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
+def _project_of(folder: str, prefix: str) -> bool:
+    """Whether a project folder may hold sessions of the workspace encoded as `prefix`
+    (or of a folder below it), with the file system's case rules."""
+    return _platform.same_name(folder, prefix) or _platform.same_name(
+        folder[: len(prefix) + 1], prefix + "-"
+    )
+
+
 class ClaudeCode(Agent):
     name = "claude"
     display_name = "Claude Code"
@@ -226,8 +235,10 @@ class ClaudeCode(Agent):
         folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             # The encoding is lossy: preselect by name, then confirm with the records' cwd.
-            prefix = encode_cwd(str(workspace))
-            folders = [f for f in folders if f.name == prefix or f.name.startswith(prefix + "-")]
+            # Windows: C:\\Users\\dev\\proj is C--Users-dev-proj, `c:` is `c--`; macOS:
+            # /private/tmp/x may be recorded as /tmp/x (-tmp-x)
+            prefixes = [encode_cwd(s) for s in _platform.path_spellings(str(workspace))]
+            folders = [f for f in folders if any(_project_of(f.name, p) for p in prefixes)]
         for folder in folders:
             for path in _session_files(folder):
                 ref = self.ref_for_path(path)

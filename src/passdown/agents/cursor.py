@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 import msgspec
 
+from passdown import _platform
 from passdown._jsonl import LineReader
 from passdown.agents._common import (
     Todo,
@@ -81,9 +82,26 @@ _RECORD = msgspec.json.Decoder(_Record)
 
 def workspace_slugs(workspace: Path | str) -> set[str]:
     """The folder names Cursor may use for a workspace: "/" turned into "-", and (seen
-    in some builds) every non-alphanumeric character turned into "-"."""
-    bare = str(workspace).lstrip("/")
-    return {bare.replace("/", "-"), re.sub(r"[^A-Za-z0-9]", "-", bare)}
+    in some builds) every non-alphanumeric character turned into "-". A Windows path is
+    taken with `/` separators (`C:/Users/dev` gives `C:-Users-dev` and `C--Users-dev`:
+    not confirmed on Windows), a macOS one in both its `/private` spellings."""
+    slugs = set()
+    for spelling in _platform.path_spellings(str(workspace)):
+        if _platform.is_windows_path(spelling):
+            spelling = PureWindowsPath(spelling).as_posix()
+        bare = spelling.lstrip("/")
+        slugs |= {bare.replace("/", "-"), re.sub(r"[^A-Za-z0-9]", "-", bare)}
+    return slugs
+
+
+def cwd_of_slug(slug: str) -> str:
+    """The cwd a project folder's name stands for, when no workspace says better: the
+    name's "-" read back as separators (lossy: a "-" in a folder name reads as one).
+    A drive-letter name (`C--Users-dev`) on Windows gives `C:\\Users\\dev`."""
+    drive = re.match(r"([A-Za-z])[-:]-?(.*)", slug)
+    if _platform.is_windows() and drive:
+        return f"{drive.group(1)}:\\" + drive.group(2).replace("-", "\\")
+    return "/" + slug.replace("-", "/")
 
 
 class CursorAgent(Agent):
@@ -103,9 +121,9 @@ class CursorAgent(Agent):
         folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
             slugs = workspace_slugs(workspace)
-            folders = [f for f in folders if f.name in slugs]
+            folders = [f for f in folders if any(_platform.same_name(f.name, s) for s in slugs)]
         for folder in folders:
-            cwd = str(workspace) if workspace is not None else "/" + folder.name.replace("-", "/")
+            cwd = str(workspace) if workspace is not None else cwd_of_slug(folder.name)
             for path in _transcripts(folder / "agent-transcripts"):
                 ref = self.ref_for_path(path)
                 ref.cwd = cwd

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from passdown import _pipeline as pipeline
+from passdown import _platform
 from passdown._handoff_record import package_from_record, package_to_record
 from passdown._wal import crash_point
 from passdown.coordinator import _build as build
@@ -272,19 +273,18 @@ def publish_and_write(
 
 @contextlib.contextmanager
 def _workspace_lock(workspace: Path) -> Iterator[None]:
-    """flock(2) on the workspace folder itself: no lock file is created, also not in a
-    read-only workspace. Where folders cannot be locked, exports are not serialised."""
+    """A lock on the workspace folder itself (POSIX flock: no lock file is created, also
+    not in a read-only workspace; Windows: a lock file in passdown's data folder,
+    `_platform.lock_file_descriptor`). Where nothing can be locked, exports are not
+    serialised."""
     try:
-        import fcntl
-
-        fd = os.open(workspace, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except (ImportError, OSError):
+        fd = _platform.lock_file_descriptor(workspace)
+    except OSError:
         yield
         return
     try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        with _platform.exclusive_lock(fd, best_effort=True):
+            yield
     finally:
         os.close(fd)  # releases the lock
 

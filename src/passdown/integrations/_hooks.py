@@ -211,23 +211,18 @@ def export_for_payload(
 def _workspace_lock(workspace: Path) -> Iterator[None]:
     import hashlib
 
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: exports of one workspace may race, as before
-        yield
-        return
-
+    from passdown import _platform
     from passdown._fsio import ensure_private_dir
     from passdown._paths import data_dir
 
     folder = ensure_private_dir(data_dir() / "locks")
     name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    fd = os.open(
-        folder / f"export-{name}.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600
-    )
+    flags = os.O_RDWR | os.O_CREAT | _platform.O_NOFOLLOW | _platform.O_BINARY
+    fd = os.open(folder / f"export-{name}.lock", flags, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the hook process ends, at the latest
-        yield
+        # released when the hook process ends, at the latest
+        with _platform.exclusive_lock(fd):
+            yield
     finally:
         os.close(fd)
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import select
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from passdown import _platform
 
 # mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS of the pinned SDK (a test checks they
 # agree): the revisions negotiated through `initialize`, oldest to newest.
@@ -174,7 +175,7 @@ def read_line(fd: int, timeout: float | None = None) -> bytes | None:
     """One line from the descriptor, reading byte by byte so nothing after the newline
     is taken from the pipe (the SDK reads the rest from the same descriptor). None when
     nothing arrived within `timeout`; b"" at end of input."""
-    if timeout is not None and not select.select([fd], [], [], timeout)[0]:
+    if timeout is not None and not _platform.wait_readable(fd, timeout):
         return None
     data = bytearray()
     while len(data) < _MAX_LINE:

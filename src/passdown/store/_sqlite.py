@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from passdown import _platform
 from passdown.errors import StoreError
 from passdown.store._base import (
     Prepared,
@@ -166,7 +167,7 @@ def unreplayable_wal(path: Path) -> str | None:
 
 
 def _head(path: Path, size: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = _platform.open_nonblocking(path, os.O_RDONLY)
     try:
         return os.read(fd, size)
     finally:

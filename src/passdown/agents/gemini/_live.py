@@ -12,7 +12,7 @@ import tempfile
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import zstandard
 
@@ -170,14 +170,16 @@ class Spill:
 
     def spilled(self, keys: array[int]) -> None:
         if self.keys is None:
-            self.keys = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the Spill: `close`)
+            # lives as long as the Spill (`close`); a wrapper of the file object on Windows
+            self.keys = cast(BinaryIO, tempfile.TemporaryFile())  # noqa: SIM115
         keys.tofile(self.keys)
         self.count += len(keys)
 
     def stash(self, offsets: array[int], indexes: array[int]) -> None:
         """Spilled slots not handed on yet, in list order."""
         if self.pending is None:
-            self.pending = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `drain`, `close`)
+            # closed by `drain`, `close`; a wrapper of the file object on Windows
+            self.pending = cast(BinaryIO, tempfile.TemporaryFile())  # noqa: SIM115
             self.stash_from = max(0, self.count - len(offsets))
         pairs = array("q", bytes(16 * len(offsets)))
         pairs[0::2] = array("q", offsets)

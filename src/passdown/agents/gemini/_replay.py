@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from passdown import _platform
 from passdown._jsonl import LineReader, line_limit, seekable
 from passdown.agents._common import DECODE_ERRORS, file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
@@ -459,7 +460,7 @@ class Pass2:
             fd = self.stash.fileno()
             at, upto = first + self.skip, min(last, self.stashed) + self.skip
             while at < upto:
-                block = os.pread(fd, min(_READ_PAIRS, upto - at) * 16, at * 16)
+                block = _platform.pread(fd, min(_READ_PAIRS, upto - at) * 16, at * 16)
                 if not block:
                     break
                 at += len(block) // 16

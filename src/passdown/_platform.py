@@ -1,0 +1,614 @@
+"""The one place that knows which operating system passdown runs on.
+
+Every call that differs between Linux, macOS and Windows goes through here; nothing
+else in passdown imports `fcntl`, `resource`, `msvcrt` or `pwd`, or calls POSIX-only
+`os` functions (`tests/test_platform_seam.py` greps for them). Each function has a
+POSIX branch, a Windows branch and a documented fallback. Decisions are taken at call
+time (`sys.platform`, `os.name`, `hasattr(os, ...)`), so tests can simulate a platform.
+
+- Private files: POSIX 0700 folders and 0600 files as ever. Windows has no such modes
+  (`os.fchmod` only sets the read-only bit, and is missing before 3.13): files under
+  the user's profile inherit its ACL, so `set_mode` does nothing there; a folder cannot
+  be opened with `os.open`, so its checks use `lstat` and refuse reparse points.
+- Atomic replace: `os.replace`; Windows refuses it while another process has the target
+  open (sharing violation), so it is retried for a short while.
+- Opens: `O_BINARY` (Windows would translate CRLF otherwise), `O_NONBLOCK` (POSIX only:
+  Windows has no FIFOs to block on), `O_NOFOLLOW`, `O_DIRECTORY`, `O_CLOEXEC`: 0 where
+  missing.
+- File locks: `fcntl.flock` (POSIX), `msvcrt.locking` on the first byte (Windows).
+- `pread`: `os.pread` (POSIX); elsewhere seek+read under a lock, with the descriptor's
+  own offset put back, so positional readers of one descriptor still do not disturb
+  each other.
+- The forked second core: only on Linux, where a fork without exec is safe and a
+  parent-death signal exists (prctl). macOS (fork without exec is unsafe with system
+  frameworks) and Windows (no fork) read on one core. `PASSDOWN_NO_FORK=1` forces the
+  one-core path everywhere (CI runs the suite that way).
+- `peak_rss_kb`: `ru_maxrss` is KB on Linux, bytes on macOS; 0 on Windows.
+- The resumable hash uses OpenSSL's SHA256 context through ctypes where a libcrypto can
+  be found; `PASSDOWN_NO_OPENSSL_HASH=1` forces the pure-Python fallback.
+- Process spawn: an argv list, never a shell. On Windows an npm `.cmd`/`.bat` shim would
+  run through cmd.exe, which re-parses its command line (`&`, `|`, `%VAR%`, newlines:
+  the "BatBadBut" class), so the shim is resolved to the `node <script>` it wraps, and
+  where it cannot be, an argv with anything but plain words is refused.
+- Paths: `path_key`/`relative_inside` compare workspaces as paths, with Windows
+  semantics for Windows paths (drive letters, case, `\\` and `/`, UNC, `\\\\?\\`) and
+  macOS's `/private/tmp` = `/tmp`, `/private/var` = `/var` and case-insensitive volumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import shutil
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any, cast
+
+NO_FORK_ENV = "PASSDOWN_NO_FORK"
+NO_OPENSSL_HASH_ENV = "PASSDOWN_NO_OPENSSL_HASH"
+
+O_BINARY: int = getattr(os, "O_BINARY", 0)
+O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
+O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+O_NOCTTY: int = getattr(os, "O_NOCTTY", 0)
+O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
+
+
+def is_windows() -> bool:
+    return os.name == "nt" or sys.platform == "win32"
+
+
+def is_macos() -> bool:
+    return sys.platform == "darwin"
+
+
+def is_linux() -> bool:
+    return sys.platform.startswith("linux")
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "").strip() not in ("", "0")
+
+
+# -- private folders and files ------------------------------------------------------------
+
+
+def open_folder(path: str | os.PathLike[str], *, follow: bool = False) -> int | None:
+    """A read-only descriptor of the folder (itself, not through a symlink, unless
+    `follow`), or None where folders cannot be opened (Windows: `os.open` on a folder
+    fails with EACCES). Raises OSError (ELOOP/ENOTDIR for a link or a non-folder)."""
+    if is_windows() or not O_DIRECTORY:
+        if (not follow and is_reparse_point(path)) or not os.path.isdir(path):
+            raise OSError(errno.ENOTDIR, "not a folder", os.fspath(path))
+        return None
+    nofollow = 0 if follow else O_NOFOLLOW
+    return os.open(path, os.O_RDONLY | O_DIRECTORY | nofollow | O_CLOEXEC)
+
+
+def is_reparse_point(path: str | os.PathLike[str]) -> bool:
+    """A symlink, or on Windows any reparse point (a junction too): never written through."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    attributes = getattr(st, "st_file_attributes", 0)
+    return stat.S_ISLNK(st.st_mode) or bool(attributes & 0x400)  # FILE_ATTRIBUTE_REPARSE_POINT
+
+
+def owned_by_me(st: os.stat_result) -> bool:
+    """Whether the file belongs to this user. Windows has no uid: files under the user's
+    profile are theirs by its ACL, so the answer there is yes."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or st.st_uid == getuid()
+
+
+def set_mode(fd: int, mode: int) -> None:
+    """chmod through the descriptor (POSIX). Windows: no-op, the file inherits its
+    folder's ACL (`os.fchmod` there only toggles read-only, and is missing before 3.13)."""
+    fchmod = getattr(os, "fchmod", None)
+    if fchmod is None or is_windows():
+        return
+    fchmod(fd, mode)
+
+
+_SHARING_ERRORS = (5, 32, 33)  # ERROR_ACCESS_DENIED, _SHARING_VIOLATION, _LOCK_VIOLATION
+REPLACE_RETRY_S = 1.0
+
+
+def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """`os.replace`; on Windows retried for up to a second while another process holds
+    `dst` open (a reader, an antivirus scan), which POSIX renames never wait for."""
+    deadline = time.monotonic() + REPLACE_RETRY_S
+    delay = 0.01
+    while True:
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError as exc:
+            winerror = getattr(exc, "winerror", None)
+            if not is_windows() or winerror not in _SHARING_ERRORS:
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def hard_link(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """A hard link to `src` itself, not to what a symlink there points to. Windows'
+    `os.link` takes no `follow_symlinks` (NotImplementedError) and links the entry
+    itself anyway."""
+    if is_windows():
+        os.link(src, dst)
+    else:
+        os.link(src, dst, follow_symlinks=False)
+
+
+# -- opens and reads ----------------------------------------------------------------------
+
+
+def open_nonblocking(path: str | os.PathLike[str], flags: int) -> int:
+    """os.open with O_NONBLOCK where it exists (a FIFO opens at once instead of waiting
+    for a writer) and O_BINARY where that exists; call `set_blocking` after the type check."""
+    return os.open(path, flags | O_NONBLOCK | O_BINARY | O_CLOEXEC)
+
+
+def set_blocking(fd: int) -> None:
+    """Clear O_NONBLOCK again (POSIX); Windows files were never non-blocking."""
+    if O_NONBLOCK and hasattr(os, "set_blocking") and not is_windows():
+        os.set_blocking(fd, True)
+
+
+_PREAD_LOCK = threading.Lock()
+
+
+def pread(fd: int, size: int, offset: int) -> bytes:
+    """Bytes at `offset` without moving the descriptor's offset (`os.pread`). Fallback
+    (Windows): seek+read under one lock, the offset restored afterwards."""
+    native = getattr(os, "pread", None)
+    if native is not None:
+        return cast(bytes, native(fd, size, offset))
+    with _PREAD_LOCK:
+        before = os.lseek(fd, 0, os.SEEK_CUR)
+        try:
+            os.lseek(fd, offset, os.SEEK_SET)
+            return os.read(fd, size)
+        finally:
+            os.lseek(fd, before, os.SEEK_SET)
+
+
+def native_pread() -> bool:
+    """Whether `pread` is the system's (POSIX), not the seek+read fallback."""
+    return hasattr(os, "pread")
+
+
+@contextlib.contextmanager
+def exclusive_lock(fd: int, *, best_effort: bool = False) -> Iterator[None]:
+    """Hold an exclusive lock on `fd` (blocking). POSIX: flock(2), released when the
+    descriptor is closed. Windows: msvcrt.locking on the first byte, retried until it is
+    granted. Where neither exists, or (`best_effort`) the lock fails, nothing is locked:
+    the callers' exports may then race, as they document."""
+    try:
+        unlock = _lock(fd)
+    except OSError:
+        if not best_effort:
+            raise
+        unlock = None
+    try:
+        yield
+    finally:
+        if unlock is not None:
+            with contextlib.suppress(OSError):
+                unlock()
+
+
+def _lock(fd: int) -> Callable[[], None] | None:
+    if not is_windows():
+        try:
+            import fcntl
+        except ImportError:
+            return None
+        posix: Any = fcntl  # typed as absent on Windows
+        posix.flock(fd, posix.LOCK_EX)
+        return None
+    try:
+        import msvcrt
+    except ImportError:
+        return None
+    windows = cast(Any, msvcrt)
+    while True:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            windows.locking(fd, windows.LK_LOCK, 1)  # itself retries for ~10 s
+            break
+        except OSError as exc:
+            if exc.errno != errno.EDEADLK:
+                raise
+
+    def unlock() -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        windows.locking(fd, windows.LK_UNLCK, 1)
+
+    return unlock
+
+
+def lock_file_descriptor(path: str | os.PathLike[str]) -> int:
+    """A descriptor to lock for `path`: the folder itself on POSIX (no lock file is
+    created, also not in a read-only workspace); on Windows, where folders cannot be
+    opened, a private lock file in the user's data folder named after the path."""
+    if not is_windows():
+        return os.open(path, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    from passdown._fsio import ensure_private_dir
+    from passdown._paths import data_dir
+
+    folder = ensure_private_dir(data_dir() / "locks")
+    name = hashlib.sha256(path_key(os.fspath(path)).encode()).hexdigest()[:16]
+    return os.open(folder / f"workspace-{name}.lock", os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
+
+
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether `fd` has input within `timeout`. POSIX: select(2). Windows: select takes
+    only sockets and a pipe cannot be polled without consuming from it, so the answer is
+    yes and the read that follows blocks until the client writes (no timeout there)."""
+    if is_windows():
+        return True
+    import select
+
+    return bool(select.select([fd], [], [], timeout)[0])
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def arg_max() -> int | None:
+    """The bytes an argv plus environment may take: sysconf(SC_ARG_MAX) on POSIX;
+    Windows' CreateProcess takes a command line of 32767 characters; None: unknown."""
+    if is_windows():
+        return 32767
+    sysconf = getattr(os, "sysconf", None)
+    if sysconf is None:
+        return None
+    try:
+        return int(sysconf("SC_ARG_MAX"))
+    except (ValueError, OSError):
+        return None
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity on Linux), at least 1."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        with contextlib.suppress(OSError):
+            return len(affinity(0))
+    return os.cpu_count() or 1
+
+
+def fork_allowed() -> bool:
+    """Whether the second core may be a forked worker: Linux only (fork without exec is
+    unsafe on macOS, absent on Windows), and not with PASSDOWN_NO_FORK set."""
+    return is_linux() and hasattr(os, "fork") and not _env_on(NO_FORK_ENV)
+
+
+def fork() -> int:
+    """os.fork; only after `fork_allowed()`."""
+    posix: Any = os  # typed as absent on Windows
+    return int(posix.fork())
+
+
+def kill_hard(pid: int) -> None:
+    """SIGKILL a forked worker (only Linux forks one)."""
+    import signal
+
+    os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+def process_start(pid: int) -> str | None:
+    """A process's start time where the system tells it (Linux: clock ticks since boot,
+    /proc/PID/stat), so a reused pid is told apart; None when it does not exist, is a
+    zombie (killed, not reaped: gone for our purpose), or the system has no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19].decode()
+
+
+def has_process_table() -> bool:
+    """Whether `process_start` can answer (Linux's /proc)."""
+    return os.path.isdir("/proc/self")
+
+
+def process_exists(pid: int) -> bool:
+    """Whether a process with this pid exists, where that can be asked without harm:
+    POSIX `kill(pid, 0)`; on Windows `os.kill` would end it, so it is taken as alive."""
+    if is_windows():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: it exists
+    return True
+
+
+def reap(pid: int) -> None:
+    """Wait for a forked worker to end, through interruptions; once only per pid."""
+    waitpid = os.waitpid
+    while True:
+        try:
+            waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+
+
+def parent_death_signal() -> Callable[..., int] | None:
+    """Linux's prctl, looked up before a fork; None elsewhere (macOS has none)."""
+    if not is_linux():
+        return None
+    try:
+        import ctypes
+
+        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent(prctl: Callable[..., int] | None) -> None:
+    """In a forked worker: die with the parent (PR_SET_PDEATHSIG), and exit at once if
+    it died already. Without prctl the worker outlives a killed parent to its end."""
+    import signal
+
+    getppid = os.getppid
+    parent = getppid()
+    if prctl is not None:
+        with contextlib.suppress(Exception):
+            prctl(1, getattr(signal, "SIGKILL", 9))  # PR_SET_PDEATHSIG
+    if getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def new_session() -> None:
+    """In a forked worker: its own session, out of the terminal's job control."""
+    setsid = getattr(os, "setsid", None)
+    if setsid is not None:
+        with contextlib.suppress(OSError):
+            setsid()
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident memory in KB: ru_maxrss is KB on Linux and bytes on
+    macOS; 0 where `resource` is missing (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    posix: Any = resource  # typed as absent on Windows
+    value = int(posix.getrusage(posix.RUSAGE_SELF).ru_maxrss)
+    return value // 1024 if is_macos() else value
+
+
+def openssl_candidates() -> Iterator[str | None]:
+    """Libraries that may hold OpenSSL's SHA256_* for the resumable hash, best first:
+    the one Python's `_hashlib` links (where it is one file with them), else the
+    system's libcrypto, except on macOS, whose unversioned /usr/lib/libcrypto aborts a
+    process that loads it. Lazy: `find_library` runs `ldconfig -p`, a process, so only
+    when the first candidate fails. None with PASSDOWN_NO_OPENSSL_HASH=1 (the fallback)."""
+    if _env_on(NO_OPENSSL_HASH_ENV):
+        return
+    try:
+        import _hashlib
+
+        yield _hashlib.__file__
+    except (ImportError, AttributeError):
+        pass
+    if not is_macos() and not is_windows():
+        import ctypes.util
+
+        yield ctypes.util.find_library("crypto")
+
+
+# -- launching ----------------------------------------------------------------------------
+
+_SHIM_SCRIPT = re.compile(r'"%~?dp0%?\\([^"%]+)"\s+%\*')
+# words cmd.exe passes through unchanged: no quotes, metacharacters, %, ^, ! or spaces
+_CMD_SAFE = re.compile(r"[A-Za-z0-9_.,:=+@/\\-]*")
+
+
+class UnsafeLaunch(Exception):
+    """A launch that would put untrusted text on a cmd.exe command line."""
+
+
+def spawn_argv(executable: str, argv: list[str]) -> tuple[str, list[str]]:
+    """The (executable, argv) to start: unchanged on POSIX and for a Windows .exe.
+    A Windows `.cmd`/`.bat` would run through cmd.exe, so an npm shim is replaced by
+    the `node <script>` it wraps; a batch file that is not such a shim is only started
+    when every argument is a plain word (else `UnsafeLaunch`)."""
+    if not is_windows() or not executable.lower().endswith((".cmd", ".bat")):
+        return executable, argv
+    resolved = resolve_npm_shim(executable)
+    if resolved is not None:
+        node, script = resolved
+        return node, [node, script, *argv[1:]]
+    unsafe = [arg for arg in argv[1:] if not _CMD_SAFE.fullmatch(arg)]
+    if unsafe:
+        raise UnsafeLaunch(
+            f"{executable} is a batch file, which Windows runs through cmd.exe; cmd.exe "
+            "would re-read the prompt as commands, so passdown does not start it"
+        )
+    return executable, argv
+
+
+def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
+    """(node, script) of an npm cmd-shim (`"%_prog%" "%dp0%\\<script>" %*`), or None."""
+    try:
+        with open(shim, "rb") as handle:
+            text = handle.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = _SHIM_SCRIPT.search(text)
+    if match is None:
+        return None
+    folder = os.path.dirname(shim)
+    script = os.path.join(folder, *match.group(1).split("\\"))
+    if not os.path.isfile(script):
+        return None
+    local = os.path.join(folder, "node.exe")
+    node = local if os.path.isfile(local) else shutil.which("node")
+    if node is None or node.lower().endswith((".cmd", ".bat")):
+        return None
+    return node, script
+
+
+# -- paths ---------------------------------------------------------------------------------
+
+_DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
+_MACOS_ALIASES = (("/private/tmp", "/tmp"), ("/private/var", "/var"), ("/private/etc", "/etc"))
+
+
+def is_windows_path(text: str) -> bool:
+    """A drive-letter path, a UNC path or a `\\\\?\\` path: read with Windows semantics
+    whatever system passdown runs on (a session recorded there, read here)."""
+    return bool(_DRIVE.match(text)) or text.startswith(("\\\\", "//?/"))
+
+
+def _normal(text: str) -> tuple[str, bool]:
+    """(`text` normalised with `/` separators, whether its file system ignores case)."""
+    if is_windows_path(text) or is_windows():
+        if text.startswith(("\\\\?\\UNC\\", "//?/UNC/")):
+            text = "\\\\" + text[8:]
+        elif text.startswith(("\\\\?\\", "//?/")):
+            text = text[4:]
+        return PureWindowsPath(text).as_posix().rstrip("/") or "/", True
+    posix = str(PurePosixPath(os.path.normpath(text))) if text else text
+    if not is_macos():
+        return posix, False
+    for alias, short in _MACOS_ALIASES:
+        if posix == alias or posix.startswith(alias + "/"):
+            posix = short + posix[len(alias) :]
+    return posix, True
+
+
+def path_key(text: str) -> str:
+    """A comparable form of an absolute path: Windows paths with `/`, lowercased, no
+    `\\\\?\\` prefix, no trailing separator; POSIX paths normalised, macOS's `/private`
+    aliases folded (and lowercased on macOS, whose default volumes ignore case)."""
+    normal, fold = _normal(text)
+    return normal.lower() if fold else normal
+
+
+def relative_inside(path: str, root: str) -> str | None:
+    """`path` relative to `root` (`/` separators, "" for the root itself) when it is the
+    root or below it, compared as paths (`path_key`); else None. The relative part keeps
+    the case `path` was written in."""
+    normal, fold = _normal(path)
+    base, fold_root = _normal(root)
+    if fold or fold_root:
+        normal_cmp, base_cmp = normal.lower(), base.lower()
+    else:
+        normal_cmp, base_cmp = normal, base
+    if normal_cmp == base_cmp:
+        return ""
+    prefix = base_cmp if base_cmp.endswith("/") else base_cmp + "/"
+    if not normal_cmp.startswith(prefix):
+        return None
+    return normal[len(prefix) :]
+
+
+def join(base: str, path: str) -> str:
+    """`path` (absolute, or relative to `base`) as one normalised path, joined with the
+    rules of the system that wrote `base` (a Windows cwd read on Linux too)."""
+    if is_windows_path(base) or is_windows_path(path) or is_windows():
+        return str(PureWindowsPath(base, path))
+    return os.path.normpath(os.path.join(base, path))
+
+
+def case_insensitive_fs() -> bool:
+    """Whether this machine's file names ignore case (Windows; macOS's default APFS)."""
+    return is_windows() or is_macos()
+
+
+def path_spellings(path: str) -> list[str]:
+    """`path` and, on macOS, its other spelling through the `/private` symlinks
+    (`/private/tmp/x` and `/tmp/x`): agents record whichever their process saw."""
+    spellings = [path]
+    if is_macos():
+        for alias, short in _MACOS_ALIASES:
+            if path == alias or path.startswith(alias + "/"):
+                spellings.append(short + path[len(alias) :])
+            elif path == short or path.startswith(short + "/"):
+                spellings.append(alias + path[len(short) :])
+    return spellings
+
+
+def same_name(a: str, b: str) -> bool:
+    """Folder names compared as this machine's file system does."""
+    return a.lower() == b.lower() if case_insensitive_fs() else a == b
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether `path` is `root` or below it, compared as paths."""
+    return relative_inside(path, root) is not None
+
+
+__all__ = [
+    "NO_FORK_ENV",
+    "NO_OPENSSL_HASH_ENV",
+    "O_BINARY",
+    "O_CLOEXEC",
+    "O_DIRECTORY",
+    "O_NOCTTY",
+    "O_NOFOLLOW",
+    "O_NONBLOCK",
+    "UnsafeLaunch",
+    "arg_max",
+    "case_insensitive_fs",
+    "cpu_count",
+    "die_with_parent",
+    "exclusive_lock",
+    "fork",
+    "fork_allowed",
+    "hard_link",
+    "inside",
+    "is_linux",
+    "is_macos",
+    "is_windows",
+    "is_windows_path",
+    "join",
+    "kill_hard",
+    "lock_file_descriptor",
+    "native_pread",
+    "new_session",
+    "open_folder",
+    "open_nonblocking",
+    "owned_by_me",
+    "parent_death_signal",
+    "path_key",
+    "path_spellings",
+    "peak_rss_kb",
+    "pread",
+    "reap",
+    "relative_inside",
+    "replace",
+    "resolve_npm_shim",
+    "same_name",
+    "set_blocking",
+    "set_mode",
+    "spawn_argv",
+    "wait_readable",
+]

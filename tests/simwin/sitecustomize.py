@@ -1,0 +1,81 @@
+"""Simulated native Windows for one Python process (tests/test_platform_windows_sim.py).
+
+Loaded as `sitecustomize` (its folder first on PYTHONPATH): the POSIX-only modules
+(`fcntl`, `resource`, `pwd`, `termios`, `grp`) cannot be imported, the POSIX-only `os`
+functions and flags are deleted, and `sys.platform` reads "win32". `os.name` stays
+"posix": with "nt", pathlib would make WindowsPath objects that this Linux kernel cannot
+open, so what it decides at call time would no longer be passdown's but the simulation's.
+The stdlib and third-party modules that read the platform while they load are loaded
+first, as on Linux: their Windows branches call the Windows API (subprocess and shutil
+must still start this machine's git). What is simulated is passdown's own code.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+
+BLOCKED = {"fcntl", "resource", "pwd", "grp", "termios", "msvcrt", "_winapi"}
+POSIX_ONLY_OS = (
+    "fchmod",
+    "pread",
+    "pwrite",
+    "fork",
+    "forkpty",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "setsid",
+    "killpg",
+    "sched_getaffinity",
+    "sysconf",
+    "O_NONBLOCK",
+    "O_DIRECTORY",
+    "O_NOFOLLOW",
+    "O_NOCTTY",
+    "O_CLOEXEC",
+    "O_TMPFILE",
+)
+
+
+class _Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (simulated Windows)", name=name)
+        return None
+
+
+if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
+    # loaded before the platform changes: they choose their implementation at import
+    import asyncio  # noqa: F401
+    import shutil
+    import subprocess  # noqa: F401
+    import sysconfig
+    import tempfile  # noqa: F401
+    import zoneinfo  # noqa: F401
+
+    import click  # noqa: F401
+    import mcp.client  # noqa: F401  (reads signal.SIGBREAK, which only Windows has)
+    import platformdirs  # noqa: F401  (its Windows branch asks the Windows API)
+
+    sysconfig.get_config_vars()  # cached: read from this Linux build's data module
+
+    for name in BLOCKED:
+        sys.modules.pop(name, None)
+    sys.meta_path.insert(0, _Blocker())
+    for name in POSIX_ONLY_OS:
+        if hasattr(os, name):
+            delattr(os, name)
+    _which = shutil.which
+
+    def _posix_which(*args: object, **kwargs: object) -> str | None:
+        # Windows' `which` wants a PATHEXT suffix (git.EXE); the programs here have none
+        platform, sys.platform = sys.platform, "linux"
+        try:
+            return _which(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            sys.platform = platform
+
+    shutil.which = _posix_which  # type: ignore[assignment]
+    sys.platform = "win32"
