@@ -344,11 +344,13 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
     code, agents = doctor(script, env, home)
     assert code == 0 and set(agents) == {
         "claude",
+        "cline",
         "codex",
         "copilot",
         "droid",
         "gemini",
         "kilo",
+        "kimi",
         "opencode",
         "pi",
         "qwen",
