@@ -16,17 +16,16 @@ the next process that opens the store (`passdown._wal`, the write-ahead journal)
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from passdown import _pipeline as pipeline
-from passdown import _platform
 from passdown._handoff_record import package_from_record, package_to_record
+from passdown._locks import publish_lock
 from passdown._wal import crash_point
 from passdown.coordinator import _build as build
 from passdown.coordinator._checks import (
@@ -242,7 +241,7 @@ def publish_and_write(
     try:
         # one export of a workspace publishes and renames at a time: the files an export
         # leaves are those of the handoff the pointer names, whichever finished first
-        with _workspace_lock(ws):
+        with publish_lock(ws):
             header = {
                 "handoff": pkg.id,
                 "store": store_identity(opened) if opened is not None else None,
@@ -269,24 +268,6 @@ def publish_and_write(
     ctx.apply_checkpoints(pkg.id)
     written.record_id = pkg.id if store else None
     return written
-
-
-@contextlib.contextmanager
-def _workspace_lock(workspace: Path) -> Iterator[None]:
-    """A lock on the workspace folder itself (POSIX flock: no lock file is created, also
-    not in a read-only workspace; Windows: a lock file in passdown's data folder,
-    `_platform.lock_file_descriptor`). Where nothing can be locked, exports are not
-    serialised."""
-    try:
-        fd = _platform.lock_file_descriptor(workspace)
-    except OSError:
-        yield
-        return
-    try:
-        with _platform.exclusive_lock(fd, best_effort=True):
-            yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _undo(ctx: ProjectContext, journal: Journal) -> None:

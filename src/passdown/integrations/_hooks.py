@@ -25,8 +25,6 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -197,7 +195,9 @@ def export_for_payload(
     # the first still runs): one export per workspace at a time, so the later one sees
     # the earlier one's handoff (and its `ended`) instead of racing it.
     workspace = pipeline.workspace_for(here)
-    with _workspace_lock(workspace):
+    from passdown._locks import hook_export_lock
+
+    with hook_export_lock(workspace):
         # the payload's cwd is where the agent runs: hand off there, even for a session
         # file that recorded another folder
         request = doors.HandoffRequest(source=agent, session=session or None, workspace=workspace)
@@ -205,26 +205,6 @@ def export_for_payload(
     for warning in written.warnings:
         _log(f"warning {agent}: {warning}")
     return written.record_id
-
-
-@contextmanager
-def _workspace_lock(workspace: Path) -> Iterator[None]:
-    import hashlib
-
-    from passdown import _platform
-    from passdown._fsio import ensure_private_dir
-    from passdown._paths import data_dir
-
-    folder = ensure_private_dir(data_dir() / "locks")
-    name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
-    flags = os.O_RDWR | os.O_CREAT | _platform.O_NOFOLLOW | _platform.O_BINARY
-    fd = os.open(folder / f"export-{name}.lock", flags, 0o600)
-    try:
-        # released when the hook process ends, at the latest
-        with _platform.exclusive_lock(fd):
-            yield
-    finally:
-        os.close(fd)
 
 
 def _ending(failure: tuple[str, str | None]) -> Any:
