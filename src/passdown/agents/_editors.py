@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import orjson
+import msgspec
 
 from passdown import _platform
 
@@ -82,8 +82,8 @@ def workspace_folder(storage_dir: Path) -> str | None:
     (`{"folder": "file:///..."}`; a `.code-workspace` file for a multi-root window).
     None when the file is missing or unreadable: such a storage is not listed."""
     try:
-        data = orjson.loads((storage_dir / "workspace.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = msgspec.json.decode((storage_dir / "workspace.json").read_bytes())
+    except (OSError, msgspec.DecodeError):
         return None
     if not isinstance(data, dict):
         return None
