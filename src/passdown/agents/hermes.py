@@ -24,8 +24,12 @@ user|assistant|tool, `content`, `tool_calls` (a JSON list of OpenAI-style calls)
 files_modified}` or `{error}`, `todo` -> `{todos[{id, content, status}], summary}`: the
 plan tool's whole list after the call (with `merge: true` the call sends only changes).
 
-Hermes writes no message for a failed model request: a 429 it retried, or one it gave up
-on, leaves no row, so every session ends "normal" unless it was interrupted.
+Hermes writes no message for a failed model request: a 429 it retried and got past
+leaves nothing ("normal"). A request it gave up on (3 attempts) leaves the user's message
+and, in `sessions/` of the Hermes home, `request_dump_<session id>_<time>.json`
+`{timestamp (local, no zone), reason: "max_retries_exhausted", error{type, message,
+status_code}}`: when the newest such dump is later than the session's last message, the
+session ended on that error (a 429: rate limit).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from passdown.agents._common import (
     first_error_line,
     open_sqlite_readonly,
 )
+from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.errors import SessionNotFound
 from passdown.transcript import (
@@ -236,7 +241,8 @@ def _events(ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
             reader.session(row)
             yield from reader.messages(conn, str(row["id"]))
         yield from _subagents(conn, [str(r["id"]) for r in chain])
-        ending = _ending(chain[-1])
+        last = chain[-1]
+        ending = _ending(last) or _gave_up(ref.path.parent, str(last["id"]), reader.last_at)
         if ending is not None:
             yield ending
         transcript.sha256 = digest.hexdigest()
@@ -290,6 +296,59 @@ def _ending(row: dict[str, Any]) -> SessionEnding | None:
     return None  # cli_close, new_session, ...: the user moved on; still running: None
 
 
+class _Dump(msgspec.Struct):
+    class Error(msgspec.Struct):
+        type: str | None = None
+        message: str | None = None
+        status_code: int | None = None
+
+    timestamp: str | None = None
+    reason: str | None = None
+    error: Error | None = None
+
+
+_DUMP = msgspec.json.Decoder(_Dump)
+_DUMP_MAX_BYTES = 8 << 20  # a dump holds the whole request: larger ones are not read
+
+
+def _gave_up(home: Path, session_id: str, last_at: float) -> SessionEnding | None:
+    """The failure Hermes gave up on after the session's last message, from its newest
+    request dump (see the module docstring); None when there is none."""
+    from passdown._jsonl import read_side_file
+    from passdown.agents._common import list_folder
+
+    prefix = f"request_dump_{session_id}_"
+    dumps = [p for p in list_folder(home / "sessions") if p.name.startswith(prefix)]
+    if not dumps:
+        return None
+    newest = max(dumps, key=lambda p: p.name)  # the name ends in a sortable time
+    data = read_side_file(newest, _DUMP_MAX_BYTES)
+    dump = decode_or_none(_DUMP, data) if data is not None else None
+    if not isinstance(dump, _Dump) or dump.error is None:
+        return None
+    when = _local_seconds(dump.timestamp)
+    if when is None or when < last_at:
+        return None  # the session went on after it
+    error = dump.error
+    what = f"HTTP {error.status_code}" if error.status_code else (error.type or "an error")
+    message = f"the model API failed ({what}: {error.type or 'error'}) and Hermes gave up"
+    return api_error_ending(
+        message, status=error.status_code, kind=error.type, timestamp=_iso(when)
+    )
+
+
+def _local_seconds(stamp: str | None) -> float | None:
+    """Hermes's local time without a zone, as epoch seconds."""
+    try:
+        when = datetime.fromisoformat(stamp or "")
+    except ValueError:
+        return None
+    try:
+        return (when if when.tzinfo else when.astimezone()).timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 class _Reader:
     """The messages of each part of a session, in order."""
 
@@ -298,6 +357,7 @@ class _Reader:
         self.diag = diag
         self.digest = digest
         self.calls: dict[str, ToolCall] = {}
+        self.last_at = 0.0  # the last message's time (epoch seconds)
 
     def session(self, row: dict[str, Any]) -> None:
         info = self.info
@@ -322,6 +382,7 @@ class _Reader:
             when = _iso(stamp)
             if when:
                 self.info.updated_at = when
+                self.last_at = max(self.last_at, float(stamp))
             text = content if isinstance(content, str) else ""
             if role == "user":
                 if text.strip():
