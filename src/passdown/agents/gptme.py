@@ -159,7 +159,6 @@ class Gptme(Agent):
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
         def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-            info.title = _chat_config(ref.path.parent).get("name") or None
             reader = _LogReader(ref.path, info, diag)
             yield from reader.events()
             yield from reader.close()
@@ -229,6 +228,10 @@ class _LogReader(LineStateReader):
             line = decode_line(_LINE, raw, offset, reader.tail_offset, self.diag)
             if isinstance(line, _Line):
                 yield from self._line(line)
+
+    def close(self) -> Iterator[Event]:
+        self.info.title = self.info.title or _chat_config(self.path.parent).get("name") or None
+        return iter(())
 
     def _line(self, line: _Line) -> Iterator[Event]:
         stamp = _iso(line.timestamp)
