@@ -59,6 +59,7 @@ from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
+    Plan,
     PlanItem,
     PlanOp,
     PlanStatus,
@@ -81,6 +82,7 @@ _RETURN_CODE = re.compile(r"^(?:Return code: |Process interrupted \(return code:
 _INLINE = re.compile(r"^`([^`\n]+)`$", re.MULTILINE)
 _NUDGE = re.compile(r"\A\s*<system>.*</system>\s*\Z", re.DOTALL)
 _VERSION = re.compile(r"\bYou are gptme v(\d[\w.+-]*)")
+_CALLS_KEEP = 256  # calls still waiting for a result: older ones never get one
 _STATES: dict[str, PlanStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
@@ -218,7 +220,8 @@ class _LogReader(LineStateReader):
 
     def __init__(self, path: Path, info: SessionInfo, diag: Diagnostics) -> None:
         super().__init__(path, info, diag)
-        self.todos: dict[str, list[str]] = {}  # id -> [text, state], in order
+        self.todos = Plan()  # the list as gptme keeps it (bounded like every plan replay)
+        self.top = 0  # the highest item number: the next `add` takes one more
         self.waiting: list[str] = []  # markdown calls still without a result
         self.seq = 0  # assistant messages read: ids for markdown calls
 
@@ -268,83 +271,84 @@ class _LogReader(LineStateReader):
     def _assistant(self, content: str, stamp: str | None) -> Iterator[Event]:
         self.seq += 1
         self.waiting = []  # a new reply: results of older markdown calls never came
-        calls = list(self._calls(content, stamp))
+        events = list(self._calls(content, stamp))
         text = _TOOL_CALL.split(content, maxsplit=1)[0].strip() if "@" in content else content
         text = _FENCE.sub(lambda m: "" if m.group(1) in _FENCE_TOOLS else m.group(0), text)
         if text.strip():
             yield Message(role="assistant", text=text.strip(), timestamp=stamp)
-        for call in calls:
-            self.calls[call.call_id] = call
-            yield call
+        for event in events:
+            if isinstance(event, ToolCall):
+                self.calls[event.call_id] = event
+                if len(self.calls) > _CALLS_KEEP:  # calls whose result never came
+                    del self.calls[next(iter(self.calls))]
+            yield event
 
-    def _calls(self, content: str, stamp: str | None) -> Iterator[ToolCall]:
+    def _calls(self, content: str, stamp: str | None) -> Iterator[ToolCall | ToolResult]:
         for found in _TOOL_CALL.finditer(content):
             name, call_id = found.group(1).strip(), found.group(2)
             decoded = decode_or_none(_ARGS, _json_object(content, found.end()))
             args = decoded if isinstance(decoded, dict) else {}
-            yield self._call(call_id, name, args, None, stamp)
+            yield _call(call_id, name, args, stamp)
         for n, block in enumerate(_FENCE.finditer(content)):
             name = block.group(1)
             if name not in _FENCE_TOOLS:
                 continue
             call_id = f"gptme-{self.seq}-{n}"
-            self.waiting.append(call_id)
+            self.waiting.append(call_id)  # its result is the next system message
             words = _words(block.group(2))
+            if name == "todo" and words[:1] == ["write"]:
+                yield from self._todo_write(call_id, block.group(3), stamp)
+                continue
             args = {"path": words[0]} if words and name in _FILE_TOOLS else {}
             if name in _COMMAND_TOOLS:
                 args["command"] = block.group(3).strip()
-            yield self._call(call_id, name, args, (words, block.group(3)), stamp)
+            yield _call(call_id, name, args, stamp)
 
-    def _call(
-        self,
-        call_id: str,
-        name: str,
-        args: Mapping[str, object],
-        fenced: tuple[list[str], str] | None,
-        stamp: str | None,
-    ) -> ToolCall:
-        call = ToolCall(call_id=call_id, name=name, timestamp=stamp)
-        path, command = args.get("path"), args.get("command") or args.get("code")
-        if name in _FILE_TOOLS:
-            call.action = _FILE_TOOLS[name]
-            call.paths = (path,) if isinstance(path, str) and path else ()
-        elif name in _COMMAND_TOOLS:
-            call.action = "command"
-            call.command = command.strip() if isinstance(command, str) else ""
-        elif name == "todo" and fenced is not None and fenced[0][:1] == ["write"]:
-            call.action = "plan"
-            call.plan = self._todo_write(fenced[1])
-        elif name in _READ_TOOLS or name == "todo":
-            call.action = "read"
-        return call
+    def _todo_write(
+        self, call_id: str, body: str, stamp: str | None
+    ) -> Iterator[ToolCall | ToolResult]:
+        """`todo write` operations as gptme applies them, one plan call each, answered at
+        once (a block holds several; gptme's one result message says nothing per line):
+        each costs O(1), whatever the list holds."""
+        for n, line in enumerate(body.splitlines()):
+            op = self._todo_op(_words(line))
+            if op is not None:
+                self.todos.apply(op)
+                key = f"{call_id}.{n}"
+                yield ToolCall(call_id=key, name="todo", action="plan", plan=op, timestamp=stamp)
+                yield ToolResult(call_id=key, timestamp=stamp)
 
-    def _todo_write(self, body: str) -> PlanOp:
-        """Apply `todo write` operations as gptme does; the whole list after them."""
-        for line in body.splitlines():
-            words = _words(line)
-            if not words:
-                continue
-            op, rest = words[0].lower(), words[1:]
-            if op == "add" and rest:
-                ids = [int(i) for i in self.todos if i.isdigit()]
-                self.todos[str(max(ids, default=0) + 1)] = [" ".join(rest), "pending"]
-            elif op == "update" and len(rest) >= 2 and rest[0] in self.todos:
-                value = " ".join(rest[1:])
-                self.todos[rest[0]][1 if value in _STATES else 0] = value
-            elif op == "remove" and rest:
-                self.todos.pop(rest[0], None)
-            elif op == "clear":
-                done = rest[:1] == ["completed"]
-                self.todos = {k: v for k, v in self.todos.items() if done and v[1] != "completed"}
-        items = tuple(
-            PlanItem(id=key, subject=text, status=_STATES.get(state, "pending"))
-            for key, (text, state) in self.todos.items()
-        )
-        return PlanOp(op="replace", items=items)
+    def _todo_op(self, words: list[str]) -> PlanOp | None:
+        if not words:
+            return None
+        op, rest = words[0].lower(), words[1:]
+        items = self.todos.items
+        if op == "add" and rest:
+            self.top += 1  # gptme numbers a new item one past the highest
+            item = PlanItem(id=str(self.top), subject=" ".join(rest), status="pending")
+            return PlanOp(op="create", items=(item,))
+        if op == "update" and len(rest) >= 2 and rest[0] in items:
+            value = " ".join(rest[1:])
+            if value in _STATES:
+                return PlanOp(op="update", item_id=rest[0], status=_STATES[value])
+            return PlanOp(op="update", item_id=rest[0], subject=value)
+        if op == "remove" and rest and rest[0] in items:
+            if rest[0] == str(self.top):  # the highest number is free again
+                self.top = max((int(k) for k in items if k.isdigit() and k != rest[0]), default=0)
+            return PlanOp(op="update", item_id=rest[0], status="deleted")
+        if op == "clear":
+            everything = rest[:1] != ["completed"]
+            kept = tuple(i for i in items.values() if not everything and i.status != "completed")
+            self.top = max((int(i.id) for i in kept if i.id.isdigit()), default=0)
+            return PlanOp(op="replace", items=kept)
+        return None
 
     def state(self) -> dict[str, object]:
         return {
-            "todos": {k: list(v) for k, v in self.todos.items()},
+            "todos": [[i.id, i.subject, i.status] for i in self.todos.items.values()],
+            "todos_set_aside": self.todos.set_aside,
+            "todos_dropped": self.todos.dropped,
+            "top": self.top,
             "waiting": list(self.waiting),
             "seq": self.seq,
             "version": self.info.agent_version,
@@ -355,18 +359,24 @@ class _LogReader(LineStateReader):
 
     def restore(self, state: Mapping[str, object], pending: dict[str, ToolCall]) -> None:
         todos = state.get("todos")
-        if isinstance(todos, dict):
-            self.todos = {
-                str(k): [str(x) for x in v]
-                for k, v in todos.items()
-                if isinstance(v, list) and len(v) == 2
-            }
+        for entry in todos if isinstance(todos, list) else []:
+            if (
+                isinstance(entry, list)
+                and len(entry) == 3
+                and all(isinstance(x, str) for x in entry)
+            ):
+                status = _STATES.get(entry[2], "pending")
+                self.todos.items[entry[0]] = PlanItem(id=entry[0], subject=entry[1], status=status)
+        for key in ("set_aside", "dropped"):
+            value = state.get(f"todos_{key}")
+            setattr(self.todos, key, value if isinstance(value, int) else 0)
+        top, seq = state.get("top"), state.get("seq")
+        self.top = top if isinstance(top, int) else 0
+        self.seq = seq if isinstance(seq, int) else 0
         waiting = state.get("waiting")
         self.waiting = (
             [w for w in waiting if isinstance(w, str)] if isinstance(waiting, list) else []
         )
-        seq = state.get("seq")
-        self.seq = seq if isinstance(seq, int) else 0
         self.calls = dict(pending)
         self.info.agent_version = state_str(state, "version")
         models = state.get("models")
@@ -374,6 +384,20 @@ class _LogReader(LineStateReader):
             self.info.models[:] = [m for m in models if isinstance(m, str)]
         self.info.started_at = state_str(state, "started_at")
         self.info.updated_at = state_str(state, "updated_at")
+
+
+def _call(call_id: str, name: str, args: Mapping[str, object], stamp: str | None) -> ToolCall:
+    call = ToolCall(call_id=call_id, name=name, timestamp=stamp)
+    path, command = args.get("path"), args.get("command") or args.get("code")
+    if name in _FILE_TOOLS:
+        call.action = _FILE_TOOLS[name]
+        call.paths = (path,) if isinstance(path, str) and path else ()
+    elif name in _COMMAND_TOOLS:
+        call.action = "command"
+        call.command = command.strip() if isinstance(command, str) else ""
+    elif name in _READ_TOOLS or name == "todo":
+        call.action = "read"  # `todo` in tool form: gptme reads the list (its schema is empty)
+    return call
 
 
 def _result(call_id: str, content: str, call: ToolCall | None, stamp: str | None) -> ToolResult:
