@@ -165,8 +165,10 @@ class HermesAgent(Agent):
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
-        # "--query=..." keeps a prompt that starts with "-" attached to its option; -Q
-        # (quiet) with a query runs one turn and exits, without it the TUI opens on it.
+        # "--query=..." keeps a prompt that starts with "-" attached to its option. Hermes
+        # cannot open its TUI on a prompt: a query is always one turn, shown in the
+        # terminal (interactive; `hermes chat --continue` goes on in the TUI) or quiet
+        # (-Q: unattended, as `passdown run --non-interactive` launches it).
         argv = [self.program, "chat", f"--query={prompt}"]
         if not interactive:
             argv.insert(2, "-Q")
