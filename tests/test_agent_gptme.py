@@ -344,3 +344,39 @@ def test_hook_payload_comes_from_gptmes_environment(
     assert hooks.event(payload) == "session_end"
     assert hooks.session_spec(payload) == str(logdir / "conversation.jsonl")
     assert hooks.session_id(payload) == "2026-11-30-a" and hooks.cwd(payload) == WS
+
+
+def test_the_hook_process_reads_gptmes_environment_never_stdin(
+    recorded_home: Path, tmp_path: Path
+) -> None:
+    """`passdown hook gptme` as gptme runs it (payload in GPTME_*; a stdin left open that
+    it must not wait for): the recorded conversation is handed off in the workspace."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    logdir = recorded_home / ".local" / "share" / "gptme" / "logs" / SID
+    env = {
+        "HOME": str(recorded_home),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": register(tmp_path / "site"),
+        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
+        "GPTME_HOOK_EVENT": "session.end",
+        "GPTME_LOGDIR": str(logdir),
+        "GPTME_WORKSPACE": str(workspace),
+        "GPTME_MODEL": "local/scripted-model",
+    }
+    with subprocess.Popen(
+        [*PASSDOWN, "hook", "gptme"],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.PIPE,  # never closed: a hook reading it would hang
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        proc.wait(timeout=120)
+        assert proc.returncode == 0
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    assert out == b"" and err == b""
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["source"]["agent"] == "gptme" and handoff["source"]["session_id"] == SID
+    assert handoff["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
+    assert "ok gptme session_end" in (tmp_path / "data" / "logs" / "hooks.log").read_text()

@@ -303,3 +303,49 @@ def test_commands_payload_and_pickup_output(
     assert hooks.event(payload) == SESSION_START and hooks.pickup_once_per_session
     assert hooks.session_spec(payload) == "s" and hooks.cwd(payload) == "/w"
     assert json.loads(hooks.context_output("read HANDOFF.md")) == {"context": "read HANDOFF.md"}
+
+
+def _hook(env: dict[str, str], cwd: Path, payload: dict[str, object]) -> str:
+    proc = subprocess.run(
+        [*PASSDOWN, "hook", "hermes"],
+        input=json.dumps(payload),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return proc.stdout
+
+
+def test_hooks_through_the_cli_write_then_point_the_next_session_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`passdown hook hermes` as Hermes runs it: `on_session_end` writes the handoff of the
+    session it names; a new session's `pre_llm_call` gets the pointer as `{"context"}`,
+    once; a third session finds it claimed."""
+    home = _home(FULL, tmp_path, monkeypatch)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    data = tmp_path / "data"
+    env = {
+        "HOME": str(home),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": register(tmp_path / "site"),
+        "PASSDOWN_DATA_DIR": str(data),
+    }
+    end = {"hook_event_name": "on_session_end", "session_id": SID, "cwd": str(workspace)}
+    assert _hook(env, workspace, {**end, "extra": {"completed": True}}) == ""
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["source"]["session_id"] == SID
+    assert handoff["task"]["original_request"] == EXPECTED["original_request"]
+    start = {"hook_event_name": "pre_llm_call", "cwd": str(workspace), "extra": {}}
+    pointer = json.loads(_hook(env, workspace, {**start, "session_id": "next"}))["context"]
+    assert str(workspace / ".agent-handoff" / "HANDOFF.md") in pointer
+    assert f"hermes session {SID}" in pointer
+    assert _hook(env, workspace, {**start, "session_id": "next"}) == ""  # its second turn
+    assert _hook(env, workspace, {**start, "session_id": "third"}) == ""  # claimed
+    log = (data / "logs" / "hooks.log").read_text()
+    assert "ok hermes turn_complete" in log and "pickup hermes claimed" in log, log
