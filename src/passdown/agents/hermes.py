@@ -78,6 +78,7 @@ _READ_TOOLS = frozenset(
     {"read_file", "search_files", "session_search", "web_search", "web_extract", "vision_analyze"}
 )
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_CALLS_KEEP = 256  # calls still waiting for their result row
 _CHAIN_MAX = 64  # compression parts followed back: a longer chain is read from there
 _CONTINUED = "compression"
 _INTERRUPTED = frozenset({"interrupted", "user_interrupt"})
@@ -410,6 +411,8 @@ class _Reader:
             args = args_raw if isinstance(args_raw, dict) else {}
             call = _call(entry.id or entry.call_id or "", function.name, args, stamp)
             self.calls[call.call_id] = call
+            if len(self.calls) > _CALLS_KEEP:  # calls whose result never came
+                del self.calls[next(iter(self.calls))]
             yield call
 
     def _result(self, call_id: str, tool: str | None, text: str, stamp: str | None) -> ToolResult:
