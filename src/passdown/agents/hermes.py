@@ -25,8 +25,9 @@ files_modified}` or `{error}`, `todo` -> `{todos[{id, content, status}], summary
 plan tool's whole list after the call (with `merge: true` the call sends only changes).
 
 Hermes writes no message for a failed model request: a 429 it retried and got past
-leaves nothing ("normal"). A request it gave up on (3 attempts) leaves the user's message
-and, in `sessions/` of the Hermes home, `request_dump_<session id>_<time>.json`
+leaves nothing ("normal"); `end_reason` only says how the session was closed
+(cli_close, new_session, session_switch, ...), never a failure. A request it gave up on
+(3 attempts) leaves the user's message and, in `sessions/` of the Hermes home, `request_dump_<session id>_<time>.json`
 `{timestamp (local, no zone), reason: "max_retries_exhausted", error{type, message,
 status_code}}`: when the newest such dump is later than the session's last message, the
 session ended on that error (a 429: rate limit).
@@ -81,7 +82,6 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTIL
 _CALLS_KEEP = 256  # calls still waiting for their result row
 _CHAIN_MAX = 64  # compression parts followed back: a longer chain is read from there
 _CONTINUED = "compression"
-_INTERRUPTED = frozenset({"interrupted", "user_interrupt"})
 
 
 class _Function(msgspec.Struct):
@@ -245,7 +245,7 @@ def _events(ref: SessionRef, transcript: Transcript) -> Iterator[Event]:
             yield from reader.messages(conn, str(row["id"]))
         yield from _subagents(conn, [str(r["id"]) for r in chain])
         last = chain[-1]
-        ending = _ending(last) or _gave_up(ref.path.parent, str(last["id"]), reader.last_at)
+        ending = _gave_up(ref.path.parent, str(last["id"]), reader.last_at)
         if ending is not None:
             yield ending
         transcript.sha256 = digest.hexdigest()
@@ -290,13 +290,6 @@ def _subagents(conn: sqlite3.Connection, chain: list[str]) -> Iterator[SubagentN
     for sid, title in rows:
         if isinstance(sid, str) and sid not in chain:
             yield SubagentNote(agent_id=sid, description=_text(title))
-
-
-def _ending(row: dict[str, Any]) -> SessionEnding | None:
-    reason = _text(row.get("end_reason"))
-    if reason in _INTERRUPTED:
-        return SessionEnding(reason="interrupted", message=f"Hermes ended the session: {reason}")
-    return None  # cli_close, new_session, ...: the user moved on; still running: None
 
 
 class _Dump(msgspec.Struct):
