@@ -380,3 +380,42 @@ def test_the_hook_process_reads_gptmes_environment_never_stdin(
     assert handoff["source"]["agent"] == "gptme" and handoff["source"]["session_id"] == SID
     assert handoff["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
     assert "ok gptme session_end" in (tmp_path / "data" / "logs" / "hooks.log").read_text()
+
+
+def test_an_undo_that_rewrites_the_conversation_is_read_anew(
+    recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gptme's /undo and edits write the conversation anew (a new file, fewer lines):
+    the export after one continued from a checkpoint equals a full read, not the old
+    lines plus the new ones."""
+    from passdown import _checkpoint as checkpoint
+    from passdown import _pipeline as pipeline
+
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv(checkpoint.DISABLE_ENV, raising=False)
+    agent = Gptme()
+    [ref] = agent.sessions(Path(EXPECTED["workspace"]))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def handoff() -> dict[str, object]:
+        selection = pipeline.Selection(
+            agent=agent, ref=agent.ref_for_path(ref.path), workspace=workspace
+        )
+        data = pipeline.build_handoff(selection).model_dump(mode="json")
+        del data["id"], data["created_at"]
+        return data
+
+    lines = ref.path.read_bytes().splitlines(keepends=True)
+    assert handoff()["task"]["latest_user_message"] == SECOND_TURN  # type: ignore[index]
+    assert checkpoint.checkpoint_path("gptme", ref.path).exists()
+    second = next(i for i, line in enumerate(lines) if SECOND_TURN.encode() in line)
+    redo = json.dumps(_msg("user", "Do something else instead.")).encode() + b"\n"
+    ref.path.write_bytes(b"".join(lines[:second]) + redo)  # undone back to the first run
+    after = handoff()
+    assert after["task"]["latest_user_message"] == "Do something else instead."  # type: ignore[index]
+    monkeypatch.setenv(checkpoint.DISABLE_ENV, "1")
+    assert after == handoff()
+
+
+SECOND_TURN = EXPECTED["latest_user_message"]
