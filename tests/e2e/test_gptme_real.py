@@ -122,9 +122,9 @@ def test_gptme_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
     assert log.count("ok gptme session_end") == 2 and " error " not in log, log
 
     _switch_to_claude(env, workspace, folder)
-    _dash_prompt_reaches_the_model(env, workspace)
     ok(run_passdown(env, workspace, "uninstall", "gptme"), "passdown uninstall gptme")
     assert config.read_text(encoding="utf-8") == ORIGINAL_CONFIG
+    _dash_prompt_reaches_the_model(env, workspace)  # no hook left to run after it
 
     session = f".local/share/gptme/logs/{folder.name}"
     files = {f"{session}/{n}": folder / n for n in ("conversation.jsonl", "config.toml")}
