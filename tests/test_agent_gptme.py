@@ -382,7 +382,7 @@ def test_the_hook_process_reads_gptmes_environment_never_stdin(
     assert "ok gptme session_end" in (tmp_path / "data" / "logs" / "hooks.log").read_text()
 
 
-def test_an_undo_that_rewrites_the_conversation_is_read_anew(
+def test_incremental_export_reads_a_conversation_an_undo_rewrote_anew(
     recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """gptme's /undo and edits write the conversation anew (a new file, fewer lines):
