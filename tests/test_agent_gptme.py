@@ -419,3 +419,39 @@ def test_incremental_export_reads_a_conversation_an_undo_rewrote_anew(
 
 
 SECOND_TURN = EXPECTED["latest_user_message"]
+
+
+def _error_line(kind: str, message: str) -> dict[str, object]:
+    """gptme's record of a request it gave up on (gptme/cli/main.py, as 0.35.1 writes it)."""
+    return {
+        "role": "system",
+        "content": f"error: {kind}\n{message}",
+        "timestamp": "2026-11-30T18:01:00+00:00",
+        "metadata": {"error": True, "error_class": kind, "exit_code": 75},
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "reason"),
+    [
+        (
+            "rate_limit",
+            "Error code: 429 - {'error': {'message': 'Rate limit reached'}}",
+            "rate_limit",
+        ),
+        ("auth_error", "Error code: 401 - {'error': {'message': 'bad key'}}", "auth"),
+        ("generic", "Error code: 500 - {'error': {'message': 'boom'}}", "error"),
+    ],
+)
+def test_a_request_gptme_gave_up_on_ends_the_run(
+    home: Path, kind: str, message: str, reason: str
+) -> None:
+    _conversation(home, [_msg("user", "go"), _error_line(kind, message)])
+    ex = extract(iter(_events()), workspace=WS)
+    assert ex.ended.reason == reason
+    assert "gptme gave up" in (ex.ended.message or "")
+    assert ex.ended.at == "2026-11-30T18:01:00.000Z"
+    # the user went on and gptme answered: the session recovered
+    more = [_msg("user", "go"), _error_line(kind, message), _msg("user", "again")]
+    _conversation(home, [*more, _msg("assistant", "Done.")], name="b")
+    assert extract(iter(_events("b")), workspace=WS).ended.reason == "normal"

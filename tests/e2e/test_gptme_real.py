@@ -3,11 +3,11 @@ with passdown's `session.end` hook installed, takes a request, plans with its `t
 writes a file (`save`, a real tool call), runs a command that fails, gets past a 429 its
 client retried, and ends with `complete`; the hook writes the handoff. A second run
 resumes the conversation (`-r`). The handoff is asserted fact by fact; a switch to Claude
-Code prints its launch argv; passdown's own argv for gptme runs the real CLI with a prompt
-that starts with "-"; `passdown uninstall gptme` gives the config back byte for byte.
-
-gptme writes nothing for a failed model request (it retries a 429 with a backoff growing
-to 60 s and never records it), so the ending is "normal" and no sticky-429 case runs."""
+Code prints its launch argv; `passdown uninstall gptme` gives the config back byte for
+byte; passdown's own argv for gptme runs the real CLI with a prompt that starts with "-",
+against a server that answers 429 to everything: gptme (allowed one attempt instead of
+its default 11, backing off to 60 s) gives up, records it, and the handoff ends on the
+rate limit."""
 
 from __future__ import annotations
 
@@ -124,7 +124,6 @@ def test_gptme_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
     _switch_to_claude(env, workspace, folder)
     ok(run_passdown(env, workspace, "uninstall", "gptme"), "passdown uninstall gptme")
     assert config.read_text(encoding="utf-8") == ORIGINAL_CONFIG
-    _dash_prompt_reaches_the_model(env, workspace)  # no hook left to run after it
 
     session = f".local/share/gptme/logs/{folder.name}"
     files = {f"{session}/{n}": folder / n for n in ("conversation.jsonl", "config.toml")}
@@ -163,6 +162,8 @@ def test_gptme_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
             "symlink is not kept in the fixture)",
         },
     )
+    # after the recording: a new conversation, launched with passdown's own argv
+    _dash_prompt_reaches_the_model(env, workspace, tmp_path / "site")
 
 
 def _switch_to_claude(env: dict[str, str], workspace: Path, folder: Path) -> None:
@@ -185,15 +186,23 @@ def _switch_to_claude(env: dict[str, str], workspace: Path, folder: Path) -> Non
     assert (workspace / ".agent-handoff" / "handoff.json").read_bytes() == before
 
 
-def _dash_prompt_reaches_the_model(env: dict[str, str], workspace: Path) -> None:
+def _dash_prompt_reaches_the_model(env: dict[str, str], workspace: Path, site: Path) -> None:
     """passdown's argv for gptme (`gptme -n -- PROMPT`) run for real: a prompt starting
-    with "-" is the prompt, not an option (the model comes from $MODEL, as for a user)."""
+    with "-" is the prompt, not an option (the model comes from $MODEL, as for a user).
+    Every request gets a 429 and gptme may try once (GPTME_LLM_MAX_RETRIES): it gives up
+    at once, records that, and the handoff says the run ended on a rate limit."""
     from passdown.agents.gptme import Gptme
 
     prompt = "-r is no flag here: say done"
     spec = Gptme().launch_spec(prompt, workspace=workspace, interactive=False)
-    with ChatCompletionsServer([Step(text="done", tool="complete", input={})]) as server:
-        run_env = {**env, "OPENAI_BASE_URL": f"{server.url}/v1", "MODEL": f"local/{CHAT_MODEL}"}
+    with ChatCompletionsServer([Step(text="never sent")]) as server:
+        server.fail(429, RATE_LIMIT)
+        run_env = {
+            **env,
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "MODEL": f"local/{CHAT_MODEL}",
+            "GPTME_LLM_MAX_RETRIES": "1",
+        }
         argv = [str(pyagent("gptme")), *spec.argv[1:]]
         proc = subprocess.run(
             ["timeout", "-k", "5", "90", *argv],
@@ -205,5 +214,11 @@ def _dash_prompt_reaches_the_model(env: dict[str, str], workspace: Path) -> None
             check=False,
             stdin=subprocess.DEVNULL,
         )
-        ok(proc, "gptme -n -- -r...")
-        assert prompt in server.step_requests()[0].text()
+        assert proc.returncode not in (0, 124), proc.stderr[-2000:]  # it gave up, on its own
+        [request] = [r for r in server.requests if r.kind == "error"]
+        assert prompt in request.text()
+    ok(export(run_env, workspace, "gptme", site), "passdown export --from gptme")
+    _md, data = load_handoff(workspace)
+    assert data["task"]["original_request"] == prompt
+    assert data["ended"]["reason"] == "rate_limit", data["ended"]
+    assert "429" in data["ended"]["message"]

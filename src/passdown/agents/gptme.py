@@ -26,8 +26,11 @@ The plan tool is `todo` (`todo write` with lines `add "text"`, `update ID state`
 ID`, `clear [completed]`; ids are 1, 2, ... in order); in tool format its schema is empty
 and gptme treats the call as a read, so a plan is written in markdown form. gptme's own
 loop-control nudges ("<system>No tool call detected ...</system>") are user-role messages
-the user never typed: not requests. gptme writes nothing when a model request fails (a
-429 it retried, or one it gave up on, leaves no line): every session ends "normal".
+the user never typed: not requests. A 429 gptme retried and got past leaves no line
+("normal"); a request it gave up on (`GPTME_LLM_MAX_RETRIES` attempts, 11 by default,
+backing off to 60 s) is a `system` line `{content: "error: rate_limit\nError code: 429 -
+...", metadata{error: true, error_class: rate_limit|auth_error|model_unavailable|generic,
+exit_code}}`: the run's ending (429: rate limit), unless the conversation goes on.
 The CLI version is read from the system prompt ("You are gptme v0.35.1").
 """
 
@@ -53,6 +56,7 @@ from passdown.agents._common import (
     is_dir,
     list_folder,
 )
+from passdown.agents._endings import api_error_ending, short_message
 from passdown.agents._resumable import LineStateReader, state_str
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -63,6 +67,7 @@ from passdown.transcript import (
     PlanItem,
     PlanOp,
     PlanStatus,
+    SessionEnding,
     SessionInfo,
     SessionRef,
     ToolAction,
@@ -80,6 +85,7 @@ _FENCE = re.compile(r"^```([A-Za-z_][\w-]*)([^\n`]*)\n(.*?)^```[ \t]*$", re.MULT
 _FENCE_TOOLS = frozenset({*_FILE_TOOLS, *_COMMAND_TOOLS, "todo"})
 _RETURN_CODE = re.compile(r"^(?:Return code: |Process interrupted \(return code: )(-?\d+)", re.M)
 _INLINE = re.compile(r"^`([^`\n]+)`$", re.MULTILINE)
+_STATUS = re.compile(r"\bError code: (\d{3})\b")
 _NUDGE = re.compile(r"\A\s*<system>.*</system>\s*\Z", re.DOTALL)
 _VERSION = re.compile(r"\bYou are gptme v(\d[\w.+-]*)")
 _CALLS_KEEP = 256  # calls still waiting for a result: older ones never get one
@@ -93,6 +99,8 @@ _STATES: dict[str, PlanStatus] = {
 
 class _Meta(msgspec.Struct):
     model: str | None = None
+    error: bool = False  # a request gptme gave up on: `error_class`, `exit_code`
+    error_class: str | None = None
 
 
 class _Line(msgspec.Struct):
@@ -260,6 +268,10 @@ class _LogReader(LineStateReader):
             if self.info.agent_version is None and (found := _VERSION.search(content[:500])):
                 self.info.agent_version = found.group(1)
             return  # the system prompt and gptme's own context notes
+        meta = line.metadata
+        if meta is not None and meta.error:
+            yield _gave_up(content, meta.error_class, stamp)
+            return
         call_id = line.call_id
         if call_id is None and self.waiting:
             call_id = self.waiting.pop(0)
@@ -398,6 +410,20 @@ def _call(call_id: str, name: str, args: Mapping[str, object], stamp: str | None
     elif name in _READ_TOOLS or name == "todo":
         call.action = "read"  # `todo` in tool form: gptme reads the list (its schema is empty)
     return call
+
+
+def _gave_up(content: str, kind: str | None, stamp: str | None) -> SessionEnding:
+    """gptme's record of a model request it gave up on ("error: rate_limit\nError code:
+    429 - ..."): how the run ended, unless the conversation goes on after it."""
+    message = content.partition("\n")[2] or content
+    found = _STATUS.search(message)
+    status = int(found.group(1)) if found else None
+    return api_error_ending(
+        f"the model API failed ({short_message(message)}) and gptme gave up",
+        status=status,
+        kind=kind if kind != "generic" else None,
+        timestamp=stamp,
+    )
 
 
 def _result(call_id: str, content: str, call: ToolCall | None, stamp: str | None) -> ToolResult:
