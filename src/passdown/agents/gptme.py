@@ -293,6 +293,8 @@ class _LogReader(LineStateReader):
                 self.calls[event.call_id] = event
                 if len(self.calls) > _CALLS_KEEP:  # calls whose result never came
                     del self.calls[next(iter(self.calls))]
+            else:  # a plan line, answered at once
+                self.calls.pop(event.call_id, None)
             yield event
 
     def _calls(self, content: str, stamp: str | None) -> Iterator[ToolCall | ToolResult]:
