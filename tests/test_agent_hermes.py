@@ -349,3 +349,19 @@ def test_hooks_through_the_cli_write_then_point_the_next_session_once(
     assert _hook(env, workspace, {**start, "session_id": "third"}) == ""  # claimed
     log = (data / "logs" / "hooks.log").read_text()
     assert "ok hermes turn_complete" in log and "pickup hermes claimed" in log, log
+
+
+def test_a_closed_wal_database_is_read_without_creating_its_side_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hermes keeps state.db in WAL mode; after it exits cleanly no -wal or -shm is left,
+    and a reader in `mode=ro` would create both: passdown reads it immutable instead."""
+    home = _home(FULL, tmp_path, monkeypatch)
+    with _db(home) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    folder = home / ".hermes"
+    assert sorted(p.name for p in folder.iterdir()) == ["state.db"]
+    _events, ex = _extract(HermesAgent(), EXPECTED["workspace"])
+    assert ex.task.original_request == EXPECTED["original_request"]  # type: ignore[attr-defined]
+    assert sorted(p.name for p in folder.iterdir()) == ["state.db"]
