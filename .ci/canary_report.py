@@ -16,13 +16,13 @@ def agent_names(pins_path: str) -> list[str]:
     names = []
     for line in Path(pins_path).read_text(encoding="utf-8").splitlines():
         fields = line.split()
-        if len(fields) == 3 and not line.startswith("#"):
+        if len(fields) in (3, 4) and not line.startswith("#"):  # npm pins; PyPI pins + Python
             names.append(fields[0])
     return names
 
 
-def main(junit_path: str, pins_path: str) -> None:
-    names = agent_names(pins_path)
+def main(junit_path: str, *pins_paths: str) -> None:
+    names = [name for path in pins_paths for name in agent_names(path)]
     ran = {n: 0 for n in names}
     failed: dict[str, list[str]] = {n: [] for n in names}
     unattributed: list[str] = []
@@ -49,4 +49,4 @@ def main(junit_path: str, pins_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], *sys.argv[2:])

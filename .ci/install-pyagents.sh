@@ -5,7 +5,7 @@
 set -euo pipefail
 
 E2E_HOME="${PASSDOWN_E2E_HOME:-$HOME/.cache/passdown-e2e}"
-PINS="$(dirname "$0")/pyagent-pins.txt"
+PINS="${PASSDOWN_PYAGENT_PINS:-$(dirname "$0")/pyagent-pins.txt}"  # .ci/canary: the newest
 
 python_for() {  # $1 = "3.12": pyenv's newest 3.12.x, else python3.12 on PATH
     local found

@@ -113,6 +113,21 @@ SLICES: dict[str, dict[str, Slice]] = {
         "prompts": Slice(b"prompt"),
     },
 }
+# gptme: a markdown `todo write` block and its result, a tool-form call and its result
+SLICES["gptme"] = {
+    "plan": Slice(rb"```todo write", rb'"role": "system"'),
+    "failing": Slice(rb"@shell\(", rb"Return code: 2"),
+    "edits": Slice(rb"@save\(", rb"Saved to"),
+    "prompts": Slice(b"prompt"),
+}
+# Hermes Agent: message rows of its state.db, an assistant row with its tool rows
+# (`_grow_hermes` picks them by the call's name; the anchors are the tool_calls JSON)
+SLICES["hermes"] = {
+    "plan": Slice(rb'"name": "todo"'),
+    "failing": Slice(rb'"name": "terminal"'),
+    "edits": Slice(rb'"name": "write_file"'),
+    "prompts": Slice(b"prompt"),
+}
 SLICES["kilo"] = SLICES["opencode"]  # Kilo keeps opencode's tables: the same rows repeat
 # The agents whose session is SQLite rows (opencode's schema): the database, under HOME
 DATABASES = {
@@ -324,6 +339,8 @@ def grow(agent: str, kind: str, size: int, target: Path) -> Grown:
     by repeating slices of `kind`."""
     if agent in DATABASES:
         return _grow_opencode(agent, kind, size, target)
+    if agent == "hermes":
+        return _grow_hermes(kind, size, target)
     keep_calls = kind == "sameids"
     kind = "edits" if keep_calls else kind
     scenario = "full" if kind == "middle" else SLICES[agent][kind].scenario
@@ -687,3 +704,70 @@ def _flush(
     )
     msgs.clear()
     parts.clear()
+
+
+# -- Hermes Agent: rows of the `messages` table ------------------------------------------------
+_HERMES_DB = ".hermes/state.db"
+_HERMES_COLUMNS = "role, content, tool_call_id, tool_calls, tool_name, timestamp, finish_reason"
+
+
+def _grow_hermes(kind: str, size: int, target: Path) -> Grown:
+    """The recording's session with one slice of its message rows repeated in place (the
+    rows after it renumbered to follow the copies, as Hermes's autoincrement ids would),
+    tool-call ids refreshed in every copy unless `kind` is "sameids"."""
+    keep_calls = kind == "sameids"
+    install("hermes", "full", target)
+    db = target / _HERMES_DB
+    conn = sqlite3.connect(db)
+    try:
+        (session_id,) = conn.execute("SELECT id FROM sessions").fetchone()
+        rows = conn.execute(
+            f"SELECT {_HERMES_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        ).fetchall()
+        start, end = _hermes_slice("edits" if keep_calls else kind, rows)
+        block = rows[start:end]
+        block_bytes = sum(len(str(c)) for row in block for c in row)
+        copies = max(1, size // max(block_bytes, 1))
+        calls = sorted({t for row in block for t in realshape.CALL_ID.findall(repr(row).encode())})
+        grown = rows[:end]
+        for copy in range(1, copies + 1):
+            for row in block:
+                fresh = [c.encode() if isinstance(c, str) else c for c in row]
+                for token in [] if keep_calls else calls:
+                    fresh = [
+                        c.replace(token, _fresh_call(token, copy)) if isinstance(c, bytes) else c
+                        for c in fresh
+                    ]
+                grown.append(tuple(c.decode() if isinstance(c, bytes) else c for c in fresh))
+        grown += rows[end:]
+        conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        conn.executemany(
+            f"INSERT INTO messages (session_id, {_HERMES_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
+            [(session_id, *row) for row in grown],
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    return Grown("hermes", kind, target, "HOME", db, copies, session_arg=session_id)
+
+
+def _hermes_slice(kind: str, rows: list[tuple[Any, ...]]) -> tuple[int, int]:
+    """[start, end) of the rows to repeat: an assistant row whose call the kind names with
+    its tool rows; the first turn's calls ("middle"); the latest prompt ("prompts")."""
+    if kind == "prompts":
+        needle = str(expected("hermes")["latest_user_message"])
+        at = next(i for i, r in enumerate(rows) if r[0] == "user" and r[1] == needle)
+        return at, at + 1
+    if kind == "middle":
+        users = [i for i, r in enumerate(rows) if r[0] == "user"]
+        last_tool = max(i for i, r in enumerate(rows) if r[0] == "tool")
+        return users[0] + 1, last_tool + 1
+    name = {"plan": "todo", "failing": "terminal", "edits": "write_file"}[kind]
+    at = next(
+        i for i, r in enumerate(rows) if r[0] == "assistant" and f'"name": "{name}"' in (r[3] or "")
+    )
+    end = at + 1
+    while end < len(rows) and rows[end][0] == "tool":
+        end += 1
+    return at, end

@@ -71,7 +71,9 @@ def test_grown_session_stays_in_budget(
     ref = reader.ref_for_path(grown.session)
     workspace = str(growslice.expected(agent, grown.scenario)["workspace"])
     kept = extract(reader.read(ref).events(), workspace=workspace).state
-    assert len(kept.plan) <= PLAN_KEEP
+    # the replay's bound (transcript.Plan): past 2 * PLAN_KEEP items it cuts back to
+    # PLAN_KEEP; a plan whose items are all new (gptme's `add` lines repeated) reaches it
+    assert len(kept.plan) <= (2 * PLAN_KEEP if agent == "gptme" else PLAN_KEEP)
     assert len(kept.commands) <= COMMANDS_KEEP
     assert len(kept.files_touched) <= FILES_KEEP
     assert len(kept.subagents) <= SUBAGENTS_KEEP

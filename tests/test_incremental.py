@@ -579,7 +579,9 @@ def test_which_agents_support_checkpoints() -> None:
     from passdown.agents import load_agents
 
     supported = sorted(name for name, agent in load_agents().items() if agent.supports_checkpoint)
-    assert supported == ["claude", "codex", "copilot", "droid", "gemini", "kimi", "pi", "qwen"]
+    assert supported == [
+        *("claude", "codex", "copilot", "droid", "gemini", "gptme", "kimi", "pi", "qwen"),
+    ]
 
 
 def test_copilot_edit_completed_after_the_checkpoint_keeps_its_recorded_files(

@@ -349,6 +349,8 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
         "copilot",
         "droid",
         "gemini",
+        "gptme",
+        "hermes",
         "kilo",
         "kimi",
         "opencode",

@@ -10,6 +10,8 @@ from pathlib import Path
 ENTRY_POINTS = {
     "cline": "passdown.agents.cline:ClineCLI",
     "kimi": "passdown.agents.kimi:KimiCLI",
+    "gptme": "passdown.agents.gptme:Gptme",
+    "hermes": "passdown.agents.hermes:HermesAgent",
 }
 
 

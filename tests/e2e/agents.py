@@ -626,3 +626,71 @@ def which_git() -> str:
     if not git:
         raise AgentsMissing("git is required by the e2e tests")
     return git
+
+
+# -- issue 23, third wave: gptme and Hermes Agent (PyPI, each in its own venv) -------------
+# Both try the internet at start (gptme: a tiktoken file; Hermes: an update check and its
+# scanner's download): a proxy on a closed 127.0.0.1 port makes those fail at once.
+_NO_INTERNET = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "127.0.0.1,localhost",
+}
+
+
+def gptme_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
+    """gptme on the scripted chat-completions server: its `local/` provider reads
+    OPENAI_BASE_URL (the model is named with `-m local/MODEL`, see `run_gptme`)."""
+    return {**agent_env.environ(), **_NO_INTERNET, "OPENAI_BASE_URL": f"{chat_url}/v1"}
+
+
+def run_gptme(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """`gptme -n -m local/MODEL [extra] -- PROMPT` (non-interactive: runs until the model
+    calls `complete` or stops using tools); `-r` resumes the workspace's last session."""
+    from e2e.pyagents import pyagent
+
+    argv = [str(pyagent("gptme")), "-n", "-m", f"local/{CHAT_MODEL}", *extra, "--", prompt]
+    return _run_pyagent(argv, env, cwd, timeout)
+
+
+def hermes_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
+    """Hermes 0.19 with a `custom` provider on the scripted server in ~/.hermes/config.yaml."""
+    folder = agent_env.home / ".hermes"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(
+        "model:\n"
+        f"  default: {CHAT_MODEL}\n"
+        "  provider: custom\n"
+        f"  base_url: {chat_url}/v1\n"
+        f"  api_key: {FAKE_KEY}\n",
+        encoding="utf-8",
+    )
+    return {**agent_env.environ(), **_NO_INTERNET}
+
+
+def run_hermes(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`hermes chat --yolo -Q [extra] --query=PROMPT`: one turn, unattended; `--continue`
+    resumes the last session."""
+    from e2e.pyagents import pyagent
+
+    argv = [str(pyagent("hermes")), "chat", "--yolo", "-Q", *extra, f"--query={prompt}"]
+    return _run_pyagent(argv, env, cwd, timeout)
+
+
+def _run_pyagent(
+    argv: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["timeout", "-k", "5", str(int(timeout)), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )

@@ -6,13 +6,15 @@ pins); a missing one fails the test loudly, as the npm agents do (see `agents.py
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 from e2e.agents import REPO_ROOT, AgentsMissing, e2e_home
 
 INSTALL_SCRIPT = REPO_ROOT / ".ci" / "install-pyagents.sh"
-PINS_FILE = REPO_ROOT / ".ci" / "pyagent-pins.txt"
+# .ci/canary points this at the newest releases (PASSDOWN_PYAGENT_PINS), as it does the npm pins
+PINS_FILE = Path(os.environ.get("PASSDOWN_PYAGENT_PINS") or REPO_ROOT / ".ci" / "pyagent-pins.txt")
 
 
 def _pins() -> dict[str, str]:

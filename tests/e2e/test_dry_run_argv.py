@@ -35,6 +35,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
 # issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py
 WAVE2 = {"cline", "kimi"}
+# issue 23's gptme and Hermes Agent (PyPI): test_gptme_real.py runs gptme's argv for real,
+# both modules check a switch to Claude Code; their CLIs are pinned in .ci/pyagent-pins.txt
+WAVE2 |= {"gptme", "hermes"}
 PINNED = sorted(set(VERSIONS) - WAVE2)  # the agents whose real CLI install-agents.sh installs
 FIXTURE_ONLY = {"cursor", "aider"}  # registered, no pinned CLI: covered by fixture tests
 SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run

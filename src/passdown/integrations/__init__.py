@@ -25,6 +25,8 @@ BUILTIN: dict[str, str] = {
     "copilot": "passdown.integrations._copilot:CopilotHooks",
     "droid": "passdown.integrations._droid:DroidHooks",
     "gemini": "passdown.integrations._settings_json:GeminiHooks",
+    "gptme": "passdown.integrations._gptme:GptmeHooks",
+    "hermes": "passdown.integrations._hermes:HermesHooks",
     "kilo": "passdown.integrations._kilo:KiloHooks",
     "kimi": "passdown.integrations._kimi:KimiHooks",
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",

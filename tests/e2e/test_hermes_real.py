@@ -1,0 +1,174 @@
+"""Hermes Agent as it really runs: the pinned PyPI `hermes-agent` 0.19.0 (Python 3.12, its
+own venv), with passdown's hooks installed (and approved in Hermes's allowlist, so no
+consent prompt), takes a request, plans with its `todo` tool (a replace, then a merge),
+writes a file, runs a command that fails, gets past a 429 it retried, and ends; its
+`on_session_end` hook writes the handoff. The handoff is asserted fact by fact; a switch
+to Claude Code prints its launch argv; `passdown uninstall hermes` gives both files back
+byte for byte.
+
+One Hermes start costs about 20 s here, so the module runs one session: the resumed turn
+(`--continue`) and a request Hermes gives up on (three 429s, about 40 s) are recorded
+sessions read by tests/test_agent_hermes.py instead."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from e2e.agents import CHAT_MODEL, AgentEnv, hermes_environ, run_hermes, run_passdown
+from e2e.checks import load_handoff, ok
+from e2e.hooked import hook_log, passdown_on_path, with_hooks
+from e2e.pyagents import PYAGENT_VERSIONS
+from e2e.servers import ChatCompletionsServer, Step
+from e2e.wave2_clis import export, record_fixture, recording_workspace
+from wave2_agents import register
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+PROMPT = "Write hello.txt with a greeting, then run the tests."
+FAILING = "ls no-such-test-dir && echo ok"
+FINAL = "hello.txt is written; the tests could not run (no-such-test-dir is missing)."
+RATE_LIMIT = {"error": {"message": "Rate limit reached", "type": "rate_limit_exceeded"}}
+ORIGINAL_ALLOWLIST = '{\n  "approvals": []\n}'
+
+
+def _todo(*items: tuple[str, str, str], merge: bool = False) -> dict[str, object]:
+    todos = [{"id": i, "content": c, "status": s} for i, c, s in items]
+    return {"todos": todos, "merge": merge} if merge else {"todos": todos}
+
+
+def _steps() -> list[Step]:
+    return [
+        Step(
+            text="Planning.",
+            tool="todo",
+            input=_todo(("1", "Write hello.txt", "in_progress"), ("2", "Run the tests", "pending")),
+        ),
+        Step(
+            text="Writing the file.",
+            tool="write_file",
+            input={"path": "hello.txt", "content": "Hello, world!\n"},
+        ),
+        Step(text="Running the tests.", tool="terminal", input={"command": FAILING}),
+        Step(
+            text="Updating the plan.",
+            tool="todo",
+            input=_todo(("1", "", "completed"), ("2", "", "in_progress"), merge=True),
+        ),
+        Step(text=FINAL),
+    ]
+
+
+def test_hermes_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    workspace = recording_workspace(workspace, "hermes")
+    bindir, calls = passdown_on_path(tmp_path)
+    with ChatCompletionsServer(_steps()) as server:
+        env = hermes_environ(agent_env, server.url)
+        env["PYTHONPATH"] = register(tmp_path / "site")
+        home = agent_env.home / ".hermes"
+        config, allowlist = home / "config.yaml", home / "shell-hooks-allowlist.json"
+        original = config.read_bytes()
+        allowlist.write_text(ORIGINAL_ALLOWLIST, encoding="utf-8")
+        with_hooks(env, bindir, workspace, "hermes")
+        assert b"hook hermes" in config.read_bytes() and b"hook hermes" in allowlist.read_bytes()
+        server.fail(429, RATE_LIMIT, times=1, headers={"retry-after": "0"})
+        ok(run_hermes(env, workspace, PROMPT), "hermes chat")
+        assert server.remaining == 0
+        # the Hermes model call saw no pointer (no other session's handoff to pick up)
+        assert "HANDOFF.md" not in server.step_requests()[0].text()
+    assert (workspace / "hello.txt").read_text() == "Hello, world!\n"
+    _md, hooked = load_handoff(workspace)  # written by the on_session_end hook
+    assert hooked["source"]["agent"] == "hermes"
+    assert hooked["state"]["last_failure"]["command"] == FAILING
+    assert "hook hermes" in calls.read_text()
+    log = hook_log(agent_env)
+    assert "ok hermes turn_complete" in log and " error " not in log, log
+    assert "pickup hermes" in log  # pre_llm_call ran the pickup (nothing to pick up)
+
+    db = home / "state.db"
+    [sid] = [
+        r[0]
+        for r in sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("SELECT id FROM sessions")
+    ]
+    ok(export(env, workspace, "hermes", tmp_path / "site"), "passdown export --from hermes")
+    md, data = load_handoff(workspace)
+    source, task, state = data["source"], data["task"], data["state"]
+    assert source["agent"] == "hermes" and source["session_id"] == sid
+    assert source["cwd"] == str(workspace) and source["models"] == [CHAT_MODEL]
+    assert task["original_request"] == PROMPT
+    assert task["latest_user_message"] == PROMPT
+    assert task["latest_progress"] == FINAL
+    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
+        ("Write hello.txt", "completed"),
+        ("Run the tests", "in_progress"),
+    ]
+    [touched] = state["files_touched"]
+    assert touched["path"] == "hello.txt" and touched["actions"] == ["write"]
+    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
+        (FAILING, 2, False)
+    ]
+    failure = state["last_failure"]
+    assert failure["command"] == FAILING and failure["exit_code"] == 2
+    assert "No such file or directory" in failure["error"]
+    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
+    assert FAILING in md and "Run the tests" in md
+
+    _switch_to_claude(env, workspace, sid)
+    ok(run_passdown(env, workspace, "uninstall", "hermes"), "passdown uninstall hermes")
+    assert config.read_bytes() == original
+    assert allowlist.read_text(encoding="utf-8") == ORIGINAL_ALLOWLIST
+
+    record_fixture(
+        "hermes",
+        {".hermes/state.db": db},
+        {
+            "session_path": ".hermes/state.db",
+            "session_id": sid,
+            "workspace": str(workspace),
+            "cli_version": PYAGENT_VERSIONS["hermes"],
+            "version_in_session": False,
+            "original_request": PROMPT,
+            "latest_user_message": PROMPT,
+            "final_assistant_message": FINAL,
+            "turns": [PROMPT],
+            "plan_tool": "todo",
+            "plan": [
+                {"subject": "Write hello.txt", "status": "completed"},
+                {"subject": "Run the tests", "status": "in_progress"},
+            ],
+            "files_written": ["hello.txt"],
+            "files_edited": [],
+            "files_touched": ["hello.txt"],
+            "commands": [{"command": FAILING, "exit_code": 2}],
+            "failing_command": {
+                "command": FAILING,
+                "exit_code": 2,
+                "error_line_contains": "No such file",
+            },
+            "ended": "normal",
+            "store_layout": "relative to HOME: ~/.hermes/state.db (SQLite; the -wal folded in)",
+        },
+    )
+
+
+def _switch_to_claude(env: dict[str, str], workspace: Path, sid: str) -> None:
+    """`passdown switch --from hermes --to claude --dry-run --json`: Claude Code's argv on
+    the takeover prompt, from this session, nothing launched or written."""
+    before = (workspace / ".agent-handoff" / "handoff.json").read_bytes()
+    out = json.loads(
+        ok(
+            run_passdown(
+                env,
+                workspace,
+                *("switch", "--from", "hermes", "--to", "claude", "--session", sid),
+                *("--workspace", str(workspace), "--dry-run", "--json"),
+            ),
+            "passdown switch --from hermes --to claude --dry-run",
+        )
+    )
+    assert out["target"] == "claude" and out["argv"][0] == "claude"
+    assert str(workspace / ".agent-handoff" / "HANDOFF.md") in out["argv"][-1]
+    assert (workspace / ".agent-handoff" / "handoff.json").read_bytes() == before
