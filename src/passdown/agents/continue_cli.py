@@ -82,6 +82,8 @@ _ERROR_PREFIX = re.compile(r"\AError executing tool [^:]*:\s*(?:Error \(exit cod
 _HEAD_WORKSPACE = re.compile(rb'"workspaceDirectory"\s*:\s*("(?:[^"\\]|\\.)*")')
 _HEAD_TITLE = re.compile(rb'"title"\s*:\s*("(?:[^"\\]|\\.)*")')
 _STRING = msgspec.json.Decoder(str)
+# The message after a takeover prompt handed over as a file (`cn -p` needs one).
+LONG_PROMPT_TAIL = "Take over the task described above."
 
 
 class _Function(msgspec.Struct):
@@ -243,11 +245,11 @@ class ContinueCLI(Agent):
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
         # "--" keeps a prompt that starts with "-" one argument, not an option; -p runs
         # one turn and exits. A prompt too long for one argument is handed over as a
-        # file through --prompt, which reads a path's content.
+        # file through --prompt (which puts a path's content first in the message).
         mode = [] if interactive else ["-p"]
         if is_long(prompt):
             path = write_prompt_file(prompt, workspace, self.name)
-            argv = [self.program, *mode, "--prompt", str(path)]
+            argv = [self.program, *mode, "--prompt", str(path), "--", LONG_PROMPT_TAIL]
         else:
             argv = [self.program, *mode, "--", prompt]
         return LaunchSpec(argv=argv, cwd=workspace)
