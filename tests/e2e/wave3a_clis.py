@@ -12,7 +12,6 @@ Auggie has no OpenAI or Anthropic base URL: it talks to its Augment "tenant", so
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -186,9 +185,11 @@ def run_auggie(
 
 
 # -- Continue CLI --------------------------------------------------------------------------
-def continue_config(agent_env: AgentEnv, chat_url: str) -> Path:
-    """A local config.yaml with one chat-completions model at the scripted server."""
-    path = agent_env.root / "continue-config.yaml"
+def continue_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
+    """Continue with its default config, `~/.continue/config.yaml`, holding one
+    chat-completions model at the scripted server (no Continue Hub login)."""
+    path = agent_env.home / ".continue" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         "name: Local scripted\nversion: 1.0.0\nschema: v1\nmodels:\n"
         "  - name: Scripted\n    provider: openai\n"
@@ -196,19 +197,12 @@ def continue_config(agent_env: AgentEnv, chat_url: str) -> Path:
         "    roles: [chat, edit, apply]\n    capabilities: [tool_use]\n",
         encoding="utf-8",
     )
-    return path
+    return {**agent_env.environ(), "CONTINUE_TELEMETRY_ENABLED": "0", "NO_UPDATE_NOTIFIER": "1"}
 
 
 def run_continue(
-    env: dict[str, str], cwd: Path, config: Path, prompt: str, *extra: str, timeout: float = 90
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 90
 ) -> subprocess.CompletedProcess[str]:
-    """`cn --config FILE --auto -p PROMPT` (one turn, then exit); `--resume` continues."""
-    argv = [str(find_agent("cn")), "--config", str(config), "--auto", *extra, "-p", prompt]
+    """`cn --auto -p [EXTRA] -- PROMPT` (one turn, then exit); `--resume` continues."""
+    argv = [str(find_agent("cn")), "--auto", "-p", *extra, "--", prompt]
     return run(argv, env, cwd, timeout)
-
-
-def environ_without_telemetry(env: dict[str, str]) -> dict[str, str]:
-    return {**env, "CONTINUE_TELEMETRY_ENABLED": "0", "NO_UPDATE_NOTIFIER": "1"}
-
-
-_ = os  # kept for callers that extend the environment
