@@ -21,29 +21,10 @@ from typing import Any
 
 from e2e.agents import CHAT_MODEL, FAKE_KEY, AgentEnv, find_agent
 from e2e.servers import DEFAULT_FINAL_TEXT, Step, _ScriptedServer
+from wave3a_agents import register
 
 AUGMENT_MODEL = "scripted-augment"
 _TASK_LINE = re.compile(r"UUID:(\w+) NAME:(.+?) DESCRIPTION:")
-ENTRY_POINTS = {
-    "auggie": "passdown.agents.auggie:Auggie",
-    "continue": "passdown.agents.continue_cli:ContinueCLI",
-}
-
-
-def register(site: Path) -> str:
-    """A dist-info in `site` declaring the wave-3a agents (the installed metadata may
-    predate them); returns a PYTHONPATH with `site` and the checkout's src in front."""
-    from wave2_agents import register as register_wave2
-
-    path = register_wave2(site)
-    dist = site / "passdown_wave3a_agents-0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: passdown-wave3a-agents\nVersion: 0.1\n", encoding="utf-8"
-    )
-    lines = "".join(f"{name} = {target}\n" for name, target in ENTRY_POINTS.items())
-    (dist / "entry_points.txt").write_text(f"[passdown.agents]\n{lines}", encoding="utf-8")
-    return path
 
 
 def run(
