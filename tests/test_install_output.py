@@ -179,6 +179,8 @@ def test_install_all_skips_agents_that_are_not_here(
         "kimi",
         "droid",
         "kilo",
+        "auggie",  # issue 23, third wave: not on PATH
+        "continue",  # no hooks that fire
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -293,6 +295,7 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
     agents = by_agent(document)
     assert sorted(agents) == [
         *(
+            "auggie",
             "claude",
             "cline",
             "codex",
@@ -306,7 +309,7 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
         )
     ]
     # no hooks: aider, cursor; kimi (PyPI) lives in its own venv, not on this PATH
-    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kimi"}
+    assert {s["agent"] for s in document["skipped"]} == {"aider", "continue", "cursor", "kimi"}
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
         assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]
