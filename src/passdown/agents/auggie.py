@@ -48,12 +48,14 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
+from passdown.agents._document import read_document
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
+    Plan,
     PlanItem,
     PlanOp,
     PlanStatus,
@@ -235,7 +237,7 @@ class Auggie(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        data = read_side_file(ref.path, MAX_SESSION_BYTES)
+        data = read_document(ref.path, MAX_SESSION_BYTES)
         if data is None:
             diag.warnings.append(
                 f"could not read {ref.path.name} (missing, unreadable or larger than "
@@ -288,9 +290,9 @@ class _HistoryReader:
     def __init__(self, info: SessionInfo, diag: Diagnostics) -> None:
         self.info = info
         self.diag = diag
-        self.plan_calls: dict[str, ToolCall] = {}
-        self.plan: dict[str, PlanItem] = {}  # short UUID -> item, as the results showed
-        self.unanswered: set[str] = set()  # tool calls whose result never came
+        self.plan_calls: dict[str, ToolCall] = {}  # the last exchange's, awaiting results
+        self.plan = Plan()  # short UUID -> item, as the results showed (bounded replay)
+        self.unanswered: set[str] = set()  # the last exchange's calls not answered yet
         self.last_stamp: str | None = None
 
     def entry(self, raw: msgspec.Raw) -> Iterator[Event]:
@@ -306,6 +308,10 @@ class _HistoryReader:
                 yield from self._result(node.tool_result_node, stamp)
             elif node.type == 4 and node.ide_state_node is not None and not self.info.cwd:
                 self.info.cwd = _cwd(node.ide_state_node)
+        # a call is answered in the very next exchange: what is still waiting never will
+        yield from self.plan_calls.values()
+        self.plan_calls.clear()
+        self.unanswered.clear()
         user = _user_text(exchange)
         if user:
             yield Message(role="user", text=user, timestamp=stamp)
@@ -376,20 +382,23 @@ class _HistoryReader:
     def _apply(self, text: str) -> PlanOp:
         """The plan after a task tool's answer: its created and updated tasks are set,
         its deleted ones dropped (the root task is the list itself, not an item)."""
+        plan = self.plan
         sections = _SECTION.split(text)
         # split gives [before, name, body, name, body, ...]
         for kind, body in zip(sections[1::2], sections[2::2], strict=False):
             for mark, short_id, name, description in _TASK_LINE.findall(body):
                 if description.startswith(_ROOT_DESCRIPTION):
                     continue
+                item = PlanItem(short_id, name, _MARK.get(mark.lower(), "pending"))
+                item.description = description or None
                 if kind == "Deleted":
-                    self.plan.pop(short_id, None)
-                    continue
-                status = _MARK.get(mark.lower(), "pending")
-                self.plan[short_id] = PlanItem(
-                    id=short_id, subject=name, status=status, description=description or None
-                )
-        return PlanOp(op="replace", items=tuple(self.plan.values()))
+                    plan.items.pop(short_id, None)
+                elif short_id in plan.items:  # a new object: ops handed on stay as they were
+                    plan.items[short_id] = item
+                else:
+                    plan.apply(PlanOp(op="create", items=(item,)))
+        items = tuple(plan.items.values())
+        return PlanOp(op="replace", items=items, set_aside=plan.set_aside, dropped=plan.dropped)
 
 
 def _user_text(exchange: _Exchange) -> str:
