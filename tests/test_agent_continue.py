@@ -1,5 +1,5 @@
 """Continue CLI: the recorded session (tests/fixtures/sessions/continue/full, written by
-`tests/e2e/test_continue_real.py` against the real `cn` 1.5.47), read through the reader
+`tests/e2e/test_continue_cn_real.py` against the real `cn` 1.5.47), read through the reader
 and exported through the CLI; hand-made sessions for what the recording does not show (a
 last request with no reply, a tool still running, failed edits, Checklist variants, bad
 documents); discovery through the file and the index, launch argv, and `passdown install
