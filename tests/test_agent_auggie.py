@@ -415,3 +415,13 @@ def test_a_stop_hook_writes_the_handoff(recorded_home: Path, tmp_path: Path) -> 
     assert " ok auggie turn_complete stored=" in log, log
     stored = list((tmp_path / "data").rglob("*.json"))
     assert stored or (ws / ".agent-handoff" / "handoff.json").is_file()
+
+
+def test_a_long_first_prompt_does_not_hide_the_workspace(home: Path) -> None:
+    """The first exchange holds the prompt twice before the IDE state that names the
+    cwd: a 200 KB takeover prompt pushes the cwd past the head discovery reads first."""
+    prompt = "Take over. " + "x" * 200_000
+    _session(home, "long", [_exchange(prompt, said="On it.")])
+    [ref] = Auggie().sessions(Path(WS))
+    assert ref.session_id == "long" and ref.cwd == WS
+    assert (ref.title or "").startswith("Take over.")

@@ -48,7 +48,7 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._document import read_document
+from passdown.agents._document import find_first, read_document
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -70,7 +70,9 @@ from passdown.transcript import (
 
 # The session is one JSON document: it is held in memory once, up to this size.
 MAX_SESSION_BYTES = 256 * 1024 * 1024
-MAX_TASKS = 1000  # task files read for the final plan (the tree is walked, bounded)
+MAX_TASKS = 1000
+MAX_CWD_SCAN_BYTES = 4 * 1024 * 1024  # how far discovery looks for the cwd past the head
+_HEAD_BYTES = 64 * 1024  # task files read for the final plan (the tree is walked, bounded)
 _TASK_BYTES = 256 * 1024
 _EDIT_TOOLS: dict[str, ToolAction] = {
     "save-file": "write",
@@ -103,7 +105,8 @@ _OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
 _PATCH_FILE = re.compile(r"^\*\*\*\s+(Add|Update|Delete)\s+File:\s+(.+?)\s*$", re.M)
 _HEAD_CWD = re.compile(rb'"current_working_directory"\s*:\s*("(?:[^"\\]|\\.)*")')
 _HEAD_ROOT = re.compile(rb'"(?:repository_root|folder_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
-_HEAD_REQUEST = re.compile(rb'"request_message"\s*:\s*("(?:[^"\\]|\\.)+")')
+# the first request, as a title: its first 500 characters (it may run past the head)
+_HEAD_REQUEST = re.compile(rb'"request_message"\s*:\s*"((?:[^"\\]|\\.){1,500})')
 _HEAD_CREATED = re.compile(rb'"created"\s*:\s*("[^"]*")')
 _STRING = msgspec.json.Decoder(str)
 
@@ -219,17 +222,21 @@ class Auggie(Agent):
     def ref_for_path(self, path: Path) -> SessionRef:
         """The cwd, first request and start time from the file's head (the first
         exchange names them): discovery never decodes a whole session."""
-        head = read_head(path, 64 * 1024)
+        head = read_head(path, _HEAD_BYTES)
         mtime, size = file_mtime(path)
+        cwd = _head_string(_HEAD_CWD, head) or _head_string(_HEAD_ROOT, head)
+        if cwd is None and size > len(head):  # a long first prompt comes before it
+            found = find_first(path, _HEAD_CWD, MAX_CWD_SCAN_BYTES)
+            cwd = _json_string(found) if found else None
         return SessionRef(
             agent=self.name,
             session_id=path.stem,
             path=path,
-            cwd=_head_string(_HEAD_CWD, head) or _head_string(_HEAD_ROOT, head),
+            cwd=cwd,
             started_at=_head_string(_HEAD_CREATED, head),
             updated_at=mtime,
             size=size,
-            title=_head_string(_HEAD_REQUEST, head),
+            title=_title(head),
         )
 
     # -- reading ------------------------------------------------------------------
@@ -277,9 +284,16 @@ class Auggie(Agent):
 
 def _head_string(pattern: re.Pattern[bytes], head: bytes) -> str | None:
     match = pattern.search(head)
-    if match is None:
-        return None
-    value = decode_or_none(_STRING, match.group(1))
+    return None if match is None else _json_string(match.group(1))
+
+
+def _title(head: bytes) -> str | None:
+    match = _HEAD_REQUEST.search(head)
+    return None if match is None else _json_string(b'"' + match.group(1) + b'"')
+
+
+def _json_string(raw: bytes) -> str | None:
+    value = decode_or_none(_STRING, raw)
     return value.strip() or None if isinstance(value, str) else None
 
 
