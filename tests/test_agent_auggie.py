@@ -425,3 +425,17 @@ def test_a_long_first_prompt_does_not_hide_the_workspace(home: Path) -> None:
     [ref] = Auggie().sessions(Path(WS))
     assert ref.session_id == "long" and ref.cwd == WS
     assert (ref.title or "").startswith("Take over.")
+
+
+def test_thinking_is_never_exported(home: Path) -> None:
+    entry = _exchange("Fix the bug", said="Fixed.")
+    entry["exchange"]["response_nodes"].insert(
+        0, {"id": 9, "type": 8, "thinking": {"summary": "HIDDEN-REASONING"}, "content": ""}
+    )
+    _session(home, "think", [entry])
+    [ref] = Auggie().sessions(Path(WS))
+    transcript = Auggie().read(ref)
+    events = list(transcript.events())
+    assert "HIDDEN-REASONING" not in repr(events)
+    assert [e.text for e in events if isinstance(e, Message)] == ["Fix the bug", "Fixed."]
+    assert transcript.diagnostics.unknown_types == {}

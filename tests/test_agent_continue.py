@@ -305,3 +305,24 @@ def test_install_continue_says_there_are_no_hooks(home: Path, tmp_path: Path) ->
         assert "Continue CLI has no hooks that fire" in proc.stderr
         assert "passdown run" in proc.stderr
     assert not (home / ".continue").exists() and not (home / ".claude").exists()
+
+
+def test_parts_system_messages_and_unknown_roles(home: Path) -> None:
+    """A user message as content parts (an image beside the text), the system prompt and
+    a role passdown does not know: only the words are kept; the unknown role is counted."""
+    parts = [{"type": "text", "text": "Fix calc"}, {"type": "imageUrl", "imageUrl": {"url": "x"}}]
+    history = [
+        {"message": {"role": "system", "content": "You are Continue."}},
+        {"message": {"role": "user", "content": parts}},
+        {"message": {"role": "critic", "content": "hm"}},
+        _assistant("Done."),
+    ]
+    _session(home, "s4", history)
+    [ref] = ContinueCLI().sessions(Path(WS))
+    transcript = ContinueCLI().read(ref)
+    events = list(transcript.events())
+    assert [(e.role, e.text) for e in events if isinstance(e, Message)] == [
+        ("user", "Fix calc"),
+        ("assistant", "Done."),
+    ]
+    assert transcript.diagnostics.unknown_types == {"role:critic": 1}
