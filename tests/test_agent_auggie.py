@@ -439,3 +439,48 @@ def test_thinking_is_never_exported(home: Path) -> None:
     assert "HIDDEN-REASONING" not in repr(events)
     assert [e.text for e in events if isinstance(e, Message)] == ["Fix the bug", "Fixed."]
     assert transcript.diagnostics.unknown_types == {}
+
+
+def test_run_does_not_fall_over_from_a_turn_auggie_leaves_unexplained(
+    home: Path, tmp_path: Path
+) -> None:
+    """`passdown run auggie --fallback claude`: an `auggie` that stops after a tool call
+    and exits 1 (as 0.36.0 does when its retries of a 429 run out, writing no reason)
+    ends "interrupted", not on a limit: passdown never claims a rate limit it cannot
+    see, so Claude Code is not started and Auggie's exit code is passed on."""
+    ws, bindir = tmp_path / "ws", tmp_path / "bin"
+    ws.mkdir()
+    bindir.mkdir()
+    history = [_exchange("Fix the bug", said="Editing.", tool=("t1", "save-file", {"path": "a"}))]
+    doc = {"sessionId": "ran", "created": "2026-12-01T10:00:00.000Z", "chatHistory": history}
+    text = json.dumps(doc).replace(WS, str(ws))
+    session = home / ".augment" / "sessions" / "ran.json"
+    called = tmp_path / "claude-called"
+    scripts = {
+        "auggie": f"#!{sys.executable}\nimport pathlib, sys\n"
+        f"p = pathlib.Path({str(session)!r})\np.parent.mkdir(parents=True, exist_ok=True)\n"
+        f"p.write_text({text!r})\n"
+        "print('Agent execution failed: Rate limited', file=sys.stderr)\nsys.exit(1)\n",
+        "claude": f"#!/bin/sh\ntouch {called}\n",
+    }
+    for name, body in scripts.items():
+        (bindir / name).write_text(body)
+        (bindir / name).chmod(0o755)
+    env = {
+        "HOME": str(home),
+        "PATH": f"{bindir}:/usr/bin:/bin",
+        "PYTHONPATH": register(tmp_path / "site"),
+        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
+    }
+    proc = subprocess.run(
+        [*PASSDOWN, "run", "auggie", "--fallback", "claude", "--non-interactive", "--", "Fix it"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert session.is_file() and not called.exists(), proc.stderr
+    assert "continuing in" not in proc.stderr
