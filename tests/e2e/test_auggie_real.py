@@ -5,12 +5,16 @@ writes a file, runs a command that fails, survives one 429 (Auggie retries it an
 nothing down) and ends; passdown's hooks (`passdown install auggie`) write the handoff at
 its Stop/SessionEnd, which is asserted fact by fact (there is no pickup: Auggie drops
 what a SessionStart hook prints); the uninstall restores settings.json byte for byte. Then
-`passdown switch --from auggie --to claude` hands the session to the real Claude Code, and
-Auggie's own launch argv takes a prompt that starts with "-"."""
+`passdown switch --from auggie --to claude` hands the session to the real Claude Code,
+Auggie's own launch argv takes a prompt that starts with "-", and `passdown run claude
+--fallback auggie` falls over into the real Auggie. (The other direction cannot fall over:
+Auggie writes no reason when its retries run out; tests/test_agent_auggie.py shows
+`passdown run auggie --fallback claude` passing Auggie's exit code on instead.)"""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -200,3 +204,34 @@ def _record(agent_env: AgentEnv, workspace: Path, session: Path) -> None:
             "in ~/.augment/task-storage/tasks/<uuid> (+ manifest/manifest)",
         },
     )
+
+
+def test_run_falls_over_into_auggie(tmp_path: Path, agent_env: AgentEnv, workspace: Path) -> None:
+    """`passdown run claude --fallback auggie`: a stand-in `claude` writes a Claude Code
+    session that ends on a 429 and exits 1 (tests/test_run_fallback.py's); passdown hands
+    the task to the real Auggie, whose backend gets the takeover prompt."""
+    from passdown.agents.claude import encode_cwd
+    from test_run_fallback import FAKE_CLAUDE, NEXT, TASK
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    folder = agent_env.claude_dir / "projects" / encode_cwd(str(workspace))
+    script = FAKE_CLAUDE.format(
+        python=sys.executable,
+        workspace=str(workspace),
+        folder=str(folder),
+        task=TASK,
+        progress=f"Found it. {NEXT}",
+    )
+    (bindir / "claude").write_text(script)
+    (bindir / "claude").chmod(0o755)
+    with AugmentServer([Step(text="Took over from the handoff.")]) as server:
+        env = auggie_environ(agent_env, server.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        args = ["run", "claude", "--fallback", "auggie", "--non-interactive", "--", TASK]
+        proc = passdown(env, workspace, tmp_path / "site", *args, timeout=150)
+        ok(proc, "passdown run claude --fallback auggie")
+        sent = server.step_requests()[0].text()
+    assert "continuing in Auggie" in proc.stderr
+    assert str(workspace / ".agent-handoff" / "HANDOFF.md") in sent and TASK in sent
+    assert "add a test for negative numbers" in sent  # the next step
