@@ -144,8 +144,9 @@ TREES = {
 ENV_VARS = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 
 
-# Sessions that are one JSON document, not lines to repeat (tests/test_agent_cline.py grows them).
-ONE_DOCUMENT = frozenset({"cline"})
+# Sessions that are one JSON document, not lines to repeat (tests/test_agent_cline.py grows
+# Cline's; benchmarks/growdoc.py and tests/test_growth_documents.py Auggie's and Continue's).
+ONE_DOCUMENT = frozenset({"cline", "auggie", "continue"})
 
 
 def agents() -> list[str]:

@@ -74,6 +74,7 @@ def _recorded_bases() -> list[Base]:
         ]
         env = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}.get(rec.agent, "HOME")
         side = [f for f in side if f != files[0]]
+        side += [f for f in rec.expected["session_files"] if "/task-storage/" in f]  # Auggie
         if rec.agent == "copilot":
             side = [
                 f
@@ -671,7 +672,7 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Base]:
 
 AGENTS = ["claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot", "cursor", "aider"]
 # issue 23's second wave: in-process cases only (the CLI-process sample stays as it was)
-WAVE2 = ["cline", "kimi", "kilo", "droid", "gptme", "hermes"]
+WAVE2 = ["cline", "kimi", "kilo", "droid", "gptme", "hermes", "auggie", "continue"]
 
 
 @pytest.mark.parametrize("agent", AGENTS + WAVE2)

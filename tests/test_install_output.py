@@ -181,6 +181,8 @@ def test_install_all_skips_agents_that_are_not_here(
         "kilo",
         "gptme",  # issue 23's third wave: PyPI agents, not on PATH
         "hermes",
+        "auggie",  # issue 23, third wave: not on PATH
+        "continue",  # no hooks that fire
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -295,6 +297,7 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
     agents = by_agent(document)
     assert sorted(agents) == [
         *(
+            "auggie",
             "claude",
             "cline",
             "codex",
@@ -307,9 +310,11 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
             "qwen",
         )
     ]
-    # no hooks: aider, cursor; kimi, gptme, hermes (PyPI) live in their own venvs, not on PATH
+    # no hooks: aider, continue, cursor; kimi, gptme, hermes (PyPI) live in their own venvs,
+    # not on PATH
     assert {s["agent"] for s in document["skipped"]} == {
         "aider",
+        "continue",
         "cursor",
         "kimi",
         "gptme",

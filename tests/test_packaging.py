@@ -86,6 +86,8 @@ def test_agent_cli_pins_have_one_source() -> None:
         "cline",
         "kilo",
         "droid",
+        "auggie",
+        "cn",
     }
     copies = [
         ROOT / ".ci" / "install-agents.sh",

@@ -33,8 +33,9 @@ from passdown.agents import get_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
-# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py
-WAVE2 = {"cline", "kimi"}
+# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py;
+# Auggie's and Continue's (pin `cn`) in test_auggie_real.py and test_continue_cn_real.py
+WAVE2 = {"cline", "kimi", "auggie", "cn"}
 # issue 23's gptme and Hermes Agent (PyPI): test_gptme_real.py runs gptme's argv for real,
 # both modules check a switch to Claude Code; their CLIs are pinned in .ci/pyagent-pins.txt
 WAVE2 |= {"gptme", "hermes"}

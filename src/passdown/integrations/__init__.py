@@ -19,6 +19,7 @@ __all__ = ["HookIntegration", "InstallTarget", "Plan", "integrated_agents", "int
 # entry-point scan), which a session start would wait for. Plugin agents go through the
 # registry.
 BUILTIN: dict[str, str] = {
+    "auggie": "passdown.integrations._auggie:AuggieHooks",
     "claude": "passdown.integrations._claude:ClaudeHooks",
     "cline": "passdown.integrations._cline:ClineHooks",
     "codex": "passdown.integrations._codex:CodexHooks",

@@ -39,6 +39,12 @@ def make_target(
         known = load_agents()
         if agent not in known:
             raise UnknownAgent(f"unknown agent {agent!r} (known: {', '.join(sorted(known))})")
+        why = getattr(known[agent], "no_hooks", None)  # an agent that says why it has none
+        if why:
+            raise UsageError(
+                f"cannot install into {agent!r}: {why}",
+                hint=f"hand a {agent} session off with `passdown run` or `passdown switch`",
+            )
         raise UsageError(
             f"cannot install into {agent!r}: expected one of {', '.join(integrated_agents())}"
         )
