@@ -1,0 +1,158 @@
+"""Open another program's SQLite database for reading while that program runs: never
+write it, never create a file beside it, never hold a lock the owner has to wait on for
+longer than one short statement.
+
+What SQLite does with each way of opening (measured with SQLite 3.40; the tests in
+tests/test_sqlite_readonly.py check every row on the SQLite this Python has):
+
+| database                      | `mode=ro`                         | `immutable=1`            |
+|-------------------------------|-----------------------------------|--------------------------|
+| rollback journal              | right answer; SHARED lock per     | no locks, but a page the |
+|                               | statement; creates nothing        | owner is writing can be  |
+|                               |                                   | read torn                |
+| rollback, hot `-journal` left | SQLITE_READONLY_ROLLBACK          | the half-written file    |
+| WAL, `-wal` + `-shm` present  | right answer; opens both as they  | misses the log           |
+| (the owner has it open)       | are, creates nothing              |                          |
+| WAL, no `-shm`                | **creates `-shm` (and `-wal`)**   | misses the log           |
+|                               | next to the database, left behind |                          |
+
+So:
+- a rollback-journal database (VS Code's own `state.vscdb`s) is read with `mode=ro`. A
+  reader's SHARED lock only delays the owner's commit (its EXCLUSIVE step), by one of our
+  statements: callers keep statements short (point reads by key, batches), and the
+  owner's driver waits for it (node-sqlite3, which VS Code and Cursor use, sets a 1 s
+  busy timeout). A writer holding a write transaction (RESERVED) does not stop us; its
+  commit (PENDING) makes our next statement wait up to `BUSY_TIMEOUT`.
+- a WAL database whose `-shm` exists (the owner has it open: Cursor's global
+  `state.vscdb`) is read with `mode=ro`: readers never block a WAL writer.
+- a WAL database without `-shm` (nobody has it open; a `-wal` may be left over from a
+  crash) is read through SQLite's lock-free VFS (`unix-none`, `win32-none`) in
+  `locking_mode=EXCLUSIVE`, which keeps the log's index in our own memory: the log is
+  read, nothing is created, no lock is taken. Should the owner start writing during that
+  read, an error is possible and is reported, never a wrong value silently: SQLite
+  checks the log's checksums.
+- a hot journal (the owner crashed mid-commit), or a database still locked after
+  `BUSY_TIMEOUT`, is read with `immutable=1`, with a warning that what is read may be
+  part of an unfinished write.
+
+One race is left, and said here: the owner closing its last connection between our
+check for `-shm` and our open deletes `-wal`/`-shm`, and `mode=ro` then creates them
+again (empty; SQLite uses them on its next open). The window is the time between two
+system calls.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
+
+BUSY_TIMEOUT = 2.0  # seconds our statement waits for the owner's commit to finish
+
+Journal = Literal["rollback", "wal", "unknown"]
+How = Literal["shared", "wal-shared", "wal-private-index", "immutable"]
+
+
+@dataclass(slots=True)
+class ReadOnlyDatabase:
+    """An open read-only connection, how it was opened, and a warning for the reader's
+    diagnostics when what it reads may be stale or part of an unfinished write."""
+
+    conn: sqlite3.Connection
+    how: How
+    warning: str | None = None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def journal_mode(path: Path) -> Journal:
+    """Bytes 18 and 19 of the header: 1 for a rollback journal, 2 for WAL."""
+    head = _prefix(path, 20)
+    if len(head) < 20 or not head.startswith(b"SQLite format 3\x00"):
+        return "unknown"
+    if head[18] == 2 and head[19] == 2:
+        return "wal"
+    return "rollback"
+
+
+def open_readonly(path: Path) -> ReadOnlyDatabase:
+    """Open `path` for reading as the table above says. Raises sqlite3.Error when it is
+    no database (or not one this SQLite can read); never creates a file next to it."""
+    if not _is_regular(path):
+        raise sqlite3.OperationalError(f"no such database: {path}")
+    uri = "file:" + quote(str(path)) + "?mode=ro"
+    mode = journal_mode(path)
+    if mode == "wal" and not os.path.lexists(f"{path}-shm"):
+        try:
+            return ReadOnlyDatabase(_private_index(uri), "wal-private-index")
+        except sqlite3.Error as exc:
+            return _immutable(uri, path, f"its write-ahead log could not be read ({exc})")
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        _first_read(conn)
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
+            why = "a write was interrupted (a hot journal is left)"
+        elif "locked" in str(exc) or "busy" in str(exc):
+            why = f"it stayed locked for {BUSY_TIMEOUT:g} s"
+        else:
+            raise
+        return _immutable(uri, path, why)
+    return ReadOnlyDatabase(conn, "wal-shared" if mode == "wal" else "shared")
+
+
+def _private_index(uri: str) -> sqlite3.Connection:
+    """The lock-free VFS in exclusive mode: the WAL index lives in this connection's
+    memory, so no `-shm` is made, and the `-wal` (if any) is only read."""
+    vfs = "unix-none" if os.name == "posix" else "win32-none"
+    conn = sqlite3.connect(f"{uri}&vfs={vfs}", uri=True, isolation_level=None)
+    try:
+        conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        _first_read(conn)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
+
+
+def _immutable(uri: str, path: Path, why: str) -> ReadOnlyDatabase:
+    conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    try:
+        _first_read(conn)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    warning = f"{path.name}: {why}; read it as it is on disk, which may miss or half-show the latest change"
+    return ReadOnlyDatabase(conn, "immutable", warning)
+
+
+def _first_read(conn: sqlite3.Connection) -> None:
+    """Locks, a hot journal and a file that is no database show on the first read."""
+    conn.execute("PRAGMA query_only = 1")
+    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+
+def _is_regular(path: Path) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _prefix(path: Path, size: int) -> bytes:
+    from passdown._jsonl import open_regular
+
+    try:
+        with open_regular(path) as handle:
+            return handle.read(size)
+    except OSError:
+        return b""
+
+
+__all__ = ["BUSY_TIMEOUT", "ReadOnlyDatabase", "journal_mode", "open_readonly"]
