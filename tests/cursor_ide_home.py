@@ -50,7 +50,7 @@ def open_db(path: Path, *, wal: bool = False) -> sqlite3.Connection:
 def put(conn: sqlite3.Connection, table: str, key: str, value: Any, *, blob: bool = True) -> None:
     """A value as Cursor stores it: JSON as a BLOB (or TEXT), or raw bytes/str as given."""
     if not isinstance(value, bytes | str):
-        value = json.dumps(value)
+        value = json.dumps(value, separators=(",", ":"))  # as JSON.stringify writes it
     if isinstance(value, str) and blob:
         value = value.encode()
     conn.execute(f"INSERT INTO {table} VALUES (?, ?)", (key, value))
@@ -207,7 +207,13 @@ class CursorHome:
         try:
             conn.execute("BEGIN")
             if chat.composer:
-                put(conn, "cursorDiskKV", f"composerData:{chat.composer_id}", chat.composer, blob=blob)
+                put(
+                    conn,
+                    "cursorDiskKV",
+                    f"composerData:{chat.composer_id}",
+                    chat.composer,
+                    blob=blob,
+                )
             for bubble in chat.bubbles:
                 key = f"bubbleId:{chat.composer_id}:{bubble['bubbleId']}"
                 put(conn, "cursorDiskKV", key, bubble, blob=blob)

@@ -149,9 +149,11 @@ class GlobalStore:
         ).fetchone()
         if row is not None:
             return True
+        # JSON.stringify writes no spaces; a space after the colon is accepted too
         row = self.db.conn.execute(
-            "SELECT instr(value, '\"fullConversationHeadersOnly\":[{') +"
-            " instr(value, '\"conversation\":[{') FROM cursorDiskKV WHERE key = ?",
+            "SELECT instr(value, '\"fullConversationHeadersOnly\":[{')"
+            " + instr(value, '\"conversation\":[{') + instr(value, '\"conversation\": [{')"
+            " FROM cursorDiskKV WHERE key = ?",
             (f"composerData:{composer_id}",),
         ).fetchone()
         return bool(row and isinstance(row[0], int) and row[0] > 0)
