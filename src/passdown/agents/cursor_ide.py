@@ -100,10 +100,11 @@ class CursorIDE(Agent):
                     if not is_file(db):
                         continue
                     chats, _warning = workspace_chats(db)
+                    stamp = file_mtime(db)
                     for chat in chats:
                         if store is not None and not _safe_has_messages(store, chat):
                             continue
-                        yield _ref(self.name, db, folder, chat)
+                        yield _ref(self.name, db, folder, chat, stamp)
             finally:
                 if store is not None:
                     store.close()
@@ -183,8 +184,10 @@ def _safe_has_messages(store: GlobalStore, chat: Chat) -> bool:
         return True  # cannot tell: list it, the read reports the error
 
 
-def _ref(agent: str, db: Path, folder: str | None, chat: Chat) -> SessionRef:
-    mtime, size = file_mtime(db)
+def _ref(
+    agent: str, db: Path, folder: str | None, chat: Chat, stamp: tuple[float, int] | None = None
+) -> SessionRef:
+    mtime, size = stamp or file_mtime(db)
     updated = chat.updated_ms or chat.created_ms
     return SessionRef(
         agent=agent,
