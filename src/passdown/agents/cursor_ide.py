@@ -90,36 +90,44 @@ class CursorIDE(Agent):
     # -- discovery ----------------------------------------------------------------
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         for user_dir in self.user_dirs():
-            global_db = user_dir / "globalStorage" / "state.vscdb"
-            store = _open_global(global_db)
-            try:
-                for storage, folder in _editors.workspace_storages(user_dir):
-                    if not cwd_in_workspace(folder, workspace):
+            yield from self._user_dir_refs(user_dir, workspace)
+
+    def _user_dir_refs(self, user_dir: Path, workspace: Path | None) -> Iterator[SessionRef]:
+        """The chats with messages of one User folder's workspaces that ran in
+        `workspace` (all when None)."""
+        store = _open_global(user_dir / "globalStorage" / "state.vscdb")
+        try:
+            for storage, folder in _editors.workspace_storages(user_dir):
+                if not cwd_in_workspace(folder, workspace):
+                    continue
+                db = storage / "state.vscdb"
+                if not is_file(db):
+                    continue
+                chats, _warning = workspace_chats(db)
+                stamp = file_mtime(db)
+                for chat in chats:
+                    if store is not None and not _safe_has_messages(store, chat):
                         continue
-                    db = storage / "state.vscdb"
-                    if not is_file(db):
-                        continue
-                    chats, _warning = workspace_chats(db)
-                    stamp = file_mtime(db)
-                    for chat in chats:
-                        if store is not None and not _safe_has_messages(store, chat):
-                            continue
-                        yield _ref(self.name, db, folder, chat, stamp)
-            finally:
-                if store is not None:
-                    store.close()
+                    yield _ref(self.name, db, folder, chat, stamp)
+        finally:
+            if store is not None:
+                store.close()
 
     def ref_for_path(self, path: Path) -> SessionRef:
-        """`--session PATH` names a workspace's `state.vscdb`: its newest chat."""
-        folder = _editors.workspace_folder(path.parent)
-        chats, _warning = workspace_chats(path) if folder is not None else ([], None)
-        if not chats:
+        """`--session PATH`: a workspace's `state.vscdb` means its newest chat; the global
+        `globalStorage/state.vscdb` the newest chat of any workspace of that User folder."""
+        if path.parent.name == "globalStorage":
+            refs = list(self._user_dir_refs(path.parent.parent, None))
+        else:
+            folder = _editors.workspace_folder(path.parent)
+            chats, _warning = workspace_chats(path) if folder is not None else ([], None)
+            refs = [_ref(self.name, path, folder, chat) for chat in chats]
+        if not refs:
             raise SessionNotFound(
-                f"no {self.display_name} chat listed in {path}",
+                f"no {self.display_name} chat found for {path}",
                 hint="name a workspaceStorage/<id>/state.vscdb, or pass the chat's id",
             )
-        newest = max(chats, key=lambda c: c.updated_ms or c.created_ms or 0.0)
-        return _ref(self.name, path, folder, newest)
+        return max(refs, key=lambda r: r.updated_at)
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
