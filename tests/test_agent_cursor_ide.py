@@ -340,3 +340,29 @@ def test_reading_creates_nothing_in_cursors_folders(home: Path, project: Path) -
     after = sorted(p.name for p in cursor.global_db.parent.iterdir())
     assert before == after == ["state.vscdb"]
     _assert_full_handoff(_handoff(project))
+
+
+def test_todo_merges_update_the_plan_item_by_item(home: Path, project: Path) -> None:
+    """Without composerData's `todos` (older builds), the plan is the todo_write calls
+    replayed: a merge changes only the items it names, each of them."""
+    cursor = CursorHome(home)
+    cursor.workspace("a1b2c3", str(project))
+    items = [{"id": str(n), "content": f"step {n}", "status": "pending"} for n in (1, 2, 3)]
+    merge = [{"id": "1", "status": "completed"}, {"id": "3", "status": "in_progress"}]
+    bubbles = [
+        user_bubble("u", "Do the three steps", T0),
+        assistant_bubble(
+            "t1", T0 + 1, tool=tool("todo_write", {"merge": False, "todos": items}, {})
+        ),
+        assistant_bubble(
+            "t2", T0 + 2, tool=tool("todo_write", {"merge": True, "todos": merge}, {})
+        ),
+    ]
+    headers = [{"bubbleId": b["bubbleId"], "type": b["type"]} for b in bubbles]
+    composer = {"_v": 10, "fullConversationHeadersOnly": headers, "status": "completed"}
+    cursor.add("a1b2c3", Chat("merge-chat", bubbles, composer))
+    done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
+    assert done.returncode == 0, done.stderr
+    plan = {p["subject"]: p["status"] for p in _handoff(project)["state"]["plan"]}
+    assert plan == {"step 1": "completed", "step 2": "pending", "step 3": "in_progress"}
+    assert _handoff(project)["state"]["plan_source"] == "todo_write"

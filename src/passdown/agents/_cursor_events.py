@@ -33,7 +33,7 @@ from passdown.transcript import (
 
 MAX_TEXT_CHARS = 200_000  # of one message; the transcript budget cuts further
 MAX_FILES = 5_000  # paths taken from originalFileStates / newlyCreatedFiles
-MAX_TODOS = 1_000
+MAX_TODOS = 20_000  # items read of one list; the rest is counted as dropped
 _RICH_TEXT_NODES = 20_000  # Lexical nodes walked for a message without plain text
 
 _EDIT_TOOLS: dict[str, ToolAction] = {
@@ -206,6 +206,7 @@ def _tool_events(tool: dict[str, Any], call_id: str, stamp: str | None) -> Itera
     args = _json_dict(tool.get("rawArgs")) or _json_dict(tool.get("params"))
     call = ToolCall(call_id=call_id, name=name, timestamp=stamp)
     low = name.lower()
+    more: list[PlanOp] = []  # a merge's further items, one call each
     if low in _EDIT_TOOLS:
         call.action = _EDIT_TOOLS[low]
         path = _first_str(args, _PATH_KEYS) or _first_str(
@@ -217,15 +218,20 @@ def _tool_events(tool: dict[str, Any], call_id: str, stamp: str | None) -> Itera
         command = args.get("command")
         call.command = command[:10_000] if isinstance(command, str) else ""
     elif low.startswith("todo_write") or low == "update_todos":
-        plan = _todo_op(args)
-        if plan is not None:
-            call.action, call.plan = "plan", plan
+        ops = _todo_ops(args)
+        if ops:
+            call.action, call.plan, more = "plan", ops[0], ops[1:]
     elif low in _READ_TOOLS:
         call.action = "read"
     yield call
     result = _result(tool, call, stamp)
     if result is not None:
         yield result
+    for n, op in enumerate(more, start=2):
+        extra = ToolCall(f"{call_id}#{n}", name, "plan", plan=op, timestamp=stamp)
+        yield extra
+        if result is not None:
+            yield ToolResult(extra.call_id, is_error=result.is_error, timestamp=stamp)
 
 
 def _result(tool: dict[str, Any], call: ToolCall, stamp: str | None) -> ToolResult | None:
@@ -266,21 +272,18 @@ def _exit_code(outcome: dict[str, Any]) -> int | None:
     return None
 
 
-def _todo_op(args: dict[str, Any]) -> PlanOp | None:
-    items = todo_items(args.get("todos"))
-    if items is None:
-        return None
-    if args.get("merge") is True:  # only the items named change
-        return PlanOp(op="replace", items=items) if not items else _merge(items)
-    return PlanOp(op="replace", items=items)
-
-
-def _merge(items: tuple[PlanItem, ...]) -> PlanOp:
-    # A merge names items by id with new statuses (and maybe new text): updates. One op
-    # carries one change, so a merge of several items becomes the first; the final
-    # plan comes from composerData `todos` at the end of the chat anyway.
-    first = items[0]
-    return PlanOp(op="update", item_id=first.id, status=first.status, subject=first.subject or None)
+def _todo_ops(args: dict[str, Any]) -> list[PlanOp]:
+    """`todo_write {merge, todos}`: the whole list, or (merge) an update per item named."""
+    todos = args.get("todos")
+    items = todo_items(todos)
+    if items is None or not isinstance(todos, list):
+        return []
+    if args.get("merge") is True:
+        return [
+            PlanOp(op="update", item_id=i.id, status=i.status, subject=i.subject or None)
+            for i in items
+        ]
+    return [PlanOp(op="replace", items=items, dropped=max(len(todos) - MAX_TODOS, 0))]
 
 
 def todo_items(todos: object) -> tuple[PlanItem, ...] | None:
@@ -306,10 +309,16 @@ def todo_items(todos: object) -> tuple[PlanItem, ...] | None:
     return tuple(items)
 
 
-def todos_plan(composer: Composer) -> PlanOp | None:
-    """composerData `todos`: the chat's checklist as it stands (the final plan)."""
-    items = todo_items(decode_or_none(_ANY, composer.todos))
-    return PlanOp(op="replace", items=items) if items else None
+def todos_plan(composer: Composer) -> Iterator[Event]:
+    """composerData `todos`: the chat's checklist as it stands (the final plan), as the
+    editor's own call, so the handoff names where the plan came from."""
+    todos = decode_or_none(_ANY, composer.todos)
+    items = todo_items(todos)
+    if not items or not isinstance(todos, list):
+        return
+    op = PlanOp(op="replace", items=items, dropped=max(len(todos) - MAX_TODOS, 0))
+    yield ToolCall("cursor-ide-todos", "composerData.todos", "plan", plan=op)
+    yield ToolResult("cursor-ide-todos")
 
 
 def file_events(composer: Composer, diag: Diagnostics) -> Iterator[Event]:

@@ -247,9 +247,7 @@ def _chat_events(
             calls += 1
             yield event
     yield from file_events(composer, diag)
-    plan = todos_plan(composer)
-    if plan is not None:
-        yield plan
+    yield from todos_plan(composer)
     ending = ending_of(composer)
     if ending is not None:
         yield ending
