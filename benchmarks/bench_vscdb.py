@@ -175,7 +175,7 @@ def _leave_wal(db: Path) -> None:
         "import os, sqlite3, sys\n"
         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
-        "c.execute(\"UPDATE cursorDiskKV SET value = value WHERE key LIKE 'composerData:main0000-049%'\")\n"
+        "c.execute(\"UPDATE cursorDiskKV SET value = value WHERE key LIKE 'composerData:main0000-0499%'\")\n"
         "os._exit(0)\n"
     )
     subprocess.run([sys.executable, "-c", code, str(db)], check=True)

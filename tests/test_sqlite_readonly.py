@@ -257,27 +257,82 @@ def test_wal_left_without_shm_is_read_with_its_log_and_no_shm_is_made(tmp_path: 
     assert Path(f"{db}-wal").read_bytes() == wal_bytes
 
 
-def test_wal_closed_cleanly_creates_nothing(tmp_path: Path) -> None:
+def test_wal_closed_cleanly_is_read_as_it_is_and_creates_nothing(tmp_path: Path) -> None:
     db = _make(tmp_path / "u", wal=True)
     before = _files(db.parent)
     opened = open_readonly(db)
-    assert opened.how == "wal-private-index"
+    assert (opened.how, opened.warning) == ("immutable", None)  # nothing to replay
     assert _keys(opened.conn) == ["a"]
     opened.close()
     assert _files(db.parent) == before == {"state.vscdb": before["state.vscdb"]}
 
 
-def test_an_owner_opening_after_us_is_not_locked_out(tmp_path: Path, owner_of: list[Owner]) -> None:
-    """The lock-free read of a WAL database nobody had open takes no lock: the owner can
-    start and write while we still hold the connection."""
+@pytest.mark.parametrize("kind", ["empty", "header only", "stale frames", "torn first frame"])
+def test_a_left_over_log_with_no_commit_is_left_alone(kind: str, tmp_path: Path) -> None:
+    """SQLite's close would checkpoint such a log (nothing to write) and delete it: the
+    opener reads the main file alone instead, and the log stays as it was."""
     db = _make(tmp_path / "u", wal=True)
+    _leftover_wal(db)
+    wal = Path(f"{db}-wal")
+    data = wal.read_bytes()
+    page = 4096
+    if kind == "empty":
+        data = b""
+    elif kind == "header only":
+        data = data[:32]
+    elif kind == "stale frames":  # the salts of an earlier generation of the log
+        frames = bytearray(data)
+        frames[32 + 8 : 32 + 16] = b"\x00" * 8
+        data = bytes(frames)
+    else:
+        data = data[: 32 + 24 + page // 2]
+    wal.write_bytes(data)
+    before = _files(db.parent)
+    opened = open_readonly(db)
+    assert opened.how == "immutable"
+    assert _keys(opened.conn) == ["a"]
+    opened.close()
+    assert _files(db.parent) == before
+    assert wal.read_bytes() == data
+
+
+def test_a_committed_log_followed_by_a_torn_frame_is_read_to_its_commit(tmp_path: Path) -> None:
+    db = _make(tmp_path / "u", wal=True)
+    _leftover_wal(db)
+    wal = Path(f"{db}-wal")
+    data = wal.read_bytes() + b"\x01" * 100  # a frame cut short after the commit
+    wal.write_bytes(data)
     opened = open_readonly(db)
     assert opened.how == "wal-private-index"
+    assert _keys(opened.conn) == ["a", "b"]
+    opened.close()
+    assert wal.read_bytes() == data
+    assert not Path(f"{db}-shm").exists()
+
+
+@pytest.mark.parametrize("left_over", [True, False])
+def test_an_owner_opening_after_us_is_not_locked_out_nor_loses_writes(
+    left_over: bool, tmp_path: Path, owner_of: list[Owner]
+) -> None:
+    """The read of a WAL database nobody had open takes no lock: the owner can start and
+    write while we still hold the connection, and our close never checkpoints or deletes
+    the log it is writing (a checkpoint on close with an empty index of ours would)."""
+    db = _make(tmp_path / "u", wal=True)
+    if left_over:
+        _leftover_wal(db)
+    opened = open_readonly(db)
+    assert opened.how == ("wal-private-index" if left_over else "immutable")
     owner = Owner(db, busy_timeout=0.1)
     owner_of.append(owner)
+    assert owner.run("PRAGMA wal_autocheckpoint=0") == "ok"
     assert owner.run("INSERT INTO ItemTable VALUES ('late', '1')") == "ok"
-    assert "a" in _keys(opened.conn)
+    assert _keys(opened.conn) == (["a", "b"] if left_over else ["a"])
     opened.close()
+    assert owner.run("SELECT 1") == "ok"
+    check = sqlite3.connect(db)
+    keys = [r[0] for r in check.execute("SELECT key FROM ItemTable ORDER BY key")]
+    assert keys == (["a", "b", "late"] if left_over else ["a", "late"])
+    check.close()
 
 
 def test_no_database_raises_and_creates_nothing(tmp_path: Path) -> None:

@@ -25,12 +25,18 @@ So:
   commit (PENDING) makes our next statement wait up to `BUSY_TIMEOUT`.
 - a WAL database whose `-shm` exists (the owner has it open: Cursor's global
   `state.vscdb`) is read with `mode=ro`: readers never block a WAL writer.
-- a WAL database without `-shm` (nobody has it open; a `-wal` may be left over from a
-  crash) is read through SQLite's lock-free VFS (`unix-none`, `win32-none`) in
-  `locking_mode=EXCLUSIVE`, which keeps the log's index in our own memory: the log is
-  read, nothing is created, no lock is taken. Should the owner start writing during that
-  read, an error is possible and is reported, never a wrong value silently: SQLite
-  checks the log's checksums.
+- a WAL database without `-shm` (nobody has it open) and without a `-wal`, or with a
+  `-wal` that holds no complete transaction, is read with `immutable=1`: the main file
+  is then the whole database, and nothing is opened beside it.
+- a WAL database without `-shm` whose left-over `-wal` holds a committed transaction
+  (checked here: the frames' salts and checksums up to the first commit frame, as
+  SQLite's recovery checks them) is read through SQLite's lock-free VFS (`unix-none`,
+  `win32-none`) in `locking_mode=EXCLUSIVE`, which keeps the log's index in our own
+  memory: the log is read, no `-shm` is made, no lock is taken. On close SQLite tries
+  to checkpoint that log into the database and delete it; the database is open
+  read-only, so the first page write fails and nothing is changed or deleted. (With no
+  committed frame there would be nothing to write, the checkpoint would succeed and
+  the `-wal` be deleted: hence the check, and `immutable=1` in that case.)
 - a hot journal (the owner crashed mid-commit), or a database still locked after
   `BUSY_TIMEOUT`, is read with `immutable=1`, with a warning that what is read may be
   part of an unfinished write.
@@ -87,6 +93,12 @@ def open_readonly(path: Path) -> ReadOnlyDatabase:
     uri = "file:" + quote(str(path)) + "?mode=ro"
     mode = journal_mode(path)
     if mode == "wal" and not os.path.lexists(f"{path}-shm"):
+        log = wal_state(Path(f"{path}-wal"))
+        if log == "none":  # nothing to replay: the main file is the database
+            return _immutable(uri, path, None)
+        if log == "unchecked":
+            why = "its write-ahead log could not be checked (too long before its first commit)"
+            return _immutable(uri, path, why)
         try:
             return ReadOnlyDatabase(_private_index(uri), "wal-private-index")
         except sqlite3.Error as exc:
@@ -119,15 +131,70 @@ def _private_index(uri: str) -> sqlite3.Connection:
     return conn
 
 
-def _immutable(uri: str, path: Path, why: str) -> ReadOnlyDatabase:
+def _immutable(uri: str, path: Path, why: str | None) -> ReadOnlyDatabase:
     conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
     try:
         _first_read(conn)
     except sqlite3.Error:
         conn.close()
         raise
+    if why is None:
+        return ReadOnlyDatabase(conn, "immutable")
     warning = f"{path.name}: {why}; read it as it is on disk, which may miss or half-show the latest change"
     return ReadOnlyDatabase(conn, "immutable", warning)
+
+
+WAL_SCAN_FRAMES = 4096  # frames checked for a first commit before giving up
+_WAL_MAGIC = {0x377F0682: "<", 0x377F0683: ">"}  # the checksums' byte order
+
+
+def wal_state(wal: Path) -> Literal["none", "committed", "unchecked"]:
+    """Whether a left-over `-wal` holds a committed transaction SQLite's recovery would
+    keep: a valid header, then frames whose salts match it and whose running checksums
+    hold, up to one that ends a transaction (its "database size" field is not 0)."""
+    import struct
+
+    from passdown._jsonl import open_regular
+
+    try:
+        handle = open_regular(wal)
+    except OSError:
+        return "none"
+    with handle:
+        head = handle.read(32)
+        if len(head) < 32:
+            return "none"
+        magic, _version, page, _seq, salt1, salt2, ck1, ck2 = struct.unpack(">8I", head)
+        order = _WAL_MAGIC.get(magic)
+        if order is None or page < 512 or page > 65536 or page & (page - 1):
+            return "none"
+        s0, s1 = _checksum(head[:24], 0, 0, order)
+        if (s0, s1) != (ck1, ck2):
+            return "none"
+        for _ in range(WAL_SCAN_FRAMES):
+            frame = handle.read(24 + page)
+            if len(frame) < 24 + page:
+                return "none"
+            _pgno, commit, f1, f2, c1, c2 = struct.unpack(">6I", frame[:24])
+            if (f1, f2) != (salt1, salt2):
+                return "none"
+            s0, s1 = _checksum(frame[:8] + frame[24:], s0, s1, order)
+            if (s0, s1) != (c1, c2):
+                return "none"
+            if commit:
+                return "committed"
+    return "unchecked"
+
+
+def _checksum(data: bytes, s0: int, s1: int, order: str) -> tuple[int, int]:
+    """SQLite's WAL checksum (fileformat2 §4.3), continued from (s0, s1)."""
+    import struct
+
+    words = struct.unpack(f"{order}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
+        s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
+    return s0, s1
 
 
 def _first_read(conn: sqlite3.Connection) -> None:
@@ -155,4 +222,4 @@ def _prefix(path: Path, size: int) -> bytes:
         return b""
 
 
-__all__ = ["BUSY_TIMEOUT", "ReadOnlyDatabase", "journal_mode", "open_readonly"]
+__all__ = ["BUSY_TIMEOUT", "ReadOnlyDatabase", "journal_mode", "open_readonly", "wal_state"]
