@@ -170,12 +170,13 @@ def build(home: Path, target_mb: int, chats: int, wal: bool) -> Path:
 
 
 def _leave_wal(db: Path) -> None:
-    """WAL mode, the last chat's composer rewritten into the log, the owner killed."""
+    """WAL mode, a tenth of the main workspace's chats rewritten into the log (a space
+    appended to their JSON), the owner killed: a left-over `-wal` and no `-shm`."""
     code = (
         "import os, sqlite3, sys\n"
         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
-        "c.execute(\"UPDATE cursorDiskKV SET value = value WHERE key LIKE 'composerData:main0000-0499%'\")\n"
+        "c.execute(\"UPDATE cursorDiskKV SET value = value || ' ' WHERE key LIKE 'composerData:main0000-____9-%'\")\n"
         "os._exit(0)\n"
     )
     subprocess.run([sys.executable, "-c", code, str(db)], check=True)
@@ -243,6 +244,7 @@ def main() -> None:
         home, proj = cached(args.cache, mb, chats, args.wal)
         glob = home / ".config/Cursor/User/globalStorage/state.vscdb"
         size = glob.stat().st_size / MB
+        print(f"{size:.0f} MB: {_opened_as(glob)}")
         for label, argv in (
             ("sessions (this workspace)", ["sessions", "--from", "cursor-ide"]),
             ("sessions --all", ["sessions", "--from", "cursor-ide", "--all"]),
@@ -268,6 +270,19 @@ def main() -> None:
     print(
         f"{'(interpreter + CLI floor: passdown --version)':55} {floor[0]:7.2f} {floor[1]:6.2f} {floor[2]:12.1f}"
     )
+
+
+def _opened_as(db: Path) -> str:
+    """How `_sqlite_readonly` opens the global database, and the files beside it."""
+    sys.path.insert(0, str(REPO / "src"))
+    from passdown.agents._sqlite_readonly import open_readonly
+
+    opened = open_readonly(db)
+    opened.close()
+    beside = sorted(p.name for p in db.parent.iterdir() if p.name != db.name)
+    wal = Path(f"{db}-wal")
+    log = f", -wal {wal.stat().st_size / MB:.1f} MB" if wal.exists() else ""
+    return f"opened {opened.how}; beside it: {beside or 'nothing'}{log}"
 
 
 def _in_process(home: Path, proj: Path) -> tuple[float, float, float]:
