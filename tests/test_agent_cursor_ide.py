@@ -23,10 +23,8 @@ def run(
     args: list[str], cwd: Path, home: Path, extra: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "APPDATA")}
-    env.update(HOME=str(home), PASSDOWN_DATA_DIR=str(home / "passdown-data"), **(extra or {}))
     env.pop("PASSDOWN_EDITOR_USER_DIRS", None)
-    if extra and "PASSDOWN_EDITOR_USER_DIRS" in extra:
-        env["PASSDOWN_EDITOR_USER_DIRS"] = extra["PASSDOWN_EDITOR_USER_DIRS"]
+    env.update(HOME=str(home), PASSDOWN_DATA_DIR=str(home / "passdown-data"), **(extra or {}))
     return subprocess.run(
         [sys.executable, "-m", "passdown", *args],
         cwd=cwd,
@@ -366,3 +364,34 @@ def test_todo_merges_update_the_plan_item_by_item(home: Path, project: Path) -> 
     plan = {p["subject"]: p["status"] for p in _handoff(project)["state"]["plan"]}
     assert plan == {"step 1": "completed", "step 2": "pending", "step 3": "in_progress"}
     assert _handoff(project)["state"]["plan_source"] == "todo_write"
+
+
+def test_windows_layout_through_the_cli_process(home: Path, tmp_path: Path) -> None:
+    """`python -m passdown` under the Windows simulation of tests/simwin (sys.platform
+    "win32", no POSIX modules): the User folder under %APPDATA%, a drive-letter folder."""
+    folder = "C:\\Users\\dev\\proj"
+    cursor = CursorHome(home, "win32")
+    cursor.workspace("0a0b", folder)
+    cursor.add("0a0b", full_chat(folder))
+    simwin = str(Path(__file__).resolve().parent / "simwin")
+    extra = {
+        "PYTHONPATH": os.pathsep.join([simwin, os.environ.get("PYTHONPATH", "")]),
+        "PASSDOWN_SIMULATE_WINDOWS": "1",
+        "APPDATA": str(home / "AppData" / "Roaming"),
+    }
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    done = run(["sessions", "--all", "--json", "--from", "cursor-ide"], ws, home, extra)
+    assert done.returncode == 0, done.stderr
+    (listed,) = json.loads(done.stdout)
+    assert listed["cwd"] == "c:/Users/dev/proj"
+    done = run(
+        ["export", "--from", "cursor-ide", "--session", listed["session_id"], "--workspace",
+         str(ws), "--no-store"], ws, home, extra,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = _handoff(ws)
+    assert data["task"]["original_request"] == "Add a --json flag to the report command"
+    # file:///c%3A/... URIs and C:\\ paths alike, relative to the chat's folder
+    files = {f["path"].replace("\\", "/") for f in data["state"]["files_touched"]}
+    assert files == {"src/report.py", "tests/test_report.py"}
