@@ -395,3 +395,24 @@ def test_windows_layout_through_the_cli_process(home: Path, tmp_path: Path) -> N
     # file:///c%3A/... URIs and C:\\ paths alike, relative to the chat's folder
     files = {f["path"].replace("\\", "/") for f in data["state"]["files_touched"]}
     assert files == {"src/report.py", "tests/test_report.py"}
+
+
+def test_an_unreadable_chat_database_is_exit_5_naming_it(home: Path, project: Path) -> None:
+    cursor = _cursor(home, project)
+    cursor.global_db.write_bytes(b"\x00not sqlite\xff" * 400)
+    done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
+    assert done.returncode == 5
+    assert "Cursor's chat database" in done.stderr and str(cursor.global_db) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (project / ".agent-handoff").exists()
+
+
+def test_an_unreadable_list_of_chats_is_reported_not_skipped(home: Path, project: Path) -> None:
+    cursor = _cursor(home, project)
+    listing = cursor.user / "workspaceStorage" / "a1b2c3" / "state.vscdb"
+    listing.write_bytes(b"torn" * 1000)
+    done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
+    assert done.returncode == 5
+    assert f"cannot read {listing}: its list of chats cannot be read" in done.stderr
+    listed = run(["sessions", "--from", "cursor-ide"], project, home)
+    assert str(listing) in listed.stderr  # named by `sessions` too

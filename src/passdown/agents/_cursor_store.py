@@ -79,13 +79,13 @@ def workspace_chats(db: Path) -> tuple[list[Chat], str | None]:
     try:
         opened = open_readonly(db)
     except sqlite3.Error as exc:
-        return [], f"{db}: not readable as a database ({exc})"
+        return [], f"its list of chats cannot be read ({exc})"
     try:
         row = opened.conn.execute(
             "SELECT value FROM ItemTable WHERE key = ?", (COMPOSER_INDEX_KEY,)
         ).fetchone()
     except sqlite3.Error as exc:
-        return [], f"{db}: {exc}"
+        return [], f"its list of chats cannot be read ({exc})"
     finally:
         opened.close()
     data = as_bytes(row[0]) if row else None
@@ -93,7 +93,7 @@ def workspace_chats(db: Path) -> tuple[list[Chat], str | None]:
         return [], None
     index = decode_or_none(_INDEX, data)
     if not isinstance(index, _ComposerIndex):
-        return [], f"{db}: its list of chats is not readable JSON"
+        return [], "its list of chats (composer.composerData) is not readable JSON"
     chats: list[Chat] = []
     for raw in index.allComposers:
         head = decode_or_none(_HEAD, raw)

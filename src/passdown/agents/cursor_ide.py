@@ -63,8 +63,8 @@ from passdown.agents._cursor_events import (
     todos_plan,
 )
 from passdown.agents._cursor_store import Chat, GlobalStore, workspace_chats
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
-from passdown.errors import LaunchError, SessionNotFound
+from passdown.agents.base import Agent, LaunchSpec, SkippedSession, cwd_in_workspace
+from passdown.errors import LaunchError, SessionNotFound, SessionReadError
 from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
 
 _COMPOSER = msgspec.json.Decoder(Composer)
@@ -103,8 +103,10 @@ class CursorIDE(Agent):
                 db = storage / "state.vscdb"
                 if not is_file(db):
                     continue
-                chats, _warning = workspace_chats(db)
+                chats, problem = workspace_chats(db)
                 stamp = file_mtime(db)
+                if problem is not None and not chats:
+                    _report_skipped(db, problem, stamp[0])
                 for chat in chats:
                     if store is not None and not _safe_has_messages(store, chat):
                         continue
@@ -149,8 +151,12 @@ class CursorIDE(Agent):
         try:
             store = GlobalStore(global_db)
         except sqlite3.Error as exc:
-            diag.warnings.append(f"could not open Cursor's chat database {global_db}: {exc}")
-            return
+            raise SessionReadError(
+                f"cannot read chat {ref.session_id}: Cursor's chat database {global_db} "
+                f"cannot be read ({exc}); nothing was handed off",
+                hint="Cursor keeps every chat's messages there; check that the file is there "
+                "and readable",
+            ) from None
         digest = hashlib.sha256()
         try:
             if store.warning:
@@ -169,6 +175,17 @@ class CursorIDE(Agent):
             "open a chat in the editor on a handoff",
             hint="hand off to a CLI agent instead: --to cursor (cursor-agent), claude, codex, ...",
         )
+
+
+def _report_skipped(db: Path, problem: str, mtime: float) -> None:
+    """A workspace's list of chats that cannot be read is reported as a session file
+    discovery could not open (listed by `sessions`, exit 5 when it is all there is),
+    never skipped silently."""
+    from passdown.agents.base import _skipped_sink
+
+    sink = _skipped_sink.get()
+    if sink is not None:
+        sink.append(SkippedSession(path=db, reason=problem, updated_at=mtime))
 
 
 def global_db_of(workspace_db: Path) -> Path:
@@ -227,16 +244,17 @@ def _chat_events(
     digest: hashlib._Hash,
 ) -> Iterator[Event]:
     data = store.value(f"composerData:{composer_id}")
-    if data is None:
-        diag.warnings.append(f"chat {composer_id} has no readable content in Cursor's database")
-        return
+    composer = decode_or_none(_COMPOSER, data) if data is not None else None
+    if data is None or not isinstance(composer, Composer):
+        what = "has no content" if data is None else "has content that is not readable JSON"
+        raise SessionReadError(
+            f"cannot read chat {composer_id}: it {what} in Cursor's chat database "
+            f"{store.path} (composerData:{composer_id}); nothing was handed off",
+            hint="Cursor may have deleted the chat, or be rewriting it: try again, or pass "
+            "--session with another chat",
+        )
     digest.update(data)
-    composer = decode_or_none(_COMPOSER, data)
     del data
-    if not isinstance(composer, Composer):
-        diag.bad_lines += 1
-        diag.warnings.append(f"chat {composer_id}: its composerData is not readable JSON")
-        return
     _fill_info(info, composer, diag)
     calls = 0
     for bubble in _bubbles(store, composer_id, composer, diag, digest):
