@@ -27,6 +27,8 @@ from passdown.agents._common import DECODE_ERRORS, decode_or_none
 from passdown.agents._sqlite_readonly import ReadOnlyDatabase, open_readonly
 
 BATCH = 64  # keys per statement when reading a chat's messages
+# Every read runs to its end (fetchall): a statement left open would keep its SHARED
+# lock, and a rollback-journal owner could not commit until it is reset.
 MAX_VALUE_BYTES = 256 * 1024 * 1024  # a larger value is left unread, with a warning
 COMPOSER_INDEX_KEY = "composer.composerData"
 
@@ -81,14 +83,14 @@ def workspace_chats(db: Path) -> tuple[list[Chat], str | None]:
     except sqlite3.Error as exc:
         return [], f"its list of chats cannot be read ({exc})"
     try:
-        row = opened.conn.execute(
+        rows = opened.conn.execute(
             "SELECT value FROM ItemTable WHERE key = ?", (COMPOSER_INDEX_KEY,)
-        ).fetchone()
+        ).fetchall()
     except sqlite3.Error as exc:
         return [], f"its list of chats cannot be read ({exc})"
     finally:
         opened.close()
-    data = as_bytes(row[0]) if row else None
+    data = as_bytes(rows[0][0]) if rows else None
     if data is None:
         return [], None
     index = decode_or_none(_INDEX, data)
@@ -121,20 +123,20 @@ class GlobalStore:
         self.db.close()
 
     def _has_table(self, name: str) -> bool:
-        row = self.db.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-        ).fetchone()
-        return row is not None
+        ).fetchall()
+        return bool(rows)
 
     def value(self, key: str) -> bytes | None:
         """One value, or None when it is missing, of no JSON type, or too large."""
         if self.missing_table:
             return None
-        row = self.db.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT value FROM cursorDiskKV WHERE key = ? AND length(value) <= ?",
             (key, MAX_VALUE_BYTES),
-        ).fetchone()
-        return as_bytes(row[0]) if row else None
+        ).fetchall()
+        return as_bytes(rows[0][0]) if rows else None
 
     def has_messages(self, composer_id: str) -> bool:
         """Whether a chat holds any message: one index probe for its first bubble key
@@ -143,20 +145,20 @@ class GlobalStore:
         if self.missing_table:
             return False
         prefix = f"bubbleId:{composer_id}:"
-        row = self.db.conn.execute(
+        found = self.db.conn.execute(
             "SELECT 1 FROM cursorDiskKV WHERE key > ? AND key < ? LIMIT 1",
             (prefix, prefix[:-1] + ";"),
-        ).fetchone()
-        if row is not None:
+        ).fetchall()
+        if found:
             return True
         # JSON.stringify writes no spaces; a space after the colon is accepted too
-        row = self.db.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT instr(value, '\"fullConversationHeadersOnly\":[{')"
             " + instr(value, '\"conversation\":[{') + instr(value, '\"conversation\": [{')"
             " FROM cursorDiskKV WHERE key = ?",
             (f"composerData:{composer_id}",),
-        ).fetchone()
-        return bool(row and isinstance(row[0], int) and row[0] > 0)
+        ).fetchall()
+        return bool(rows and isinstance(rows[0][0], int) and rows[0][0] > 0)
 
     def bubbles(
         self, composer_id: str, bubble_ids: list[str]
