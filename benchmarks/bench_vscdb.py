@@ -9,10 +9,13 @@ on a database a tenth the size: peak RSS must not grow with the database.
 
 The database is built once into --cache (about 20 s) and reused while its parameters
 match. `--wal` turns the global database into WAL mode with a left-over `-wal` and no
-`-shm` (Cursor killed), read through the private-index path.
+`-shm` (Cursor killed), read through the private-index path. `--live` keeps an editor
+process writing into the global database while every command runs (`Editor`): with
+`--wal` that is Cursor running in WAL mode (its `-shm` there), without it a
+rollback-journal owner whose commits wait on our SHARED locks.
 
 Usage: python benchmarks/bench_vscdb.py [--mb 500] [--chats 5000] [--runs 3]
-       [--cache /tmp/passdown-bench-vscdb] [--wal]
+       [--cache /tmp/passdown-bench-vscdb] [--wal] [--live]
 """
 
 from __future__ import annotations
@@ -183,6 +186,49 @@ def _leave_wal(db: Path) -> None:
     os.remove(f"{db}-shm")
 
 
+class Editor:
+    """Cursor writing while passdown reads: a process with node-sqlite3's settings (a
+    1 s busy timeout) that commits one 10 KB bubble every 10 ms, cycling over 200 keys
+    of a chat of its own (the database does not grow); it counts its commits, the ones
+    that failed (SQLITE_BUSY: locked out) and its slowest commit."""
+
+    SCRIPT = (
+        "import sqlite3, sys, time\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=1.0)\n"
+        "n = failed = 0; slowest = 0.0\n"
+        "import select\n"
+        "while not select.select([sys.stdin], [], [], 0.01)[0]:\n"
+        "    t = time.perf_counter()\n"
+        "    try:\n"
+        "        conn.execute('BEGIN IMMEDIATE')\n"
+        "        conn.execute('INSERT INTO cursorDiskKV VALUES (?, ?)',\n"
+        "                     (f'bubbleId:live:{n % 200}', b'{}' + b' ' * 10_000))\n"
+        "        conn.execute('COMMIT')\n"
+        "        n += 1\n"
+        "    except sqlite3.OperationalError:\n"
+        "        failed += 1\n"
+        "        conn.execute('ROLLBACK') if conn.in_transaction else None\n"
+        "    slowest = max(slowest, time.perf_counter() - t)\n"
+        "print(n, failed, slowest)\n"
+    )
+
+    def __init__(self, db: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.SCRIPT, str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.5)  # open, and (WAL) its -shm made, before the first read
+
+    def stop(self) -> str:
+        out, _ = self.proc.communicate("stop\n", timeout=60)
+        commits, failed, slowest = out.split()
+        return (
+            f"{commits} commits, {failed} locked out, slowest commit {float(slowest) * 1000:.0f} ms"
+        )
+
+
 def measure(argv: list[str], home: Path, cwd: Path) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one passdown
     command in a child process."""
@@ -216,6 +262,9 @@ def measure(argv: list[str], home: Path, cwd: Path) -> tuple[float, float, float
 def cached(cache: Path, mb: int, chats: int, wal: bool) -> tuple[Path, Path]:
     key = cache / f"mb{mb}-chats{chats}{'-wal' if wal else ''}"
     home, proj = key / "home", key / "home" / "proj"
+    glob = home / ".config/Cursor/User/globalStorage/state.vscdb"
+    if wal and not Path(f"{glob}-wal").exists():  # a --live editor checkpointed it away
+        (key / "done").unlink(missing_ok=True)
     if not (key / "done").exists():
         shutil.rmtree(key, ignore_errors=True)
         home.mkdir(parents=True)
@@ -235,6 +284,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/passdown-bench-vscdb"))
     parser.add_argument("--wal", action="store_true")
+    parser.add_argument(
+        "--live", action="store_true", help="an editor writing all along (see Editor)"
+    )
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} cores; best of {args.runs} runs")
@@ -244,6 +296,7 @@ def main() -> None:
         home, proj = cached(args.cache, mb, chats, args.wal)
         glob = home / ".config/Cursor/User/globalStorage/state.vscdb"
         size = glob.stat().st_size / MB
+        editor = Editor(glob) if args.live else None
         print(f"{size:.0f} MB: {_opened_as(glob)}")
         for label, argv in (
             ("sessions (this workspace)", ["sessions", "--from", "cursor-ide"]),
@@ -252,6 +305,8 @@ def main() -> None:
         ):
             best = min((measure(argv, home, proj) for _ in range(args.runs)), key=lambda r: r[0])
             rows.append((f"{size:.0f} MB, {chats} chats", label, *best))
+        if editor is not None:
+            print(f"{size:.0f} MB, the editor meanwhile: {editor.stop()}")
         handoff = json.loads((proj / ".agent-handoff" / "handoff.json").read_text())
         assert handoff["task"]["original_request"].startswith("message 0 of main0000")
         assert len(handoff["state"]["files_touched"]) > 0
