@@ -416,3 +416,22 @@ def test_an_unreadable_list_of_chats_is_reported_not_skipped(home: Path, project
     assert f"cannot read {listing}: its list of chats cannot be read" in done.stderr
     listed = run(["sessions", "--from", "cursor-ide"], project, home)
     assert str(listing) in listed.stderr  # named by `sessions` too
+
+
+def test_a_message_with_only_rich_text_is_read_from_it(home: Path, project: Path) -> None:
+    cursor = CursorHome(home)
+    cursor.workspace("a1b2c3", str(project))
+    rich = {
+        "root": {
+            "children": [
+                {"type": "paragraph", "children": [{"text": "Bump the "}, {"text": "parser"}]},
+                {"type": "paragraph", "children": [{"text": "then rerun CI"}]},
+            ]
+        }
+    }
+    bubble = {"_v": 3, "type": 1, "bubbleId": "r1", "text": "", "richText": json.dumps(rich)}
+    composer = {"_v": 10, "fullConversationHeadersOnly": [{"bubbleId": "r1", "type": 1}]}
+    cursor.add("a1b2c3", Chat("rich-chat", [bubble], composer))
+    done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
+    assert done.returncode == 0, done.stderr
+    assert _handoff(project)["task"]["original_request"] == "Bump the parser\nthen rerun CI"

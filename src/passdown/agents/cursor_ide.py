@@ -30,6 +30,18 @@ Where (the User folder per platform: `_editors`): `~/.config/Cursor/User` (Linux
   `toolFormerData {name, rawArgs|params, result, status}` for a tool call (`edit_file`,
   `edit_file_v2`, `search_replace`, `delete_file`, `run_terminal_cmd`, `todo_write`, ...).
 
+Which fields come from where:
+- documented (VS Code's own source, which Cursor is a fork of): the User folder per
+  platform, `workspaceStorage/<id>/workspace.json` -> folder, `state.vscdb` as SQLite
+  with `ItemTable(key, value)`;
+- reverse-engineered (the sources above; Cursor documents none of it): the table
+  `cursorDiskKV`, the keys `composer.composerData`, `composerData:<id>` and
+  `bubbleId:<id>:<bubble>`, and every field read from them: the chat list, `status`,
+  `modelConfig`, `createdOnBranch`, the headers and inline `conversation`, `todos`,
+  `originalFileStates`, `newlyCreatedFiles`, the bubbles' `type`, `text`/`richText`,
+  `createdAt`, `modelInfo`, and `toolFormerData` (tool names, `rawArgs`/`params`,
+  `result` with `output`/`exitCode`, `status`).
+
 A `SessionRef` is the workspace's `state.vscdb` plus the chat's id; the transcript's
 fingerprint is a sha256 over the values read (the global database holds every chat).
 Opening is `_sqlite_readonly`: read-only, no file created beside Cursor's, short
