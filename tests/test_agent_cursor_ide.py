@@ -435,3 +435,19 @@ def test_a_message_with_only_rich_text_is_read_from_it(home: Path, project: Path
     done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
     assert done.returncode == 0, done.stderr
     assert _handoff(project)["task"]["original_request"] == "Bump the parser\nthen rerun CI"
+
+
+def test_a_content_table_without_its_key_index_is_still_read(home: Path, project: Path) -> None:
+    """Without the UNIQUE key (an index) a per-chat probe would scan the whole table:
+    the chats are listed unprobed, and the newest is read as usual."""
+    from cursor_ide_home import USER_DIRS
+
+    glob = home / USER_DIRS["linux"] / "globalStorage" / "state.vscdb"
+    glob.parent.mkdir(parents=True)
+    with sqlite3.connect(glob) as conn:
+        conn.execute("CREATE TABLE cursorDiskKV (key TEXT, value BLOB)")
+    conn.close()
+    _cursor(home, project)
+    done = run(["export", "--from", "cursor-ide", "--no-store"], project, home)
+    assert done.returncode == 0, done.stderr
+    _assert_full_handoff(_handoff(project))

@@ -118,6 +118,9 @@ class GlobalStore:
         self.db: ReadOnlyDatabase = open_readonly(path)
         self.warning = self.db.warning
         self.missing_table = not self._has_table("cursorDiskKV")
+        # Cursor's table has a UNIQUE key (an index): without one, a probe per chat
+        # would scan the whole table each time, so chats are listed unprobed
+        self.indexed = not self.missing_table and self._key_indexed()
 
     def close(self) -> None:
         self.db.close()
@@ -127,6 +130,18 @@ class GlobalStore:
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchall()
         return bool(rows)
+
+    def _key_indexed(self) -> bool:
+        for row in self.db.conn.execute("PRAGMA index_list(cursorDiskKV)").fetchall():
+            name = row[1] if len(row) > 1 else None
+            if not isinstance(name, str):
+                continue
+            columns = self.db.conn.execute(
+                "SELECT name FROM pragma_index_info(?)", (name,)
+            ).fetchall()
+            if columns and columns[0][0] == "key":
+                return True
+        return False
 
     def value(self, key: str) -> bytes | None:
         """One value, or None when it is missing, of no JSON type, or too large."""
@@ -144,6 +159,8 @@ class GlobalStore:
         builds). An empty chat (opened, never sent) is not a session."""
         if self.missing_table:
             return False
+        if not self.indexed:
+            return True  # cannot tell cheaply: listed, the read says what it holds
         prefix = f"bubbleId:{composer_id}:"
         found = self.db.conn.execute(
             "SELECT 1 FROM cursorDiskKV WHERE key > ? AND key < ? LIMIT 1",
