@@ -41,10 +41,13 @@ So:
   `BUSY_TIMEOUT`, is read with `immutable=1`, with a warning that what is read may be
   part of an unfinished write.
 
-One race is left, and said here: the owner closing its last connection between our
+Two races are left, and said here. The owner closing its last connection between our
 check for `-shm` and our open deletes `-wal`/`-shm`, and `mode=ro` then creates them
-again (empty; SQLite uses them on its next open). The window is the time between two
-system calls.
+again (empty; SQLite uses them on its next open): the window is the time between two
+system calls. And the reads that take no lock (`immutable=1`, the private index) see
+the files as they were when read: an owner that starts and checkpoints into the main
+file during such a read can make a page read torn, which shows as an SQLite error the
+caller reports (the readers here catch `sqlite3.Error` and say what they stopped on).
 """
 
 from __future__ import annotations
