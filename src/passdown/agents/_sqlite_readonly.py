@@ -46,8 +46,10 @@ check for `-shm` and our open deletes `-wal`/`-shm`, and `mode=ro` then creates 
 again (empty; SQLite uses them on its next open): the window is the time between two
 system calls. And the reads that take no lock (`immutable=1`, the private index) see
 the files as they were when read: an owner that starts and checkpoints into the main
-file during such a read can make a page read torn, which shows as an SQLite error the
-caller reports (the readers here catch `sqlite3.Error` and say what they stopped on).
+file during such a read can make a page read torn. SQLite then mostly reports the
+database as malformed, which the readers here catch and say they stopped on; a value
+that still decodes comes from one side of that write or the other. Both reads happen
+only when nobody had the database open as the read began.
 """
 
 from __future__ import annotations
