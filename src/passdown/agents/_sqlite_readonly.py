@@ -48,8 +48,9 @@ system calls. And the reads that take no lock (`immutable=1`, the private index)
 the files as they were when read: an owner that starts and checkpoints into the main
 file during such a read can make a page read torn. SQLite then mostly reports the
 database as malformed, which the readers here catch and say they stopped on; a value
-that still decodes comes from one side of that write or the other. Both reads happen
-only when nobody had the database open as the read began.
+that still decodes comes from one side of that write or the other. For a WAL database
+these reads happen only when nobody had it open as the read began (the other uses of
+`immutable=1` come with their warning).
 """
 
 from __future__ import annotations
