@@ -183,6 +183,7 @@ def test_install_all_skips_agents_that_are_not_here(
         "hermes",
         "auggie",  # issue 23, third wave: not on PATH
         "continue",  # no hooks that fire
+        "cursor-ide",  # issue 24: Cursor's editor chats, a source without hooks
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -319,6 +320,7 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
         "kimi",
         "gptme",
         "hermes",
+        "cursor-ide",
     }
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
