@@ -352,7 +352,7 @@ def test_exclusively_locked_database_is_read_without_locking(recorded_home: Path
         transcript = agent.read(_ref(agent, db))
         messages = [e for e in transcript.events() if isinstance(e, Message)]
         assert messages
-        assert any("without locking" in w for w in transcript.diagnostics.warnings)
+        assert any("stayed locked" in w for w in transcript.diagnostics.warnings)
     finally:
         locker.execute("ROLLBACK")
         locker.close()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sqlite3
 import stat
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 
 from passdown._memo import for_short_strings
+from passdown.agents._sqlite_readonly import open_readonly
 from passdown.transcript import Diagnostics, PlanItem
 
 _EXIT_CODE = re.compile(r"(?:exit(?:ed)? (?:with )?code|exit status)[:= ]*(-?\d+)", re.IGNORECASE)
@@ -279,120 +278,12 @@ def read_head(path: Path, limit: int = 256 * 1024) -> bytes:
         return b""
 
 
-SQLITE_BUSY_TIMEOUT = 2.0  # seconds: the agents' own writes hold the lock for milliseconds
-
-
 def open_sqlite_readonly(path: Path) -> tuple[sqlite3.Connection, str | None]:
     """A read-only connection to another program's SQLite database that never creates a
-    file next to it, and a warning when the read may miss recent changes.
-
-    SQLite creates `-shm` (and `-wal`) beside a WAL-mode database even for a `mode=ro`
-    reader, and they stay behind when it closes. So a WAL database is read normally only
-    while its owner has those files open anyway; otherwise it is read with `immutable=1`
-    (no locks, no side files), which sees exactly the main file: everything, when no
-    `-wal` is left to replay. A `-wal` left without `-shm` (its owner ended without
-    closing the database) holds the latest changes: it is replayed on a private copy
-    (`_replayed_copy`). A rollback-journal database is read with `mode=ro`, which
-    creates nothing. A lock held past the busy timeout also falls back to immutable."""
-    if not is_file(path):
-        raise sqlite3.OperationalError(f"no such database: {path}")
-    uri = "file:" + quote(str(path)) + "?mode=ro"
-    wal = _is_wal(path)
-    side = {name: os.path.lexists(f"{path}-{name}") for name in ("wal", "shm")}
-    warning: str | None = None
-    if not wal or side["shm"]:
-        try:
-            return _checked(
-                sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT, isolation_level=None)
-            ), None
-        except sqlite3.OperationalError as exc:
-            warning = f"{path.name} could not be opened normally ({exc}); read it without locking"
-    elif side["wal"]:
-        # its owner ended without closing it: the log holds the latest changes
-        replayed = _replayed_copy(path)
-        if replayed is not None:
-            return replayed, None
-        warning = f"{path.name} has a write-ahead log but no shared-memory file; read without it"
-    conn = _checked(sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None))
-    if warning:
-        warning += ", so changes not yet checkpointed may be missing"
-    return conn, warning
-
-
-LOG_COPY_MAX_BYTES = 256 * 1024 * 1024  # database + log copied to replay a left-over log
-
-
-def _replayed_copy(path: Path) -> sqlite3.Connection | None:
-    """The database with its left-over `-wal` replayed, read from a private copy: the
-    database and its log are copied into a fresh 0700 temp folder, SQLite replays the
-    log into the copy there, and the copy is opened immutable and unlinked at once (the
-    open connection keeps it). Nothing is created beside the agent's own files. None
-    when the two are larger than LOG_COPY_MAX_BYTES or cannot be copied or replayed
-    (the caller then reads the database without its log, with a warning)."""
-    import shutil
-    import tempfile
-
-    folder = Path(tempfile.mkdtemp(prefix="passdown-sqlite-"))
-    try:
-        copy = folder / "copy.db"
-        budget = LOG_COPY_MAX_BYTES
-        for source, target in ((path, copy), (Path(f"{path}-wal"), Path(f"{copy}-wal"))):
-            budget -= _copy_regular(source, target, budget)
-        with contextlib.closing(sqlite3.connect(copy, isolation_level=None)) as conn:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the log into the copy's file
-        uri = "file:" + quote(str(copy)) + "?mode=ro&immutable=1"
-        return _checked(sqlite3.connect(uri, uri=True, isolation_level=None))
-    except (OSError, sqlite3.Error, _TooLarge):
-        return None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def _copy_regular(source: Path, target: Path, budget: int) -> int:
-    """Copy a regular file (never a FIFO or a device), at most `budget` bytes; the bytes
-    copied."""
-    from passdown._jsonl import open_regular
-
-    copied = 0
-    with open_regular(source) as reader, open(target, "xb") as writer:
-        while chunk := reader.read(1 << 20):
-            copied += len(chunk)
-            if copied > budget:
-                raise _TooLarge(source)
-            writer.write(chunk)
-    return copied
-
-
-def _checked(conn: sqlite3.Connection) -> sqlite3.Connection:
-    """The connection once it has really opened the file (locks are met on the first
-    read), closed again when it cannot."""
-    try:
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error:
-        conn.close()
-        raise
-    return conn
-
-
-def _is_wal(path: Path) -> bool:
-    """Bytes 18-19 of the database header are 2 for a WAL-mode database."""
-    head = _read_prefix(path, 20)
-    return len(head) == 20 and head[18] == 2 and head[19] == 2
-
-
-def _read_prefix(path: Path, size: int) -> bytes:
-    from passdown._jsonl import open_regular
-
-    try:
-        with open_regular(path) as handle:
-            return handle.read(size)
-    except OSError:
-        return b""
+    file next to it and never locks its owner out, and a warning when the read may miss
+    or half-show the latest change: `_sqlite_readonly.open_readonly`, which says how."""
+    opened = open_readonly(path)
+    return opened.conn, opened.warning
 
 
 # -- plan tools -----------------------------------------------------------------------
