@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-from tests.test_claude_messy import Session, _extract, claude_dir  # noqa: F401
 
 from passdown.agents import claude
+from test_claude_messy import Session, _extract, claude_dir  # noqa: F401
 
 
 def _typed(line: dict[str, object]) -> bool:
