@@ -406,7 +406,9 @@ def _serve(
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        jsonl.CHUNK = 1 << 20  # this process only: smaller reads, fewer pages of its own
+        # this process only: smaller reads, fewer pages of its own (a chunk and its lines
+        # are alive together: 1 MiB chunks cost the worker ~3 MB more, and read no faster)
+        jsonl.CHUNK = 1 << 18
         data = work()
     except BaseException as exc:
         data = failed(exc)
@@ -457,7 +459,7 @@ def _read_half(
     state["info"] = _info_fields(half_info)
     return WorkerReport(
         partial=half.partial(),
-        ids=bytes(ids.bits),
+        ids=cast(bytes, ids.bits),  # encoded as bytes without a copy first (1 MiB)
         reader=state,
         diagnostics=diagnostics,
         events=seen.count,
