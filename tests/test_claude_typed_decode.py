@@ -8,13 +8,13 @@ from pathlib import Path
 
 import msgspec
 
-from passdown.agents import claude
+from passdown.agents import _claude_records
 from test_claude_messy import Session, _extract, claude_dir  # noqa: F401
 
 
 def _typed(line: dict[str, object]) -> bool:
     try:
-        claude._TYPED_RECORD.decode(msgspec.json.encode(line))
+        _claude_records._TYPED_RECORD.decode(msgspec.json.encode(line))
     except msgspec.ValidationError:
         return False
     return True
