@@ -26,13 +26,8 @@ import pytest
 
 from passdown import _checkpoint as checkpoint
 from passdown._budgets import fit_lists, load_limits, shorten_texts
-from passdown._extract import (
-    PENDING_KEEP,
-    extract,
-    extractor_state,
-    new_extractor,
-    restore_extractor,
-)
+from passdown._extract import PENDING_KEEP, extract, new_extractor
+from passdown._extract_state import extractor_state, restore_extractor
 from passdown._render import render_markdown
 from passdown._workspace import WorkspaceSnapshot
 from passdown.agents import get_agent
@@ -208,7 +203,7 @@ def test_the_extractor_keeps_a_bounded_number_of_items_of_every_kind() -> None:
 def test_a_two_core_merge_is_refused_where_one_pass_would_have_evicted() -> None:
     """Below the caps a merge of two halves is exact; where one pass could have evicted
     files during the second half, the main process reads it itself."""
-    from passdown._two_core import over_what_extraction_keeps, reduce_events
+    from passdown._half_extract import over_what_extraction_keeps, reduce_events
 
     first = new_extractor(workspace=WS, max_messages=24, max_chars=80_000)
     for i in range(FILES_KEEP - 10):

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from passdown import _plan_steps, _two_core, transcript
-from passdown._extract import extractor_state, new_extractor
+from passdown import _half_extract, _plan_steps, transcript
+from passdown._extract import new_extractor
+from passdown._extract_state import extractor_state
 from passdown.agents._claude_plan import PlanReplay
 from passdown.transcript import Event, PlanItem, PlanOp, ToolCall, ToolResult
 
@@ -102,7 +103,7 @@ def test_reduced_steps_replay_as_the_whole_list(
     whole = _replayed(prefix + half)
     steps, created, creates_before = _plan_steps.PlanSteps(), 0, 0
     for op, created_id, source in copy.deepcopy(half):
-        if op.op == "replace" and not steps.created:  # as `_two_core._HalfExtractor`
+        if op.op == "replace" and not steps.created:  # as `_half_extract._HalfExtractor`
             steps.clear()
             creates_before = created
         steps.add(op, source, created_id)
@@ -142,13 +143,15 @@ def _state(events: list[Event], half: list[Event] | None = None) -> tuple[Any, b
         extractor.feed(event)
     refused = False
     if half is not None:
-        partial = _two_core.reduce_events(
+        partial = _half_extract.reduce_events(
             copy.deepcopy(half), workspace="/ws", max_messages=4, max_chars=2000
         )
-        partial = msgspec.msgpack.decode(msgspec.msgpack.encode(partial), type=_two_core.Partial)
-        refused = _two_core.plan_unmergeable(extractor, partial, object(), None)
+        partial = msgspec.msgpack.decode(
+            msgspec.msgpack.encode(partial), type=_half_extract.Partial
+        )
+        refused = _half_extract.plan_unmergeable(extractor, partial, object(), None)
         if not refused:
-            _two_core.merge(extractor, partial)
+            _half_extract.merge(extractor, partial)
             # O(plan), not O(changes): a create and an update per id
             assert len(list(partial.steps())) == 2 * partial.plan_keys
     return msgspec.to_builtins(extractor_state(extractor)), refused
@@ -180,10 +183,10 @@ def test_a_half_that_could_push_the_plan_past_its_cut_back_is_refused() -> None:
 def test_a_half_with_more_ids_than_a_plan_keeps_is_not_merged() -> None:
     """2,100 distinct ids after the cut: past `KEYS_KEEP` the worker stops keeping steps
     (`overflow`) and sends none; the merge is refused whatever came before."""
-    partial = _two_core.reduce_events(
+    partial = _half_extract.reduce_events(
         _task_turn(range(1, 2101)), workspace="/ws", max_messages=4, max_chars=2000
     )
     assert partial.plan_overflow and partial.plan_steps == b""
-    assert _two_core.plan_unmergeable(
+    assert _half_extract.plan_unmergeable(
         new_extractor(workspace="/ws", max_messages=4, max_chars=2000), partial, object(), None
     )

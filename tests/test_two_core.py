@@ -31,9 +31,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from passdown import _two_core
+from passdown import _half_extract, _two_core
 from passdown._checkpoint import Checkpoint
-from passdown._extract import _Extractor, extractor_state, new_extractor
+from passdown._extract import _Extractor, new_extractor
+from passdown._extract_state import extractor_state
 from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
 from passdown.agents._split import CodexSplitter, CopilotSplitter
@@ -156,16 +157,16 @@ def _fed(events: list[Event], extractor: _Extractor | None = None) -> _Extractor
     return extractor
 
 
-def _through_worker(events: list[Event]) -> _two_core.Partial:
-    partial = _two_core.reduce_events(
+def _through_worker(events: list[Event]) -> _half_extract.Partial:
+    partial = _half_extract.reduce_events(
         copy.deepcopy(events), workspace=WS, max_messages=MAX_MESSAGES, max_chars=2000
     )
-    return msgspec.msgpack.decode(msgspec.msgpack.encode(partial), type=_two_core.Partial)
+    return msgspec.msgpack.decode(msgspec.msgpack.encode(partial), type=_half_extract.Partial)
 
 
 def _merged(before: list[Event], half: list[Event]) -> _Extractor:
     extractor = _fed(before)
-    _two_core.merge(extractor, _through_worker(half))
+    _half_extract.merge(extractor, _through_worker(half))
     return extractor
 
 
@@ -189,10 +190,10 @@ def test_merged_half_is_the_single_pass_state(
     before: list[Event], half: list[Event], after: list[Event]
 ) -> None:
     prefix = _fed(before)
-    if set(prefix.pending) & _two_core.call_ids(half):
+    if set(prefix.pending) & _half_extract.call_ids(half):
         # the worker's half names a call still pending before the cut: the split read
         # refuses to merge (the main process reads the half itself)
-        assert _two_core.conflicting_ids(prefix.pending, _ids(half))
+        assert _half_extract.conflicting_ids(prefix.pending, _ids(half))
         tally("refused: a call pending at the cut")
         return
     tally("merged")
@@ -203,9 +204,9 @@ def test_merged_half_is_the_single_pass_state(
     _assert_same(_fed(after, single), _fed(after, merged))
 
 
-def _ids(events: list[Event]) -> _two_core._IdFilter:
-    ids = _two_core._IdFilter()
-    for call_id in _two_core.call_ids(events):
+def _ids(events: list[Event]) -> _half_extract._IdFilter:
+    ids = _half_extract._IdFilter()
+    for call_id in _half_extract.call_ids(events):
         ids.add(call_id)
     return ids
 
@@ -362,19 +363,19 @@ def test_a_call_pending_at_the_cut_whose_result_comes_after_it_is_a_conflict() -
     before = [ToolCall(call_id="x1", name="exec_command", action="command", command="make")]
     half: list[Event] = [ToolResult(call_id="x1", exit_code=0)]
     prefix = _fed(before)
-    assert _two_core.conflicting_ids(prefix.pending, _ids(half))
-    assert not _two_core.conflicting_ids(prefix.pending, _ids([ToolResult(call_id="y1")]))
+    assert _half_extract.conflicting_ids(prefix.pending, _ids(half))
+    assert not _half_extract.conflicting_ids(prefix.pending, _ids([ToolResult(call_id="y1")]))
 
 
 def test_the_id_filter_knows_every_id_it_was_given() -> None:
-    ids = _two_core._IdFilter()
+    ids = _half_extract._IdFilter()
     given_ids = [f"call_{n:08x}" for n in range(20_000)]
     for call_id in given_ids:
         ids.add(call_id)
     assert all(call_id in ids for call_id in given_ids)
     others = [f"other_{n}" for n in range(10_000)]
     assert sum(call_id in ids for call_id in others) < 10  # rare false positives
-    sent = _two_core._IdFilter(bytes(ids.bits))  # as the worker sends it
+    sent = _half_extract._IdFilter(bytes(ids.bits))  # as the worker sends it
     assert all(call_id in sent for call_id in given_ids)
 
 

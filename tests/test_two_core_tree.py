@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as tally
 from hypothesis import strategies as st
 
-from passdown import _two_core
+from passdown import _half_extract, _two_core
 from passdown._checkpoint import Checkpoint
 from passdown._pipeline import Selection, build_handoff
 from passdown.agents import get_agent
@@ -599,4 +599,4 @@ def test_a_plan_grown_session_with_thousands_of_reused_task_ids_is_merged_from_f
     assert single[0]["state"]["omitted"]["plan_set_aside"] >= 3 * (grown.copies - 1)
     assert grown.copies > 1000
     # the report: the fixed-size filter of call ids, and little else
-    assert _two_core.LAST["report_bytes"] < _two_core._IdFilter.BITS // 8 + 64 * 1024
+    assert _two_core.LAST["report_bytes"] < _half_extract._IdFilter.BITS // 8 + 64 * 1024

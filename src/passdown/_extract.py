@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from passdown import _platform
 from passdown._notes import derive_notes
+from passdown._portable_transcript import Budget as _Budget
+from passdown._portable_transcript import budgeted as _budgeted
 from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
     COMMANDS_KEEP,
@@ -37,7 +37,6 @@ from passdown.handoff import (
     State,
     Subagent,
     Task,
-    TranscriptEntry,
 )
 from passdown.transcript import (
     Compaction,
@@ -143,12 +142,6 @@ class FailureRecord:
             resolved_later=self.resolved_later,
             by=self.by,
         )
-
-
-@dataclass
-class _Budget:
-    max_messages: int
-    max_chars: int
 
 
 @dataclass
@@ -439,135 +432,6 @@ _HANDLERS: dict[type, Callable[[_Extractor, Any], None]] = {
 }
 
 
-class ExtractorState(msgspec.Struct, omit_defaults=True):
-    """An `_Extractor` between two events, as data (for incremental export). Messages
-    keep their identity where extraction compares by identity: the first request is
-    stored as its place in `recent` when it is there, and the latest failure as its
-    place in `open_failures` (a later passing run marks that same object resolved)."""
-
-    workspace: str | None
-    max_messages: int
-    max_chars: int
-    recent: list[Message] = []
-    first_request: Message | None = None
-    first_in_recent: int = -1
-    latest_user: Message | None = None
-    latest_assistant: Message | None = None
-    messages_total: int = 0
-    compactions: int = 0
-    compaction_summary: str | None = None
-    pending: list[ToolCall] = []
-    plan: list[PlanItem] = []
-    plan_source: str | None = None
-    plan_counter: int = 0
-    plan_set_aside: int = 0
-    plan_dropped: int = 0
-    files: list[dict[str, Any]] = []
-    files_evicted: int = 0
-    failed_edits: list[FailureRecord] = []
-    failed_edits_total: int = 0
-    commands: list[CommandRecord] = []
-    commands_total: int = 0
-    commands_failed: int = 0
-    latest_failure: FailureRecord | None = None
-    latest_failure_in_open: int = -1
-    open_failures: list[FailureRecord] = []
-    subagents: list[dict[str, Any]] = []
-    subagents_total: int = 0
-    subagent_calls: int = 0
-    ending: SessionEnding | None = None
-
-
-def extractor_state(extractor: _Extractor) -> ExtractorState:
-    """The extractor's state before `finish` (which consumes the pending calls)."""
-    recent = list(extractor.recent)
-    first_in_recent = _index_by_identity(recent, extractor.first_request)
-    open_failures = [item.failure for item in extractor.open_failures]
-    latest_in_open = _index_by_identity(open_failures, extractor.latest_failure)
-    return ExtractorState(
-        workspace=extractor.workspace,
-        max_messages=extractor.budget.max_messages,
-        max_chars=extractor.budget.max_chars,
-        recent=recent,
-        first_request=extractor.first_request if first_in_recent < 0 else None,
-        first_in_recent=first_in_recent,
-        latest_user=extractor.latest_user,
-        latest_assistant=extractor.latest_assistant,
-        messages_total=extractor.messages_total,
-        compactions=extractor.compactions,
-        compaction_summary=extractor.compaction_summary,
-        pending=list(extractor.pending.values()),
-        plan=list(extractor.plan.values()),
-        plan_source=extractor.plan_source,
-        plan_counter=extractor.plan_counter,
-        plan_set_aside=extractor.replay.set_aside,
-        plan_dropped=extractor.replay.dropped,
-        files=[entry.model_dump() for entry in extractor.files.values()],
-        files_evicted=extractor.files_evicted,
-        failed_edits=list(extractor.failed_edits),
-        failed_edits_total=extractor.failed_edits_total,
-        commands=list(extractor.commands),
-        commands_total=extractor.commands_total,
-        commands_failed=extractor.commands_failed,
-        latest_failure=extractor.latest_failure if latest_in_open < 0 else None,
-        latest_failure_in_open=latest_in_open,
-        open_failures=open_failures,
-        subagents=[s.model_dump() for s in extractor.subagents],
-        subagents_total=extractor.subagents_total,
-        subagent_calls=extractor.subagent_calls,
-        ending=extractor.ending,
-    )
-
-
-def restore_extractor(state: ExtractorState) -> _Extractor:
-    """An extractor that continues exactly where `extractor_state` left it."""
-    extractor = _Extractor(
-        workspace=state.workspace, budget=_Budget(state.max_messages, state.max_chars)
-    )
-    extractor.recent.extend(state.recent)
-    if 0 <= state.first_in_recent < len(extractor.recent):
-        extractor.first_request = extractor.recent[state.first_in_recent]
-    else:
-        extractor.first_request = state.first_request
-    extractor.latest_user = state.latest_user
-    extractor.latest_assistant = state.latest_assistant
-    extractor.messages_total = state.messages_total
-    extractor.compactions = state.compactions
-    extractor.compaction_summary = state.compaction_summary
-    extractor.pending = {call.call_id: call for call in state.pending}
-    extractor.replay = Plan(
-        items={item.id: item for item in state.plan},
-        counter=state.plan_counter,
-        set_aside=state.plan_set_aside,
-        dropped=state.plan_dropped,
-    )
-    extractor.plan_source = state.plan_source
-    extractor.files = OrderedDict((entry["path"], FileTouched(**entry)) for entry in state.files)
-    extractor.files_evicted = state.files_evicted
-    extractor.failed_edits.extend(state.failed_edits)
-    extractor.failed_edits_total = state.failed_edits_total
-    extractor.commands.extend(state.commands)
-    extractor.commands_total = state.commands_total
-    extractor.commands_failed = state.commands_failed
-    failures = list(state.open_failures)
-    extractor.open_failures.extend(_OpenFailure(f, Run.of(f.command or "")) for f in failures)
-    if 0 <= state.latest_failure_in_open < len(failures):
-        extractor.latest_failure = failures[state.latest_failure_in_open]
-    else:
-        extractor.latest_failure = state.latest_failure
-    extractor.subagents.extend(Subagent(**s) for s in state.subagents)
-    extractor.subagents_total = state.subagents_total
-    extractor.subagent_calls = state.subagent_calls
-    extractor.ending = state.ending
-    return extractor
-
-
-def _index_by_identity(items: list[Any], wanted: object) -> int:
-    if wanted is None:
-        return -1
-    return next((i for i, item in enumerate(items) if item is wanted), -1)
-
-
 def strip_compaction_instructions(text: str) -> str:
     """A compaction summary without what the CLI wrapped around it for the model that
     continued (Codex's "Another language model started to solve this problem..." prefix,
@@ -617,85 +481,6 @@ def _plan_entry(item: PlanItem) -> PlanEntry:
         active_form=item.active_form,
         blocked_by=list(item.blocked_by),
     )
-
-
-# budget -------------------------------------------------------------------------
-def _budgeted(
-    first: Message | None, recent: list[Message], total: int, budget: _Budget
-) -> tuple[list[TranscriptEntry], int]:
-    """The portable transcript: the first request and the latest exchange always stay;
-    older messages go first when over budget; every cut is marked."""
-    msgs = list(recent)
-    if first is not None:  # the transcript starts at the first request (by identity)
-        pos = next((i for i, m in enumerate(msgs) if m is first), None)
-        msgs = msgs[pos:] if pos is not None else [first, *msgs]
-    msgs = _fit_count(msgs, first, budget.max_messages)
-    keep = _latest_exchange_size(msgs) + (1 if first is not None else 0)
-    while len(msgs) > keep and _chars(msgs) > budget.max_chars:
-        del msgs[1 if first is not None else 0]  # the oldest after the request
-    texts = _shrink_texts(msgs, budget.max_chars)
-    entries: list[TranscriptEntry] = []
-    previous_index = -1
-    positions = _positions(first, recent, msgs, total)
-    for msg, (text, truncated), position in zip(msgs, texts, positions, strict=True):
-        gap = position - previous_index - 1
-        if gap > 0:
-            entries.append(TranscriptEntry(role="cut", text=f"[{gap} message(s) omitted]"))
-        entries.append(
-            TranscriptEntry(role=msg.role, text=text, timestamp=msg.timestamp, truncated=truncated)
-        )
-        previous_index = position
-    return entries, max(total - len(msgs), 0)
-
-
-def _positions(
-    first: Message | None, recent: list[Message], kept: list[Message], total: int
-) -> list[int]:
-    """Each kept message's index in the whole conversation (for marking gaps)."""
-    base = total - len(recent)
-    index_of = {id(m): base + i for i, m in enumerate(recent)}
-    if first is not None and id(first) not in index_of:
-        index_of[id(first)] = 0
-    return [index_of[id(m)] for m in kept]
-
-
-def _fit_count(msgs: list[Message], first: Message | None, limit: int) -> list[Message]:
-    limit = max(limit, 2)
-    if len(msgs) <= limit:
-        return msgs
-    if first is not None and msgs[0] is first:
-        return [first, *msgs[-(limit - 1) :]]
-    return msgs[-limit:]
-
-
-def _latest_exchange_size(msgs: list[Message]) -> int:
-    """The last user message and everything after it."""
-    for i in range(len(msgs) - 1, -1, -1):
-        if msgs[i].role == "user":
-            return len(msgs) - i
-    return min(len(msgs), 1)
-
-
-def _chars(msgs: list[Message]) -> int:
-    return sum(len(m.text) for m in msgs)
-
-
-def _shrink_texts(msgs: list[Message], max_chars: int) -> list[tuple[str, bool]]:
-    """If what must stay is still over budget, shorten the longest texts (head + tail)."""
-    total = _chars(msgs)
-    if total <= max_chars or not msgs:
-        return [(m.text, False) for m in msgs]
-    share = max(max_chars // len(msgs), 200)
-    out = []
-    for m in msgs:
-        if len(m.text) <= share:
-            out.append((m.text, False))
-            continue
-        head = share * 2 // 3
-        tail = share - head
-        cut = len(m.text) - head - tail
-        out.append((f"{m.text[:head]}\n[… {cut} characters cut …]\n{m.text[-tail:]}", True))
-    return out
 
 
 def new_extractor(*, workspace: str | None, max_messages: int, max_chars: int) -> _Extractor:

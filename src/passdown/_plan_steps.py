@@ -1,4 +1,4 @@
-"""The plan changes a two-core read's worker hands back (`passdown._two_core.Partial`),
+"""The plan changes a two-core read's worker hands back (`passdown._half_extract.Partial`),
 reduced as they come so that what travels is O(plan size), not O(plan operations).
 
 The main process replays them onto the plan it read before the cut, which the worker

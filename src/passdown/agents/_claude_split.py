@@ -5,12 +5,12 @@ branch's lines after a cut while this process decodes those before it.
 What the session reader carries from one line to the next, and how it crosses the cut:
 - tool calls waiting for their result (and the Agent calls' task and type): the halves'
   own calls join in order; a result after the cut for a call before it is refused (the
-  worker reports every call id it met, `passdown._two_core._IdFilter`);
+  worker reports every call id it met, `passdown._half_extract._IdFilter`);
 - an assistant message streamed in parts under one message id: the worker reports the
   first record that would have touched the text buffered at the cut; a flush of it is
   replayed before the worker's events, a part of the same message is refused;
 - the plan replay (`PlanReplay`): the plan changes the worker's extraction kept
-  (`passdown._two_core.Partial.steps`, the same changes in the same order) are replayed
+  (`passdown._half_extract.Partial.steps`, the same changes in the same order) are replayed
   onto this process's own;
 - a compaction's trigger noted at the cut (between the boundary and its summary):
   refused;
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from passdown.agents._claude_plan import PlanReplay
+from passdown.agents._claude_records import _Record
 from passdown.agents._tree import (
     Branch,
     TreeSplitter,
@@ -40,7 +41,7 @@ from passdown.agents._tree import (
     half_lines,
     restore_calls,
 )
-from passdown.agents.claude import _ActiveReader, _Record, _SessionDecoder
+from passdown.agents.claude import _ActiveReader, _SessionDecoder
 from passdown.transcript import Diagnostics, Event, PlanOp, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ Touch = list[str | None]  # ["flush", None] or ["chunk", message id]
 
 @runtime_checkable
 class _HasSteps(Protocol):
-    """The worker's extraction (`passdown._two_core.Partial`): its plan changes."""
+    """The worker's extraction (`passdown._half_extract.Partial`): its plan changes."""
 
     def steps(self) -> Iterator[Any]: ...
 
@@ -78,7 +79,7 @@ def _touch(rec: _Record) -> Touch | None:
 class _HalfPlan(PlanReplay):
     """The worker's plan replay: it only notes that the plan changed. The changes are
     the ones extraction applies (a plan call's successful result), which the worker's
-    extraction keeps (`passdown._two_core.Partial.steps`); the main process replays
+    extraction keeps (`passdown._half_extract.Partial.steps`); the main process replays
     them onto its own plan (this half's items would be built on an empty plan)."""
 
     def apply(self, op: PlanOp, created_id: str | None) -> None:
@@ -170,7 +171,7 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
         return None
 
     def plan_size(self, reader: ResumableReader) -> int:
-        """The reader's own plan at the cut (`passdown._two_core.plan_unmergeable`)."""
+        """The reader's own plan at the cut (`passdown._half_extract.plan_unmergeable`)."""
         return len(self.decoder.reader.plan.items)
 
     def before_merge(self, reader: ResumableReader, report: dict[str, Any]) -> Iterator[Event]:

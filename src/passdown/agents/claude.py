@@ -18,19 +18,31 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
 
 import msgspec
 
 from passdown import _platform
-from passdown.agents._claude_blocks import NULL as _NULL
-from passdown.agents._claude_blocks import Block as _Block
 from passdown.agents._claude_blocks import blocks as _blocks
-from passdown.agents._claude_blocks import decode_raw as _decode_raw
-from passdown.agents._claude_blocks import is_null as _is_null
 from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
 from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
+from passdown.agents._claude_records import (
+    _ENVELOPE,
+    _HEAD,
+    _RECORD,
+    _TYPED_RECORD,
+    AnyBlock,
+    _bash_exit_code,
+    _created_task_id,
+    _Envelope,
+    _Head,
+    _outcome,
+    _Record,
+    _task_number_in,
+    _tool_args,
+    _ToolOutcome,
+    _untyped_record,
+)
 from passdown.agents._claude_subagents import Subagents, agent_id_in
 from passdown.agents._common import (
     DECODE_ERRORS,
@@ -106,101 +118,6 @@ _EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Wri
 _READ_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
 )
-
-
-class _Envelope(msgspec.Struct):
-    type: str = ""
-    subtype: str | None = None
-    uuid: str | None = None
-    parentUuid: str | None = None
-    logicalParentUuid: str | None = None
-    leafUuid: str | None = None
-    isSidechain: bool = False
-    summary: str | None = None
-    customTitle: str | None = None
-    aiTitle: str | None = None
-    title: str | None = None
-
-
-class _Message(msgspec.Struct):
-    role: str = ""
-    content: str | list[_Block] | None = None
-    model: str | None = None
-    id: str | None = None
-
-
-class _LooseMessage(msgspec.Struct):
-    """For content of an unexpected shape: kept raw, decoded leniently."""
-
-    role: str = ""
-    content: msgspec.Raw = _NULL
-    model: str | None = None
-    id: str | None = None
-
-
-class _Record(msgspec.Struct):
-    type: str = ""
-    subtype: str | None = None
-    timestamp: str | None = None
-    cwd: str | None = None
-    version: str | None = None
-    gitBranch: str | None = None
-    sessionId: str | None = None
-    message: _Message | None = None
-    isMeta: bool = False
-    isCompactSummary: bool = False
-    toolUseResult: msgspec.Raw = _NULL
-    compactMetadata: dict[str, object] | None = None
-    # an assistant record the CLI wrote for a failed API call (rate limit, overload...)
-    isApiErrorMessage: bool = False
-    error: Any = None
-    errorDetails: Any = None
-
-
-class _LooseRecord(_Record):
-    message: _LooseMessage | None = None  # type: ignore[assignment]
-
-
-class _ToolInput(msgspec.Struct):
-    """The tool-call arguments passdown reads; file bodies and edit strings are skipped."""
-
-    file_path: str | None = None
-    notebook_path: str | None = None
-    path: str | None = None
-    command: str | None = None
-    subject: str | None = None
-    description: str | None = None
-    activeForm: str | None = None
-    taskId: str | int | None = None
-    id: str | int | None = None
-    status: str | None = None
-    todos: list[dict[str, object]] | None = None
-    subagent_type: str | None = None
-
-
-class _ToolOutcome(msgspec.Struct):
-    """The parts of `toolUseResult` passdown reads (stdout and file bodies are skipped)."""
-
-    exitCode: int | None = None
-    returnCode: int | None = None
-    interrupted: bool = False
-    task: dict[str, object] | None = None
-    taskId: str | int | None = None
-    agentId: str | None = None  # the Agent tool's result names the sub-agent it ran
-
-
-class _Head(msgspec.Struct):
-    cwd: str | None = None
-    timestamp: str | None = None
-    sessionId: str | None = None
-
-
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_RECORD = msgspec.json.Decoder(_Record)
-_LOOSE_RECORD = msgspec.json.Decoder(_LooseRecord)
-_HEAD = msgspec.json.Decoder(_Head)
-_INPUT = msgspec.json.Decoder(_ToolInput)
-_OUTCOME = msgspec.json.Decoder(str | _ToolOutcome)
 
 
 def encode_cwd(cwd: str) -> str:
@@ -428,9 +345,9 @@ class _ActiveReader:
     def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
         for offset, line, tail in lines:
             try:
-                record: object = _RECORD.decode(line)
+                record: object = _TYPED_RECORD.decode(line)
             except msgspec.ValidationError:
-                record = decode_line(_LOOSE_RECORD, line, offset, tail, self.diag)
+                record = _untyped_record(line, offset, tail, self.diag)
             except DECODE_ERRORS:
                 record = decode_line(_RECORD, line, offset, tail, self.diag)
             if not isinstance(record, _Record):
@@ -515,9 +432,9 @@ class _ActiveReader:
         self.assistant_id = None
         return message
 
-    def _tool_call(self, block: _Block, timestamp: str | None) -> ToolCall:
+    def _tool_call(self, block: AnyBlock, timestamp: str | None) -> ToolCall:
         name = block.name or ""
-        args = _decode_input(block.input)
+        args = _tool_args(block.input)
         call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp, by=self.by)
         if name in _EDIT_TOOLS:
             call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
@@ -573,7 +490,7 @@ class _ActiveReader:
         events.append(Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic))
         return events
 
-    def _subagent_work(self, call: ToolCall, block: _Block, rec: _Record) -> Iterator[Event]:
+    def _subagent_work(self, call: ToolCall, block: AnyBlock, rec: _Record) -> Iterator[Event]:
         """The sub-agent ran between the call and its result: its work comes first."""
         outcome = _outcome(rec.toolUseResult)
         agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
@@ -581,7 +498,7 @@ class _ActiveReader:
         )
         yield from self._run_subagent(call.call_id, agent_id)
 
-    def _tool_result(self, block: _Block, rec: _Record, call: ToolCall | None) -> ToolResult:
+    def _tool_result(self, block: AnyBlock, rec: _Record, call: ToolCall | None) -> ToolResult:
         is_error = bool(block.is_error)
         result = ToolResult(
             call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
@@ -743,12 +660,6 @@ class _SessionDecoder:
 
 
 _MAX_SUBAGENT_DEPTH = 4
-_TASK_NUMBER = re.compile(r"\bTask #(\d+) created")
-
-
-def _task_number_in(text: str | None) -> str | None:
-    match = _TASK_NUMBER.search(text or "")
-    return match.group(1) if match else None
 
 
 def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
@@ -759,38 +670,9 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
 
 
-def _decode_input(raw: msgspec.Raw) -> _ToolInput:
-    return _decode_raw(_INPUT, raw) or _ToolInput()
-
-
 def _is_wrapper(text: str) -> bool:
     stripped = text.lstrip()
     return stripped.startswith(_WRAPPER_TAGS) or bool(_INTERRUPTED.match(stripped))
-
-
-def _outcome(raw: msgspec.Raw) -> str | _ToolOutcome | None:
-    return cast(str | _ToolOutcome | None, _decode_raw(_OUTCOME, raw))
-
-
-def _bash_exit_code(raw: msgspec.Raw) -> int | None:
-    outcome = _outcome(raw)
-    if outcome is None:
-        return 0 if _is_null(raw) else None
-    if isinstance(outcome, str):
-        return parse_exit_code(outcome)
-    for code in (outcome.exitCode, outcome.returnCode):
-        if code is not None:
-            return code
-    return None if outcome.interrupted else 0
-
-
-def _created_task_id(raw: msgspec.Raw) -> str | None:
-    outcome = _outcome(raw)
-    if not isinstance(outcome, _ToolOutcome):
-        return None
-    if outcome.task and outcome.task.get("id") is not None:
-        return str(outcome.task["id"])
-    return str(outcome.taskId) if outcome.taskId is not None else None
 
 
 __all__ = ["ClaudeCode", "api_error_reason", "clean_compact_summary", "encode_cwd"]

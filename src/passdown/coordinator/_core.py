@@ -52,6 +52,7 @@ from passdown.coordinator._package import (
 )
 from passdown.coordinator._project_files import read_feature_list
 from passdown.errors import HandoffNotFound, RecordNotFound, UsageError
+from passdown.handoff import Limits
 
 if TYPE_CHECKING:
     from passdown._checkpoint_writes import PendingCheckpoint
@@ -97,6 +98,12 @@ class HandoffCoordinator:
     `store`: None opens the default store (`$PASSDOWN_STORE`, config, or SQLite in the
     data folder) on first use; a URL opens that store; a `Store` is used as is (and not
     closed here); False works without a store (no lifecycle, no history).
+
+    `limits`: the handoff's budgets, as the CLI's `--max-plan-items`, `--max-files`, ...
+    `--max-doc-chars` options set them. A `passdown.handoff.Limits` is used whole; a
+    mapping of some of its keys (`{"max_plan_items": 5}`) goes over the `[handoff]`
+    table of config.toml, then the defaults, as options given on the command line do;
+    None: config.toml's, else the defaults. A bad key or value is a `UsageError` here.
     """
 
     def __init__(
@@ -109,6 +116,7 @@ class HandoffCoordinator:
         max_chars: int = DEFAULT_MAX_CHARS,
         max_messages: int = DEFAULT_MAX_MESSAGES,
         max_tokens: int | None = None,
+        limits: Limits | Mapping[str, int] | None = None,
     ) -> None:
         from passdown.records import default_project
 
@@ -119,7 +127,9 @@ class HandoffCoordinator:
             identity or f"passdown@{socket.gethostname()}:{os.getpid()}",
             store,
         )
-        self.options = pipeline.ExportOptions(max_messages=max_messages, max_chars=max_chars)
+        self.options = pipeline.ExportOptions(
+            max_messages=max_messages, max_chars=max_chars, limits=_budgets(limits)
+        )
         self.options.validate()
         self.max_tokens = max_tokens
 
@@ -474,6 +484,25 @@ class HandoffCoordinator:
         ).package
 
     on_threshold = _in_thread(on_threshold_sync)
+
+
+def _budgets(given: Limits | Mapping[str, int] | None) -> Limits | None:
+    """`HandoffCoordinator(limits=...)` as the budgets every export of it uses."""
+    if given is None or isinstance(given, Limits):
+        return given
+    if not isinstance(given, Mapping):
+        raise UsageError(
+            f"limits must be a passdown.handoff.Limits or a mapping, not {type(given).__name__}"
+        )
+    from passdown._budgets import load_limits
+
+    unknown = sorted(set(given) - set(Limits.model_fields))
+    if unknown:
+        raise UsageError(
+            f"unknown handoff budget(s): {', '.join(map(str, unknown))}",
+            hint=f"known: {', '.join(Limits.model_fields)}",
+        )
+    return load_limits(dict(given))
 
 
 def _scope(scope: ScopeLike) -> Scope:
