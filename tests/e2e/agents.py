@@ -626,3 +626,55 @@ def which_git() -> str:
     if not git:
         raise AgentsMissing("git is required by the e2e tests")
     return git
+
+
+# -- issue 23 (wave3b): Mistral Vibe and OpenHands, PyPI CLIs in venvs of their own ---------
+def vibe_environ(
+    agent_env: AgentEnv, chat_url: str, *, retry_budget_s: float | None = None
+) -> dict[str, str]:
+    """Vibe 3.0 with a chat-completions provider in ~/.vibe/config.toml (no telemetry or
+    update checks). Vibe retries a 429 until `api_retry_max_elapsed_time` (300 s by
+    default) is spent: `retry_budget_s` shortens it so a sticky 429 ends the turn."""
+    vibe_dir = agent_env.home / ".vibe"
+    vibe_dir.mkdir(parents=True, exist_ok=True)
+    budget = f"api_retry_max_elapsed_time = {retry_budget_s}\n" if retry_budget_s else ""
+    (vibe_dir / "config.toml").write_text(
+        'active_model = "scripted"\n'
+        "enable_telemetry = false\n"
+        "enable_update_checks = false\n"
+        "enable_auto_update = false\n"
+        f"{budget}"
+        "[[providers]]\n"
+        'name = "scripted"\n'
+        f'api_base = "{chat_url}/v1"\n'
+        'api_key_env_var = "SCRIPTED_API_KEY"\n'
+        'api_style = "openai"\n'
+        'backend = "generic"\n'
+        "[[models]]\n"
+        f'name = "{CHAT_MODEL}"\n'
+        'provider = "scripted"\n'
+        'alias = "scripted"\n',
+        encoding="utf-8",
+    )
+    return {**agent_env.environ(), "SCRIPTED_API_KEY": FAKE_KEY}
+
+
+def run_vibe(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`vibe --trust --auto-approve --prompt=PROMPT` (one turn, then exit: the form
+    passdown's launch argv uses, so a prompt may start with "-"); `-c` continues the
+    newest session."""
+    from e2e.pyagents import pyagent
+
+    argv = [str(pyagent("vibe")), "--trust", "--auto-approve", *extra, f"--prompt={prompt}"]
+    return subprocess.run(
+        ["timeout", "-k", "5", str(int(timeout)), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )

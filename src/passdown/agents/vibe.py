@@ -71,6 +71,9 @@ from passdown.transcript import (
 
 # A context chunk is one JSON document: it is held in memory once, up to this size.
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
+# A prompt longer than this goes to Vibe in a file (one argv element stays far below the
+# OS limit of 128 KiB)
+LONG_PROMPT_BYTES = 32 * 1024
 _CURRENT = "CURRENT"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _GENERATION = re.compile(r"[0-9]{1,20}")
@@ -297,12 +300,28 @@ class MistralVibe(Agent):
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:
-        # `vibe PROMPT` opens the TUI on the prompt; `-p PROMPT` runs it unattended and
-        # exits. "--" keeps a prompt that starts with "-" one argument, not an option.
+        # `vibe -- PROMPT` opens the TUI on the prompt; `--prompt=PROMPT` runs it unattended
+        # and exits. "--" and "=" keep a prompt that starts with "-" one argument. A prompt
+        # too long for one argument goes in a file: `--prompt-file`, or for the TUI a
+        # short prompt naming the file.
+        long = len(prompt.encode("utf-8")) > LONG_PROMPT_BYTES
+        path = _prompt_file(prompt, workspace) if long else None
         if interactive:
-            return LaunchSpec(argv=[self.program, "--", prompt], cwd=workspace)
-        argv = [self.program, "--auto-approve", f"--prompt={prompt}"]
-        return LaunchSpec(argv=argv, cwd=workspace)
+            text = f"Read {path} and follow it." if path is not None else prompt
+            return LaunchSpec(argv=[self.program, "--", text], cwd=workspace)
+        given = ["--prompt-file", str(path)] if path is not None else [f"--prompt={prompt}"]
+        return LaunchSpec(argv=[self.program, "--auto-approve", *given], cwd=workspace)
+
+
+def _prompt_file(prompt: str, workspace: Path) -> Path:
+    """A long takeover prompt, written privately beside the handoff."""
+    from passdown._fsio import ensure_private_dir, write_atomic
+
+    folder = workspace / ".agent-handoff"
+    ensure_private_dir(folder)
+    path = folder / "vibe-prompt.md"
+    write_atomic(path, prompt.encode("utf-8"))
+    return path
 
 
 def session_folder(path: Path) -> Path:
