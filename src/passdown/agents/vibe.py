@@ -52,6 +52,7 @@ from passdown.agents._common import (
     parse_exit_code,
 )
 from passdown.agents._endings import api_error_ending
+from passdown.agents._prompt_file import is_long, prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
@@ -71,9 +72,6 @@ from passdown.transcript import (
 
 # A context chunk is one JSON document: it is held in memory once, up to this size.
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
-# A prompt longer than this goes to Vibe in a file (one argv element stays far below the
-# OS limit of 128 KiB)
-LONG_PROMPT_BYTES = 32 * 1024
 _CURRENT = "CURRENT"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _GENERATION = re.compile(r"[0-9]{1,20}")
@@ -304,24 +302,12 @@ class MistralVibe(Agent):
         # and exits. "--" and "=" keep a prompt that starts with "-" one argument. A prompt
         # too long for one argument goes in a file: `--prompt-file`, or for the TUI a
         # short prompt naming the file.
-        long = len(prompt.encode("utf-8")) > LONG_PROMPT_BYTES
-        path = _prompt_file(prompt, workspace) if long else None
+        path = prompt_file(prompt, workspace, self.name) if is_long(prompt) else None
         if interactive:
             text = f"Read {path} and follow it." if path is not None else prompt
             return LaunchSpec(argv=[self.program, "--", text], cwd=workspace)
         given = ["--prompt-file", str(path)] if path is not None else [f"--prompt={prompt}"]
         return LaunchSpec(argv=[self.program, "--auto-approve", *given], cwd=workspace)
-
-
-def _prompt_file(prompt: str, workspace: Path) -> Path:
-    """A long takeover prompt, written privately beside the handoff."""
-    from passdown._fsio import ensure_private_dir, write_atomic
-
-    folder = workspace / ".agent-handoff"
-    ensure_private_dir(folder)
-    path = folder / "vibe-prompt.md"
-    write_atomic(path, prompt.encode("utf-8"))
-    return path
 
 
 def session_folder(path: Path) -> Path:
