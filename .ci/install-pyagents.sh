@@ -17,8 +17,9 @@ python_for() {  # $1 = "3.12": pyenv's newest 3.12.x, else python3.12 on PATH
 
 pip_install() {  # $1 = venv, $2 = package, $3 = version
     if [[ "$2" == mistral-vibe ]]; then
-        # mistral-vibe pins certifi==2026.10.19, which the registry serves only as 2026.10.19.post1:
-        # install the wheel's own requirements with that one pin relaxed, then the wheel without deps
+        # mistral-vibe 3.0.3 pins certifi==2026.10.19, which the registry serves only as
+        # 2026.10.19.post1: install the wheel's own requirements with that one pin relaxed to
+        # ">=" (a post release is newer), then the wheel without its dependencies
         local wheels
         wheels="$(mktemp -d)"
         "$1/bin/pip" download -q --disable-pip-version-check --no-deps -d "$wheels" "$2==$3"
@@ -28,7 +29,7 @@ with zipfile.ZipFile(sys.argv[1]) as wheel:
     meta = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
     for line in wheel.read(meta).decode().splitlines():
         if line.startswith("Requires-Dist:") and "extra ==" not in line:
-            print(re.sub(r"^(certifi *== *[0-9.]+[0-9])(?=\s*(;|$))", r"\1.post1", line.split(":", 1)[1].strip()))
+            print(re.sub(r"^certifi *== *([0-9.]+[0-9])(?=\s*(;|$))", r"certifi>=\1", line.split(":", 1)[1].strip()))
 PY
         "$1/bin/pip" install -q --disable-pip-version-check -r "$wheels/requirements.txt"
         "$1/bin/pip" install -q --disable-pip-version-check --no-deps "$wheels"/*.whl
@@ -40,6 +41,8 @@ PY
 
 while read -r name pkg version pyver; do
     [[ -z "$name" || "$name" == \#* ]] && continue
+    override="PASSDOWN_${name^^}_VERSION"  # the canary's newest release instead of the pin
+    version="${!override:-$version}"
     venv="$E2E_HOME/pyagents/$name"
     if [[ "$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$pkg'))" 2>/dev/null)" != "$version" ]]; then
         echo "install-pyagents: installing $pkg==$version into $venv" >&2
