@@ -405,7 +405,8 @@ def test_install_and_uninstall_are_byte_exact_and_the_hook_writes_the_handoff(
 
     assert passdown("install", "vibe").returncode == 0
     assert "hook vibe" in user_file.read_text()
-    workspace = Path(WS)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
     payload = {
         "session_id": SID,
         "transcript_path": str(unified / SID),
@@ -418,6 +419,9 @@ def test_install_and_uninstall_are_byte_exact_and_the_hook_writes_the_handoff(
     assert hook.returncode == 0 and hook.stdout == ""  # Vibe wants nothing printed
     log = (tmp_path / "data" / "logs" / "hooks.log").read_text()
     assert "ok vibe turn_complete" in log, log
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["source"]["session_id"] == SID
+    assert handoff["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
     assert passdown("uninstall", "vibe").returncode == 0
     assert user_file.read_text() == MINE
 

@@ -305,7 +305,7 @@ class _EventReader:
         data = read_side_file(path, MAX_EVENT_BYTES)
         event = decode_or_none(_EVENT, data) if data is not None else None
         if not isinstance(event, _Event):
-            if data is not None and len(data) > MAX_EVENT_BYTES:
+            if data is None and file_mtime(path)[1] > MAX_EVENT_BYTES:
                 self.diag.oversized_lines += 1
             else:
                 self.diag.bad_lines += 1
