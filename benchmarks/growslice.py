@@ -129,8 +129,10 @@ TREES = {
 ENV_VARS = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 
 
-# Sessions that are one JSON document, not lines to repeat (tests/test_agent_cline.py grows them).
-ONE_DOCUMENT = frozenset({"cline"})
+# Sessions that are one JSON document, not lines to repeat (tests/test_agent_cline.py grows
+# them), or a folder of documents (Vibe's content-addressed chunks, OpenHands' event files:
+# tests/test_agent_{vibe,openhands}.py grow them, benchmarks/bench_folder_growth.py times them).
+ONE_DOCUMENT = frozenset({"cline", "vibe", "openhands"})
 
 
 def agents() -> list[str]:

@@ -301,6 +301,8 @@ def test_config_set_get_and_errors(
         ("gemini", ".gemini/settings.json", '"SessionEnd"'),
         ("qwen", ".qwen/settings.json", '"StopFailure"'),
         ("droid", ".factory/settings.json", '"SessionEnd"'),
+        ("openhands", ".openhands/hooks.json", '"UserPromptSubmit"'),
+        ("vibe", ".vibe/hooks.toml", 'type = "post_agent"'),
         ("kilo", ".config/kilo/plugins/passdown.js", '["hook", "kilo", JSON.stringify(payload)]'),
         ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
         ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
@@ -325,6 +327,7 @@ def test_user_install_of_each_integration(
         "COPILOT_HOME",
         "PI_CODING_AGENT_DIR",
         "XDG_CONFIG_HOME",
+        "VIBE_HOME",
     ):
         monkeypatch.delenv(var, raising=False)
     path = isolated_homes / relative

@@ -179,6 +179,8 @@ def test_install_all_skips_agents_that_are_not_here(
         "kimi",
         "droid",
         "kilo",
+        "vibe",
+        "openhands",
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -305,8 +307,10 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
             "qwen",
         )
     ]
-    # no hooks: aider, cursor; kimi (PyPI) lives in its own venv, not on this PATH
-    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kimi"}
+    # no hooks: aider, cursor; kimi, vibe, openhands (PyPI) live in venvs, not on this PATH
+    assert {s["agent"] for s in document["skipped"]} == {
+        *("aider", "cursor", "kimi", "vibe", "openhands")
+    }
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
         assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]
