@@ -33,8 +33,9 @@ from passdown.agents import get_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
-# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py
-WAVE2 = {"cline", "kimi"}
+# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py;
+# Mistral Vibe and OpenHands (PyPI): theirs in test_vibe_real.py and test_openhands_real.py
+WAVE2 = {"cline", "kimi", "vibe", "openhands"}
 PINNED = sorted(set(VERSIONS) - WAVE2)  # the agents whose real CLI install-agents.sh installs
 FIXTURE_ONLY = {"cursor", "aider"}  # registered, no pinned CLI: covered by fixture tests
 SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run
