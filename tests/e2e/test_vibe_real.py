@@ -2,12 +2,16 @@
 own venv) with passdown's `post_agent` hook installed takes a request, plans with `todo`,
 writes a file, runs a command that fails, survives a 429 its client retried, and ends; the
 hook's handoff (written while the turn is still only in the store's recovery journal) and a
-second turn that continues the session (`-c`, an `edit`) are asserted fact by fact, then
-`passdown uninstall vibe` leaves no hooks.toml behind. A sticky 429 with a short retry budget
-ends a turn on a rate limit; the handoff then launches the real Claude Code (`switch`)."""
+second turn that continues the session (`-c`, an `edit`, a prompt starting with "-") are
+asserted fact by fact, then `passdown uninstall vibe` leaves no hooks.toml behind.
+`passdown run vibe --fallback claude`: a sticky 429 with a short retry budget ends Vibe's
+turn on a rate limit and the real Claude Code takes over; `passdown run claude --fallback
+vibe`: Claude Code hits a 429 and passdown launches the real Vibe with its own argv."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -16,7 +20,7 @@ import pytest
 
 from e2e.agents import AgentEnv, run_passdown, run_vibe, target_environ, vibe_environ
 from e2e.checks import anthropic_user_texts, load_handoff, ok
-from e2e.pyagents import PYAGENT_VERSIONS
+from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import AnthropicServer, ChatCompletionsServer, Step
 from e2e.wave2_clis import FIXTURES, record_fixture, recording, recording_workspace
 from wave3b_agents import register
@@ -228,39 +232,72 @@ def _record_files(agent: str, scenario: str, folder: Path, home: Path) -> None:
             shutil.copy2(path, dest)
 
 
-def test_vibe_sticky_429_ends_on_a_rate_limit_and_switches_to_claude(
+def test_run_falls_over_from_vibe_to_claude_on_a_sticky_429(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
-    """Vibe retries a 429 until its retry budget is spent (1 s here, 300 s by default):
-    the turn ends `failed`, which the handoff reports as a rate limit; `passdown switch
-    --to claude` then starts the real Claude Code on it."""
-    with ChatCompletionsServer([Step(text="never sent")]) as server:
-        env = vibe_environ(agent_env, server.url, retry_budget_s=1.0)
-        env["PYTHONPATH"] = register(tmp_path / "site")
+    """`passdown run vibe --fallback claude`: Vibe retries a 429 until its retry budget is
+    spent (1 s here, 300 s by default), the turn ends `failed`, which the handoff reports
+    as a rate limit, and passdown launches the real Claude Code on it."""
+    with (
+        ChatCompletionsServer([Step(text="never sent")]) as server,
+        AnthropicServer([Step(text="Read the handoff; continuing.")]) as claude,
+    ):
+        env = {  # Claude's server last: vibe_environ starts from the plain environment
+            **vibe_environ(agent_env, server.url, retry_budget_s=1.0),
+            **target_environ(agent_env, "claude", claude.url),
+            "PYTHONPATH": register(tmp_path / "site"),
+        }
+        env["PATH"] = f"{pyagent('vibe').parent}{os.pathsep}{env['PATH']}"
         server.fail(429, RATE_LIMIT, headers={"retry-after": "0"})
-        proc = run_vibe(env, workspace, PROMPT, timeout=90)
-    assert proc.returncode != 0 and "429" in proc.stdout + proc.stderr
+        proc = run_passdown(
+            env,
+            workspace,
+            *("run", "vibe", "--fallback", "claude", "--non-interactive", "--", PROMPT),
+            timeout=240,
+        )
+        ok(proc, "passdown run vibe --fallback claude")
+        assert server.requests, "vibe never asked its (rate-limited) server"
+        steps = claude.step_requests()
+        assert steps, "claude was never started"
+    assert "on a rate limit" in proc.stderr and "continuing in Claude Code" in proc.stderr
+    handoff_md = workspace / ".agent-handoff" / "HANDOFF.md"
+    assert str(handoff_md) in "\n".join(anthropic_user_texts(steps[0]))
+    data = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert data["source"]["agent"] == "vibe" and data["task"]["original_request"] == PROMPT
+    assert data["ended"]["reason"] == "rate_limit", data["ended"]
+    assert "429" in data["ended"]["message"]
     unified = agent_env.home / ".vibe" / "logs" / "session" / "unified"
     [folder] = [p for p in unified.iterdir() if p.is_dir()]
     _record_files("vibe", "ratelimit", folder, agent_env.home)
-    ok(run_passdown(env, workspace, "export", "--from", "vibe", "--no-store"), "export")
-    _md, data = load_handoff(workspace)
-    assert data["task"]["original_request"] == PROMPT
-    assert data["ended"]["reason"] == "rate_limit", data["ended"]
-    assert "429" in data["ended"]["message"]
 
-    with AnthropicServer() as claude:
-        claude.set_script([Step(text="Read the handoff; continuing.")])
-        env = {**target_environ(agent_env, "claude", claude.url), "PYTHONPATH": env["PYTHONPATH"]}
-        switch = run_passdown(
-            env,
-            workspace,
-            *("switch", "--from", "vibe", "--to", "claude", "--non-interactive"),
-            timeout=200,
-        )
-        ok(switch, "passdown switch --from vibe --to claude")
-        steps = claude.step_requests()
-        assert steps, "claude sent no model request"
-    handoff_md = workspace / ".agent-handoff" / "HANDOFF.md"
-    assert str(handoff_md) in "\n".join(anthropic_user_texts(steps[0]))
-    assert "rate limit" in handoff_md.read_text().lower()
+
+def test_run_falls_over_from_claude_to_vibe_on_a_rate_limit(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """The other direction: Claude Code's server answers 429 mid-task; `passdown run
+    claude --fallback vibe` launches the real Vibe with passdown's own argv on the
+    handoff."""
+    from e2e.hooked import passdown_on_path
+    from e2e.test_continuity import NEXT, _claude_hits_the_limit
+
+    bindir, _calls = passdown_on_path(tmp_path)
+    env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
+    with ChatCompletionsServer([Step(text="Continuing from the handoff.")]) as chat:
+        env = {**vibe_environ(agent_env, chat.url), **env, "PYTHONPATH": register(tmp_path / "s")}
+        env["PATH"] = f"{pyagent('vibe').parent}{os.pathsep}{env['PATH']}"
+        try:
+            ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
+            proc = run_passdown(
+                env,
+                workspace,
+                *("run", "claude", "--fallback", "vibe", "--non-interactive", "--"),
+                "Write usage notes for the calculator in NOTES.md",
+                timeout=360,
+            )
+        finally:
+            anthropic.stop()
+        assert proc.returncode == 0, (proc.stdout[-1500:], proc.stderr[-3000:])
+        first = chat.step_requests()[0].text()
+    assert "You are taking over a coding task from claude" in first, first[-3000:]
+    assert NEXT.split(":")[-1].strip()[:20] in first
+    assert "on a rate limit" in proc.stderr and "continuing in Mistral Vibe" in proc.stderr
