@@ -53,6 +53,36 @@ from passdown.agents._common import (
 )
 from passdown.agents._endings import api_error_ending
 from passdown.agents._prompt_file import is_long, prompt_file
+from passdown.agents._vibe_shapes import (
+    ARGS,
+    CHECKPOINT,
+    CHUNK,
+    CURRENT_DOC,
+    ENTRY,
+    MANIFEST,
+    META,
+    RECORD,
+    SHELL,
+    TODOS,
+    ActionOutcome,
+    Args,
+    Arguments,
+    Checkpoint,
+    Content,
+    ContextMessage,
+    Current,
+    Entry,
+    Error,
+    ErrorDetails,
+    Inner,
+    Input,
+    Manifest,
+    Meta,
+    Payload,
+    Record,
+    ShellResult,
+    Todo,
+)
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
@@ -84,172 +114,6 @@ _SKIPPED_RECORD = re.compile(
     rb'"type":"(?:action_intent|projection_delta|command_reserved|receipt_succeeded)"\}\s*$'
 )
 _ENDED_BADLY = {"cancelled": "interrupted", "interrupted": "interrupted", "aborted": "interrupted"}
-
-
-class _Environment(msgspec.Struct):
-    working_directory: str | None = None
-
-
-class _Config(msgspec.Struct):
-    model_name: str | None = None
-    active_model: str | None = None
-
-
-class _Meta(msgspec.Struct):
-    session_id: str | None = None
-    start_time: str | None = None
-    end_time: str | None = None
-    title: str | None = None
-    environment: _Environment | None = None
-    origin_directory: str | None = None
-    config: _Config | None = None
-
-
-class _Current(msgspec.Struct):
-    generation: str | int | None = None
-    snapshot_sequence: int | None = None
-    session_id: str | None = None
-
-
-class _Part(msgspec.Struct):
-    path: str | None = None
-    chunks: list[str] = []
-
-
-class _Manifest(msgspec.Struct):
-    checkpoint: _Part | None = None
-
-
-class _ErrorDetails(msgspec.Struct):
-    httpStatus: int | None = None
-    reason: str | None = None
-
-
-class _Error(msgspec.Struct):
-    code: str | None = None
-    message: str | None = None
-    details: _ErrorDetails | None = None
-
-
-class _Outcome(msgspec.Struct):
-    type: str | None = None
-    reason: str | None = None  # interrupted: "client interrupt"
-    error: _Error | None = None
-
-
-class _Turn(msgspec.Struct):
-    type: str | None = None
-    outcome: _Outcome | None = None
-
-
-class _Checkpoint(msgspec.Struct):
-    turn: _Turn | None = None
-
-
-class _Arguments(msgspec.Struct):
-    raw: str | None = None
-    value: object = None
-
-
-class _Content(msgspec.Struct):
-    type: str = ""
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    arguments: _Arguments | None = None
-
-
-class _Message(msgspec.Struct):
-    role: str = ""
-    content: str | list[_Content] | None = None
-    name: str | None = None
-    outcome: str | None = None
-    tool_call_id: str | None = None
-
-
-class _Entry(msgspec.Struct):
-    message: _Message | None = None
-
-
-class _Args(msgspec.Struct):
-    """The arguments that say what a call did; a written file's content is skipped."""
-
-    path: object = None
-    file_path: object = None
-    command: object = None
-    action: object = None
-    todos: object = None
-
-
-class _Todo(msgspec.Struct):
-    id: str | int | None = None
-    content: str | None = None
-    status: str | None = None
-
-
-class _ShellResult(msgspec.Struct):
-    returncode: int | None = None
-    stderr: str | None = None
-    stdout: str | None = None
-    timed_out: bool = False
-
-
-class _CallPart(msgspec.Struct):
-    type: str = ""
-    text: str | None = None
-    id: str | None = None
-    name: str | None = None
-    arguments_json: str | None = None
-
-
-class _Inner(msgspec.Struct):
-    """A completion's reply (`parts`) or a tool's output (`type`, `content`,
-    `structured_content`: bash's `{returncode, stderr, stdout, ...}`)."""
-
-    parts: list[_CallPart] | None = None
-    type: str | None = None
-    content: list[_Content] | None = None
-    structured_content: object = None
-
-
-class _ActionOutcome(msgspec.Struct):
-    type: str = ""  # completion_succeeded | completion_failed | tool_succeeded | ...
-    call_id: str | None = None
-    result: _Inner | None = None
-    error: _Error | None = None
-
-
-class _Command(msgspec.Struct):
-    type: str = ""  # user_message | interrupt | ...
-    content: list[_Content] | None = None
-    reason: str | None = None
-
-
-class _Input(msgspec.Struct):
-    command: _Command | None = None
-
-
-class _Payload(msgspec.Struct):
-    result: _ActionOutcome | None = None  # action_result
-    input: _Input | None = None  # core_input
-
-
-class _Record(msgspec.Struct):
-    type: str = ""
-    sequence: int = 0
-    payload: _Payload | None = None
-
-
-_META = msgspec.json.Decoder(_Meta)
-_CURRENT_DOC = msgspec.json.Decoder(_Current)
-_MANIFEST = msgspec.json.Decoder(_Manifest)
-_CHECKPOINT = msgspec.json.Decoder(_Checkpoint)
-_CHUNK = msgspec.json.Decoder(list[msgspec.Raw])
-_ENTRY = msgspec.json.Decoder(_Entry)
-_ARGS = msgspec.json.Decoder(_Args)
-_TODOS = msgspec.json.Decoder(list[_Todo])
-_SHELL = msgspec.json.Decoder(_ShellResult)
-_RECORD = msgspec.json.Decoder(_Record)
 
 
 class MistralVibe(Agent):
@@ -320,13 +184,13 @@ def session_folder(path: Path) -> Path:
     return folder
 
 
-def _meta(folder: Path) -> _Meta:
+def _meta(folder: Path) -> Meta:
     data = read_side_file(folder / "meta.json")
-    decoded = decode_or_none(_META, data) if data is not None else None
-    return decoded if isinstance(decoded, _Meta) else _Meta()
+    decoded = decode_or_none(META, data) if data is not None else None
+    return decoded if isinstance(decoded, Meta) else Meta()
 
 
-def _cwd(meta: _Meta) -> str | None:
+def _cwd(meta: Meta) -> str | None:
     env = meta.environment
     return (env.working_directory if env else None) or meta.origin_directory
 
@@ -355,9 +219,9 @@ def _generation(folder: Path, diag: Diagnostics) -> tuple[Path | None, int]:
     """The newest generation's folder (the one CURRENT names, else the highest number)
     and the last journal sequence it holds."""
     data = read_side_file(folder / _CURRENT)
-    current = decode_or_none(_CURRENT_DOC, data) if data is not None else None
-    name = str(current.generation) if isinstance(current, _Current) else ""
-    snapshot = current.snapshot_sequence if isinstance(current, _Current) else None
+    current = decode_or_none(CURRENT_DOC, data) if data is not None else None
+    name = str(current.generation) if isinstance(current, Current) else ""
+    snapshot = current.snapshot_sequence if isinstance(current, Current) else None
     generations = folder / "generations"
     if _GENERATION.fullmatch(name) and is_dir(generations / name):
         return generations / name, snapshot if snapshot is not None else int(name)
@@ -385,8 +249,8 @@ def _journal_segments(folder: Path, snapshot: int) -> list[Path]:
 
 def _checkpoint_chunks(generation: Path, diag: Diagnostics) -> Iterator[Path]:
     data = read_side_file(generation / "manifest.json")
-    manifest = decode_or_none(_MANIFEST, data) if data is not None else None
-    part = manifest.checkpoint if isinstance(manifest, _Manifest) else None
+    manifest = decode_or_none(MANIFEST, data) if data is not None else None
+    part = manifest.checkpoint if isinstance(manifest, Manifest) else None
     if part is None:
         diag.warnings.append(f"generation {generation.name}: no readable manifest")
         return
@@ -414,7 +278,7 @@ class _ContextReader:
                 f"than {MAX_CHUNK_BYTES // (1024 * 1024)} MB)"
             )
             return
-        entries = decode_or_none(_CHUNK, data)
+        entries = decode_or_none(CHUNK, data)
         if not isinstance(entries, list):
             self.diag.warnings.append(f"context chunk {path.name} is not a JSON array")
             return
@@ -424,13 +288,13 @@ class _ContextReader:
 
     def entry(self, raw: msgspec.Raw) -> Iterator[Event]:
         self.diag.lines += 1
-        entry = decode_or_none(_ENTRY, raw)
-        if not isinstance(entry, _Entry) or entry.message is None:
+        entry = decode_or_none(ENTRY, raw)
+        if not isinstance(entry, Entry) or entry.message is None:
             self.diag.bad_lines += 1
             return
         msg = entry.message
         parts = (
-            [_Content(type="text", text=msg.content)]
+            [Content(type="text", text=msg.content)]
             if isinstance(msg.content, str)
             else msg.content or []
         )
@@ -455,16 +319,16 @@ class _ContextReader:
                 self.diag.unknown(f"content:{part.type or '(no type)'}")
         yield from _said(msg.role, texts)
 
-    def _result(self, msg: _Message, text: str) -> ToolResult:
+    def _result(self, msg: ContextMessage, text: str) -> ToolResult:
         failed = (msg.outcome or "success") != "success"
-        structured = decode_or_none(_SHELL, text) if text.startswith("{") else None
+        structured = decode_or_none(SHELL, text) if text.startswith("{") else None
         return self._tool_result(msg.tool_call_id or "", failed, text, structured)
 
     def _tool_result(self, call_id: str, failed: bool, text: str, shell: object) -> ToolResult:
         call = self.calls.pop(call_id, None)
         result = ToolResult(call_id=call_id, is_error=failed)
         if call is not None and call.action == "command":
-            if isinstance(shell, _ShellResult) and shell.returncode is not None:
+            if isinstance(shell, ShellResult) and shell.returncode is not None:
                 # a command that ran and failed is a tool "success": its returncode says
                 result.exit_code = shell.returncode
                 result.is_error = failed = failed or shell.returncode != 0 or shell.timed_out
@@ -482,16 +346,16 @@ class _ContextReader:
         for offset, line in lines.forward():
             if _SKIPPED_RECORD.search(line[-80:]):
                 continue  # requests, projections, receipts: nothing a handoff needs
-            record = decode_line(_RECORD, line, offset, lines.tail_offset, self.diag)
-            if not isinstance(record, _Record) or record.sequence <= snapshot:
+            record = decode_line(RECORD, line, offset, lines.tail_offset, self.diag)
+            if not isinstance(record, Record) or record.sequence <= snapshot:
                 continue
-            payload = record.payload or _Payload()
+            payload = record.payload or Payload()
             if record.type == "core_input":
                 yield from self._input(payload.input)
             elif record.type == "action_result" and payload.result is not None:
                 yield from self._action(payload.result)
 
-    def _input(self, value: _Input | None) -> Iterator[Event]:
+    def _input(self, value: Input | None) -> Iterator[Event]:
         command = value.command if value is not None else None
         if command is None:
             return
@@ -501,8 +365,8 @@ class _ContextReader:
             why = f" ({command.reason})" if command.reason else ""
             yield SessionEnding(reason="interrupted", message=f"the Vibe turn was interrupted{why}")
 
-    def _action(self, outcome: _ActionOutcome) -> Iterator[Event]:
-        inner = outcome.result or _Inner()
+    def _action(self, outcome: ActionOutcome) -> Iterator[Event]:
+        inner = outcome.result or Inner()
         if outcome.type == "completion_succeeded":
             texts: list[str] = []
             for part in inner.parts or []:
@@ -513,27 +377,27 @@ class _ContextReader:
                     texts = []
                     raw = part.arguments_json or "{}"
                     call = _tool_call(
-                        _Content(
+                        Content(
                             type="tool_call",
                             id=part.id,
                             name=part.name,
-                            arguments=_Arguments(raw=raw),
+                            arguments=Arguments(raw=raw),
                         )
                     )
                     self.calls[call.call_id] = call
                     yield call
             yield from _said("assistant", texts)
         elif outcome.type == "completion_failed":
-            error = outcome.error or _Error()
+            error = outcome.error or Error()
             if error.code != "effect_recovery_failed":  # a cancelled request: the interrupt says
-                details = error.details or _ErrorDetails()
+                details = error.details or ErrorDetails()
                 message = error.message or error.code or "the model request failed"
                 yield api_error_ending(message, status=details.httpStatus, kind=error.code)
         elif outcome.type.startswith("tool_") and outcome.call_id:
             text = _texts(inner.content or [])
             shell = inner.structured_content
             structured = (
-                decode_or_none(_SHELL, msgspec.json.encode(shell))
+                decode_or_none(SHELL, msgspec.json.encode(shell))
                 if isinstance(shell, dict)
                 else None
             )
@@ -549,11 +413,11 @@ def _said(role: str, texts: list[str]) -> Iterator[Message]:
         yield Message(role="user" if role == "user" else "assistant", text=text)
 
 
-def _texts(parts: list[_Content]) -> str:
+def _texts(parts: list[Content]) -> str:
     return "\n".join(p.text for p in parts if p.type == "text" and p.text)
 
 
-def _tool_call(part: _Content) -> ToolCall:
+def _tool_call(part: Content) -> ToolCall:
     name = part.name or ""
     call = ToolCall(call_id=part.id or "", name=name)
     args = _arguments(part.arguments)
@@ -578,24 +442,24 @@ def _tool_call(part: _Content) -> ToolCall:
     return call
 
 
-def _arguments(arguments: _Arguments | None) -> _Args:
+def _arguments(arguments: Arguments | None) -> Args:
     if arguments is None:
-        return _Args()
+        return Args()
     if isinstance(arguments.value, dict):
-        decoded = decode_or_none(_ARGS, msgspec.json.encode(arguments.value))
+        decoded = decode_or_none(ARGS, msgspec.json.encode(arguments.value))
     else:
-        decoded = decode_or_none(_ARGS, arguments.raw or "{}")
-    return decoded if isinstance(decoded, _Args) else _Args()
+        decoded = decode_or_none(ARGS, arguments.raw or "{}")
+    return decoded if isinstance(decoded, Args) else Args()
 
 
-def _todos(value: object) -> list[_Todo] | None:
+def _todos(value: object) -> list[Todo] | None:
     if not isinstance(value, list):
         return None
-    decoded = decode_or_none(_TODOS, msgspec.json.encode(value))
+    decoded = decode_or_none(TODOS, msgspec.json.encode(value))
     return decoded if isinstance(decoded, list) else None
 
 
-def _plan_items(todos: list[_Todo]) -> tuple[PlanItem, ...]:
+def _plan_items(todos: list[Todo]) -> tuple[PlanItem, ...]:
     items = []
     for n, todo in enumerate(todos, start=1):
         status: PlanStatus = TODO_STATUS.get((todo.status or "").lower(), "pending")  # type: ignore[assignment]
@@ -607,8 +471,8 @@ def _plan_items(todos: list[_Todo]) -> tuple[PlanItem, ...]:
 def _ending(path: Path, stamp: str | None) -> SessionEnding | None:
     """How the last turn ended, when not on the agent's own answer."""
     data = read_side_file(path)
-    checkpoint = decode_or_none(_CHECKPOINT, data) if data is not None else None
-    turn = checkpoint.turn if isinstance(checkpoint, _Checkpoint) else None
+    checkpoint = decode_or_none(CHECKPOINT, data) if data is not None else None
+    turn = checkpoint.turn if isinstance(checkpoint, Checkpoint) else None
     outcome = turn.outcome if turn is not None else None
     kind = (outcome.type or "") if outcome is not None else ""
     if outcome is None or kind in ("", "completed"):
@@ -617,8 +481,8 @@ def _ending(path: Path, stamp: str | None) -> SessionEnding | None:
         why = f" ({outcome.reason})" if outcome.reason else ""
         message = f"the Vibe turn was {kind}{why}"
         return SessionEnding(reason="interrupted", message=message, timestamp=stamp)
-    error = outcome.error or _Error()
-    details = error.details or _ErrorDetails()
+    error = outcome.error or Error()
+    details = error.details or ErrorDetails()
     return api_error_ending(
         error.message or error.code or f"the Vibe turn {kind}",
         status=details.httpStatus,
