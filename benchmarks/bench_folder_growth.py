@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -149,6 +148,14 @@ def _oh_seen(call_id: str, text: str, **more: object) -> dict[str, object]:
 BUILD = {"vibe": _vibe, "openhands": _openhands}
 
 
+def _build(agent: str, home: Path, turns: int) -> Path:
+    """Build in a child process: a child forked from a large parent would count the
+    parent's pages in its own peak RSS (ru_maxrss survives exec)."""
+    argv = [sys.executable, __file__, "--build", agent, str(home), str(turns)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=900)
+    return Path(out.stdout.strip())
+
+
 def _site(root: Path) -> str:
     dist = root / "site" / "passdown_bench_folders-0.dist-info"
     dist.mkdir(parents=True, exist_ok=True)
@@ -176,40 +183,28 @@ def _export(
         "PYTHONPATH": site,
         "PASSDOWN_DATA_DIR": str(home / "data"),
     }
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "passdown",
-            "export",
-            "--from",
-            agent,
-            "--session",
-            str(session),
-            "--workspace",
-            WS,
-            "--no-store",
-            "--json",
-        ],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"{agent}: export failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    argv = [sys.executable, "-m", "passdown", "export", "--from", agent, "--session", str(session)]
+    argv += ["--workspace", WS, "--no-store", "--json"]
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(argv, cwd=ws, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _pid, status, usage = os.wait4(child.pid, 0)  # this export's own usage, not others'
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{agent}: export failed ({child.returncode}): {err.read()[-2000:]!r}")
+    cpu = usage.ru_utime + usage.ru_stime
+    rss = usage.ru_maxrss
     data = json.loads((ws / ".agent-handoff" / "handoff.json").read_text())
-    return wall, cpu, after.ru_maxrss, data
+    return wall, cpu, rss, data
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--build"]:
+        agent, home, turns = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+        print(BUILD[agent](home, turns))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="vibe,openhands")
     parser.add_argument("--turns", type=int, default=500, help="turns at the smallest size")
@@ -226,7 +221,7 @@ def main() -> int:
             for factor in (1, 4, 16):
                 home = Path(tmp) / f"{agent}-{factor}"
                 turns = args.turns * factor
-                session = BUILD[agent](home, turns)
+                session = _build(agent, home, turns)
                 size = _bytes(home)
                 wall, cpu, rss, data = _export(agent, session, home, site)
                 state = data["state"]

@@ -3,10 +3,11 @@
 `task_tracker`, creates a file, runs a command that fails, survives a 429 LiteLLM retried,
 and finishes; its Stop and SessionEnd hooks write the handoff. A second run resumes the
 conversation (`--resume ID`, a `str_replace` edit) and the export is asserted fact by fact;
+a new conversation's first prompt carries the pointer to that handoff (UserPromptSubmit);
 `passdown uninstall openhands` leaves no hooks.json behind; the handoff then launches the
 real Codex (`switch`). OpenHands starts slowly (seconds per run even on a quiet machine),
-so its rate-limit ending and the pickup are tested from recorded sessions and payloads
-(tests/test_agent_openhands.py)."""
+so its rate-limit ending (LiteLLM retries a 429 for about 3 minutes) is tested from a
+recorded session (tests/test_agent_openhands.py)."""
 
 from __future__ import annotations
 
@@ -127,10 +128,18 @@ def test_openhands_runs_hooks_resume_and_switch_fact_by_fact(
         ok(resumed, "openhands --resume")
         assert server.remaining == 0
         assert SECOND in server.step_requests()[-1].text()  # one argument, not an option
-    assert (workspace / "hello.txt").read_text() == "Hello, world!\nGoodbye!\n"
-    assert list(conversations.iterdir()) == [folder]  # the same conversation went on
+        assert list(conversations.iterdir()) == [folder]  # the same conversation went on
 
-    ok(run_passdown(env, workspace, "export", "--from", "openhands", "--no-store"), "export")
+        # a new conversation: its first prompt carries the pointer to the hooks' handoff
+        server.set_script([Step(tool="finish", input={"message": "Picked it up."})])
+        ok(run_openhands(env, workspace, "Carry on."), "openhands new conversation")
+        first = server.step_requests()[-1].text()
+        assert f"handed over from openhands session {folder.name}" in first, first[-2000:]
+        assert str(workspace / ".agent-handoff" / "HANDOFF.md") in first
+    assert (workspace / "hello.txt").read_text() == "Hello, world!\nGoodbye!\n"
+
+    export = ("export", "--from", "openhands", "--session", folder.name, "--no-store")
+    ok(run_passdown(env, workspace, *export), "export")
     md, data = load_handoff(workspace)
     source, task, state = data["source"], data["task"], data["state"]
     assert source["session_id"] == folder.name and source["cwd"] == str(workspace)
@@ -156,17 +165,18 @@ def test_openhands_runs_hooks_resume_and_switch_fact_by_fact(
     assert not hooks_json.exists()  # passdown created it: uninstall takes it away
 
     _record(folder, workspace, agent_env)
-    _switch_to_codex(tmp_path, agent_env, workspace, env["PYTHONPATH"])
+    _switch_to_codex(folder.name, agent_env, workspace, env["PYTHONPATH"])
 
 
-def _switch_to_codex(tmp_path: Path, agent_env: AgentEnv, workspace: Path, path: str) -> None:
+def _switch_to_codex(session: str, agent_env: AgentEnv, workspace: Path, path: str) -> None:
     with OpenAIResponsesServer() as codex:
         codex.set_script([Step(text="Read the handoff; continuing.")])
         env = {**target_environ(agent_env, "codex", codex.url), "PYTHONPATH": path}
         switch = run_passdown(
             env,
             workspace,
-            *("switch", "--from", "openhands", "--to", "codex", "--non-interactive"),
+            *("switch", "--from", "openhands", "--session", session, "--to", "codex"),
+            "--non-interactive",
             timeout=200,
         )
         ok(switch, "passdown switch --from openhands --to codex")
