@@ -316,6 +316,14 @@ def test_discovery_env_and_any_file_of_a_session(
     for inner in (folder / "meta.json", next((folder / "chunks").iterdir())):
         assert agent.ref_for_path(inner).session_id == SID
     assert agent.resolve(SID[:6], None).path == folder / "CURRENT"
+    # a sub-agent's session (the `task` tool) in the same folder is not the user's
+    child = unified / "child-session"
+    shutil.copytree(folder, child)
+    meta = json.loads((child / "meta.json").read_text())
+    (child / "meta.json").write_text(json.dumps({**meta, "parent_session_id": SID}))
+    os.utime(child / "CURRENT", (2e9, 2e9))  # newer than the parent
+    assert [r.session_id for r in agent.sessions(Path(WS))] == [SID]
+    assert agent.ref_for_path(child / "CURRENT").session_id == "child-session"
 
 
 # -- launching ---------------------------------------------------------------------------------

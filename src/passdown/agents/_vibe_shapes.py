@@ -18,6 +18,7 @@ class Config(msgspec.Struct):
 
 class Meta(msgspec.Struct):
     session_id: str | None = None
+    parent_session_id: str | None = None  # set for a sub-agent's own session
     start_time: str | None = None
     end_time: str | None = None
     title: str | None = None

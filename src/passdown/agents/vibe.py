@@ -134,15 +134,18 @@ class MistralVibe(Agent):
         for folder in list_folder(self.store_roots()[0]):
             if folder.name.startswith(".") or not is_dir(folder):
                 continue  # .session-index.json: a catalogue, not a session
-            ref = self._ref(folder)
+            meta = _meta(folder)
+            if meta.parent_session_id:
+                continue  # a sub-agent's session (the `task` tool): not the user's
+            ref = self._ref(folder, meta)
             if cwd_in_workspace(ref.cwd, workspace):
                 yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
-        return self._ref(session_folder(path))
+        folder = session_folder(path)
+        return self._ref(folder, _meta(folder))
 
-    def _ref(self, folder: Path) -> SessionRef:
-        meta = _meta(folder)
+    def _ref(self, folder: Path, meta: Meta) -> SessionRef:
         current = folder / _CURRENT
         mtime, size = file_mtime(current)
         return SessionRef(
