@@ -11,6 +11,7 @@ recorded session (tests/test_agent_openhands.py)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 
 from e2e.agents import AgentEnv, openhands_environ, run_openhands, run_passdown, target_environ
 from e2e.checks import load_handoff, ok, openai_user_texts
-from e2e.pyagents import PYAGENT_VERSIONS
+from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
 from e2e.wave2_clis import record_fixture, recording_workspace
 from wave3b_agents import register
@@ -100,6 +101,15 @@ def _hook_command(tmp_path: Path) -> Path:
 def test_openhands_runs_hooks_resume_and_switch_fact_by_fact(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
+    python = pyagent("openhands").parent / "python"  # `openhands --version` takes seconds
+    installed = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('openhands'))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert installed.stdout.strip() == PYAGENT_VERSIONS["openhands"]  # the pinned CLI runs
     workspace = recording_workspace(workspace, "openhands")
     hooks_json = agent_env.home / ".openhands" / "hooks.json"
     with ChatCompletionsServer(_first_turn(workspace)) as server:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -111,6 +112,10 @@ def _facts(data: dict[str, object]) -> tuple[object, ...]:
 def test_vibe_turns_hooks_and_handoff_fact_by_fact(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:
+    version = subprocess.run(
+        [str(pyagent("vibe")), "--version"], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert version.stdout.split() == ["vibe", PYAGENT_VERSIONS["vibe"]]  # the pinned CLI ran
     workspace = recording_workspace(workspace, "vibe")
     hooks_toml = agent_env.home / ".vibe" / "hooks.toml"
     with ChatCompletionsServer(_first_turn()) as server:

@@ -250,12 +250,19 @@ def _base_state(folder: Path) -> _BaseState:
 
 def event_files(folder: Path) -> list[Path]:
     """The conversation's event files in sequence order (other names are not events)."""
-    found = []
-    for path in list_folder(folder / "events"):
-        match = _EVENT_FILE.fullmatch(path.name)
-        if match is not None:
-            found.append((int(match.group(1)), path.name, path))
-    return [path for _seq, _name, path in sorted(found)]
+    return [folder / "events" / name for name in _event_names(folder)]
+
+
+def _event_names(folder: Path) -> list[str]:
+    """The event files' names in sequence order: names only (a long conversation has
+    hundreds of thousands of files; a Path apiece would cost far more memory)."""
+    try:
+        with os.scandir(folder / "events") as entries:
+            names = [entry.name for entry in entries if _EVENT_FILE.fullmatch(entry.name)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    names.sort(key=lambda name: (int(name[6 : name.index("-", 6)]), name))
+    return names
 
 
 def _events(folder: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
@@ -265,8 +272,9 @@ def _events(folder: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Even
     if state.agent is not None and state.agent.llm is not None:
         info.add_model(state.agent.llm.model)
     reader = _EventReader(info, diag)
-    for path in event_files(folder):
-        yield from reader.file(path)
+    events = folder / "events"
+    for name in _event_names(folder):
+        yield from reader.file(events / name)
     yield from reader.close()
     plan = _tasks(folder)
     if plan is not None:
