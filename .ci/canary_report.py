@@ -12,17 +12,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def agent_names(pins_path: str) -> list[str]:
+def agent_names(*pins_paths: str) -> list[str]:
+    """The agents of the pin files: npm's (name, package, version) and PyPI's (name,
+    package, version, python)."""
     names = []
-    for line in Path(pins_path).read_text(encoding="utf-8").splitlines():
-        fields = line.split()
-        if len(fields) in (3, 4) and not line.startswith("#"):  # npm pins; PyPI pins + Python
-            names.append(fields[0])
+    for pins_path in pins_paths:
+        for line in Path(pins_path).read_text(encoding="utf-8").splitlines():
+            fields = line.split()
+            if len(fields) in (3, 4) and not line.startswith("#"):
+                names.append(fields[0])
     return names
 
 
 def main(junit_path: str, *pins_paths: str) -> None:
-    names = [name for path in pins_paths for name in agent_names(path)]
+    names = agent_names(*pins_paths)
     ran = {n: 0 for n in names}
     failed: dict[str, list[str]] = {n: [] for n in names}
     unattributed: list[str] = []

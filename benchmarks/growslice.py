@@ -146,7 +146,9 @@ ENV_VARS = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
 
 # Sessions that are one JSON document, not lines to repeat (tests/test_agent_cline.py grows
 # Cline's; benchmarks/growdoc.py and tests/test_growth_documents.py Auggie's and Continue's).
-ONE_DOCUMENT = frozenset({"cline", "auggie", "continue"})
+# Vibe's content-addressed chunks and OpenHands' event files are folders of documents:
+# tests/test_agent_{vibe,openhands}.py grow them, benchmarks/bench_folder_growth.py times them.
+ONE_DOCUMENT = frozenset({"cline", "auggie", "continue", "vibe", "openhands"})
 
 
 def agents() -> list[str]:

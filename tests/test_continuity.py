@@ -303,6 +303,8 @@ def test_config_set_get_and_errors(
         ("droid", ".factory/settings.json", '"SessionEnd"'),
         ("gptme", ".config/gptme/config.toml", 'event = "session.end"'),
         ("hermes", ".hermes/config.yaml", "  on_session_finalize:\n"),
+        ("openhands", ".openhands/hooks.json", '"UserPromptSubmit"'),
+        ("vibe", ".vibe/hooks.toml", 'type = "post_agent"'),
         ("kilo", ".config/kilo/plugins/passdown.js", '["hook", "kilo", JSON.stringify(payload)]'),
         ("copilot", ".copilot/settings.json", '"bash": "passdown hook copilot sessionEnd"'),
         ("pi", ".pi/agent/extensions/passdown.ts", 'pi.on("agent_end"'),
@@ -328,6 +330,7 @@ def test_user_install_of_each_integration(
         "PI_CODING_AGENT_DIR",
         "XDG_CONFIG_HOME",
         "HERMES_HOME",
+        "VIBE_HOME",
     ):
         monkeypatch.delenv(var, raising=False)
     path = isolated_homes / relative

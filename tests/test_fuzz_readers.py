@@ -672,7 +672,10 @@ def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Base]:
 
 AGENTS = ["claude", "codex", "gemini", "qwen", "opencode", "pi", "copilot", "cursor", "aider"]
 # issue 23's second wave: in-process cases only (the CLI-process sample stays as it was)
-WAVE2 = ["cline", "kimi", "kilo", "droid", "gptme", "hermes", "auggie", "continue"]
+WAVE2 = [
+    *("cline", "kimi", "kilo", "droid", "gptme", "hermes", "auggie", "continue"),
+    *("vibe", "openhands"),
+]
 
 
 @pytest.mark.parametrize("agent", AGENTS + WAVE2)

@@ -354,8 +354,10 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
         "kilo",
         "kimi",
         "opencode",
+        "openhands",
         "pi",
         "qwen",
+        "vibe",
     }
     assert agents["claude"]["status"] == "not_installed" and not agents["claude"]["would_fire"]
 

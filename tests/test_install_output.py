@@ -184,6 +184,8 @@ def test_install_all_skips_agents_that_are_not_here(
         "auggie",  # issue 23, third wave: not on PATH
         "continue",  # no hooks that fire
         "cursor-ide",  # issue 24: Cursor's editor chats, a source without hooks
+        "vibe",
+        "openhands",
     }
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
@@ -311,8 +313,8 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
             "qwen",
         )
     ]
-    # no hooks: aider, continue, cursor; kimi, gptme, hermes (PyPI) live in their own venvs,
-    # not on PATH
+    # no hooks: aider, continue, cursor, cursor-ide; kimi, gptme, hermes, vibe, openhands
+    # (PyPI) live in their own venvs, not on PATH
     assert {s["agent"] for s in document["skipped"]} == {
         "aider",
         "continue",
@@ -321,6 +323,8 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
         "gptme",
         "hermes",
         "cursor-ide",
+        "vibe",
+        "openhands",
     }
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]

@@ -694,3 +694,110 @@ def _run_pyagent(
         check=False,
         stdin=subprocess.DEVNULL,
     )
+
+
+# -- issue 23 (wave3b): Mistral Vibe and OpenHands, PyPI CLIs in venvs of their own ---------
+def vibe_environ(
+    agent_env: AgentEnv, chat_url: str, *, retry_budget_s: float | None = None
+) -> dict[str, str]:
+    """Vibe 3.0 with a chat-completions provider in ~/.vibe/config.toml (no telemetry or
+    update checks). Vibe retries a 429 until `api_retry_max_elapsed_time` (300 s by
+    default) is spent: `retry_budget_s` shortens it so a sticky 429 ends the turn."""
+    vibe_dir = agent_env.home / ".vibe"
+    vibe_dir.mkdir(parents=True, exist_ok=True)
+    budget = f"api_retry_max_elapsed_time = {retry_budget_s}\n" if retry_budget_s else ""
+    (vibe_dir / "config.toml").write_text(
+        'active_model = "scripted"\n'
+        "enable_telemetry = false\n"
+        "enable_update_checks = false\n"
+        "enable_auto_update = false\n"
+        f"{budget}"
+        "[[providers]]\n"
+        'name = "scripted"\n'
+        f'api_base = "{chat_url}/v1"\n'
+        'api_key_env_var = "SCRIPTED_API_KEY"\n'
+        'api_style = "openai"\n'
+        'backend = "generic"\n'
+        "[[models]]\n"
+        f'name = "{CHAT_MODEL}"\n'
+        'provider = "scripted"\n'
+        'alias = "scripted"\n',
+        encoding="utf-8",
+    )
+    return {**agent_env.environ(), "SCRIPTED_API_KEY": FAKE_KEY}
+
+
+def run_vibe(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`vibe --trust --auto-approve --prompt=PROMPT` (one turn, then exit: the form
+    passdown's launch argv uses, so a prompt may start with "-"); `-c` continues the
+    newest session."""
+    from e2e.pyagents import pyagent
+
+    argv = [str(pyagent("vibe")), "--trust", "--auto-approve", *extra, f"--prompt={prompt}"]
+    return subprocess.run(
+        ["timeout", "-k", "5", str(int(timeout)), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def openhands_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
+    """OpenHands 1.16 on the scripted server through LiteLLM (`--override-with-envs` makes
+    it take LLM_* from the environment). Its public-skills `git clone` from GitHub and
+    any other https request go to a dead proxy on 127.0.0.1; tmux (its terminal tool)
+    gets a socket folder of the test's own, so the server it leaves can be ended."""
+    tmux = agent_env.root / "tmux"
+    tmux.mkdir(parents=True, exist_ok=True)
+    dead = "http://127.0.0.1:9"
+    return {
+        **agent_env.environ(),
+        "LLM_MODEL": f"openai/{CHAT_MODEL}",
+        "LLM_BASE_URL": f"{chat_url}/v1",
+        "LLM_API_KEY": FAKE_KEY,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "OPENHANDS_SUPPRESS_BANNER": "1",
+        "HTTPS_PROXY": dead,
+        "HTTP_PROXY": dead,
+        "https_proxy": dead,
+        "http_proxy": dead,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+        "TMUX_TMPDIR": str(tmux),
+    }
+
+
+def run_openhands(
+    env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """`openhands --headless --override-with-envs --task=PROMPT` (one run, then exit);
+    `--resume ID` continues a conversation. The tmux server its terminal tool starts is
+    ended afterwards (`tmux -L openhands kill-server` on the test's own socket folder)."""
+    from e2e.pyagents import pyagent
+
+    argv = [str(pyagent("openhands")), "--headless", "--override-with-envs", *extra]
+    try:
+        return subprocess.run(
+            ["timeout", "-k", "5", str(int(timeout)), *argv, f"--task={prompt}"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout + 30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        subprocess.run(
+            ["tmux", "-L", "openhands", "kill-server"],
+            env=env,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )

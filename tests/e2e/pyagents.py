@@ -18,12 +18,12 @@ PINS_FILE = Path(os.environ.get("PASSDOWN_PYAGENT_PINS") or REPO_ROOT / ".ci" / 
 
 
 def _pins() -> dict[str, str]:
-    """name -> pinned version."""
+    """name -> pinned version; PASSDOWN_<NAME>_VERSION overrides (the canary)."""
     pins = {}
     for line in PINS_FILE.read_text(encoding="utf-8").splitlines():
         fields = line.split()
         if len(fields) == 4 and not line.startswith("#"):
-            pins[fields[0]] = fields[2]
+            pins[fields[0]] = os.environ.get(f"PASSDOWN_{fields[0].upper()}_VERSION") or fields[2]
     return pins
 
 

@@ -39,6 +39,8 @@ WAVE2 = {"cline", "kimi", "auggie", "cn"}
 # issue 23's gptme and Hermes Agent (PyPI): test_gptme_real.py runs gptme's argv for real,
 # both modules check a switch to Claude Code; their CLIs are pinned in .ci/pyagent-pins.txt
 WAVE2 |= {"gptme", "hermes"}
+# Mistral Vibe and OpenHands (PyPI): theirs in test_vibe_real.py and test_openhands_real.py
+WAVE2 |= {"vibe", "openhands"}
 PINNED = sorted(set(VERSIONS) - WAVE2)  # the agents whose real CLI install-agents.sh installs
 FIXTURE_ONLY = {"cursor", "aider"}  # registered, no pinned CLI: covered by fixture tests
 SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run

@@ -33,6 +33,8 @@ BUILTIN: dict[str, str] = {
     "opencode": "passdown.integrations._opencode:OpenCodeHooks",
     "pi": "passdown.integrations._pi:PiHooks",
     "qwen": "passdown.integrations._settings_json:QwenHooks",
+    "vibe": "passdown.integrations._vibe:VibeHooks",
+    "openhands": "passdown.integrations._openhands:OpenHandsHooks",
 }
 
 

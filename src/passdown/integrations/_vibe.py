@@ -1,0 +1,143 @@
+"""Mistral Vibe (3.0): command hooks as `[[hooks]]` tables in `hooks.toml`, the user's
+`~/.vibe/hooks.toml` (`$VIBE_HOME/hooks.toml`) or a trusted project's
+`.vibe/hooks.toml`: `{name, type: post_agent|pre_tool|post_tool, command, timeout}`.
+Vibe runs each in the session's cwd with a JSON payload on stdin (`hook_event_name`,
+`session_id`, `transcript_path` = the session's folder in the unified store, `cwd`,
+`agent_name`); a hook must print nothing or a structured-response object.
+
+Vibe has no session start, end or compaction event: passdown writes the handoff at
+`post_agent` (each turn's end, main agent only: `match = "main"`). The turn's records are
+then still in the store's recovery journal (the new generation is written after the
+hook), which the reader replays. There is no pickup at session start: the handoff is
+taken up by `passdown run`/`switch`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from passdown.errors import UsageError
+from passdown.integrations._base import (
+    HOOK_TIMEOUT_S,
+    TURN_COMPLETE,
+    HookIntegration,
+    InstallTarget,
+    Plan,
+    Registered,
+    program_of,
+    read_config,
+)
+
+HOOK_NAME = "passdown-handoff"  # Vibe wants a name unique within the file
+
+
+def vibe_home() -> Path:
+    configured = os.environ.get("VIBE_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".vibe"
+
+
+class VibeHooks(HookIntegration):
+    agent = "vibe"
+    events: ClassVar[dict[str, str]] = {"post_agent": TURN_COMPLETE}
+
+    def config_file(self, target: InstallTarget) -> Path:
+        if target.scope == "user":
+            return vibe_home() / "hooks.toml"
+        return target.project_dir / ".vibe" / "hooks.toml"
+
+    def plan(self, target: InstallTarget) -> Plan:
+        command = target.hook_command
+
+        def install(text: str | None) -> str | None:
+            doc = _parse(text)
+            _remove_ours(doc, self.agent)  # an install with other options drops the old
+            hooks = doc.get("hooks")
+            if hooks is None:
+                hooks = tomlkit.aot()
+                doc["hooks"] = hooks
+            if not isinstance(hooks, list):
+                raise UsageError("cannot add hooks: `hooks` in hooks.toml is not a list")
+            table = tomlkit.table()
+            table.update(
+                {
+                    "name": HOOK_NAME,
+                    "type": "post_agent",
+                    "match": "main",  # the session's own agent, not each subagent's turns
+                    "command": command,
+                    "timeout": float(HOOK_TIMEOUT_S),
+                }
+            )
+            hooks.append(table)
+            new = tomlkit.dumps(doc)
+            return text if new == text else new
+
+        def uninstall(text: str | None) -> str | None:
+            if text is None:
+                return None
+            doc = _parse(text)
+            return tomlkit.dumps(doc) if _remove_ours(doc, self.agent) else text
+
+        return [(self.config_file(target), install, uninstall)]
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return list(self.events)  # no session-start event in Vibe
+
+    def commands(self, target: InstallTarget) -> list[Registered]:
+        path = self.config_file(target)
+        try:
+            doc = tomlkit.parse(read_config(path) or "")
+        except TOMLKitError:
+            return []
+        found = []
+        for entry in _entries(doc):
+            line = str(entry.get("command", ""))
+            if f" hook {self.agent}" in f"{line} ":
+                found.append(Registered(path, f"hook {entry.get('type')}", program_of(line)))
+        return found
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        where = "" if target.scope == "user" else " (Vibe reads it only in trusted folders)"
+        return [
+            f"vibe: hooks only{where}; the handoff is written at each turn's end "
+            "(post_agent); Vibe has no session-start hook, so pick the handoff up with "
+            "`passdown run` or `passdown switch`"
+        ]
+
+    def session_spec(self, payload: dict[str, Any]) -> str | None:
+        # transcript_path is the session's folder; the id finds it in the store
+        value = payload.get("session_id")
+        return str(value) if value else None
+
+
+def _parse(text: str | None) -> tomlkit.TOMLDocument:
+    try:
+        return tomlkit.parse(text or "")
+    except TOMLKitError as exc:
+        raise UsageError(f"cannot change a hooks.toml that is not valid TOML: {exc}") from exc
+
+
+def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
+    hooks = doc.get("hooks")
+    return [h for h in hooks if hasattr(h, "get")] if isinstance(hooks, list) else []
+
+
+def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
+    """Drop passdown's `[[hooks]]` entries; True when there were any."""
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, list):
+        return False
+    ours = [
+        n
+        for n, h in enumerate(hooks)
+        if hasattr(h, "get") and f" hook {agent}" in f"{h.get('command', '')} "
+    ]
+    for n in reversed(ours):
+        del hooks[n]
+    if ours and not len(hooks):
+        del doc["hooks"]
+    return bool(ours)
