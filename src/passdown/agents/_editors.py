@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from passdown import _platform
+from passdown.errors import UsageError
 
 # Folder names under the platform's config root, in the order they are searched.
 EDITOR_NAMES: dict[str, str] = {
@@ -111,3 +112,12 @@ def workspace_storages(user_dir: Path) -> Iterator[tuple[Path, str]]:
         folder = workspace_folder(Path(entry.path))
         if folder is not None:
             yield Path(entry.path), folder
+
+
+def not_a_launch_target(display_name: str) -> UsageError:
+    """The error (exit 2) for `switch --to` an editor's chat: passdown reads it as a source
+    but cannot start it on a handoff."""
+    return UsageError(
+        f"{display_name} is a source to hand off from, not an agent passdown can start",
+        hint="pass --to with a CLI agent (claude, codex, gemini, ...)",
+    )
