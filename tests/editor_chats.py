@@ -294,18 +294,27 @@ sys.exit(main(sys.argv[1:]))
 
 
 def run_cli(
-    args: list[str], home: Path, *, platform: str = "linux", cwd: Path | None = None
+    args: list[str],
+    home: Path,
+    *,
+    platform: str = "linux",
+    cwd: Path | None = None,
+    prelude: str = "",
+    path: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`passdown ARGS` in its own process with HOME=home, the editors' folders looked up
-    as on `platform` (the rest of passdown runs as on this machine)."""
+    as on `platform` (the rest of passdown runs as on this machine); `prelude` is Python
+    run first (a smaller bound to meet)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("APPDATA", "XDG_CONFIG_HOME", "PASSDOWN_EDITOR_USER_DIRS")
     }
     env.update(HOME=str(home), PASSDOWN_DATA_DIR=str(home / ".passdown-data"), NO_COLOR="1")
+    if path is not None:
+        env["PATH"] = path
     return subprocess.run(
-        [sys.executable, "-c", _AS_PLATFORM, platform, *args],
+        [sys.executable, "-c", prelude + _AS_PLATFORM, platform, *args],
         capture_output=True,
         text=True,
         env=env,
