@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from passdown import _platform
+from passdown._jsonl import read_side_file
 from passdown.errors import UsageError
 
 # Folder names under the platform's config root, in the order they are searched.
@@ -37,6 +38,7 @@ EDITOR_NAMES: dict[str, str] = {
 
 # Remote servers keep one User folder under the home, whatever the editor.
 _REMOTE_USER_DIRS = (".vscode-server/data/User", ".vscode-remote/data/User")
+_WORKSPACE_JSON_BYTES = 1024 * 1024
 
 
 def config_root(home: Path | None = None) -> Path:
@@ -82,9 +84,14 @@ def workspace_folder(storage_dir: Path) -> str | None:
     """The folder one `workspaceStorage/<id>/` belongs to, from its `workspace.json`
     (`{"folder": "file:///..."}`; a `.code-workspace` file for a multi-root window).
     None when the file is missing or unreadable: such a storage is not listed."""
+    # a regular file only, and bounded: a FIFO or a link to a device must not hang or
+    # fill the memory of a listing
+    raw = read_side_file(storage_dir / "workspace.json", _WORKSPACE_JSON_BYTES)
+    if raw is None:
+        return None
     try:
-        data = orjson.loads((storage_dir / "workspace.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
         return None
     if not isinstance(data, dict):
         return None
