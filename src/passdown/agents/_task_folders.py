@@ -406,6 +406,14 @@ class UiMessages:
         kind = msg.say if msg.type == "say" else msg.ask if msg.type == "ask" else None
         stamp = iso_millis(msg.ts)
         text = (msg.text or "").strip()
+        pending = self.command
+        if (
+            kind == "command"
+            and pending is not None
+            and pending.command == text
+            and not self.output
+        ):
+            return  # the approval asked, then the run said: one command
         if kind != "command_output":
             yield from self._flush_command(stamp)
         self.last = msg
