@@ -179,7 +179,7 @@ def test_install_all_skips_agents_that_are_not_here(
         "kimi",
         "droid",
         "kilo",
-    }
+    } | {"copilot-chat", "cline-ext", "roo"}  # editors' chats: sources only (issue 24)
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
         not (home / ".qwen").exists() and "notify" not in (home / ".codex/config.toml").read_text()
@@ -306,7 +306,11 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
         )
     ]
     # no hooks: aider, cursor; kimi (PyPI) lives in its own venv, not on this PATH
-    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kimi"}
+    assert {s["agent"] for s in document["skipped"]} == {"aider", "cursor", "kimi"} | {
+        "copilot-chat",  # editors' chats: sources only (issue 24)
+        "cline-ext",
+        "roo",
+    }
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]
         assert all(Path(f["path"]).is_file() for f in entry["files"]), entry["agent"]

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import orjson
+import msgspec
 
 from passdown import _platform
 from passdown._jsonl import read_side_file
@@ -90,8 +90,8 @@ def workspace_folder(storage_dir: Path) -> str | None:
     if raw is None:
         return None
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from passdown.agents import _editors
 from passdown.agents._chat_log import load_session
@@ -206,8 +206,8 @@ def _head_title(path: Path) -> str | None:
     if match is None:
         return None
     try:
-        text = orjson.loads(match.group(1))
-    except orjson.JSONDecodeError:
+        text = msgspec.json.decode(match.group(1))
+    except (msgspec.DecodeError, RecursionError):
         return None
     return " ".join(text.split())[:200] or None if isinstance(text, str) else None
 
@@ -524,8 +524,8 @@ def _json(value: object) -> object:
     if not isinstance(value, str) or not value.startswith("{"):
         return value
     try:
-        return orjson.loads(value)
-    except orjson.JSONDecodeError:
+        return msgspec.json.decode(value)
+    except (msgspec.DecodeError, RecursionError):
         return None
 
 
