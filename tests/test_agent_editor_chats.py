@@ -325,3 +325,71 @@ def test_an_editor_chat_is_no_launch_target(target: str, tmp_path: Path) -> None
     assert "not an agent passdown can start" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (workspace / ".agent-handoff" / "HANDOFF.md").exists()  # nothing written
+
+
+def test_cline_shared_store_and_api_history_fallback(tmp_path: Path) -> None:
+    """Newer Cline builds keep tasks in ~/.cline/data/tasks/ (shared with the CLI); a task
+    whose ui_messages.json is gone is read from api_conversation_history.json."""
+    home, workspace = _home(tmp_path)
+    data = home / ".cline" / "data"
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    task = path.parent
+    (data / "tasks").mkdir(parents=True)
+    task.rename(data / "tasks" / task.name)
+    (path.parents[2] / "state" / "taskHistory.json").rename(data / "tasks" / "taskHistory.json")
+    (data / "tasks" / task.name / "ui_messages.json").unlink()
+    listed = ec.run_cli(["sessions", "--from", "cline-ext", "--json"], home, cwd=workspace)
+    [ref] = json.loads(listed.stdout)
+    assert ref["path"].endswith(f".cline/data/tasks/{task.name}/api_conversation_history.json")
+    handoff = _export("cline-ext", home, workspace)
+    assert handoff["task"]["original_request"] == ec.REQUEST  # unwrapped from <task>
+    assert handoff["task"]["latest_progress"] == ec.FINAL
+    assert _files(handoff) == {"src/cli.py", "docs/usage.md"}  # task_metadata.json
+    assert [s for s, _ in _plan(handoff)][-1] == "Update the docs"  # the focus chain file
+
+
+def test_cline_task_left_unresumed_ends_interrupted(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    messages = json.loads(path.read_text())[:-2]
+    messages.append(ec._ask(30, "command", "npm test"))  # asked, then the approval itself
+    messages.append(ec._say(31, "command", "npm test"))  # said: one command, no output
+    messages.append(ec._ask(32, "resume_task"))
+    path.write_text(json.dumps(messages))
+    handoff = _export("cline-ext", home, workspace)
+    assert handoff["ended"]["reason"] == "interrupted"
+    commands = [(c["command"], c["exit_code"]) for c in handoff["state"]["commands"]]
+    assert commands == [(ec.FAILING, 1), ("npm test", None)]
+
+
+def test_copilot_chat_undone_and_declined_edits_and_a_superseded_json(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    user = ec.user_dir(home, "linux")
+    session = ec.copilot_session(workspace)
+    second = session["requests"][1]
+    second["editedFileEvents"][0]["eventKind"] = 2  # the user undid the README edit
+    second["result"], second["modelState"] = {}, {"value": 1}
+    second["response"] = [
+        {
+            "kind": "toolInvocationSerialized",
+            "toolId": "copilot_createFile",
+            "toolCallId": "call_create",
+            "invocationMessage": {"value": "Creating [](file:///elsewhere/new.py)"},
+            "isConfirmed": {"type": 0},  # declined by the user
+            "isComplete": True,
+        },
+        {"kind": "markdownContent", "content": {"value": "Stopped: you declined it."}},
+    ]
+    folder = ec.workspace_storage(user, workspace) / "chatSessions"
+    folder.mkdir(parents=True)
+    (folder / "5e55-10n.jsonl").write_text(json.dumps({"kind": 0, "v": session}) + "\n")
+    stale = dict(session, requests=[dict(session["requests"][0], message={"text": "stale"})])
+    (folder / "5e55-10n.json").write_text(json.dumps(stale))  # an older build's copy
+    listed = ec.run_cli(["sessions", "--from", "copilot-chat", "--json"], home, cwd=workspace)
+    assert [s["path"].rsplit("/", 1)[1] for s in json.loads(listed.stdout)] == ["5e55-10n.jsonl"]
+    handoff = _export("copilot-chat", home, workspace)
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    assert _files(handoff) == {"src/cli.py"}  # README undone; new.py declined
+    [failed] = handoff["state"]["failed_edits"]
+    assert failed["path"] == "/elsewhere/new.py" and "declined" in failed["error"]
+    assert handoff["ended"]["reason"] in (None, "normal")
