@@ -393,3 +393,22 @@ def test_copilot_chat_undone_and_declined_edits_and_a_superseded_json(tmp_path: 
     [failed] = handoff["state"]["failed_edits"]
     assert failed["path"] == "/elsewhere/new.py" and "declined" in failed["error"]
     assert handoff["ended"]["reason"] in (None, "normal")
+
+
+def test_a_ui_messages_tail_with_no_message_start_says_so(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    giant = [ec._say(1, "text", "y" * 200_000)]
+    path.write_text(json.dumps(giant, separators=(",", ":")))
+    prelude = "import passdown.agents._task_folders as t; t.MAX_UI_BYTES = 64 * 1024\n"
+    done = ec.run_cli(
+        ["export", "--from", "cline-ext", "--no-store", "--json"],
+        home,
+        cwd=workspace,
+        prelude=prelude,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert any("hold no message start" in w for w in report["warnings"]), report["warnings"]
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["task"]["original_request"] == ec.REQUEST  # from taskHistory.json

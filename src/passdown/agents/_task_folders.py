@@ -348,7 +348,12 @@ def ui_message_slices(path: Path, diag: Diagnostics) -> list[msgspec.Raw]:
     except DECODE_ERRORS:
         diag.warnings.append(f"{path.name} is not a list of messages")
         return []
-    if left_out:
+    if left_out < 0:
+        diag.warnings.append(
+            f"{path.name} is {size // (1024 * 1024)} MB and its last "
+            f"{MAX_UI_BYTES // (1024 * 1024)} MB hold no message start: none of it was read"
+        )
+    elif left_out:
         diag.warnings.append(
             f"{path.name} is {size // (1024 * 1024)} MB: only its last "
             f"{MAX_UI_BYTES // (1024 * 1024)} MB were read, {left_out} earlier message(s) left out"
@@ -357,13 +362,14 @@ def ui_message_slices(path: Path, diag: Diagnostics) -> list[msgspec.Raw]:
 
 
 def _tail(handle: Any, size: int) -> tuple[int, bytes]:
-    """(messages before the tail, the tail as a JSON array) for an oversized file."""
+    """(messages before the tail, the tail as a JSON array) for an oversized file; -1
+    when the tail holds no message start."""
     start = size - MAX_UI_BYTES
     handle.seek(start)
     tail = handle.read(MAX_UI_BYTES)
     cut = tail.find(_BOUNDARY)
-    if cut < 0:
-        return 0, b"[]"
+    if cut < 0:  # one message larger than the bound, or not the compact array
+        return -1, b"[]"
     handle.seek(0)
     left_out, done, carry = 1, 0, b""  # the first message has no boundary before it
     while done < start + cut:
@@ -389,8 +395,8 @@ class UiMessages:
 
     def read(self, path: Path, facts: TaskFacts) -> Iterator[Event]:
         slices = ui_message_slices(path, self.diag)
-        if slices and facts.task:  # the task message was left out with the head
-            first = _decode(slices[0])
+        if facts.task:  # the task message left out with the head: the history has it
+            first = _decode(slices[0]) if slices else None
             if first is None or first.say != "task":
                 yield Message(role="user", text=facts.task.strip())
                 self.saw_task = True
