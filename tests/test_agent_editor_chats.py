@@ -208,7 +208,7 @@ def test_oversized_ui_messages_reads_its_tail_and_counts_the_rest(tmp_path: Path
     messages = json.loads(path.read_text())
     filler = [ec._say(100 + n, "text", f"step {n} " + "x" * 200) for n in range(2000)]
     path.write_text(json.dumps(messages[:3] + filler + messages[3:], separators=(",", ":")))
-    prelude = "import passdown.agents._task_folders as t; t.MAX_UI_BYTES = 64 * 1024\n"
+    prelude = "import passdown.agents._ui_messages as t; t.MAX_UI_BYTES = 64 * 1024\n"
     done = ec.run_cli(
         ["export", "--from", "cline-ext", "--no-store", "--json"],
         home,
@@ -400,7 +400,7 @@ def test_a_ui_messages_tail_with_no_message_start_says_so(tmp_path: Path) -> Non
     path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
     giant = [ec._say(1, "text", "y" * 200_000)]
     path.write_text(json.dumps(giant, separators=(",", ":")))
-    prelude = "import passdown.agents._task_folders as t; t.MAX_UI_BYTES = 64 * 1024\n"
+    prelude = "import passdown.agents._ui_messages as t; t.MAX_UI_BYTES = 64 * 1024\n"
     done = ec.run_cli(
         ["export", "--from", "cline-ext", "--no-store", "--json"],
         home,

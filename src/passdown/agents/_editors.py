@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -128,3 +129,15 @@ def not_a_launch_target(display_name: str) -> UsageError:
         f"{display_name} is a source to hand off from, not an agent passdown can start",
         hint="pass --to with a CLI agent (claude, codex, gemini, ...)",
     )
+
+
+def iso_millis(millis: object) -> str | None:
+    """An epoch-milliseconds time (as the editors and their extensions write them) as ISO
+    8601 UTC, or None when it is no time."""
+    if not isinstance(millis, (int, float)) or isinstance(millis, bool) or millis <= 0:
+        return None
+    try:
+        stamp = datetime.fromtimestamp(millis / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")

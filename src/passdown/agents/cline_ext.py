@@ -21,13 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from passdown._jsonl import read_side_file
-from passdown.agents._task_folders import (
-    TaskFacts,
-    TaskFolderAgent,
-    checklist,
-    history_facts,
-    read_json,
-)
+from passdown.agents._task_folders import TaskFacts, TaskFolderAgent, history_facts, read_json
+from passdown.agents._ui_messages import checklist
 from passdown.transcript import PlanOp
 
 _CWD_KEYS = ("cwdOnTaskInitialization", "workspaceRootOnTaskInitialization")

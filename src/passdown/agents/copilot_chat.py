@@ -38,8 +38,8 @@ import msgspec
 from passdown.agents import _editors
 from passdown.agents._chat_log import load_session
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
+from passdown.agents._editors import iso_millis as _iso
 from passdown.agents._endings import api_error_ending
-from passdown.agents._task_folders import iso_millis as _iso
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
