@@ -412,3 +412,75 @@ def test_a_ui_messages_tail_with_no_message_start_says_so(tmp_path: Path) -> Non
     assert any("hold no message start" in w for w in report["warnings"]), report["warnings"]
     handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
     assert handoff["task"]["original_request"] == ec.REQUEST  # from taskHistory.json
+
+
+SIMULATED_WINDOWS = Path(__file__).resolve().parent / "simwin"
+
+
+@pytest.mark.parametrize("agent", ["copilot-chat", "cline-ext", "roo"])
+def test_a_windows_store_under_simulated_windows(agent: str, tmp_path: Path) -> None:
+    """The stores as Windows writes them (`%APPDATA%\\Code\\User`, `file:///C:/...` folders,
+    `C:\\...` paths), read by passdown running as on Windows (tests/simwin)."""
+    from pathlib import PureWindowsPath
+
+    home, workspace = _home(tmp_path)
+    win = PureWindowsPath(r"C:\Users\dev\proj")
+    appdata = home / "AppData" / "Roaming"
+    user = appdata / "Code" / "User"
+    write = {"copilot-chat": lambda: ec.write_copilot(user, win, jsonl=True)}
+    write["cline-ext"] = lambda: ec.write_cline(user, win)
+    write["roo"] = lambda: ec.write_roo(user, win)
+    session = write[agent]()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SIMULATED_WINDOWS), os.environ.get("PYTHONPATH", "")]),
+        "PASSDOWN_SIMULATE_WINDOWS": "1",
+        "HOME": str(home),
+        "APPDATA": str(appdata),
+        "PASSDOWN_DATA_DIR": str(home / "data"),
+    }
+    env.pop("PASSDOWN_EDITOR_USER_DIRS", None)
+    import subprocess
+    import sys
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "passdown", "sessions", "--from", agent, "--all", "--json"],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    [ref] = json.loads(listed.stdout)
+    assert PureWindowsPath(ref["cwd"]) == win
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "passdown",
+            "export",
+            "--from",
+            agent,
+            "--session",
+            str(session),
+            "--workspace",
+            str(workspace),
+            "--out",
+            str(out),
+            "--no-store",
+        ],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((out / "handoff.json").read_text(encoding="utf-8"))
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    assert handoff["state"]["commands"][0]["exit_code"] == 1
+    files = {f["path"].replace("\\", "/") for f in handoff["state"]["files_touched"]}
+    assert "src/cli.py" in files, files
+    assert ec.SECRET not in json.dumps(handoff)
