@@ -58,7 +58,10 @@ def test_sessions_all_lists_every_editor_chat_per_platform(platform: str, tmp_pa
     ec.write_roo(user, workspace)
     done = ec.run_cli(["sessions", "--all", "--json"], home, platform=platform)
     assert done.returncode == 0, done.stderr
-    listed = {(s["agent"], s["session_id"], s["cwd"]) for s in json.loads(done.stdout)}
+    sessions = json.loads(done.stdout)
+    listed = {(s["agent"], s["session_id"], s["cwd"]) for s in sessions}
+    # when each chat started: Copilot's creationDate (from the file's head), the history's ts
+    assert {s["started_at"] for s in sessions} == {"2025-12-01T11:53:20.000Z"}
     assert {
         ("copilot-chat", "5e55-10n", str(workspace)),
         ("cline-ext", "1764590000000", str(workspace)),

@@ -58,6 +58,7 @@ from passdown.transcript import (
 
 _SUFFIXES = (".jsonl", ".json")
 _TITLE = re.compile(rb'"customTitle"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
+_CREATED = re.compile(rb'"creationDate"\s*:\s*(\d{1,15})\b')
 _FIRST_TEXT = re.compile(rb'"message"\s*:\s*\{[^{}]*?"text"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
 _FILE_URI = re.compile(r"file://[^\s)\]\"'>]+")
 _TODO_STATUS: dict[str, PlanStatus] = {
@@ -173,6 +174,7 @@ class CopilotChat(Agent):
 
     def _ref(self, path: Path, cwd: str | None) -> SessionRef:
         mtime, size = file_mtime(path)
+        started, title = _head_facts(path)
         return SessionRef(
             agent=self.name,
             session_id=_split(path.name)[0],
@@ -180,7 +182,8 @@ class CopilotChat(Agent):
             cwd=cwd,
             updated_at=mtime,
             size=size,
-            title=_head_title(path),
+            started_at=started,
+            title=title,
         )
 
     # -- reading ------------------------------------------------------------------
@@ -199,17 +202,20 @@ def _split(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-def _head_title(path: Path) -> str | None:
-    """The chat's custom title, else its first request, from the file's first 64 KB."""
+def _head_facts(path: Path) -> tuple[str | None, str | None]:
+    """(when the chat started, its custom title or else its first request), from the
+    file's first 64 KB: listing never reads a whole chat."""
     head = read_head(path, 64 * 1024)
+    created = _CREATED.search(head)
+    started = _iso(int(created.group(1))) if created else None
     match = _TITLE.search(head) or _FIRST_TEXT.search(head)
     if match is None:
-        return None
+        return started, None
     try:
         text = msgspec.json.decode(match.group(1))
     except (msgspec.DecodeError, RecursionError):
-        return None
-    return " ".join(text.split())[:200] or None if isinstance(text, str) else None
+        return started, None
+    return started, " ".join(text.split())[:200] or None if isinstance(text, str) else None
 
 
 def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
