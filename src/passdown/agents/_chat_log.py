@@ -32,6 +32,16 @@ MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 _Path = list[str | int]
 
 
+class _Document(msgspec.Struct):
+    """A `.json` session with its requests left undecoded: each is decoded as it is read,
+    so memory holds the file's bytes once plus one request."""
+
+    requests: list[msgspec.Raw] = []
+    creationDate: object = None
+    customTitle: object = None
+    sessionId: object = None
+
+
 class _Entry(msgspec.Struct):
     kind: int
     k: _Path = []
@@ -40,6 +50,7 @@ class _Entry(msgspec.Struct):
 
 
 _ENTRY = msgspec.json.Decoder(_Entry)
+_DOCUMENT = msgspec.json.Decoder(_Document)
 _ANY = msgspec.json.Decoder()
 
 
@@ -147,14 +158,43 @@ def load_session(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
             )
             return None
         diag.lines += 1
-        try:
-            state = _ANY.decode(data)
-        except DECODE_ERRORS:
-            try:  # non-UTF-8 bytes: keep what can be read
-                state = _ANY.decode(data.decode("utf-8", "replace").encode("utf-8"))
-            except DECODE_ERRORS:
-                state = None
+        state = _document(data)
     if not isinstance(state, dict):
         diag.warnings.append(f"{path.name} holds no chat session")
         return None
     return state
+
+
+def _document(data: bytes) -> object:
+    """A `.json` session as a dict whose `requests` are raw slices (`decode_request`);
+    a file of another shape is decoded whole, for what it is worth."""
+    for attempt in (data, None):
+        if attempt is None:  # non-UTF-8 bytes: keep what can be read
+            attempt = data.decode("utf-8", "replace").encode("utf-8")
+        try:
+            doc = _DOCUMENT.decode(attempt)
+        except msgspec.ValidationError:
+            break  # JSON, but not of this shape
+        except DECODE_ERRORS:
+            continue
+        return {
+            "requests": doc.requests,
+            "creationDate": doc.creationDate,
+            "customTitle": doc.customTitle,
+            "sessionId": doc.sessionId,
+        }
+    try:
+        return _ANY.decode(data)
+    except DECODE_ERRORS:
+        return None
+
+
+def decode_request(request: object) -> object:
+    """One request of a session: a raw slice of a `.json` file is decoded here; the
+    requests of a replayed `.jsonl` log are plain data already."""
+    if not isinstance(request, msgspec.Raw):
+        return request
+    try:
+        return _ANY.decode(request)
+    except DECODE_ERRORS:
+        return None

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents import _editors
-from passdown.agents._chat_log import load_session
+from passdown.agents._chat_log import decode_request, load_session
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
 from passdown.agents._editors import iso_millis as _iso
 from passdown.agents._endings import api_error_ending
@@ -225,14 +225,15 @@ def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     info.started_at = _iso(session.get("creationDate"))
     title = session.get("customTitle")
     info.title = title if isinstance(title, str) and title else None
-    requests = _list(session.get("requests"))
-    for n, request in enumerate(requests):
+    last: object = None
+    for n, raw in enumerate(_list(session.get("requests"))):
+        request = decode_request(raw)
         if isinstance(request, dict):
             yield from _request(request, n, info, diag)
+            last = request.get("timestamp")
         else:
             diag.bad_lines += 1
-    if requests and isinstance(requests[-1], dict):
-        info.updated_at = _iso(requests[-1].get("timestamp"))
+    info.updated_at = _iso(last)
 
 
 def _request(
