@@ -108,8 +108,12 @@ def test_copilot_chat_cancelled_request_and_empty_window(tmp_path: Path) -> None
     path = user / "globalStorage" / "emptyWindowChatSessions" / "no-folder.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(session))
+    older = user / "workspaceStorage" / "no-workspace" / "chatSessions" / "older.json"
+    older.parent.mkdir(parents=True)
+    older.write_text(json.dumps(dict(session, sessionId="older")))
     listed = ec.run_cli(["sessions", "--from", "copilot-chat", "--all", "--json"], home)
-    assert [(s["session_id"], s["cwd"]) for s in json.loads(listed.stdout)] == [("no-folder", None)]
+    found = sorted((s["session_id"], s["cwd"]) for s in json.loads(listed.stdout))
+    assert found == [("no-folder", None), ("older", None)]
     handoff = _export("copilot-chat", home, workspace, "--session", str(path))
     assert handoff["ended"]["reason"] == "interrupted"
     assert "cancelled" in handoff["ended"]["message"]

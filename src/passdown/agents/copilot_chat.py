@@ -5,7 +5,8 @@ target (the editor is no CLI that takes a prompt and a folder to work in).
 Where (github.com/microsoft/vscode `src/vs/workbench/contrib/chat/common/model/
 chatSessionStore.ts`): `<User>/workspaceStorage/<id>/chatSessions/<sessionId>.json` or,
 in newer builds, `.jsonl`; chats opened with no folder under
-`<User>/globalStorage/emptyWindowChatSessions/`. `<User>` is each editor's User folder
+`<User>/globalStorage/emptyWindowChatSessions/` (earlier `workspaceStorage/no-workspace/
+chatSessions/`). `<User>` is each editor's User folder
 (`passdown.agents._editors`: Code, Code - Insiders, VSCodium, Cursor; Linux, macOS,
 Windows, remote servers); `workspaceStorage/<id>/workspace.json` names the folder.
 The file formats are in `passdown.agents._chat_log`.
@@ -57,6 +58,11 @@ from passdown.transcript import (
 )
 
 _SUFFIXES = (".jsonl", ".json")
+# where chats of a window with no folder are kept: now, and in older builds
+_EMPTY_WINDOW_FOLDERS = (
+    "globalStorage/emptyWindowChatSessions",
+    "workspaceStorage/no-workspace/chatSessions",
+)
 _TITLE = re.compile(rb'"customTitle"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
 _CREATED = re.compile(rb'"creationDate"\s*:\s*(\d{1,15})\b')
 _FIRST_TEXT = re.compile(rb'"message"\s*:\s*\{[^{}]*?"text"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
@@ -154,7 +160,8 @@ class CopilotChat(Agent):
                 if cwd_in_workspace(folder, workspace):
                     yield from self._refs(storage / "chatSessions", folder)
             if workspace is None:  # chats of windows with no folder: no workspace to match
-                yield from self._refs(user / "globalStorage" / "emptyWindowChatSessions", None)
+                for folder in _EMPTY_WINDOW_FOLDERS:
+                    yield from self._refs(user / folder, None)
 
     def _refs(self, folder: Path, cwd: str | None) -> Iterator[SessionRef]:
         names = {p.name for p in list_folder(folder)}
