@@ -50,7 +50,10 @@ def workspace_storage(user: Path, workspace: Path, storage_id: str = "a1b2c3") -
 
 # -- Copilot Chat ---------------------------------------------------------------------
 def _uri(path: Path) -> dict[str, Any]:
-    return {"$mid": 1, "scheme": "file", "path": str(path), "fsPath": str(path)}
+    """A serialized URI as `URI.toJSON` writes one whose fsPath was never asked for: the
+    path only, a Windows drive as "/C:/..."."""
+    posix = path.as_posix()
+    return {"$mid": 1, "scheme": "file", "path": posix if posix.startswith("/") else "/" + posix}
 
 
 def copilot_session(workspace: Path, session_id: str = "5e55-10n") -> dict[str, Any]:

@@ -530,7 +530,9 @@ def _path_of(uri: object) -> str | None:
     for key in ("fsPath", "path"):
         value = uri.get(key)
         if isinstance(value, str) and value:
-            return _editors.folder_of_uri(f"file://{value}") if key == "path" else value
+            # a URI's path is decoded already; a Windows drive is written "/c:/..."
+            drive = key == "path" and len(value) >= 3 and value[0] == "/" and value[2] == ":"
+            return value[1:] if drive else value
     return None
 
 
