@@ -16,6 +16,7 @@ counted, as VS Code would fail on it; the state read so far still stands.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -51,16 +52,23 @@ class _Entry(msgspec.Struct):
 
 _ENTRY = msgspec.json.Decoder(_Entry)
 _DOCUMENT = msgspec.json.Decoder(_Document)
+_ENCODE = msgspec.json.Encoder().encode
 _ANY = msgspec.json.Decoder()
 
 
 class ChatLogReplay:
-    """Applies one log line at a time to the session object being rebuilt."""
+    """Applies one log line at a time to the session object being rebuilt.
+
+    Every request but the last is kept packed (its JSON bytes, `msgspec.Raw`) once a later
+    one is pushed: a long chat costs about its size in memory, not the several times that
+    as Python objects. A mutation that reaches into a packed request unpacks it for good
+    (each at most once), and the reader decodes the packed ones one at a time."""
 
     def __init__(self, diag: Diagnostics) -> None:
         self.diag = diag
         self.state: Any = None
         self.skipped = 0  # mutations whose path led nowhere
+        self._packed = 0  # requests before this index were packed already
 
     def apply_line(self, line: bytes) -> None:
         try:
@@ -69,11 +77,14 @@ class ChatLogReplay:
             self.diag.bad_lines += 1
             return
         if entry.kind == 0:
-            self.state = entry.v
+            self.state, self._packed = entry.v, 0
         elif self.state is None or entry.kind not in (1, 2, 3) or not self._apply(entry):
             self.skipped += 1
+        self._pack()
 
     def _apply(self, entry: _Entry) -> bool:
+        if entry.kind == 1 and len(entry.k) < 2:  # the root or the request list replaced
+            self._packed = 0
         if not entry.k:
             if entry.kind == 1:  # the root replaced
                 self.state = entry.v
@@ -87,14 +98,35 @@ class ChatLogReplay:
             return _remove(parent, last)
         return _push(parent, last, entry.v, entry.i)
 
+    def _pack(self) -> None:
+        requests = self.state.get("requests") if isinstance(self.state, dict) else None
+        if not isinstance(requests, list):
+            return
+        done = len(requests) - 1  # the last request is still being written
+        for n in range(min(self._packed, max(done, 0)), done):
+            if isinstance(requests[n], dict):
+                with contextlib.suppress(msgspec.EncodeError, RecursionError):  # kept as is
+                    requests[n] = msgspec.Raw(_ENCODE(requests[n]))
+        self._packed = max(done, 0)
+
+
+def _child(node: Any, step: str | int) -> Any:
+    """node[step] when there is one (a packed request unpacked in place), else None."""
+    if isinstance(node, dict) and isinstance(step, str):
+        child = node.get(step)
+    elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        child = node[step]
+    else:
+        return None
+    if isinstance(child, msgspec.Raw):
+        child = node[step] = decode_request(child)
+    return child
+
 
 def _walk(node: Any, path: _Path) -> Any:
     for step in path:
-        if isinstance(node, dict) and isinstance(step, str):
-            node = node.get(step)
-        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-            node = node[step]
-        else:
+        node = _child(node, step)
+        if node is None:
             return None
     return node
 
@@ -120,16 +152,11 @@ def _remove(parent: Any, key: str | int) -> bool:
 
 
 def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> bool:
-    if isinstance(parent, dict) and isinstance(key, str):
-        target = parent.get(key)
-        if not isinstance(target, list):
-            target = parent[key] = []
-    elif isinstance(parent, list) and isinstance(key, int) and 0 <= key < len(parent):
-        target = parent[key]
-        if not isinstance(target, list):
+    target = _child(parent, key)
+    if not isinstance(target, list):
+        if not isinstance(parent, dict) or not isinstance(key, str):
             return False
-    else:
-        return False
+        target = parent[key] = []
     if truncate_at is not None and truncate_at >= 0:
         del target[truncate_at:]
     if isinstance(values, list):
