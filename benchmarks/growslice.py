@@ -774,3 +774,86 @@ def _hermes_slice(kind: str, rows: list[tuple[Any, ...]]) -> tuple[int, int]:
     while end < len(rows) and rows[end][0] == "tool":
         end += 1
     return at, end
+
+
+# -- the editors' chats (issue 24): built from their public shapes, not recorded ---------
+# copilot-chat grows its .jsonl log (requests pushed, or one field set over and over);
+# cline-ext and roo grow ui_messages.json, one JSON array, by repeating its middle.
+EDITOR_KINDS: dict[str, tuple[str, ...]] = {
+    "copilot-chat": ("middle", "mutations", "errors"),
+    "cline-ext": ("middle", "plan", "errors"),
+    "roo": ("middle", "plan", "errors"),
+}
+
+
+def grow_editor(agent: str, kind: str, size: int, target: Path) -> Grown:
+    """A store of `agent` (tests/editor_chats.py) under `target`, its session grown to about
+    `size` bytes by repeating slices of `kind`; the workspace is `target/ws`."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import editor_chats as ec
+
+    if target.exists():
+        shutil.rmtree(target)
+    user, workspace = target / "User", target / "ws"
+    workspace.mkdir(parents=True)
+    if agent == "copilot-chat":
+        path = ec.write_copilot(user, workspace, jsonl=True)
+        copies = _grow_chat_log(path, kind, size)
+    else:
+        writer = ec.write_cline if agent == "cline-ext" else ec.write_roo
+        path = writer(user, workspace)
+        copies = _grow_messages(path, kind, size)
+    return Grown(agent, kind, user, "PASSDOWN_EDITOR_USER_DIRS", path, copies)
+
+
+def _grow_chat_log(path: Path, kind: str, size: int) -> int:
+    lines = path.read_bytes().splitlines()
+    state = json.loads(lines[0])["v"]
+    request = state["requests"][0]
+    copies = 0
+    with path.open("ab") as log:
+        written = path.stat().st_size
+        while written < size:
+            copies += 1
+            if kind == "mutations":  # one field set again and again: 100k tiny lines
+                entry: dict[str, Any] = {
+                    "kind": 1,
+                    "k": ["requests", 0, "result", "timings"],
+                    "v": {"firstProgress": copies},
+                }
+            else:
+                fresh = json.loads(json.dumps(request))
+                fresh["requestId"] = f"request_grown_{copies}"
+                fresh["message"] = {"text": f"and again, round {copies}", "parts": []}
+                if kind == "errors":
+                    fresh["response"] = []
+                    fresh["result"] = {"errorDetails": {"message": "Rate limit exceeded (429)"}}
+                    fresh["modelState"] = {"value": 3}
+                entry = {"kind": 2, "k": ["requests"], "v": [fresh]}
+            line = json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+            log.write(line)
+            written += len(line)
+    return copies
+
+
+def _grow_messages(path: Path, kind: str, size: int) -> int:
+    messages = json.loads(path.read_text())
+    head, middle, tail = messages[:2], messages[2:-2], messages[-2:]
+    if kind == "plan":
+        middle = [
+            m
+            for m in middle
+            if m.get("say") == "task_progress" or '"updateTodoList"' in m.get("text", "")
+        ]
+    elif kind == "errors":
+        middle = [dict(tail[1], ts=tail[1]["ts"] - 1), {**head[1]}]
+    slice_bytes = max(len(json.dumps(middle)), 1)
+    copies = max(size // slice_bytes, 1)
+    grown = [*head]
+    for copy in range(copies):
+        grown += [dict(m, ts=m["ts"] + copy * 1000) for m in middle]
+    grown += [dict(m, ts=m["ts"] + copies * 1000) for m in messages[2:-2] + tail]
+    path.write_text(json.dumps(grown, separators=(",", ":")))
+    return copies

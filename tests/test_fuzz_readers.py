@@ -154,6 +154,45 @@ def _documented_bases(folder: Path) -> list[Base]:
     ]
 
 
+def _editor_bases(folder: Path) -> list[Base]:
+    """VS Code Copilot Chat (the .jsonl log), the Cline and Roo Code extensions: built
+    from the editors' public shapes (tests/editor_chats.py) in one User folder."""
+    import editor_chats as ec
+
+    user, workspace = folder / "User", Path("/w/proj")
+    chat = ec.write_copilot(user, workspace, jsonl=True)
+    cline = ec.write_cline(user, workspace)
+    roo = ec.write_roo(user, workspace)
+
+    def rel(path: Path) -> str:
+        return str(path.relative_to(user))
+
+    env, secrets = "PASSDOWN_EDITOR_USER_DIRS", [ec.SECRET]
+    return [
+        Base(
+            "copilot-chat",
+            user,
+            env,
+            rel(chat),
+            [rel(chat.parent.parent / "workspace.json")],
+            secrets,
+        ),
+        Base(
+            "cline-ext",
+            user,
+            env,
+            rel(cline),
+            [
+                "globalStorage/saoudrizwan.claude-dev/state/taskHistory.json",
+                rel(cline.parent / "task_metadata.json"),
+                rel(cline.parent / "api_conversation_history.json"),
+            ],
+            secrets,
+        ),
+        Base("roo", user, env, rel(roo), [rel(roo.parent / "history_item.json")], secrets),
+    ]
+
+
 # -- mutations of JSON Lines ---------------------------------------------------------------
 WRONG_VALUES: list[Any] = [
     [],
@@ -667,6 +706,7 @@ def run_case(
 def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Base]:
     found = {b.agent: b for b in _recorded_bases()}
     found.update({b.agent: b for b in _documented_bases(tmp_path_factory.mktemp("documented"))})
+    found.update({b.agent: b for b in _editor_bases(tmp_path_factory.mktemp("editors"))})
     return found
 
 
@@ -676,9 +716,10 @@ WAVE2 = [
     *("cline", "kimi", "kilo", "droid", "gptme", "hermes", "auggie", "continue"),
     *("vibe", "openhands"),
 ]
+EDITORS = ["copilot-chat", "cline-ext", "roo"]  # issue 24: editors' chats, in process too
 
 
-@pytest.mark.parametrize("agent", AGENTS + WAVE2)
+@pytest.mark.parametrize("agent", AGENTS + WAVE2 + EDITORS)
 def test_fuzzed_sessions_never_crash_leak_or_write_outside(
     agent: str,
     bases: dict[str, Base],
@@ -691,7 +732,7 @@ def test_fuzzed_sessions_never_crash_leak_or_write_outside(
         pytest.fail(f"no recorded session for {agent}")
     monkeypatch.setattr(jsonl, "MAX_LINE_BYTES", SMALL_LINE_LIMIT)
     monkeypatch.delenv("PASSDOWN_DEBUG", raising=False)
-    agent_seed = SEED * 1000 + (AGENTS + WAVE2).index(agent)
+    agent_seed = SEED * 1000 + (AGENTS + WAVE2 + EDITORS).index(agent)
     for case in range(CASES):
         case_seed = random.Random(agent_seed + case * 7919).randrange(2**32)
         run_case(base, case_seed, tmp_path / f"case{case}", monkeypatch, in_process(capsys))

@@ -143,3 +143,46 @@ def test_each_codex_compaction_counts_once(tmp_path: Path, monkeypatch: pytest.M
     handoff = json.loads((out / "handoff.json").read_text())
     assert handoff["task"]["compactions"] == grown.copies
     assert "calc.py and its test written" in (handoff["task"]["compaction_summary"] or "")
+
+
+EDITOR_CASES = [
+    pytest.param(agent, kind, id=f"{agent}-{kind}")
+    for agent, kinds in growslice.EDITOR_KINDS.items()
+    for kind in kinds
+]
+
+
+@pytest.mark.parametrize(("agent", "kind"), EDITOR_CASES)
+def test_grown_editor_chat_stays_in_budget(
+    agent: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editors' chats (issue 24), grown the same way: a Copilot Chat log of requests
+    or of one field set again and again, a Cline or Roo Code ui_messages.json repeating its
+    middle: the handoff stays in budget and keeps the request, the open plan items and the
+    last failure."""
+    import editor_chats as ec
+
+    grown = growslice.grow_editor(agent, kind, SIZE, tmp_path / "store")
+    monkeypatch.setenv(grown.env_var, str(grown.root))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "data"))
+    assert grown.copies > 10, "the slice was repeated"
+    reader = get_agent(agent)
+    ref = reader.ref_for_path(grown.session)
+    handoff = build_handoff(Selection(agent=reader, ref=ref, workspace=tmp_path / "store" / "ws"))
+    markdown = render_markdown(handoff)
+    state = handoff.state
+    assert len(handoff.to_json().encode()) < MAX_JSON_BYTES
+    assert len(markdown) <= LIMITS.max_doc_chars
+    assert len(state.plan) <= LIMITS.max_plan_items
+    assert len(state.commands) <= LIMITS.max_commands
+    assert len(state.files_touched) <= LIMITS.max_files
+    assert handoff.task.original_request == ec.REQUEST
+    assert "Make the tests pass" in [p.subject for p in state.plan]
+    assert ec.SECRET not in markdown and ec.SECRET not in handoff.to_json()
+    if kind != "errors":
+        assert state.last_failure is not None and state.last_failure.command == ec.FAILING
+    if kind == "middle" and agent != "copilot-chat":
+        assert state.commands_total == grown.copies + 1
+        assert state.omitted.commands == state.commands_total - len(state.commands)
+    if kind == "errors":
+        assert handoff.ended.reason == "rate_limit"

@@ -186,7 +186,7 @@ def test_install_all_skips_agents_that_are_not_here(
         "cursor-ide",  # issue 24: Cursor's editor chats, a source without hooks
         "vibe",
         "openhands",
-    }
+    } | {"copilot-chat", "cline-ext", "roo"}  # editors' chats: sources only (issue 24)
     assert (home / ".gemini" / "settings.json").is_file()
     assert (
         not (home / ".qwen").exists() and "notify" not in (home / ".codex/config.toml").read_text()
@@ -325,6 +325,9 @@ def test_install_all_with_the_pinned_clis_matches_their_config(home: Path) -> No
         "cursor-ide",
         "vibe",
         "openhands",
+        "copilot-chat",  # editors' chats: sources only (issue 24)
+        "cline-ext",
+        "roo",
     }
     for entry in agents.values():
         assert entry["changed"] and entry["events"], entry["agent"]

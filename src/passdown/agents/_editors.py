@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import msgspec
 
 from passdown import _platform
+from passdown._jsonl import read_side_file
+from passdown.errors import UsageError
 
 # Folder names under the platform's config root, in the order they are searched.
 EDITOR_NAMES: dict[str, str] = {
@@ -36,6 +39,7 @@ EDITOR_NAMES: dict[str, str] = {
 
 # Remote servers keep one User folder under the home, whatever the editor.
 _REMOTE_USER_DIRS = (".vscode-server/data/User", ".vscode-remote/data/User")
+_WORKSPACE_JSON_BYTES = 1024 * 1024
 
 
 def config_root(home: Path | None = None) -> Path:
@@ -81,9 +85,14 @@ def workspace_folder(storage_dir: Path) -> str | None:
     """The folder one `workspaceStorage/<id>/` belongs to, from its `workspace.json`
     (`{"folder": "file:///..."}`; a `.code-workspace` file for a multi-root window).
     None when the file is missing or unreadable: such a storage is not listed."""
+    # a regular file only, and bounded: a FIFO or a link to a device must not hang or
+    # fill the memory of a listing
+    raw = read_side_file(storage_dir / "workspace.json", _WORKSPACE_JSON_BYTES)
+    if raw is None:
+        return None
     try:
-        data = msgspec.json.decode((storage_dir / "workspace.json").read_bytes())
-    except (OSError, msgspec.DecodeError):
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
@@ -111,3 +120,24 @@ def workspace_storages(user_dir: Path) -> Iterator[tuple[Path, str]]:
         folder = workspace_folder(Path(entry.path))
         if folder is not None:
             yield Path(entry.path), folder
+
+
+def not_a_launch_target(display_name: str) -> UsageError:
+    """The error (exit 2) for `switch --to` an editor's chat: passdown reads it as a source
+    but cannot start it on a handoff."""
+    return UsageError(
+        f"{display_name} is a source to hand off from, not an agent passdown can start",
+        hint="pass --to with a CLI agent (claude, codex, gemini, ...)",
+    )
+
+
+def iso_millis(millis: object) -> str | None:
+    """An epoch-milliseconds time (as the editors and their extensions write them) as ISO
+    8601 UTC, or None when it is no time."""
+    if not isinstance(millis, (int, float)) or isinstance(millis, bool) or millis <= 0:
+        return None
+    try:
+        stamp = datetime.fromtimestamp(millis / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,227 @@
+"""VS Code's chat session files, as one object: the older `.json` document or the newer
+`.jsonl` replay log (`ChatSessionOperationLog`, an `ObjectMutationLog`).
+
+From github.com/microsoft/vscode `src/vs/workbench/contrib/chat/common/model/
+objectMutationLog.ts`: line 1 is `{"kind":0,"v":<the whole ISerializableChatData>}`; each
+later line changes it at a path `k` (keys and array indexes from the root): kind 1 sets
+`v` there, kind 2 truncates the array there to `i` (when given) and pushes the items of
+`v`, kind 3 deletes the property. A later kind 0 (the editor compacts the log) starts
+over. The lines are applied in order while the file streams; each costs its own size plus
+the path's length, so a log of 100,000 mutations is read in linear time (a truncation
+removes only what earlier pushes added).
+
+A mutation whose path does not lead anywhere (a torn or foreign log) is skipped and
+counted, as VS Code would fail on it; the state read so far still stands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from passdown._jsonl import LineReader, read_side_file
+from passdown.agents._common import DECODE_ERRORS
+from passdown.transcript import Diagnostics
+
+# A `.json` session is one document, read whole up to this size (a larger one is refused
+# with a warning); a `.jsonl` log streams, only its lines are bounded.
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+
+_Path = list[str | int]
+
+
+class _Document(msgspec.Struct):
+    """A `.json` session with its requests left undecoded: each is decoded as it is read,
+    so memory holds the file's bytes once plus one request."""
+
+    requests: list[msgspec.Raw] = []
+    creationDate: object = None
+    customTitle: object = None
+    sessionId: object = None
+
+
+class _Entry(msgspec.Struct):
+    kind: int
+    k: _Path = []
+    v: Any = None
+    i: int | None = None
+
+
+_ENTRY = msgspec.json.Decoder(_Entry)
+_DOCUMENT = msgspec.json.Decoder(_Document)
+_ENCODE = msgspec.json.Encoder().encode
+_ANY = msgspec.json.Decoder()
+
+
+class ChatLogReplay:
+    """Applies one log line at a time to the session object being rebuilt.
+
+    Every request but the last is kept packed (its JSON bytes, `msgspec.Raw`) once a later
+    one is pushed: a long chat costs about its size in memory, not the several times that
+    as Python objects. A mutation that reaches into a packed request unpacks it for good
+    (each at most once), and the reader decodes the packed ones one at a time."""
+
+    def __init__(self, diag: Diagnostics) -> None:
+        self.diag = diag
+        self.state: Any = None
+        self.skipped = 0  # mutations whose path led nowhere
+        self._packed = 0  # requests before this index were packed already
+
+    def apply_line(self, line: bytes) -> None:
+        try:
+            entry = _ENTRY.decode(line)
+        except DECODE_ERRORS:
+            self.diag.bad_lines += 1
+            return
+        if entry.kind == 0:
+            self.state, self._packed = entry.v, 0
+        elif self.state is None or entry.kind not in (1, 2, 3) or not self._apply(entry):
+            self.skipped += 1
+        self._pack()
+
+    def _apply(self, entry: _Entry) -> bool:
+        if entry.kind == 1 and len(entry.k) < 2:  # the root or the request list replaced
+            self._packed = 0
+        if not entry.k:
+            if entry.kind == 1:  # the root replaced
+                self.state = entry.v
+                return True
+            return False
+        parent = _walk(self.state, entry.k[:-1])
+        last = entry.k[-1]
+        if entry.kind == 1:
+            return _assign(parent, last, entry.v)
+        if entry.kind == 3:
+            return _remove(parent, last)
+        return _push(parent, last, entry.v, entry.i)
+
+    def _pack(self) -> None:
+        requests = self.state.get("requests") if isinstance(self.state, dict) else None
+        if not isinstance(requests, list):
+            return
+        done = len(requests) - 1  # the last request is still being written
+        for n in range(min(self._packed, max(done, 0)), done):
+            if isinstance(requests[n], dict):
+                with contextlib.suppress(msgspec.EncodeError, RecursionError):  # kept as is
+                    requests[n] = msgspec.Raw(_ENCODE(requests[n]))
+        self._packed = max(done, 0)
+
+
+def _child(node: Any, step: str | int) -> Any:
+    """node[step] when there is one (a packed request unpacked in place), else None."""
+    if isinstance(node, dict) and isinstance(step, str):
+        child = node.get(step)
+    elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+        child = node[step]
+    else:
+        return None
+    if isinstance(child, msgspec.Raw):
+        child = node[step] = decode_request(child)
+    return child
+
+
+def _walk(node: Any, path: _Path) -> Any:
+    for step in path:
+        node = _child(node, step)
+        if node is None:
+            return None
+    return node
+
+
+def _assign(parent: Any, key: str | int, value: Any) -> bool:
+    if isinstance(parent, dict) and isinstance(key, str):
+        parent[key] = value
+        return True
+    if isinstance(parent, list) and isinstance(key, int) and 0 <= key <= len(parent):
+        if key == len(parent):
+            parent.append(value)
+        else:
+            parent[key] = value
+        return True
+    return False
+
+
+def _remove(parent: Any, key: str | int) -> bool:
+    if isinstance(parent, dict) and isinstance(key, str):
+        parent.pop(key, None)
+        return True
+    return False
+
+
+def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> bool:
+    target = _child(parent, key)
+    if not isinstance(target, list):
+        if not isinstance(parent, dict) or not isinstance(key, str):
+            return False
+        target = parent[key] = []
+    if truncate_at is not None and truncate_at >= 0:
+        del target[truncate_at:]
+    if isinstance(values, list):
+        target.extend(values)
+    return True
+
+
+def load_session(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
+    """The chat session object a `.json` or `.jsonl` file holds, or None (with a warning)
+    when it holds none."""
+    if path.name.endswith(".jsonl"):
+        replay = ChatLogReplay(diag)
+        for _offset, line in LineReader(path, diag).forward():
+            replay.apply_line(line)
+        if replay.skipped:
+            diag.warnings.append(
+                f"{replay.skipped} change(s) in {path.name} did not apply to the chat and were skipped"
+            )
+        state = replay.state
+    else:
+        data = read_side_file(path, MAX_DOCUMENT_BYTES)
+        if data is None:
+            diag.warnings.append(
+                f"could not read {path.name} (missing, unreadable or larger than "
+                f"{MAX_DOCUMENT_BYTES // (1024 * 1024)} MB)"
+            )
+            return None
+        diag.lines += 1
+        state = _document(data)
+    if not isinstance(state, dict):
+        diag.warnings.append(f"{path.name} holds no chat session")
+        return None
+    return state
+
+
+def _document(data: bytes) -> object:
+    """A `.json` session as a dict whose `requests` are raw slices (`decode_request`);
+    a file of another shape is decoded whole, for what it is worth."""
+    for attempt in (data, None):
+        if attempt is None:  # non-UTF-8 bytes: keep what can be read
+            attempt = data.decode("utf-8", "replace").encode("utf-8")
+        try:
+            doc = _DOCUMENT.decode(attempt)
+        except msgspec.ValidationError:
+            break  # JSON, but not of this shape
+        except DECODE_ERRORS:
+            continue
+        return {
+            "requests": doc.requests,
+            "creationDate": doc.creationDate,
+            "customTitle": doc.customTitle,
+            "sessionId": doc.sessionId,
+        }
+    try:
+        return _ANY.decode(data)
+    except DECODE_ERRORS:
+        return None
+
+
+def decode_request(request: object) -> object:
+    """One request of a session: a raw slice of a `.json` file is decoded here; the
+    requests of a replayed `.jsonl` log are plain data already."""
+    if not isinstance(request, msgspec.Raw):
+        return request
+    try:
+        return _ANY.decode(request)
+    except DECODE_ERRORS:
+        return None

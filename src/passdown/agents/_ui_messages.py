@@ -1,0 +1,456 @@
+"""What the Cline and Roo Code extensions' task folders say, message by message
+(`passdown.agents._task_folders` finds the folders and their index).
+
+From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `ClineSay`,
+`ClineAsk`, `ClineSayTool`, `ClineApiReqInfo`) and github.com/RooCodeInc/Roo-Code
+`packages/types/src/message.ts` (the same shapes, with `user_edit_todos` and the
+`updateTodoList` tool):
+- `ui_messages.json`, `ClineMessage[]` `{ts, type: "say"|"ask", say|ask, text, partial}`:
+  one JSON array, rewritten whole per message. It is read whole up to `MAX_UI_BYTES`;
+  past that, only its last `MAX_UI_BYTES` are read (the compact array's `,{"ts":`
+  marks where a message starts) and the messages left out are counted in a warning.
+- `say:task` the request; `say:user_feedback` the user's later messages; `say:text`,
+  `say:completion_result`, `ask:followup` (JSON `{question}`) and
+  `ask:plan_mode_respond` (JSON `{response}`) the assistant's;
+- `ask|say:command` a command, answered by the `command_output` messages after it (an
+  exit code only where its output states one);
+- `ask|say:tool`, JSON `ClineSayTool {tool, path, ...}`: `newFileCreated`,
+  `editedExistingFile`, Roo's `appliedDiff`/`insertContent`/`searchAndReplace` are edits
+  (applied when said, proposed when asked), Roo's `updateTodoList {todos[{id, content,
+  status}]}` its plan, as is the user's own edit `say:user_edit_todos`;
+- `say:task_progress`, Cline's focus chain as it stood (a markdown checklist);
+- `say:api_req_started`, JSON `{cancelReason: "user_cancelled"|"streaming_failed",
+  streamingFailedMessage}`: a request cancelled or cut off; `ask:api_req_failed` (its
+  text the API's error, a 429 among them) a request that failed; `ask:resume_task` a task
+  interrupted (the editor closed) and reopened without going on.
+- `api_conversation_history.json`, Anthropic `MessageParam[]`, read only when
+  `ui_messages.json` is gone: its text blocks, the request unwrapped from `<task>`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from passdown._jsonl import open_regular, read_side_file
+from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
+from passdown.agents._editors import iso_millis
+from passdown.agents._endings import api_error_ending
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Message,
+    PlanItem,
+    PlanOp,
+    SessionEnding,
+    SessionInfo,
+    ToolAction,
+    ToolCall,
+    ToolResult,
+)
+
+MAX_UI_BYTES = 64 * 1024 * 1024  # ui_messages.json read whole up to this; past it, its tail
+_BOUNDARY = b',{"ts":'  # between two messages of the compact array (never inside a string)
+_CHECKBOX = re.compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
+_TASK_TAG = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
+
+_TOOL_ACTIONS: dict[str, ToolAction] = {
+    "newFileCreated": "write",
+    "editedExistingFile": "edit",
+    "appliedDiff": "edit",
+    "insertContent": "edit",
+    "searchAndReplace": "edit",
+    "fileDeleted": "delete",
+    "readFile": "read",
+    "listFilesTopLevel": "read",
+    "listFilesRecursive": "read",
+    "listCodeDefinitionNames": "read",
+    "searchFiles": "read",
+    "codebaseSearch": "read",
+    "webFetch": "read",
+    "newTask": "subagent",
+    "updateTodoList": "plan",
+}
+# Message kinds that carry nothing a handoff keeps (progress, UI, checkpoints).
+_QUIET = frozenset(
+    {
+        "reasoning",
+        "api_req_finished",
+        "api_req_retried",
+        "api_req_retry_delayed",
+        "api_req_deleted",
+        "checkpoint_created",
+        "checkpoint_saved",
+        "shell_integration_warning",
+        "browser_action",
+        "browser_action_launch",
+        "browser_action_result",
+        "mcp_server_request_started",
+        "mcp_server_response",
+        "use_mcp_server",
+        "mcp_notification",
+        "hook",
+        "hook_status",
+        "hook_output",
+        "info",
+        "error",
+        "diff_error",
+        "clineignore_error",
+        "rooignore_error",
+        "load_mcp_documentation",
+        "deleted_api_reqs",
+        "condense_context",
+        "condense_context_error",
+        "new_task",
+        "new_task_with_feedback",
+        "subtask_result",
+        "codebase_search_result",
+        "user_feedback_diff",
+        "text_image",
+        "image",
+        "generate_explanation",
+        "report_bug",
+        "too_many_tools_warning",
+        "resume_completed_task",
+        "auto_approval_max_req_reached",
+        "summarize_task",
+        "user_edit_todos",
+        "task_progress",
+        "api_req_started",
+        "completion_result",
+        "command_output",
+        "tool",
+    }
+)
+
+
+def checklist(markdown: str) -> tuple[PlanItem, ...]:
+    """A markdown checklist (`- [ ] step` / `- [x] step`) as plan items."""
+    items: list[PlanItem] = []
+    for line in markdown.splitlines():
+        match = _CHECKBOX.match(line)
+        if match:
+            mark = match.group(1)
+            status = "completed" if mark in "xX" else "in_progress" if mark in "~-" else "pending"
+            items.append(PlanItem(id=str(len(items) + 1), subject=match.group(2), status=status))  # type: ignore[arg-type]
+    return tuple(items)
+
+
+# -- ui_messages.json -------------------------------------------------------------------
+class _UiMessage(msgspec.Struct):
+    ts: float | int | None = None
+    type: str | None = None
+    say: str | None = None
+    ask: str | None = None
+    text: str | None = None
+    partial: bool | None = None
+
+
+_UI = msgspec.json.Decoder(_UiMessage)
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def ui_message_slices(path: Path, diag: Diagnostics) -> list[msgspec.Raw]:
+    """The messages of `ui_messages.json` as undecoded slices; a file past `MAX_UI_BYTES`
+    gives only the messages of its last `MAX_UI_BYTES`, the others counted in a warning."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size <= MAX_UI_BYTES:
+            data = handle.read(MAX_UI_BYTES + 1)
+            left_out = 0
+        else:
+            left_out, data = _tail(handle, size)
+    try:
+        slices = _RAW_LIST.decode(data)
+    except DECODE_ERRORS:
+        diag.warnings.append(f"{path.name} is not a list of messages")
+        return []
+    if left_out < 0:
+        diag.warnings.append(
+            f"{path.name} is {size // (1024 * 1024)} MB and its last "
+            f"{MAX_UI_BYTES // (1024 * 1024)} MB hold no message start: none of it was read"
+        )
+    elif left_out:
+        diag.warnings.append(
+            f"{path.name} is {size // (1024 * 1024)} MB: only its last "
+            f"{MAX_UI_BYTES // (1024 * 1024)} MB were read, {left_out} earlier message(s) left out"
+        )
+    return slices
+
+
+def _tail(handle: Any, size: int) -> tuple[int, bytes]:
+    """(messages before the tail, the tail as a JSON array) for an oversized file; -1
+    when the tail holds no message start."""
+    start = size - MAX_UI_BYTES
+    handle.seek(start)
+    tail = handle.read(MAX_UI_BYTES)
+    cut = tail.find(_BOUNDARY)
+    if cut < 0:  # one message larger than the bound, or not the compact array
+        return -1, b"[]"
+    handle.seek(0)
+    left_out, done, carry = 1, 0, b""  # the first message has no boundary before it
+    while done < start + cut:
+        chunk = handle.read(min(8 * 1024 * 1024, start + cut - done))
+        if not chunk:
+            break
+        done += len(chunk)
+        left_out += (carry + chunk).count(_BOUNDARY)
+        carry = chunk[-(len(_BOUNDARY) - 1) :]
+    return left_out, b"[" + tail[cut + 1 :]
+
+
+class UiMessages:
+    """Turns `ClineMessage`s into events, one at a time."""
+
+    def __init__(self, info: SessionInfo, diag: Diagnostics) -> None:
+        self.info = info
+        self.diag = diag
+        self.command: ToolCall | None = None  # awaiting its output
+        self.output: list[str] = []
+        self.last: _UiMessage | None = None
+        self.saw_task = False
+
+    def read(self, path: Path, task: str | None) -> Iterator[Event]:
+        """The events of `path`; `task` is the request as the task history has it (for a
+        head left out, or a file with no task message)."""
+        slices = ui_message_slices(path, self.diag)
+        if task:  # the task message left out with the head: the history has it
+            first = _decode(slices[0]) if slices else None
+            if first is None or first.say != "task":
+                yield Message(role="user", text=task.strip())
+                self.saw_task = True
+        for n, raw in enumerate(slices):
+            self.diag.lines += 1
+            msg = _decode(raw)
+            if msg is None:
+                self.diag.bad_lines += 1
+                continue
+            yield from self.message(msg, n)
+
+    def message(self, msg: _UiMessage, n: int) -> Iterator[Event]:
+        kind = msg.say if msg.type == "say" else msg.ask if msg.type == "ask" else None
+        stamp = iso_millis(msg.ts)
+        text = (msg.text or "").strip()
+        pending = self.command
+        if (
+            kind == "command"
+            and pending is not None
+            and pending.command == text
+            and not self.output
+        ):
+            return  # the approval asked, then the run said: one command
+        if kind != "command_output":
+            yield from self._flush_command(stamp)
+        self.last = msg
+        if kind == "task" and text:
+            yield Message(role="user", text=text, timestamp=stamp, synthetic=self.saw_task)
+            self.saw_task = True
+        elif kind == "user_feedback" and text:
+            yield Message(role="user", text=text, timestamp=stamp)
+        elif kind in ("text", "completion_result") and text:
+            yield Message(role="assistant", text=text, timestamp=stamp)
+        elif kind in ("followup", "plan_mode_respond"):
+            said = _json_field(text, "question", "response")
+            if said:
+                yield Message(role="assistant", text=said, timestamp=stamp)
+        elif kind == "command" and text:
+            self.command = ToolCall(
+                call_id=f"cmd:{n}",
+                name="execute_command",
+                action="command",
+                command=text,
+                timestamp=stamp,
+            )
+            self.output = []
+            yield self.command
+        elif kind == "command_output":
+            if msg.text:
+                self.output.append(msg.text)
+        elif kind in ("tool", "user_edit_todos"):
+            yield from _tool(text, f"tool:{n}", confirmed=msg.type == "say", stamp=stamp)
+        elif kind == "task_progress" and text:
+            yield from _plan_call(f"plan:{n}", "focus_chain", checklist(text), stamp)
+        elif kind == "api_req_started":
+            yield from _cancelled(text, stamp)
+        elif kind == "api_req_failed":
+            yield api_error_ending(text or "the API request failed", timestamp=stamp)
+        elif kind == "mistake_limit_reached":
+            yield SessionEnding(
+                reason="error", message=text or "the agent hit its mistake limit", timestamp=stamp
+            )
+        elif kind == "resume_task":
+            yield SessionEnding(
+                reason="interrupted",
+                message="the task was interrupted and not resumed",
+                timestamp=stamp,
+            )
+        elif kind is None or kind not in _QUIET:
+            self.diag.unknown(f"{msg.type}:{kind}" if kind else str(msg.type))
+
+    def close(self) -> Iterator[Event]:
+        yield from self._flush_command(None)
+
+    def _flush_command(self, stamp: str | None) -> Iterator[ToolResult]:
+        call = self.command
+        if call is None:
+            return
+        self.command = None
+        if not self.output:
+            return  # no output recorded: the command stays unanswered
+        output = "".join(self.output)
+        code = parse_exit_code(output[-4000:])
+        failed = code not in (None, 0)
+        yield ToolResult(
+            call_id=call.call_id,
+            is_error=failed,
+            exit_code=code,
+            error=first_error_line(output) if failed else None,
+            timestamp=stamp,
+        )
+
+
+def _decode(raw: msgspec.Raw) -> _UiMessage | None:
+    try:
+        return _UI.decode(raw)
+    except DECODE_ERRORS:
+        return None
+
+
+def _tool(text: str, call_id: str, *, confirmed: bool, stamp: str | None) -> Iterator[Event]:
+    args = _json_object(text)
+    name = args.get("tool")
+    if not isinstance(name, str):
+        return
+    action = _TOOL_ACTIONS.get(name, "other")
+    if action == "plan":
+        todos = args.get("todos")
+        if isinstance(todos, list):
+            yield from _plan_call(call_id, name, _todos(todos), stamp)
+        return
+    paths = [args.get("path")] + [
+        f.get("path")
+        for f in _list(args.get("batchFiles")) + _list(args.get("batchDiffs"))
+        if isinstance(f, dict)
+    ]
+    call = ToolCall(
+        call_id=call_id,
+        name=name,
+        action=action,
+        paths=tuple(dict.fromkeys(p for p in paths if isinstance(p, str) and p)),
+        timestamp=stamp,
+    )
+    yield call
+    if confirmed and action in ("edit", "write", "delete"):  # said: it was applied
+        yield ToolResult(call_id=call_id, timestamp=stamp)
+
+
+def _todos(todos: list[Any]) -> tuple[PlanItem, ...]:
+    items: list[PlanItem] = []
+    for n, todo in enumerate(todos, start=1):
+        if not isinstance(todo, dict):
+            continue
+        ident, content, status = todo.get("id"), todo.get("content"), todo.get("status")
+        items.append(
+            PlanItem(
+                id=str(ident) if isinstance(ident, (str, int)) and ident != "" else str(n),
+                subject=content if isinstance(content, str) else "",
+                status=TODO_STATUS.get(status, "pending") if isinstance(status, str) else "pending",  # type: ignore[arg-type]
+            )
+        )
+    return tuple(items)
+
+
+def _plan_call(
+    call_id: str, name: str, items: tuple[PlanItem, ...], stamp: str | None
+) -> Iterator[Event]:
+    yield ToolCall(
+        call_id=call_id,
+        name=name,
+        action="plan",
+        plan=PlanOp(op="replace", items=items),
+        timestamp=stamp,
+    )
+    yield ToolResult(call_id=call_id, timestamp=stamp)
+
+
+def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
+    info = _json_object(text)
+    reason = info.get("cancelReason")
+    if reason == "user_cancelled":
+        yield SessionEnding(
+            reason="interrupted", message="the request was cancelled", timestamp=stamp
+        )
+    elif reason == "streaming_failed" or isinstance(reason, str):
+        message = _str(info.get("streamingFailedMessage")) or f"the request ended: {reason}"
+        yield api_error_ending(message, timestamp=stamp)
+
+
+# -- api_conversation_history.json (when the UI messages are gone) -----------------------
+def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
+    data = read_side_file(path, MAX_UI_BYTES)
+    try:
+        slices = _RAW_LIST.decode(data) if data is not None else None
+    except DECODE_ERRORS:
+        slices = None
+    if slices is None:
+        diag.warnings.append(
+            f"could not read {path.name} (missing, unreadable, too large or not a list)"
+        )
+        return
+    for raw in slices:
+        diag.lines += 1
+        try:
+            message = msgspec.json.decode(raw)
+        except DECODE_ERRORS:
+            diag.bad_lines += 1
+            continue
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _list(content)
+        text = "\n\n".join(
+            b["text"].strip()
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ).strip()
+        stamp = iso_millis(message.get("ts"))
+        if message["role"] == "assistant":
+            if text:
+                yield Message(role="assistant", text=text, timestamp=stamp)
+            continue
+        found = [m.group(2) for m in _TASK_TAG.finditer(text)]
+        if found:  # the request wrapped with the environment details the model was sent
+            yield Message(role="user", text="\n\n".join(found), timestamp=stamp)
+
+
+# -- small helpers -----------------------------------------------------------------------
+def _json_object(text: str) -> dict[str, Any]:
+    if not text.startswith("{"):
+        return {}
+    try:
+        decoded = msgspec.json.decode(text)
+    except DECODE_ERRORS:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _json_field(text: str, *keys: str) -> str | None:
+    data = _json_object(text)
+    for key in keys:
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return text or None if not data else None
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
