@@ -70,12 +70,14 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
     _which = shutil.which
 
     def _posix_which(*args: object, **kwargs: object) -> str | None:
-        # Windows' `which` wants a PATHEXT suffix (git.EXE); the programs here have none
+        # Windows' `which` wants a PATHEXT suffix (git.EXE); this machine's programs have
+        # none, so they are looked up as here first, then as Windows does (`codex.cmd`)
         platform, sys.platform = sys.platform, "linux"
         try:
-            return _which(*args, **kwargs)  # type: ignore[arg-type]
+            found = _which(*args, **kwargs)  # type: ignore[arg-type]
         finally:
             sys.platform = platform
+        return found or _which(*args, **kwargs)  # type: ignore[arg-type]
 
     shutil.which = _posix_which  # type: ignore[assignment]
     sys.platform = "win32"
