@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from passdown.errors import UsageError
-from passdown.integrations._command import hook_line, program_of
+from passdown.integrations._command import hook_line
+from passdown.integrations._command import program_of as program_of  # re-exported
 from passdown.integrations._files import Transform
 
 SERVER_NAME = "passdown"
