@@ -36,6 +36,15 @@ from passdown.integrations._command import (
 TESTS = Path(__file__).resolve().parent
 SIMULATION = TESTS / "simwin"
 
+POSIX_ONLY = pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="runs a line with /bin/sh or a `#!/bin/sh` wrapper, which native Windows lacks; "
+    "the cmd.exe and PowerShell lines are checked by their quoting rules",
+)
+SIMULATED = pytest.mark.skipif(
+    sys.platform == "win32", reason="simulates Windows on a POSIX machine (tests/simwin)"
+)
+
 HOSTILE = [
     "plain",
     "with space",
@@ -61,6 +70,7 @@ def _windows_path(folder: str) -> str:
 # -- the three quotings, one table -----------------------------------------------------
 
 
+@POSIX_ONLY
 @pytest.mark.parametrize("folder", HOSTILE)
 def test_posix_lines_run_the_program_with_its_words_whatever_the_path(
     tmp_path: Path, folder: str
@@ -189,6 +199,7 @@ def _passdown_at(folder: Path) -> Path:
     return script
 
 
+@SIMULATED
 def test_copilot_install_on_windows_writes_a_powershell_line_beside_bash(tmp_path: Path) -> None:
     command = _passdown_at(tmp_path / "Tom & Jerry's $(x)")
     proc = subprocess.run(
@@ -213,6 +224,7 @@ def test_copilot_install_on_windows_writes_a_powershell_line_beside_bash(tmp_pat
     assert program_of(handler["bash"]) == str(command)
 
 
+@SIMULATED
 def test_codex_install_on_windows_refuses_a_path_cmd_would_expand(tmp_path: Path) -> None:
     """Codex runs hooks through cmd.exe there: a `%` in the path would expand, so the
     install says so (exit 2) and writes nothing."""
@@ -266,6 +278,7 @@ def _fake_codex(npm: Path, *, hooks: bool) -> Path:
     return npm
 
 
+@POSIX_ONLY
 def test_the_codex_probe_finds_codex_cmd_on_a_windows_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -283,6 +296,7 @@ def test_the_codex_probe_finds_codex_cmd_on_a_windows_path(
         _codex.has_lifecycle_hooks.cache_clear()
 
 
+@POSIX_ONLY
 def test_the_codex_probe_says_no_hooks_when_codex_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
