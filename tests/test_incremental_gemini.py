@@ -285,6 +285,7 @@ def _append(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
+@pytest.mark.fork_checkpoint
 def test_appended_turns_are_read_from_the_checkpoint(
     session: tuple[Path, Path, GeminiTurns], windows: list[int]
 ) -> None:
@@ -303,6 +304,7 @@ def test_appended_turns_are_read_from_the_checkpoint(
     assert saved is not None and saved.offset == path.stat().st_size
 
 
+@pytest.mark.fork_checkpoint
 def test_a_resume_keeps_the_checkpoint(
     session: tuple[Path, Path, GeminiTurns], windows: list[int]
 ) -> None:
