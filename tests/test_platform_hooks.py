@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -255,6 +257,15 @@ def test_codex_install_on_windows_refuses_a_path_cmd_would_expand(tmp_path: Path
 PATHEXT = os.pathsep.join([".com", ".exe", ".bat", ".cmd"])
 
 
+def _windows_which(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`shutil.which` taking its Windows branch here: Python 3.12+ asks the Windows API
+    (`_winapi.NeedCurrentDirectoryForExePath`) there, absent on Linux."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    stub = types.SimpleNamespace(NeedCurrentDirectoryForExePath=lambda name: False)
+    monkeypatch.setattr(shutil, "_winapi", stub, raising=False)
+    monkeypatch.setenv("PATHEXT", PATHEXT)
+
+
 def _fake_codex(npm: Path, *, hooks: bool) -> Path:
     """An npm global folder as Windows has it: `codex.cmd` (npm's cmd-shim) beside the
     package's script, and a `node.exe` that runs it (here: a shell script)."""
@@ -285,9 +296,8 @@ def test_the_codex_probe_finds_codex_cmd_on_a_windows_path(
     """npm installs Codex on Windows as `codex.cmd`: the probe finds it as a shell does
     (PATHEXT) and asks it, so install writes lifecycle hooks, not the `notify` fallback."""
     npm = _fake_codex(tmp_path / "npm", hooks=True)
-    monkeypatch.setattr(sys, "platform", "win32")
+    _windows_which(monkeypatch)
     monkeypatch.setenv("PATH", str(npm))
-    monkeypatch.setenv("PATHEXT", PATHEXT)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     _codex.has_lifecycle_hooks.cache_clear()
     try:
@@ -301,9 +311,8 @@ def test_the_codex_probe_says_no_hooks_when_codex_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     npm = _fake_codex(tmp_path / "npm", hooks=False)
-    monkeypatch.setattr(sys, "platform", "win32")
+    _windows_which(monkeypatch)
     monkeypatch.setenv("PATH", str(npm))
-    monkeypatch.setenv("PATHEXT", PATHEXT)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     _codex.has_lifecycle_hooks.cache_clear()
     try:

@@ -80,4 +80,10 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
         return found or _which(*args, **kwargs)  # type: ignore[arg-type]
 
     shutil.which = _posix_which  # type: ignore[assignment]
+    if getattr(shutil, "_winapi", False) is None:  # 3.12+: Windows' which asks the API
+        import types
+
+        shutil._winapi = types.SimpleNamespace(  # type: ignore[attr-defined]
+            NeedCurrentDirectoryForExePath=lambda name: False
+        )
     sys.platform = "win32"
