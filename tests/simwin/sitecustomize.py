@@ -80,6 +80,9 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
         return found or _which(*args, **kwargs)  # type: ignore[arg-type]
 
     shutil.which = _posix_which  # type: ignore[assignment]
+    # rmtree's descriptor-based walk (chosen at import) opens with os.O_NONBLOCK, gone
+    # now; Windows has no such walk either: the path-based one, as there
+    shutil._use_fd_functions = False  # type: ignore[attr-defined]
     if getattr(shutil, "_winapi", False) is None:  # 3.12+: Windows' which asks the API
         import types
 
