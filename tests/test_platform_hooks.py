@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 import subprocess
 import sys
+import tomllib
 import types
 from pathlib import Path
 
@@ -224,6 +226,49 @@ def test_copilot_install_on_windows_writes_a_powershell_line_beside_bash(tmp_pat
     ]
     assert handler["bash"].endswith(" hook copilot sessionEnd")
     assert program_of(handler["bash"]) == str(command)
+
+
+def _installed_line(agent: str, home: Path) -> str:
+    """The SessionEnd hook's command line `install` wrote for `agent`."""
+    if agent == "codex":
+        config = tomllib.loads((home / ".codex" / "config.toml").read_text(encoding="utf-8"))
+        return str(config["hooks"]["SessionEnd"][0]["hooks"][0]["command"])
+    folder = {"claude": ".claude", "gemini": ".gemini"}[agent]
+    settings = json.loads((home / folder / "settings.json").read_text(encoding="utf-8"))
+    return str(settings["hooks"]["SessionEnd"][0]["hooks"][0]["command"])
+
+
+@SIMULATED
+@pytest.mark.parametrize("agent", ["claude", "gemini", "codex"])
+def test_install_on_windows_writes_each_agents_shell_line(tmp_path: Path, agent: str) -> None:
+    """Through `passdown install`, Windows simulated, a path with a space, `&` and `'`:
+    Claude Code's line for Git Bash, Gemini's for PowerShell, Codex's for cmd.exe, each
+    reading back as the one program with its words."""
+    command = _passdown_at(tmp_path / "Tom & Jerry's")
+    env = _simulated(tmp_path)
+    home = tmp_path / "home"
+    env.update(CLAUDE_CONFIG_DIR=str(home / ".claude"), CODEX_HOME=str(home / ".codex"))
+    env["PATH"] = str(_fake_codex(tmp_path / "npm", hooks=True)) + os.pathsep + env["PATH"]
+    env["PATHEXT"] = PATHEXT
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", "install", agent, "--command", str(command)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = _installed_line(agent, home)
+    assert program_of(line) == str(command)
+    assert line.endswith(f" hook {agent}")
+    if agent == "gemini":
+        assert _powershell_words(line) == [str(command), "hook", agent]
+    elif agent == "codex":
+        assert not set(_cmd_outside_quotes(line)) & set("&|<>^()%!,;=")
+    else:
+        assert line == shlex.quote(str(command)) + " hook claude"  # sh -c, as Git Bash
 
 
 @SIMULATED
