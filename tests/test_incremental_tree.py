@@ -373,6 +373,7 @@ def test_tree_incremental_export_equals_full_read(
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_appended_turns_are_read_from_the_checkpoint(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -389,6 +390,7 @@ def test_appended_turns_are_read_from_the_checkpoint(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_rewind_to_an_older_node_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -408,6 +410,7 @@ def test_a_rewind_to_an_older_node_is_read_in_full(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_truncated_session_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -423,6 +426,7 @@ def test_a_truncated_session_is_read_in_full(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: str) -> None:
     """The last line, complete but for its newline, attaches to an older record: the
     branch of the complete lines is not the handoff's, so nothing is saved from it."""

@@ -283,6 +283,7 @@ def test_a_worker_meeting_too_many_unknown_results_is_refused(
 
 
 @pytest.mark.parametrize("tiny_spill", [False, True])
+@pytest.mark.fork_checkpoint
 def test_a_failing_worker_is_refused_and_read_here(
     store: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,

@@ -459,6 +459,7 @@ def grown_pi(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("agent", ["qwen", "pi"])
+@pytest.mark.fork_checkpoint
 def test_the_splitters_own_cut_of_a_grown_qwen_or_pi_session_is_merged(
     agent: str,
     grown_qwen: Path,

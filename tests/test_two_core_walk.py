@@ -186,6 +186,7 @@ def test_a_leaf_hint_before_the_middle_is_followed(walk_at: list[int]) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_the_export_with_a_split_walk_equals_the_single_core_one(
     walk_at: list[int], monkeypatch: pytest.MonkeyPatch, agent: str
 ) -> None:
