@@ -476,6 +476,7 @@ def _comparable(folder: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.fork_checkpoint
 def test_incremental_export_gives_the_same_bounded_handoff_as_a_full_read(
     claude_dir: Path, tmp_path: Path
 ) -> None:

@@ -379,6 +379,7 @@ def test_help_does_not_load_the_progress_library(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[-1] == "[]"
 
 
+@pytest.mark.fork_checkpoint
 def test_the_reading_bar_runs_no_thread_so_a_large_read_keeps_its_second_core(
     tmp_path: Path,
 ) -> None:

@@ -409,6 +409,7 @@ def _assert_checkpoint_at_last_line_end(path: Path, agent: str = "codex") -> Non
     picks=st.lists(st.integers(0, 1000), min_size=1, max_size=12),
     cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=10),
 )
+@pytest.mark.fork_checkpoint
 def test_incremental_export_equals_full_read(
     case: Case, picks: list[int], cuts: list[tuple[bool, float]]
 ) -> None:
@@ -477,6 +478,7 @@ def _with_a_changed_middle(path: Path, workspace: Path) -> tuple[dict[str, Any],
     return first, bytes(changed), maker
 
 
+@pytest.mark.fork_checkpoint
 def test_resumed_export_reads_only_the_appended_bytes(tmp_path: Path) -> None:
     """Proof that the prefix is not re-read: a change in its middle is not seen by the
     next export, while the appended turn is."""
@@ -504,6 +506,7 @@ def test_a_file_replaced_by_another_is_read_in_full(tmp_path: Path) -> None:
     assert after["state"]["commands_failed"] == first["state"]["commands_failed"] + 1
 
 
+@pytest.mark.fork_checkpoint
 def test_truncated_session_falls_back_to_a_full_read(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     maker = TurnMaker()
@@ -530,6 +533,7 @@ def test_rewritten_prefix_falls_back_to_a_full_read(tmp_path: Path) -> None:
     assert [p["subject"] for p in after["state"]["plan"]][1].startswith("Step X of plan")
 
 
+@pytest.mark.fork_checkpoint
 def test_torn_last_line_is_read_but_not_checkpointed(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     maker = TurnMaker()
@@ -545,6 +549,7 @@ def test_torn_last_line_is_read_but_not_checkpointed(tmp_path: Path) -> None:
     assert any("incomplete" in w for w in handoff["warnings"])
 
 
+@pytest.mark.fork_checkpoint
 def test_checkpoint_of_other_version_or_options_is_ignored(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     path.write_bytes(_recorded_body())
@@ -645,6 +650,7 @@ def test_progress_counts_offsets_in_the_file(tmp_path: Path) -> None:
     assert seen and max(seen) == len(body) + len(appended)
 
 
+@pytest.mark.fork_checkpoint
 def test_checkpoints_unused_for_a_month_are_removed(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     path.write_bytes(_recorded_body())

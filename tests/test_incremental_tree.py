@@ -373,6 +373,7 @@ def test_tree_incremental_export_equals_full_read(
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_appended_turns_are_read_from_the_checkpoint(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -389,6 +390,7 @@ def test_appended_turns_are_read_from_the_checkpoint(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_rewind_to_an_older_node_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -408,6 +410,7 @@ def test_a_rewind_to_an_older_node_is_read_in_full(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_truncated_session_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -423,6 +426,7 @@ def test_a_truncated_session_is_read_in_full(agent: str) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: str) -> None:
     """The last line, complete but for its newline, attaches to an older record: the
     branch of the complete lines is not the handoff's, so nothing is saved from it."""
@@ -444,6 +448,7 @@ def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: 
         assert _saved(path, agent).offset == path.stat().st_size
 
 
+@pytest.mark.fork_checkpoint
 def test_a_changed_subagent_transcript_means_a_full_read() -> None:
     """A sub-agent read from the checkpointed part is stamped: its files changing
     later (without the session file changing) makes the next export read in full."""
@@ -469,6 +474,7 @@ def test_a_changed_subagent_transcript_means_a_full_read() -> None:
             assert second["state"]["subagents"][0]["task"] == "A changed description"
 
 
+@pytest.mark.fork_checkpoint
 def test_a_qwen_fragment_of_the_leaf_continues_the_checkpoint() -> None:
     """Qwen writes one record in pieces under one uuid: a piece of the leaf appended
     after the checkpoint continues it (its text joins the same reply)."""
@@ -482,6 +488,7 @@ def test_a_qwen_fragment_of_the_leaf_continues_the_checkpoint() -> None:
         assert checkpoint.READS["resumed"] == 1 and checkpoint.READS["refused"] == 0
 
 
+@pytest.mark.fork_checkpoint
 def test_a_claude_leaf_hint_naming_the_leaf_continues_and_one_naming_an_older_record_not() -> None:
     maker = ClaudeMaker(CLAUDE)
     with _store("claude") as (path, workspace):

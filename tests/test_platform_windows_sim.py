@@ -18,6 +18,12 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="simulates Windows on a POSIX machine (sitecustomize); on Windows the real "
+    "system runs the other tests",
+)
+
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures" / "sessions"
 SIMULATION = TESTS / "simwin"

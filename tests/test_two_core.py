@@ -459,6 +459,7 @@ def split_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     pieces=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, len(TURNS) - 1)), max_size=12),
     where=st.floats(0.02, 0.98),
 )
+@pytest.mark.fork_checkpoint
 def test_codex_split_at_any_line_equals_the_single_pass(
     grown: bytes,
     tmp_path_factory: pytest.TempPathFactory,
@@ -491,6 +492,7 @@ def test_codex_split_at_any_line_equals_the_single_pass(
     pieces=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 100)), max_size=12),
     where=st.floats(0.02, 0.98),
 )
+@pytest.mark.fork_checkpoint
 def test_copilot_split_at_any_line_equals_the_single_pass(
     grown_copilot: bytes,
     tmp_path_factory: pytest.TempPathFactory,
@@ -513,6 +515,7 @@ def test_copilot_split_at_any_line_equals_the_single_pass(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_copilot_reply_buffered_at_a_clean_cut_is_flushed_before_the_half(
     grown_copilot: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -540,6 +543,7 @@ def test_copilot_reply_buffered_at_a_clean_cut_is_flushed_before_the_half(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_a_clean_cut_is_merged_and_a_cut_inside_a_call_is_refused(
     grown: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -560,6 +564,7 @@ def test_a_clean_cut_is_merged_and_a_cut_inside_a_call_is_refused(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_a_failing_worker_costs_a_reread_never_a_wrong_handoff(
     grown: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -592,6 +597,7 @@ def test_an_error_in_the_first_half_stops_and_reaps_the_worker(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_the_switch_and_the_size_threshold_keep_it_single_core(
     grown: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -603,6 +609,7 @@ def test_the_switch_and_the_size_threshold_keep_it_single_core(
     assert _two_core.LAST == {}
 
 
+@pytest.mark.fork_checkpoint
 def test_an_incremental_export_reads_the_appended_tail_on_one_core(
     grown: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -642,6 +649,7 @@ def _home(session: Path) -> dict[str, str]:
     return {"CODEX_HOME": str(session.parents[4])}
 
 
+@pytest.mark.fork_checkpoint
 def test_a_hooks_export_on_two_cores_writes_the_single_core_handoff(
     big_session: Path, tmp_path: Path
 ) -> None:

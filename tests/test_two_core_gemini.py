@@ -211,6 +211,7 @@ def _turns(maker: GeminiTurns, first: int, count: int) -> bytes:
     return b"".join(maker.real_turn(k) for k in range(first, first + count))
 
 
+@pytest.mark.fork_checkpoint
 def test_a_read_call_open_at_the_cut_and_named_after_it_is_refused(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -227,6 +228,7 @@ def test_a_read_call_open_at_the_cut_and_named_after_it_is_refused(
     assert single["task"]["original_request"].startswith("Create calc.py")
 
 
+@pytest.mark.fork_checkpoint
 def test_a_command_open_at_the_cut_and_named_after_it_is_refused(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -243,6 +245,7 @@ def test_a_command_open_at_the_cut_and_named_after_it_is_refused(
     assert commands.count("make probe") == 1
 
 
+@pytest.mark.fork_checkpoint
 def test_a_call_left_open_before_the_cut_and_never_named_again_is_merged(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -258,6 +261,7 @@ def test_a_call_left_open_before_the_cut_and_never_named_again_is_merged(
     assert [call["call_id"] for call in reader["pending"]] == ["call-open"]
 
 
+@pytest.mark.fork_checkpoint
 def test_a_worker_meeting_too_many_unknown_results_is_refused(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -279,6 +283,7 @@ def test_a_worker_meeting_too_many_unknown_results_is_refused(
 
 
 @pytest.mark.parametrize("tiny_spill", [False, True])
+@pytest.mark.fork_checkpoint
 def test_a_failing_worker_is_refused_and_read_here(
     store: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,
@@ -305,6 +310,7 @@ def test_a_failing_worker_is_refused_and_read_here(
     assert (reader["spilled"] > 0) is tiny_spill
 
 
+@pytest.mark.fork_checkpoint
 def test_models_and_times_on_both_sides_join_as_one_pass(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -340,6 +346,7 @@ def grown(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.fork_checkpoint
 def test_the_splitters_own_cut_of_a_grown_session_is_merged(
     grown: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -385,6 +392,7 @@ def test_the_real_choice_of_the_cut(grown: Path) -> None:
     assert not any(b'"type":"gemini"' in head for head in skipped)
 
 
+@pytest.mark.fork_checkpoint
 def test_an_incremental_export_of_a_split_read_continues_its_checkpoint(
     store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[float]
 ) -> None:
@@ -436,6 +444,7 @@ def _home(session: Path) -> dict[str, str]:
     return {"HOME": str(session.parents[4])}
 
 
+@pytest.mark.fork_checkpoint
 def test_a_hooks_export_of_a_gemini_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:
     """Run as a hook runs it: the handoff and the checkpoint equal the single-core ones."""
     (single, _, single_saved), (split, _, split_saved) = hook_exports(

@@ -157,6 +157,7 @@ def _body(maker: SplitMaker, steps: list[tuple[int, int]]) -> bytes:
     ),
     where=st.floats(0.0, 1.0),
 )
+@pytest.mark.fork_checkpoint
 def test_claude_split_at_any_line_equals_the_single_pass(
     claude_store: tuple[Path, Path],
     monkeypatch: pytest.MonkeyPatch,
@@ -200,6 +201,7 @@ def _cut_after(data: bytes, needle: bytes, start: int = 0) -> int:
     return data.index(b"\n", data.index(needle, start)) + 1
 
 
+@pytest.mark.fork_checkpoint
 def test_a_tool_result_after_the_cut_for_a_call_before_it_is_refused(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -215,6 +217,7 @@ def test_a_tool_result_after_the_cut_for_a_call_before_it_is_refused(
     assert "calc.py" in {f["path"] for f in single[0]["state"]["files_touched"]}
 
 
+@pytest.mark.fork_checkpoint
 def test_a_plan_created_before_the_cut_and_updated_after_it(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -233,6 +236,7 @@ def test_a_plan_created_before_the_cut_and_updated_after_it(
     assert [key for key, _ in single[1]["reader"]["decoder"]["plan"]] == ["1", "2", "3"]
 
 
+@pytest.mark.fork_checkpoint
 def test_a_plan_updated_on_both_sides_of_the_cut_with_ids_reused_after_it(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -252,6 +256,7 @@ def test_a_plan_updated_on_both_sides_of_the_cut_with_ids_reused_after_it(
     assert single[0]["state"]["omitted"]["plan_set_aside"] == 3
 
 
+@pytest.mark.fork_checkpoint
 def test_an_assistant_message_streamed_across_the_cut(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -274,6 +279,7 @@ def test_an_assistant_message_streamed_across_the_cut(
     assert single[0]["task"]["latest_user_message"]
 
 
+@pytest.mark.fork_checkpoint
 def test_a_compaction_across_the_cut(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -293,6 +299,7 @@ def test_a_compaction_across_the_cut(
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
 
 
+@pytest.mark.fork_checkpoint
 def test_a_rewind_whose_dead_branch_straddles_the_cut(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -307,6 +314,7 @@ def test_a_rewind_whose_dead_branch_straddles_the_cut(
     assert single[1]["diagnostics"]["off_branch_records"] > 0
 
 
+@pytest.mark.fork_checkpoint
 def test_a_subagent_after_the_cut_is_read_by_the_worker(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -323,6 +331,7 @@ def test_a_subagent_after_the_cut_is_read_by_the_worker(
     assert list(single[1]["reader"]["decoder"]["subagents"]) == [SUBAGENT_ID]
 
 
+@pytest.mark.fork_checkpoint
 def test_a_subagent_read_before_the_cut_and_named_again_after_it_is_refused(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -363,6 +372,7 @@ OTHER_TREES = {"qwen": (QWEN, QwenMaker), "pi": (PI, PiMaker)}
     ),
     where=st.floats(0.0, 1.0),
 )
+@pytest.mark.fork_checkpoint
 def test_qwen_and_pi_split_at_any_line_equals_the_single_pass(
     monkeypatch: pytest.MonkeyPatch,
     split_at: list[int],
@@ -394,6 +404,7 @@ def test_qwen_and_pi_split_at_any_line_equals_the_single_pass(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_a_qwen_record_written_in_fragments_across_the_cut_is_refused(
     qwen_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -448,6 +459,7 @@ def grown_pi(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("agent", ["qwen", "pi"])
+@pytest.mark.fork_checkpoint
 def test_the_splitters_own_cut_of_a_grown_qwen_or_pi_session_is_merged(
     agent: str,
     grown_qwen: Path,
@@ -470,6 +482,7 @@ def test_the_splitters_own_cut_of_a_grown_qwen_or_pi_session_is_merged(
     assert bool(single[0]["state"]["plan"]) is (agent == "qwen")  # pi keeps no plan
 
 
+@pytest.mark.fork_checkpoint
 def test_the_splitters_own_cut_of_a_grown_session_is_merged(
     grown: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -515,6 +528,7 @@ def test_the_cut_is_a_branch_line_after_a_user_record_with_no_call_open(
     assert called and set(called) <= answered
 
 
+@pytest.mark.fork_checkpoint
 def test_an_incremental_export_of_a_split_read_continues_its_checkpoint(
     claude_store: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, split_at: list[int]
 ) -> None:
@@ -562,6 +576,7 @@ def _home(session: Path) -> dict[str, str]:
     return {"CLAUDE_CONFIG_DIR": str(session.parents[2])}
 
 
+@pytest.mark.fork_checkpoint
 def test_a_hooks_export_of_a_claude_session_on_two_cores(big_session: Path, tmp_path: Path) -> None:
     """Run as a hook runs it: the handoff equals the single-core one, and pass 1 ran on
     two cores too, its halves joined."""
@@ -578,6 +593,7 @@ def test_a_killed_claude_export_leaves_no_worker_running(big_session: Path, tmp_
     assert_killed_export_leaves_no_worker(export)
 
 
+@pytest.mark.fork_checkpoint
 def test_a_plan_grown_session_with_thousands_of_reused_task_ids_is_merged_from_few_steps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

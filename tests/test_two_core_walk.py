@@ -104,6 +104,7 @@ def _same_walk(agent: str, path: Path) -> dict[str, Any]:
     where=st.floats(0.0, 1.0),
     torn=st.booleans(),
 )
+@pytest.mark.fork_checkpoint
 def test_the_walk_split_at_any_line_is_the_single_walk(
     walk_at: list[int], agent: str, steps: list[tuple[int, int]], where: float, torn: bool
 ) -> None:
@@ -117,6 +118,7 @@ def test_the_walk_split_at_any_line_is_the_single_walk(
     tally(f"{agent}: {'joined' if planned['joined'] else 'walked again'}")
 
 
+@pytest.mark.fork_checkpoint
 def test_a_straight_session_joins_and_its_run_across_the_middle_is_one_run(
     walk_at: list[int],
 ) -> None:
@@ -141,6 +143,7 @@ def _node_view(agent: str, path: Path) -> Any:
     return reader.fmt.node_view(reader.info, reader.diag)
 
 
+@pytest.mark.fork_checkpoint
 def test_a_rewind_back_across_the_middle_walks_again_with_the_same_result(
     walk_at: list[int],
 ) -> None:
@@ -163,6 +166,7 @@ def test_a_rewind_back_across_the_middle_walks_again_with_the_same_result(
     assert planned["diagnostics"]["off_branch_records"] >= 2
 
 
+@pytest.mark.fork_checkpoint
 def test_a_leaf_hint_before_the_middle_is_followed(walk_at: list[int]) -> None:
     """Claude's `last-prompt` record names the leaf: when the newest records are a
     dead branch after it, the worker's half starts from the hint and the leaf the
@@ -182,6 +186,7 @@ def test_a_leaf_hint_before_the_middle_is_followed(walk_at: list[int]) -> None:
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
+@pytest.mark.fork_checkpoint
 def test_the_export_with_a_split_walk_equals_the_single_core_one(
     walk_at: list[int], monkeypatch: pytest.MonkeyPatch, agent: str
 ) -> None:
@@ -199,6 +204,7 @@ def test_the_export_with_a_split_walk_equals_the_single_core_one(
     _assert_no_children()
 
 
+@pytest.mark.fork_checkpoint
 def test_a_worker_that_fails_means_the_walk_on_one_core(
     walk_at: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -219,6 +225,7 @@ def test_a_worker_that_fails_means_the_walk_on_one_core(
     assert len(planned["runs"]) >= 2
 
 
+@pytest.mark.fork_checkpoint
 def test_a_qwen_fragment_on_both_sides_of_the_middle_walks_again(walk_at: list[int]) -> None:
     """Qwen writes a record again under its uuid: the piece before the middle belongs
     to the branch only because the later half took that uuid, which the first half's
@@ -245,6 +252,7 @@ def test_a_qwen_fragment_on_both_sides_of_the_middle_walks_again(walk_at: list[i
     assert any(lo <= piece <= hi for lo, hi in zip(starts, ends, strict=True))
 
 
+@pytest.mark.fork_checkpoint
 def test_a_qwen_fragment_after_the_middle_joins(walk_at: list[int]) -> None:
     fixture, maker_class = MAKERS["qwen"]
     maker = maker_class(fixture)
@@ -256,6 +264,7 @@ def test_a_qwen_fragment_after_the_middle_joins(walk_at: list[int]) -> None:
     assert planned["joined"] is True
 
 
+@pytest.mark.fork_checkpoint
 def test_a_qwen_piece_before_its_parent_and_after_the_middle_walks_again(
     walk_at: list[int],
 ) -> None:

@@ -49,7 +49,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath, PureWindowsPath
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import socket
 
 NO_FORK_ENV = "PASSDOWN_NO_FORK"
 NO_OPENSSL_HASH_ENV = "PASSDOWN_NO_OPENSSL_HASH"
@@ -238,6 +241,32 @@ def _lock(fd: int) -> Callable[[], None] | None:
         windows.locking(fd, windows.LK_UNLCK, 1)
 
     return unlock
+
+
+def binary_mode(fd: int) -> None:
+    """No newline translation on `fd`: Windows' C runtime may hand a descriptor over in
+    text mode, which would turn the MCP wire's `\\n` into `\\r\\n` (and drop `^Z`)."""
+    if not is_windows():
+        return
+    try:
+        import msvcrt
+    except ImportError:
+        return
+    cast(Any, msvcrt).setmode(fd, O_BINARY or 0x8000)
+
+
+def listen_exclusively(sock: socket.socket) -> None:
+    """Before `bind`: this socket alone may own its port. Windows' SO_REUSEADDR would let a
+    second server bind a port in use (and take its connections), so there the option is
+    SO_EXCLUSIVEADDRUSE; POSIX's SO_REUSEADDR only allows a port in TIME_WAIT, never two
+    listeners, so a restarted server can bind at once."""
+    import socket
+
+    if is_windows():
+        option = getattr(socket, "SO_EXCLUSIVEADDRUSE", ~socket.SO_REUSEADDR)
+        sock.setsockopt(socket.SOL_SOCKET, option, 1)
+    else:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 
 
 def lock_file_descriptor(path: str | os.PathLike[str]) -> int:

@@ -70,12 +70,23 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
     _which = shutil.which
 
     def _posix_which(*args: object, **kwargs: object) -> str | None:
-        # Windows' `which` wants a PATHEXT suffix (git.EXE); the programs here have none
+        # Windows' `which` wants a PATHEXT suffix (git.EXE); this machine's programs have
+        # none, so they are looked up as here first, then as Windows does (`codex.cmd`)
         platform, sys.platform = sys.platform, "linux"
         try:
-            return _which(*args, **kwargs)  # type: ignore[arg-type]
+            found = _which(*args, **kwargs)  # type: ignore[arg-type]
         finally:
             sys.platform = platform
+        return found or _which(*args, **kwargs)  # type: ignore[arg-type]
 
     shutil.which = _posix_which  # type: ignore[assignment]
+    # rmtree's descriptor-based walk (chosen at import) opens with os.O_NONBLOCK, gone
+    # now; Windows has no such walk either: the path-based one, as there
+    shutil._use_fd_functions = False  # type: ignore[attr-defined]
+    if getattr(shutil, "_winapi", False) is None:  # 3.12+: Windows' which asks the API
+        import types
+
+        shutil._winapi = types.SimpleNamespace(  # type: ignore[attr-defined]
+            NeedCurrentDirectoryForExePath=lambda name: False
+        )
     sys.platform = "win32"

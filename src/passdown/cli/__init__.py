@@ -104,6 +104,7 @@ def __getattr__(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    utf8_stdio()
     hook = _hook_args(args)
     if hook is not None:
         from passdown.integrations._hooks import main as hook_main
@@ -190,6 +191,22 @@ def _print_error(message: str, hint: str | None, code: int, *, as_json: bool) ->
     click.echo(f"passdown: error: {message}", err=True)
     if hint:
         click.echo(f"hint: {hint}", err=True)
+
+
+def utf8_stdio() -> None:
+    """stdin, stdout and stderr in UTF-8 whatever the locale or console code page: a pipe
+    on Windows gets the ANSI code page (cp1252), in which `→` in HANDOFF.md would raise,
+    and a hook's JSON payload would be misread."""
+    import codecs
+
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        reconfigure = getattr(stream, "reconfigure", None)
+        try:
+            if reconfigure is not None and codecs.lookup(encoding).name != "utf-8":
+                reconfigure(encoding="utf-8")
+        except (LookupError, ValueError, OSError):  # a stream already read from, or closed
+            continue
 
 
 def run() -> None:

@@ -15,10 +15,12 @@ _STORE_HELP = "Store URL (default: $PASSDOWN_STORE, the config file, or SQLite i
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound here so a port in use is a clear error before any URL
     is printed (port 0: a free one the system picks)."""
+    from passdown import _platform
     from passdown.errors import UsageError
 
     sock = socket.socket(socket.AF_INET)
     try:
+        _platform.listen_exclusively(sock)  # no second server on a port in use (Windows)
         sock.bind((host, port))
         sock.listen(128)  # a browser started by --open queues here until the server runs
     except OSError as exc:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from passdown.errors import UsageError
+from passdown.integrations._command import hook_line
+from passdown.integrations._command import program_of as program_of  # re-exported
 from passdown.integrations._files import Transform
 
 SERVER_NAME = "passdown"
@@ -57,17 +59,9 @@ class InstallTarget:
 
     @property
     def hook_command(self) -> str:
-        """The shell command line agents run (they run hooks through a shell)."""
-        return f"{shlex.quote(self.command)} hook {self.agent}"
-
-
-def program_of(command_line: str) -> str:
-    """The executable a shell command line starts (its first word, unquoted)."""
-    try:
-        words = shlex.split(command_line)
-    except ValueError:
-        words = command_line.split()
-    return words[0] if words else ""
+        """The command line the agent runs, quoted for the shell it runs hooks with
+        here (`_command.hook_shell`)."""
+        return hook_line(self.command, self.agent)
 
 
 def read_config(path: Path) -> str | None:

@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import re
-import shlex
+import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from passdown import _platform
 from passdown.errors import UsageError
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
@@ -50,6 +51,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
+from passdown.integrations._command import hook_line
 
 FORWARDED_ENV = ("PASSDOWN_STORE", "PASSDOWN_DATA_DIR")
 NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
@@ -94,17 +96,26 @@ def has_lifecycle_hooks(program: str = "codex") -> bool:
 
 
 def _features_list_says_hooks(program: str, env: dict[str, str] | None) -> bool:
+    # found as a shell finds it (on Windows npm installs `codex.cmd`, which a bare
+    # CreateProcess of "codex" never sees), and started without cmd.exe
+    found = shutil.which(program, path=(env or os.environ).get("PATH"))
+    if found is None:
+        return False
     try:
+        executable, argv = _platform.spawn_argv(found, [found, "features", "list"])
         out = subprocess.run(
-            [program, "features", "list"],
+            argv,
+            executable=executable,
             capture_output=True,
             text=True,
+            encoding="utf-8",
+            errors="replace",
             timeout=30,
             check=False,
             stdin=subprocess.DEVNULL,
             env=env,
         ).stdout
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, _platform.UnsafeLaunch):
         return False
     for line in out.splitlines():
         parts = line.split()
@@ -324,7 +335,7 @@ def add_toml(
         doc["notify"].comment(NOTIFY_MARK)
     _set_server(doc, command)
     if events:
-        hook_command = f"{shlex.quote(command)} hook codex"
+        hook_command = hook_line(command, "codex")
         _add_hooks(doc, hook_command, events)
         if trust:
             _set_trust(doc, _our_trust(doc, key_file))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -51,9 +52,111 @@ def this_package() -> str:
     return str(Path(passdown.__file__).resolve().parent)
 
 
-def hook_line(command: str, agent: str) -> str:
-    """The shell command line an agent's hook runs (`InstallTarget.hook_command`)."""
-    return f"{shlex.quote(command)} hook {agent}"
+# -- hook command lines, quoted for the shell that runs them -----------------------------
+#
+# On Linux and macOS every agent runs a hook's command with `sh -c`. On native Windows
+# each has its own: Claude Code wraps it in Git Bash (`bash -c`), and so does Droid, which
+# takes Claude's hook protocol; Codex runs it with `%COMSPEC% /C` (cmd.exe), as does
+# Kimi (Python's `shell=True`); Gemini CLI and Qwen Code with `powershell.exe -Command`
+# (their `getShellConfiguration`); Copilot CLI picks a handler's `powershell` key there
+# and `bash` elsewhere, so it gets both. An agent not named here gets cmd.exe's quoting,
+# which is what `shell: true` means to Node and Python on Windows.
+POSIX, CMD, POWERSHELL = "posix", "cmd", "powershell"
+WINDOWS_HOOK_SHELLS = {
+    "claude": POSIX,
+    "droid": POSIX,
+    "cline": POSIX,  # its hooks are `#!/bin/sh` scripts passdown writes
+    "codex": CMD,
+    "kimi": CMD,
+    "gemini": POWERSHELL,
+    "qwen": POWERSHELL,
+    "copilot": POWERSHELL,
+}
+_CMD_UNQUOTABLE = re.compile(r'["%!\x00-\x1f]')
+_CMD_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,;=`: cmd.exe splits words there
+_PS_QUOTES = re.compile("['\u2018\u2019\u201a\u201b]")
+_PS_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,`: PowerShell makes an array
+
+
+def hook_shell(agent: str) -> str:
+    """The shell `agent` runs its hooks' command lines with on this machine."""
+    from passdown import _platform
+
+    return WINDOWS_HOOK_SHELLS.get(agent, CMD) if _platform.is_windows() else POSIX
+
+
+def quote_posix(word: str, *, windows: bool = False) -> str:
+    """A word for `sh -c`/`bash -c`. For Git Bash on Windows a path's backslashes become
+    `/` (bash would read them as escapes when a later hop unquotes the word)."""
+    if windows:
+        word = word.replace("\\", "/")
+    return shlex.quote(word)
+
+
+def quote_cmd(word: str) -> str:
+    """A word for cmd.exe: inside double quotes `&|<>^()` are literal, but `%VAR%` is
+    expanded even there, `!` too under delayed expansion, and a `"` cannot be escaped:
+    such a word (or one with a control character) is refused, never written."""
+    if _CMD_UNQUOTABLE.search(word):
+        raise UsageError(
+            f"{word!r} cannot be written for cmd.exe (it would expand `%`/`!` or end the "
+            'quoting at `"`)',
+            hint='install passdown in a folder whose path has no % ! or " '
+            "(or give one with --command)",
+        )
+    return word if _CMD_PLAIN.fullmatch(word) else f'"{word}"'
+
+
+def quote_powershell(word: str) -> str:
+    """A word for PowerShell: single quotes keep everything literal (`$()`, `` ` ``,
+    `%`, `&`); a single quote inside is doubled, and PowerShell takes the typographic
+    single quotes for one too."""
+    if _PS_PLAIN.fullmatch(word):
+        return word
+    return "'" + _PS_QUOTES.sub(lambda m: m.group() * 2, word) + "'"
+
+
+def shell_line(shell: str, program: str, args: list[str]) -> str:
+    """`program args...` as a command line for `shell` (POSIX, CMD or POWERSHELL)."""
+    from passdown import _platform
+
+    if shell == POWERSHELL:
+        words = [quote_powershell(w) for w in (program, *args)]
+        # a quoted program is a string to PowerShell: `&` calls it
+        return " ".join(["&", *words]) if words[0].startswith("'") else " ".join(words)
+    if shell == CMD:
+        return " ".join(quote_cmd(w) for w in (program, *args))
+    windows = _platform.is_windows()
+    return " ".join(quote_posix(w, windows=windows) for w in (program, *args))
+
+
+def hook_line(command: str, agent: str, *args: str, shell: str | None = None) -> str:
+    """The command line an agent's hook runs (`InstallTarget.hook_command`), quoted for
+    the shell the agent runs it with here (`hook_shell`) unless `shell` is given."""
+    return shell_line(shell or hook_shell(agent), command, ["hook", agent, *args])
+
+
+def program_of(command_line: str) -> str:
+    """The executable a hook's command line starts, read back from any of the three
+    quotings: `& 'C:\\x y\\passdown.exe' ...`, `"C:\\x y\\passdown.exe" ...`, POSIX."""
+    line = command_line.strip()
+    if line.startswith("& '"):
+        q = "'\u2018\u2019\u201a\u201b"
+        match = re.match(rf"& '((?:[^{q}]|[{q}]{{2}})*)[{q}]", line)
+        if match:
+            return re.sub(rf"[{q}]([{q}])", r"\1", match.group(1))
+    if line.startswith('"'):
+        end = line.find('"', 1)
+        if end > 0:
+            return line[1:end]
+    if "'" not in line and '"' not in line:
+        words = line.split()  # a plain Windows path keeps its backslashes
+    else:
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = line.split()
+    return words[0] if words else ""
 
 
 def check_report(agent: str | None) -> dict[str, str]:
@@ -80,13 +183,23 @@ def check_command(command: str, agent: str = "claude") -> CheckedCommand:
     if os.name == "posix":
         line = f"{shlex.quote(command)} hook --check {agent} --json"
         run: list[str] = ["/bin/sh", "-c", line]
-    else:
-        run = argv
+        executable = None
+    else:  # found as a shell would (PATHEXT: `passdown.exe`), never through cmd.exe
+        from passdown import _platform
+
+        found = shutil.which(command) or command
+        try:
+            executable, run = _platform.spawn_argv(found, [found, *argv[1:]])
+        except _platform.UnsafeLaunch as exc:
+            raise UsageError(f"`{command}` cannot be run: {exc}") from None
     try:
         proc = subprocess.run(
             run,
+            executable=executable,
             capture_output=True,
             text=True,
+            encoding="utf-8",  # what passdown writes whatever the code page (cli.utf8_stdio)
+            errors="replace",
             timeout=CHECK_TIMEOUT_S,
             stdin=subprocess.DEVNULL,
             check=False,

@@ -31,6 +31,7 @@ from passdown.integrations._base import (
     json_edit,
     settings_hook_commands,
 )
+from passdown.integrations._command import POSIX, POWERSHELL, hook_line, hook_shell
 
 WRITE_EVENTS = ["sessionEnd", "preCompact", "errorOccurred"]
 # An error Copilot answers by compacting the history and retrying (compaction trigger
@@ -78,9 +79,11 @@ class CopilotHooks(HookIntegration):
             _remove(data)
             hooks = data.setdefault("hooks", {})
             for event in events:
+                # Copilot runs `bash` on Linux and macOS, `powershell` on Windows
                 handler = {
                     "type": "command",
-                    "bash": f"{target.hook_command} {event}",
+                    "bash": hook_line(target.command, "copilot", event, shell=POSIX),
+                    "powershell": hook_line(target.command, "copilot", event, shell=POWERSHELL),
                     "timeoutSec": HOOK_TIMEOUT_S,
                 }
                 hooks[event] = [*hooks.get(event, []), handler]
@@ -97,7 +100,8 @@ class CopilotHooks(HookIntegration):
             path = copilot_home() / "settings.json"
         else:
             path = target.project_dir / ".github" / "hooks" / "passdown.json"
-        return settings_hook_commands(path, self.agent, key="bash")
+        key = "powershell" if hook_shell(self.agent) == POWERSHELL else "bash"
+        return settings_hook_commands(path, self.agent, key=key)
 
     def payload(self, args: list[str], stdin_text: str | None) -> dict[str, Any]:
         data = json.loads(stdin_text or "{}")

@@ -33,6 +33,7 @@ import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from passdown import _platform
 from passdown.errors import (
     PassdownError,
     RecordInvalid,
@@ -299,7 +300,7 @@ def bind(host: str, port: int) -> socket.socket:
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        _platform.listen_exclusively(sock)
         sock.bind(address)
     except OSError as exc:
         sock.close()

@@ -303,6 +303,10 @@ def claimed_stdio() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
         os.dup2(2, 1)
     finally:
         os.close(null)
+    from passdown import _platform
+
+    for fd in (wire_in, wire_out):
+        _platform.binary_mode(fd)  # the wire is bytes: no CRLF translation on Windows
     source = os.fdopen(wire_in, "rb", closefd=False)
     out = os.fdopen(wire_out, "wb", closefd=False)
     try:
