@@ -291,7 +291,7 @@ def test_launch_argv(tmp_path: Path) -> None:
         "openhands",
         f"--task={dash}",
     ]
-    long = "y" * (40 * 1024)
+    long = "y" * (70 * 1024)
     spec = agent.launch_spec(long, workspace=tmp_path, interactive=True)
     path = tmp_path / ".agent-handoff" / "openhands-prompt.md"
     assert spec.argv == ["openhands", "--file", str(path)]

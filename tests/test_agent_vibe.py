@@ -340,7 +340,7 @@ def test_launch_argv(tmp_path: Path) -> None:
         "--",
         dash,
     ]
-    long = "x" * (40 * 1024)
+    long = "x" * (70 * 1024)
     spec = agent.launch_spec(long, workspace=tmp_path, interactive=False)
     path = tmp_path / ".agent-handoff" / "vibe-prompt.md"
     assert spec.argv == ["vibe", "--auto-approve", "--prompt-file", str(path)]

@@ -343,6 +343,7 @@ def test_doctor_says_per_agent_whether_the_hooks_fire_and_why_not(
     env = environ(home, PATH=f"{fake_claude.parent}:{BARE_PATH}")
     code, agents = doctor(script, env, home)
     assert code == 0 and set(agents) == {
+        "auggie",
         "claude",
         "cline",
         "codex",

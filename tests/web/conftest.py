@@ -230,7 +230,10 @@ class TeamServer:
 # -- the browser ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: playwright's sync API keeps an asyncio loop running in this
+# thread while it is open, and under pytest-xdist the next test file on the same worker
+# (tests/test_mcp.py's anyio.run, for one) must not find a running loop.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists() and not os.environ.get("CI"):
         pytest.skip("Debian's chromium is not installed (bash .ci/setup installs it)")
