@@ -320,6 +320,20 @@ def test_concurrent_sessions_keep_their_own_files(tmp_path: Path) -> None:
         .assistant("Done.")
         .write(mtime=1_000_000_000.0)
     )
+    # began after A ended (A's file last written at `now`): git shows its d.py now, which
+    # is another session's work in A's handoff too, not a change made by hand meanwhile
+    (
+        Session("dddd0000-0000-4000-8000-00000000000d", ws, start_minute=2)
+        .user("Write d.py")
+        .tool("Write", {"file_path": "d.py", "content": "D = 4\n"})
+        .assistant("Done with d.py.")
+        .write(mtime=now + 120)
+    )
+    for records_file in Path(os.environ["CLAUDE_CONFIG_DIR"]).rglob("dddd0000*.jsonl"):
+        records_file.write_text(
+            records_file.read_text().replace("2026-11-29T10:", "2033-05-18T04:")
+        )
+        os.utime(records_file, (now + 120, now + 120))
     for records_file in Path(os.environ["CLAUDE_CONFIG_DIR"]).rglob("cccc0000*.jsonl"):
         records_file.write_text(
             records_file.read_text().replace("2026-11-29T10:", "2001-09-09T01:")
@@ -328,6 +342,7 @@ def test_concurrent_sessions_keep_their_own_files(tmp_path: Path) -> None:
     (ws / "a.py").write_text("A = 1\n")
     (ws / "b.py").write_text("B = 2\n")
     (ws / "c.txt").write_text("c\n")
+    (ws / "d.py").write_text("D = 4\n")
     (ws / "README.md").write_text("# project\ny\n")
 
     def handoff(session: str) -> dict[str, Any]:

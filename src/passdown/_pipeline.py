@@ -413,11 +413,13 @@ def _named_in_commands(commands: list[str]) -> set[str]:
 
 def _paths_of_concurrent_sessions(selection: Selection) -> set[str]:
     """Workspace-relative paths that other sessions of this workspace (of any agent)
-    touched through tool calls while this session ran. Only sessions whose activity
-    overlaps this one in time are read."""
+    touched through tool calls since this session started. Git shows the workspace as it
+    is now, so a session that began after this one ended explains changes too; only
+    sessions that ended before this one began are not read."""
     from passdown.errors import PassdownError
 
-    start, end = _session_span(selection)
+    start, _ = _session_span(selection)
+    end = float("inf")
     me = (selection.agent.name, selection.ref.session_id)
     found: set[str] = set()
     for agent in _agents_with_sessions():
