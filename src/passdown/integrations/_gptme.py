@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import tomlkit
-from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT
 
 from passdown.errors import UsageError
+from passdown.integrations import _toml_hooks as toml_hooks
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     SESSION_END,
@@ -29,8 +29,6 @@ from passdown.integrations._base import (
     InstallTarget,
     Plan,
     Registered,
-    program_of,
-    read_config,
 )
 
 
@@ -85,17 +83,7 @@ class GptmeHooks(HookIntegration):
         return list(self.events)  # no session-start hook: gptme discards its output
 
     def commands(self, target: InstallTarget) -> list[Registered]:
-        path = self.config_file(target)
-        try:
-            doc = tomlkit.parse(read_config(path) or "")
-        except TOMLKitError:
-            return []
-        found = []
-        for entry in _entries(doc):
-            line = str(entry.get("command", ""))
-            if f" hook {self.agent}" in f"{line} ":
-                found.append(Registered(path, f"hook {entry.get('event')}", program_of(line)))
-        return found
+        return toml_hooks.registered(self.config_file(target), self.agent, _entries, "event")
 
     def notes(self, target: InstallTarget) -> list[str]:
         return [
@@ -121,10 +109,7 @@ class GptmeHooks(HookIntegration):
 
 
 def _parse(text: str | None) -> tomlkit.TOMLDocument:
-    try:
-        return tomlkit.parse(text or "")
-    except TOMLKitError as exc:
-        raise UsageError(f"cannot change a config.toml that is not valid TOML: {exc}") from exc
+    return toml_hooks.parse(text, "config.toml")
 
 
 def _scripts(doc: tomlkit.TOMLDocument, *, create: bool = False) -> Any:
@@ -148,17 +133,16 @@ def _scripts(doc: tomlkit.TOMLDocument, *, create: bool = False) -> Any:
 
 def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
     try:
-        scripts = _scripts(doc)
+        return toml_hooks.tables(_scripts(doc))
     except UsageError:
         return []
-    return [s for s in scripts or [] if hasattr(s, "get")]
 
 
 def _ours(doc: tomlkit.TOMLDocument, agent: str) -> list[tuple[object, ...]]:
     return [
         (e.get("event"), e.get("command"), e.get("timeout"))
         for e in _entries(doc)
-        if f" hook {agent}" in f"{e.get('command', '')} "
+        if toml_hooks.is_ours(e, agent)
     ]
 
 
@@ -170,13 +154,7 @@ def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
         return False
     if not isinstance(scripts, list):
         return False
-    ours = [
-        n
-        for n, s in enumerate(scripts)
-        if hasattr(s, "get") and f" hook {agent}" in f"{s.get('command', '')} "
-    ]
-    for n in reversed(ours):
-        del scripts[n]
+    ours = toml_hooks.drop_ours(scripts, agent)
     hooks = doc["hooks"]
     if ours and not len(scripts) and isinstance(scripts, AoT):  # one passdown created
         del hooks["scripts"]

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import tomlkit
-from tomlkit.exceptions import TOMLKitError
 
 from passdown.errors import UsageError
+from passdown.integrations import _toml_hooks as toml_hooks
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     TURN_COMPLETE,
@@ -29,8 +29,6 @@ from passdown.integrations._base import (
     InstallTarget,
     Plan,
     Registered,
-    program_of,
-    read_config,
 )
 
 HOOK_NAME = "passdown-handoff"  # Vibe wants a name unique within the file
@@ -88,17 +86,7 @@ class VibeHooks(HookIntegration):
         return list(self.events)  # no session-start event in Vibe
 
     def commands(self, target: InstallTarget) -> list[Registered]:
-        path = self.config_file(target)
-        try:
-            doc = tomlkit.parse(read_config(path) or "")
-        except TOMLKitError:
-            return []
-        found = []
-        for entry in _entries(doc):
-            line = str(entry.get("command", ""))
-            if f" hook {self.agent}" in f"{line} ":
-                found.append(Registered(path, f"hook {entry.get('type')}", program_of(line)))
-        return found
+        return toml_hooks.registered(self.config_file(target), self.agent, _entries, "type")
 
     def notes(self, target: InstallTarget) -> list[str]:
         where = "" if target.scope == "user" else " (Vibe reads it only in trusted folders)"
@@ -115,29 +103,17 @@ class VibeHooks(HookIntegration):
 
 
 def _parse(text: str | None) -> tomlkit.TOMLDocument:
-    try:
-        return tomlkit.parse(text or "")
-    except TOMLKitError as exc:
-        raise UsageError(f"cannot change a hooks.toml that is not valid TOML: {exc}") from exc
+    return toml_hooks.parse(text, "hooks.toml")
 
 
 def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
-    hooks = doc.get("hooks")
-    return [h for h in hooks if hasattr(h, "get")] if isinstance(hooks, list) else []
+    return toml_hooks.tables(doc.get("hooks"))
 
 
 def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
     """Drop passdown's `[[hooks]]` entries; True when there were any."""
     hooks = doc.get("hooks")
-    if not isinstance(hooks, list):
-        return False
-    ours = [
-        n
-        for n, h in enumerate(hooks)
-        if hasattr(h, "get") and f" hook {agent}" in f"{h.get('command', '')} "
-    ]
-    for n in reversed(ours):
-        del hooks[n]
-    if ours and not len(hooks):
+    dropped = toml_hooks.drop_ours(hooks, agent)
+    if dropped and isinstance(hooks, list) and not hooks:
         del doc["hooks"]
-    return bool(ours)
+    return dropped
