@@ -67,14 +67,32 @@ def open_regular(path: Path) -> BinaryIO:
 
 
 def read_side_file(path: Path, limit: int = MAX_SIDE_FILE_BYTES) -> bytes | None:
-    """A small side file's bytes, or None when it is missing, unreadable, not a regular
-    file or larger than `limit` (never more than `limit` + 1 bytes are read)."""
+    """A side file's (or a one-document session's) bytes, or None when it is missing,
+    unreadable, not a regular file or larger than `limit` (never more than `limit` + 1
+    bytes are read). The read is sized by the file, not the bound: a buffered read of n
+    bytes allocates n up front, and bounds run to 256 MiB. A file that grows while it is
+    read (its agent writing it) is read on up to the bound."""
     try:
         with open_regular(path) as handle:
-            data = handle.read(limit + 1)
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                return None
+            parts = [handle.read(size)]
+            total = len(parts[0])
+            while total <= limit:
+                more = handle.read(min(_GROWTH_CHUNK, limit + 1 - total))
+                if not more:
+                    break
+                parts.append(more)
+                total += len(more)
     except OSError:
         return None
-    return None if len(data) > limit else data
+    if total > limit:
+        return None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+_GROWTH_CHUNK = 1024 * 1024
 
 
 def _open_session(path: Path) -> BinaryIO:

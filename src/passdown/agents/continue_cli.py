@@ -43,7 +43,6 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._document import read_document
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -218,7 +217,7 @@ class ContinueCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        data = read_document(ref.path, MAX_SESSION_BYTES)
+        data = read_side_file(ref.path, MAX_SESSION_BYTES)
         if data is None:
             diag.warnings.append(
                 f"could not read {ref.path.name} (missing, unreadable or larger than "
