@@ -18,6 +18,18 @@ from typing import BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader, open_binary
+from passdown.agents._codex_tools import (
+    command_text,
+    embedded_patch,
+    output_exit_code,
+    output_text,
+    patch_action,
+    patch_failed,
+    patch_from_args,
+    patch_paths,
+    plan_items,
+    strip_exec_header,
+)
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -25,7 +37,6 @@ from passdown.agents._common import (
     file_mtime,
     first_error_line,
     list_folder,
-    parse_exit_code,
 )
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineStateReader, state_str
@@ -60,8 +71,6 @@ _INJECTED_PREFIXES = (
     "<app-context>",
     "<collaboration_mode>",
 )
-_PATCH_FILE = re.compile(r"\*\*\* (?:(Add|Update|Delete) File: (.+)|Move to: (.+))")
-_PATCH_ACTION = {"Add": "write", "Update": "edit", "Delete": "delete"}
 _KNOWN_TYPES = frozenset(
     {
         "session_meta",
@@ -85,7 +94,6 @@ _BARE_ITEM_TYPES = frozenset(
         "web_search_call",
     }
 )
-_PLAN_STATUSES = {"pending", "in_progress", "completed"}
 _GOAL_STATUS = {
     "complete": "completed",
     "completed": "completed",
@@ -412,20 +420,20 @@ class _RolloutReader(LineStateReader):
         name = item.name or ("local_shell" if item.type == "local_shell_call" else "")
         call = ToolCall(call_id=call_id, name=name, timestamp=timestamp)
         args = _arguments(item)
-        patch = item.input if item.type == "custom_tool_call" else _patch_from_args(args)
+        patch = item.input if item.type == "custom_tool_call" else patch_from_args(args)
         if name == "apply_patch" and patch:
-            call.action = _patch_action(patch)  # type: ignore[assignment]
-            call.paths = tuple(_patch_paths(patch))
+            call.action = patch_action(patch)  # type: ignore[assignment]
+            call.paths = tuple(patch_paths(patch))
         elif name in _SHELL_TOOLS:
             call.action = "command"
-            call.command = _command_text(args, item)
-            embedded = _embedded_patch(args)
+            call.command = command_text(args)
+            embedded = embedded_patch(args)
             if embedded:
-                call.action = _patch_action(embedded)  # type: ignore[assignment]
-                call.paths = tuple(_patch_paths(embedded))
+                call.action = patch_action(embedded)  # type: ignore[assignment]
+                call.paths = tuple(patch_paths(embedded))
         elif name == "update_plan":
             call.action = "plan"
-            call.plan = PlanOp(op="replace", items=_plan_items(args.get("plan")))
+            call.plan = PlanOp(op="replace", items=plan_items(args.get("plan")))
         elif name == "create_goal" and isinstance(args.get("objective"), str) and args["objective"]:
             call.action = "plan"  # a thread goal: one plan item that lasts the session
             goal = PlanItem(id="goal", subject=f"Goal: {args['objective']}", status="in_progress")
@@ -447,15 +455,15 @@ class _RolloutReader(LineStateReader):
         call = self.calls.pop(call_id, None)
         if call is None:
             return None
-        text = _output_text(item.output)
-        exit_code = _exit_code(text)
+        text = output_text(item.output)
+        exit_code = output_exit_code(text)
         result = ToolResult(call_id=call_id, exit_code=exit_code, timestamp=timestamp)
         if call.action in ("edit", "write", "delete"):
-            result.is_error = exit_code not in (None, 0) or _patch_failed(text)
+            result.is_error = exit_code not in (None, 0) or patch_failed(text)
         elif call.action == "command":
             result.is_error = exit_code not in (None, 0)
         if result.is_error:
-            result.error = first_error_line(_strip_exec_header(text))
+            result.error = first_error_line(strip_exec_header(text))
         return result
 
     # events ------------------------------------------------------------------------
@@ -533,131 +541,6 @@ def _arguments(item: _Payload) -> dict[str, object]:
     except DECODE_ERRORS:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _command_text(args: dict[str, object], item: _Payload) -> str:
-    cmd = args.get("cmd") or args.get("command")
-    if isinstance(cmd, list):
-        parts = [str(p) for p in cmd]
-        # ["bash", "-lc", "real command"] -> the real command
-        if (
-            len(parts) == 3
-            and parts[1] in ("-lc", "-c")
-            and parts[0].endswith(("sh", "bash", "zsh"))
-        ):
-            return parts[2]
-        return " ".join(parts)
-    return str(cmd or "")
-
-
-def _patch_from_args(args: dict[str, object]) -> str | None:
-    value = args.get("input") or args.get("patch")
-    return value if isinstance(value, str) else None
-
-
-def _embedded_patch(args: dict[str, object]) -> str | None:
-    """Older builds ran apply_patch through the shell tool: ["apply_patch", "<patch>"]."""
-    cmd = args.get("command")
-    if (
-        isinstance(cmd, list)
-        and len(cmd) >= 2
-        and cmd[0] == "apply_patch"
-        and isinstance(cmd[1], str)
-    ):
-        return cmd[1]
-    return None
-
-
-def _patch_headers(patch: str) -> Iterator[re.Match[str]]:
-    """The `*** Add/Update/Delete File:` and `*** Move to:` lines, without scanning
-    every body line with a regex (patches can be large)."""
-    pos = 0
-    while (i := patch.find("*** ", pos)) >= 0:
-        end = patch.find("\n", i)
-        if i == 0 or patch[i - 1] == "\n":
-            match = _PATCH_FILE.match(patch, i, end if end >= 0 else len(patch))
-            if match:
-                yield match
-        if end < 0:
-            break
-        pos = end + 1
-
-
-def _patch_paths(patch: str) -> list[str]:
-    paths = []
-    for match in _patch_headers(patch):
-        path = (match.group(2) or match.group(3) or "").strip()
-        if path and path not in paths:
-            paths.append(path)
-    return paths
-
-
-def _patch_action(patch: str) -> str:
-    kinds = {m.group(1) for m in _patch_headers(patch) if m.group(1)}
-    return _PATCH_ACTION.get(kinds.pop(), "edit") if len(kinds) == 1 else "edit"
-
-
-def _output_text(raw: msgspec.Raw) -> str:
-    try:
-        value = _ANY.decode(raw)
-    except DECODE_ERRORS:
-        return ""
-    if isinstance(value, str):
-        # some builds wrap the output as a JSON string {"output": ..., "metadata": {...}}
-        if value.startswith("{") and '"output"' in value[:200]:
-            try:
-                inner = _ANY.decode(value)
-            except DECODE_ERRORS:
-                return value
-            if isinstance(inner, dict):
-                code = (inner.get("metadata") or {}).get("exit_code")
-                prefix = f"Process exited with code {code}\n" if isinstance(code, int) else ""
-                return prefix + str(inner.get("output") or "")
-        return value
-    if isinstance(value, dict):
-        return str(value.get("content") or value.get("output") or "")
-    if isinstance(value, list):
-        return "\n".join(str(v.get("text", "")) for v in value if isinstance(v, dict))
-    return ""
-
-
-def _exit_code(text: str) -> int | None:
-    return parse_exit_code(text[:500])
-
-
-def _patch_failed(text: str) -> bool:
-    head = text[:500].lower()
-    return (
-        "verification failed" in head
-        or head.startswith(("error", "failed"))
-        or "patch rejected" in head
-    )
-
-
-def _strip_exec_header(text: str) -> str:
-    """Codex prefixes command output with Chunk ID / Wall time / exit lines."""
-    marker = text.find("Output:\n")
-    return text[marker + len("Output:\n") :] if 0 <= marker < 400 else text
-
-
-def _plan_items(plan: object) -> tuple[PlanItem, ...]:
-    if not isinstance(plan, list):
-        return ()
-    items = []
-    for n, step in enumerate(plan, start=1):
-        if not isinstance(step, dict):
-            continue
-        status, subject = step.get("status"), step.get("step") or step.get("content")
-        items.append(
-            PlanItem(  # fields of another type than text count as absent
-                id=str(n),
-                subject=subject if isinstance(subject, str) else "",
-                status=status
-                if isinstance(status, str) and status in _PLAN_STATUSES
-                else "pending",  # type: ignore[arg-type]
-            )
-        )
-    return tuple(items)
 
 
 __all__ = ["CodexCLI"]
