@@ -19,7 +19,6 @@ log itself, so the file on disk is already the active history.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -37,9 +36,9 @@ from passdown.agents._common import (
     is_dir,
     is_file,
     list_folder,
-    open_sqlite_readonly,
     read_head,
 )
+from passdown.agents._copilot_side import todo_plan, workspace_yaml
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineStateReader, state_str, state_strs
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -48,8 +47,6 @@ from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
-    PlanItem,
-    PlanOp,
     SessionInfo,
     SessionRef,
     SubagentNote,
@@ -103,14 +100,6 @@ _QUIET_PREFIXES = (
     "session_limits_exhausted.",
 )
 _SHELL_MARKER = re.compile(r"\n?<shellId: [^>]*>\s*$")
-_YAML_LINE = re.compile(r"^(\w+):\s*(.*)$")
-_PLAN_STATUS = {
-    "done": "completed",
-    "completed": "completed",
-    "in_progress": "in_progress",
-    "blocked": "blocked",
-    "pending": "pending",
-}
 
 
 class _Context(msgspec.Struct):
@@ -254,7 +243,7 @@ class CopilotCLI(Agent):
 
     def ref_for_path(self, path: Path) -> SessionRef:
         mtime, size = file_mtime(path)
-        meta = _workspace_yaml(path.parent / "workspace.yaml")
+        meta = workspace_yaml(path.parent / "workspace.yaml")
         cwd = meta.get("cwd")
         started = meta.get("created_at")
         if not cwd:
@@ -301,32 +290,6 @@ class CopilotCLI(Agent):
         return LaunchSpec(argv=argv, cwd=workspace)
 
 
-def _workspace_yaml(path: Path) -> dict[str, str]:
-    """The flat `key: value` lines of workspace.yaml (no YAML library needed for them)."""
-    found: dict[str, str] = {}
-    for raw in read_head(path, 64 * 1024).decode("utf-8", "replace").splitlines():
-        match = _YAML_LINE.match(raw)
-        if match and match.group(1) in ("id", "cwd", "created_at", "updated_at"):
-            value = _yaml_scalar(match.group(2).strip())
-            if value:
-                found[match.group(1)] = value
-    return found
-
-
-def _yaml_scalar(value: str) -> str | None:
-    if value[:1] in ("|", ">", "&", "*", "!"):
-        return None  # block scalars, anchors, tags: not the plain values we need
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        try:
-            decoded = _ANY.decode(value)
-        except DECODE_ERRORS:
-            return value[1:-1]
-        return decoded if isinstance(decoded, str) else None
-    return value.split(" #", 1)[0].strip() or None
-
-
 def _first_start(path: Path) -> _Data | None:
     for line in read_head(path).split(b"\n")[:50]:
         if b'"session.start"' not in line:
@@ -338,48 +301,6 @@ def _first_start(path: Path) -> _Data | None:
         if event.type == "session.start":
             return event.data
     return None
-
-
-def _todo_plan(db: Path, diag: Diagnostics) -> PlanOp | None:
-    """The final plan: the `todos` table of the session's own database (read-only)."""
-    if not is_file(db):
-        return None
-    try:  # never creates a -shm/-wal file in Copilot's folder
-        conn, warning = open_sqlite_readonly(db)
-    except sqlite3.Error as exc:
-        diag.warnings.append(f"could not open the session's todo database: {exc}")
-        return None
-    if warning:
-        diag.warnings.append(warning)
-    try:
-        rows = conn.execute(
-            "SELECT id, title, description, status FROM todos ORDER BY created_at, rowid"
-        ).fetchall()
-        deps: dict[str, list[str]] = {}
-        for todo_id, depends_on in conn.execute("SELECT todo_id, depends_on FROM todo_deps"):
-            deps.setdefault(str(todo_id), []).append(str(depends_on))
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            diag.warnings.append(f"could not read the session's todos: {exc}")
-        return None
-    except sqlite3.Error as exc:
-        diag.warnings.append(f"could not read the session's todos: {exc}")
-        return None
-    finally:
-        conn.close()
-    if not rows:
-        return None
-    items = tuple(
-        PlanItem(
-            id=str(todo_id),
-            subject=str(title or todo_id),
-            status=_PLAN_STATUS.get(str(status), "pending"),  # type: ignore[arg-type]
-            description=str(description) if description else None,
-            blocked_by=tuple(deps.get(str(todo_id), ())),
-        )
-        for todo_id, title, description, status in rows
-    )
-    return PlanOp(op="replace", items=items)
 
 
 class _EventReader(LineStateReader):
@@ -427,7 +348,7 @@ class _EventReader(LineStateReader):
     def close(self) -> Iterator[Event]:
         """The end of the log: the buffered reply, then the plan from session.db."""
         yield from self._flush()
-        plan = _todo_plan(self.path.parent / "session.db", self.diag)
+        plan = todo_plan(self.path.parent / "session.db", self.diag)
         if plan is not None:
             yield plan
 
