@@ -16,13 +16,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from passdown._extract import extract
-from passdown.agents.qwen import (
-    _FAST_RECORD,
-    QwenCode,
-    _decode,
-    _lenient_record,
-    encode_project,
-)
+from passdown.agents._qwen_records import _FAST_RECORD, _decode, _lenient_record
+from passdown.agents.qwen import QwenCode, encode_project
 from passdown.transcript import Compaction, Diagnostics, Message, PlanOp, ToolResult
 from recorded import FIXTURES, Recorded
 

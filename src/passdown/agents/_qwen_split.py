@@ -17,6 +17,7 @@ import re
 from collections.abc import Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from passdown.agents._qwen_records import _decode
 from passdown.agents._tree import (
     Branch,
     TreeSplitter,
@@ -24,7 +25,7 @@ from passdown.agents._tree import (
     half_lines,
     restore_calls,
 )
-from passdown.agents.qwen import _BranchReader, _decode
+from passdown.agents.qwen import _BranchReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
