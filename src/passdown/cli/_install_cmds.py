@@ -262,7 +262,8 @@ def run_command(
     chain with the takeover prompt `switch` uses. Without a fallback, write the handoff
     and print the one command that continues elsewhere. Arguments after `--` go to the
     agent. Exits with the last agent's exit code."""
-    from passdown.integrations._continuity import fallback_chain, run
+    from passdown.integrations._continuity import fallback_chain
+    from passdown.integrations._continuity_run import run
 
     chain = list(fallbacks) or [a for a in fallback_chain() if a != agent]
     return run(agent, chain, list(agent_args), interactive=not non_interactive)
