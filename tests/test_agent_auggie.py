@@ -9,15 +9,21 @@ for byte, `passdown hook auggie` exporting on a Stop payload)."""
 from __future__ import annotations
 
 import json
-import shutil
-import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_checks import (
+    Launch,
+    PassdownCLI,
+    agent_fixtures,
+    assert_refused_as_too_large,
+    check_launch,
+    copy_recorded,
+    hooks_installed,
+)
 from passdown.agents import auggie as auggie_module
 from passdown.agents.auggie import Auggie
 from passdown.integrations._auggie import AuggieHooks
@@ -28,46 +34,16 @@ from wave3a_agents import register
 RECORDED = FIXTURES / "auggie" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())
 SID = EXPECTED["session_id"]
-PASSDOWN = [sys.executable, "-m", "passdown"]
 WS = "/tmp/ws-auggie"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.delenv("PASSDOWN_AUGGIE_DIR", raising=False)
-    return folder
+home, cli = agent_fixtures(register, "PASSDOWN_AUGGIE_DIR")
 
 
 @pytest.fixture
 def recorded_home(home: Path) -> Path:
-    shutil.copytree(
-        RECORDED, home, ignore=shutil.ignore_patterns("expected.json"), dirs_exist_ok=True
-    )
+    copy_recorded(RECORDED, home)
     return home
-
-
-def _cli(
-    home: Path, tmp_path: Path, *args: str, cwd: Path | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": register(tmp_path / "site"),
-        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-    }
-    return subprocess.run(
-        [*PASSDOWN, *args],
-        cwd=cwd or tmp_path,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 # -- the recorded session ----------------------------------------------------------------
@@ -104,12 +80,8 @@ def test_recorded_session(recorded_home: Path) -> None:
     assert not any(isinstance(e, SessionEnding) for e in events)
 
 
-def test_recorded_handoff_through_the_cli(recorded_home: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    args = ["export", "--from", "auggie", "--session", SID[:8], "--workspace", "."]
-    proc = _cli(recorded_home, tmp_path, *args, "--out", str(out), "--no-store")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads((out / "handoff.json").read_text())
+def test_recorded_handoff_through_the_cli(recorded_home: Path, cli: PassdownCLI) -> None:
+    data = cli.export("auggie", SID[:8])
     assert data["source"]["agent"] == "auggie" and data["source"]["session_id"] == SID
     assert data["task"]["original_request"] == EXPECTED["original_request"]
     assert data["task"]["latest_progress"] == EXPECTED["final_assistant_message"]
@@ -298,24 +270,11 @@ def test_the_task_tree_is_bounded_and_never_leaves_its_folder(
     [b"", b"not json", b"[1, 2]", b'{"chatHistory": [1, "x", {"exchange": 5}, null]}'],
     ids=["empty", "text", "array", "bad-entries"],
 )
-def test_bad_documents_never_crash_the_export(home: Path, tmp_path: Path, content: bytes) -> None:
+def test_bad_documents_never_crash_the_export(home: Path, cli: PassdownCLI, content: bytes) -> None:
     folder = home / ".augment" / "sessions"
     folder.mkdir(parents=True)
     (folder / "bad.json").write_bytes(content)
-    proc = _cli(
-        home,
-        tmp_path,
-        "export",
-        "--from",
-        "auggie",
-        "--session",
-        str(folder / "bad.json"),
-        "--out",
-        str(tmp_path / "out"),
-        "--no-store",
-    )
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    assert proc.returncode in (0, 3, 4, 5), proc.stderr
+    cli.assert_export_survives("auggie", folder / "bad.json")
 
 
 def test_an_oversized_document_is_refused_with_a_warning(
@@ -323,9 +282,7 @@ def test_an_oversized_document_is_refused_with_a_warning(
 ) -> None:
     _session(home, "big", [_exchange("Fix the bug", said="x" * 5000)])
     monkeypatch.setattr(auggie_module, "MAX_SESSION_BYTES", 1000)
-    transcript = Auggie().read(Auggie().sessions(Path(WS))[0])
-    assert list(transcript.events()) == []
-    assert any("larger than" in w for w in transcript.diagnostics.warnings)
+    assert_refused_as_too_large(Auggie(), WS)
 
 
 def test_discovery_by_workspace_and_the_store_override(
@@ -343,49 +300,41 @@ def test_discovery_by_workspace_and_the_store_override(
 
 
 # -- launching -----------------------------------------------------------------------------
-def test_launch_argv(tmp_path: Path) -> None:
-    agent = Auggie()
-    spec = agent.launch_spec("-p is not print: go", workspace=tmp_path, interactive=True)
-    assert spec.argv == ["auggie", "--instruction=-p is not print: go"]
-    assert spec.cwd == tmp_path and spec.env == {"AUGMENT_DISABLE_AUTO_UPDATE": "1"}
-    batch = agent.launch_spec("go; rm -rf $(pwd)", workspace=tmp_path, interactive=False)
-    assert batch.argv == ["auggie", "--print", "--instruction=go; rm -rf $(pwd)"]
+LAUNCHES = [
+    Launch(
+        "-p is not print: go",
+        True,
+        ("auggie", "--instruction=-p is not print: go"),
+        env={"AUGMENT_DISABLE_AUTO_UPDATE": "1"},
+    ),
+    Launch("go; rm -rf $(pwd)", False, ("auggie", "--print", "--instruction=go; rm -rf $(pwd)")),
+    # a long prompt goes through a private file
+    Launch(
+        "Take over. " + "x" * 200_000, False, ("auggie", "--print", "--instruction-file={file}")
+    ),
+]
 
 
-def test_a_long_prompt_goes_through_a_private_file(tmp_path: Path) -> None:
-    prompt = "Take over. " + "x" * 200_000
-    spec = Auggie().launch_spec(prompt, workspace=tmp_path, interactive=False)
-    path = tmp_path / ".agent-handoff" / "auggie-prompt.md"
-    assert spec.argv == ["auggie", "--print", f"--instruction-file={path}"]
-    assert path.read_text() == prompt and stat.S_IMODE(path.stat().st_mode) == 0o600
+@pytest.mark.parametrize("launch", LAUNCHES, ids=str)
+def test_launch_argv(launch: Launch, tmp_path: Path) -> None:
+    check_launch(Auggie(), launch, tmp_path, "auggie-prompt.md")
 
 
 # -- hooks ---------------------------------------------------------------------------------
-def test_install_and_uninstall_are_byte_exact(home: Path, tmp_path: Path) -> None:
+def test_install_and_uninstall_are_byte_exact(home: Path, tmp_path: Path, cli: PassdownCLI) -> None:
     settings = home / ".augment" / "settings.json"
-    settings.parent.mkdir(parents=True)
     original = '{"theme":"dark",   "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}}'
-    settings.write_text(original)
-    proc = _cli(home, tmp_path, "install", "auggie")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(settings.read_text())
-    assert sorted(data["hooks"]) == ["SessionEnd", "Stop"]  # no SessionStart: Auggie drops it
-    assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == "mine"
-    assert data["hooks"]["Stop"][1]["hooks"][0]["command"].endswith(" hook auggie")
-    assert "enabled" in proc.stdout + proc.stderr  # the server flag is named
-    proc = _cli(home, tmp_path, "uninstall", "auggie")
-    assert proc.returncode == 0, proc.stderr
-    assert settings.read_text() == original
+    with hooks_installed(cli, "auggie", settings, original) as proc:
+        data = json.loads(settings.read_text())
+        assert sorted(data["hooks"]) == ["SessionEnd", "Stop"]  # no SessionStart: Auggie drops it
+        assert data["hooks"]["Stop"][0]["hooks"][0]["command"] == "mine"
+        assert data["hooks"]["Stop"][1]["hooks"][0]["command"].endswith(" hook auggie")
+        assert "enabled" in proc.stdout + proc.stderr  # the server flag is named
     project = tmp_path / "proj"
     project.mkdir()
-    assert (
-        _cli(home, tmp_path, "install", "auggie", "--scope", "project", cwd=project).returncode == 0
-    )
+    assert cli("install", "auggie", "--scope", "project", cwd=project).returncode == 0
     assert (project / ".augment" / "settings.json").is_file()
-    assert (
-        _cli(home, tmp_path, "uninstall", "auggie", "--scope", "project", cwd=project).returncode
-        == 0
-    )
+    assert cli("uninstall", "auggie", "--scope", "project", cwd=project).returncode == 0
     assert not (project / ".augment" / "settings.json").exists()
 
 
@@ -399,7 +348,9 @@ def test_the_hook_payload_names_the_session_file(home: Path) -> None:
     assert hooks.session_spec({"conversation_id": "not-yet-written"}) == "not-yet-written"
 
 
-def test_a_stop_hook_writes_the_handoff(recorded_home: Path, tmp_path: Path) -> None:
+def test_a_stop_hook_writes_the_handoff(
+    recorded_home: Path, tmp_path: Path, cli: PassdownCLI
+) -> None:
     """`passdown hook auggie` as Auggie runs it at a turn's end: the payload on stdin."""
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -409,9 +360,9 @@ def test_a_stop_hook_writes_the_handoff(recorded_home: Path, tmp_path: Path) -> 
         "workspace_roots": [str(ws)],
         "agent_stop_cause": "end_turn",
     }
-    proc = _cli(recorded_home, tmp_path, "hook", "auggie", cwd=ws, stdin=json.dumps(payload))
+    proc = cli("hook", "auggie", cwd=ws, stdin=json.dumps(payload))
     assert proc.returncode == 0, proc.stderr
-    log = (tmp_path / "data" / "logs" / "hooks.log").read_text()
+    log = cli.hooks_log()
     assert " ok auggie turn_complete stored=" in log, log
     stored = list((tmp_path / "data").rglob("*.json"))
     assert stored or (ws / ".agent-handoff" / "handoff.json").is_file()
@@ -466,21 +417,8 @@ def test_run_does_not_fall_over_from_a_turn_auggie_leaves_unexplained(
     for name, body in scripts.items():
         (bindir / name).write_text(body)
         (bindir / name).chmod(0o755)
-    env = {
-        "HOME": str(home),
-        "PATH": f"{bindir}:/usr/bin:/bin",
-        "PYTHONPATH": register(tmp_path / "site"),
-        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-    }
-    proc = subprocess.run(
-        [*PASSDOWN, "run", "auggie", "--fallback", "claude", "--non-interactive", "--", "Fix it"],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = PassdownCLI(home, tmp_path, register, bin=bindir)
+    proc = run("run", "auggie", "--fallback", "claude", "--non-interactive", "--", "Fix it", cwd=ws)
     assert proc.returncode == 1, proc.stderr
     assert session.is_file() and not called.exists(), proc.stderr
     assert "continuing in" not in proc.stderr

@@ -8,15 +8,19 @@ continue` refusing with the reason (Continue's hooks never fire)."""
 from __future__ import annotations
 
 import json
-import shutil
-import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_checks import (
+    Launch,
+    PassdownCLI,
+    agent_fixtures,
+    assert_refused_as_too_large,
+    check_launch,
+    copy_recorded,
+)
 from passdown.agents import continue_cli as continue_module
 from passdown.agents.continue_cli import LONG_PROMPT_TAIL, ContinueCLI
 from passdown.transcript import Message, SessionEnding, ToolCall, ToolResult
@@ -26,43 +30,16 @@ from wave3a_agents import register
 RECORDED = FIXTURES / "continue" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())
 SID = EXPECTED["session_id"]
-PASSDOWN = [sys.executable, "-m", "passdown"]
 WS = "/tmp/ws-continue"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "home"
-    folder.mkdir()
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.delenv("CONTINUE_GLOBAL_DIR", raising=False)
-    return folder
+home, cli = agent_fixtures(register, "CONTINUE_GLOBAL_DIR")
 
 
 @pytest.fixture
 def recorded_home(home: Path) -> Path:
-    shutil.copytree(
-        RECORDED, home, ignore=shutil.ignore_patterns("expected.json"), dirs_exist_ok=True
-    )
+    copy_recorded(RECORDED, home)
     return home
-
-
-def _cli(home: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": register(tmp_path / "site"),
-        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-    }
-    return subprocess.run(
-        [*PASSDOWN, *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 # -- the recorded session ----------------------------------------------------------------
@@ -97,12 +74,8 @@ def test_recorded_session(recorded_home: Path) -> None:
     assert not any(isinstance(e, SessionEnding) for e in events)
 
 
-def test_recorded_handoff_through_the_cli(recorded_home: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    args = ["export", "--from", "continue", "--session", SID[:8], "--workspace", "."]
-    proc = _cli(recorded_home, tmp_path, *args, "--out", str(out), "--no-store")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads((out / "handoff.json").read_text())
+def test_recorded_handoff_through_the_cli(recorded_home: Path, cli: PassdownCLI) -> None:
+    data = cli.export("continue", SID[:8])
     assert data["source"]["agent"] == "continue" and data["source"]["session_id"] == SID
     assert data["task"]["original_request"] == EXPECTED["original_request"]
     assert data["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
@@ -230,15 +203,12 @@ def test_edits_commands_and_checklists(home: Path) -> None:
     [b"", b"not json", b"[1]", b'{"history": [1, "x", {"message": 5}, {"message": {"role": 3}}]}'],
     ids=["empty", "text", "array", "bad-entries"],
 )
-def test_bad_documents_never_crash_the_export(home: Path, tmp_path: Path, content: bytes) -> None:
+def test_bad_documents_never_crash_the_export(home: Path, cli: PassdownCLI, content: bytes) -> None:
     folder = home / ".continue" / "sessions"
     folder.mkdir(parents=True)
     (folder / "bad.json").write_bytes(content)
     (folder / "sessions.json").write_bytes(b"{broken")
-    args = ["export", "--from", "continue", "--session", str(folder / "bad.json")]
-    proc = _cli(home, tmp_path, *args, "--out", str(tmp_path / "out"), "--no-store")
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    assert proc.returncode in (0, 3, 4, 5), proc.stderr
+    cli.assert_export_survives("continue", folder / "bad.json")
 
 
 def test_an_oversized_document_is_refused_with_a_warning(
@@ -246,10 +216,7 @@ def test_an_oversized_document_is_refused_with_a_warning(
 ) -> None:
     _session(home, "big", [_user("Fix calc"), _assistant("x" * 5000)])
     monkeypatch.setattr(continue_module, "MAX_SESSION_BYTES", 1000)
-    [ref] = ContinueCLI().sessions(Path(WS))
-    transcript = ContinueCLI().read(ref)
-    assert list(transcript.events()) == []
-    assert any("larger than" in w for w in transcript.diagnostics.warnings)
+    assert_refused_as_too_large(ContinueCLI(), WS)
 
 
 def test_discovery_by_workspace_index_and_override(
@@ -282,25 +249,26 @@ def test_discovery_by_workspace_index_and_override(
 
 
 # -- launching and (no) hooks ---------------------------------------------------------------
-def test_launch_argv(tmp_path: Path) -> None:
-    agent = ContinueCLI()
-    spec = agent.launch_spec("--resume is not a flag here", workspace=tmp_path, interactive=True)
-    assert spec.argv == ["cn", "--", "--resume is not a flag here"] and spec.cwd == tmp_path
-    batch = agent.launch_spec("go; rm -rf $(pwd)", workspace=tmp_path, interactive=False)
-    assert batch.argv == ["cn", "-p", "--", "go; rm -rf $(pwd)"]
+LAUNCHES = [
+    Launch("--resume is not a flag here", True, ("cn", "--", "--resume is not a flag here")),
+    Launch("go; rm -rf $(pwd)", False, ("cn", "-p", "--", "go; rm -rf $(pwd)")),
+    # a long prompt goes through a private file
+    Launch(
+        "Take over. " + "x" * 200_000,
+        False,
+        ("cn", "-p", "--prompt", "{file}", "--", LONG_PROMPT_TAIL),
+    ),
+]
 
 
-def test_a_long_prompt_goes_through_a_private_file(tmp_path: Path) -> None:
-    prompt = "Take over. " + "x" * 200_000
-    spec = ContinueCLI().launch_spec(prompt, workspace=tmp_path, interactive=False)
-    path = tmp_path / ".agent-handoff" / "continue-prompt.md"
-    assert spec.argv == ["cn", "-p", "--prompt", str(path), "--", LONG_PROMPT_TAIL]
-    assert path.read_text() == prompt and stat.S_IMODE(path.stat().st_mode) == 0o600
+@pytest.mark.parametrize("launch", LAUNCHES, ids=str)
+def test_launch_argv(launch: Launch, tmp_path: Path) -> None:
+    check_launch(ContinueCLI(), launch, tmp_path, "continue-prompt.md")
 
 
-def test_install_continue_says_there_are_no_hooks(home: Path, tmp_path: Path) -> None:
+def test_install_continue_says_there_are_no_hooks(home: Path, cli: PassdownCLI) -> None:
     for verb in ("install", "uninstall"):
-        proc = _cli(home, tmp_path, verb, "continue")
+        proc = cli(verb, "continue")
         assert proc.returncode == 2, proc.stderr
         assert "Continue CLI has no hooks that fire" in proc.stderr
         assert "passdown run" in proc.stderr

@@ -8,14 +8,19 @@ pickup at the first prompt; a grown conversation."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from agent_checks import (
+    Launch,
+    PassdownCLI,
+    agent_fixtures,
+    check_launch,
+    copy_recorded,
+    hooks_installed,
+)
 from passdown._extract import extract
 from passdown.agents.openhands import OpenHandsCLI, event_files
 from passdown.integrations._base import InstallTarget
@@ -36,22 +41,13 @@ RECORDED = FIXTURES / "openhands" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())
 SID = EXPECTED["session_id"]
 WS = EXPECTED["workspace"]
-PASSDOWN = [sys.executable, "-m", "passdown"]
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for var in ("OPENHANDS_PERSISTENCE_DIR", "OPENHANDS_CONVERSATIONS_DIR"):
-        monkeypatch.delenv(var, raising=False)
-    return home
+home, cli = agent_fixtures(register, "OPENHANDS_PERSISTENCE_DIR", "OPENHANDS_CONVERSATIONS_DIR")
 
 
 def _install(source: Path, home: Path) -> Path:
-    shutil.copytree(source, home, dirs_exist_ok=True)
-    (home / "expected.json").unlink(missing_ok=True)
+    copy_recorded(source, home)
     return home / ".openhands" / "conversations"
 
 
@@ -82,23 +78,9 @@ def test_recorded_conversation(home: Path) -> None:
     assert not any(isinstance(e, SessionEnding) for e in events)
 
 
-def test_recorded_handoff_through_the_cli(home: Path, tmp_path: Path) -> None:
+def test_recorded_handoff_through_the_cli(home: Path, cli: PassdownCLI) -> None:
     _install(RECORDED, home)
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            *(*PASSDOWN, "export", "--from", "openhands", "--session", SID[:8]),
-            *("--workspace", ".", "--out", str(out), "--no-store"),
-        ],
-        cwd=tmp_path,
-        env=_env(home, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads((out / "handoff.json").read_text())
+    data = cli.export("openhands", SID[:8])
     assert data["source"]["session_id"] == SID and data["source"]["agent"] == "openhands"
     assert data["task"]["original_request"] == EXPECTED["original_request"]
     assert data["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
@@ -108,15 +90,6 @@ def test_recorded_handoff_through_the_cli(home: Path, tmp_path: Path) -> None:
     assert failure["command"] == EXPECTED["failing_command"]["command"]
     assert failure["exit_code"] == 2 and "No such file" in failure["error"]
     assert data["ended"]["reason"] == "normal"
-
-
-def _env(home: Path, tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": register(tmp_path / "site"),
-        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-    }
 
 
 def test_a_sticky_429_recorded_ends_on_a_rate_limit(home: Path) -> None:
@@ -282,20 +255,17 @@ def test_discovery_env_and_any_file_of_a_conversation(
 
 
 # -- launching ---------------------------------------------------------------------------------
-def test_launch_argv(tmp_path: Path) -> None:
-    agent = OpenHandsCLI()
-    dash = "-t is no flag: continue"
-    spec = agent.launch_spec(dash, workspace=tmp_path, interactive=False)
-    assert spec.argv == ["openhands", "--headless", f"--task={dash}"]
-    assert agent.launch_spec(dash, workspace=tmp_path, interactive=True).argv == [
-        "openhands",
-        f"--task={dash}",
-    ]
-    long = "y" * (70 * 1024)
-    spec = agent.launch_spec(long, workspace=tmp_path, interactive=True)
-    path = tmp_path / ".agent-handoff" / "openhands-prompt.md"
-    assert spec.argv == ["openhands", "--file", str(path)]
-    assert path.read_text() == long and os.stat(path).st_mode & 0o777 == 0o600
+DASH = "-t is no flag: continue"
+LAUNCHES = [
+    Launch(DASH, False, ("openhands", "--headless", f"--task={DASH}")),
+    Launch(DASH, True, ("openhands", f"--task={DASH}")),
+    Launch("y" * (70 * 1024), True, ("openhands", "--file", "{file}")),
+]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=str)
+def test_launch_argv(launch: Launch, tmp_path: Path) -> None:
+    check_launch(OpenHandsCLI(), launch, tmp_path, "openhands-prompt.md")
 
 
 # -- hooks -------------------------------------------------------------------------------------
@@ -333,58 +303,44 @@ def test_hooks_json_edit_and_payload(tmp_path: Path, home: Path) -> None:
 
 
 def test_install_uninstall_byte_exact_and_the_hooks_write_then_pick_up(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, cli: PassdownCLI
 ) -> None:
     """Through the CLI: install into the user's own hooks.json, a SessionEnd hook run with
     the payload OpenHands sends (recorded) writes the handoff; a new conversation's first
     prompt (UserPromptSubmit) gets the pointer as `additionalContext`, once; uninstall
     gives the file back byte for byte."""
     conversations = _install(RECORDED, home)
-    user_file = home / ".openhands" / "hooks.json"
-    user_file.write_text(MINE)
-    env = _env(home, tmp_path)
     workspace = tmp_path / "ws"
     workspace.mkdir()
 
-    def passdown(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*PASSDOWN, *args],
-            cwd=workspace,
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+    def hook(payload: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return cli("hook", "openhands", cwd=workspace, stdin=json.dumps(payload))
 
-    assert passdown("install", "openhands").returncode == 0
-    dashed = f"{SID[:8]}-{SID[8:12]}-{SID[12:16]}-{SID[16:20]}-{SID[20:]}"
-    end = {"event_type": "SessionEnd", "session_id": dashed, "working_dir": str(workspace)}
-    hook = passdown("hook", "openhands", stdin=json.dumps(end))
-    assert hook.returncode == 0 and hook.stdout == ""
-    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
-    assert handoff["source"]["session_id"] == SID
-    assert handoff["task"]["original_request"] == EXPECTED["original_request"]
+    with hooks_installed(cli, "openhands", home / ".openhands" / "hooks.json", MINE):
+        dashed = f"{SID[:8]}-{SID[8:12]}-{SID[12:16]}-{SID[16:20]}-{SID[20:]}"
+        end = {"event_type": "SessionEnd", "session_id": dashed, "working_dir": str(workspace)}
+        ended = hook(end)
+        assert ended.returncode == 0 and ended.stdout == ""
+        handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+        assert handoff["source"]["session_id"] == SID
+        assert handoff["task"]["original_request"] == EXPECTED["original_request"]
 
-    other = "0123abcd-0000-4000-8000-000000000001"
-    (conversations / other.replace("-", "")).mkdir()
-    prompt = {
-        "event_type": "UserPromptSubmit",
-        "session_id": other,
-        "working_dir": str(workspace),
-        "message": "go on",
-    }
-    first = passdown("hook", "openhands", stdin=json.dumps(prompt))
-    assert first.returncode == 0, first.stderr
-    context = json.loads(first.stdout)["additionalContext"]
-    assert ".agent-handoff" in context or "handoff" in context.lower()
-    again = passdown("hook", "openhands", stdin=json.dumps(prompt))
-    assert again.stdout == ""  # the pointer comes with the first prompt only
-    log = (tmp_path / "data" / "logs" / "hooks.log").read_text()
-    assert "ok openhands session_end" in log and "error" not in log, log
-    assert passdown("uninstall", "openhands").returncode == 0
-    assert user_file.read_text() == MINE
+        other = "0123abcd-0000-4000-8000-000000000001"
+        (conversations / other.replace("-", "")).mkdir()
+        prompt = {
+            "event_type": "UserPromptSubmit",
+            "session_id": other,
+            "working_dir": str(workspace),
+            "message": "go on",
+        }
+        first = hook(prompt)
+        assert first.returncode == 0, first.stderr
+        context = json.loads(first.stdout)["additionalContext"]
+        assert ".agent-handoff" in context or "handoff" in context.lower()
+        again = hook(prompt)
+        assert again.stdout == ""  # the pointer comes with the first prompt only
+        log = cli.hooks_log()
+        assert "ok openhands session_end" in log and "error" not in log, log
 
 
 # -- growth ------------------------------------------------------------------------------------

@@ -10,13 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tomlkit
 
+from agent_checks import (
+    Launch,
+    PassdownCLI,
+    agent_fixtures,
+    check_launch,
+    copy_recorded,
+    hooks_installed,
+)
 from passdown._extract import extract
 from passdown.agents.vibe import MistralVibe
 from passdown.errors import UsageError
@@ -30,21 +36,13 @@ RECORDED = FIXTURES / "vibe" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())
 SID = EXPECTED["session_id"]
 WS = EXPECTED["workspace"]
-PASSDOWN = [sys.executable, "-m", "passdown"]
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("VIBE_HOME", raising=False)
-    return home
+home, cli = agent_fixtures(register, "VIBE_HOME")
 
 
 def _install(source: Path, home: Path) -> Path:
-    shutil.copytree(source, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.json.md"))
-    (home / "expected.json").unlink(missing_ok=True)
+    copy_recorded(source, home, "*.json.md")
     return home / ".vibe" / "logs" / "session" / "unified"
 
 
@@ -85,28 +83,9 @@ def test_recorded_session(home: Path) -> None:
     assert not any(isinstance(e, SessionEnding) for e in events)
 
 
-def test_recorded_handoff_through_the_cli(home: Path, tmp_path: Path) -> None:
+def test_recorded_handoff_through_the_cli(home: Path, cli: PassdownCLI) -> None:
     _install(RECORDED, home)
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            *(*PASSDOWN, "export", "--from", "vibe", "--session", SID[:8]),
-            *("--workspace", ".", "--out", str(out), "--no-store"),
-        ],
-        cwd=tmp_path,
-        env={
-            "HOME": str(home),
-            "PATH": "/usr/bin:/bin",
-            "PYTHONPATH": register(tmp_path / "site"),
-            "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-        },
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads((out / "handoff.json").read_text())
+    data = cli.export("vibe", SID[:8])
     assert data["source"]["session_id"] == SID and data["source"]["agent"] == "vibe"
     assert data["source"]["models"] == ["scripted-model"]
     assert data["task"]["original_request"] == EXPECTED["original_request"]
@@ -327,26 +306,19 @@ def test_discovery_env_and_any_file_of_a_session(
 
 
 # -- launching ---------------------------------------------------------------------------------
-def test_launch_argv(tmp_path: Path) -> None:
-    agent = MistralVibe()
-    dash = "-c is no flag: continue"
-    assert agent.launch_spec(dash, workspace=tmp_path, interactive=False).argv == [
-        "vibe",
-        "--auto-approve",
-        f"--prompt={dash}",
-    ]
-    assert agent.launch_spec(dash, workspace=tmp_path, interactive=True).argv == [
-        "vibe",
-        "--",
-        dash,
-    ]
-    long = "x" * (70 * 1024)
-    spec = agent.launch_spec(long, workspace=tmp_path, interactive=False)
-    path = tmp_path / ".agent-handoff" / "vibe-prompt.md"
-    assert spec.argv == ["vibe", "--auto-approve", "--prompt-file", str(path)]
-    assert path.read_text() == long and os.stat(path).st_mode & 0o777 == 0o600
-    tui = agent.launch_spec(long, workspace=tmp_path, interactive=True)
-    assert tui.argv == ["vibe", "--", f"Read {path} and follow it."]
+DASH = "-c is no flag: continue"
+LONG = "x" * (70 * 1024)
+LAUNCHES = [
+    Launch(DASH, False, ("vibe", "--auto-approve", f"--prompt={DASH}")),
+    Launch(DASH, True, ("vibe", "--", DASH)),
+    Launch(LONG, False, ("vibe", "--auto-approve", "--prompt-file", "{file}")),
+    Launch(LONG, True, ("vibe", "--", "Read {file} and follow it.")),
+]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=str)
+def test_launch_argv(launch: Launch, tmp_path: Path) -> None:
+    check_launch(MistralVibe(), launch, tmp_path, "vibe-prompt.md")
 
 
 # -- hooks -------------------------------------------------------------------------------------
@@ -384,54 +356,32 @@ def test_hooks_toml_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_install_and_uninstall_are_byte_exact_and_the_hook_writes_the_handoff(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, cli: PassdownCLI
 ) -> None:
     """Through the CLI: `passdown install vibe` into the user's own hooks.toml, a hook run
     with the payload Vibe sends (recorded: post_agent, transcript_path = the folder), then
     `passdown uninstall vibe` gives the file back byte for byte."""
     unified = _install(RECORDED, home)
     user_file = home / ".vibe" / "hooks.toml"
-    user_file.write_text(MINE)
-    env = {
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": register(tmp_path / "site"),
-        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-    }
-
-    def passdown(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*PASSDOWN, *args],
-            cwd=tmp_path,
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
-    assert passdown("install", "vibe").returncode == 0
-    assert "hook vibe" in user_file.read_text()
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    payload = {
-        "session_id": SID,
-        "transcript_path": str(unified / SID),
-        "cwd": str(workspace),
-        "parent_session_id": None,
-        "hook_event_name": "post_agent",
-        "agent_name": "accept-edits",
-    }
-    hook = passdown("hook", "vibe", stdin=json.dumps(payload))
-    assert hook.returncode == 0 and hook.stdout == ""  # Vibe wants nothing printed
-    log = (tmp_path / "data" / "logs" / "hooks.log").read_text()
-    assert "ok vibe turn_complete" in log, log
-    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
-    assert handoff["source"]["session_id"] == SID
-    assert handoff["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
-    assert passdown("uninstall", "vibe").returncode == 0
-    assert user_file.read_text() == MINE
+    with hooks_installed(cli, "vibe", user_file, MINE):
+        assert "hook vibe" in user_file.read_text()
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        payload = {
+            "session_id": SID,
+            "transcript_path": str(unified / SID),
+            "cwd": str(workspace),
+            "parent_session_id": None,
+            "hook_event_name": "post_agent",
+            "agent_name": "accept-edits",
+        }
+        hook = cli("hook", "vibe", stdin=json.dumps(payload))
+        assert hook.returncode == 0 and hook.stdout == ""  # Vibe wants nothing printed
+        log = cli.hooks_log()
+        assert "ok vibe turn_complete" in log, log
+        handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+        assert handoff["source"]["session_id"] == SID
+        assert handoff["task"]["latest_user_message"] == EXPECTED["latest_user_message"]
 
 
 # -- growth ------------------------------------------------------------------------------------
