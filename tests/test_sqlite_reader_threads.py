@@ -6,8 +6,9 @@ read to the end is cyclic garbage (the transcript holds the generator, whose fra
 the transcript), so the garbage collector closes it on whatever thread it runs: a
 connection that may only be used on the thread that opened it then raises
 sqlite3.ProgrammingError there (an "unraisable" exception, which pytest shows as
-PytestUnraisableExceptionWarning) and is left open. Each test drops a started reader on
-another thread and collects it there, deterministically.
+PytestUnraisableExceptionWarning) and is left open. The tests drop a started reader on
+another thread and collect it there, or close it there, deterministically; and a reader
+handed to another thread halfway reads on there to the same events.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import pytest
 
 from cursor_ide_home import CursorHome, full_chat
 from passdown.agents import get_agent
-from passdown.transcript import Transcript
+from passdown.agents.base import Agent
+from passdown.transcript import SessionRef, Transcript
 from recorded import FIXTURES
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -65,23 +67,24 @@ def _drop_and_collect(holder: list[Any]) -> Callable[[], None]:
     return drop
 
 
-def _started(transcript: Transcript) -> Transcript:
+def _started(agent: Agent, ref: SessionRef) -> Transcript:
     """The reader has its connection open: one event read, the rest left unread."""
+    transcript = agent.read(ref)
     next(iter(transcript.events()))
     return transcript
 
 
 # -- every SQLite reader ----------------------------------------------------------------
-def _recorded(agent_name: str, home: Path) -> Transcript:
+def _recorded(agent_name: str, home: Path) -> tuple[Agent, SessionRef]:
     expected = FIXTURES / agent_name / "full"
     shutil.copytree(expected, home, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.json"))
     agent = get_agent(agent_name)
     workspace = json.loads((expected / "expected.json").read_text())["workspace"]
     [ref] = agent.sessions(Path(workspace))
-    return agent.read(ref)
+    return agent, ref
 
 
-def _cursor_ide(home: Path) -> Transcript:
+def _cursor_ide(home: Path) -> tuple[Agent, SessionRef]:
     project = home / "proj"
     project.mkdir()
     cursor = CursorHome(home)
@@ -89,10 +92,10 @@ def _cursor_ide(home: Path) -> Transcript:
     cursor.add("a1b2c3", full_chat(str(project)))
     agent = get_agent("cursor-ide")
     [ref] = agent.sessions(project)
-    return agent.read(ref)
+    return agent, ref
 
 
-READERS: dict[str, Callable[[Path], Transcript]] = {
+READERS: dict[str, Callable[[Path], tuple[Agent, SessionRef]]] = {
     "opencode": lambda home: _recorded("opencode", home),
     "kilo": lambda home: _recorded("kilo", home),
     "hermes": lambda home: _recorded("hermes", home),
@@ -112,7 +115,7 @@ def home(isolated_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_an_unfinished_reader_collected_on_another_thread_closes_cleanly(
     reader: str, home: Path, unraisable: list[BaseException | None]
 ) -> None:
-    holder: list[Any] = [_started(READERS[reader](home))]
+    holder: list[Any] = [_started(*READERS[reader](home))]
     assert _on_another_thread(_drop_and_collect(holder)) == []
     assert unraisable == []
 
@@ -121,7 +124,23 @@ def test_an_unfinished_reader_collected_on_another_thread_closes_cleanly(
 def test_an_unfinished_reader_closed_on_another_thread_raises_nothing(
     reader: str, home: Path
 ) -> None:
-    events = _started(READERS[reader](home)).events()
+    events = _started(*READERS[reader](home)).events()
     assert isinstance(events, Iterator)
     close = getattr(events, "close")  # noqa: B009 - a generator's, not the Iterator's
     assert _on_another_thread(close) == []
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_reader_started_on_one_thread_finishes_on_another_with_the_same_events(
+    reader: str, home: Path
+) -> None:
+    """A consumer may hand a started transcript to another thread (one at a time): the
+    rest is read there, and the whole equals a read on one thread."""
+    agent, ref = READERS[reader](home)
+    whole = list(agent.read(ref).events())
+    events = iter(agent.read(ref).events())
+    first = [next(events)]
+    rest: list[object] = []
+    assert _on_another_thread(lambda: rest.extend(events)) == []
+    assert len(whole) > 1
+    assert first + rest == whole
