@@ -24,14 +24,13 @@ from pathlib import Path
 
 import msgspec
 
-from passdown._jsonl import read_side_file
 from passdown.agents import _editors
 from passdown.agents._common import (
-    DECODE_ERRORS,
     is_dir,
     is_file,
     list_folder,
 )
+from passdown.agents._document import decode_side_file
 from passdown.agents._editors import iso_millis
 from passdown.agents._ui_messages import UiMessages, api_history
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -158,13 +157,10 @@ class TaskFolderAgent(Agent):
 # -- the index files ----------------------------------------------------------------
 def read_json(path: Path, limit: int = MAX_INDEX_BYTES) -> object:
     """A small JSON file as plain data; None when missing, unreadable, too large or bad."""
-    data = read_side_file(path, limit)
-    if data is None:
-        return None
-    try:
-        return msgspec.json.decode(data)
-    except DECODE_ERRORS:
-        return None
+    return decode_side_file(path, _ANY, limit)
+
+
+_ANY = msgspec.json.Decoder()
 
 
 def history_facts(item: object, *cwd_keys: str) -> tuple[str, TaskFacts] | None:
