@@ -52,19 +52,34 @@ def test_sparse_numbers_are_sorted_not_given_a_slot_each(tmp_path: Path) -> None
     assert peak < 1_000_000
 
 
-def test_many_names_cost_well_under_a_str_apiece(tmp_path: Path) -> None:
-    """20,000 event files listed: the peak of the listing stays near the names' bytes
-    (about 50 each), where a sorted list of str with a key apiece took about 270."""
+def test_openhands_names_come_back_exactly_beside_other_shapes(tmp_path: Path) -> None:
+    """A name as OpenHands writes it is kept as number + uuid bytes: it must come back
+    byte for byte, in order with names of other shapes (upper-case hex, unpadded)."""
+    names = [
+        "event-00000-c22540be-36f4-4067-b431-69757dcd2032.json",
+        "event-00001-7A2B43BE-C14D-4F1C-91FB-EC57A7FAF2DE.json",  # upper case: as written
+        "event-2-7a2b43be-c14d-4f1c-91fb-ec57a7faf2de.json",  # unpadded
+        "event-00003-7a2b43be-c14d-4f1c-91fb-ec57a7faf2de.json",
+        "event-00003-00000000-0000-0000-0000-000000000000.json",  # a number used twice
+        "event-123456-7a2b43be-c14d-4f1c-91fb-ec57a7faf2de.json",  # past five digits
+    ]
+    _touch(tmp_path, *reversed(names))
+    listed = list(numbered_names(tmp_path, EVENT))
+    assert listed == [*names[:3], names[4], names[3], names[5]]
+
+
+def test_many_names_cost_a_few_bytes_each(tmp_path: Path) -> None:
+    """20,000 event files named as OpenHands names them: the listing's peak stays near 30
+    bytes a name, where a sorted list of str with a key apiece took about 210."""
     count = 20_000
-    uid = "00000000-0000-0000-0000-000000000000"
-    _touch(tmp_path, *(f"event-{n:05d}-{uid}.json" for n in range(count)))
+    uids = [f"{n:08x}-c14d-4f1c-91fb-ec57a7faf2de" for n in range(count)]
+    _touch(tmp_path, *(f"event-{n:05d}-{uids[n]}.json" for n in range(count)))
     tracemalloc.start()
-    first = None
-    total = 0
-    for name in numbered_names(tmp_path, EVENT):
-        first = first or name
-        total += 1
+    listed = []
+    for n, name in enumerate(numbered_names(tmp_path, EVENT)):
+        if n % 5000 == 0:
+            listed.append(name)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert (first, total) == (f"event-00000-{uid}.json", count)
-    assert peak < count * 100, f"{peak / count:.0f} bytes a name"
+    assert listed == [f"event-{n:05d}-{uids[n]}.json" for n in range(0, count, 5000)]
+    assert peak < count * 50, f"{peak / count:.0f} bytes a name"
