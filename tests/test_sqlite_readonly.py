@@ -345,3 +345,36 @@ def test_no_database_raises_and_creates_nothing(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError):
         open_readonly(folder / "missing.vscdb")
     assert sorted(p.name for p in folder.iterdir()) == ["state.vscdb"]
+
+
+@pytest.mark.parametrize("how", ["shared", "wal-shared", "wal-private-index", "immutable"])
+def test_a_connection_opened_on_one_thread_closes_on_another(
+    how: str, tmp_path: Path, owner_of: list[Owner]
+) -> None:
+    """A reader's generator left unfinished is closed by whichever thread collects it:
+    the close works there, whichever way the database was opened."""
+    import threading
+
+    db = _make(tmp_path / "u", wal=how != "shared")
+    if how == "wal-shared":
+        owner_of.append(Owner(db))
+        assert owner_of[0].run("INSERT INTO ItemTable VALUES ('b', '2')") == "ok"
+    elif how == "wal-private-index":
+        _leftover_wal(db)
+    opened = open_readonly(db)
+    assert opened.how == how
+    assert _keys(opened.conn)[0] == "a"
+    raised: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            opened.close()
+        except sqlite3.Error as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=close)
+    thread.start()
+    thread.join()
+    assert raised == []
+    with pytest.raises(sqlite3.ProgrammingError, match="closed database"):
+        opened.conn.execute("SELECT 1")

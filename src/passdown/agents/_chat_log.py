@@ -22,8 +22,9 @@ from typing import Any
 
 import msgspec
 
-from passdown._jsonl import LineReader, read_side_file
+from passdown._jsonl import LineReader
 from passdown.agents._common import DECODE_ERRORS
+from passdown.agents._document import read_document
 from passdown.transcript import Diagnostics
 
 # A `.json` session is one document, read whole up to this size (a larger one is refused
@@ -177,12 +178,8 @@ def load_session(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
             )
         state = replay.state
     else:
-        data = read_side_file(path, MAX_DOCUMENT_BYTES)
+        data = read_document(path, MAX_DOCUMENT_BYTES, diag)
         if data is None:
-            diag.warnings.append(
-                f"could not read {path.name} (missing, unreadable or larger than "
-                f"{MAX_DOCUMENT_BYTES // (1024 * 1024)} MB)"
-            )
             return None
         diag.lines += 1
         state = _document(data)

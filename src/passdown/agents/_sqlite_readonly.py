@@ -51,6 +51,15 @@ database as malformed, which the readers here catch and say they stopped on; a v
 that still decodes comes from one side of that write or the other. For a WAL database
 these reads happen only when nobody had it open as the read began (the other uses of
 `immutable=1` come with their warning).
+
+A connection may be closed on another thread than the one that opened it: the readers
+hold it in a generator, and a generator left unfinished is closed by whichever thread
+drops it (or runs the garbage collector), whose `finally` then closes the connection.
+Python's default same-thread check would make that close raise, and leave the
+connection open; so connections are opened without it. That is safe here: each is read
+by one consumer at a time (a generator cannot run on two threads at once), is read-only,
+and this SQLite is built thread-safe (`sqlite3.threadsafety` above 0; where it is not,
+the check stays on).
 """
 
 from __future__ import annotations
@@ -110,7 +119,7 @@ def open_readonly(path: Path) -> ReadOnlyDatabase:
         except sqlite3.Error as exc:
             return _immutable(uri, path, f"its write-ahead log could not be read ({exc})")
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None)
+        conn = _connect(uri, timeout=BUSY_TIMEOUT)
         _first_read(conn)
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
@@ -123,11 +132,23 @@ def open_readonly(path: Path) -> ReadOnlyDatabase:
     return ReadOnlyDatabase(conn, "wal-shared" if mode == "wal" else "shared")
 
 
+def _connect(uri: str, *, timeout: float = 5.0) -> sqlite3.Connection:
+    """Autocommit (the readers take their own snapshot with BEGIN), and closable from
+    any thread where this SQLite allows it (see the module's last paragraph)."""
+    return sqlite3.connect(
+        uri,
+        uri=True,
+        timeout=timeout,
+        isolation_level=None,
+        check_same_thread=sqlite3.threadsafety == 0,
+    )
+
+
 def _private_index(uri: str) -> sqlite3.Connection:
     """The lock-free VFS in exclusive mode: the WAL index lives in this connection's
     memory, so no `-shm` is made, and the `-wal` (if any) is only read."""
     vfs = "unix-none" if os.name == "posix" else "win32-none"
-    conn = sqlite3.connect(f"{uri}&vfs={vfs}", uri=True, isolation_level=None)
+    conn = _connect(f"{uri}&vfs={vfs}")
     try:
         conn.execute("PRAGMA locking_mode=EXCLUSIVE")
         _first_read(conn)
@@ -138,7 +159,7 @@ def _private_index(uri: str) -> sqlite3.Connection:
 
 
 def _immutable(uri: str, path: Path, why: str | None) -> ReadOnlyDatabase:
-    conn = sqlite3.connect(uri + "&immutable=1", uri=True, isolation_level=None)
+    conn = _connect(uri + "&immutable=1")
     try:
         _first_read(conn)
     except sqlite3.Error:

@@ -37,8 +37,9 @@ from typing import Any
 
 import msgspec
 
-from passdown._jsonl import open_regular, read_side_file
+from passdown._jsonl import open_regular
 from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
+from passdown.agents._document import decode_document
 from passdown.agents._editors import iso_millis
 from passdown.agents._endings import api_error_ending
 from passdown.transcript import (
@@ -392,15 +393,8 @@ def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
 
 # -- api_conversation_history.json (when the UI messages are gone) -----------------------
 def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
-    data = read_side_file(path, MAX_UI_BYTES)
-    try:
-        slices = _RAW_LIST.decode(data) if data is not None else None
-    except DECODE_ERRORS:
-        slices = None
+    slices = decode_document(path, _RAW_LIST, MAX_UI_BYTES, diag, shape="a JSON list")
     if slices is None:
-        diag.warnings.append(
-            f"could not read {path.name} (missing, unreadable, too large or not a list)"
-        )
         return
     for raw in slices:
         diag.lines += 1

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import msgspec
 
-from passdown._jsonl import read_side_file
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -48,7 +47,7 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._document import find_first
+from passdown.agents._document import decode_document, decode_side_file, find_first
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -244,18 +243,11 @@ class Auggie(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        data = read_side_file(ref.path, MAX_SESSION_BYTES)
-        if data is None:
-            diag.warnings.append(
-                f"could not read {ref.path.name} (missing, unreadable or larger than "
-                f"{MAX_SESSION_BYTES // (1024 * 1024)} MB)"
-            )
+        document = decode_document(
+            ref.path, _DOCUMENT, MAX_SESSION_BYTES, diag, shape="an Auggie session document"
+        )
+        if document is None:
             return
-        document = decode_or_none(_DOCUMENT, data)
-        if not isinstance(document, _Document):
-            diag.warnings.append(f"{ref.path.name} is not an Auggie session document")
-            return
-        del data  # the raw slices keep what is needed
         info.started_at, info.updated_at = document.created, document.modified
         info.title = ref.title
         if document.agentState is not None:
@@ -480,9 +472,7 @@ def _task_tree(folder: Path, root_id: str | None) -> PlanOp | None:
 
 
 def _read_task(folder: Path, task_id: str) -> _Task | None:
-    data = read_side_file(folder / task_id, _TASK_BYTES)
-    task = decode_or_none(_TASK, data) if data is not None else None
-    return task if isinstance(task, _Task) else None
+    return decode_side_file(folder / task_id, _TASK, _TASK_BYTES)
 
 
 def _safe_name(name: str) -> bool:

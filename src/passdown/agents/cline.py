@@ -39,7 +39,6 @@ from pathlib import Path
 
 import msgspec
 
-from passdown._jsonl import read_side_file
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_or_none,
@@ -50,6 +49,7 @@ from passdown.agents._common import (
     open_sqlite_readonly,
     parse_exit_code,
 )
+from passdown.agents._document import decode_document, decode_side_file
 from passdown.agents._endings import api_error_ending
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -217,18 +217,11 @@ class ClineCLI(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         manifest = _manifest(ref.path.with_name(f"{ref.session_id}.json"))
         _fill_info(info, manifest)
-        data = read_side_file(ref.path, MAX_MESSAGES_BYTES)
-        if data is None:
-            diag.warnings.append(
-                f"could not read {ref.path.name} (missing, unreadable or larger than "
-                f"{MAX_MESSAGES_BYTES // (1024 * 1024)} MB)"
-            )
+        document = decode_document(
+            ref.path, _DOCUMENT, MAX_MESSAGES_BYTES, diag, shape="a Cline messages document"
+        )
+        if document is None:
             return
-        document = decode_or_none(_DOCUMENT, data)
-        if not isinstance(document, _Document):
-            diag.warnings.append(f"{ref.path.name} is not a Cline messages document")
-            return
-        del data  # the raw slices keep what is needed
         reader = _MessagesReader(info, diag)
         for raw in document.messages:
             yield from reader.message(raw)
@@ -255,9 +248,7 @@ def _session_id(path: Path) -> str:
 
 
 def _manifest(path: Path) -> _Manifest:
-    data = read_side_file(path, _MANIFEST_BYTES)
-    decoded = decode_or_none(_MANIFEST, data) if data is not None else None
-    return decoded if isinstance(decoded, _Manifest) else _Manifest()
+    return decode_side_file(path, _MANIFEST, _MANIFEST_BYTES) or _Manifest()
 
 
 def _fill_info(info: SessionInfo, manifest: _Manifest) -> None:

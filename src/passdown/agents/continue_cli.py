@@ -33,7 +33,6 @@ from pathlib import Path
 
 import msgspec
 
-from passdown._jsonl import read_side_file
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -43,6 +42,7 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
+from passdown.agents._document import decode_document, decode_side_file
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -173,9 +173,8 @@ class ContinueCLI(Agent):
 
     def index(self) -> dict[str, _Indexed]:
         """sessions.json: id -> entry (bounded read; a bad index is no index)."""
-        data = read_side_file(self.store_roots()[0] / _INDEX, _INDEX_BYTES)
-        entries = decode_or_none(_INDEXED, data) if data is not None else None
-        if not isinstance(entries, list):
+        entries = decode_side_file(self.store_roots()[0] / _INDEX, _INDEXED, _INDEX_BYTES)
+        if entries is None:
             return {}
         return {e.sessionId: e for e in entries if e.sessionId}
 
@@ -217,18 +216,11 @@ class ContinueCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        data = read_side_file(ref.path, MAX_SESSION_BYTES)
-        if data is None:
-            diag.warnings.append(
-                f"could not read {ref.path.name} (missing, unreadable or larger than "
-                f"{MAX_SESSION_BYTES // (1024 * 1024)} MB)"
-            )
+        document = decode_document(
+            ref.path, _DOCUMENT, MAX_SESSION_BYTES, diag, shape="a Continue session document"
+        )
+        if document is None:
             return
-        document = decode_or_none(_DOCUMENT, data)
-        if not isinstance(document, _Document):
-            diag.warnings.append(f"{ref.path.name} is not a Continue session document")
-            return
-        del data  # the raw slices keep what is needed
         info.cwd = document.workspaceDirectory or info.cwd
         info.started_at = ref.started_at
         info.updated_at = _millis_iso(int(ref.updated_at * 1000))  # rewritten each turn

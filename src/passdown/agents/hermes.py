@@ -310,17 +310,16 @@ _DUMP_MAX_BYTES = 8 << 20  # a dump holds the whole request: larger ones are not
 def _gave_up(home: Path, session_id: str, last_at: float) -> SessionEnding | None:
     """The failure Hermes gave up on after the session's last message, from its newest
     request dump (see the module docstring); None when there is none."""
-    from passdown._jsonl import read_side_file
     from passdown.agents._common import list_folder
+    from passdown.agents._document import decode_side_file
 
     prefix = f"request_dump_{session_id}_"
     dumps = [p for p in list_folder(home / "sessions") if p.name.startswith(prefix)]
     if not dumps:
         return None
     newest = max(dumps, key=lambda p: p.name)  # the name ends in a sortable time
-    data = read_side_file(newest, _DUMP_MAX_BYTES)
-    dump = decode_or_none(_DUMP, data) if data is not None else None
-    if not isinstance(dump, _Dump) or dump.error is None:
+    dump = decode_side_file(newest, _DUMP, _DUMP_MAX_BYTES)
+    if dump is None or dump.error is None:
         return None
     when = _local_seconds(dump.timestamp)
     if when is None or when < last_at:

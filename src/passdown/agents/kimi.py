@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from passdown._jsonl import LineReader, read_side_file
+from passdown._jsonl import LineReader
 from passdown.agents._common import (
     TODO_STATUS,
     decode_line,
@@ -44,6 +44,7 @@ from passdown.agents._common import (
     list_folder,
     parse_exit_code,
 )
+from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineStateReader, state_str, state_strs
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
@@ -197,9 +198,8 @@ class KimiCLI(Agent):
 
     def work_dirs(self) -> dict[str, str]:
         """Folder name -> working folder, from kimi.json (small; bounded read)."""
-        data = read_side_file(self.share_dir() / "kimi.json")
-        registry = decode_or_none(_REGISTRY, data) if data is not None else None
-        if not isinstance(registry, _Registry):
+        registry = decode_side_file(self.share_dir() / "kimi.json", _REGISTRY)
+        if registry is None:
             return {}
         found: dict[str, str] = {}
         for wd in registry.work_dirs:
@@ -274,9 +274,7 @@ class KimiCLI(Agent):
 
 
 def _state(folder: Path) -> _State:
-    data = read_side_file(folder / "state.json")
-    decoded = decode_or_none(_STATE, data) if data is not None else None
-    return decoded if isinstance(decoded, _State) else _State()
+    return decode_side_file(folder / "state.json", _STATE) or _State()
 
 
 class _WireReader(LineStateReader):

@@ -46,6 +46,7 @@ from passdown.agents._common import (
     list_folder,
     parse_exit_code,
 )
+from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
 from passdown.agents._numbered_files import numbered_names
 from passdown.agents._prompt_file import is_long, write_prompt_file
@@ -244,9 +245,7 @@ class OpenHandsCLI(Agent):
 
 
 def _base_state(folder: Path) -> _BaseState:
-    data = read_side_file(folder / _STATE)
-    decoded = decode_or_none(_BASE_STATE, data) if data is not None else None
-    return decoded if isinstance(decoded, _BaseState) else _BaseState()
+    return decode_side_file(folder / _STATE, _BASE_STATE) or _BaseState()
 
 
 def event_files(folder: Path) -> list[Path]:
@@ -279,9 +278,8 @@ def _events(folder: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Even
 
 
 def _tasks(folder: Path) -> PlanOp | None:
-    data = read_side_file(folder / "TASKS.json")
-    tasks = decode_or_none(_TASKS, data) if data is not None else None
-    if not isinstance(tasks, list):
+    tasks = decode_side_file(folder / "TASKS.json", _TASKS)
+    if tasks is None:
         return None
     return PlanOp(op="replace", items=_plan_items(tasks))
 

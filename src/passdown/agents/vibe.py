@@ -39,7 +39,7 @@ from pathlib import Path
 
 import msgspec
 
-from passdown._jsonl import LineReader, read_side_file
+from passdown._jsonl import LineReader
 from passdown.agents._common import (
     TODO_STATUS,
     decode_line,
@@ -47,10 +47,10 @@ from passdown.agents._common import (
     file_mtime,
     first_error_line,
     is_dir,
-    is_file,
     list_folder,
     parse_exit_code,
 )
+from passdown.agents._document import decode_document, decode_side_file
 from passdown.agents._endings import api_error_ending
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents._vibe_shapes import (
@@ -67,16 +67,13 @@ from passdown.agents._vibe_shapes import (
     ActionOutcome,
     Args,
     Arguments,
-    Checkpoint,
     Content,
     ContextMessage,
-    Current,
     Entry,
     Error,
     ErrorDetails,
     Inner,
     Input,
-    Manifest,
     Meta,
     Payload,
     Record,
@@ -188,9 +185,7 @@ def session_folder(path: Path) -> Path:
 
 
 def _meta(folder: Path) -> Meta:
-    data = read_side_file(folder / "meta.json")
-    decoded = decode_or_none(META, data) if data is not None else None
-    return decoded if isinstance(decoded, Meta) else Meta()
+    return decode_side_file(folder / "meta.json", META) or Meta()
 
 
 def _cwd(meta: Meta) -> str | None:
@@ -221,10 +216,9 @@ def _events(folder: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Even
 def _generation(folder: Path, diag: Diagnostics) -> tuple[Path | None, int]:
     """The newest generation's folder (the one CURRENT names, else the highest number)
     and the last journal sequence it holds."""
-    data = read_side_file(folder / _CURRENT)
-    current = decode_or_none(CURRENT_DOC, data) if data is not None else None
-    name = str(current.generation) if isinstance(current, Current) else ""
-    snapshot = current.snapshot_sequence if isinstance(current, Current) else None
+    current = decode_side_file(folder / _CURRENT, CURRENT_DOC)
+    name = str(current.generation) if current is not None else ""
+    snapshot = current.snapshot_sequence if current is not None else None
     generations = folder / "generations"
     if _GENERATION.fullmatch(name) and is_dir(generations / name):
         return generations / name, snapshot if snapshot is not None else int(name)
@@ -251,9 +245,8 @@ def _journal_segments(folder: Path, snapshot: int) -> list[Path]:
 
 
 def _checkpoint_chunks(generation: Path, diag: Diagnostics) -> Iterator[Path]:
-    data = read_side_file(generation / "manifest.json")
-    manifest = decode_or_none(MANIFEST, data) if data is not None else None
-    part = manifest.checkpoint if isinstance(manifest, Manifest) else None
+    manifest = decode_side_file(generation / "manifest.json", MANIFEST)
+    part = manifest.checkpoint if manifest is not None else None
     if part is None:
         diag.warnings.append(f"generation {generation.name}: no readable manifest")
         return
@@ -274,18 +267,11 @@ class _ContextReader:
         self.calls: dict[str, ToolCall] = {}
 
     def chunk(self, path: Path) -> Iterator[Event]:
-        data = read_side_file(path, MAX_CHUNK_BYTES) if is_file(path) else None
-        if data is None:
-            self.diag.warnings.append(
-                f"could not read context chunk {path.name} (missing, unreadable or larger "
-                f"than {MAX_CHUNK_BYTES // (1024 * 1024)} MB)"
-            )
+        entries = decode_document(
+            path, CHUNK, MAX_CHUNK_BYTES, self.diag, shape="a JSON array", what="context chunk "
+        )
+        if entries is None:
             return
-        entries = decode_or_none(CHUNK, data)
-        if not isinstance(entries, list):
-            self.diag.warnings.append(f"context chunk {path.name} is not a JSON array")
-            return
-        del data  # the raw slices keep what is needed
         for raw in entries:
             yield from self.entry(raw)
 
@@ -473,9 +459,8 @@ def _plan_items(todos: list[Todo]) -> tuple[PlanItem, ...]:
 
 def _ending(path: Path, stamp: str | None) -> SessionEnding | None:
     """How the last turn ended, when not on the agent's own answer."""
-    data = read_side_file(path)
-    checkpoint = decode_or_none(CHECKPOINT, data) if data is not None else None
-    turn = checkpoint.turn if isinstance(checkpoint, Checkpoint) else None
+    checkpoint = decode_side_file(path, CHECKPOINT)
+    turn = checkpoint.turn if checkpoint is not None else None
     outcome = turn.outcome if turn is not None else None
     kind = (outcome.type or "") if outcome is not None else ""
     if outcome is None or kind in ("", "completed"):
