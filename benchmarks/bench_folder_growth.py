@@ -1,5 +1,6 @@
 """Growth of the stores that are folders of documents: Mistral Vibe's content-addressed
-context chunk (one JSON array rewritten whole per turn) plus its recovery journal, and
+context chunks (the context as a JSON array cut into chunks sealed past 64 KiB, as Vibe's
+`_storage.py` pools them: only the open tail is rewritten per turn), and
 OpenHands' folder of one JSON file per event. Neither is lines a slice can be repeated in
 (benchmarks/growslice.py leaves them out), so the recorded turn's shape is written N
 times: a plan write, a file write and a failing command per turn.
@@ -7,8 +8,8 @@ times: a plan write, a file write and a failing command per turn.
 Each agent is exported at three sizes 4x apart by `python -m passdown export --session ...
 --no-store --json` in a child process with its own HOME and data dir. Each row prints the
 turns, the bytes on disk, wall and CPU seconds, `x prev` (CPU time over the size before:
-at most 4.5x passes, linear), the child's peak RSS, and how many plan items, commands and
-files handoff.json lists (bounded). The last line per agent says PASS or what failed.
+at most 4.5x passes, linear), the child's peak RSS (at most 10 MB over the smallest size
+passes: flat), and how many plan items, commands and files handoff.json lists (bounded). The last line per agent says PASS or what failed.
 
 Usage: python benchmarks/bench_folder_growth.py [--agents vibe,openhands] [--turns 500]
 """
@@ -16,6 +17,7 @@ Usage: python benchmarks/bench_folder_growth.py [--agents vibe,openhands] [--tur
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -27,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WS = "/tmp/bench-folder-ws"
+VIBE_CHUNK_BYTES = 64 * 1024
+RSS_GROWTH_MB = 10.0  # the most the peak RSS may grow from the smallest to the largest size
 ENTRY_POINTS = {
     "vibe": "passdown.agents.vibe:MistralVibe",
     "openhands": "passdown.agents.openhands:OpenHandsCLI",
@@ -53,9 +57,8 @@ def _vibe(home: Path, turns: int) -> Path:
             ),
             _vibe_message("assistant", f"turn {n} done; next: task {n + 1}"),
         ]
-    digest = "c" * 64
-    (folder / "chunks" / f"{digest}.json").write_text(json.dumps(context))
-    (gen / "manifest.json").write_text(json.dumps({"checkpoint": {"chunks": [digest]}}))
+    digests = _vibe_chunks(folder / "chunks", context)
+    (gen / "manifest.json").write_text(json.dumps({"checkpoint": {"chunks": digests}}))
     (gen / "checkpoint.json").write_text(
         '{"turn": {"type": "terminal", "outcome": {"type": "completed"}}}'
     )
@@ -63,6 +66,25 @@ def _vibe(home: Path, turns: int) -> Path:
     (folder / "meta.json").write_text(json.dumps({"environment": {"working_directory": WS}}))
     (folder / "journal" / "0000000000000002.jsonl").write_text("")
     return folder / "CURRENT"
+
+
+def _vibe_chunks(root: Path, context: list[object]) -> list[str]:
+    """The context as Vibe pools it: a chunk is sealed once its contents pass 64 KiB
+    (`_CHUNK_TARGET_BYTES` in its `_storage.py`), so a long context is many small chunks."""
+    digests: list[str] = []
+    chunk: list[object] = []
+    size = 0
+    for entry in [*context, None]:
+        if entry is not None:
+            chunk.append(entry)
+            size += len(json.dumps(entry))
+        if chunk and (size > VIBE_CHUNK_BYTES or entry is None):
+            body = json.dumps(chunk)
+            digest = hashlib.sha256(body.encode()).hexdigest()
+            (root / f"{digest}.json").write_text(body)
+            digests.append(digest)
+            chunk, size = [], 0
+    return digests
 
 
 def _vibe_message(role: str, text: str) -> dict[str, object]:
@@ -148,12 +170,14 @@ def _oh_seen(call_id: str, text: str, **more: object) -> dict[str, object]:
 BUILD = {"vibe": _vibe, "openhands": _openhands}
 
 
-def _build(agent: str, home: Path, turns: int) -> Path:
+def _build(agent: str, home: Path, turns: int) -> tuple[Path, int]:
     """Build in a child process: a child forked from a large parent would count the
-    parent's pages in its own peak RSS (ru_maxrss survives exec)."""
+    parent's pages in its own peak RSS (ru_maxrss survives exec); so is the size on disk
+    (walking 48,000 files grows this process)."""
     argv = [sys.executable, __file__, "--build", agent, str(home), str(turns)]
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=900)
-    return Path(out.stdout.strip())
+    session, size = out.stdout.strip().rsplit(" ", 1)
+    return Path(session), int(size)
 
 
 def _site(root: Path) -> str:
@@ -203,7 +227,7 @@ def _export(
 def main() -> int:
     if sys.argv[1:2] == ["--build"]:
         agent, home, turns = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
-        print(BUILD[agent](home, turns))
+        print(BUILD[agent](home, turns), _bytes(home))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default="vibe,openhands")
@@ -218,11 +242,11 @@ def main() -> int:
             )
             prev = None
             verdict = "PASS"
+            smallest_rss = None
             for factor in (1, 4, 16):
                 home = Path(tmp) / f"{agent}-{factor}"
                 turns = args.turns * factor
-                session = _build(agent, home, turns)
-                size = _bytes(home)
+                session, size = _build(agent, home, turns)
                 wall, cpu, rss, data = _export(agent, session, home, site)
                 state = data["state"]
                 ratio = cpu / prev if prev else 0.0
@@ -234,6 +258,9 @@ def main() -> int:
                 )
                 if prev and ratio > 4.5:
                     verdict = f"FAIL: {ratio:.2f}x for 4x the turns"
+                smallest_rss = smallest_rss or rss
+                if (rss - smallest_rss) / 1024 > RSS_GROWTH_MB:
+                    verdict = f"FAIL: peak RSS +{(rss - smallest_rss) / 1024:.0f} MB"
                 if data["task"]["original_request"] != "the first request":
                     verdict = "FAIL: the first request was lost"
                 prev = cpu

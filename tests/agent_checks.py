@@ -129,8 +129,8 @@ def hooks_installed(
 
 
 def assert_refused_as_too_large(agent: Agent, workspace: str) -> None:
-    """The workspace's one session is larger than the reader's bound: nothing read, and
-    a warning that says why."""
+    """The workspace's one session is larger than the reader's bound and its first item
+    lies past it: nothing read, and a warning that says why."""
     [ref] = agent.sessions(Path(workspace))
     transcript = agent.read(ref)
     assert list(transcript.events()) == []

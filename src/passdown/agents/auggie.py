@@ -47,7 +47,8 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._document import decode_document, decode_side_file, find_first
+from passdown.agents._document import decode_side_file, find_first
+from passdown.agents._json_stream import DocumentStream
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -166,15 +167,6 @@ class _AgentState(msgspec.Struct):
     modelId: str | None = None
 
 
-class _Document(msgspec.Struct):
-    sessionId: str | None = None
-    created: str | None = None
-    modified: str | None = None
-    chatHistory: list[msgspec.Raw] = []
-    agentState: _AgentState | None = None
-    rootTaskUuid: str | None = None
-
-
 class _Task(msgspec.Struct):
     uuid: str | None = None
     name: str | None = None
@@ -190,7 +182,7 @@ class _Args(msgspec.Struct):
     input: object = None
 
 
-_DOCUMENT = msgspec.json.Decoder(_Document)
+_AGENT_STATE = msgspec.json.Decoder(_AgentState)
 _ENTRY = msgspec.json.Decoder(_Entry)
 _TASK = msgspec.json.Decoder(_Task)
 _ARGS = msgspec.json.Decoder(_Args)
@@ -243,20 +235,26 @@ class Auggie(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        document = decode_document(
-            ref.path, _DOCUMENT, MAX_SESSION_BYTES, diag, shape="an Auggie session document"
+        document = DocumentStream(
+            ref.path,
+            "chatHistory.item",
+            ("created", "modified", "agentState", "rootTaskUuid"),
+            diag,
+            limit=MAX_SESSION_BYTES,
+            shape="an Auggie session document",
         )
-        if document is None:
-            return
-        info.started_at, info.updated_at = document.created, document.modified
-        info.title = ref.title
-        if document.agentState is not None:
-            info.add_model(document.agentState.modelId or None)
         reader = _HistoryReader(info, diag)
-        for raw in document.chatHistory:
-            yield from reader.entry(raw)
+        for raw in document.items():
+            yield from reader.entry(msgspec.Raw(raw))
         yield from reader.close()
-        plan = _task_tree(self.augment_dir() / "task-storage" / "tasks", document.rootTaskUuid)
+        info.started_at = document.field("created", _STRING)
+        info.updated_at = document.field("modified", _STRING)
+        info.title = ref.title
+        state = document.field("agentState", _AGENT_STATE)
+        if state is not None:
+            info.add_model(state.modelId or None)
+        root = document.field("rootTaskUuid", _STRING)
+        plan = _task_tree(self.augment_dir() / "task-storage" / "tasks", root)
         if plan is not None:
             yield plan
 
@@ -387,8 +385,11 @@ class _HistoryReader:
 
     def _apply(self, text: str) -> PlanOp:
         """The plan after a task tool's answer: its created and updated tasks are set,
-        its deleted ones dropped (the root task is the list itself, not an item)."""
+        its deleted ones dropped (the root task is the list itself, not an item). An
+        answer that changed one task hands on that one change (O(1) to replay, however
+        long the plan); one that changed several, the whole plan."""
         plan = self.plan
+        changes: list[PlanOp] = []
         sections = _SECTION.split(text)
         # split gives [before, name, body, name, body, ...]
         for kind, body in zip(sections[1::2], sections[2::2], strict=False):
@@ -397,14 +398,27 @@ class _HistoryReader:
                     continue
                 item = PlanItem(short_id, name, _MARK.get(mark.lower(), "pending"))
                 item.description = description or None
-                if kind == "Deleted":
-                    plan.items.pop(short_id, None)
-                elif short_id in plan.items:  # a new object: ops handed on stay as they were
-                    plan.items[short_id] = item
-                else:
-                    plan.apply(PlanOp(op="create", items=(item,)))
+                changes.append(_change(plan, kind, item))
+        if len(changes) == 1 and changes[0].op != "replace":
+            return changes[0]
         items = tuple(plan.items.values())
         return PlanOp(op="replace", items=items, set_aside=plan.set_aside, dropped=plan.dropped)
+
+
+def _change(plan: Plan, kind: str, item: PlanItem) -> PlanOp:
+    """Apply one task line to the reader's plan; the same change as an op for extraction
+    ("replace" when no single op says it: a changed description)."""
+    found = plan.items.get(item.id)
+    if kind == "Deleted":
+        plan.items.pop(item.id, None)
+        return PlanOp(op="update", item_id=item.id, status="deleted")
+    if found is None:
+        plan.apply(PlanOp(op="create", items=(item,)))
+        return PlanOp(op="create", items=(item,))
+    plan.items[item.id] = item  # a new object: ops handed on stay as they were
+    if found.description != item.description:
+        return PlanOp(op="replace")
+    return PlanOp(op="update", item_id=item.id, status=item.status, subject=item.subject)
 
 
 def _user_text(exchange: _Exchange) -> str:

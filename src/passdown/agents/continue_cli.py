@@ -42,7 +42,8 @@ from passdown.agents._common import (
     parse_exit_code,
     read_head,
 )
-from passdown.agents._document import decode_document, decode_side_file
+from passdown.agents._document import decode_side_file
+from passdown.agents._json_stream import DocumentStream
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -127,13 +128,6 @@ class _Entry(msgspec.Struct):
     toolCallStates: list[_CallState] | None = None
 
 
-class _Document(msgspec.Struct):
-    sessionId: str | None = None
-    title: str | None = None
-    workspaceDirectory: str | None = None
-    history: list[msgspec.Raw] = []
-
-
 class _Indexed(msgspec.Struct):
     sessionId: str | None = None
     title: str | None = None
@@ -147,7 +141,6 @@ class _Args(msgspec.Struct):
     checklist: object = None
 
 
-_DOCUMENT = msgspec.json.Decoder(_Document)
 _ENTRY = msgspec.json.Decoder(_Entry)
 _INDEXED = msgspec.json.Decoder(list[_Indexed])
 _ARGS = msgspec.json.Decoder(_Args)
@@ -216,19 +209,24 @@ class ContinueCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        document = decode_document(
-            ref.path, _DOCUMENT, MAX_SESSION_BYTES, diag, shape="a Continue session document"
+        document = DocumentStream(
+            ref.path,
+            "history.item",
+            ("sessionId", "title", "workspaceDirectory"),
+            diag,
+            limit=MAX_SESSION_BYTES,
+            shape="a Continue session document",
         )
-        if document is None:
-            return
-        info.cwd = document.workspaceDirectory or info.cwd
+        # the fields precede the history in the file: their passes stop at once
+        info.cwd = document.field("workspaceDirectory", _STRING) or info.cwd
         info.started_at = ref.started_at
         info.updated_at = _millis_iso(int(ref.updated_at * 1000))  # rewritten each turn
-        if document.title and document.title != _UNTITLED:
-            info.title = document.title
+        title = document.field("title", _STRING)
+        if title and title != _UNTITLED:
+            info.title = title
         reader = _HistoryReader(info, diag)
-        for raw in document.history:
-            yield from reader.entry(raw)
+        for raw in document.items():
+            yield from reader.entry(msgspec.Raw(raw))
         ending = reader.ending()
         if ending is not None:
             yield ending

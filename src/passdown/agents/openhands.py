@@ -48,6 +48,7 @@ from passdown.agents._common import (
 )
 from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
+from passdown.agents._numbered_files import numbered_names
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -252,16 +253,10 @@ def event_files(folder: Path) -> list[Path]:
     return [folder / "events" / name for name in _event_names(folder)]
 
 
-def _event_names(folder: Path) -> list[str]:
-    """The event files' names in sequence order: names only (a long conversation has
-    hundreds of thousands of files; a Path apiece would cost far more memory)."""
-    try:
-        with os.scandir(folder / "events") as entries:
-            names = [entry.name for entry in entries if _EVENT_FILE.fullmatch(entry.name)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    names.sort(key=lambda name: (int(name[6 : name.index("-", 6)]), name))
-    return names
+def _event_names(folder: Path) -> Iterator[str]:
+    """The event files' names in sequence order, kept packed (a long conversation has
+    hundreds of thousands of files)."""
+    return numbered_names(folder / "events", _EVENT_FILE)
 
 
 def _events(folder: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:

@@ -1,0 +1,94 @@
+"""One-document sessions read as a stream of their history's items (agents/_json_stream)."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._json_stream import DocumentStream
+from passdown.transcript import Diagnostics
+
+STR = msgspec.json.Decoder(str)
+MB = 1024 * 1024
+
+
+def _stream(path: Path, diag: Diagnostics, limit: int = 64 * MB) -> DocumentStream:
+    return DocumentStream(
+        path, "history.item", ("title", "after"), diag, limit=limit, shape="a test document"
+    )
+
+
+def _write(path: Path, items: list[object], **fields: object) -> bytes:
+    data = json.dumps({"title": "T", "history": items, **fields}).encode()
+    path.write_bytes(data)
+    return data
+
+
+def test_items_come_in_order_as_json_and_fields_before_and_after(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    _write(path, [{"n": 1, "x": 1.5}, "two", [3]], after={"k": "v"})
+    diag = Diagnostics()
+    stream = _stream(path, diag)
+    assert [json.loads(raw) for raw in stream.items()] == [{"n": 1, "x": 1.5}, "two", [3]]
+    assert stream.field("title", STR) == "T"
+    assert stream.field("after", msgspec.json.Decoder(dict)) == {"k": "v"}
+    assert stream.field("title", msgspec.json.Decoder(int)) is None  # another shape: none
+    assert diag.warnings == []
+
+
+def test_a_document_cut_while_written_gives_the_items_before_the_cut(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    data = _write(path, [{"n": n, "text": "y" * 100} for n in range(50)])
+    path.write_bytes(data[: len(data) // 2])
+    diag = Diagnostics()
+    numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
+    assert numbers == list(range(len(numbers))) and 20 < len(numbers) < 30
+    assert diag.warnings == ["s.json ends early (cut while being written?): read up to there"]
+
+
+def test_bad_bytes_past_a_point_and_a_document_of_another_shape(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    data = _write(path, ["ok", "bad"])
+    path.write_bytes(data.replace(b'"bad"', b'"\xff\xfe"'))
+    diag = Diagnostics()
+    assert [json.loads(raw) for raw in _stream(path, diag).items()] == ["ok"]
+    assert diag.warnings == ["s.json is not valid JSON past a point: read up to there"]
+    for text in (b"not json at all", b"[1, 2, 3]", b"", b'{"other": 1}'):
+        path.write_bytes(text)
+        diag = Diagnostics()
+        assert list(_stream(path, diag).items()) == []
+        assert diag.warnings == ["s.json is not a test document"], text
+
+
+def test_missing_and_past_the_bound(tmp_path: Path) -> None:
+    diag = Diagnostics()
+    assert list(_stream(tmp_path / "gone.json", diag).items()) == []
+    assert diag.warnings[0].startswith("gone.json could not be read")
+    path = tmp_path / "s.json"
+    _write(path, [{"n": n, "text": "z" * 1000} for n in range(100)])
+    diag = Diagnostics()
+    numbers = [json.loads(raw)["n"] for raw in _stream(path, diag, limit=20_000).items()]
+    assert 10 < len(numbers) < 20
+    assert diag.warnings == ["s.json is larger than 0 MB: read up to there"]
+
+
+def test_memory_stays_flat_whatever_the_document_holds(tmp_path: Path) -> None:
+    """A 24 MB history: the stream's traced peak stays near one item, where decoding the
+    document whole held all of it (the bytes, then every item's slice)."""
+    path = tmp_path / "s.json"
+    item = {"role": "assistant", "text": "w" * 2000, "calls": [{"id": "c", "args": {"a": 1}}]}
+    with path.open("w") as out:
+        out.write('{"title": "T", "history": [')
+        out.write(",".join(json.dumps({**item, "n": n}) for n in range(12_000)))
+        out.write('], "after": 1}')
+    assert path.stat().st_size > 24_000_000
+    diag = Diagnostics()
+    tracemalloc.start()
+    count = sum(1 for _ in _stream(path, diag).items())
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count == 12_000 and diag.warnings == []
+    assert peak < 2 * MB, f"peak {peak / MB:.1f} MB"
