@@ -104,6 +104,23 @@ _AUGGIE_UNQUOTABLE = re.compile(r'[|&;><$`"\x00-\x1f]')
 _AUGGIE_SCRIPTS = (".ps1", ".sh", ".bat", ".cmd")  # a first word it hands to another shell
 
 
+# The skill's example lines (`passdown find ...`) are run by the model with its own shell
+# tool, which on Windows need not be the shell its hooks run in.
+WINDOWS_TOOL_SHELLS = {
+    "claude": POSIX,  # Claude Code's Bash tool runs Git Bash on Windows
+    # codex-rs core/src/shell.rs, `default_user_shell`: PowerShell on Windows (`pwsh`,
+    # else `powershell`; cmd.exe only where neither exists)
+    "codex": POWERSHELL,
+}
+
+
+def tool_shell(agent: str) -> str:
+    """The shell `agent`'s model runs a command line with on this machine."""
+    from passdown import _platform
+
+    return WINDOWS_TOOL_SHELLS.get(agent, POWERSHELL) if _platform.is_windows() else POSIX
+
+
 def hook_shell(agent: str) -> str:
     """The shell `agent` runs its hooks' command lines with on this machine (on Windows
     Vibe's is BASH_OR_POWERSHELL, settled by `shell_line`)."""
