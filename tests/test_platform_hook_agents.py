@@ -116,20 +116,20 @@ def _vibe_argv(line: str, *, git_bash: bool) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("agent", "shell"),
+    ("agent", "shell", "posix"),
     [
-        ("auggie", AUGGIE),
-        ("vibe", BASH_OR_POWERSHELL),
-        ("openhands", CMD),
-        ("gptme", CMD),
-        ("hermes", SHLEX),
+        ("auggie", AUGGIE, AUGGIE),  # its own splitter on every system
+        ("vibe", BASH_OR_POWERSHELL, POSIX),
+        ("openhands", CMD, POSIX),
+        ("gptme", CMD, POSIX),
+        ("hermes", SHLEX, POSIX),  # shlex.split = sh's words there
     ],
 )
 def test_each_new_agent_has_its_windows_row(
-    monkeypatch: pytest.MonkeyPatch, agent: str, shell: str
+    monkeypatch: pytest.MonkeyPatch, agent: str, shell: str, posix: str
 ) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
-    assert _command.hook_shell(agent) == POSIX
+    assert _command.hook_shell(agent) == posix
     monkeypatch.setattr(sys, "platform", "win32")
     assert _command.hook_shell(agent) == shell
 
@@ -365,3 +365,80 @@ def test_vibe_install_on_windows_writes_for_git_bash_or_powershell(
         assert _vibe_argv(line, git_bash=git_bash) == [str(command), "hook", "vibe"], line
         assert line.startswith("& '") is not git_bash
         assert program_of(line) == str(command)
+
+
+# -- Auggie on Linux and macOS: `bash -c`, or its own splitter --------------------------
+
+
+def _run_as_auggie_on_posix(line: str, cwd: Path) -> None:
+    """Auggie's POSIX branch (`dao`): `bash -c LINE` when the line holds one of |&;><$`
+    (or starts with ~), else its word regex, spawned without a shell."""
+    if line.startswith("~") or _AUGGIE_TO_CMD.search(line):
+        argv = ["bash", "-c", line]
+    else:
+        argv = [next(g for g in m.groups() if g is not None) for m in _AUGGIE_WORD.finditer(line)]
+    subprocess.run(argv, cwd=cwd, check=True, timeout=60)
+
+
+def _recording_program(folder: Path, out: Path) -> Path:
+    program = folder / "passdown"
+    program.parent.mkdir(parents=True)
+    program.write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(out)!r}, 'w').write(json.dumps(sys.argv[1:]))\n",
+        encoding="utf-8",
+    )
+    program.chmod(0o755)
+    return program
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="runs the line as Auggie does on POSIX")
+@pytest.mark.parametrize("folder", [f for f in HOSTILE if not ("'" in f and '"' in f)])
+def test_auggie_posix_lines_reach_the_program_whatever_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    """`it's` was cut apart on main: shlex's `'"'"'` is no quoting to Auggie's regex."""
+    monkeypatch.setattr(sys, "platform", "linux")
+    out = tmp_path / "argv.json"
+    program = _recording_program(tmp_path / folder, out)
+    line = hook_line(str(program), "auggie")
+    _run_as_auggie_on_posix(line, tmp_path)
+    assert json.loads(out.read_text()) == ["hook", "auggie"]
+    assert not (tmp_path / "PWNED").exists()
+    assert program_of(line) == str(program)
+
+
+def test_auggie_posix_refuses_a_path_with_both_quotes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    with pytest.raises(UsageError, match="Auggie"):
+        hook_line('/home/dev/say "it\'s"/passdown', "auggie")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="runs the line as Auggie does on POSIX")
+def test_auggie_install_on_linux_writes_lines_auggie_runs(tmp_path: Path) -> None:
+    out = tmp_path / "argv.json"
+    home = tmp_path / "home"
+    folder = tmp_path / "o'brien tools"
+    script = _passdown_at(folder)
+    env = {**os.environ, "HOME": str(home), "PASSDOWN_AUGGIE_DIR": str(home / ".augment")}
+    env.update(PASSDOWN_DATA_DIR=str(tmp_path / "data"), PASSDOWN_AGENTS="")
+    env.pop("PASSDOWN_COMMAND", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", "install", "auggie", "--command", str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = _installed_lines("auggie", home)
+    assert len(lines) == 2
+    script.unlink()  # now the recording program at the same hostile path
+    folder.rmdir()
+    _recording_program(folder, out)
+    for line in lines:
+        out.unlink(missing_ok=True)
+        _run_as_auggie_on_posix(line, tmp_path)
+        assert json.loads(out.read_text()) == ["hook", "auggie"], line

@@ -99,6 +99,10 @@ _CMD_UNQUOTABLE = re.compile(r'["%!\x00-\x1f]')
 _CMD_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,;=`: cmd.exe splits words there
 _PS_QUOTES = re.compile("['\u2018\u2019\u201a\u201b]")
 _PS_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,`: PowerShell makes an array
+# On Linux and macOS Auggie (the executor's other branch, `dao`) runs a line with one of
+# |&;><$` (or a leading ~) with `bash -c`, and splits any other with the same regex
+POSIX_HOOK_SHELLS = {"auggie": AUGGIE}
+_AUGGIE_TO_SHELL = re.compile(r"[|&;><$`]")
 # what sends Auggie's line to cmd.exe (its `cao`), and what its word regex cannot hold
 _AUGGIE_UNQUOTABLE = re.compile(r'[|&;><$`"\x00-\x1f]')
 _AUGGIE_SCRIPTS = (".ps1", ".sh", ".bat", ".cmd")  # a first word it hands to another shell
@@ -126,7 +130,9 @@ def hook_shell(agent: str) -> str:
     Vibe's is BASH_OR_POWERSHELL, settled by `shell_line`)."""
     from passdown import _platform
 
-    return WINDOWS_HOOK_SHELLS.get(agent, CMD) if _platform.is_windows() else POSIX
+    if _platform.is_windows():
+        return WINDOWS_HOOK_SHELLS.get(agent, CMD)
+    return POSIX_HOOK_SHELLS.get(agent, POSIX)
 
 
 def quote_posix(word: str, *, windows: bool = False) -> str:
@@ -195,11 +201,31 @@ def shell_line(shell: str, program: str, args: list[str]) -> str:
     if shell == CMD:
         return " ".join(quote_cmd(w) for w in words)
     if shell == AUGGIE:
+        if not _platform.is_windows():
+            return _auggie_posix_line(words)
         return " ".join(quote_auggie(w, first=i == 0) for i, w in enumerate(words))
     if shell == SHLEX:
         return " ".join(shlex.quote(w) for w in words)  # Windows paths keep their `\`
     windows = _platform.is_windows()
     return " ".join(quote_posix(w, windows=windows) for w in words)
+
+
+def _auggie_posix_line(words: list[str]) -> str:
+    """Auggie's line on Linux and macOS: `sh` quoting where it runs `bash -c`; where it
+    splits the line itself, its regex would cut shlex's `'"'"'` apart, so a word with a
+    `'` goes in double quotes (taken whole); one with both quotes is refused."""
+    line = " ".join(shlex.quote(w) for w in words)
+    if _AUGGIE_TO_SHELL.search(line) or line.startswith("~"):
+        return line
+    for word in words:
+        if "'" in word and '"' in word:
+            raise UsageError(
+                f"{word!r} cannot be written for Auggie (its hook splitter takes no "
+                "escapes, and the path has both kinds of quote)",
+                hint="install passdown in a folder whose path has no quotes "
+                "(or give one with --command)",
+            )
+    return " ".join(f'"{w}"' if "'" in w else shlex.quote(w) for w in words)
 
 
 def git_bash_found() -> bool:
