@@ -259,7 +259,7 @@ def _which_in(bash: Path, git: Path | None = None) -> object:
 
 
 def _install(
-    tmp_path: Path, agent: str, command: Path, **env: str
+    tmp_path: Path, agent: str, command: Path, verb: str = "install", **env: str
 ) -> subprocess.CompletedProcess[str]:
     environment = _simulated(tmp_path)
     home = tmp_path / "home"
@@ -273,7 +273,8 @@ def _install(
         environment.pop(name, None)
     environment.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "passdown", "install", agent, "--command", str(command)],
+        [sys.executable, "-m", "passdown", verb, agent]
+        + (["--command", str(command)] if verb == "install" else []),
         env=environment,
         cwd=tmp_path,
         capture_output=True,
@@ -322,6 +323,11 @@ def test_install_on_windows_writes_lines_the_agent_splits_back(tmp_path: Path, a
     for line in lines:
         assert READ_BACK[agent](line) == [str(command), "hook", agent], line
         assert program_of(line) == str(command)
+    written = [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
+    proc = _install(tmp_path, agent, command, verb="uninstall")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for path in written:  # the Windows lines are found again and taken out
+        assert not path.exists() or f" hook {agent}" not in path.read_text(encoding="utf-8")
 
 
 @SIMULATED
