@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from passdown import _launch, _platform
+from passdown import _launch, _platform, _platform_launch
 from passdown.agents.claude import ClaudeCode
 from passdown.errors import LaunchError
 
@@ -155,7 +155,7 @@ def test_without_node_exe_beside_the_shim_node_comes_from_path(
     node.parent.mkdir()
     node.write_bytes(b"MZ")
     monkeypatch.setattr(
-        _platform.shutil, "which", lambda name: str(node) if name == "node" else None
+        _platform_launch.shutil, "which", lambda name: str(node) if name == "node" else None
     )
     _launch_with(monkeypatch, shim, "%PATH%", tmp_path)
     [(argv, _)] = windows

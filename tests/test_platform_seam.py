@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from passdown import _platform
+from passdown import _platform, _platform_launch, _platform_paths
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "passdown"
 SEAM = SRC / "_platform.py"
@@ -90,6 +90,34 @@ def test_the_grep_finds_a_planted_call(tmp_path: Path) -> None:
 @pytest.mark.parametrize("pattern", POSIX_ONLY)
 def test_each_pattern_is_valid(pattern: str) -> None:
     re.compile(pattern)
+
+
+def test_only_the_seam_imports_its_parts() -> None:
+    """`_platform_paths` and `_platform_launch` are parts of the seam: everything else
+    imports `_platform` (whose `is_windows`/`is_macos` they call, so a test that
+    patches those simulates the platform for the parts too)."""
+    parts = re.compile(r"\b_platform_(?:paths|launch)\b")
+    importers = [
+        path.name
+        for path in sorted(SRC.rglob("*.py"))
+        if not path.name.startswith("_platform")
+        and any(parts.search(code) for _n, code in _code_lines(path))
+    ]
+    assert importers == []
+    assert _platform.path_key is _platform_paths.path_key
+    assert _platform.spawn_argv is _platform_launch.spawn_argv
+
+
+def test_the_parts_follow_a_patched_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(_platform, "is_windows", lambda: True)
+    assert _platform.same_name("Proj", "proj")  # Windows' file names ignore case
+    assert _platform.join("/home/dev", "x") == "\\home\\dev\\x"
+    with pytest.raises(_platform.UnsafeLaunch):
+        _platform.spawn_argv("C:\\npm\\tool.cmd", ["tool.cmd", "&calc&"])
+    monkeypatch.setattr(_platform, "is_windows", lambda: False)
+    monkeypatch.setattr(_platform, "is_macos", lambda: True)
+    assert _platform.path_key("/private/tmp/X") == "/tmp/x"
 
 
 # -- the seam's decisions, with the platform simulated ----------------------------------

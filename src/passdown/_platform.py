@@ -5,6 +5,9 @@ else in passdown imports `fcntl`, `resource`, `msvcrt` or `pwd`, or calls POSIX-
 `os` functions (`tests/test_platform_seam.py` greps for them). Each function has a
 POSIX branch, a Windows branch and a documented fallback. Decisions are taken at call
 time (`sys.platform`, `os.name`, `hasattr(os, ...)`), so tests can simulate a platform.
+Two parts that make no system call of their own live beside it and are re-exported
+here, the one module the rest of passdown imports: `_platform_paths` (comparing
+workspace paths) and `_platform_launch` (starting a program without cmd.exe).
 
 - Private files: POSIX 0700 folders and 0600 files as ever. Windows has no such modes
   (`os.fchmod` only sets the read-only bit, and is missing before 3.13): files under
@@ -41,15 +44,24 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
-import shutil
 import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING, Any, cast
+
+from passdown._platform_launch import UnsafeLaunch, resolve_npm_shim, spawn_argv
+from passdown._platform_paths import (
+    case_insensitive_fs,
+    inside,
+    is_windows_path,
+    join,
+    path_key,
+    path_spellings,
+    relative_inside,
+    same_name,
+)
 
 if TYPE_CHECKING:
     import socket
@@ -450,149 +462,6 @@ def openssl_candidates() -> Iterator[str | None]:
         import ctypes.util
 
         yield ctypes.util.find_library("crypto")
-
-
-# -- launching ----------------------------------------------------------------------------
-
-_SHIM_SCRIPT = re.compile(r'"%~?dp0%?\\([^"%]+)"\s+%\*')
-# words cmd.exe passes through unchanged: no quotes, metacharacters, %, ^, ! or spaces
-_CMD_SAFE = re.compile(r"[A-Za-z0-9_.,:=+@/\\-]*")
-
-
-class UnsafeLaunch(Exception):
-    """A launch that would put untrusted text on a cmd.exe command line."""
-
-
-def spawn_argv(executable: str, argv: list[str]) -> tuple[str, list[str]]:
-    """The (executable, argv) to start: unchanged on POSIX and for a Windows .exe.
-    A Windows `.cmd`/`.bat` would run through cmd.exe, so an npm shim is replaced by
-    the `node <script>` it wraps; a batch file that is not such a shim is only started
-    when every argument is a plain word (else `UnsafeLaunch`)."""
-    if not is_windows() or not executable.lower().endswith((".cmd", ".bat")):
-        return executable, argv
-    resolved = resolve_npm_shim(executable)
-    if resolved is not None:
-        node, script = resolved
-        return node, [node, script, *argv[1:]]
-    unsafe = [arg for arg in argv[1:] if not _CMD_SAFE.fullmatch(arg)]
-    if unsafe:
-        raise UnsafeLaunch(
-            f"{executable} is a batch file, which Windows runs through cmd.exe; cmd.exe "
-            "would re-read the prompt as commands, so passdown does not start it"
-        )
-    return executable, argv
-
-
-def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
-    """(node, script) of an npm cmd-shim (`"%_prog%" "%dp0%\\<script>" %*`), or None."""
-    try:
-        with open(shim, "rb") as handle:
-            text = handle.read(64 * 1024).decode("utf-8", "replace")
-    except OSError:
-        return None
-    match = _SHIM_SCRIPT.search(text)
-    if match is None:
-        return None
-    folder = os.path.dirname(shim)
-    script = os.path.join(folder, *match.group(1).split("\\"))
-    if not os.path.isfile(script):
-        return None
-    local = os.path.join(folder, "node.exe")
-    node = local if os.path.isfile(local) else shutil.which("node")
-    if node is None or node.lower().endswith((".cmd", ".bat")):
-        return None
-    return node, script
-
-
-# -- paths ---------------------------------------------------------------------------------
-
-_DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
-_MACOS_ALIASES = (("/private/tmp", "/tmp"), ("/private/var", "/var"), ("/private/etc", "/etc"))
-
-
-def is_windows_path(text: str) -> bool:
-    """A drive-letter path, a UNC path or a `\\\\?\\` path: read with Windows semantics
-    whatever system passdown runs on (a session recorded there, read here)."""
-    return bool(_DRIVE.match(text)) or text.startswith(("\\\\", "//?/"))
-
-
-def _normal(text: str) -> tuple[str, bool]:
-    """(`text` normalised with `/` separators, whether its file system ignores case)."""
-    if is_windows_path(text) or is_windows():
-        if text.startswith(("\\\\?\\UNC\\", "//?/UNC/")):
-            text = "\\\\" + text[8:]
-        elif text.startswith(("\\\\?\\", "//?/")):
-            text = text[4:]
-        return PureWindowsPath(text).as_posix().rstrip("/") or "/", True
-    posix = str(PurePosixPath(os.path.normpath(text))) if text else text
-    if not is_macos():
-        return posix, False
-    for alias, short in _MACOS_ALIASES:
-        if posix == alias or posix.startswith(alias + "/"):
-            posix = short + posix[len(alias) :]
-    return posix, True
-
-
-def path_key(text: str) -> str:
-    """A comparable form of an absolute path: Windows paths with `/`, lowercased, no
-    `\\\\?\\` prefix, no trailing separator; POSIX paths normalised, macOS's `/private`
-    aliases folded (and lowercased on macOS, whose default volumes ignore case)."""
-    normal, fold = _normal(text)
-    return normal.lower() if fold else normal
-
-
-def relative_inside(path: str, root: str) -> str | None:
-    """`path` relative to `root` (`/` separators, "" for the root itself) when it is the
-    root or below it, compared as paths (`path_key`); else None. The relative part keeps
-    the case `path` was written in."""
-    normal, fold = _normal(path)
-    base, fold_root = _normal(root)
-    if fold or fold_root:
-        normal_cmp, base_cmp = normal.lower(), base.lower()
-    else:
-        normal_cmp, base_cmp = normal, base
-    if normal_cmp == base_cmp:
-        return ""
-    prefix = base_cmp if base_cmp.endswith("/") else base_cmp + "/"
-    if not normal_cmp.startswith(prefix):
-        return None
-    return normal[len(prefix) :]
-
-
-def join(base: str, path: str) -> str:
-    """`path` (absolute, or relative to `base`) as one normalised path, joined with the
-    rules of the system that wrote `base` (a Windows cwd read on Linux too)."""
-    if is_windows_path(base) or is_windows_path(path) or is_windows():
-        return str(PureWindowsPath(base, path))
-    return os.path.normpath(os.path.join(base, path))
-
-
-def case_insensitive_fs() -> bool:
-    """Whether this machine's file names ignore case (Windows; macOS's default APFS)."""
-    return is_windows() or is_macos()
-
-
-def path_spellings(path: str) -> list[str]:
-    """`path` and, on macOS, its other spelling through the `/private` symlinks
-    (`/private/tmp/x` and `/tmp/x`): agents record whichever their process saw."""
-    spellings = [path]
-    if is_macos():
-        for alias, short in _MACOS_ALIASES:
-            if path == alias or path.startswith(alias + "/"):
-                spellings.append(short + path[len(alias) :])
-            elif path == short or path.startswith(short + "/"):
-                spellings.append(alias + path[len(short) :])
-    return spellings
-
-
-def same_name(a: str, b: str) -> bool:
-    """Folder names compared as this machine's file system does."""
-    return a.lower() == b.lower() if case_insensitive_fs() else a == b
-
-
-def inside(path: str, root: str) -> bool:
-    """Whether `path` is `root` or below it, compared as paths."""
-    return relative_inside(path, root) is not None
 
 
 __all__ = [

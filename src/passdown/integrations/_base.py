@@ -5,14 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from passdown.errors import UsageError
-from passdown.integrations._command import hook_line
+from passdown.integrations._command import hook_line, shell_line, tool_shell
 from passdown.integrations._command import program_of as program_of  # re-exported
 from passdown.integrations._files import Transform
 
@@ -195,20 +194,25 @@ class HookIntegration:
 # -- shared edits ------------------------------------------------------------------------
 
 
-def skill_text(command: str = "passdown") -> str:
-    return with_command((SKILLS_DIR / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8"), command)
+def skill_text(command: str = "passdown", agent: str = "claude") -> str:
+    skill = (SKILLS_DIR / SKILL_NAME / "SKILL.md").read_text(encoding="utf-8")
+    return with_command(skill, command, agent)
 
 
-def agents_snippet(command: str = "passdown") -> str:
-    return with_command((SKILLS_DIR / "AGENTS.md").read_text(encoding="utf-8"), command)
+def agents_snippet(command: str = "passdown", agent: str = "codex") -> str:
+    return with_command((SKILLS_DIR / "AGENTS.md").read_text(encoding="utf-8"), command, agent)
 
 
-def with_command(text: str, command: str) -> str:
+def with_command(text: str, command: str, agent: str = "claude") -> str:
     """The skill's command lines (`passdown find ...`, `passdown export ...`) running
-    `command`, the one the hooks run: the agent's shell need not find `passdown` either."""
+    `command`, the one the hooks run: the agent's shell need not find `passdown` either.
+    The model runs those lines in its own shell tool (`_command.tool_shell`: on Windows
+    Git Bash for Claude Code, PowerShell for Codex), so `command` is quoted for that one;
+    the rest of each line is plain words, the same in every shell."""
     if command == "passdown":
         return text
-    return re.sub(r"(?<![\w/.-])passdown (?=find |export )", f"{shlex.quote(command)} ", text)
+    program = shell_line(tool_shell(agent), command, [])
+    return re.sub(r"(?<![\w/.-])passdown (?=find |export )", lambda _m: f"{program} ", text)
 
 
 def json_edit(change: Callable[[dict[str, Any]], None]) -> Transform:
@@ -243,11 +247,11 @@ def drop_file(text: str | None) -> str | None:
     return None  # a file passdown created (the skill): on uninstall it goes
 
 
-def add_md_block(text: str | None, command: str = "passdown") -> str:
+def add_md_block(text: str | None, command: str = "passdown", agent: str = "codex") -> str:
     body = remove_md_block(text) or ""
     sep = "\n" if body and not body.endswith("\n") else ""
     gap = "\n" if body.strip() else ""
-    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet(command)}{MD_END}\n"
+    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet(command, agent)}{MD_END}\n"
 
 
 def remove_md_block(text: str | None) -> str | None:

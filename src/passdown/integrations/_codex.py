@@ -159,7 +159,7 @@ class CodexHooks(HookIntegration):
         if target.scope == "user":
             skill_edit = (
                 codex_home() / "skills" / SKILL_NAME / "SKILL.md",
-                whole_file(skill_text(target.command)),
+                whole_file(skill_text(target.command, self.agent)),
                 drop_file,
             )
         else:

@@ -54,35 +54,85 @@ def this_package() -> str:
 
 # -- hook command lines, quoted for the shell that runs them -----------------------------
 #
-# On Linux and macOS every agent runs a hook's command with `sh -c`. On native Windows
-# each has its own: Claude Code wraps it in Git Bash (`bash -c`), and so does Droid, which
-# takes Claude's hook protocol; Codex runs it with `%COMSPEC% /C` (cmd.exe), as does
-# Kimi (Python's `shell=True`); Gemini CLI and Qwen Code with `powershell.exe -Command`
-# (their `getShellConfiguration`); Copilot CLI picks a handler's `powershell` key there
-# and `bash` elsewhere, so it gets both. An agent not named here gets cmd.exe's quoting,
-# which is what `shell: true` means to Node and Python on Windows.
+# On Linux and macOS every agent runs a hook's command with `sh -c` (or splits it as sh
+# would). On native Windows each has its own way, read from its source (the row's
+# comment names where); an agent not named here gets cmd.exe's quoting, which is what
+# `shell: true` means to Node and Python there.
 POSIX, CMD, POWERSHELL = "posix", "cmd", "powershell"
+SHLEX = "shlex"  # split by Python's `shlex.split` and run as argv, no shell
+AUGGIE = "auggie"  # split by Auggie's own word regex and run as argv, no shell
+BASH_OR_POWERSHELL = "bash-or-powershell"  # Git Bash where found, else PowerShell
 WINDOWS_HOOK_SHELLS = {
+    # Claude Code wraps a hook in Git Bash (`bash -c`), and so does Droid, which takes
+    # Claude's hook protocol
     "claude": POSIX,
     "droid": POSIX,
     "cline": POSIX,  # its hooks are `#!/bin/sh` scripts passdown writes
+    # Codex runs it with `%COMSPEC% /C`; Kimi with Python's `shell=True`
     "codex": CMD,
     "kimi": CMD,
+    # Gemini CLI and Qwen Code: `powershell.exe -Command` (their `getShellConfiguration`)
     "gemini": POWERSHELL,
     "qwen": POWERSHELL,
-    "copilot": POWERSHELL,
+    "copilot": POWERSHELL,  # a handler's `powershell` key there (`bash` elsewhere)
+    # Auggie 0.36 (augment.mjs, the hook executor's Windows branch): a line with none of
+    # |&;><$` and no leading ~ is cut into words by its regex ("..." or '...' taken
+    # whole, no escapes) and spawned with `shell: false`; a line with one of them goes
+    # to `cmd.exe /c` as one argument, which Node quotes for the C runtime (`\"`), not
+    # for cmd.exe: passdown writes the first kind and refuses paths that make the second
+    "auggie": AUGGIE,
+    # Mistral Vibe 3.0 (mistralai_vibe_local_harness/vibe/_foreign_hooks.py,
+    # `_spawn_hook_command`): the session's command environment, Git Bash (`bash -c`)
+    # when `vibe.utils.platform.get_windows_bash_path` finds one, else PowerShell
+    # (`pwsh`/`powershell -Command`, `WindowsTerminalBackend.command_argv`)
+    "vibe": BASH_OR_POWERSHELL,
+    # OpenHands (openhands/sdk/hooks/executor.py, `HookExecutor.execute`) and gptme
+    # (gptme/hooks/script.py, `_run_script_hook`): `subprocess` with `shell=True`, which
+    # on Windows is `%COMSPEC% /c "LINE"` (cmd.exe drops the outer quotes again)
+    "openhands": CMD,
+    "gptme": CMD,
+    # Hermes Agent (agent/shell_hooks.py, `_spawn`): `shlex.split(os.path.expanduser(
+    # command))` run with `shell=False` on every system, POSIX shlex rules on Windows too
+    "hermes": SHLEX,
 }
 _CMD_UNQUOTABLE = re.compile(r'["%!\x00-\x1f]')
 _CMD_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,;=`: cmd.exe splits words there
 _PS_QUOTES = re.compile("['\u2018\u2019\u201a\u201b]")
 _PS_PLAIN = re.compile(r"[A-Za-z0-9_.:+/\\-]+")  # not `,`: PowerShell makes an array
+# On Linux and macOS Auggie (the executor's other branch, `dao`) runs a line with one of
+# |&;><$` (or a leading ~) with `bash -c`, and splits any other with the same regex
+POSIX_HOOK_SHELLS = {"auggie": AUGGIE}
+_AUGGIE_TO_SHELL = re.compile(r"[|&;><$`]")
+# what sends Auggie's line to cmd.exe (its `cao`), and what its word regex cannot hold
+_AUGGIE_UNQUOTABLE = re.compile(r'[|&;><$`"\x00-\x1f]')
+_AUGGIE_SCRIPTS = (".ps1", ".sh", ".bat", ".cmd")  # a first word it hands to another shell
+
+
+# The skill's example lines (`passdown find ...`) are run by the model with its own shell
+# tool, which on Windows need not be the shell its hooks run in.
+WINDOWS_TOOL_SHELLS = {
+    "claude": POSIX,  # Claude Code's Bash tool runs Git Bash on Windows
+    # codex-rs core/src/shell.rs, `default_user_shell`: PowerShell on Windows (`pwsh`,
+    # else `powershell`; cmd.exe only where neither exists)
+    "codex": POWERSHELL,
+}
+
+
+def tool_shell(agent: str) -> str:
+    """The shell `agent`'s model runs a command line with on this machine."""
+    from passdown import _platform
+
+    return WINDOWS_TOOL_SHELLS.get(agent, POWERSHELL) if _platform.is_windows() else POSIX
 
 
 def hook_shell(agent: str) -> str:
-    """The shell `agent` runs its hooks' command lines with on this machine."""
+    """The shell `agent` runs its hooks' command lines with on this machine (on Windows
+    Vibe's is BASH_OR_POWERSHELL, settled by `shell_line`)."""
     from passdown import _platform
 
-    return WINDOWS_HOOK_SHELLS.get(agent, CMD) if _platform.is_windows() else POSIX
+    if _platform.is_windows():
+        return WINDOWS_HOOK_SHELLS.get(agent, CMD)
+    return POSIX_HOOK_SHELLS.get(agent, POSIX)
 
 
 def quote_posix(word: str, *, windows: bool = False) -> str:
@@ -116,18 +166,89 @@ def quote_powershell(word: str) -> str:
     return "'" + _PS_QUOTES.sub(lambda m: m.group() * 2, word) + "'"
 
 
+def quote_auggie(word: str, *, first: bool = False) -> str:
+    """A word for Auggie's splitter on Windows: plain, or in double quotes (taken whole,
+    `'`, `%`, `!`, spaces and all). A word with one of |&;><$` would send the whole line
+    to cmd.exe through Node's quoting, which cmd.exe misreads; it is refused, as is a
+    first word Auggie hands to PowerShell, bash or cmd.exe by its extension."""
+    if _PS_PLAIN.fullmatch(word) and not (first and word.startswith("~")):
+        return word
+    if _AUGGIE_UNQUOTABLE.search(word) or (first and word.lower().endswith(_AUGGIE_SCRIPTS)):
+        raise UsageError(
+            f"{word!r} cannot be written for Auggie on Windows (a path with one of "
+            '| & ; > < $ ` " makes Auggie run the hook through cmd.exe, which would cut it '
+            "there)",
+            hint="install passdown in a folder whose path has none of them "
+            "(or give one with --command)",
+        )
+    return f'"{word}"'
+
+
 def shell_line(shell: str, program: str, args: list[str]) -> str:
-    """`program args...` as a command line for `shell` (POSIX, CMD or POWERSHELL)."""
+    """`program args...` as a command line for `shell` (one of the styles above)."""
     from passdown import _platform
 
+    words = [program, *args]
+    if shell == BASH_OR_POWERSHELL:
+        if all(_PS_PLAIN.fullmatch(w.replace("\\", "/")) for w in words):
+            # plain words with `/`: bash and PowerShell read them alike, whichever runs
+            return shell_line(POSIX, program, args)
+        return shell_line(POSIX if git_bash_found() else POWERSHELL, program, args)
     if shell == POWERSHELL:
-        words = [quote_powershell(w) for w in (program, *args)]
+        quoted = [quote_powershell(w) for w in words]
         # a quoted program is a string to PowerShell: `&` calls it
-        return " ".join(["&", *words]) if words[0].startswith("'") else " ".join(words)
+        return " ".join(["&", *quoted]) if quoted[0].startswith("'") else " ".join(quoted)
     if shell == CMD:
-        return " ".join(quote_cmd(w) for w in (program, *args))
+        return " ".join(quote_cmd(w) for w in words)
+    if shell == AUGGIE:
+        if not _platform.is_windows():
+            return _auggie_posix_line(words)
+        return " ".join(quote_auggie(w, first=i == 0) for i, w in enumerate(words))
+    if shell == SHLEX:
+        return " ".join(shlex.quote(w) for w in words)  # Windows paths keep their `\`
     windows = _platform.is_windows()
-    return " ".join(quote_posix(w, windows=windows) for w in (program, *args))
+    return " ".join(quote_posix(w, windows=windows) for w in words)
+
+
+def _auggie_posix_line(words: list[str]) -> str:
+    """Auggie's line on Linux and macOS: `sh` quoting where it runs `bash -c`; where it
+    splits the line itself, its regex would cut shlex's `'"'"'` apart, so a word with a
+    `'` goes in double quotes (taken whole); one with both quotes is refused."""
+    line = " ".join(shlex.quote(w) for w in words)
+    if _AUGGIE_TO_SHELL.search(line) or line.startswith("~"):
+        return line
+    for word in words:
+        if "'" in word and '"' in word:
+            raise UsageError(
+                f"{word!r} cannot be written for Auggie (its hook splitter takes no "
+                "escapes, and the path has both kinds of quote)",
+                hint="install passdown in a folder whose path has no quotes "
+                "(or give one with --command)",
+            )
+    return " ".join(f'"{w}"' if "'" in w else shlex.quote(w) for w in words)
+
+
+def git_bash_found() -> bool:
+    """Whether Vibe would find a Git Bash here (`get_windows_bash_path`: a `bash` on PATH
+    other than WSL's launcher in System32, the one beside `git.exe`, or one in the usual
+    install folders), so that it runs hooks with `bash -c`, not PowerShell."""
+    system = os.environ.get("SYSTEMROOT", r"C:\Windows")  # names ignore case there
+    wsl = os.path.normcase(os.path.join(system, "System32", "bash.exe"))
+    for entry in os.get_exec_path():
+        found = shutil.which("bash", path=entry)
+        if found and os.path.normcase(found) != wsl:
+            return True
+    candidates: list[Path] = []
+    git = shutil.which("git")
+    if git:
+        root = Path(git).resolve().parent.parent  # <Git>\cmd\git.exe
+        candidates += [root / "bin" / "bash.exe", root / "usr" / "bin" / "bash.exe"]
+    for name in ("ProgramFiles", "ProgramFiles(x86)", "LOCALAPPDATA"):
+        base = os.environ.get(name)
+        if base:
+            candidates += [Path(base, "Git", "bin", "bash.exe")]
+            candidates += [Path(base, "Programs", "Git", "bin", "bash.exe")]
+    return any(path.is_file() for path in candidates)
 
 
 def hook_line(command: str, agent: str, *args: str, shell: str | None = None) -> str:

@@ -1,0 +1,68 @@
+"""Starting a program on Windows without cmd.exe re-reading its arguments (`_platform`
+re-exports these: import them from there).
+
+An npm `.cmd`/`.bat` shim runs through cmd.exe, which re-parses its command line (`&`,
+`|`, `%VAR%`, newlines: the "BatBadBut" class), so the shim is resolved to the
+`node <script>` it wraps; where it cannot be, an argv with anything but plain words is
+refused. On POSIX and for a Windows `.exe` the argv is used as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+_SHIM_SCRIPT = re.compile(r'"%~?dp0%?\\([^"%]+)"\s+%\*')
+# words cmd.exe passes through unchanged: no quotes, metacharacters, %, ^, ! or spaces
+_CMD_SAFE = re.compile(r"[A-Za-z0-9_.,:=+@/\\-]*")
+
+
+class UnsafeLaunch(Exception):
+    """A launch that would put untrusted text on a cmd.exe command line."""
+
+
+def spawn_argv(executable: str, argv: list[str]) -> tuple[str, list[str]]:
+    """The (executable, argv) to start: unchanged on POSIX and for a Windows .exe.
+    A Windows `.cmd`/`.bat` would run through cmd.exe, so an npm shim is replaced by
+    the `node <script>` it wraps; a batch file that is not such a shim is only started
+    when every argument is a plain word (else `UnsafeLaunch`)."""
+    if not _platform.is_windows() or not executable.lower().endswith((".cmd", ".bat")):
+        return executable, argv
+    resolved = resolve_npm_shim(executable)
+    if resolved is not None:
+        node, script = resolved
+        return node, [node, script, *argv[1:]]
+    unsafe = [arg for arg in argv[1:] if not _CMD_SAFE.fullmatch(arg)]
+    if unsafe:
+        raise UnsafeLaunch(
+            f"{executable} is a batch file, which Windows runs through cmd.exe; cmd.exe "
+            "would re-read the prompt as commands, so passdown does not start it"
+        )
+    return executable, argv
+
+
+def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
+    """(node, script) of an npm cmd-shim (`"%_prog%" "%dp0%\\<script>" %*`), or None."""
+    try:
+        with open(shim, "rb") as handle:
+            text = handle.read(64 * 1024).decode("utf-8", "replace")
+    except OSError:
+        return None
+    match = _SHIM_SCRIPT.search(text)
+    if match is None:
+        return None
+    folder = os.path.dirname(shim)
+    script = os.path.join(folder, *match.group(1).split("\\"))
+    if not os.path.isfile(script):
+        return None
+    local = os.path.join(folder, "node.exe")
+    node = local if os.path.isfile(local) else shutil.which("node")
+    if node is None or node.lower().endswith((".cmd", ".bat")):
+        return None
+    return node, script
+
+
+# last: `_platform` imports this module, and its `is_windows` is looked up at call time
+# (tests simulate a platform by patching it)
+from passdown import _platform  # noqa: E402
