@@ -18,6 +18,8 @@ from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
 from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
 from passdown.agents._claude_records import (
+    _ENVELOPE,
+    _LOOSE_RECORD,
     _RECORD,
     _TYPED_RECORD,
     AnyBlock,
@@ -29,6 +31,7 @@ from passdown.agents._claude_records import (
     _task_number_in,
     _tool_args,
     _ToolOutcome,
+    _TypedRecord,
     _untyped_record,
 )
 from passdown.agents._claude_subagents import Subagents, agent_id_in
@@ -45,6 +48,7 @@ from passdown.agents._tree import (
     branch_lines,
     restore_calls,
 )
+from passdown.agents._tree_forward import BranchLeft, StraightLine
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -97,11 +101,15 @@ _READ_TOOLS = frozenset(
 )
 
 
-def _node(env: _Envelope, info: SessionInfo, diag: Diagnostics) -> Node | LeafHint | None:
-    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing."""
+def _node(
+    env: _Envelope | _Record, info: SessionInfo, diag: Diagnostics, *, forward: bool = False
+) -> Node | LeafHint | None:
+    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing. Pass 1
+    reads backwards and keeps the first title it meets; `forward` (the forward pass)
+    keeps the last one, the same newest title."""
     kind = env.type
     if kind not in _CHAIN_TYPES:
-        _note_title(env, info)
+        _note_title(env, info, forward)
         if kind in ("last-prompt", "summary"):
             return LeafHint(env.leafUuid)
         if kind not in _KNOWN_OTHER:
@@ -118,15 +126,16 @@ def _node(env: _Envelope, info: SessionInfo, diag: Diagnostics) -> Node | LeafHi
     return Node(env.uuid, parent)
 
 
-def _note_title(env: _Envelope, info: SessionInfo) -> None:
-    # Backwards: the first title seen is the newest.
-    if info.title is None:
-        info.title = (
+def _note_title(env: _Envelope | _Record, info: SessionInfo, forward: bool) -> None:
+    if info.title is None or forward:
+        title = (
             env.customTitle
             or env.aiTitle
             or env.title
             or (env.summary if env.type == "summary" else None)
         )
+        if title or not forward:
+            info.title = title
 
 
 class _ActiveReader:
@@ -180,6 +189,52 @@ class _ActiveReader:
             events = self._record(record)
             if events:
                 yield from events
+
+    def feed_straight(
+        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
+    ) -> Iterator[Event]:
+        """The forward pass (`passdown.agents._tree_forward`): every line of the file,
+        each tree record checked to continue the straight line and decoded once; a line
+        the record decode refuses is read as pass 1 reads it."""
+        info, diag = self.info, self.diag
+        decode, on_record, chain = _TYPED_RECORD.decode, self._record, _CHAIN_TYPES
+        last = straight.last  # the line's end, kept local in the loop (once per record)
+        try:
+            for offset, line, tail in lines:
+                try:
+                    record: object = decode(line)
+                except msgspec.ValidationError:
+                    record = _quiet_record(line)
+                except DECODE_ERRORS:
+                    record = None
+                if type(record) is not _TypedRecord and not isinstance(record, _Record):
+                    # pass 1's view, noting what it notes; a tree record pass 2 would
+                    # have decoded otherwise (mended bytes) is left to the two passes
+                    node = _pass1_view(line, offset, tail, info, diag)
+                    if isinstance(node, Node):
+                        raise BranchLeft(f"a tree record at byte {offset} needs pass 2's decode")
+                    if isinstance(node, LeafHint):
+                        straight.note_hint(node.id)
+                    continue
+                kind = record.type
+                if kind in chain and record.uuid and not record.isSidechain:
+                    parent = record.parentUuid
+                    if parent is None and kind == "system" and record.logicalParentUuid:
+                        parent = record.logicalParentUuid  # across a compaction
+                    if parent != last or straight.hint is not None:
+                        straight.last = last
+                        straight.take(record.uuid, parent)  # raises when off the line
+                    straight.last_parent = parent
+                    last = record.uuid
+                    events = on_record(record)
+                    if events:
+                        yield from events
+                else:
+                    node = _node(record, info, diag, forward=True)
+                    if isinstance(node, LeafHint):
+                        straight.note_hint(node.id)
+        finally:
+            straight.last = last
 
     # The handlers below return what a record says as a list or tuple (often empty),
     # not as generators: a generator per record cost more than most records' own work.
@@ -436,6 +491,11 @@ class _SessionDecoder:
     def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
         return self.reader.feed(lines)
 
+    def feed_straight(
+        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
+    ) -> Iterator[Event]:
+        return self.reader.feed_straight(lines, straight)
+
     def finish(self) -> Iterator[Event]:
         reader = self.reader
         yield from reader._flush_assistant()
@@ -485,6 +545,30 @@ class _SessionDecoder:
 
 
 _MAX_SUBAGENT_DEPTH = 4
+
+
+def _quiet_record(line: bytes) -> _Record | None:
+    """A line the typed decode refused, decoded as pass 2 decodes it, without noting a
+    bad line (the forward pass then reads it as pass 1 does)."""
+    for decoder in (_RECORD, _LOOSE_RECORD):
+        try:
+            record: _Record = decoder.decode(line)
+            return record
+        except (msgspec.ValidationError, *DECODE_ERRORS):
+            continue
+    return None
+
+
+def _pass1_view(
+    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
+) -> Node | LeafHint | None:
+    """What pass 1 makes of a line (`claude._node_reader`), titles noted forwards."""
+    env = decode_line(_ENVELOPE, line, offset, tail, diag)
+    if not isinstance(env, _Envelope):
+        return None
+    if env.type in _CHAIN_TYPES and not env.isSidechain and env.parentUuid is not None:
+        return Node(env.uuid, env.parentUuid) if env.uuid else None
+    return _node(env, info, diag, forward=True)
 
 
 def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:

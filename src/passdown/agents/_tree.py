@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
 
 import msgspec
 
@@ -30,6 +30,8 @@ from passdown._jsonl import LineReader
 from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
+    from passdown.agents._tree_forward import StraightLine
+
     # what the two-core and incremental halves of this module define (read lazily below:
     # they import this module)
     from passdown.agents._tree_halves import MAIN_SHARE as MAIN_SHARE
@@ -250,6 +252,18 @@ class BranchDecoder(Protocol):
 
     def state(self) -> object:
         """What the decoder remembers between lines, as plain data."""
+
+
+@runtime_checkable
+class StraightDecoder(BranchDecoder, Protocol):
+    """A decoder that can also read every line of a session in one forward pass
+    (`passdown.agents._tree_forward`): the lines outside the tree as pass 1 reads them,
+    each tree record checked against `straight` (`BranchLeft` when it is off the line)
+    and decoded."""
+
+    def feed_straight(
+        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
+    ) -> Iterator[Event]: ...
 
 
 @dataclass(frozen=True, slots=True)

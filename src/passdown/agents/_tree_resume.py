@@ -6,6 +6,10 @@ new active branch is the old one plus records of the appended part: walking the
 appended part backwards from its leaf must arrive at the old leaf. Anything else (a
 rewind to an older node, a parent the window does not hold, a leaf hint naming
 another record) falls back to a full read, which gives the same handoff.
+
+A first read on one core of an agent whose decoder can (Claude Code) skips pass 1: it
+reads the file in one forward pass (`passdown.agents._tree_forward`), and its caller
+reads it again with pass 1 if the session turns out not to be a straight line.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import msgspec
 
 from passdown import _platform
 from passdown._jsonl import LineReader
+from passdown.agents import _tree_forward
 from passdown.agents._tree import (
     FRAGMENT_MEMORY,
     Branch,
+    StraightDecoder,
     TreeFormat,
     Walk,
     branch_lines,
@@ -75,6 +81,9 @@ class TreeResumable:
         self.checkpointable = True
         self.later_half: tuple[int, _Forked] | None = None  # pass 1's second half, forked
         self.walk_report: dict[str, Any] = {}  # what the two-core walk did (stats, tests)
+        # a first read may take the forward pass (the caller sets False to read again)
+        self.forward = True
+        self.straight: _tree_forward.StraightLine | None = None  # ... when it does
 
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """Plan the windows [start, end) and [end, size). False: the saved state cannot
@@ -88,6 +97,11 @@ class TreeResumable:
                 return False
             self.windows = [(start, first[0]), (end, second[0])]
             self.leaf, self.leaf_parent = first[1], first[2]
+            return True
+        if self._straight_ahead():
+            self.straight = _tree_forward.StraightLine()
+            every_line = Branch(broken=True)
+            self.windows = [(0, every_line), (end, every_line)]
             return True
         walk = self._first_walk(fd, end)
         if walk.wanted is None:  # a whole branch: a checkpoint can hold its leaf
@@ -107,6 +121,18 @@ class TreeResumable:
             mark_broken(whole.branch, self.diag)
         self.windows = [(0, whole.branch), (end, whole.branch)]
         return True
+
+    def _straight_ahead(self) -> bool:
+        """Whether this first read takes the forward pass: its decoder can, and pass 1
+        is not walked on two cores (then pass 2 is split along its branch)."""
+        return (
+            self.forward
+            and self.later_half is None
+            and isinstance(self.decoder, StraightDecoder)
+            and self.fmt.always is None
+            and not self.fmt.fragments
+            and _tree_forward.enabled()
+        )
 
     def _walk(self, fd: int, lo: int, hi: int, *, later: bool = False) -> Walk:
         """Pass 1 over [lo, hi). With `later` (the last line, read after the checkpoint
@@ -248,7 +274,13 @@ class TreeResumable:
         lines = branch_lines(
             self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
         )
-        yield from self.decoder.feed(lines)
+        straight = self.straight
+        if straight is None:
+            yield from self.decoder.feed(lines)
+            return
+        yield from cast(StraightDecoder, self.decoder).feed_straight(lines, straight)
+        straight.check_leaf()  # before the checkpoint is saved
+        self.leaf, self.leaf_parent = straight.last, straight.last_parent
 
     def close(self) -> Iterator[Event]:
         return self.decoder.finish()
@@ -257,7 +289,7 @@ class TreeResumable:
     def first_branch(self) -> Branch | None:
         """The branch of the complete lines read from the file's start (None when this
         reader continues a checkpoint or has not planned its windows)."""
-        if self.resuming or not self.windows or self.windows[0][0] != 0:
+        if self.resuming or self.straight or not self.windows or self.windows[0][0] != 0:
             return None
         return self.windows[0][1]
 
