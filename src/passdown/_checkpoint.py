@@ -402,7 +402,9 @@ def _begin_hashing(
     leaves the second core to a two-core read's worker afterwards. The thread is done
     when this returns (a process forks only while it runs no other thread). True: the
     complete lines are hashed."""
-    if getattr(reader, "begin", None) is None:
+    walks_first = getattr(reader, "walks_first", None)
+    if getattr(reader, "begin", None) is None or (walks_first is not None and not walks_first()):
+        # nothing to hash beside: the complete lines are hashed while they are parsed
         _begin(reader, fd, bounds, path)
         return False
     start, end, _ = bounds

@@ -8,7 +8,7 @@ reads a session without rewinds in one pass, needs it for every line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import msgspec
@@ -191,7 +191,7 @@ class _ActiveReader:
                 yield from events
 
     def feed_straight(
-        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
+        self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
     ) -> Iterator[Event]:
         """The forward pass (`passdown.agents._tree_forward`): every line of the file,
         each tree record checked to continue the straight line and decoded once; a line
@@ -200,7 +200,7 @@ class _ActiveReader:
         decode, on_record, chain = _TYPED_RECORD.decode, self._record, _CHAIN_TYPES
         last = straight.last  # the line's end, kept local in the loop (once per record)
         try:
-            for offset, line, tail in lines:
+            for offset, line in lines:
                 try:
                     record: object = decode(line)
                 except msgspec.ValidationError:
@@ -210,7 +210,7 @@ class _ActiveReader:
                 if type(record) is not _TypedRecord and not isinstance(record, _Record):
                     # pass 1's view, noting what it notes; a tree record pass 2 would
                     # have decoded otherwise (mended bytes) is left to the two passes
-                    node = _pass1_view(line, offset, tail, info, diag)
+                    node = _pass1_view(line, offset, tail(), info, diag)
                     if isinstance(node, Node):
                         raise BranchLeft(f"a tree record at byte {offset} needs pass 2's decode")
                     if isinstance(node, LeafHint):
@@ -274,7 +274,9 @@ class _ActiveReader:
             return ()
         if msg.model == "<synthetic>":
             return ()  # "No response requested." and the like: not the agent speaking
-        self.info.add_model(msg.model)
+        model = msg.model
+        if model and model not in self.info.models:
+            self.info.add_model(model)
         events: list[Event] = []
         if msg.id != self.assistant_id:
             if self.assistant_text:
@@ -492,9 +494,9 @@ class _SessionDecoder:
         return self.reader.feed(lines)
 
     def feed_straight(
-        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
+        self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
     ) -> Iterator[Event]:
-        return self.reader.feed_straight(lines, straight)
+        return self.reader.feed_straight(lines, straight, tail)
 
     def finish(self) -> Iterator[Event]:
         reader = self.reader

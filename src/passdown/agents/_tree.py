@@ -262,8 +262,10 @@ class StraightDecoder(BranchDecoder, Protocol):
     and decoded."""
 
     def feed_straight(
-        self, lines: Iterable[tuple[int, bytes, int]], straight: StraightLine
-    ) -> Iterator[Event]: ...
+        self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
+    ) -> Iterator[Event]:
+        """(offset, line) pairs of the file in order; `tail()`: the offset of a last line
+        without its newline (-1: none so far)."""
 
 
 @dataclass(frozen=True, slots=True)

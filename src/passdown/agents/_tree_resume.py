@@ -122,6 +122,11 @@ class TreeResumable:
         self.windows = [(0, whole.branch), (end, whole.branch)]
         return True
 
+    def walks_first(self) -> bool:
+        """Whether `begin` walks the bytes before they are read (pass 1), not reading
+        them in the forward pass (`passdown._checkpoint` hashes them meanwhile)."""
+        return self.resuming or not self._straight_ahead()
+
     def _straight_ahead(self) -> bool:
         """Whether this first read takes the forward pass: its decoder can, and pass 1
         is not walked on two cores (then pass 2 is split along its branch)."""
@@ -271,14 +276,23 @@ class TreeResumable:
             _merge(self.diag, diag)
             self.info.title = title or self.info.title
             self.later = None
-        lines = branch_lines(
-            self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
-        )
         straight = self.straight
         if straight is None:
+            lines = branch_lines(
+                self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
+            )
             yield from self.decoder.feed(lines)
             return
-        yield from cast(StraightDecoder, self.decoder).feed_straight(lines, straight)
+        # every line, straight from the line reader (one generator less per line)
+        reader = LineReader(self.path, self.diag)
+        pairs = reader.forward(stream)
+
+        def tail() -> int:
+            return reader.tail_offset + base if reader.tail_offset >= 0 else -1
+
+        if base:
+            pairs = ((offset + base, line) for offset, line in pairs)
+        yield from cast(StraightDecoder, self.decoder).feed_straight(pairs, straight, tail)
         straight.check_leaf()  # before the checkpoint is saved
         self.leaf, self.leaf_parent = straight.last, straight.last_parent
 
