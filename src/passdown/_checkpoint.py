@@ -218,6 +218,9 @@ class _Resumed:
             if start == 0
             else None
         )
+        share_plan = getattr(reader, "share_plan", None)
+        if split is None and share_plan is not None:  # one core: the plan replayed once
+            share_plan(extractor.replay)
         # the complete lines: hashed on a thread while they are parsed (unless a tree
         # reader's pass 1 left the time for it)
         failed: list[OSError] = []

@@ -54,6 +54,7 @@ from passdown.transcript import (
     Diagnostics,
     Event,
     Message,
+    Plan,
     PlanItem,
     SessionEnding,
     SessionInfo,
@@ -497,6 +498,10 @@ class _SessionDecoder:
         self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
     ) -> Iterator[Event]:
         return self.reader.feed_straight(lines, straight, tail)
+
+    def share_plan(self, plan: Plan) -> None:
+        """Extraction's plan replay, read instead of a replay of its own (`PlanReplay.share`)."""
+        self.reader.plan.share(plan)
 
     def finish(self) -> Iterator[Event]:
         reader = self.reader

@@ -44,7 +44,7 @@ from passdown.agents._tree_halves import (
     _line_end,
     _WatchedIds,
 )
-from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
+from passdown.transcript import Diagnostics, Event, Plan, SessionInfo, ToolCall
 
 
 class TreeResumable:
@@ -298,6 +298,13 @@ class TreeResumable:
 
     def close(self) -> Iterator[Event]:
         return self.decoder.finish()
+
+    def share_plan(self, plan: Plan) -> None:
+        """A one-core read: the decoder may read extraction's plan replay instead of
+        replaying the plan calls again (Claude: `PlanReplay.share`)."""
+        share = getattr(self.decoder, "share_plan", None)
+        if share is not None:
+            share(plan)
 
     # -- a two-core read (passdown._two_core) -------------------------------------------
     def first_branch(self) -> Branch | None:
