@@ -271,3 +271,41 @@ def test_export_on_one_core_gives_the_handoff_of_the_two_passes(
     assert forward == two_passes
     assert forward["task"]["original_request"]
     assert forward["state"]["plan"]
+
+
+@pytest.mark.fork_checkpoint
+def test_a_one_core_read_replays_the_plan_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader reads extraction's plan replay (`PlanReplay.share`): each plan call of
+    the recorded session is replayed once, where a read without a checkpoint replays it
+    twice (the reader's own copy, then extraction's), and the plans agree."""
+    from passdown import transcript
+    from passdown._extract import extract
+
+    store = tmp_path / "store"
+    shutil.copytree(FIXTURES / "full", store, ignore=shutil.ignore_patterns("expected.json"))
+    path = next((store / "projects").glob("*/*.jsonl"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(store))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "data"))
+    replayed = [0]
+    apply = transcript.Plan.apply
+
+    def counted(plan: transcript.Plan, *args: Any, **kwargs: Any) -> bool:
+        replayed[0] += 1
+        return apply(plan, *args, **kwargs)
+
+    monkeypatch.setattr(transcript.Plan, "apply", counted)
+    agent = get_agent("claude")
+    ref = agent.ref_for_path(path)
+    result = checkpoint.read_with_checkpoint(
+        agent, ref, SeenEvents(), workspace="/", max_messages=50, max_chars=100_000
+    )
+    assert result is not None
+    once, replayed[0] = replayed[0], 0
+    full = extract(agent.read(ref).events(), workspace="/", max_messages=50, max_chars=100_000)
+    assert once > 0 and replayed[0] == 2 * once
+    assert result[1].state.plan == full.state.plan
+    assert [item.subject for item in full.state.plan][:1] == [
+        "Write calc.py with add() and its test"
+    ]
