@@ -4,7 +4,9 @@ The conversation is a tree (uuid/parentUuid): rewinds and forks leave dead branc
 the file. Reading takes two streaming passes so memory stays flat however large the
 file is: pass 1 walks the file *backwards* from the newest leaf, following parent links
 (parents are always written before children), and keeps only the byte offsets of the
-active branch; pass 2 reads forwards and decodes just those lines.
+active branch; pass 2 reads forwards and decodes just those lines (`_claude_reader`). A
+checkpointed first read on one core skips pass 1 for a session that was never rewound:
+one forward pass checks the parent links as it decodes (`_tree_forward`).
 
 Everything else follows that branch too: the plan is the replay of the branch's own plan
 calls (the CLI's task files reflect whatever ran last, so they only fill gaps where they
