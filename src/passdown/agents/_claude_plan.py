@@ -106,6 +106,9 @@ class PlanReplay:
         self.seen = True
         if not self.shared:
             self.rekeyed = self.plan.apply(op, created_id) or self.rekeyed
+        elif op.op == "create" and not self.rekeyed:
+            # extraction applies it next: whether it will reuse an id, as `Plan.apply` says
+            self.rekeyed = _reuses_an_id(self.plan, op, created_id)
 
     def merged_with(self, task_files: dict[str, TaskFile]) -> PlanOp | None:
         """The branch's plan with gaps (description, active form, blocked-by) filled from
@@ -136,6 +139,19 @@ class PlanReplay:
         return PlanOp(
             op="replace", items=tuple(items), set_aside=plan.set_aside, dropped=plan.dropped
         )
+
+
+def _reuses_an_id(plan: Plan, op: PlanOp, created_id: str | None) -> bool:
+    """Whether replaying this create into `plan` reuses an id (`Plan.apply`'s answer)."""
+    counter = plan.counter
+    keys: set[str] = set()
+    for item in op.items:
+        counter += 1
+        key = created_id or item.id or str(counter)
+        if key in plan.items or key in keys:
+            return True
+        keys.add(key)
+    return False
 
 
 def plan_op(name: str, args: PlanArgs) -> PlanOp:
