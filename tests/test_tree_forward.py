@@ -309,3 +309,43 @@ def test_a_one_core_read_replays_the_plan_once(
     assert [item.subject for item in full.state.plan][:1] == [
         "Write calc.py with add() and its test"
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["create", "create-numbered", "create-two", "update", "replace"]),
+            st.sampled_from(["1", "2", "3", None]),
+        ),
+        max_size=30,
+    )
+)
+def test_a_shared_plan_replay_notes_a_reused_id_as_its_own_replay_does(
+    ops: list[tuple[str, str | None]],
+) -> None:
+    """`PlanReplay.share`: the reader no longer replays the plan, but its saved state still
+    says whether a created id was reused (`rekeyed`), as its own replay said."""
+    from passdown.agents._claude_plan import PlanReplay
+    from passdown.transcript import Plan, PlanItem, PlanOp
+
+    own, shared, extraction = PlanReplay(), PlanReplay(), Plan()
+    shared.share(extraction)
+    for kind, key in ops:
+        item = PlanItem(id="", subject=f"task {key}")
+        created: str | None = None
+        if kind == "create":
+            op, created = PlanOp(op="create", items=(item,)), key
+        elif kind == "create-numbered":
+            op = PlanOp(op="create", items=(item,))
+        elif kind == "create-two":
+            op = PlanOp(op="create", items=(PlanItem(id=key or "", subject="a"), item))
+        elif kind == "update":
+            op = PlanOp(op="update", item_id=key, status="completed")
+        else:
+            op = PlanOp(op="replace", items=(PlanItem(id=key or "9", subject="r"),))
+        own.apply(op, created)
+        shared.apply(op, created)  # the reader, then extraction, as on one core
+        extraction.apply(op, created)
+        assert shared.rekeyed == own.rekeyed
+    assert shared.items == own.items
