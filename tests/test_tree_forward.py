@@ -76,9 +76,17 @@ def _full_read(path: Path) -> list[Event]:
 
 
 def _straight(data: bytes) -> bool:
-    """Whether the session is one straight line, decided from its JSON alone: every tree
-    record's parent is the tree record before it, and no leaf hint after the last one
-    names another record."""
+    """Whether the forward pass may read the session, decided from its JSON alone: it is
+    one straight line, and so are its complete lines (a checkpoint is saved at their end,
+    with their leaf: a leaf hint naming an older record there leaves the forward pass,
+    even if a last line without its newline names the leaf again)."""
+    complete = data[: data.rfind(b"\n") + 1]
+    return _one_line(complete) and _one_line(data)
+
+
+def _one_line(data: bytes) -> bool:
+    """Every tree record's parent is the tree record before it, and no leaf hint after
+    the last one names another record."""
     last: str | None = None
     hint: str | None = None
     for line in data.splitlines():
