@@ -64,7 +64,9 @@ class Decoders:
 
 
 DECODERS = {
-    "claude": Decoders("passdown.agents.claude:_RECORD", "passdown.agents.claude:_ENVELOPE"),
+    "claude": Decoders(
+        "passdown.agents._claude_records:_RECORD", "passdown.agents._claude_records:_ENVELOPE"
+    ),
     "qwen": Decoders("passdown.agents.qwen:_RECORD", "passdown.agents.qwen:_ENVELOPE"),
     "pi": Decoders("passdown.agents.pi:_ENTRY", "passdown.agents.pi:_ENVELOPE"),
     "gemini": Decoders(

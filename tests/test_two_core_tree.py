@@ -74,6 +74,14 @@ class SplitMaker(ClaudeMaker):
 TREE_STEPS = [*STEPS, lambda m, k: m.subagent()]
 
 
+@pytest.fixture(autouse=True)
+def _two_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two-core read splits the tree reader's two passes: the one-core read it is
+    compared with takes them too, not the forward pass (test_tree_forward compares that
+    one with the two passes; its checkpoint counts the lines once, not twice)."""
+    monkeypatch.setenv("PASSDOWN_NO_FORWARD_PASS", "1")
+
+
 @pytest.fixture
 def claude_store() -> Iterator[tuple[Path, Path]]:
     """The recorded store (task files included) with the session emptied and the

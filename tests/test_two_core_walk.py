@@ -35,6 +35,14 @@ from test_two_core_tree import _assert_no_children, _export, _line_starts
 MAKERS = {"claude": (CLAUDE, ClaudeMaker), "pi": (PI, PiMaker), "qwen": (QWEN, QwenMaker)}
 
 
+@pytest.fixture(autouse=True)
+def _two_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two-core read splits the tree reader's two passes: the one-core read it is
+    compared with takes them too, not the forward pass (test_tree_forward compares that
+    one with the two passes; its checkpoint counts the lines once, not twice)."""
+    monkeypatch.setenv("PASSDOWN_NO_FORWARD_PASS", "1")
+
+
 @pytest.fixture
 def walk_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Split pass 1 on small files, at the line start the test picks."""

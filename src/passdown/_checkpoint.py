@@ -51,6 +51,7 @@ from passdown._extract import Extracted, new_extractor
 from passdown._extract_state import ExtractorState, extractor_state, restore_extractor
 from passdown._fsio import read_nofollow
 from passdown._jsonl import CHUNK, FdWindow, is_zstd, read_progress
+from passdown.agents._tree_forward import BranchLeft
 from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
 from passdown.transcript import Diagnostics, SessionInfo, SessionRef, Transcript
@@ -132,7 +133,17 @@ def read_with_checkpoint(
     except (OSError, PassdownError):
         return None  # the full read reports an unreadable file properly
     try:
-        return _Resumed(agent, ref, seen, store, fd).run(workspace, max_messages, max_chars)
+        try:
+            return _Resumed(agent, ref, seen, store, fd).run(workspace, max_messages, max_chars)
+        except BranchLeft:
+            # the forward pass met a rewind: read again with the tree's pass 1 (what it
+            # handed on goes, and the checkpoint it may have planned with it)
+            seen.count, seen.commands = 0, []
+            change(PendingCheckpoint(store, None))
+            READS["full"] -= 1
+            READS["forward_left"] += 1
+            again = _Resumed(agent, ref, seen, store, fd, forward=False)
+            return again.run(workspace, max_messages, max_chars)
     except CannotResume:
         # the appended lines change what the checkpoint handed on: the caller reads the
         # file in full (its next export starts a new checkpoint)
@@ -162,6 +173,7 @@ class _Resumed:
     fd: int
     file_id: tuple[int, int] = (0, 0)
     resumed_from: int = 0
+    forward: bool = True  # a tree reader's first read may take its forward pass
 
     def run(
         self, workspace: str, max_messages: int, max_chars: int
@@ -188,6 +200,8 @@ class _Resumed:
                 workspace=workspace, max_messages=max_messages, max_chars=max_chars
             )
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
+            if not self.forward and hasattr(reader, "forward"):
+                reader.forward = False
             _two_core.split_first_walk(reader, self.fd, end)  # a tree's pass 1, large
             file_hash = _Sha256()
             hashed = _begin_hashing(reader, file_hash, self.fd, (start, end, size), self.ref.path)
@@ -204,6 +218,9 @@ class _Resumed:
             if start == 0
             else None
         )
+        share_plan = getattr(reader, "share_plan", None)
+        if split is None and share_plan is not None:  # one core: the plan replayed once
+            share_plan(extractor.replay)
         # the complete lines: hashed on a thread while they are parsed (unless a tree
         # reader's pass 1 left the time for it)
         failed: list[OSError] = []
@@ -388,7 +405,9 @@ def _begin_hashing(
     leaves the second core to a two-core read's worker afterwards. The thread is done
     when this returns (a process forks only while it runs no other thread). True: the
     complete lines are hashed."""
-    if getattr(reader, "begin", None) is None:
+    walks_first = getattr(reader, "walks_first", None)
+    if getattr(reader, "begin", None) is None or (walks_first is not None and not walks_first()):
+        # nothing to hash beside: the complete lines are hashed while they are parsed
         _begin(reader, fd, bounds, path)
         return False
     start, end, _ = bounds

@@ -73,6 +73,7 @@ class PlanReplay:
         self.plan = Plan()
         self.seen = False
         self.rekeyed = False  # an id was reused (kept for the reader's saved state)
+        self.shared = False  # `share`: extraction replays into `plan`, not this replay
 
     @property
     def items(self) -> dict[str, PlanItem]:
@@ -90,9 +91,24 @@ class PlanReplay:
     def counter(self, counter: int) -> None:
         self.plan.counter = counter
 
+    def share(self, plan: Plan) -> None:
+        """Read extraction's own replay of the same calls instead of replaying them a
+        second time (a read on one core: extraction applies each change right after the
+        reader has handed over its result, and the task files are merged only at the
+        end). It holds what this replay would: both replay the answered calls of the
+        session, in order, into the same bounded `Plan` (extraction also replays a plan
+        call left unanswered, past `PENDING_KEEP` waiting calls or at the end: after the
+        merge). Not for a two-core read, whose merge replays the worker's changes into
+        each replay."""
+        self.plan, self.shared = plan, True
+
     def apply(self, op: PlanOp, created_id: str | None) -> None:
         self.seen = True
-        self.rekeyed = self.plan.apply(op, created_id) or self.rekeyed
+        if not self.shared:
+            self.rekeyed = self.plan.apply(op, created_id) or self.rekeyed
+        elif op.op == "create" and not self.rekeyed:
+            # extraction applies it next: whether it will reuse an id, as `Plan.apply` says
+            self.rekeyed = _reuses_an_id(self.plan, op, created_id)
 
     def merged_with(self, task_files: dict[str, TaskFile]) -> PlanOp | None:
         """The branch's plan with gaps (description, active form, blocked-by) filled from
@@ -123,6 +139,19 @@ class PlanReplay:
         return PlanOp(
             op="replace", items=tuple(items), set_aside=plan.set_aside, dropped=plan.dropped
         )
+
+
+def _reuses_an_id(plan: Plan, op: PlanOp, created_id: str | None) -> bool:
+    """Whether replaying this create into `plan` reuses an id (`Plan.apply`'s answer)."""
+    counter = plan.counter
+    keys: set[str] = set()
+    for item in op.items:
+        counter += 1
+        key = created_id or item.id or str(counter)
+        if key in plan.items or key in keys:
+            return True
+        keys.add(key)
+    return False
 
 
 def plan_op(name: str, args: PlanArgs) -> PlanOp:

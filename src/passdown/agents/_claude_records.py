@@ -68,6 +68,16 @@ class _Record(msgspec.Struct):
     isApiErrorMessage: bool = False
     error: Any = None
     errorDetails: Any = None
+    # its place in the tree and the titles (`_Envelope`'s), for the forward pass
+    uuid: str | None = None
+    parentUuid: str | None = None
+    logicalParentUuid: str | None = None
+    leafUuid: str | None = None
+    isSidechain: bool = False
+    summary: str | None = None
+    customTitle: str | None = None
+    aiTitle: str | None = None
+    title: str | None = None
 
 
 class _LooseRecord(_Record):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from passdown.agents._claude_plan import PlanReplay
+from passdown.agents._claude_reader import _ActiveReader, _SessionDecoder
 from passdown.agents._claude_records import _Record
 from passdown.agents._tree import (
     Branch,
@@ -41,7 +42,6 @@ from passdown.agents._tree import (
     half_lines,
     restore_calls,
 )
-from passdown.agents.claude import _ActiveReader, _SessionDecoder
 from passdown.transcript import Diagnostics, Event, PlanOp, SessionInfo, ToolCall
 
 if TYPE_CHECKING:

@@ -1,0 +1,591 @@
+"""Claude Code's pass 2 (`passdown.agents.claude`): the active branch's records decoded
+in order into events (`_ActiveReader`), a sub-agent's transcript read the same way, and
+the decoder a tree reader resumes from a checkpoint (`_SessionDecoder`). Pass 1's view
+of a record outside the common case (`_node`) lives here too: the forward pass, which
+reads a session without rewinds in one pass, needs it for every line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import msgspec
+
+from passdown.agents._claude_blocks import blocks as _blocks
+from passdown.agents._claude_blocks import joined_text as _joined_text
+from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
+from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
+from passdown.agents._claude_records import (
+    _ENVELOPE,
+    _LOOSE_RECORD,
+    _RECORD,
+    _TYPED_RECORD,
+    AnyBlock,
+    _bash_exit_code,
+    _created_task_id,
+    _Envelope,
+    _outcome,
+    _Record,
+    _task_number_in,
+    _tool_args,
+    _ToolOutcome,
+    _TypedRecord,
+    _untyped_record,
+)
+from passdown.agents._claude_subagents import Subagents, agent_id_in
+from passdown.agents._common import (
+    DECODE_ERRORS,
+    decode_line,
+    first_error_line,
+    parse_exit_code,
+)
+from passdown.agents._tree import (
+    Branch,
+    LeafHint,
+    Node,
+    branch_lines,
+    restore_calls,
+)
+from passdown.agents._tree_forward import BranchLeft, StraightLine
+from passdown.transcript import (
+    Compaction,
+    Diagnostics,
+    Event,
+    Message,
+    Plan,
+    PlanItem,
+    SessionEnding,
+    SessionInfo,
+    SubagentNote,
+    ToolCall,
+    ToolResult,
+)
+
+# Records that belong to the conversation tree.
+_CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+# Records we know and deliberately ignore (everything else is counted as unknown).
+_KNOWN_OTHER = frozenset(
+    {
+        "summary",
+        "last-prompt",
+        "file-history-snapshot",
+        "queue-operation",
+        "permission-mode",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "tag",
+        "pr-link",
+        "mode",
+        "worktree-state",
+    }
+)
+_WRAPPER_TAGS = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+)
+_INTERRUPTED = re.compile(r"^\[Request interrupted by user.*\]$")
+_EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
+_READ_TOOLS = frozenset(
+    {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
+)
+
+
+def _node(
+    env: _Envelope | _Record, info: SessionInfo, diag: Diagnostics, *, forward: bool = False
+) -> Node | LeafHint | None:
+    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing. Pass 1
+    reads backwards and keeps the first title it meets; `forward` (the forward pass)
+    keeps the last one, the same newest title."""
+    kind = env.type
+    if kind not in _CHAIN_TYPES:
+        _note_title(env, info, forward)
+        if kind in ("last-prompt", "summary"):
+            return LeafHint(env.leafUuid)
+        if kind not in _KNOWN_OTHER:
+            diag.unknown(kind or "(no type)")
+        return None
+    if env.isSidechain:
+        diag.sidechain_records += 1
+        return None
+    if not env.uuid:
+        return None
+    parent = env.parentUuid
+    if parent is None and kind == "system" and env.logicalParentUuid:
+        parent = env.logicalParentUuid  # across a compaction
+    return Node(env.uuid, parent)
+
+
+def _note_title(env: _Envelope | _Record, info: SessionInfo, forward: bool) -> None:
+    if info.title is None or forward:
+        title = (
+            env.customTitle
+            or env.aiTitle
+            or env.title
+            or (env.summary if env.type == "summary" else None)
+        )
+        if title or not forward:
+            info.title = title
+
+
+class _ActiveReader:
+    """Pass 2: decode the active branch's records in order and emit events.
+
+    With `by` set, the same reader reads a sub-agent's transcript: only its tool calls
+    and their results count, attributed to it. Its prompt and messages are neither the
+    user's nor the session agent's, and its plan calls do not change the session's plan.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        info: SessionInfo,
+        diag: Diagnostics,
+        branch: Branch,
+        *,
+        subagents: Subagents,
+        by: str | None = None,
+        depth: int = 0,
+    ) -> None:
+        self.path = path
+        self.info = info
+        self.diag = diag
+        self.branch = branch
+        self.subagents = subagents
+        self.by = by
+        self.depth = depth
+        self.calls: dict[str, ToolCall] = {}
+        self.agent_tasks: dict[str, tuple[str | None, str | None]] = {}  # call -> task, type
+        self.plan = PlanReplay()
+        self.pending_trigger: str | None = None
+        self.assistant_id: str | None = None
+        self.assistant_text: list[str] = []
+        self.assistant_ts: str | None = None
+
+    def events(self) -> Iterator[Event]:
+        yield from self.feed(branch_lines(self.path, self.diag, self.branch))
+        yield from self._flush_assistant()
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        for offset, line, tail in lines:
+            try:
+                record: object = _TYPED_RECORD.decode(line)
+            except msgspec.ValidationError:
+                record = _untyped_record(line, offset, tail, self.diag)
+            except DECODE_ERRORS:
+                record = decode_line(_RECORD, line, offset, tail, self.diag)
+            if not isinstance(record, _Record):
+                continue
+            events = self._record(record)
+            if events:
+                yield from events
+
+    def feed_straight(
+        self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
+    ) -> Iterator[Event]:
+        """The forward pass (`passdown.agents._tree_forward`): every line of the file,
+        each tree record checked to continue the straight line and decoded once; a line
+        the record decode refuses is read as pass 1 reads it."""
+        info, diag = self.info, self.diag
+        decode, on_record, chain = _TYPED_RECORD.decode, self._record, _CHAIN_TYPES
+        last = straight.last  # the line's end, kept local in the loop (once per record)
+        try:
+            for offset, line in lines:
+                try:
+                    record: object = decode(line)
+                except msgspec.ValidationError:
+                    record = _quiet_record(line)
+                except DECODE_ERRORS:
+                    record = None
+                if type(record) is not _TypedRecord and not isinstance(record, _Record):
+                    # pass 1's view, noting what it notes; a tree record pass 2 would
+                    # have decoded otherwise (mended bytes) is left to the two passes
+                    node = _pass1_view(line, offset, tail(), info, diag)
+                    if isinstance(node, Node):
+                        raise BranchLeft(f"a tree record at byte {offset} needs pass 2's decode")
+                    if isinstance(node, LeafHint):
+                        straight.note_hint(node.id)
+                    continue
+                kind = record.type
+                if kind in chain and record.uuid and not record.isSidechain:
+                    parent = record.parentUuid
+                    if parent is None and kind == "system" and record.logicalParentUuid:
+                        parent = record.logicalParentUuid  # across a compaction
+                    if parent != last or straight.hint is not None:
+                        straight.last = last
+                        straight.take(record.uuid, parent)  # raises when off the line
+                    straight.last_parent = parent
+                    last = record.uuid
+                    events = on_record(record)
+                    if events:
+                        yield from events
+                else:
+                    node = _node(record, info, diag, forward=True)
+                    if isinstance(node, LeafHint):
+                        straight.note_hint(node.id)
+        finally:
+            straight.last = last
+
+    # The handlers below return what a record says as a list or tuple (often empty),
+    # not as generators: a generator per record cost more than most records' own work.
+    def _record(self, rec: _Record) -> Sequence[Event]:
+        """What one record says."""
+        info = self.info
+        if rec.timestamp:
+            info.started_at = info.started_at or rec.timestamp
+            info.updated_at = rec.timestamp
+        info.cwd = info.cwd or rec.cwd
+        info.agent_version = rec.version or info.agent_version
+        info.git_branch = rec.gitBranch or info.git_branch
+        kind = rec.type
+        if kind == "assistant":
+            return self._assistant(rec)
+        flushed = self._assistant_message()
+        if kind == "user":
+            events = self._user(rec)
+            return events if flushed is None else [flushed, *events]
+        if kind == "system" and rec.subtype == "compact_boundary":
+            trigger = (rec.compactMetadata or {}).get("trigger")
+            self.pending_trigger = str(trigger) if trigger else "unknown"
+        elif kind not in _CHAIN_TYPES:
+            self.diag.unknown(kind or "(no type)")  # a new record type on the chain
+        return (flushed,) if flushed is not None else ()
+
+    # assistant -------------------------------------------------------------------
+    def _assistant(self, rec: _Record) -> Sequence[Event]:
+        msg = rec.message
+        if msg is None:
+            return ()
+        if rec.isApiErrorMessage:
+            # The CLI's own report of a failed API call: how the turn ended, never the
+            # agent's progress. A sub-agent's failure reaches the session as a tool result.
+            if self.by is None:
+                return [*self._flush_assistant(), _api_error_ending(rec, _joined_text(msg.content))]
+            return ()
+        if msg.model == "<synthetic>":
+            return ()  # "No response requested." and the like: not the agent speaking
+        model = msg.model
+        if model and model not in self.info.models:
+            self.info.add_model(model)
+        events: list[Event] = []
+        if msg.id != self.assistant_id:
+            if self.assistant_text:
+                events.extend(self._flush_assistant())
+            else:
+                self.assistant_ts = None
+            self.assistant_id = msg.id
+        content = msg.content
+        for block in content if type(content) is list else _blocks(content):
+            if block.type == "text" and block.text:
+                if self.by is None:
+                    self.assistant_text.append(block.text)
+                    self.assistant_ts = self.assistant_ts or rec.timestamp
+            elif block.type == "tool_use" and block.id:
+                call = self._tool_call(block, rec.timestamp)
+                self.calls[block.id] = call
+                events.append(call)
+        return events
+
+    def _flush_assistant(self) -> Iterator[Event]:
+        message = self._assistant_message()
+        if message is not None:
+            yield message
+
+    def _assistant_message(self) -> Message | None:
+        """The assistant's text gathered so far, as one message (None if there is none);
+        the gathering starts again."""
+        message = None
+        if self.assistant_text:
+            text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
+            if text:
+                message = Message(role="assistant", text=text, timestamp=self.assistant_ts)
+            self.assistant_text = []
+        self.assistant_ts = None
+        self.assistant_id = None
+        return message
+
+    def _tool_call(self, block: AnyBlock, timestamp: str | None) -> ToolCall:
+        name = block.name or ""
+        args = _tool_args(block.input)
+        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp, by=self.by)
+        if name in _EDIT_TOOLS:
+            call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+            target = args.file_path or args.notebook_path or args.path
+            call.paths = (target,) if target else ()
+        elif name == "Bash":
+            call.action = "command"
+            call.command = args.command or ""
+        elif name in ("TaskCreate", "TaskUpdate", "TodoWrite"):
+            if self.by is None:
+                call.action = "plan"
+                call.plan = plan_op(name, args)
+        elif name in ("Task", "Agent"):
+            call.action = "subagent"
+            self.agent_tasks[call.call_id] = (args.description, args.subagent_type)
+        elif name in _READ_TOOLS:
+            call.action = "read"
+        return call
+
+    # user --------------------------------------------------------------------------
+    def _user(self, rec: _Record) -> Sequence[Event]:
+        msg = rec.message
+        if msg is None:
+            return ()
+        if rec.isCompactSummary:
+            pending, self.pending_trigger = self.pending_trigger, None
+            if self.by is not None:
+                return ()
+            summary = clean_compact_summary(_joined_text(msg.content))
+            return (Compaction(summary=summary, trigger=pending, timestamp=rec.timestamp),)
+        texts = []
+        events: list[Event] = []
+        content = msg.content
+        for block in content if type(content) is list else _blocks(content):
+            if block.type == "text" and block.text:
+                texts.append(block.text)
+            elif block.type == "tool_result" and block.tool_use_id:
+                call = self.calls.pop(block.tool_use_id, None)
+                result = self._tool_result(block, rec, call)
+                if call is not None and call.action == "subagent":
+                    events.extend(self._subagent_work(call, block, rec))
+                elif call is not None and call.plan is not None and not result.is_error:
+                    self.plan.apply(call.plan, result.created_item_id)
+                events.append(result)
+        if not texts or self.by is not None:
+            return events
+        text = "\n\n".join(t.strip() for t in texts if t.strip())
+        if not text:
+            return events
+        if any(_INTERRUPTED.match(t.strip()) for t in texts):
+            events.append(SessionEnding(reason="interrupted", timestamp=rec.timestamp))
+        synthetic = rec.isMeta or _is_wrapper(text)
+        events.append(Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic))
+        return events
+
+    def _subagent_work(self, call: ToolCall, block: AnyBlock, rec: _Record) -> Iterator[Event]:
+        """The sub-agent ran between the call and its result: its work comes first."""
+        outcome = _outcome(rec.toolUseResult)
+        agent_id = (outcome.agentId if isinstance(outcome, _ToolOutcome) else None) or (
+            agent_id_in(_joined_text(block.content))
+        )
+        yield from self._run_subagent(call.call_id, agent_id)
+
+    def _tool_result(self, block: AnyBlock, rec: _Record, call: ToolCall | None) -> ToolResult:
+        is_error = bool(block.is_error)
+        result = ToolResult(
+            call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
+        )
+        if is_error:
+            text = _joined_text(block.content)
+            result.exit_code = parse_exit_code(text)
+            result.error = first_error_line(text) or (text or "").strip()[:300] or None
+            return result
+        if call is None:
+            return result
+        if call.action == "command":
+            result.exit_code = _bash_exit_code(rec.toolUseResult)
+        elif call.plan is not None and call.plan.op == "create":
+            result.created_item_id = _created_task_id(rec.toolUseResult) or _task_number_in(
+                _joined_text(block.content)
+            )
+        return result
+
+    # sub-agents -----------------------------------------------------------------------
+    def _run_subagent(self, call_id: str, agent_id: str | None) -> Iterator[Event]:
+        """A sub-agent spawned on this branch: a note with its type and task, then its
+        tool calls and results, attributed to it (nested sub-agents likewise)."""
+        task, kind = self.agent_tasks.pop(call_id, (None, None))
+        agent_id = agent_id or self.subagents.agent_for_call(call_id)
+        if not agent_id or not self.subagents.claim(agent_id):
+            return
+        meta = self.subagents.meta(agent_id)
+        path = self.subagents.transcript(agent_id)
+        yield SubagentNote(
+            agent_id=agent_id,
+            path=str(path) if path else None,
+            description=(meta.description if meta else None) or task,
+            agent_type=(meta.agentType if meta else None) or kind,
+        )
+        if path is None or self.depth >= _MAX_SUBAGENT_DEPTH:
+            return
+        diag = Diagnostics()
+        reader = _ActiveReader(
+            path,
+            SessionInfo(agent="claude", session_id=agent_id, path=path),
+            diag,
+            Branch(broken=True),  # a sub-agent's file is one linear thread: file order
+            subagents=self.subagents,
+            by=agent_id,
+            depth=self.depth + 1,
+        )
+        yield from reader.events()
+        yield from reader.unanswered_subagents()
+        skipped = diag.bad_lines + (1 if diag.torn_last_line else 0)
+        if skipped:
+            self.diag.warnings.append(
+                f"sub-agent {agent_id}: {skipped} unreadable line(s) of its transcript skipped"
+            )
+
+    def unanswered_subagents(self) -> Iterator[Event]:
+        """Agent calls whose result never came (the session stopped while the sub-agent
+        ran): their transcripts are found through the sub-agents' .meta.json files."""
+        waiting = [cid for cid, call in self.calls.items() if call.action == "subagent"]
+        for call_id in waiting:
+            yield from self._run_subagent(call_id, None)
+
+
+class _SessionState(msgspec.Struct):
+    """What `_SessionDecoder` remembers between two lines (a checkpoint's reader state)."""
+
+    calls: list[ToolCall] = []
+    agent_tasks: dict[str, tuple[str | None, str | None]] = {}
+    plan: list[tuple[str, PlanItem]] = []
+    plan_counter: int = 0
+    plan_seen: bool = False
+    plan_rekeyed: bool = False
+    plan_set_aside: int = 0
+    plan_dropped: int = 0
+    pending_trigger: str | None = None
+    assistant_id: str | None = None
+    assistant_text: list[str] = []
+    assistant_ts: str | None = None
+    # sub-agents already read, each with the stamp of its files then: a file changed
+    # since means the checkpoint's events are stale (a full read)
+    subagents: dict[str, str] = {}
+
+
+class _SessionDecoder:
+    """The session's own pass 2 (a `passdown.agents._tree.BranchDecoder`): the branch's
+    records, then at the end of the file the sub-agents still running and the plan
+    checked against the task files (both read anew on every export)."""
+
+    def __init__(
+        self,
+        info: SessionInfo,
+        diag: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+        *,
+        config_dir: Path,
+        session_id: str | None = None,
+        active: type[_ActiveReader] | None = None,
+    ) -> None:
+        """`session_id` (where the sub-agents' files are) when `info` does not hold it
+        (a two-core read's worker), `active` a reader class of its own (the worker's)."""
+        self.config_dir = config_dir
+        self.session_id = info.session_id if session_id is None else session_id
+        path = info.path
+        subagents = Subagents(path.parent / self.session_id / "subagents", path.parent)
+        self.reader = (active or _ActiveReader)(path, info, diag, Branch(), subagents=subagents)
+        if state is not None:
+            self._restore(msgspec.convert(state, _SessionState), pending)
+
+    def feed(self, lines: Iterable[tuple[int, bytes, int]]) -> Iterator[Event]:
+        return self.reader.feed(lines)
+
+    def feed_straight(
+        self, lines: Iterable[tuple[int, bytes]], straight: StraightLine, tail: Callable[[], int]
+    ) -> Iterator[Event]:
+        return self.reader.feed_straight(lines, straight, tail)
+
+    def share_plan(self, plan: Plan) -> None:
+        """Extraction's plan replay, read instead of a replay of its own (`PlanReplay.share`)."""
+        self.reader.plan.share(plan)
+
+    def finish(self) -> Iterator[Event]:
+        reader = self.reader
+        yield from reader._flush_assistant()
+        yield from reader.unanswered_subagents()
+        merged = reader.plan.merged_with(task_files(self.config_dir, self.session_id))
+        if merged is not None:
+            yield merged
+
+    def state(self) -> object:
+        reader = self.reader
+        return msgspec.to_builtins(
+            _SessionState(
+                calls=list(reader.calls.values()),
+                agent_tasks=dict(reader.agent_tasks),
+                plan=list(reader.plan.items.items()),
+                plan_counter=reader.plan.counter,
+                plan_seen=reader.plan.seen,
+                plan_rekeyed=reader.plan.rekeyed,
+                plan_set_aside=reader.plan.plan.set_aside,
+                plan_dropped=reader.plan.plan.dropped,
+                pending_trigger=reader.pending_trigger,
+                assistant_id=reader.assistant_id,
+                assistant_text=list(reader.assistant_text),
+                assistant_ts=reader.assistant_ts,
+                subagents={a: reader.subagents.stamp(a) for a in sorted(reader.subagents.read)},
+            )
+        )
+
+    def _restore(self, saved: _SessionState, pending: dict[str, ToolCall]) -> None:
+        reader = self.reader
+        for agent_id, stamp in saved.subagents.items():
+            if reader.subagents.stamp(agent_id) != stamp:
+                raise ValueError(f"sub-agent {agent_id}'s files changed since the checkpoint")
+        reader.subagents.read = set(saved.subagents)
+        reader.calls = restore_calls(msgspec.to_builtins(saved.calls), pending)
+        reader.agent_tasks = dict(saved.agent_tasks)
+        reader.plan.items = dict(saved.plan)
+        reader.plan.counter = saved.plan_counter
+        reader.plan.seen = saved.plan_seen
+        reader.plan.rekeyed = saved.plan_rekeyed
+        reader.plan.plan.set_aside = saved.plan_set_aside
+        reader.plan.plan.dropped = saved.plan_dropped
+        reader.pending_trigger = saved.pending_trigger
+        reader.assistant_id = saved.assistant_id
+        reader.assistant_text = list(saved.assistant_text)
+        reader.assistant_ts = saved.assistant_ts
+
+
+_MAX_SUBAGENT_DEPTH = 4
+
+
+def _quiet_record(line: bytes) -> _Record | None:
+    """A line the typed decode refused, decoded as pass 2 decodes it, without noting a
+    bad line (the forward pass then reads it as pass 1 does)."""
+    for decoder in (_RECORD, _LOOSE_RECORD):
+        try:
+            record: _Record = decoder.decode(line)
+            return record
+        except (msgspec.ValidationError, *DECODE_ERRORS):
+            continue
+    return None
+
+
+def _pass1_view(
+    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
+) -> Node | LeafHint | None:
+    """What pass 1 makes of a line (`claude._node_reader`), titles noted forwards."""
+    env = decode_line(_ENVELOPE, line, offset, tail, diag)
+    if not isinstance(env, _Envelope):
+        return None
+    if env.type in _CHAIN_TYPES and not env.isSidechain and env.parentUuid is not None:
+        return Node(env.uuid, env.parentUuid) if env.uuid else None
+    return _node(env, info, diag, forward=True)
+
+
+def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
+    error = rec.error if isinstance(rec.error, str) else None
+    details = rec.errorDetails if isinstance(rec.errorDetails, str) else ""
+    message = (text or "").strip() or error or None
+    reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
+    return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
+
+
+def _is_wrapper(text: str) -> bool:
+    stripped = text.lstrip()
+    return stripped.startswith(_WRAPPER_TAGS) or bool(_INTERRUPTED.match(stripped))
