@@ -6,10 +6,11 @@ its session and launches the real Claude Code on the takeover prompt."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from e2e.agents import AgentEnv, run_passdown, target_environ
+from e2e.agents import AgentEnv, target_environ
 from e2e.checks import Facts, anthropic_user_texts, assert_facts, load_handoff
 from e2e.servers import AnthropicServer, LoggedRequest, Step, _ScriptedServer
 
@@ -32,14 +33,26 @@ def run_falling_over_to_claude(
     source: str,
     prompt: str,
     *,
-    timeout: float = 120,
+    timeout: float = 240,  # a guard: under load 12 OpenHands alone took 100 s
 ) -> tuple[subprocess.CompletedProcess[str], list[LoggedRequest]]:
-    """`passdown run SOURCE --fallback claude` with Claude Code on a scripted server of its
-    own; returns passdown's process and Claude's model requests."""
+    """`passdown run SOURCE --fallback claude --non-interactive -- PROMPT` with Claude Code
+    on a scripted server of its own (passdown exits 124 past `timeout`); returns
+    passdown's process and Claude's model requests."""
     with AnthropicServer([Step(text=TOOK_OVER)]) as claude:
         run_env = {**env, **_claude_only(target_environ(agent_env, "claude", claude.url))}
-        args = ("run", source, "--fallback", "claude", "--non-interactive", "--", prompt)
-        proc = run_passdown(run_env, workspace, *args, timeout=timeout)
+        args = ["run", source, "--fallback", "claude", "--non-interactive", "--", prompt]
+        # under `timeout`: past it, the whole process group goes (passdown and the agent
+        # it launched), not passdown alone with the agent left running
+        proc = subprocess.run(
+            ["timeout", "-k", "5", str(int(timeout)), sys.executable, "-m", "passdown", *args],
+            cwd=workspace,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout + 30,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
         return proc, claude.step_requests()
 
 

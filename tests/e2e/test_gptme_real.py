@@ -7,7 +7,8 @@ Code prints its launch argv; `passdown uninstall gptme` gives the config back by
 byte; passdown's own argv for gptme runs the real CLI with a prompt that starts with "-",
 against a server that answers 429 to everything: gptme (allowed one attempt instead of
 its default 11, backing off to 60 s) gives up, records it, and the handoff ends on the
-rate limit."""
+rate limit. `passdown run gptme --fallback claude`: gptme works, then every request gets a
+429; allowed one attempt it gives up, and the real Claude Code takes over on the handoff."""
 
 from __future__ import annotations
 
