@@ -106,6 +106,16 @@ def copilot_cache_dir() -> Path:
     return e2e_home() / "xdg-cache"
 
 
+# passdown's switches for the one-core path (.ci/run's fallback pass sets them): the
+# minimal environments built here must hand them on to every `passdown` they start, or
+# that pass would test the forked path again.
+ONE_CORE_SWITCHES = ("PASSDOWN_NO_FORK", "PASSDOWN_NO_OPENSSL_HASH")
+
+
+def one_core_switches() -> dict[str, str]:
+    return {name: os.environ[name] for name in ONE_CORE_SWITCHES if name in os.environ}
+
+
 @dataclass
 class AgentEnv:
     """An isolated HOME with agent config dirs, and the environment to run agents in it."""
@@ -160,6 +170,7 @@ class AgentEnv:
             ),
             "NO_COLOR": "1",
         }
+        env.update(one_core_switches())
         # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
         env["ANTHROPIC_BASE_URL"] = anthropic_url or "http://127.0.0.1:9"
         env["ANTHROPIC_API_KEY"] = FAKE_KEY
