@@ -106,6 +106,16 @@ def copilot_cache_dir() -> Path:
     return e2e_home() / "xdg-cache"
 
 
+# passdown's switches for the one-core path (.ci/run's fallback pass sets them): the
+# minimal environments built here must hand them on to every `passdown` they start, or
+# that pass would test the forked path again.
+ONE_CORE_SWITCHES = ("PASSDOWN_NO_FORK", "PASSDOWN_NO_OPENSSL_HASH")
+
+
+def one_core_switches() -> dict[str, str]:
+    return {name: os.environ[name] for name in ONE_CORE_SWITCHES if name in os.environ}
+
+
 @dataclass
 class AgentEnv:
     """An isolated HOME with agent config dirs, and the environment to run agents in it."""
@@ -160,6 +170,7 @@ class AgentEnv:
             ),
             "NO_COLOR": "1",
         }
+        env.update(one_core_switches())
         # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
         env["ANTHROPIC_BASE_URL"] = anthropic_url or "http://127.0.0.1:9"
         env["ANTHROPIC_API_KEY"] = FAKE_KEY
@@ -655,16 +666,22 @@ def run_gptme(
     return _run_pyagent(argv, env, cwd, timeout)
 
 
-def hermes_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
-    """Hermes 0.19 with a `custom` provider on the scripted server in ~/.hermes/config.yaml."""
+def hermes_environ(
+    agent_env: AgentEnv, chat_url: str, *, api_max_retries: int | None = None
+) -> dict[str, str]:
+    """Hermes 0.19 with a `custom` provider on the scripted server in ~/.hermes/config.yaml.
+    Hermes tries a failing model call 3 times with a jittered backoff (about 40 s for a
+    sticky 429); `api_max_retries=1` (its `agent.api_max_retries`) makes it one attempt."""
     folder = agent_env.home / ".hermes"
     folder.mkdir(parents=True, exist_ok=True)
+    retries = f"agent:\n  api_max_retries: {api_max_retries}\n" if api_max_retries else ""
     (folder / "config.yaml").write_text(
         "model:\n"
         f"  default: {CHAT_MODEL}\n"
         "  provider: custom\n"
         f"  base_url: {chat_url}/v1\n"
-        f"  api_key: {FAKE_KEY}\n",
+        f"  api_key: {FAKE_KEY}\n"
+        f"{retries}",
         encoding="utf-8",
     )
     return {**agent_env.environ(), **_NO_INTERNET}
@@ -773,6 +790,34 @@ def openhands_environ(agent_env: AgentEnv, chat_url: str) -> dict[str, str]:
     }
 
 
+def save_openhands_settings(home: Path, chat_url: str, *, num_retries: int = 0) -> Path:
+    """The model settings OpenHands keeps in ~/.openhands/agent_settings.json (recorded
+    as its 1.16 `AgentStore.save` writes them: tests/fixtures/e2e/), on the scripted
+    server: what `openhands --headless` needs without `--override-with-envs` (passdown's
+    launch argv has no such flag). LiteLLM retries a 429 `num_retries` times (5 by
+    default, backing off 8-64 s: minutes); the waits here are 0-1 s."""
+    recorded = REPO_ROOT / "tests" / "fixtures" / "e2e" / "openhands_agent_settings.json"
+    settings = json.loads(recorded.read_text(encoding="utf-8"))
+    for llm in (settings["llm"], settings["condenser"]["llm"]):
+        llm.update(base_url=f"{chat_url}/v1", num_retries=num_retries, retry_max_wait=1)
+        llm.update(model=f"openai/{CHAT_MODEL}", api_key=FAKE_KEY, retry_min_wait=0)
+    path = home / ".openhands" / "agent_settings.json"
+    _write_json(path, settings)
+    return path
+
+
+def end_openhands_tmux(env: dict[str, str]) -> None:
+    """End the tmux server OpenHands' terminal tool leaves (on the test's own socket
+    folder, TMUX_TMPDIR)."""
+    subprocess.run(
+        ["tmux", "-L", "openhands", "kill-server"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+
+
 def run_openhands(
     env: dict[str, str], cwd: Path, prompt: str, *extra: str, timeout: float = 180
 ) -> subprocess.CompletedProcess[str]:
@@ -794,10 +839,4 @@ def run_openhands(
             stdin=subprocess.DEVNULL,
         )
     finally:
-        subprocess.run(
-            ["tmux", "-L", "openhands", "kill-server"],
-            env=env,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        end_openhands_tmux(env)

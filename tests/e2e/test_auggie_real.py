@@ -21,14 +21,13 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, find_agent
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, load_handoff, ok
 from e2e.hooked import hook_log, passdown_on_path
 from e2e.servers import AnthropicServer, Step
 from e2e.wave2_clis import record_fixture, recording_workspace
 from e2e.wave3a_clis import (
     AugmentServer,
     auggie_environ,
-    export,
     passdown,
     register,
     run,
@@ -113,25 +112,23 @@ def test_auggie_session_hooks_and_switch(
     assert hooked["source"]["agent"] == "auggie", hook_log(agent_env)
     assert hooked["source"]["session_id"] == session.stem
     assert hooked["task"]["latest_progress"] == FINAL, hook_log(agent_env)
-    ok(export(env, workspace, "auggie", site), "passdown export --from auggie")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["session_id"] == session.stem and source["cwd"] == str(workspace)
-    assert source["agent_version"] is None  # Auggie writes no version into a session
-    assert task["original_request"] == PROMPT and task["latest_progress"] == FINAL
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "cancelled"),
-    ]
-    assert state["plan_source"] == "task files"  # the task tree Auggie keeps beside it
-    assert {f["path"] for f in state["files_touched"]} == {"hello.txt"}
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["exit_code"] == 2 and "No such file or directory" in failure["error"]
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert "Run the tests" in md and FAILING in md
+    facts = Facts(
+        agent="auggie",
+        request=PROMPT,
+        session_id=session.stem,
+        # Auggie writes no version into a session
+        source={"cwd": str(workspace), "agent_version": None},
+        latest_progress=FINAL,
+        plan=[("Write hello.txt", "completed"), ("Run the tests", "cancelled")],
+        plan_source="task files",  # the task tree Auggie keeps beside it
+        files={"hello.txt": None},
+        commands=[(FAILING, 2, False)],
+        failure=(None, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=("Run the tests", FAILING),
+    )
+    export_and_check({**env, "PYTHONPATH": register(site)}, workspace, facts)
     _record(agent_env, workspace, session)
 
     # Stop and SessionEnd only: Auggie drops what a SessionStart hook prints

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import VERSIONS, AgentEnv, find_agent
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, ok
 from e2e.servers import ChatCompletionsServer, Step
 from e2e.wave2_clis import (
     cline_environ,
-    export,
     record_fixture,
     recording_workspace,
     run_cline,
 )
+from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -81,29 +81,30 @@ def test_cline_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
     data_dir = agent_env.home / ".cline" / "data"
     [folder] = list((data_dir / "sessions").iterdir())
     sid = folder.name
-    ok(export(env, workspace, "cline", tmp_path / "site"), "passdown export --from cline")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["agent"] == "cline" and source["session_id"] == sid
-    assert source["agent_version"] == VERSIONS["cline"]
-    assert source["models"] == ["scripted-model"]
-    assert source["cwd"] == str(workspace)
-    assert task["original_request"] == PROMPT  # unwrapped from <user_input mode="act">
-    assert task["latest_progress"] == FINAL
-    assert [(p["id"], p["subject"], p["status"]) for p in state["plan"]] == [
-        ("task_0001", "Write hello.txt", "completed"),
-        ("task_0002", "Run the tests", "blocked"),
-    ]
-    assert {f["path"] for f in state["files_touched"]} == {"hello.txt"}
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["command"] == FAILING and failure["exit_code"] == 2
-    assert "No such file or directory" in failure["error"]
-    # the 429 was retried inside Cline's HTTP client and left no trace: a normal ending
-    assert data["ended"]["reason"] == "normal"
-    assert "Run the tests (blocked)" in md and FAILING in md
+    facts = Facts(
+        agent="cline",
+        request=PROMPT,  # unwrapped from <user_input mode="act">
+        session_id=sid,
+        source={
+            "agent_version": VERSIONS["cline"],
+            "models": ["scripted-model"],
+            "cwd": str(workspace),
+        },
+        latest_progress=FINAL,
+        plan=[
+            ("task_0001", "Write hello.txt", "completed"),
+            ("task_0002", "Run the tests", "blocked"),
+        ],
+        plan_fields=("id", "subject", "status"),
+        files={"hello.txt": None},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        # the 429 was retried inside Cline's HTTP client and left no trace: a normal ending
+        ended="normal",
+        in_markdown=("Run the tests (blocked)", FAILING),
+    )
+    export_and_check({**env, "PYTHONPATH": register(tmp_path / "site")}, workspace, facts)
 
     record_fixture(
         "cline",
@@ -181,8 +182,8 @@ def test_cline_gives_up_on_a_sticky_429(
     assert proc.returncode != 0
     result = [json.loads(line) for line in proc.stdout.splitlines() if '"run_result"' in line]
     assert result and result[-1]["finishReason"] == "error"
-    ok(export(env, workspace, "cline", tmp_path / "site"), "passdown export --from cline")
-    _md, data = load_handoff(workspace)
-    assert data["task"]["original_request"] == PROMPT
-    assert data["ended"]["reason"] == "rate_limit", data["ended"]
+    facts = Facts(agent="cline", request=PROMPT, ended="rate_limit")
+    _md, data = export_and_check(
+        {**env, "PYTHONPATH": register(tmp_path / "site")}, workspace, facts
+    )
     assert data["ended"]["message"] == "Rate limit reached"

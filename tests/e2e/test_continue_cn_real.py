@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, find_agent
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, ok
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
 from e2e.wave2_clis import record_fixture, recording_workspace
-from e2e.wave3a_clis import continue_environ, export, passdown, register, run, run_continue
+from e2e.wave3a_clis import continue_environ, passdown, register, run, run_continue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -71,28 +71,25 @@ def test_continue_session_resume_and_switch(
     sessions = agent_env.home / ".continue" / "sessions"
     [session] = [p for p in sessions.glob("*.json") if p.name != "sessions.json"]
 
-    ok(export(env, workspace, "continue", site), "passdown export --from continue")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["agent"] == "continue" and source["session_id"] == session.stem
-    assert source["cwd"] == str(workspace) and source["models"] == ["scripted-model"]
-    assert source["agent_version"] is None  # Continue writes no version into a session
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == RESUME and task["latest_progress"] == FINAL_2
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "pending"),
-    ]
-    assert state["plan_source"] == "Checklist"
-    assert {f["path"] for f in state["files_touched"]} == {"hello.txt"}
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["exit_code"] == 2 and "No such file or directory" in failure["error"]
-    assert not failure["error"].startswith("Error executing tool")
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert "Run the tests" in md and FAILING in md
+    facts = Facts(
+        agent="continue",
+        request=PROMPT,
+        session_id=session.stem,
+        # Continue writes no version into a session
+        source={"cwd": str(workspace), "models": ["scripted-model"], "agent_version": None},
+        latest_user_message=RESUME,
+        latest_progress=FINAL_2,
+        plan=[("Write hello.txt", "completed"), ("Run the tests", "pending")],
+        plan_source="Checklist",
+        files={"hello.txt": None},
+        commands=[(FAILING, 2, False)],
+        failure=(None, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=("Run the tests", FAILING),
+    )
+    _md, data = export_and_check({**env, "PYTHONPATH": register(site)}, workspace, facts)
+    assert not data["state"]["last_failure"]["error"].startswith("Error executing tool")
     _record(agent_env, workspace, session)
 
     # from Continue to the real Codex CLI

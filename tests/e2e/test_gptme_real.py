@@ -7,7 +7,8 @@ Code prints its launch argv; `passdown uninstall gptme` gives the config back by
 byte; passdown's own argv for gptme runs the real CLI with a prompt that starts with "-",
 against a server that answers 429 to everything: gptme (allowed one attempt instead of
 its default 11, backing off to 60 s) gives up, records it, and the handoff ends on the
-rate limit."""
+rate limit. `passdown run gptme --fallback claude`: gptme works, then every request gets a
+429; allowed one attempt it gives up, and the real Claude Code takes over on the handoff."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import CHAT_MODEL, AgentEnv, gptme_environ, run_gptme, run_passdown
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, load_handoff, ok
 from e2e.hooked import hook_log, passdown_on_path, with_hooks
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import export, record_fixture, recording_workspace
+from e2e.wave2_clis import record_fixture, recording_workspace
 from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -93,31 +94,31 @@ def test_gptme_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
     assert (workspace / "hello.txt").read_text() == "Hello, world!\nGoodbye!\n"
     [folder] = list((agent_env.home / ".local" / "share" / "gptme" / "logs").iterdir())
 
-    ok(export(env, workspace, "gptme", tmp_path / "site"), "passdown export --from gptme")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["agent"] == "gptme" and source["session_id"] == folder.name
-    assert source["cwd"] == str(workspace)
-    assert source["agent_version"] == PYAGENT_VERSIONS["gptme"]
-    assert source["models"] == [f"local/{CHAT_MODEL}"]
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == SECOND  # both runs: one conversation
-    assert task["latest_progress"] == LAST
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "in_progress"),
-        ("Say goodbye", "completed"),
-    ]
-    [touched] = state["files_touched"]
-    assert touched["path"] == "hello.txt" and set(touched["actions"]) == {"write", "edit"}
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["command"] == FAILING and failure["exit_code"] == 2
+    facts = Facts(
+        agent="gptme",
+        request=PROMPT,
+        session_id=folder.name,
+        source={
+            "cwd": str(workspace),
+            "agent_version": PYAGENT_VERSIONS["gptme"],
+            "models": [f"local/{CHAT_MODEL}"],
+        },
+        latest_user_message=SECOND,  # both runs: one conversation
+        latest_progress=LAST,
+        plan=[
+            ("Write hello.txt", "completed"),
+            ("Run the tests", "in_progress"),
+            ("Say goodbye", "completed"),
+        ],
+        files={"hello.txt": {"write", "edit"}},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=(FAILING, "Run the tests"),
+    )
+    _md, data = export_and_check(env, workspace, facts)
+    failure = data["state"]["last_failure"]
     assert failure["error"].startswith("ls: cannot access 'no-such-test-dir'")
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert FAILING in md and "Run the tests" in md
     log = hook_log(agent_env)
     assert log.count("ok gptme session_end") == 2 and " error " not in log, log
 
@@ -217,8 +218,47 @@ def _dash_prompt_reaches_the_model(env: dict[str, str], workspace: Path, site: P
         assert proc.returncode not in (0, 124), proc.stderr[-2000:]  # it gave up, on its own
         [request] = [r for r in server.requests if r.kind == "error"]
         assert prompt in request.text()
-    ok(export(run_env, workspace, "gptme", site), "passdown export --from gptme")
-    _md, data = load_handoff(workspace)
-    assert data["task"]["original_request"] == prompt
-    assert data["ended"]["reason"] == "rate_limit", data["ended"]
-    assert "429" in data["ended"]["message"]
+    facts = Facts(agent="gptme", request=prompt, ended="rate_limit", ended_message="429")
+    export_and_check({**run_env, "PYTHONPATH": register(site)}, workspace, facts)
+
+
+def test_run_falls_over_from_gptme_to_claude_on_a_sticky_429(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown run gptme --fallback claude`: gptme plans, writes a file and runs a
+    failing command, then every request gets a 429; allowed one attempt
+    (GPTME_LLM_MAX_RETRIES=1, its least: 0 means its default 11) it gives up at once and
+    records the error, which the handoff reads as a rate limit, and passdown launches the
+    real Claude Code on the takeover prompt."""
+    from e2e.fallback import (
+        assert_claude_took_over,
+        rate_limit_after_script,
+        run_falling_over_to_claude,
+    )
+
+    steps = _first_turn()[:4]  # the plan, the file, the failing command; no `complete`
+    with ChatCompletionsServer(steps) as server:
+        env = {
+            **gptme_environ(agent_env, server.url),
+            "MODEL": f"local/{CHAT_MODEL}",  # passdown's argv names no model: gptme's own
+            "GPTME_LLM_MAX_RETRIES": "1",  # its least: one attempt, no retry
+            "PYTHONPATH": register(tmp_path / "site"),
+        }
+        env["PATH"] = f"{pyagent('gptme').parent}:{env['PATH']}"
+        rate_limit_after_script(server)
+        proc, claude_steps = run_falling_over_to_claude(env, agent_env, workspace, "gptme", PROMPT)
+        assert server.remaining == 0
+        assert [r.kind for r in server.requests].count("error") == 1  # no retry
+    facts = Facts(
+        agent="gptme",
+        request=PROMPT,
+        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
+        files={"hello.txt": ["write"]},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="rate_limit",
+        ended_message="Error code: 429",
+        in_markdown=(PROMPT, FAILING, "Write hello.txt (in_progress)"),
+    )
+    assert_claude_took_over(proc, claude_steps, workspace, facts, "gptme")

@@ -86,3 +86,35 @@ def test_codex_runs_scripted_tools(
     assert len(rollouts) == 1
     meta = json.loads(rollouts[0].read_text().splitlines()[0])
     assert meta["type"] == "session_meta" and meta["payload"]["cwd"] == str(workspace)
+
+
+def test_the_one_core_switches_reach_every_passdown_the_tests_start(
+    agent_env: AgentEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """.ci/run's fallback pass sets PASSDOWN_NO_FORK / PASSDOWN_NO_OPENSSL_HASH for the
+    tests; the agents' minimal environments (AgentEnv.environ, which every other one
+    builds on) hand them on, so the `passdown` processes an e2e test starts take the
+    one-core path too, and without them the forked path."""
+    import subprocess
+    import sys
+
+    probe = "from passdown import _platform as p; print(p.fork_allowed())"
+
+    def forks() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", probe],
+            env=agent_env.environ(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.strip()
+
+    monkeypatch.setenv("PASSDOWN_NO_FORK", "1")
+    monkeypatch.setenv("PASSDOWN_NO_OPENSSL_HASH", "1")
+    assert agent_env.environ()["PASSDOWN_NO_OPENSSL_HASH"] == "1"
+    assert forks() == "False"
+    monkeypatch.delenv("PASSDOWN_NO_FORK")
+    monkeypatch.delenv("PASSDOWN_NO_OPENSSL_HASH")
+    assert "PASSDOWN_NO_OPENSSL_HASH" not in agent_env.environ()
+    assert forks() == "True"

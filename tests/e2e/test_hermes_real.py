@@ -6,8 +6,12 @@ writes a file, runs a command that fails, gets past a 429 it retried, and ends; 
 to Claude Code prints its launch argv; `passdown uninstall hermes` gives both files back
 byte for byte.
 
-One Hermes start costs about 20 s here, so the module runs one session: the resumed turn
-(`--continue`) and a request Hermes gives up on (three 429s, about 40 s) are recorded
+`passdown run hermes --fallback claude`: Hermes works, then every request gets a 429;
+allowed one attempt (`agent.api_max_retries: 1`: its default three take about 40 s) it
+gives up, and the real Claude Code takes over on the handoff.
+
+One Hermes start costs about 20 s here, so the module runs no more sessions: the resumed
+turn (`--continue`) and a give-up after Hermes's default three attempts are recorded
 sessions read by tests/test_agent_hermes.py instead."""
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import CHAT_MODEL, AgentEnv, hermes_environ, run_hermes, run_passdown
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, load_handoff, ok
 from e2e.hooked import hook_log, passdown_on_path, with_hooks
 from e2e.pyagents import PYAGENT_VERSIONS
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import export, record_fixture, recording_workspace
+from e2e.wave2_clis import record_fixture, recording_workspace
 from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -93,28 +97,22 @@ def test_hermes_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, worksp
         r[0]
         for r in sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("SELECT id FROM sessions")
     ]
-    ok(export(env, workspace, "hermes", tmp_path / "site"), "passdown export --from hermes")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["agent"] == "hermes" and source["session_id"] == sid
-    assert source["cwd"] == str(workspace) and source["models"] == [CHAT_MODEL]
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == PROMPT
-    assert task["latest_progress"] == FINAL
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "in_progress"),
-    ]
-    [touched] = state["files_touched"]
-    assert touched["path"] == "hello.txt" and touched["actions"] == ["write"]
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["command"] == FAILING and failure["exit_code"] == 2
-    assert "No such file or directory" in failure["error"]
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert FAILING in md and "Run the tests" in md
+    facts = Facts(
+        agent="hermes",
+        request=PROMPT,
+        session_id=sid,
+        source={"cwd": str(workspace), "models": [CHAT_MODEL]},
+        latest_user_message=PROMPT,
+        latest_progress=FINAL,
+        plan=[("Write hello.txt", "completed"), ("Run the tests", "in_progress")],
+        files={"hello.txt": ["write"]},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=(FAILING, "Run the tests"),
+    )
+    export_and_check(env, workspace, facts)
 
     _switch_to_claude(env, workspace, sid)
     ok(run_passdown(env, workspace, "uninstall", "hermes"), "passdown uninstall hermes")
@@ -172,3 +170,43 @@ def _switch_to_claude(env: dict[str, str], workspace: Path, sid: str) -> None:
     assert out["target"] == "claude" and out["argv"][0] == "claude"
     assert str(workspace / ".agent-handoff" / "HANDOFF.md") in out["argv"][-1]
     assert (workspace / ".agent-handoff" / "handoff.json").read_bytes() == before
+
+
+def test_run_falls_over_from_hermes_to_claude_on_a_sticky_429(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown run hermes --fallback claude`: Hermes plans, writes a file and runs a
+    failing command, then every request gets a 429. With `agent.api_max_retries: 1` in
+    its config.yaml (one attempt; its default 3 with backoff takes about 40 s) it gives
+    up at once and dumps the failed request, which the handoff reads as a rate limit;
+    passdown launches the real Claude Code on the takeover prompt."""
+    from e2e.fallback import (
+        assert_claude_took_over,
+        rate_limit_after_script,
+        run_falling_over_to_claude,
+    )
+    from e2e.pyagents import pyagent
+
+    with ChatCompletionsServer(_steps()[:3]) as server:
+        env = {
+            **hermes_environ(agent_env, server.url, api_max_retries=1),
+            "PYTHONPATH": register(tmp_path / "site"),
+        }
+        env["PATH"] = f"{pyagent('hermes').parent}:{env['PATH']}"
+        rate_limit_after_script(server)
+        proc, claude_steps = run_falling_over_to_claude(env, agent_env, workspace, "hermes", PROMPT)
+        assert server.remaining == 0
+        assert [r.kind for r in server.requests].count("error") == 1  # no retry
+    facts = Facts(
+        agent="hermes",
+        request=PROMPT,
+        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
+        files={"hello.txt": ["write"]},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="rate_limit",
+        ended_message="HTTP 429",
+        in_markdown=(PROMPT, FAILING, "Write hello.txt (in_progress)"),
+    )
+    assert_claude_took_over(proc, claude_steps, workspace, facts, "Hermes Agent")

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv
-from e2e.checks import load_handoff, ok
+from e2e.checks import Facts, export_and_check, ok
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import export, kimi_environ, record_fixture, recording_workspace, run_kimi
+from e2e.wave2_clis import kimi_environ, record_fixture, recording_workspace, run_kimi
 from passdown.agents.kimi import folder_name
+from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -104,29 +105,26 @@ def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspac
     assert (workspace / "hello.txt").read_text() == "Hello, world!\nGoodbye!\n"
     [folder] = list((agent_env.home / ".kimi" / "sessions" / folder_name(str(workspace))).iterdir())
 
-    ok(export(env, workspace, "kimi", tmp_path / "site"), "passdown export --from kimi")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["agent"] == "kimi" and source["session_id"] == folder.name
-    assert source["cwd"] == str(workspace)
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == SECOND  # both turns: one session
-    assert task["latest_progress"] == LAST
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "in_progress"),
-        ("Say goodbye", "completed"),
-    ]
-    [touched] = state["files_touched"]
-    assert touched["path"] == "hello.txt" and set(touched["actions"]) == {"write", "edit"}
-    assert [(c["command"], c["exit_code"], c["ok"]) for c in state["commands"]] == [
-        (FAILING, 2, False)
-    ]
-    failure = state["last_failure"]
-    assert failure["command"] == FAILING and failure["exit_code"] == 2
-    assert "No such file or directory" in failure["error"]
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert FAILING in md and "Run the tests" in md
+    facts = Facts(
+        agent="kimi",
+        request=PROMPT,
+        session_id=folder.name,
+        source={"cwd": str(workspace)},
+        latest_user_message=SECOND,  # both turns: one session
+        latest_progress=LAST,
+        plan=[
+            ("Write hello.txt", "completed"),
+            ("Run the tests", "in_progress"),
+            ("Say goodbye", "completed"),
+        ],
+        files={"hello.txt": {"write", "edit"}},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=(FAILING, "Run the tests"),
+    )
+    export_and_check({**env, "PYTHONPATH": register(tmp_path / "site")}, workspace, facts)
 
     session = f".kimi/sessions/{folder.parent.name}/{folder.name}"
     files = {f"{session}/{name}": folder / name for name in ("wire.jsonl", "state.json")}
@@ -175,11 +173,8 @@ def test_kimi_gives_up_on_a_sticky_429(
         server.fail(429, RATE_LIMIT, headers={"retry-after": "0"})
         proc = run_kimi(env, workspace, PROMPT, timeout=150)
     assert "429" in proc.stdout + proc.stderr, proc.stdout[-2000:]
-    ok(export(env, workspace, "kimi", tmp_path / "site"), "passdown export --from kimi")
-    _md, data = load_handoff(workspace)
-    assert data["task"]["original_request"] == PROMPT
-    assert data["ended"]["reason"] == "rate_limit", data["ended"]
-    assert "429" in data["ended"]["message"]
+    facts = Facts(agent="kimi", request=PROMPT, ended="rate_limit", ended_message="429")
+    export_and_check({**env, "PYTHONPATH": register(tmp_path / "site")}, workspace, facts)
 
 
 def test_kimi_takes_a_dash_prompt_as_one_argument(agent_env: AgentEnv, workspace: Path) -> None:

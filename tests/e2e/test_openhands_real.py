@@ -6,8 +6,10 @@ conversation (`--resume ID`, a `str_replace` edit) and the export is asserted fa
 a new conversation's first prompt carries the pointer to that handoff (UserPromptSubmit);
 `passdown uninstall openhands` leaves no hooks.json behind; the handoff then launches the
 real Codex (`switch`). OpenHands starts slowly (seconds per run even on a quiet machine),
-so its rate-limit ending (LiteLLM retries a 429 for about 3 minutes) is tested from a
-recorded session (tests/test_agent_openhands.py)."""
+so its rate-limit ending with its default retries (LiteLLM retries a 429 for about 3
+minutes) is tested from a recorded session (tests/test_agent_openhands.py); `passdown run
+openhands --fallback claude` runs it on stored model settings with LiteLLM allowed no
+retry: the sticky 429 ends its conversation at once and the real Claude Code takes over."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, openhands_environ, run_openhands, run_passdown, target_environ
-from e2e.checks import load_handoff, ok, openai_user_texts
+from e2e.checks import Facts, export_and_check, load_handoff, ok, openai_user_texts
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
 from e2e.wave2_clis import record_fixture, recording_workspace
@@ -148,25 +150,25 @@ def test_openhands_runs_hooks_resume_and_switch_fact_by_fact(
         assert str(workspace / ".agent-handoff" / "HANDOFF.md") in first
     assert (workspace / "hello.txt").read_text() == "Hello, world!\nGoodbye!\n"
 
-    export = ("export", "--from", "openhands", "--session", folder.name, "--no-store")
-    ok(run_passdown(env, workspace, *export), "export")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["session_id"] == folder.name and source["cwd"] == str(workspace)
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == SECOND and task["latest_progress"] == LAST
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "in_progress"),
-        ("Say goodbye", "completed"),
-    ]
-    [touched] = state["files_touched"]
-    assert touched["path"] == "hello.txt" and set(touched["actions"]) == {"write", "edit"}
-    failure = state["last_failure"]
-    assert (failure["command"], failure["exit_code"]) == (FAILING, 2)
-    assert "No such file or directory" in failure["error"]
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert FAILING in md and "Run the tests" in md
+    facts = Facts(
+        agent="openhands",
+        request=PROMPT,
+        session_id=folder.name,
+        source={"cwd": str(workspace)},
+        latest_user_message=SECOND,
+        latest_progress=LAST,
+        plan=[
+            ("Write hello.txt", "completed"),
+            ("Run the tests", "in_progress"),
+            ("Say goodbye", "completed"),
+        ],
+        files={"hello.txt": {"write", "edit"}},
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=(FAILING, "Run the tests"),
+    )
+    export_and_check(env, workspace, facts, "--session", folder.name)
 
     log = (agent_env.passdown_data / "logs" / "hooks.log").read_text()
     assert "ok openhands turn_complete" in log and "ok openhands session_end" in log, log
@@ -241,3 +243,54 @@ def _record(folder: Path, workspace: Path, agent_env: AgentEnv) -> None:
             "+ events/event-<seq>-<uuid>.json + TASKS.json",
         },
     )
+
+
+def test_run_falls_over_from_openhands_to_claude_on_a_sticky_429(
+    tmp_path: Path, agent_env: AgentEnv, workspace: Path
+) -> None:
+    """`passdown run openhands --fallback claude`: passdown's own argv (`openhands
+    --headless --task=...`, no `--override-with-envs`) runs OpenHands on the model
+    settings a user stores (agent_settings.json; LiteLLM allowed no retry); it plans,
+    creates a file and runs a failing command, then every request gets a 429: the
+    conversation ends with a ConversationErrorEvent (LLMRateLimitError), which the
+    handoff reads as a rate limit, and passdown launches the real Claude Code on the
+    takeover prompt."""
+    from e2e.agents import end_openhands_tmux, save_openhands_settings
+    from e2e.fallback import (
+        assert_claude_took_over,
+        rate_limit_after_script,
+        run_falling_over_to_claude,
+    )
+
+    with ChatCompletionsServer(_first_turn(workspace)[:3]) as server:
+        env = {
+            **openhands_environ(agent_env, server.url),
+            "PYTHONPATH": register(tmp_path / "site"),
+        }
+        for name in ("LLM_MODEL", "LLM_BASE_URL", "LLM_API_KEY"):
+            del env[name]  # the model comes from the stored settings, as a user has it
+        save_openhands_settings(agent_env.home, server.url, num_retries=0)
+        env["PATH"] = f"{pyagent('openhands').parent}:{env['PATH']}"
+        rate_limit_after_script(server)
+        try:
+            proc, claude_steps = run_falling_over_to_claude(
+                env, agent_env, workspace, "openhands", PROMPT
+            )
+        finally:
+            end_openhands_tmux(env)
+        assert server.remaining == 0
+        # no LiteLLM retry; the OpenAI client under it tries a 429 up to 3 times, at once
+        assert 1 <= [r.kind for r in server.requests].count("error") <= 3
+    facts = Facts(
+        agent="openhands",
+        request=PROMPT,
+        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
+        files={"hello.txt": ["write"]},
+        commands=[(FAILING, 2, False)],
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="rate_limit",
+        ended_message="RateLimitError",
+        in_markdown=(PROMPT, FAILING, "Write hello.txt (in_progress)"),
+    )
+    assert_claude_took_over(proc, claude_steps, workspace, facts, "OpenHands CLI")

@@ -10,7 +10,6 @@ vibe`: Claude Code hits a 429 and passdown launches the real Vibe with its own a
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, run_passdown, run_vibe, target_environ, vibe_environ
-from e2e.checks import anthropic_user_texts, load_handoff, ok
+from e2e.checks import Facts, anthropic_user_texts, assert_facts, export_and_check, load_handoff, ok
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import AnthropicServer, ChatCompletionsServer, Step
 from e2e.wave2_clis import FIXTURES, record_fixture, recording, recording_workspace
@@ -151,24 +150,25 @@ def test_vibe_turns_hooks_and_handoff_fact_by_fact(
     unified = agent_env.home / ".vibe" / "logs" / "session" / "unified"
     [folder] = [p for p in unified.iterdir() if p.is_dir()]  # -c continued the same one
 
-    ok(run_passdown(env, workspace, "export", "--from", "vibe", "--no-store"), "export")
-    md, data = load_handoff(workspace)
-    source, task, state = data["source"], data["task"], data["state"]
-    assert source["session_id"] == folder.name and source["cwd"] == str(workspace)
-    assert task["original_request"] == PROMPT
-    assert task["latest_user_message"] == SECOND and task["latest_progress"] == LAST
-    assert [(p["subject"], p["status"]) for p in state["plan"]] == [
-        ("Write hello.txt", "completed"),
-        ("Run the tests", "in_progress"),
-        ("Say goodbye", "completed"),
-    ]
-    [touched] = state["files_touched"]
-    assert touched["path"] == "hello.txt" and set(touched["actions"]) == {"write", "edit"}
-    failure = state["last_failure"]
-    assert (failure["command"], failure["exit_code"]) == (FAILING, 2)
-    assert "No such file or directory" in failure["error"]
-    assert data["ended"]["reason"] == "normal"  # the retried 429 left no trace
-    assert FAILING in md and "Run the tests" in md
+    facts = Facts(
+        agent="vibe",
+        request=PROMPT,
+        session_id=folder.name,
+        source={"cwd": str(workspace)},
+        latest_user_message=SECOND,
+        latest_progress=LAST,
+        plan=[
+            ("Write hello.txt", "completed"),
+            ("Run the tests", "in_progress"),
+            ("Say goodbye", "completed"),
+        ],
+        files={"hello.txt": {"write", "edit"}},
+        failure=(FAILING, 2),
+        failure_error="No such file or directory",
+        ended="normal",  # the retried 429 left no trace
+        in_markdown=(FAILING, "Run the tests"),
+    )
+    export_and_check(env, workspace, facts)
 
     log = (agent_env.passdown_data / "logs" / "hooks.log").read_text()
     assert log.count("ok vibe turn_complete") == 2 and "error" not in log, log
@@ -267,10 +267,8 @@ def test_run_falls_over_from_vibe_to_claude_on_a_sticky_429(
     assert "on a rate limit" in proc.stderr and "continuing in Claude Code" in proc.stderr
     handoff_md = workspace / ".agent-handoff" / "HANDOFF.md"
     assert str(handoff_md) in "\n".join(anthropic_user_texts(steps[0]))
-    data = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
-    assert data["source"]["agent"] == "vibe" and data["task"]["original_request"] == PROMPT
-    assert data["ended"]["reason"] == "rate_limit", data["ended"]
-    assert "429" in data["ended"]["message"]
+    md, data = load_handoff(workspace)
+    assert_facts(md, data, Facts("vibe", PROMPT, ended="rate_limit", ended_message="429"))
     unified = agent_env.home / ".vibe" / "logs" / "session" / "unified"
     [folder] = [p for p in unified.iterdir() if p.is_dir()]
     _record_files("vibe", "ratelimit", folder, agent_env.home)
