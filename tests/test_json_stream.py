@@ -92,3 +92,33 @@ def test_memory_stays_flat_whatever_the_document_holds(tmp_path: Path) -> None:
     tracemalloc.stop()
     assert count == 12_000 and diag.warnings == []
     assert peak < 2 * MB, f"peak {peak / MB:.1f} MB"
+
+
+def test_a_document_nested_past_the_depth_bound_is_read_up_to_there_quickly(
+    tmp_path: Path,
+) -> None:
+    """A few hundred KB of `[[[...` (or `{"a":` again and again) cost ijson minutes
+    and gigabytes (it spells out each value's prefix): the read stops at that piece."""
+    path = tmp_path / "s.json"
+    for deep in (b"[" * 300_000 + b"]" * 300_000, b'{"a":' * 100_000 + b"1" + b"}" * 100_000):
+        head = b'{"title": "T", "history": ["first", "[[[[ in a string \\" [[[["'
+        filler = b'"' + b"x" * 300_000 + b'"'  # the deep part starts in a later piece
+        path.write_bytes(head + b", " + filler + b", " + deep + b', "last"]}')
+        diag = Diagnostics()
+        items = [json.loads(raw) for raw in _stream(path, diag).items()]
+        # read by pieces: the filler, whose end shares a piece with the deep part, may go too
+        assert items[:2] == ["first", '[[[[ in a string " [[[['] and len(items) <= 3
+        assert diag.warnings == ["s.json nests deeper than 512 levels: read up to there"]
+
+
+def test_brackets_in_strings_and_escapes_across_pieces_do_not_count_as_depth(
+    tmp_path: Path,
+) -> None:
+    """Strings full of brackets, escaped quotes and backslashes, cut anywhere by the
+    reader's pieces, are not nesting: every item comes through."""
+    path = tmp_path / "s.json"
+    texts = ["[" * 700 + '\\"' + "{" * 700, "a\\", '\\\\"[[[', "]" * 900]
+    _write(path, [{"n": n, "text": texts[n % 4] * 50} for n in range(400)])
+    diag = Diagnostics()
+    numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
+    assert numbers == list(range(400)) and diag.warnings == []

@@ -12,7 +12,9 @@ decode per byte (ijson's parser builds each item's objects), the price of a flat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
@@ -70,13 +72,13 @@ class DocumentStream:
             try:
                 with open_regular(self.path) as handle:
                     found = ijson.items(_Bounded(handle, self.limit), name, use_float=True)
-                    self._values[name] = _ENCODE(next(found))
-            except (StopIteration, ijson.JSONError, OSError):
+                    self._values[name] = _encode(next(found))
+            except (StopIteration, ijson.JSONError, TooDeep, OSError):
                 pass
         return self._values[name]
 
     def items(self) -> Iterator[bytes]:
-        count = 0
+        count = skipped = 0
         problem: str | None = None
         bounded: _Bounded | None = None
         try:
@@ -84,9 +86,15 @@ class DocumentStream:
                 bounded = _Bounded(handle, self.limit)
                 for item in ijson.items(bounded, self.prefix, use_float=True):
                     count += 1
-                    yield _ENCODE(item)
+                    encoded = _encode(item)
+                    if encoded is None:
+                        skipped += 1
+                    else:
+                        yield encoded
         except ijson.JSONError as error:
             problem = _why(error)
+        except TooDeep:
+            problem = f"nests deeper than {MAX_DEPTH} levels: read up to there"
         except OSError as error:
             problem = f"could not be read ({error.strerror or error})"
         if bounded is None:
@@ -97,15 +105,29 @@ class DocumentStream:
             problem = f"is not {self.shape}"
         if problem is not None:
             self.diag.warnings.append(f"{self.path.name} {problem}")
+        if skipped:
+            self.diag.bad_lines += skipped
+            self.diag.warnings.append(
+                f"{self.path.name}: {skipped} item(s) nested too deep to read were left out"
+            )
+
+
+class TooDeep(Exception):
+    """The document nests containers deeper than MAX_DEPTH."""
 
 
 class _Bounded:
-    """A file read no further than `limit` bytes (what ijson reads through)."""
+    """A file read no further than `limit` bytes (what ijson reads through), and never
+    past a piece that nests deeper than MAX_DEPTH: ijson spells out each value's prefix
+    (`history.item.item...`), so a few hundred KB of `[[[[...` would cost it minutes and
+    gigabytes (msgspec, decoding whole, refused such a document at once)."""
 
     def __init__(self, handle: BinaryIO, limit: int) -> None:
         self.handle = handle
         self.left = limit
         self.cut = False
+        self.depth = 0
+        self.carry = b""  # an open string (from its quote) or a lone backslash, to go on
 
     def read(self, size: int = -1) -> bytes:
         if self.left <= 0:
@@ -113,7 +135,44 @@ class _Bounded:
             return b""
         piece = self.handle.read(self.left if size < 0 else min(size, self.left))
         self.left -= len(piece)
+        self._check_depth(piece)
         return piece
+
+    def _check_depth(self, piece: bytes) -> None:
+        """Follow the nesting through the structural bytes alone: escapes and whole
+        strings are cut out by regular expressions, the brackets left are summed."""
+        marks = _ESCAPE.sub(b"", self.carry + piece.translate(None, _NOT_STRUCTURAL))
+        tail = b"\\" if marks.endswith(b"\\") else b""
+        marks = _STRING.sub(b"", marks[: len(marks) - len(tail)])
+        quote = marks.find(b'"')
+        self.carry = (marks[quote:] if quote >= 0 else b"") + tail
+        brackets = marks[:quote] if quote >= 0 else marks
+        opens = brackets.count(b"[") + brackets.count(b"{")
+        if self.depth + opens > MAX_DEPTH:
+            deepest = max(accumulate(brackets.translate(_STEP), _step, initial=self.depth))
+            if deepest > MAX_DEPTH:
+                raise TooDeep
+        self.depth += 2 * opens - len(brackets)
+
+
+MAX_DEPTH = 512
+_NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b'"\\[]{}')
+_ESCAPE = re.compile(rb"\\.", re.S)
+_STRING = re.compile(rb'"[^"]*"')
+_STEP = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
+
+
+def _step(depth: int, mark: int) -> int:
+    return depth + mark - 1
+
+
+def _encode(value: object) -> bytes | None:
+    """JSON bytes for a parsed item; None for one nested past what can be encoded again
+    (ijson builds any depth; encoding recurses)."""
+    try:
+        return _ENCODE(value)
+    except (RecursionError, msgspec.EncodeError):
+        return None
 
 
 def _why(error: Exception) -> str:

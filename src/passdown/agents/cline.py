@@ -49,8 +49,9 @@ from passdown.agents._common import (
     open_sqlite_readonly,
     parse_exit_code,
 )
-from passdown.agents._document import decode_document, decode_side_file
+from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
+from passdown.agents._json_stream import DocumentStream
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
@@ -117,11 +118,6 @@ class _Manifest(msgspec.Struct):
     metadata: _Meta | None = None
 
 
-class _Document(msgspec.Struct):
-    messages: list[msgspec.Raw] = []
-    sessionId: str | None = None
-
-
 class _ModelInfo(msgspec.Struct):
     id: str | None = None
 
@@ -158,7 +154,6 @@ class _CommandOutcome(msgspec.Struct):
 
 
 _MANIFEST = msgspec.json.Decoder(_Manifest)
-_DOCUMENT = msgspec.json.Decoder(_Document)
 _MESSAGE = msgspec.json.Decoder(_Message)
 _OUTCOMES = msgspec.json.Decoder(list[_CommandOutcome])
 _ANY = msgspec.json.Decoder()
@@ -217,14 +212,17 @@ class ClineCLI(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         manifest = _manifest(ref.path.with_name(f"{ref.session_id}.json"))
         _fill_info(info, manifest)
-        document = decode_document(
-            ref.path, _DOCUMENT, MAX_MESSAGES_BYTES, diag, shape="a Cline messages document"
+        document = DocumentStream(
+            ref.path,
+            "messages.item",
+            ("sessionId",),
+            diag,
+            limit=MAX_MESSAGES_BYTES,
+            shape="a Cline messages document",
         )
-        if document is None:
-            return
         reader = _MessagesReader(info, diag)
-        for raw in document.messages:
-            yield from reader.message(raw)
+        for raw in document.items():
+            yield from reader.message(msgspec.Raw(raw))
         plan = _team_tasks(self.data_dir() / "db" / "teams.db", ref.session_id, diag)
         if plan is not None:
             yield plan
