@@ -62,6 +62,23 @@ def _claude_only(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(("ANTHROPIC_", "CLAUDE_"))}
 
 
+def sticky_429_facts(agent: str, prompt: str, failing: str, ended_message: str) -> Facts:
+    """What the handoff of a source stopped by the sticky 429 must hold: its script
+    planned two tasks, wrote hello.txt and ran `failing` (exit 2) before the 429s."""
+    return Facts(
+        agent=agent,
+        request=prompt,
+        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
+        files={"hello.txt": ["write"]},
+        commands=[(failing, 2, False)],
+        failure=(failing, 2),
+        failure_error="No such file or directory",
+        ended="rate_limit",
+        ended_message=ended_message,
+        in_markdown=(prompt, failing, "Write hello.txt (in_progress)"),
+    )
+
+
 def assert_claude_took_over(
     proc: subprocess.CompletedProcess[str],
     claude_steps: list[LoggedRequest],

@@ -184,6 +184,7 @@ def test_run_falls_over_from_hermes_to_claude_on_a_sticky_429(
         assert_claude_took_over,
         rate_limit_after_script,
         run_falling_over_to_claude,
+        sticky_429_facts,
     )
     from e2e.pyagents import pyagent
 
@@ -197,16 +198,5 @@ def test_run_falls_over_from_hermes_to_claude_on_a_sticky_429(
         proc, claude_steps = run_falling_over_to_claude(env, agent_env, workspace, "hermes", PROMPT)
         assert server.remaining == 0
         assert [r.kind for r in server.requests].count("error") == 1  # no retry
-    facts = Facts(
-        agent="hermes",
-        request=PROMPT,
-        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
-        files={"hello.txt": ["write"]},
-        commands=[(FAILING, 2, False)],
-        failure=(FAILING, 2),
-        failure_error="No such file or directory",
-        ended="rate_limit",
-        ended_message="HTTP 429",
-        in_markdown=(PROMPT, FAILING, "Write hello.txt (in_progress)"),
-    )
+    facts = sticky_429_facts("hermes", PROMPT, FAILING, "HTTP 429")
     assert_claude_took_over(proc, claude_steps, workspace, facts, "Hermes Agent")

@@ -260,6 +260,7 @@ def test_run_falls_over_from_openhands_to_claude_on_a_sticky_429(
         assert_claude_took_over,
         rate_limit_after_script,
         run_falling_over_to_claude,
+        sticky_429_facts,
     )
 
     with ChatCompletionsServer(_first_turn(workspace)[:3]) as server:
@@ -281,16 +282,5 @@ def test_run_falls_over_from_openhands_to_claude_on_a_sticky_429(
         assert server.remaining == 0
         # no LiteLLM retry; the OpenAI client under it tries a 429 up to 3 times, at once
         assert 1 <= [r.kind for r in server.requests].count("error") <= 3
-    facts = Facts(
-        agent="openhands",
-        request=PROMPT,
-        plan=[("Write hello.txt", "in_progress"), ("Run the tests", "pending")],
-        files={"hello.txt": ["write"]},
-        commands=[(FAILING, 2, False)],
-        failure=(FAILING, 2),
-        failure_error="No such file or directory",
-        ended="rate_limit",
-        ended_message="RateLimitError",
-        in_markdown=(PROMPT, FAILING, "Write hello.txt (in_progress)"),
-    )
+    facts = sticky_429_facts("openhands", PROMPT, FAILING, "RateLimitError")
     assert_claude_took_over(proc, claude_steps, workspace, facts, "OpenHands CLI")
