@@ -51,9 +51,10 @@ class _LooseMessage(msgspec.Struct):
     id: str | None = None
 
 
-class _Record(msgspec.Struct):
-    type: str = ""
-    subtype: str | None = None
+class _Record(_Envelope):
+    """A record whole: the envelope's tree place and titles (for the forward pass), and
+    what the reader takes from it."""
+
     timestamp: str | None = None
     cwd: str | None = None
     version: str | None = None
@@ -68,16 +69,6 @@ class _Record(msgspec.Struct):
     isApiErrorMessage: bool = False
     error: Any = None
     errorDetails: Any = None
-    # its place in the tree and the titles (`_Envelope`'s), for the forward pass
-    uuid: str | None = None
-    parentUuid: str | None = None
-    logicalParentUuid: str | None = None
-    leafUuid: str | None = None
-    isSidechain: bool = False
-    summary: str | None = None
-    customTitle: str | None = None
-    aiTitle: str | None = None
-    title: str | None = None
 
 
 class _LooseRecord(_Record):
