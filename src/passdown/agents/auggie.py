@@ -68,7 +68,7 @@ from passdown.transcript import (
     Transcript,
 )
 
-# The session is one JSON document: it is held in memory once, up to this size.
+# The session is one JSON document, its history streamed: read no further than this.
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 MAX_TASKS = 1000
 MAX_CWD_SCAN_BYTES = 4 * 1024 * 1024  # how far discovery looks for the cwd past the head

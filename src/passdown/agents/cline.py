@@ -13,10 +13,10 @@ Each session folder holds two files, both rewritten in place per turn:
   {tool_use_id, content}`) and a millisecond `ts` per message. The user's prompt is
   wrapped in `<user_input mode="act">`. A resumed turn is appended to the same file.
 
-Being one document, the messages file cannot be read line by line: it is read whole up
-to `MAX_MESSAGES_BYTES` (a larger one is refused with a warning), the `messages` array is
-decoded as raw slices, and each message is decoded on its own as the events are made, so
-memory holds the file's bytes once plus one decoded message.
+Being one document, the messages file cannot be read line by line: its `messages` array
+is read as a stream (`_json_stream.DocumentStream`), one message at a time, up to
+`MAX_MESSAGES_BYTES` (past it, or past a cut, the messages before that point and a
+warning), so memory holds one message, not the file.
 
 The CLI has no per-session todo tool; its plan is the `team_task` tool (create, claim,
 complete, block), whose rows live in SQLite `data/db/teams.db` (`team_tasks`, keyed by
@@ -69,7 +69,7 @@ from passdown.transcript import (
     Transcript,
 )
 
-# The messages file is one JSON document: it is held in memory once, up to this size.
+# The messages file is one JSON document, streamed: read no further than this.
 MAX_MESSAGES_BYTES = 256 * 1024 * 1024
 _MANIFEST_BYTES = 4 * 1024 * 1024
 _MESSAGES_SUFFIX = ".messages.json"

@@ -62,7 +62,7 @@ from passdown.transcript import (
     Transcript,
 )
 
-# The session is one JSON document: it is held in memory once, up to this size.
+# The session is one JSON document, its history streamed: read no further than this.
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 _INDEX_BYTES = 16 * 1024 * 1024
 _INDEX = "sessions.json"
