@@ -297,6 +297,15 @@ def pending() -> bool:
     return False
 
 
+def writing() -> bool:
+    """Whether any export's journal is there, live or interrupted (one listdir): an
+    export in flight, or one that is still to be (or being) taken back."""
+    try:
+        return any(name.endswith(SUFFIX) for name in os.listdir(journal_folder()))
+    except OSError:
+        return False
+
+
 def recover_interrupted(store: Any | None) -> list[str]:
     """Take back (or finish) every export of `store` (None: exports that wrote no store,
     only files) that was interrupted: its journal is there, its process is gone. Never

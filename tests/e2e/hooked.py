@@ -14,18 +14,28 @@ from e2e.agents import AgentEnv, run_passdown
 from e2e.checks import ok
 
 
-def passdown_on_path(root: Path) -> tuple[Path, Path]:
+def passdown_on_path(root: Path, *, kill_session_end_at: str | None = None) -> tuple[Path, Path]:
     """`passdown` for the agents' hooks: `python -m passdown` from this checkout, logging
-    each call so the test sees what the agents ran. Returns (its folder, the call log)."""
+    each call so the test sees what the agents ran. Returns (its folder, the call log).
+    `kill_session_end_at`: a SessionEnd hook's export dies at that step
+    (`PASSDOWN_TEST_CRASH_AT`), as when the agent kills the hook at its timeout."""
     bindir = root / "bin"
     bindir.mkdir(parents=True, exist_ok=True)
     calls = root / "passdown-calls.log"
     src = Path(__file__).resolve().parents[2] / "src"
     wrapper = bindir / "passdown"
+    kill = ""
+    if kill_session_end_at:  # the payload is on stdin: kept in a file to look at it
+        kill = (
+            f'if [ "$1" = hook ]; then p=$(mktemp "{root}/payload.XXXXXX"); cat > "$p"; '
+            f'if grep -q SessionEnd "$p"; then export PASSDOWN_TEST_CRASH_AT={kill_session_end_at}; '
+            'fi; exec < "$p"; fi\n'
+        )
     wrapper.write_text(
         "#!/bin/sh\n"
         f'echo "$*" >> "{calls}"\n'
-        f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
+        + kill
+        + f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" -m passdown "$@"\n',
         encoding="utf-8",
     )
     wrapper.chmod(0o755)

@@ -3,9 +3,10 @@ over to the next agent when a session ends on a limit.
 
 - `pickup`: run by an agent's session-start hook. When the workspace's active handoff is
   published (not yet claimed), comes from a different session, is younger than
-  `pickup_max_age_days` (default 7) and its HEAD is an ancestor of the current HEAD, it
-  is claimed through the lifecycle (a compare-and-swap: of two sessions starting at once
-  exactly one wins) and a short redacted pointer is returned for injection.
+  `pickup_max_age_days` (default 7), its HEAD is an ancestor of the current HEAD and
+  its export has committed (the workspace's handoff.json holds it), it is claimed
+  through the lifecycle (a compare-and-swap: of two sessions starting at once exactly
+  one wins) and a short redacted pointer is returned for injection.
   Off with `PASSDOWN_PICKUP=0`, `passdown config set pickup off` or
   `passdown install --no-pickup`.
 - `run` (`passdown.integrations._continuity_run`): `passdown run AGENT [--fallback
@@ -163,6 +164,7 @@ def fallback_chain() -> list[str]:
 @dataclass(slots=True)
 class Pickup:
     # claimed <id> | none | off | own-session | too-old | not-ancestor | taken | already-<status>
+    # | in-flight | files-differ
     outcome: str
     pointer: str | None = None
 
@@ -242,15 +244,53 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
         return Pickup("none")  # the pointer names this file: without it, nothing to pick up
     identity = f"{agent}:{session_id or '?'}"
     with _open_handoffs(workspace) as handoffs:
-        candidate = handoffs.active()
+        candidate = _committed(handoffs, workspace)
         if candidate is None:
             return Pickup("none")
+        if isinstance(candidate, str):
+            return Pickup(candidate)
         refusal = _refusal(candidate, session_id, workspace)
         if refusal:
             return Pickup(refusal)
         if not handoffs.claim(candidate.id, identity):
             return Pickup("taken")  # another session claimed it first
         return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
+
+
+SETTLE_S = 5.0  # how long pickup waits for an export in flight (hooks get 30 s)
+SETTLE_POLL_S = 0.1
+
+
+def _committed(handoffs: _Handoffs, workspace: Path) -> Candidate | str | None:
+    """The active handoff once its export committed: its id is the one the workspace's
+    handoff.json holds (placed last, so it proves the commit). While they differ an
+    export is in flight, or a killed one is being taken back (which may move the active
+    pointer back): claiming that handoff would hand out one that is about to vanish, and
+    another session would then claim the one restored (two takers for one task). Waits
+    up to SETTLE_S; then `in-flight`, or `files-differ` when no export is running."""
+    import time
+
+    from passdown._wal import writing
+
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        candidate = handoffs.active()
+        if candidate is None or candidate.id == _files_id(workspace):
+            return candidate
+        running = writing()
+        if not running or time.monotonic() >= deadline:
+            return "in-flight" if running else "files-differ"
+        time.sleep(SETTLE_POLL_S)
+
+
+def _files_id(workspace: Path) -> str | None:
+    """The id in the workspace's handoff.json (None: unreadable, or none there)."""
+    try:
+        data = json.loads((workspace / HANDOFF_DIR / "handoff.json").read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    value = data.get("id") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _refusal(candidate: Candidate, session_id: str | None, workspace: Path) -> str | None:
