@@ -1,6 +1,9 @@
 """A Claude Code session on two cores (`passdown._two_core`): once pass 1 has found the
 active branch (`passdown.agents._tree.TreeResumable.begin`), a forked worker decodes the
-branch's lines after a cut while this process decodes those before it.
+branch's lines after a cut while this process decodes those before it. A first read that
+takes the forward pass (no pass 1, `passdown.agents._tree_forward`) is split the same
+way, the worker reading every line after the cut on a straight line of its own, merged
+only when that line continues this process's at the cut.
 
 What the session reader carries from one line to the next, and how it crosses the cut:
 - tool calls waiting for their result (and the Agent calls' task and type): the halves'
@@ -32,6 +35,7 @@ from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from passdown._jsonl import LineReader
 from passdown.agents._claude_plan import PlanReplay
 from passdown.agents._claude_reader import _ActiveReader, _SessionDecoder
 from passdown.agents._claude_records import _Record
@@ -42,6 +46,7 @@ from passdown.agents._tree import (
     half_lines,
     restore_calls,
 )
+from passdown.agents._tree_forward import HalfLine
 from passdown.transcript import Diagnostics, Event, PlanOp, SessionInfo, ToolCall
 
 if TYPE_CHECKING:
@@ -97,7 +102,8 @@ class _HalfActive(_ActiveReader):
 
     def _record(self, rec: _Record) -> Sequence[Event]:
         touch = _touch(rec)
-        if touch is not None:
+        # (the forward pass holds on to this method: only the first touch counts)
+        if touch is not None and self.first_touch is None:
             self.first_touch = touch
             # from here on the plain reader's own method: no extra call per record
             self._record = types.MethodType(_ActiveReader._record, self)  # type: ignore[method-assign]
@@ -139,6 +145,28 @@ class _ClaudeHalf:
         }
 
 
+class _ClaudeStraightHalf(_ClaudeHalf):
+    """The worker's reader when the main process takes the forward pass: every line from
+    the cut on, each tree record checked to continue the line its first record starts
+    (`HalfLine`; off it, the worker fails and this process reads on itself)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.line = HalfLine()
+
+    def events(self, stream: Any) -> Iterator[Event]:
+        reader, cut = LineReader(self.path, self.diag), self.cut
+        pairs = ((offset + cut, line) for offset, line in reader.forward(stream))
+
+        def tail() -> int:
+            return reader.tail_offset + cut if reader.tail_offset >= 0 else -1
+
+        return self.decoder.feed_straight(pairs, self.line, tail)
+
+    def report(self) -> dict[str, Any]:
+        return {**super().report(), "line": self.line.report()}
+
+
 class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
     """A Claude Code session's split (see the module's docstring)."""
 
@@ -146,7 +174,8 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
     opens, closes, flushing = _TOOL_USE, _TOOL_RESULT, _USER_RECORDS
 
     def half_reader(self, info: SessionInfo, diagnostics: Diagnostics, cut: int) -> _ClaudeHalf:
-        return _ClaudeHalf(
+        half = _ClaudeStraightHalf if self.reader.straight is not None else _ClaudeHalf
+        return half(
             self.branch,
             cut,
             info,
@@ -168,6 +197,9 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
             return "an assistant message runs across the cut"
         if not active.subagents.read.isdisjoint(report.get("subagents") or ()):
             return "a sub-agent read before the cut is named after it"
+        straight = self.reader.straight
+        if straight is not None:  # the forward pass: the two lines must be one
+            return HalfLine.joins(straight, report.get("line") or {})
         return None
 
     def plan_size(self, reader: ResumableReader) -> int:
@@ -206,6 +238,11 @@ class ClaudeSplitter(TreeSplitter[_SessionDecoder]):
             active.assistant_text = list(text)
         active.subagents.read.update(report["subagents"])
         _merge_info(info, report["info"])
+        straight = self.reader.straight
+        if straight is not None:  # the forward pass read on through the worker's half
+            info.title = report["info"]["title"] or info.title  # forwards: the newest
+            HalfLine.continue_from(straight, report["line"])
+            self.reader.end_straight()
 
 
 def _merge_info(info: SessionInfo, half: dict[str, Any]) -> None:

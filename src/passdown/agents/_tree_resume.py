@@ -7,9 +7,10 @@ appended part backwards from its leaf must arrive at the old leaf. Anything else
 rewind to an older node, a parent the window does not hold, a leaf hint naming
 another record) falls back to a full read, which gives the same handoff.
 
-A first read on one core of an agent whose decoder can (Claude Code) skips pass 1: it
-reads the file in one forward pass (`passdown.agents._tree_forward`), and its caller
-reads it again with pass 1 if the session turns out not to be a straight line.
+A first read of an agent whose decoder can (Claude Code) skips pass 1: it reads the file
+in one forward pass (`passdown.agents._tree_forward`; on two cores, its second part on a
+forked worker), and its caller reads it again with pass 1 if the session turns out not
+to be a straight line.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class TreeResumable:
         # a first read may take the forward pass (the caller sets False to read again)
         self.forward = True
         self.straight: _tree_forward.StraightLine | None = None  # ... when it does
+        self.cut: int | None = None  # where a two-core read's worker starts
 
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """Plan the windows [start, end) and [end, size). False: the saved state cannot
@@ -167,8 +169,8 @@ class TreeResumable:
     ) -> None:
         """Have a forked worker walk the second half of [0, end) now; `begin` walks the
         first half and joins the two (not for a reader that continues a checkpoint)."""
-        if self.resuming:
-            return
+        if self.resuming or self._straight_ahead():
+            return  # the forward pass is split instead (`passdown._two_core.start`)
         middle = self.walk_middle(fd, end)
         if not 0 < middle < end:
             return
@@ -293,7 +295,16 @@ class TreeResumable:
         if base:
             pairs = ((offset + base, line) for offset, line in pairs)
         yield from cast(StraightDecoder, self.decoder).feed_straight(pairs, straight, tail)
-        straight.check_leaf()  # before the checkpoint is saved
+        if base == 0 and self.windows and self.windows[0][0] == self.cut:
+            return  # the lines after the cut go on the line (the worker's, or read here)
+        self.end_straight()
+
+    def end_straight(self) -> None:
+        """The complete lines read on the straight line: its leaf checked (before the
+        checkpoint is saved) and kept."""
+        straight = self.straight
+        assert straight is not None
+        straight.check_leaf()
         self.leaf, self.leaf_parent = straight.last, straight.last_parent
 
     def close(self) -> Iterator[Event]:
@@ -310,15 +321,16 @@ class TreeResumable:
     def first_branch(self) -> Branch | None:
         """The branch of the complete lines read from the file's start (None when this
         reader continues a checkpoint or has not planned its windows)."""
-        if self.resuming or self.straight or not self.windows or self.windows[0][0] != 0:
+        if self.resuming or not self.windows or self.windows[0][0] != 0:
             return None
-        return self.windows[0][1]
+        return self.windows[0][1]  # the forward pass's: every line
 
     def split_first_window(self, cut: int) -> None:
         """The complete lines are read as two windows, [0, cut) and [cut, end): the
         second by a worker (then `skip_window` drops it) or, if its result is refused,
         by this reader after the first."""
         self.windows.insert(1, (cut, self.windows[0][1]))
+        self.cut = cut
 
     def skip_window(self) -> None:
         self.windows.pop(0)
