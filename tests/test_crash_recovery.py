@@ -28,6 +28,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -285,15 +286,14 @@ def test_the_session_start_pickup_offers_the_handoff_from_before_the_kill(world:
     assert [k for k in changed(before, after) if not k.startswith("store:")] == []
 
 
-def test_a_live_exporters_journal_is_left_alone(world: World, tmp_path: Path) -> None:
+@contextmanager
+def paused_export(world: World, tmp_path: Path, step: str) -> Iterator[tuple[Path, str]]:
+    """`passdown export` stopped at `step` (alive, its journal in place): yields the
+    file that lets it go on, and the id the store's active pointer names meanwhile. The
+    export must then finish cleanly."""
     ready, go = tmp_path / "ready", tmp_path / "go"
     env = with_site(
-        world,
-        tmp_path,
-        PAUSER,
-        PAUSE_AT="between-renames",
-        PAUSE_READY=str(ready),
-        PAUSE_GO=str(go),
+        world, tmp_path, PAUSER, PAUSE_AT=step, PAUSE_READY=str(ready), PAUSE_GO=str(go)
     )
     exporter = subprocess.Popen(
         [sys.executable, "-m", "passdown", "export", "--from", "claude"],
@@ -307,8 +307,20 @@ def test_a_live_exporters_journal_is_left_alone(world: World, tmp_path: Path) ->
         deadline = time.monotonic() + 120
         while not ready.exists():
             assert exporter.poll() is None, exporter.communicate()
-            assert time.monotonic() < deadline, "the export never reached its commit"
+            assert time.monotonic() < deadline, f"the export never reached {step}"
             time.sleep(0.05)
+        moving = active(snapshot(world))
+        assert moving is not None
+        yield go, moving
+    finally:
+        go.touch()
+        _, err = exporter.communicate(timeout=120)
+    assert exporter.returncode == 0, err
+    assert journals(world) == []
+
+
+def test_a_live_exporters_journal_is_left_alone(world: World, tmp_path: Path) -> None:
+    with paused_export(world, tmp_path, "between-renames") as (_go, moving):
         paused = snapshot(world)
         (journal,) = journals(world)
 
@@ -317,14 +329,8 @@ def test_a_live_exporters_journal_is_left_alone(world: World, tmp_path: Path) ->
         assert "interrupted export" not in err
         assert journals(world) == [journal]
         assert not changed(paused, snapshot(world))  # nothing taken back under its feet
-    finally:
-        go.touch()
-        _, err = exporter.communicate(timeout=120)
-    assert exporter.returncode == 0, err
-    assert journals(world) == []
-    done = snapshot(world)
     new = json.loads((world.ws / ".agent-handoff" / "handoff.json").read_text())
-    assert active(done) == new["id"] == active(paused)
+    assert active(snapshot(world)) == new["id"] == moving
     assert temp_files(world) == []
 
 

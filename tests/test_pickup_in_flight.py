@@ -17,8 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,13 +24,7 @@ import pytest
 import passdown._wal as wal
 from passdown import _platform
 from passdown.integrations import _continuity as continuity
-from test_crash_recovery import (
-    PAUSER,
-    active,
-    journals,
-    killed_export,
-    with_site,
-)
+from test_crash_recovery import active, journals, killed_export, paused_export
 from test_failed_export import World, make_world, snapshot
 
 pytestmark = pytest.mark.timeout(300)
@@ -55,37 +47,6 @@ def status(world: World, handoff_id: str) -> str | None:
             "SELECT value FROM pointers WHERE name = ?", (f"handoff-status/{handoff_id}",)
         ).fetchone()
     return str(json.loads(row[0])["status"]) if row else None
-
-
-@contextmanager
-def paused_export(world: World, tmp_path: Path, step: str) -> Iterator[tuple[Path, str]]:
-    """`passdown export` stopped at `step` (alive, its journal in place): yields the
-    file that lets it go on, and the id the store's active pointer names meanwhile."""
-    ready, go = tmp_path / "ready", tmp_path / "go"
-    env = with_site(
-        world, tmp_path, PAUSER, PAUSE_AT=step, PAUSE_READY=str(ready), PAUSE_GO=str(go)
-    )
-    exporter = subprocess.Popen(
-        [sys.executable, "-m", "passdown", "export", "--from", "claude"],
-        cwd=world.ws,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            assert exporter.poll() is None, exporter.communicate()
-            assert time.monotonic() < deadline, f"the export never reached {step}"
-            time.sleep(0.05)
-        moving = active(snapshot(world))
-        assert moving is not None
-        yield go, moving
-    finally:
-        go.touch()
-        _, err = exporter.communicate(timeout=120)
-    assert exporter.returncode == 0, err
 
 
 def test_pickup_leaves_a_handoff_whose_export_is_in_flight(

@@ -14,7 +14,7 @@ sub-agent's turn), cut at any line (hypothesis) or at the line a case needs.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -125,71 +125,47 @@ def test_a_straight_session_is_read_once_on_two_cores(
     assert two_passes[0] == handoff
 
 
-def test_a_rewind_after_the_cut_fails_the_worker_and_reads_with_pass_1(
+# (what comes before the cut, what comes after it), for a session that is not one line
+NOT_STRAIGHT: dict[str, Callable[[SplitMaker], tuple[bytes, bytes]]] = {
+    # the worker leaves its line: it fails, this process reads on and leaves too
+    "a rewind after the cut": lambda m: (
+        m.header() + m.turn(0) + m.turn(1),
+        m.turn(2) + m.rewind(3, 4),
+    ),
+    # this process leaves its line in the first part (the worker is cancelled)
+    "a rewind before the cut": lambda m: (
+        m.header() + m.turn(0) + m.turn(1) + m.rewind(2, 3),
+        m.turn(3) + m.turn(0),
+    ),
+    # each part a straight line, but the first record after the cut hangs off an older one
+    "a fork at the cut": lambda m: (
+        m.header() + m.turn(0) + m.turn(1),
+        m.rewind(2, 5) + m.turn(3),
+    ),
+    # the worker's part ends with a leaf hint naming an older record: the branch ends
+    # there (checked after the merge, before the checkpoint)
+    "an older leaf hint after the cut": lambda m: (
+        m.header() + m.turn(0) + m.turn(1),
+        m.turn(2) + m.outside(4 + 7 * 3),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NOT_STRAIGHT)
+def test_a_session_that_is_not_one_line_across_the_cut_is_read_with_pass_1(
     claude_store: tuple[Path, Path],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
     split_at: list[int],  # noqa: F811
+    case: str,
 ) -> None:
     path, workspace = claude_store
-    maker = SplitMaker(CLAUDE)
-    first = maker.header() + maker.turn(0) + maker.turn(1)
-    later = maker.turn(2) + maker.rewind(3, 4)  # attached to an older record
-    data = first + later
-    path.write_bytes(data)
+    first, later = NOT_STRAIGHT[case](SplitMaker(CLAUDE))
+    path.write_bytes(first + later)
     split_at[:] = [len(first)]
     single, reads = _both(path, workspace, monkeypatch)
     assert reads.get("forward_left") == 1, reads
-    assert single[1]["diagnostics"]["off_branch_records"] > 0
-
-
-def test_a_rewind_before_the_cut_leaves_in_the_main_process(
-    claude_store: tuple[Path, Path],  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-    split_at: list[int],  # noqa: F811
-) -> None:
-    path, workspace = claude_store
-    maker = SplitMaker(CLAUDE)
-    first = maker.header() + maker.turn(0) + maker.turn(1) + maker.rewind(2, 3)
-    data = first + maker.turn(3) + maker.turn(0)
-    path.write_bytes(data)
-    split_at[:] = [len(first)]
-    _single, reads = _both(path, workspace, monkeypatch)
-    assert reads.get("forward_left") == 1, reads
-
-
-def test_a_fork_at_the_cut_does_not_join_and_reads_with_pass_1(
-    claude_store: tuple[Path, Path],  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-    split_at: list[int],  # noqa: F811
-) -> None:
-    """The first record after the cut hangs off an older record: each half is a straight
-    line, but not one line together."""
-    path, workspace = claude_store
-    maker = SplitMaker(CLAUDE)
-    first = maker.header() + maker.turn(0) + maker.turn(1)
-    data = first + maker.rewind(2, 5) + maker.turn(3)
-    path.write_bytes(data)
-    split_at[:] = [len(first)]
-    _single, reads = _both(path, workspace, monkeypatch)
-    assert reads.get("forward_left") == 1, reads
-
-
-def test_a_leaf_hint_after_the_cut_naming_an_older_record(
-    claude_store: tuple[Path, Path],  # noqa: F811
-    monkeypatch: pytest.MonkeyPatch,
-    split_at: list[int],  # noqa: F811
-) -> None:
-    """The worker's half ends with a leaf hint naming an older record: the branch ends
-    there, which only pass 1 gets right (checked after the merge, before the checkpoint)."""
-    path, workspace = claude_store
-    maker = SplitMaker(CLAUDE)
-    first = maker.header() + maker.turn(0) + maker.turn(1)
-    data = first + maker.turn(2) + maker.outside(4 + 7 * 3)  # kind 4: the older hint
-    assert b'"type":"last-prompt"' in data[len(first) :]
-    path.write_bytes(data)
-    split_at[:] = [len(first)]
-    _single, reads = _both(path, workspace, monkeypatch)
-    assert reads.get("forward_left") == 1, reads
+    if "rewind" in case or "fork" in case:
+        assert single[1]["diagnostics"]["off_branch_records"] > 0
 
 
 def test_the_cut_right_after_an_open_tool_call_is_refused_then_read_on(
