@@ -23,7 +23,7 @@ from e2e.checks import Facts, export_and_check, load_handoff, ok
 from e2e.hooked import hook_log, passdown_on_path, with_hooks
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace
+from e2e.wave2_clis import record_fixture, recording_workspace, scenario_facts
 from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -138,26 +138,8 @@ def test_gptme_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspa
             "cli_version": PYAGENT_VERSIONS["gptme"],
             "version_in_session": True,  # "You are gptme v0.35.1" in the system prompt
             "model": f"local/{CHAT_MODEL}",
-            "original_request": PROMPT,
-            "latest_user_message": SECOND,
-            "final_assistant_message": LAST,
-            "turns": [PROMPT, SECOND],
             "plan_tool": "todo",
-            "plan": [
-                {"subject": "Write hello.txt", "status": "completed"},
-                {"subject": "Run the tests", "status": "in_progress"},
-                {"subject": "Say goodbye", "status": "completed"},
-            ],
-            "files_written": ["hello.txt"],
-            "files_edited": ["hello.txt"],
-            "files_touched": ["hello.txt"],
-            "commands": [{"command": FAILING, "exit_code": 2}],
-            "failing_command": {
-                "command": FAILING,
-                "exit_code": 2,
-                "error_line_contains": "No such file",
-            },
-            "ended": "normal",
+            **scenario_facts(PROMPT, SECOND, LAST, FAILING),
             "store_layout": "relative to HOME: ~/.local/share/gptme/logs/<date>-<name>/"
             "conversation.jsonl (+ config.toml with [chat] workspace; the `workspace` "
             "symlink is not kept in the fixture)",

@@ -15,7 +15,13 @@ from e2e.agents import AgentEnv
 from e2e.checks import Facts, export_and_check, ok
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import kimi_environ, record_fixture, recording_workspace, run_kimi
+from e2e.wave2_clis import (
+    kimi_environ,
+    record_fixture,
+    recording_workspace,
+    run_kimi,
+    scenario_facts,
+)
 from passdown.agents.kimi import folder_name
 from wave2_agents import register
 
@@ -139,26 +145,8 @@ def test_kimi_handoff_fact_by_fact(tmp_path: Path, agent_env: AgentEnv, workspac
             "workspace": str(workspace),
             "cli_version": PYAGENT_VERSIONS["kimi"],
             "version_in_session": False,  # neither the version nor the model is written
-            "original_request": PROMPT,
-            "latest_user_message": SECOND,
-            "final_assistant_message": LAST,
-            "turns": [PROMPT, SECOND],
             "plan_tool": "SetTodoList",
-            "plan": [
-                {"subject": "Write hello.txt", "status": "completed"},
-                {"subject": "Run the tests", "status": "in_progress"},
-                {"subject": "Say goodbye", "status": "completed"},
-            ],
-            "files_written": ["hello.txt"],
-            "files_edited": ["hello.txt"],
-            "files_touched": ["hello.txt"],
-            "commands": [{"command": FAILING, "exit_code": 2}],
-            "failing_command": {
-                "command": FAILING,
-                "exit_code": 2,
-                "error_line_contains": "No such file",
-            },
-            "ended": "normal",
+            **scenario_facts(PROMPT, SECOND, LAST, FAILING),
             "store_layout": "relative to HOME: ~/.kimi/sessions/<md5 of cwd>/<id>/wire.jsonl "
             "(+ state.json, context.jsonl); ~/.kimi/kimi.json maps folders to cwds",
         },

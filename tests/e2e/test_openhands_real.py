@@ -23,7 +23,7 @@ from e2e.agents import AgentEnv, openhands_environ, run_openhands, run_passdown,
 from e2e.checks import Facts, export_and_check, load_handoff, ok, openai_user_texts
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace
+from e2e.wave2_clis import record_fixture, recording_workspace, scenario_facts
 from wave3b_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -219,26 +219,8 @@ def _record(folder: Path, workspace: Path, agent_env: AgentEnv) -> None:
             "cli_version": PYAGENT_VERSIONS["openhands"],
             "version_in_session": False,  # the model is written, the CLI version is not
             "model": "openai/scripted-model",
-            "original_request": PROMPT,
-            "latest_user_message": SECOND,
-            "final_assistant_message": LAST,
-            "turns": [PROMPT, SECOND],
             "plan_tool": "task_tracker",
-            "plan": [
-                {"subject": "Write hello.txt", "status": "completed"},
-                {"subject": "Run the tests", "status": "in_progress"},
-                {"subject": "Say goodbye", "status": "completed"},
-            ],
-            "files_written": ["hello.txt"],
-            "files_edited": ["hello.txt"],
-            "files_touched": ["hello.txt"],
-            "commands": [{"command": FAILING, "exit_code": 2}],
-            "failing_command": {
-                "command": FAILING,
-                "exit_code": 2,
-                "error_line_contains": "No such file",
-            },
-            "ended": "normal",
+            **scenario_facts(PROMPT, SECOND, LAST, FAILING),
             "store_layout": "relative to HOME: ~/.openhands/conversations/<id>/base_state.json "
             "+ events/event-<seq>-<uuid>.json + TASKS.json",
         },

@@ -22,7 +22,7 @@ from e2e.agents import AgentEnv, run_passdown, run_vibe, target_environ, vibe_en
 from e2e.checks import Facts, anthropic_user_texts, assert_facts, export_and_check, load_handoff, ok
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import AnthropicServer, ChatCompletionsServer, Step
-from e2e.wave2_clis import FIXTURES, record_fixture, recording, recording_workspace
+from e2e.wave2_clis import FIXTURES, record_fixture, recording, recording_workspace, scenario_facts
 from wave3b_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -197,26 +197,8 @@ def _record(folder: Path, workspace: Path, agent_env: AgentEnv) -> None:
             "workspace": str(workspace),
             "cli_version": PYAGENT_VERSIONS["vibe"],
             "version_in_session": False,  # the model is written, the version is not
-            "original_request": PROMPT,
-            "latest_user_message": SECOND,
-            "final_assistant_message": LAST,
-            "turns": [PROMPT, SECOND],
             "plan_tool": "todo",
-            "plan": [
-                {"subject": "Write hello.txt", "status": "completed"},
-                {"subject": "Run the tests", "status": "in_progress"},
-                {"subject": "Say goodbye", "status": "completed"},
-            ],
-            "files_written": ["hello.txt"],
-            "files_edited": ["hello.txt"],
-            "files_touched": ["hello.txt"],
-            "commands": [{"command": FAILING, "exit_code": 2}],
-            "failing_command": {
-                "command": FAILING,
-                "exit_code": 2,
-                "error_line_contains": "No such file",
-            },
-            "ended": "normal",
+            **scenario_facts(PROMPT, SECOND, LAST, FAILING),
             "store_layout": "relative to HOME: ~/.vibe/logs/session/unified/<id>/ CURRENT -> "
             "generations/<N>/manifest.json -> chunks/<sha256>.json (+ meta.json, journal/)",
         },

@@ -122,6 +122,32 @@ def recording_workspace(workspace: Path, agent: str) -> Path:
     return seed_workspace(fixed)
 
 
+def scenario_facts(prompt: str, second: str, last: str, failing: str) -> dict[str, Any]:
+    """What every wave-2 CLI's recorded scenario ends with, whatever the agent: the two
+    requests, the last reply, the plan of three, hello.txt written, the failing command."""
+    return {
+        "original_request": prompt,
+        "latest_user_message": second,
+        "final_assistant_message": last,
+        "turns": [prompt, second],
+        "plan": [
+            {"subject": "Write hello.txt", "status": "completed"},
+            {"subject": "Run the tests", "status": "in_progress"},
+            {"subject": "Say goodbye", "status": "completed"},
+        ],
+        "files_written": ["hello.txt"],
+        "files_edited": ["hello.txt"],
+        "files_touched": ["hello.txt"],
+        "commands": [{"command": failing, "exit_code": 2}],
+        "failing_command": {
+            "command": failing,
+            "exit_code": 2,
+            "error_line_contains": "No such file",
+        },
+        "ended": "normal",
+    }
+
+
 def record_fixture(agent: str, files: dict[str, Path], facts: dict[str, Any]) -> None:
     """With $PASSDOWN_RECORD_FIXTURES set: copy the session's files (relative to HOME, as
     recorded) into tests/fixtures/sessions/<agent>/full with an expected.json in the shape
