@@ -8,16 +8,19 @@ figures themselves are printed by benchmarks/bench_growth.py.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from passdown import _platform
-from passdown.agents import _split
+from passdown import _half_extract, _platform, _two_core
+from passdown._pipeline import Selection, build_handoff
+from passdown.agents import _split, get_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import realshape
@@ -113,3 +116,68 @@ def test_scan_lines_gives_every_line_after_the_first_newline_with_its_end(
     assert all(data[end - 1 : end] == b"\n" for _, end in got)
     assert [data[end - len(line) - 1 : end - 1] for line, end in got] == lines
     assert [line for line, _ in short] == [b"", b"x"]
+
+
+# the worker's report ---------------------------------------------------------------
+def test_the_id_filter_sends_eight_bytes_an_id_until_a_bloom_filter_is_smaller() -> None:
+    """A half with a few thousand calls sends their hashes (8 bytes an id), not a 1 MiB
+    filter the worker wrote all over; past the filter's size it is the filter, and both
+    forms, as received, know every id they were given."""
+    few = [f"call_{n:08x}" for n in range(3000)]
+    ids = _half_extract._IdFilter()
+    ids.update(few)
+    ids.update(few[:10])  # a call and its result in two batches: the hash twice
+    assert len(ids.payload()) == 8 * 3010
+    received = _half_extract._IdFilter(bytes(ids.payload()))
+    assert all(call_id in received for call_id in few)
+    assert sum(f"other_{n}" in received for n in range(20_000)) == 0
+    many = [f"call_{n:08x}" for n in range(_half_extract._IdFilter.MAX_HASHES + 5000)]
+    for start in range(0, len(many), 4096):  # as the worker adds them: a batch at a time
+        ids.update(many[start : start + 4096])
+    assert len(ids.payload()) == _half_extract._IdFilter.BITS >> 3
+    received = _half_extract._IdFilter(bytes(ids.payload()))
+    assert all(call_id in received for call_id in many[::97])
+    assert sum(f"other_{n}" in received for n in range(20_000)) < 200  # rare false positives
+
+
+def test_a_packed_hash_is_found_only_where_a_hash_starts() -> None:
+    """A match of the 8 bytes across two hashes is not a hash of the filter."""
+    h = hash("call_x")
+    packed = _half_extract._HASH.pack(h)
+    shifted = b"\0" * 3 + packed + b"\0" * 5  # the same bytes, not on an 8-byte boundary
+    assert not _half_extract._holds_hash(shifted, h)
+    assert _half_extract._holds_hash(shifted + packed, h)
+
+
+@pytest.mark.fork_checkpoint
+def test_a_worker_report_grows_with_its_calls_not_a_fixed_filter(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merged two-core export of a grown Codex or Copilot session: the worker's report
+    (read back into one buffer, decoded, its ids asked) is tens of KB where it carried a
+    1 MiB filter, and the handoff is the single-core one."""
+    agent = "copilot" if "copilot" in str(session) else "codex"
+    monkeypatch.setenv(
+        realshape.fixtures()[agent].env_var,
+        str(next(p for p in session.parents if p.name == agent)),
+    )
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "one"))
+    monkeypatch.setenv("PASSDOWN_SINGLE_CORE", "1")
+    single = _handoff(agent, session, tmp_path)
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "two"))
+    monkeypatch.delenv("PASSDOWN_SINGLE_CORE")
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    split = _handoff(agent, session, tmp_path)
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    assert _two_core.LAST["report_bytes"] < 64 * 1024
+    assert split == single
+
+
+def _handoff(name: str, session: Path, workspace: Path) -> dict[str, Any]:
+    agent = get_agent(name)
+    handoff = build_handoff(
+        Selection(agent=agent, ref=agent.ref_for_path(session), workspace=workspace)
+    )
+    out: dict[str, Any] = json.loads(handoff.to_json())
+    del out["id"], out["created_at"]
+    return out

@@ -459,7 +459,7 @@ def _read_half(
     state["info"] = _info_fields(half_info)
     return WorkerReport(
         partial=half.partial(),
-        ids=cast(bytes, ids.bits),  # encoded as bytes without a copy first (1 MiB)
+        ids=ids.payload(),  # encoded without a copy first
         reader=state,
         diagnostics=diagnostics,
         events=seen.count,
