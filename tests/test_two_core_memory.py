@@ -12,6 +12,7 @@ import json
 import os
 import random
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,29 @@ def test_a_worker_report_grows_with_its_calls_not_a_fixed_filter(
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     assert _two_core.LAST["report_bytes"] < 64 * 1024
     assert split == single
+
+
+@pytest.mark.fork_checkpoint
+def test_the_stats_count_this_process_while_the_worker_lived_and_stop_counting(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PASSDOWN_TWO_CORE_STATS (the benchmarks), the process's RSS is sampled while
+    the worker lives (what both hold at once), and the sampling thread is gone after:
+    the next export of this process may fork again."""
+    agent = "copilot" if "copilot" in str(session) else "codex"
+    monkeypatch.setenv(
+        realshape.fixtures()[agent].env_var,
+        str(next(p for p in session.parents if p.name == agent)),
+    )
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "two"))
+    monkeypatch.delenv("PASSDOWN_SINGLE_CORE", raising=False)
+    monkeypatch.setenv(_two_core.STATS_ENV, "1")
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    _handoff(agent, session, tmp_path)
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    assert _two_core.LAST["main_rss_with_worker_kb"] > 0
+    assert _two_core.LAST["worker_private_kb"] > 0
+    assert threading.active_count() == 1
 
 
 def _handoff(name: str, session: Path, workspace: Path) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import os
 import signal
 import sys
@@ -174,6 +175,7 @@ class SplitRead:
     end: int
     worker: Forked
     stats: dict[str, Any] = field(default_factory=dict)
+    rss_watch: _RssWatch | None = None  # benchmarks: this process's RSS while the worker lives
 
     def run(
         self,
@@ -195,6 +197,8 @@ class SplitRead:
             report = self._collect()
         except BaseException:
             self.worker.cancel()
+            if self.rss_watch is not None:
+                self.rss_watch.stop()
             raise
         reason = self._refusal(report, reader, extractor)
         self.stats.update(
@@ -245,6 +249,8 @@ class SplitRead:
 
     def _collect(self) -> WorkerReport:
         received = self.worker.result()
+        if self.rss_watch is not None:  # the worker has exited: its pages are gone
+            self.stats["main_rss_with_worker_kb"] = self.rss_watch.stop()
         self.stats["report_bytes"] = len(received)
         try:
             return _DECODER.decode(received)
@@ -383,7 +389,9 @@ def start(
     if worker is None:
         return None
     splitter.split(cut)
-    return SplitRead(splitter, fd, start, cut, end, worker, stats=dict(LAST))
+    # started after the fork: only a single-threaded process forks
+    watch = _RssWatch() if os.environ.get(STATS_ENV) else None
+    return SplitRead(splitter, fd, start, cut, end, worker, stats=dict(LAST), rss_watch=watch)
 
 
 def _failed_report(exc: BaseException) -> bytes:
@@ -481,6 +489,40 @@ def _private_kb() -> int:
         for line in rollup.splitlines()
         if line.startswith(("Private_Clean:", "Private_Dirty:"))
     )
+
+
+class _RssWatch:
+    """This process's resident memory sampled every few ms while a worker lives
+    (`STATS_ENV` only): its peak plus the worker's own pages bounds what both hold at
+    once, where the process's lifetime peak (`ru_maxrss`) may come from before the fork
+    or after the worker ended (a tree's pass 1, Gemini's replay, the render)."""
+
+    INTERVAL = 0.005
+
+    def __init__(self) -> None:
+        self.peak = _rss_kb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            self.peak = max(self.peak, _rss_kb())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_kb())
+        return self.peak
+
+
+def _rss_kb() -> int:
+    """This process's resident memory now, in KB (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * (mmap.PAGESIZE // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _info_fields(info: SessionInfo) -> dict[str, Any]:
