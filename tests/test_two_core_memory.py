@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from passdown import _half_extract, _platform, _two_core
+from passdown import _half_extract, _jsonl, _platform, _two_core
 from passdown._pipeline import Selection, build_handoff
 from passdown.agents import _split, get_agent
 
@@ -195,6 +195,39 @@ def test_the_stats_count_this_process_while_the_worker_lived_and_stop_counting(
     assert _two_core.LAST["main_rss_with_worker_kb"] > 0
     assert _two_core.LAST["worker_private_kb"] > 0
     assert threading.active_count() == 1
+
+
+@pytest.mark.fork_checkpoint
+def test_the_process_reads_its_part_in_the_workers_chunks_and_restores_them(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the worker lives, the process reads its part in `SPLIT_CHUNK`s as the
+    worker does (every page written after the fork may be a second copy); the export's
+    other reads keep the usual 1 MiB."""
+    agent = "copilot" if "copilot" in str(session) else "codex"
+    root = next(p for p in session.parents if p.name == agent)
+    monkeypatch.setenv(realshape.fixtures()[agent].env_var, str(root))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "two"))
+    monkeypatch.delenv("PASSDOWN_SINGLE_CORE", raising=False)
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    usual = _jsonl.CHUNK
+    assert usual > _two_core.SPLIT_CHUNK
+    reads: list[tuple[int, int]] = []  # (the window's end, the size asked), this process
+    real_read = _jsonl.FdWindow.read
+    me = os.getpid()
+
+    def read(window: _jsonl.FdWindow, size: int = -1) -> bytes:
+        if os.getpid() == me:
+            reads.append((window.end, size))
+        return real_read(window, size)
+
+    monkeypatch.setattr(_jsonl.FdWindow, "read", read)
+    _handoff(agent, session, tmp_path)
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    first_part = [size for end, size in reads if end == _two_core.LAST["cut"]]
+    assert len(first_part) > 1
+    assert set(first_part) == {_two_core.SPLIT_CHUNK}
+    assert usual == _jsonl.CHUNK
 
 
 def _handoff(name: str, session: Path, workspace: Path) -> dict[str, Any]:

@@ -68,6 +68,11 @@ STATS_ENV = "PASSDOWN_TWO_CORE_STATS"  # print what the split did to stderr (ben
 # which events name a tool call id (the worker reports them, `_IdFilter`), in batches
 _NAMED_BY_ID = (ToolCall, ToolResult)
 _ID_BATCH = 4096
+# Both processes read their part in chunks of this size (the export's other reads: 1 MiB).
+# A chunk and its lines are alive together, and a page either process writes after the
+# fork may become a second copy: at 1 MiB in the process too, a Codex 64 MB export held
+# ~4 MB more in the process and ~1-2 MB more in the worker, and read no faster.
+SPLIT_CHUNK = 1 << 18
 # what the last split read of this process did: cut, merged or why not, peak RSS (tests)
 LAST: dict[str, Any] = {}
 
@@ -187,6 +192,7 @@ class SplitRead:
         seen_merge: Callable[[int, list[str]], None],
     ) -> None:
         began, began_cpu = time.perf_counter(), time.thread_time()
+        chunk, jsonl.CHUNK = jsonl.CHUNK, SPLIT_CHUNK
         try:
             feed = extractor.feed
             for event in watch(
@@ -200,6 +206,8 @@ class SplitRead:
             if self.rss_watch is not None:
                 self.rss_watch.stop()
             raise
+        finally:
+            jsonl.CHUNK = chunk
         reason = self._refusal(report, reader, extractor)
         self.stats.update(
             cut=self.cut,
@@ -414,9 +422,7 @@ def _serve(
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        # this process only: smaller reads, fewer pages of its own (a chunk and its lines
-        # are alive together: 1 MiB chunks cost the worker ~3 MB more, and read no faster)
-        jsonl.CHUNK = 1 << 18
+        jsonl.CHUNK = SPLIT_CHUNK  # this process only (1 MiB chunks: ~3 MB more of its own)
         data = work()
     except BaseException as exc:
         data = failed(exc)
