@@ -230,6 +230,35 @@ def test_the_process_reads_its_part_in_the_workers_chunks_and_restores_them(
     assert usual == _jsonl.CHUNK
 
 
+@pytest.mark.fork_checkpoint
+def test_the_workers_own_pages_are_counted_with_its_report_encoded(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's figure (PASSDOWN_TWO_CORE_STATS) is taken once its report is
+    encoded, its largest moment, not before: the forked worker inherits these stand-ins,
+    which count the encodings done when the pages are counted."""
+    agent = "copilot" if "copilot" in str(session) else "codex"
+    root = next(p for p in session.parents if p.name == agent)
+    monkeypatch.setenv(realshape.fixtures()[agent].env_var, str(root))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "two"))
+    monkeypatch.delenv("PASSDOWN_SINGLE_CORE", raising=False)
+    monkeypatch.setenv(_two_core.STATS_ENV, "1")
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    encodings: list[int] = []
+    real = _two_core._ENCODER
+
+    class Counting:
+        def encode(self, obj: object) -> bytes:
+            encodings.append(1)
+            return real.encode(obj)
+
+    monkeypatch.setattr(_two_core, "_ENCODER", Counting())
+    monkeypatch.setattr(_two_core, "_private_kb", lambda: 1000 + len(encodings))
+    _handoff(agent, session, tmp_path)
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    assert _two_core.LAST["worker_private_kb"] == 1001
+
+
 def _handoff(name: str, session: Path, workspace: Path) -> dict[str, Any]:
     agent = get_agent(name)
     handoff = build_handoff(
