@@ -12,7 +12,7 @@ data dir. Each row prints:
 - `x prev`: the time at this size over the time at the size before (4x the bytes: at most
   4.5x passes), on CPU time (steadier than wall time on a shared machine);
 - peak RSS of the child (its ru_maxrss; with a two-core read, at least the main process's
-  peak while the worker lived plus the worker's own pages) and its growth over the smallest size (at most 10 MB passes;
+  peak while a worker lived plus that worker's own pages) and its growth over the smallest size (at most 10 MB passes;
   `--cores 1` measures the reader alone: past its size threshold the two-core read adds
   a forked worker's own pages, about 12 MB, once);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
@@ -159,15 +159,20 @@ def run_export(
 
 
 def _two_core_rss_kb(stderr: str) -> int:
-    """What the export and its forked worker held at once: the main process's peak
-    while the worker lived (sampled every 5 ms; older sources: its peak up to the merge)
-    plus the worker's own pages at its end. The caller takes the larger of this and the
+    """What the export and a forked worker held at once, for each worker (a tree's pass-1
+    walker, the second half's reader): the main process's peak while the worker lived
+    (sampled every 5 ms; older sources: its peak up to the merge) plus the worker's own
+    pages at its end, its result made. The caller takes the larger of this and the
     export's own peak (ru_maxrss: before the fork, after the worker, the render)."""
     for line in stderr.splitlines():
         if line.startswith("passdown two-core: "):
             stats = ast.literal_eval(line.removeprefix("passdown two-core: "))
             main = stats.get("main_rss_with_worker_kb", stats.get("main_rss_kb", 0))
-            return int(main) + int(stats.get("worker_private_kb", 0))
+            walk = stats.get("walk_main_rss_with_worker_kb", 0)
+            return max(
+                int(main) + int(stats.get("worker_private_kb", 0)),
+                int(walk) + int(stats.get("walk_worker_private_kb", 0)),
+            )
     return 0
 
 

@@ -24,6 +24,7 @@ from passdown._pipeline import Selection, build_handoff
 from passdown.agents import _split, get_agent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import growslice
 import realshape
 
 Calls = Callable[[bytes], tuple[list[bytes], list[bytes]]]
@@ -257,6 +258,32 @@ def test_the_workers_own_pages_are_counted_with_its_report_encoded(
     _handoff(agent, session, tmp_path)
     assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
     assert _two_core.LAST["worker_private_kb"] == 1001
+
+
+@pytest.mark.fork_checkpoint
+@pytest.mark.parametrize("agent", ["qwen", "claude"])
+def test_a_tree_sessions_pass_one_walker_is_counted_too(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree session forks twice (the pass-1 walker, then the second half's reader):
+    the stats count each worker with what the process held while it lived, and no
+    sampling thread outlives its worker (the second fork needs a single thread)."""
+    grown = growslice.grow(agent, "plan", 2 * 1024 * 1024, tmp_path / "store")
+    monkeypatch.setenv(grown.env_var, str(grown.root))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "two"))
+    monkeypatch.setenv("PASSDOWN_NO_FORWARD_PASS", "1")  # pass 1, walked in two
+    monkeypatch.delenv("PASSDOWN_SINGLE_CORE", raising=False)
+    monkeypatch.setenv(_two_core.STATS_ENV, "1")
+    monkeypatch.setattr(_two_core, "MIN_BYTES", 1)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    _handoff(agent, grown.session, workspace)
+    assert _two_core.LAST["walk_joined"] is True
+    assert _two_core.LAST["merged"] is True, _two_core.LAST.get("reason")
+    for worker in ("walk_", ""):
+        assert _two_core.LAST[f"{worker}worker_private_kb"] > 0
+        assert _two_core.LAST[f"{worker}main_rss_with_worker_kb"] > 0
+    assert threading.active_count() == 1
 
 
 def _handoff(name: str, session: Path, workspace: Path) -> dict[str, Any]:

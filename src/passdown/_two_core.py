@@ -28,6 +28,7 @@ import gc
 import mmap
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -75,6 +76,10 @@ _ID_BATCH = 4096
 SPLIT_CHUNK = 1 << 18
 # what the last split read of this process did: cut, merged or why not, peak RSS (tests)
 LAST: dict[str, Any] = {}
+# with STATS_ENV: (this process's peak RSS while a worker lived, the worker's own pages)
+# of each worker since the last split read began, a tree's pass-1 walker included
+WORKER_FIGURES: list[tuple[int, int]] = []
+_FIGURE = struct.Struct("=q")  # the worker's own pages in KB, sent after its result
 
 
 # the reader's half -----------------------------------------------------------------
@@ -141,13 +146,16 @@ class WorkerReport(msgspec.Struct):
     events: int = 0
     commands: list[str] = []
     peak_rss_kb: int = 0
-    private_kb: int = 0  # of it, the pages not shared with the parent (its report encoded)
     seconds: float = 0.0  # the worker's wall time, fork to report
     cpu_seconds: float = 0.0
 
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(WorkerReport)
+
+
+def _stats_on() -> bool:
+    return bool(os.environ.get(STATS_ENV))
 
 
 def disabled() -> bool:
@@ -180,7 +188,6 @@ class SplitRead:
     end: int
     worker: Forked
     stats: dict[str, Any] = field(default_factory=dict)
-    rss_watch: _RssWatch | None = None  # benchmarks: this process's RSS while the worker lives
 
     def run(
         self,
@@ -203,8 +210,6 @@ class SplitRead:
             report = self._collect()
         except BaseException:
             self.worker.cancel()
-            if self.rss_watch is not None:
-                self.rss_watch.stop()
             raise
         finally:
             jsonl.CHUNK = chunk
@@ -213,7 +218,6 @@ class SplitRead:
             cut=self.cut,
             end=self.end,
             worker_rss_kb=report.peak_rss_kb,
-            worker_private_kb=report.private_kb,
             first_half_s=round(halfway - began, 3),
             first_half_cpu_s=round(halfway_cpu - began_cpu, 3),
             waited_s=round(time.perf_counter() - halfway, 3),
@@ -257,8 +261,9 @@ class SplitRead:
 
     def _collect(self) -> WorkerReport:
         received = self.worker.result()
-        if self.rss_watch is not None:  # the worker has exited: its pages are gone
-            self.stats["main_rss_with_worker_kb"] = self.rss_watch.stop()
+        if self.worker.figures is not None:
+            main_kb, worker_kb = self.worker.figures
+            self.stats.update(main_rss_with_worker_kb=main_kb, worker_private_kb=worker_kb)
         self.stats["report_bytes"] = len(received)
         try:
             return _DECODER.decode(received)
@@ -274,6 +279,10 @@ class Forked:
     pipe: int
     pipe_closed: bool = False
     reaped: bool = False
+    # with STATS_ENV (benchmarks): this process's RSS sampled while the worker lives, and
+    # then (its peak then, the worker's own pages at its end)
+    watch: _RssWatch | None = None
+    figures: tuple[int, int] | None = None
 
     def result(self) -> bytearray:
         """Everything the worker wrote (empty if it failed before writing)."""
@@ -283,10 +292,20 @@ class Forked:
                 received += data
         finally:
             self._end(kill=False)  # EOF: the worker has written its result and is exiting
+        if self.watch is not None:
+            main_kb = self.watch.stop()
+            if len(received) >= _FIGURE.size:  # the worker's figure, after its result
+                (worker_kb,) = _FIGURE.unpack(received[-_FIGURE.size :])
+                del received[-_FIGURE.size :]
+                self.figures = (main_kb, worker_kb)
+                WORKER_FIGURES.append(self.figures)
+                del WORKER_FIGURES[:-4]  # bounded in a long-lived process too
         return received
 
     def cancel(self) -> None:
         self._end(kill=True)
+        if self.watch is not None:
+            self.watch.stop()
 
     def _end(self, *, kill: bool) -> None:
         """Close the pipe and reap the worker, each once: a reaped pid or a closed
@@ -331,7 +350,8 @@ def fork_worker(
         _serve(work, failed, write_end, death_signal)
     gc.unfreeze()
     os.close(write_end)
-    return Forked(pid, read_end)
+    # the watch starts after the fork: only a single-threaded process forks
+    return Forked(pid, read_end, watch=_RssWatch() if _stats_on() else None)
 
 
 def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
@@ -372,6 +392,10 @@ def start(
     first part, its windows planned (`begin`) already."""
     LAST.clear()
     LAST.update(getattr(reader, "walk_report", None) or {})  # pass 1 on two cores
+    if WORKER_FIGURES:  # the pass-1 walker's (benchmarks)
+        main_kb, worker_kb = max(WORKER_FIGURES, key=sum)
+        LAST.update(walk_main_rss_with_worker_kb=main_kb, walk_worker_private_kb=worker_kb)
+        WORKER_FIGURES.clear()
     threshold = MIN_BYTES if min_bytes is None else min_bytes
     if not worth_splitting(end - start, threshold):
         return None
@@ -391,22 +415,13 @@ def start(
         report = _read_half(splitter, fd, cut, end, info, extractor.workspace, budget)
         report.seconds = round(time.perf_counter() - began, 3)
         report.cpu_seconds = round(time.process_time(), 3)
-        encoded = _ENCODER.encode(report)
-        if not os.environ.get(STATS_ENV):
-            return encoded
-        # the benchmarks: the worker's own pages with its report encoded (its peak), the
-        # figure then encoded into a buffer made where the first one was
-        report.private_kb = _private_kb()
-        del encoded
         return _ENCODER.encode(report)
 
     worker = fork_worker(work, _failed_report)
     if worker is None:
         return None
     splitter.split(cut)
-    # started after the fork: only a single-threaded process forks
-    watch = _RssWatch() if os.environ.get(STATS_ENV) else None
-    return SplitRead(splitter, fd, start, cut, end, worker, stats=dict(LAST), rss_watch=watch)
+    return SplitRead(splitter, fd, start, cut, end, worker, stats=dict(LAST))
 
 
 def _failed_report(exc: BaseException) -> bytes:
@@ -435,10 +450,13 @@ def _serve(
         data = failed(exc)
         code = 1
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(out, view)
-            view = view[written:]
+        # the benchmarks: this worker's own pages now, its result made (its peak), after it
+        figure = _FIGURE.pack(_private_kb()) if _stats_on() else b""
+        for part in (data, figure):
+            view = memoryview(part)
+            while view:
+                written = os.write(out, view)
+                view = view[written:]
     except OSError:
         code = 1
     finally:
