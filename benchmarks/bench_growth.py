@@ -14,7 +14,7 @@ data dir. Each row prints:
 - peak RSS of the child (its ru_maxrss; with a two-core read, at least the main process's
   peak while a worker lived plus that worker's own pages) and its growth over the smallest size (at most 10 MB passes;
   `--cores 1` measures the reader alone: past its size threshold the two-core read adds
-  a forked worker's own pages, about 12 MB, once);
+  a forked worker's own pages, 3-9 MB, while it lives);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
   sub-agents handoff.json lists;
 - the check: the first request and the current plan's open items survive.
