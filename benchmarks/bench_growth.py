@@ -12,9 +12,9 @@ data dir. Each row prints:
 - `x prev`: the time at this size over the time at the size before (4x the bytes: at most
   4.5x passes), on CPU time (steadier than wall time on a shared machine);
 - peak RSS of the child (its ru_maxrss; with a two-core read, at least the main process's
-  peak while a worker lived plus that worker's own pages) and its growth over the smallest size (at most 10 MB passes;
-  `--cores 1` measures the reader alone: past its size threshold the two-core read adds
-  a forked worker's own pages, 3-9 MB, while it lives);
+  peak while a worker lived plus that worker's own pages) and its growth over the smallest
+  size (at most 10 MB passes; `--cores 1` measures the reader alone: past its size
+  threshold the two-core read adds a forked worker's own pages, 3-9 MB, while it lives);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
   sub-agents handoff.json lists;
 - the check: the first request and the current plan's open items survive.
