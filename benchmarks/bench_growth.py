@@ -11,10 +11,10 @@ data dir. Each row prints:
 - wall and CPU seconds, seconds per MB;
 - `x prev`: the time at this size over the time at the size before (4x the bytes: at most
   4.5x passes), on CPU time (steadier than wall time on a shared machine);
-- peak RSS of the child (its ru_maxrss; with a two-core read, the main process's peak plus
-  the worker's own pages) and its growth over the smallest size (at most 10 MB passes;
-  `--cores 1` measures the reader alone: past its size threshold the two-core read adds
-  a forked worker's own pages, about 12 MB, once);
+- peak RSS of the child (its ru_maxrss; with a two-core read, at least the main process's
+  peak while a worker lived plus that worker's own pages) and its growth over the smallest
+  size (at most 10 MB passes; `--cores 1` measures the reader alone: past its size
+  threshold the two-core read adds a forked worker's own pages, 3-9 MB, while it lives);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
   sub-agents handoff.json lists;
 - the check: the first request and the current plan's open items survive.
@@ -159,10 +159,20 @@ def run_export(
 
 
 def _two_core_rss_kb(stderr: str) -> int:
+    """What the export and a forked worker held at once, for each worker (a tree's pass-1
+    walker, the second half's reader): the main process's peak while the worker lived
+    (sampled every 5 ms; older sources: its peak up to the merge) plus the worker's own
+    pages at its end, its result made. The caller takes the larger of this and the
+    export's own peak (ru_maxrss: before the fork, after the worker, the render)."""
     for line in stderr.splitlines():
         if line.startswith("passdown two-core: "):
             stats = ast.literal_eval(line.removeprefix("passdown two-core: "))
-            return int(stats.get("main_rss_kb", 0)) + int(stats.get("worker_private_kb", 0))
+            main = stats.get("main_rss_with_worker_kb", stats.get("main_rss_kb", 0))
+            walk = stats.get("walk_main_rss_with_worker_kb", 0)
+            return max(
+                int(main) + int(stats.get("worker_private_kb", 0)),
+                int(walk) + int(stats.get("walk_worker_private_kb", 0)),
+            )
     return 0
 
 

@@ -375,7 +375,7 @@ def test_the_id_filter_knows_every_id_it_was_given() -> None:
     assert all(call_id in ids for call_id in given_ids)
     others = [f"other_{n}" for n in range(10_000)]
     assert sum(call_id in ids for call_id in others) < 10  # rare false positives
-    sent = _half_extract._IdFilter(bytes(ids.bits))  # as the worker sends it
+    sent = _half_extract._IdFilter(bytes(ids.payload()))  # as the worker sends it
     assert all(call_id in sent for call_id in given_ids)
 
 

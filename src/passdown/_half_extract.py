@@ -14,9 +14,12 @@ refuses, and reads that half itself.
 from __future__ import annotations
 
 import functools
+import struct
+from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 
@@ -29,6 +32,7 @@ from passdown.handoff import FILES_KEEP
 from passdown.transcript import Event, Message, PlanOp, SessionEnding, ToolCall, ToolResult
 
 _PASS_TEXTS = 4096  # distinct passing commands remembered to drop repeats (bounded)
+_HASH = struct.Struct("=q")  # a call id's hash as `_IdFilter` packs it
 _UNTOUCHED = SessionEnding(reason="normal", message="(untouched)")
 
 
@@ -255,21 +259,50 @@ def conflicting_ids(pending: dict[str, ToolCall], seen: _IdFilter) -> bool:
 
 # which call ids a half used --------------------------------------------------------
 class _IdFilter:
-    """A fixed-size Bloom filter of the tool call ids a half used: the main process asks
-    it about its few pending ids. A false positive only costs the exact fallback."""
+    """The tool call ids a half used: the main process asks it about its few pending
+    ids. Held as their 64-bit hashes (a forked worker shares the parent's hash seed, 8
+    bytes an id, a hash may repeat) while those stay under the size of a fixed Bloom
+    filter (1 MiB), then as that filter. The report's filter grows with the half's calls
+    (every page the worker writes is one more of its own, and the report is copied
+    twice more on its way back): a few thousand calls cost KBs, not 1 MiB. Either form
+    may say yes to an id it was not given; that only costs the exact fallback."""
 
-    BITS = 1 << 23  # 1 MiB
+    BITS = 1 << 23  # the Bloom filter: 1 MiB
+    MAX_HASHES = (BITS >> 6) - 1  # hashes kept as such: their bytes stay under the filter's
 
     def __init__(self, data: bytes | None = None) -> None:
-        self.bits = bytearray(data) if data is not None else bytearray(self.BITS >> 3)
+        """An empty filter, or one as `payload` sent it (a filter's size tells its form)."""
+        self.bits: bytearray | bytes | None = None  # bytes: as received, only asked
+        self.hashes: array[int] | bytes = array("q")
+        if data is not None and len(data) == self.BITS >> 3:
+            self.bits = data
+        elif data is not None:
+            self.hashes = data  # read as it came: asked a few times, never copied
+
+    def payload(self) -> bytes:
+        """What the worker sends (without a copy: msgpack takes any buffer)."""
+        if self.bits is not None:
+            return cast(bytes, self.bits)
+        return cast(bytes, memoryview(self.hashes).cast("B"))
 
     def add(self, key: str) -> None:
         self.update((key,))
 
     def update(self, keys: Iterable[str]) -> None:
-        bits, mask = self.bits, self.BITS - 1
-        for key in keys:
-            h = hash(key)  # a forked worker shares the parent's hash seed
+        if self.bits is None:
+            hashes = cast("array[int]", self.hashes)
+            hashes.extend(map(hash, keys))
+            if len(hashes) <= self.MAX_HASHES:
+                return
+            self.bits = bytearray(self.BITS >> 3)
+            self.hashes = array("q")
+            self._set(hashes)
+        else:
+            self._set(map(hash, keys))
+
+    def _set(self, hashes: Iterable[int]) -> None:
+        bits, mask = cast(bytearray, self.bits), self.BITS - 1
+        for h in hashes:
             a, b = h & mask, (h >> 23) & mask
             bits[a >> 3] |= 1 << (a & 7)
             bits[b >> 3] |= 1 << (b & 7)
@@ -277,5 +310,20 @@ class _IdFilter:
     def __contains__(self, key: object) -> bool:
         h = hash(key)
         bits = self.bits
-        a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
-        return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
+        if bits is not None:
+            a, b = h & (self.BITS - 1), (h >> 23) & (self.BITS - 1)
+            return bool(bits[a >> 3] & (1 << (a & 7))) and bool(bits[b >> 3] & (1 << (b & 7)))
+        if isinstance(self.hashes, array):  # the worker's own (tests)
+            return h in self.hashes
+        return _holds_hash(self.hashes, h)
+
+
+def _holds_hash(packed: bytes, h: int) -> bool:
+    """Whether the packed 64-bit hashes hold `h` (a byte search, at C speed)."""
+    needle = _HASH.pack(h)
+    at = packed.find(needle)
+    while at >= 0:
+        if at % _HASH.size == 0:
+            return True
+        at = packed.find(needle, at + 1)
+    return False

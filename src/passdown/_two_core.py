@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -67,8 +69,17 @@ STATS_ENV = "PASSDOWN_TWO_CORE_STATS"  # print what the split did to stderr (ben
 # which events name a tool call id (the worker reports them, `_IdFilter`), in batches
 _NAMED_BY_ID = (ToolCall, ToolResult)
 _ID_BATCH = 4096
+# Both processes read their part in chunks of this size (the export's other reads: 1 MiB).
+# A chunk and its lines are alive together, and a page either process writes after the
+# fork may become a second copy: at 1 MiB in the process too, a Codex 64 MB export held
+# ~4 MB more in the process and ~1-2 MB more in the worker, and read no faster.
+SPLIT_CHUNK = 1 << 18
 # what the last split read of this process did: cut, merged or why not, peak RSS (tests)
 LAST: dict[str, Any] = {}
+# with STATS_ENV: (this process's peak RSS while a worker lived, the worker's own pages)
+# of each worker since the last split read began, a tree's pass-1 walker included
+WORKER_FIGURES: list[tuple[int, int]] = []
+_FIGURE = struct.Struct("=q")  # the worker's own pages in KB, sent after its result
 
 
 # the reader's half -----------------------------------------------------------------
@@ -135,13 +146,16 @@ class WorkerReport(msgspec.Struct):
     events: int = 0
     commands: list[str] = []
     peak_rss_kb: int = 0
-    private_kb: int = 0  # of it, the pages not shared with the parent (at the end)
     seconds: float = 0.0  # the worker's wall time, fork to report
     cpu_seconds: float = 0.0
 
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(WorkerReport)
+
+
+def _stats_on() -> bool:
+    return bool(os.environ.get(STATS_ENV))
 
 
 def disabled() -> bool:
@@ -185,6 +199,7 @@ class SplitRead:
         seen_merge: Callable[[int, list[str]], None],
     ) -> None:
         began, began_cpu = time.perf_counter(), time.thread_time()
+        chunk, jsonl.CHUNK = jsonl.CHUNK, SPLIT_CHUNK
         try:
             feed = extractor.feed
             for event in watch(
@@ -196,12 +211,13 @@ class SplitRead:
         except BaseException:
             self.worker.cancel()
             raise
+        finally:
+            jsonl.CHUNK = chunk
         reason = self._refusal(report, reader, extractor)
         self.stats.update(
             cut=self.cut,
             end=self.end,
             worker_rss_kb=report.peak_rss_kb,
-            worker_private_kb=report.private_kb,
             first_half_s=round(halfway - began, 3),
             first_half_cpu_s=round(halfway_cpu - began_cpu, 3),
             waited_s=round(time.perf_counter() - halfway, 3),
@@ -245,6 +261,9 @@ class SplitRead:
 
     def _collect(self) -> WorkerReport:
         received = self.worker.result()
+        if self.worker.figures is not None:
+            main_kb, worker_kb = self.worker.figures
+            self.stats.update(main_rss_with_worker_kb=main_kb, worker_private_kb=worker_kb)
         self.stats["report_bytes"] = len(received)
         try:
             return _DECODER.decode(received)
@@ -260,6 +279,10 @@ class Forked:
     pipe: int
     pipe_closed: bool = False
     reaped: bool = False
+    # with STATS_ENV (benchmarks): this process's RSS sampled while the worker lives, and
+    # then (its peak then, the worker's own pages at its end)
+    watch: _RssWatch | None = None
+    figures: tuple[int, int] | None = None
 
     def result(self) -> bytearray:
         """Everything the worker wrote (empty if it failed before writing)."""
@@ -269,10 +292,20 @@ class Forked:
                 received += data
         finally:
             self._end(kill=False)  # EOF: the worker has written its result and is exiting
+        if self.watch is not None:
+            main_kb = self.watch.stop()
+            if len(received) >= _FIGURE.size:  # the worker's figure, after its result
+                (worker_kb,) = _FIGURE.unpack(received[-_FIGURE.size :])
+                del received[-_FIGURE.size :]
+                self.figures = (main_kb, worker_kb)
+                WORKER_FIGURES.append(self.figures)
+                del WORKER_FIGURES[:-4]  # bounded in a long-lived process too
         return received
 
     def cancel(self) -> None:
         self._end(kill=True)
+        if self.watch is not None:
+            self.watch.stop()
 
     def _end(self, *, kill: bool) -> None:
         """Close the pipe and reap the worker, each once: a reaped pid or a closed
@@ -317,7 +350,8 @@ def fork_worker(
         _serve(work, failed, write_end, death_signal)
     gc.unfreeze()
     os.close(write_end)
-    return Forked(pid, read_end)
+    # the watch starts after the fork: only a single-threaded process forks
+    return Forked(pid, read_end, watch=_RssWatch() if _stats_on() else None)
 
 
 def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
@@ -358,6 +392,10 @@ def start(
     first part, its windows planned (`begin`) already."""
     LAST.clear()
     LAST.update(getattr(reader, "walk_report", None) or {})  # pass 1 on two cores
+    if WORKER_FIGURES:  # the pass-1 walker's (benchmarks)
+        main_kb, worker_kb = max(WORKER_FIGURES, key=sum)
+        LAST.update(walk_main_rss_with_worker_kb=main_kb, walk_worker_private_kb=worker_kb)
+        WORKER_FIGURES.clear()
     threshold = MIN_BYTES if min_bytes is None else min_bytes
     if not worth_splitting(end - start, threshold):
         return None
@@ -406,18 +444,19 @@ def _serve(
         _detach_stdio()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        # this process only: smaller reads, fewer pages of its own (a chunk and its lines
-        # are alive together: 1 MiB chunks cost the worker ~3 MB more, and read no faster)
-        jsonl.CHUNK = 1 << 18
+        jsonl.CHUNK = SPLIT_CHUNK  # this process only (1 MiB chunks: ~3 MB more of its own)
         data = work()
     except BaseException as exc:
         data = failed(exc)
         code = 1
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(out, view)
-            view = view[written:]
+        # the benchmarks: this worker's own pages now, its result made (its peak), after it
+        figure = _FIGURE.pack(_private_kb()) if _stats_on() else b""
+        for part in (data, figure):
+            view = memoryview(part)
+            while view:
+                written = os.write(out, view)
+                view = view[written:]
     except OSError:
         code = 1
     finally:
@@ -459,13 +498,12 @@ def _read_half(
     state["info"] = _info_fields(half_info)
     return WorkerReport(
         partial=half.partial(),
-        ids=cast(bytes, ids.bits),  # encoded as bytes without a copy first (1 MiB)
+        ids=ids.payload(),  # encoded without a copy first
         reader=state,
         diagnostics=diagnostics,
         events=seen.count,
         commands=seen.commands,
         peak_rss_kb=_platform.peak_rss_kb(),
-        private_kb=_private_kb() if os.environ.get(STATS_ENV) else 0,
     )
 
 
@@ -481,6 +519,40 @@ def _private_kb() -> int:
         for line in rollup.splitlines()
         if line.startswith(("Private_Clean:", "Private_Dirty:"))
     )
+
+
+class _RssWatch:
+    """This process's resident memory sampled every few ms while a worker lives
+    (`STATS_ENV` only): its peak plus the worker's own pages bounds what both hold at
+    once, where the process's lifetime peak (`ru_maxrss`) may come from before the fork
+    or after the worker ended (a tree's pass 1, Gemini's replay, the render)."""
+
+    INTERVAL = 0.005
+
+    def __init__(self) -> None:
+        self.peak = _rss_kb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.INTERVAL):
+            self.peak = max(self.peak, _rss_kb())
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_kb())
+        return self.peak
+
+
+def _rss_kb() -> int:
+    """This process's resident memory now, in KB (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * (mmap.PAGESIZE // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _info_fields(info: SessionInfo) -> dict[str, Any]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from passdown.agents.base import ResumableReader
 
 _SCAN_BYTES = 8 * 1024 * 1024  # how far past the middle a clean cut is looked for
+SCAN_BLOCK = 256 * 1024  # how much of it is read at a time
 _CALL_ID = re.compile(rb'"call_id":"([^"\\]{1,200})"')
 _OUTPUT = re.compile(rb'"type":"(?:function|custom_tool)_call_output"')
 _CALL = re.compile(rb'"type":"(?:function_call|custom_tool_call|local_shell_call)"')
@@ -73,25 +74,47 @@ def clean_cut(
     call); else the first line start after `middle`. A call opened before the scan and
     answered after the cut only costs the exact fallback (the ids are checked)."""
     scan_from = max(0, middle - _SCAN_BYTES // 4)
-    data = _platform.pread(fd, min(end, middle + _SCAN_BYTES) - scan_from, scan_from)
-    first_line = data.find(b"\n") + 1
-    if first_line <= 0:
-        return None
     open_calls: set[bytes] = set()
     fallback: int | None = None
-    pos = first_line
-    while (newline := data.find(b"\n", pos)) >= 0:
-        opened, closed = calls(data[pos:newline])
+    for line, offset in scan_lines(fd, scan_from, min(end, middle + _SCAN_BYTES)):
+        opened, closed = calls(line)
         open_calls.update(opened)
         open_calls.difference_update(closed)
-        pos = newline + 1
-        offset = scan_from + pos
         if middle <= offset < end:
             if fallback is None:
                 fallback = offset
             if not open_calls:
                 return offset
     return fallback
+
+
+def scan_lines(fd: int, start: int, limit: int) -> Iterator[tuple[bytes, int]]:
+    """The lines of [start, limit) that end in it, after the first newline (`start` may
+    be inside a line), each with the offset just past it. Read `SCAN_BLOCK` bytes at a
+    time: the cut is looked for just before the fork, and every page this process
+    holds then is one the worker may copy (a 10 MB read raised the export's peak RSS by
+    as much)."""
+    pieces: list[bytes] = []  # the line read so far, when it spans blocks
+    started = False
+    pos = start
+    while pos < limit and (block := _platform.pread(fd, min(SCAN_BLOCK, limit - pos), pos)):
+        base, pos = pos, pos + len(block)
+        at = 0
+        if not started:
+            newline = block.find(b"\n")
+            if newline < 0:
+                continue
+            at, started = newline + 1, True
+        while (newline := block.find(b"\n", at)) >= 0:
+            line = block[at:newline]
+            if pieces:
+                pieces.append(line)
+                line = b"".join(pieces)
+                pieces.clear()
+            at = newline + 1
+            yield line, base + at
+        if at < len(block):
+            pieces.append(block[at:])
 
 
 class _CodexHalf(_RolloutReader):
