@@ -232,7 +232,7 @@ class SplitRead:
             self.splitter.merge_reader(
                 reader, info, report.reader, extractor.pending, report.partial
             )
-            _merge_diagnostics(diagnostics, report.diagnostics)
+            diagnostics.add(report.diagnostics)
             seen_merge(report.events, report.commands)
             self.stats["merged"] = True
         else:  # exact anyway: this process reads the second part itself
@@ -362,18 +362,6 @@ def split_first_walk(reader: ResumableReader, fd: int, end: int) -> None:
     plan = getattr(reader, "walk_in_two", None)
     if plan is not None and worth_splitting(end, MIN_BYTES):
         plan(fd, end, fork_worker)
-
-
-def _merge_diagnostics(into: Diagnostics, other: Diagnostics) -> None:
-    into.lines += other.lines
-    into.bad_lines += other.bad_lines
-    into.torn_last_line = into.torn_last_line or other.torn_last_line
-    into.oversized_lines += other.oversized_lines
-    for kind, count in other.unknown_types.items():
-        into.unknown_types[kind] = into.unknown_types.get(kind, 0) + count
-    into.off_branch_records += other.off_branch_records
-    into.sidechain_records += other.sidechain_records
-    into.warnings.extend(other.warnings)
 
 
 def start(

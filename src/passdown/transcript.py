@@ -249,6 +249,19 @@ class Diagnostics:
             record_type = record_type[:79] + "…"
         self.unknown_types[record_type] = self.unknown_types.get(record_type, 0) + 1
 
+    def add(self, later: Diagnostics) -> None:
+        """What a reader of a later part of the file noted (a two-core read's worker,
+        pass 1's other half, a window read after the checkpoint)."""
+        self.lines += later.lines
+        self.bad_lines += later.bad_lines
+        self.torn_last_line = self.torn_last_line or later.torn_last_line
+        self.oversized_lines += later.oversized_lines
+        for kind, count in later.unknown_types.items():
+            self.unknown_types[kind] = self.unknown_types.get(kind, 0) + count
+        self.off_branch_records += later.off_branch_records
+        self.sidechain_records += later.sidechain_records
+        self.warnings.extend(later.warnings)
+
     def summary(self) -> list[str]:
         out = list(self.warnings)
         if self.torn_last_line:

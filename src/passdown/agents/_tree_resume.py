@@ -234,8 +234,8 @@ class TreeResumable:
             return self._walk(fd, 0, end)
         assert later is not None
         # what a single walk notes, in its order: the later half first
-        _merge(self.diag, later.diagnostics)
-        _merge(self.diag, first.diagnostics)
+        self.diag.add(later.diagnostics)
+        self.diag.add(first.diagnostics)
         title = later.title or first.title
         if title is not None:
             self.info.title = title  # walking back, the first title met is the newest
@@ -275,7 +275,7 @@ class TreeResumable:
         base, branch = self.windows.pop(0)
         if not self.windows and self.later is not None:  # the checkpoint is saved by now
             diag, title = self.later
-            _merge(self.diag, diag)
+            self.diag.add(diag)
             self.info.title = title or self.info.title
             self.later = None
         straight = self.straight
@@ -369,16 +369,3 @@ def _reset(diag: Diagnostics) -> None:
     fresh = Diagnostics()
     for item in dataclasses.fields(Diagnostics):
         setattr(diag, item.name, getattr(fresh, item.name))
-
-
-def _merge(diag: Diagnostics, later: Diagnostics) -> None:
-    """Add what a later walk noted to the session's diagnostics."""
-    diag.lines += later.lines
-    diag.bad_lines += later.bad_lines
-    diag.torn_last_line = diag.torn_last_line or later.torn_last_line
-    diag.oversized_lines += later.oversized_lines
-    for kind, count in later.unknown_types.items():
-        diag.unknown_types[kind] = diag.unknown_types.get(kind, 0) + count
-    diag.off_branch_records += later.off_branch_records
-    diag.sidechain_records += later.sidechain_records
-    diag.warnings.extend(later.warnings)
