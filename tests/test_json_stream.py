@@ -7,6 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from passdown.agents._json_stream import DocumentStream
 from passdown.transcript import Diagnostics
@@ -122,3 +123,62 @@ def test_brackets_in_strings_and_escapes_across_pieces_do_not_count_as_depth(
     diag = Diagnostics()
     numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
     assert numbers == list(range(400)) and diag.warnings == []
+
+
+def test_a_string_ending_in_an_escape_before_brackets_in_strings_is_not_depth(
+    tmp_path: Path,
+) -> None:
+    """`"line\\n"` then `"[[[[..."`: the escape is cut out with its byte before the
+    brackets are counted, so strings keep their quotes paired and none of their brackets
+    counts as nesting (counting them read the document as 512 levels deep and stopped)."""
+    path = tmp_path / "s.json"
+    _write(path, [{"n": n, "t": "line\n", "u": "[" * 10} for n in range(3000)])
+    diag = Diagnostics()
+    numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
+    assert numbers == list(range(3000)) and diag.warnings == []
+
+
+def _count_passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The prefixes ijson was asked to parse the whole document for."""
+    import ijson
+
+    from passdown.agents import _json_stream
+
+    passes: list[str] = []
+    real = ijson.items
+
+    def counted(source: object, prefix: str, **kwargs: object) -> object:
+        passes.append(prefix)
+        return real(source, prefix, **kwargs)
+
+    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    return passes
+
+
+def test_fields_before_and_after_the_history_come_with_its_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `items()`, a field after the history (and one before it) is read from the
+    document's head and tail, not by a pass over the whole document of its own."""
+    path = tmp_path / "s.json"
+    history = [{"n": n, "t": 'x\\"]}' + "w" * 300} for n in range(2000)]
+    _write(path, history, after={"k": "v\n]"}, missing_not=1)
+    passes = _count_passes(monkeypatch)
+    diag = Diagnostics()
+    stream = _stream(path, diag)
+    assert sum(1 for _ in stream.items()) == 2000
+    assert stream.field("after", msgspec.json.Decoder(dict)) == {"k": "v\n]"}
+    assert stream.field("title", STR) == "T"
+    assert passes == ["history.item"] and diag.warnings == []
+
+
+def test_a_small_history_still_finds_its_fields_by_a_pass_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.json"
+    _write(path, ["one"], after=[1, {"a": "]"}])
+    passes = _count_passes(monkeypatch)
+    stream = _stream(path, Diagnostics())
+    assert [json.loads(raw) for raw in stream.items()] == ["one"]
+    assert stream.field("after", msgspec.json.Decoder(list)) == [1, {"a": "]"}]
+    assert passes == ["history.item", "after"]
