@@ -509,3 +509,101 @@ def test_a_windows_store_under_simulated_windows(agent: str, tmp_path: Path) -> 
     files = {f["path"].replace("\\", "/") for f in handoff["state"]["files_touched"]}
     assert "src/cli.py" in files, files
     assert ec.SECRET not in json.dumps(handoff)
+
+
+# -- a Copilot Chat .json document streams (issue 20) ---------------------------------------
+# main read a .json chat whole up to MAX_DOCUMENT_BYTES (256 MB) and refused a larger one:
+# the prelude sets that bound to 64 KB there (a grown chat in small); the stream has none.
+_SMALL_CHAT_BOUND = "import passdown.agents._chat_log as t; t.MAX_DOCUMENT_BYTES = 64 * 1024\n"
+
+
+def _grown_copilot_json(home: Path, workspace: Path, requests: int) -> Path:
+    """A .json chat with `requests` more requests between its first and its last, its
+    fields after its requests as VS Code writes them."""
+    session = ec.copilot_session(workspace)
+    first, last = session.pop("requests")
+    filler = [
+        {
+            "requestId": f"request_grown_{n}",
+            "timestamp": ec.T0 + 1000 + n,
+            "message": {"text": f"and again, round {n}", "parts": []},
+            "response": [{"kind": "markdownContent", "content": {"value": f"Round {n} " * 20}}],
+            "modelState": {"value": 1},
+        }
+        for n in range(requests)
+    ]
+    document = {"version": 3, "requests": [first, *filler, last], **session}
+    folder = ec.workspace_storage(ec.user_dir(home, "linux"), workspace) / "chatSessions"
+    folder.mkdir(parents=True)
+    path = folder / "5e55-10n.json"
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+def test_a_grown_copilot_chat_json_is_read_from_its_first_request(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 1500)
+    assert path.stat().st_size > 4 * 64 * 1024
+    done = ec.run_cli(
+        ["export", "--from", "copilot-chat", "--no-store", "--json"],
+        home,
+        cwd=workspace,
+        prelude=_SMALL_CHAT_BOUND,
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    [command] = handoff["state"]["commands"]
+    assert (command["command"], command["exit_code"]) == (ec.FAILING, 1)
+    assert handoff["ended"]["reason"] == "rate_limit"  # the last request, past the filler
+    source = handoff["source"]
+    assert source["title"] == "Verbose flag"  # customTitle, after the requests
+    assert source["started_at"] == "2025-12-01T11:53:20.000Z"  # creationDate, likewise
+    assert not json.loads(done.stdout)["warnings"]
+
+
+def test_a_copilot_chat_json_cut_while_written_gives_the_requests_before_the_cut(
+    tmp_path: Path,
+) -> None:
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 50)
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(b"round 30")])
+    done = ec.run_cli(
+        ["export", "--from", "copilot-chat", "--no-store", "--json"], home, cwd=workspace
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    assert handoff["task"]["latest_user_message"] == "and again, round 29"
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any(w.startswith("5e55-10n.json ends early") for w in warnings), warnings
+
+
+def test_a_copilot_chat_json_is_parsed_once_its_fields_with_its_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pass over the document: the requests stream, and `creationDate` and
+    `customTitle` (after them) come from the same pass, not a read of the whole file."""
+    import ijson
+
+    from passdown.agents import _json_stream
+    from passdown.agents.copilot_chat import CopilotChat
+
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 1500)
+    passes: list[str] = []
+    real = ijson.items
+
+    def counted(source: object, prefix: str, **kwargs: object) -> object:
+        passes.append(prefix)
+        return real(source, prefix, **kwargs)
+
+    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    transcript = CopilotChat().read(CopilotChat().ref_for_path(path))
+    events = list(transcript.events())
+    assert passes == ["requests.item"]
+    users = [e.text for e in events if getattr(e, "role", None) == "user"]
+    assert users[0] == ec.REQUEST and len(users) == 1502
+    assert transcript.info.title == "Verbose flag"
+    assert transcript.info.started_at == "2025-12-01T11:53:20.000Z"

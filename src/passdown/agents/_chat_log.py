@@ -1,5 +1,7 @@
-"""VS Code's chat session files, as one object: the older `.json` document or the newer
-`.jsonl` replay log (`ChatSessionOperationLog`, an `ObjectMutationLog`).
+"""VS Code's chat session files: the older `.json` document, read as a stream
+(`SessionDocument`: its requests one at a time, then its few fields, memory flat whatever
+its size), or the newer `.jsonl` replay log (`ChatSessionOperationLog`, an
+`ObjectMutationLog`), replayed into one object.
 
 From github.com/microsoft/vscode `src/vs/workbench/contrib/chat/common/model/
 objectMutationLog.ts`: line 1 is `{"kind":0,"v":<the whole ISerializableChatData>}`; each
@@ -17,6 +19,7 @@ counted, as VS Code would fail on it; the state read so far still stands.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +27,10 @@ import msgspec
 
 from passdown._jsonl import LineReader
 from passdown.agents._common import DECODE_ERRORS
-from passdown.agents._document import read_document
+from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import Diagnostics
 
-# A `.json` session is one document, read whole up to this size (a larger one is refused
-# with a warning); a `.jsonl` log streams, only its lines are bounded.
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
-
 _Path = list[str | int]
-
-
-class _Document(msgspec.Struct):
-    """A `.json` session with its requests left undecoded: each is decoded as it is read,
-    so memory holds the file's bytes once plus one request."""
-
-    requests: list[msgspec.Raw] = []
-    creationDate: object = None
-    customTitle: object = None
-    sessionId: object = None
 
 
 class _Entry(msgspec.Struct):
@@ -52,7 +41,6 @@ class _Entry(msgspec.Struct):
 
 
 _ENTRY = msgspec.json.Decoder(_Entry)
-_DOCUMENT = msgspec.json.Decoder(_Document)
 _ENCODE = msgspec.json.Encoder().encode
 _ANY = msgspec.json.Decoder()
 
@@ -165,52 +153,44 @@ def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> 
     return True
 
 
-def load_session(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
-    """The chat session object a `.json` or `.jsonl` file holds, or None (with a warning)
-    when it holds none."""
-    if path.name.endswith(".jsonl"):
-        replay = ChatLogReplay(diag)
-        for _offset, line in LineReader(path, diag).forward():
-            replay.apply_line(line)
-        if replay.skipped:
-            diag.warnings.append(
-                f"{replay.skipped} change(s) in {path.name} did not apply to the chat and were skipped"
-            )
-        state = replay.state
-    else:
-        data = read_document(path, MAX_DOCUMENT_BYTES, diag)
-        if data is None:
-            return None
-        diag.lines += 1
-        state = _document(data)
-    if not isinstance(state, dict):
+class SessionDocument:
+    """A `.json` session (`ISerializableChatData`) read as a stream: `requests()` gives its
+    requests one at a time, decoded; `field(name)` its `creationDate` or `customTitle`
+    (after the requests in the file: taken in the same pass once they are read). A file
+    cut short or not JSON past a point gives the requests before it, and a warning."""
+
+    def __init__(self, path: Path, diag: Diagnostics) -> None:
+        self.diag = diag
+        self.stream = DocumentStream(
+            path, "requests.item", _FIELDS, diag, limit=NO_LIMIT, shape="a chat session"
+        )
+
+    def requests(self) -> Iterator[object]:
+        for raw in self.stream.items():
+            self.diag.lines += 1
+            yield decode_request(msgspec.Raw(raw))
+
+    def field(self, name: str) -> object:
+        return self.stream.field(name, _ANY)
+
+
+_FIELDS = ("creationDate", "customTitle")
+
+
+def replay_log(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
+    """The chat session object a `.jsonl` log rebuilds, or None (with a warning) when it
+    holds none."""
+    replay = ChatLogReplay(diag)
+    for _offset, line in LineReader(path, diag).forward():
+        replay.apply_line(line)
+    if replay.skipped:
+        diag.warnings.append(
+            f"{replay.skipped} change(s) in {path.name} did not apply to the chat and were skipped"
+        )
+    if not isinstance(replay.state, dict):
         diag.warnings.append(f"{path.name} holds no chat session")
         return None
-    return state
-
-
-def _document(data: bytes) -> object:
-    """A `.json` session as a dict whose `requests` are raw slices (`decode_request`);
-    a file of another shape is decoded whole, for what it is worth."""
-    for attempt in (data, None):
-        if attempt is None:  # non-UTF-8 bytes: keep what can be read
-            attempt = data.decode("utf-8", "replace").encode("utf-8")
-        try:
-            doc = _DOCUMENT.decode(attempt)
-        except msgspec.ValidationError:
-            break  # JSON, but not of this shape
-        except DECODE_ERRORS:
-            continue
-        return {
-            "requests": doc.requests,
-            "creationDate": doc.creationDate,
-            "customTitle": doc.customTitle,
-            "sessionId": doc.sessionId,
-        }
-    try:
-        return _ANY.decode(data)
-    except DECODE_ERRORS:
-        return None
+    return replay.state
 
 
 def decode_request(request: object) -> object:

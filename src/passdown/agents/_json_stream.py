@@ -33,6 +33,7 @@ from passdown.transcript import Diagnostics
 
 T = TypeVar("T")
 _MIB = 1024 * 1024
+NO_LIMIT = 1 << 62  # a document read to its end whatever its size (it streams: memory flat)
 
 _ENCODE = msgspec.json.Encoder().encode
 

@@ -40,7 +40,7 @@ import msgspec
 from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
 from passdown.agents._editors import iso_millis
 from passdown.agents._endings import api_error_ending
-from passdown.agents._json_stream import DocumentStream
+from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -54,8 +54,6 @@ from passdown.transcript import (
     ToolResult,
 )
 
-# The message files stream (memory flat, time linear): read to their end, whatever size.
-NO_LIMIT = 1 << 62
 _CHECKBOX = re.compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
 _TASK_TAG = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
 
