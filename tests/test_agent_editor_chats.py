@@ -607,3 +607,57 @@ def test_a_copilot_chat_json_is_parsed_once_its_fields_with_its_requests(
     assert users[0] == ec.REQUEST and len(users) == 1502
     assert transcript.info.title == "Verbose flag"
     assert transcript.info.started_at == "2025-12-01T11:53:20.000Z"
+
+
+MB = 1024 * 1024
+# the first request as each file says it: a Copilot Chat request, a Cline UI message
+_FIRST = {
+    "copilot-chat": {"message": {"text": "the first request"}, "response": []},
+    "cline-ext": {"ts": 5, "type": "say", "say": "user_feedback", "text": "the first request"},
+}
+_BAD_TAILS = {
+    "utf8-torn-later": b', {"text": "\xff\xfe"}]',
+    "deep": b", " + b"[" * 200_000,
+    "truncated": b', {"text": "cut',
+    "big-string": b', {"x": "' + b"y" * (50 * MB) + b'"}]',
+}
+
+
+@pytest.mark.parametrize("agent", ["copilot-chat", "cline-ext"])
+@pytest.mark.parametrize("name", ["empty", "not-utf8", *_BAD_TAILS])
+def test_a_bad_document_gives_a_partial_handoff_or_a_clear_error(
+    agent: str, name: str, tmp_path: Path
+) -> None:
+    """Empty, not UTF-8 (at its start or past a point), nested past the bound, cut short,
+    or holding a 50 MB string: what was read before it is handed off (with a warning for
+    what was not), or the export says the file held nothing (exit 5); never a traceback."""
+    home, workspace = _home(tmp_path)
+    if agent == "copilot-chat":
+        path = ec.write_copilot(ec.user_dir(home, "linux"), workspace, jsonl=False)
+    else:
+        path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    filler = [{"x": "z" * 70_000}]  # the bad part starts in a later piece than the first
+    head = json.dumps([_FIRST[agent], *filler]).encode()[:-1]
+    content = {"empty": b"", "not-utf8": b"\xff\xfe\x00{garbage"}.get(name)
+    if content is None:
+        content = head + _BAD_TAILS[name]
+        if agent == "copilot-chat":
+            content = b'{"requests": ' + content + (b"}" if content.endswith(b"]") else b"")
+    path.write_bytes(content)
+    done = ec.run_cli(
+        ["export", "--from", agent, "--session", str(path), "--no-store", "--json"],
+        home,
+        cwd=workspace,
+    )
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    if done.returncode == 5:
+        assert name in ("empty", "not-utf8") and path.name in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    if name != "big-string":
+        assert any(w.startswith(path.name) for w in warnings), warnings
+    if name not in ("empty", "not-utf8"):
+        handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+        said = [e["text"] for e in handoff["task"]["transcript"] if e["role"] == "user"]
+        assert "the first request" in said, said

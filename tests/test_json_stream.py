@@ -182,3 +182,12 @@ def test_a_small_history_still_finds_its_fields_by_a_pass_each(
     assert [json.loads(raw) for raw in stream.items()] == ["one"]
     assert stream.field("after", msgspec.json.Decoder(list)) == [1, {"a": "]"}]
     assert passes == ["history.item", "after"]
+
+
+def test_values_are_the_items_as_plain_data_null_included(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    _write(path, [{"n": 1, "x": [1.5, None]}, None, "three"], after=2)
+    diag = Diagnostics()
+    stream = _stream(path, diag)
+    assert list(stream.values()) == [{"n": 1, "x": [1.5, None]}, None, "three"]
+    assert diag.warnings == [] and diag.bad_lines == 0

@@ -166,9 +166,9 @@ class SessionDocument:
         )
 
     def requests(self) -> Iterator[object]:
-        for raw in self.stream.items():
+        for request in self.stream.values():
             self.diag.lines += 1
-            yield decode_request(msgspec.Raw(raw))
+            yield request
 
     def field(self, name: str) -> object:
         return self.stream.field(name, _ANY)

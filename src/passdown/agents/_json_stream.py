@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, TypeVar
@@ -32,6 +32,7 @@ from passdown.agents._common import DECODE_ERRORS
 from passdown.transcript import Diagnostics
 
 T = TypeVar("T")
+U = TypeVar("U")
 _MIB = 1024 * 1024
 NO_LIMIT = 1 << 62  # a document read to its end whatever its size (it streams: memory flat)
 
@@ -86,6 +87,17 @@ class DocumentStream:
         return self._values[name]
 
     def items(self) -> Iterator[bytes]:
+        """The items, each as its JSON bytes (for a reader's msgspec types)."""
+        return (raw for raw in self._read(_encode) if raw is not None)
+
+    def values(self) -> Iterator[object]:
+        """The items as ijson builds them (dicts, lists, str, int, float, bool, None), for
+        a reader that walks plain data: no encoding to bytes and decoding again."""
+        return self._read(_as_is)
+
+    def _read(self, convert: Callable[[object], U | None]) -> Iterator[U | None]:
+        """The items, each through `convert`: None from it (for an item that is not None
+        itself) leaves the item out, counted (nested past what can be encoded again)."""
         count = skipped = 0
         problem: str | None = None
         bounded: _Bounded | None = None
@@ -98,11 +110,11 @@ class DocumentStream:
                     count += 1
                     last, mark = bounded.pieces, bounded.last_start
                     first = last if first < 0 else first
-                    encoded = _encode(item)
-                    if encoded is None:
+                    converted = convert(item)
+                    if converted is None and item is not None:
                         skipped += 1
                     else:
-                        yield encoded
+                        yield converted
                 if not bounded.cut and first != last:
                     self._fields_around(handle, mark)
         except ijson.JSONError as error:
@@ -201,10 +213,8 @@ class _Bounded:
         self.carry = marks[quote:] if quote >= 0 else b""
         brackets = marks[:quote] if quote >= 0 else marks
         opens = brackets.count(b"[") + brackets.count(b"{")
-        if self.depth + opens > MAX_DEPTH:
-            deepest = max(accumulate(brackets.translate(_STEP), _step, initial=self.depth))
-            if deepest > MAX_DEPTH:
-                raise TooDeep
+        if self.depth + opens > MAX_DEPTH and _deepest(self.depth, brackets) > MAX_DEPTH:
+            raise TooDeep
         self.depth += 2 * opens - len(brackets)
 
 
@@ -306,6 +316,25 @@ _MARK = re.compile(rb'["\[\]{}]')
 _STRING_END = re.compile(rb'(?:[^"\\]|\\.)*"', re.S)
 _STRING = re.compile(rb'"[^"]*"')
 _STEP = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
+_PAIR = re.compile(rb"[\[{][\]}]")
+
+
+def _deepest(depth: int, brackets: bytes) -> int:
+    """How deep `brackets` go from `depth`, or a bound above it within MAX_DEPTH. Adjacent open-close pairs
+    are cut out, innermost first, in a few passes of a regular expression: what is left is
+    closes then opens, and each pass hid at most one level (counting bracket by bracket
+    in Python took as long as parsing the piece)."""
+    left = brackets
+    for passes in range(1, 33):
+        shorter = _PAIR.sub(b"", left)
+        if len(shorter) == len(left):
+            opens = shorter.count(b"[") + shorter.count(b"{")
+            bound = max(depth, depth + 2 * opens - len(shorter)) + passes - 1
+            if bound <= MAX_DEPTH:
+                return bound
+            break
+        left = shorter
+    return max(accumulate(brackets.translate(_STEP), _step, initial=depth))  # exact
 
 
 def _step(depth: int, mark: int) -> int:
@@ -319,6 +348,10 @@ def _encode(value: object) -> bytes | None:
         return _ENCODE(value)
     except (RecursionError, msgspec.EncodeError):
         return None
+
+
+def _as_is(value: object) -> object:
+    return value
 
 
 def _why(error: Exception) -> str:

@@ -149,14 +149,10 @@ class _UiMessage(msgspec.Struct):
     partial: bool | None = None
 
 
-_UI = msgspec.json.Decoder(_UiMessage)
-
-
-def _stream(path: Path, diag: Diagnostics) -> Iterator[msgspec.Raw]:
-    """The items of a message file (one JSON array), each as undecoded JSON, in order."""
+def _stream(path: Path, diag: Diagnostics) -> Iterator[object]:
+    """The items of a message file (one JSON array), as plain data, in order."""
     document = DocumentStream(path, "item", (), diag, limit=NO_LIMIT, shape="a list of messages")
-    for raw in document.items():
-        yield msgspec.Raw(raw)
+    return document.values()
 
 
 class UiMessages:
@@ -174,9 +170,9 @@ class UiMessages:
         """The events of `path`; `task` is the request as the task history has it (for a
         file with no task message first, or none at all)."""
         n = -1
-        for n, raw in enumerate(_stream(path, self.diag)):
+        for n, item in enumerate(_stream(path, self.diag)):
             self.diag.lines += 1
-            msg = _decode(raw)
+            msg = _decode(item)
             if n == 0 and task and (msg is None or msg.say != "task"):
                 yield from self._task_from_history(task)
             if msg is None:
@@ -274,9 +270,9 @@ class UiMessages:
         )
 
 
-def _decode(raw: msgspec.Raw) -> _UiMessage | None:
+def _decode(item: object) -> _UiMessage | None:
     try:
-        return _UI.decode(raw)
+        return msgspec.convert(item, _UiMessage)
     except DECODE_ERRORS:
         return None
 
@@ -352,13 +348,8 @@ def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
 
 # -- api_conversation_history.json (when the UI messages are gone) -----------------------
 def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
-    for raw in _stream(path, diag):
+    for message in _stream(path, diag):
         diag.lines += 1
-        try:
-            message = msgspec.json.decode(raw)
-        except DECODE_ERRORS:
-            diag.bad_lines += 1
-            continue
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             continue
         content = message.get("content")
