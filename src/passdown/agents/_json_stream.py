@@ -185,7 +185,7 @@ class _Bounded:
         self.depth = 0
         self.offset = 0
         self.pieces = 0
-        self.carry = b""  # an open string, from its quote, to go on
+        self.carry = b""  # a quote when a string is still open at the piece's end
         self.escape = b""  # a backslash that ended the last piece: escapes the next byte
         self.last_start = _Mark(0, 0, False, False)
 
@@ -203,15 +203,15 @@ class _Bounded:
 
     def _check_depth(self, piece: bytes) -> None:
         """Follow the nesting through the structural bytes alone: escapes (a backslash
-        and the byte after it) are cut out first, then whole strings, and the brackets
-        left are summed."""
+        and the byte after it) are cut out first, then what is between quotes (every
+        other part between them: the string's contents), and the brackets left are
+        summed."""
         raw = _ESCAPE.sub(b"", self.escape + piece)
         self.escape = b"\\" if raw.endswith(b"\\") else b""  # escapes the next piece's first
         marks = self.carry + raw[: len(raw) - len(self.escape)].translate(None, _NOT_STRUCTURAL)
-        marks = _STRING.sub(b"", marks)
-        quote = marks.find(b'"')
-        self.carry = marks[quote:] if quote >= 0 else b""
-        brackets = marks[:quote] if quote >= 0 else marks
+        parts = marks.split(b'"')
+        self.carry = b'"' if len(parts) % 2 == 0 else b""  # an odd count: a string still open
+        brackets = b"".join(parts[::2])
         opens = brackets.count(b"[") + brackets.count(b"{")
         if self.depth + opens > MAX_DEPTH and _deepest(self.depth, brackets) > MAX_DEPTH:
             raise TooDeep
@@ -314,7 +314,6 @@ _NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b'"[]{}')
 _ESCAPE = re.compile(rb"\\.", re.S)
 _MARK = re.compile(rb'["\[\]{}]')
 _STRING_END = re.compile(rb'(?:[^"\\]|\\.)*"', re.S)
-_STRING = re.compile(rb'"[^"]*"')
 _STEP = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
 _PAIR = re.compile(rb"[\[{][\]}]")
 
