@@ -661,3 +661,29 @@ def test_a_bad_document_gives_a_partial_handoff_or_a_clear_error(
         handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
         said = [e["text"] for e in handoff["task"]["transcript"] if e["role"] == "user"]
         assert "the first request" in said, said
+
+
+def test_a_torn_api_history_gives_what_was_said_before_the_cut(tmp_path: Path) -> None:
+    """A task whose ui_messages.json is gone is read from api_conversation_history.json;
+    that file, cut while being written, gives the messages before the cut (main refused
+    it whole: nothing said was handed off)."""
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    path.unlink()
+    history = path.with_name("api_conversation_history.json")
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": f"<task>\n{ec.REQUEST}\n</task>"}]},
+        {"role": "assistant", "content": "Said before the cut."},
+        {"role": "user", "content": [{"type": "text", "text": "<feedback>more</feedback>"}]},
+    ]
+    data = json.dumps(messages).encode()
+    history.write_bytes(data[: data.index(b"<feedback>")])
+    done = ec.run_cli(
+        ["export", "--from", "cline-ext", "--no-store", "--json"], home, cwd=workspace
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    said = [e["text"] for e in handoff["task"]["transcript"] if e["role"] == "assistant"]
+    assert said == ["Said before the cut."]
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any(w.startswith("api_conversation_history.json ends early") for w in warnings)

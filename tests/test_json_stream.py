@@ -191,3 +191,42 @@ def test_values_are_the_items_as_plain_data_null_included(tmp_path: Path) -> Non
     stream = _stream(path, diag)
     assert list(stream.values()) == [{"n": 1, "x": [1.5, None]}, None, "three"]
     assert diag.warnings == [] and diag.bad_lines == 0
+
+
+def test_fields_around_the_history_match_a_whole_decode_whatever_the_strings_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Histories spanning pieces whose strings hold brackets, escaped quotes, trailing
+    backslashes and escapes cut at a piece's edge, with fields of every kind before and
+    after: each field is what a whole decode gives, and no field costs a pass of its own."""
+    import random
+
+    rnd = random.Random(20)
+    texts = ["a\n", "[[{", '\\"]]}', "tail\\", "é\u1234", '"', "x" * 5000]
+    passes = _count_passes(monkeypatch)
+    names = ("before", "title", "after", "big", "root")
+    for trial in range(25):
+        history = [
+            {"t": rnd.choice(texts) * rnd.randint(1, 40), "k": [[1]] * rnd.randint(0, 3)}
+            for _ in range(rnd.randint(300, 1500))
+        ]
+        doc: dict[str, object] = {"title": "T"}
+        if rnd.random() < 0.5:
+            doc = {"before": {"m": "v\n[", "n": list(range(rnd.randint(0, 5000)))}, **doc}
+        doc["history"] = history
+        if rnd.random() < 0.7:
+            doc["after"] = {"modelId": 'm\\"]', "pad": "y" * rnd.randint(0, 100_000)}
+        if rnd.random() < 0.5:
+            doc["big"] = [[{"z": "]]"}]] * rnd.randint(0, 3000)
+        if rnd.random() < 0.7:
+            doc["root"] = "r"
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(doc, indent=rnd.choice([None, 2])))
+        stream = DocumentStream(
+            path, "history.item", names, Diagnostics(), limit=64 * MB, shape="x"
+        )
+        passes.clear()
+        assert sum(1 for _ in stream.items()) == len(history)
+        got = {name: stream.field(name, msgspec.json.Decoder()) for name in names}
+        assert got == {name: doc.get(name) for name in names}, trial
+        assert passes == ["history.item"], trial
