@@ -19,9 +19,10 @@ counted, as VS Code would fail on it; the state read so far still stands.
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -45,19 +46,43 @@ _ENCODE = msgspec.json.Encoder().encode
 _ANY = msgspec.json.Decoder()
 
 
+class _Spilled(int):
+    """A packed request in the replay's spill file: its offset << 32 | its length."""
+
+    __slots__ = ()
+
+
 class ChatLogReplay:
     """Applies one log line at a time to the session object being rebuilt.
 
-    Every request but the last is kept packed (its JSON bytes, `msgspec.Raw`) once a later
-    one is pushed: a long chat costs about its size in memory, not the several times that
-    as Python objects. A mutation that reaches into a packed request unpacks it for good
-    (each at most once), and the reader decodes the packed ones one at a time."""
+    Every request but the last is packed once a later one is pushed: its JSON bytes go to
+    a private temporary file (deleted when closed) and the list keeps where (`_Spilled`,
+    an int): a long chat holds a few bytes a request in memory, not the chat. A mutation
+    that reaches into a packed request unpacks it for good (each at most once), and
+    `requests()` reads the packed ones back one at a time."""
 
     def __init__(self, diag: Diagnostics) -> None:
         self.diag = diag
         self.state: Any = None
         self.skipped = 0  # mutations whose path led nowhere
         self._packed = 0  # requests before this index were packed already
+        self._spill: BinaryIO | None = None
+        self._spill_end = 0
+
+    def requests(self) -> Iterator[object]:
+        """The session's requests, in order, each decoded (None for one that cannot be);
+        the spill file is closed at the end."""
+        requests = self.state.get("requests") if isinstance(self.state, dict) else None
+        try:
+            for request in requests if isinstance(requests, list) else []:
+                yield self._unpack(request)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
     def apply_line(self, line: bytes) -> None:
         try:
@@ -79,13 +104,14 @@ class ChatLogReplay:
                 self.state = entry.v
                 return True
             return False
-        parent = _walk(self.state, entry.k[:-1])
+        parent = self._walk(self.state, entry.k[:-1])
         last = entry.k[-1]
         if entry.kind == 1:
             return _assign(parent, last, entry.v)
         if entry.kind == 3:
             return _remove(parent, last)
-        return _push(parent, last, entry.v, entry.i)
+        target = self._child(parent, last)  # a packed request's list unpacked first
+        return _push(parent, last, target, entry.v, entry.i)
 
     def _pack(self) -> None:
         requests = self.state.get("requests") if isinstance(self.state, dict) else None
@@ -95,29 +121,49 @@ class ChatLogReplay:
         for n in range(min(self._packed, max(done, 0)), done):
             if isinstance(requests[n], dict):
                 with contextlib.suppress(msgspec.EncodeError, RecursionError):  # kept as is
-                    requests[n] = msgspec.Raw(_ENCODE(requests[n]))
+                    requests[n] = self._spilled(_ENCODE(requests[n]))
         self._packed = max(done, 0)
 
+    def _spilled(self, data: bytes) -> object:
+        """Where `data` was written in the spill file; the bytes themselves (in memory)
+        when it cannot be written or is too long to say where."""
+        if len(data) >= 1 << 32:
+            return msgspec.Raw(data)
+        try:
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile()  # noqa: SIM115 (open while the replay is)
+            self._spill.seek(self._spill_end)
+            self._spill.write(data)
+        except OSError:
+            return msgspec.Raw(data)
+        where = _Spilled(self._spill_end << 32 | len(data))
+        self._spill_end += len(data)
+        return where
 
-def _child(node: Any, step: str | int) -> Any:
-    """node[step] when there is one (a packed request unpacked in place), else None."""
-    if isinstance(node, dict) and isinstance(step, str):
-        child = node.get(step)
-    elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-        child = node[step]
-    else:
-        return None
-    if isinstance(child, msgspec.Raw):
-        child = node[step] = decode_request(child)
-    return child
+    def _unpack(self, request: object) -> object:
+        if isinstance(request, _Spilled) and self._spill is not None:
+            self._spill.seek(request >> 32)
+            request = msgspec.Raw(self._spill.read(request & 0xFFFFFFFF))
+        return decode_request(request)
 
-
-def _walk(node: Any, path: _Path) -> Any:
-    for step in path:
-        node = _child(node, step)
-        if node is None:
+    def _child(self, node: Any, step: str | int) -> Any:
+        """node[step] when there is one (a packed request unpacked in place), else None."""
+        if isinstance(node, dict) and isinstance(step, str):
+            child = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            child = node[step]
+        else:
             return None
-    return node
+        if isinstance(child, (_Spilled, msgspec.Raw)):
+            child = node[step] = self._unpack(child)
+        return child
+
+    def _walk(self, node: Any, path: _Path) -> Any:
+        for step in path:
+            node = self._child(node, step)
+            if node is None:
+                return None
+        return node
 
 
 def _assign(parent: Any, key: str | int, value: Any) -> bool:
@@ -140,8 +186,7 @@ def _remove(parent: Any, key: str | int) -> bool:
     return False
 
 
-def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> bool:
-    target = _child(parent, key)
+def _push(parent: Any, key: str | int, target: Any, values: Any, truncate_at: int | None) -> bool:
     if not isinstance(target, list):
         if not isinstance(parent, dict) or not isinstance(key, str):
             return False
@@ -177,9 +222,9 @@ class SessionDocument:
 _FIELDS = ("creationDate", "customTitle")
 
 
-def replay_log(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
-    """The chat session object a `.jsonl` log rebuilds, or None (with a warning) when it
-    holds none."""
+def replay_log(path: Path, diag: Diagnostics) -> ChatLogReplay | None:
+    """The replay of a `.jsonl` log (`state` the chat session object it rebuilt,
+    `requests()` its requests), or None (with a warning) when it holds no session."""
     replay = ChatLogReplay(diag)
     for _offset, line in LineReader(path, diag).forward():
         replay.apply_line(line)
@@ -189,8 +234,9 @@ def replay_log(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
         )
     if not isinstance(replay.state, dict):
         diag.warnings.append(f"{path.name} holds no chat session")
+        replay.close()
         return None
-    return replay.state
+    return replay
 
 
 def decode_request(request: object) -> object:

@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 
 from passdown.agents import _editors
-from passdown.agents._chat_log import SessionDocument, decode_request, replay_log
+from passdown.agents._chat_log import SessionDocument, replay_log
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
 from passdown.agents._editors import iso_millis as _iso
 from passdown.agents._endings import api_error_ending
@@ -227,12 +227,11 @@ def _head_facts(path: Path) -> tuple[str | None, str | None]:
 
 def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     if info.path.name.endswith(".jsonl"):
-        session = replay_log(info.path, diag)
-        if session is None:
+        replay = replay_log(info.path, diag)
+        if replay is None:
             return
-        requests = (decode_request(raw) for raw in _list(session.get("requests")))
-        yield from _requests(requests, info, diag)
-        fields: Callable[[str], object] = session.get
+        yield from _requests(replay.requests(), info, diag)
+        fields: Callable[[str], object] = replay.state.get
     else:  # a .json document streams: its fields come after its requests
         document = SessionDocument(info.path, diag)
         yield from _requests(document.requests(), info, diag)
