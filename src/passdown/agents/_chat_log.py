@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -46,18 +47,22 @@ _ENCODE = msgspec.json.Encoder().encode
 _ANY = msgspec.json.Decoder()
 
 
-class _Spilled(int):
-    """A packed request in the replay's spill file: its offset << 32 | its length."""
+class _Spilled:
+    """What the request list holds where a request was spilled (one shared mark: where
+    it lies is kept by index, in an array of ints, 8 bytes a request)."""
 
-    __slots__ = ()
+
+_SPILLED = _Spilled()
 
 
 class ChatLogReplay:
     """Applies one log line at a time to the session object being rebuilt.
 
     Every request but the last is packed once a later one is pushed: its JSON bytes go to
-    a private temporary file (deleted when closed) and the list keeps where (`_Spilled`,
-    an int): a long chat holds a few bytes a request in memory, not the chat. A mutation
+    a private temporary file (deleted when closed), the list keeps a mark and an array
+    where: a long chat holds 16 bytes a request in memory, not the chat. A request list
+    only grows at its end, is cut at its end or has items set: a mark stays at the index
+    it was put at. A mutation
     that reaches into a packed request unpacks it for good (each at most once), and
     `requests()` reads the packed ones back one at a time."""
 
@@ -68,14 +73,15 @@ class ChatLogReplay:
         self._packed = 0  # requests before this index were packed already
         self._spill: BinaryIO | None = None
         self._spill_end = 0
+        self._where = array("Q")  # by request index: offset << 32 | length, where spilled
 
     def requests(self) -> Iterator[object]:
         """The session's requests, in order, each decoded (None for one that cannot be);
         the spill file is closed at the end."""
         requests = self.state.get("requests") if isinstance(self.state, dict) else None
         try:
-            for request in requests if isinstance(requests, list) else []:
-                yield self._unpack(request)
+            for n, request in enumerate(requests if isinstance(requests, list) else []):
+                yield self._unpack(request, n)
         finally:
             self.close()
 
@@ -121,10 +127,10 @@ class ChatLogReplay:
         for n in range(min(self._packed, max(done, 0)), done):
             if isinstance(requests[n], dict):
                 with contextlib.suppress(msgspec.EncodeError, RecursionError):  # kept as is
-                    requests[n] = self._spilled(_ENCODE(requests[n]))
+                    requests[n] = self._spilled(_ENCODE(requests[n]), n)
         self._packed = max(done, 0)
 
-    def _spilled(self, data: bytes) -> object:
+    def _spilled(self, data: bytes, n: int) -> object:
         """Where `data` was written in the spill file; the bytes themselves (in memory)
         when it cannot be written or is too long to say where."""
         if len(data) >= 1 << 32:
@@ -136,14 +142,19 @@ class ChatLogReplay:
             self._spill.write(data)
         except OSError:
             return msgspec.Raw(data)
-        where = _Spilled(self._spill_end << 32 | len(data))
+        if len(self._where) <= n:
+            self._where.frombytes(bytes(8 * (n + 1 - len(self._where))))
+        self._where[n] = self._spill_end << 32 | len(data)
         self._spill_end += len(data)
-        return where
+        return _SPILLED
 
-    def _unpack(self, request: object) -> object:
-        if isinstance(request, _Spilled) and self._spill is not None:
-            self._spill.seek(request >> 32)
-            request = msgspec.Raw(self._spill.read(request & 0xFFFFFFFF))
+    def _unpack(self, request: object, n: int) -> object:
+        if request is _SPILLED:
+            if self._spill is None:
+                return None
+            where = self._where[n]
+            self._spill.seek(where >> 32)
+            request = msgspec.Raw(self._spill.read(where & 0xFFFFFFFF))
         return decode_request(request)
 
     def _child(self, node: Any, step: str | int) -> Any:
@@ -154,8 +165,8 @@ class ChatLogReplay:
             child = node[step]
         else:
             return None
-        if isinstance(child, (_Spilled, msgspec.Raw)):
-            child = node[step] = self._unpack(child)
+        if child is _SPILLED or isinstance(child, msgspec.Raw):
+            child = node[step] = self._unpack(child, step if isinstance(step, int) else 0)
         return child
 
     def _walk(self, node: Any, path: _Path) -> Any:
