@@ -6,8 +6,10 @@ are the real CLIs' (tests/fixtures/sessions/{auggie,continue}/full).
     python benchmarks/growdoc.py          # prints read + extract CPU seconds and peak memory
                                           # per agent at 1x, 2x and 4x the turns
 
-Work must stay linear: the time ratio 4x/1x near 4, not 16. Memory holds the document's
-bytes once plus what the budgets keep.
+Work must stay linear: the time ratio 4x/1x near 4, not 16. The document streams
+(agents/_json_stream.py): memory holds one history item plus what the budgets keep, not
+the document. benchmarks/bench_editor_chats.py exports an Auggie document grown here in a
+child process (peak RSS, and `--before` to compare with another tree in the same run).
 """
 
 from __future__ import annotations

@@ -422,3 +422,36 @@ def test_run_does_not_fall_over_from_a_turn_auggie_leaves_unexplained(
     assert proc.returncode == 1, proc.stderr
     assert session.is_file() and not called.exists(), proc.stderr
     assert "continuing in" not in proc.stderr
+
+
+def test_a_long_session_is_parsed_once_its_fields_after_the_history_included(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`agentState` and `rootTaskUuid` come after the history: they are taken from the
+    document's tail in the history's one pass, not by one more pass over the whole
+    document each (counted where the stream asks ijson for a pass)."""
+    import ijson
+
+    from passdown.agents import _json_stream
+
+    history = [_exchange("Fix the bug", said="Planning.")]
+    history += [_exchange(said=f"Step {n}. " + "w" * 400) for n in range(600)]
+    _session(home, "long", history, root="root-uuid")
+    passes: list[str] = []
+    real = ijson.items
+
+    def counted(source: object, prefix: str, **kwargs: object) -> object:
+        passes.append(prefix)
+        return real(source, prefix, **kwargs)
+
+    roots: list[str | None] = []
+    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    monkeypatch.setattr(auggie_module, "_task_tree", lambda _folder, root: roots.append(root))
+    [ref] = Auggie().sessions(Path(WS))
+    transcript = Auggie().read(ref)
+    said = [e.text for e in transcript.events() if isinstance(e, Message)]
+    assert said[0] == "Fix the bug" and said[-1].startswith("Step 599.")
+    assert passes == ["chatHistory.item"]
+    assert roots == ["root-uuid"] and transcript.info.models == ["claude-sonnet-x"]
+    assert transcript.info.started_at == "2026-12-01T10:00:00.000Z"
+    assert transcript.info.updated_at == "2026-12-01T10:05:00.000Z"

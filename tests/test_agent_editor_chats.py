@@ -209,27 +209,64 @@ def test_roo_user_edited_todos_win_and_a_cancel_ends_it(tmp_path: Path) -> None:
     assert handoff["ended"]["reason"] == "interrupted"
 
 
-def test_oversized_ui_messages_reads_its_tail_and_counts_the_rest(tmp_path: Path) -> None:
-    home, workspace = _home(tmp_path)
-    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
-    messages = json.loads(path.read_text())
-    filler = [ec._say(100 + n, "text", f"step {n} " + "x" * 200) for n in range(2000)]
-    path.write_text(json.dumps(messages[:3] + filler + messages[3:], separators=(",", ":")))
-    prelude = "import passdown.agents._ui_messages as t; t.MAX_UI_BYTES = 64 * 1024\n"
+# main read ui_messages.json whole up to MAX_UI_BYTES (64 MB) and past it only its tail:
+# the prelude sets that bound to 64 KB there (a grown file in small); the stream has none.
+_SMALL_UI_BOUND = "import passdown.agents._ui_messages as t; t.MAX_UI_BYTES = 64 * 1024\n"
+
+
+def _export_cline(home: Path, workspace: Path) -> tuple[dict[str, Any], list[str]]:
     done = ec.run_cli(
         ["export", "--from", "cline-ext", "--no-store", "--json"],
         home,
         cwd=workspace,
-        prelude=prelude,
+        prelude=_SMALL_UI_BOUND,
     )
     assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
     handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
-    warning = next(w for w in handoff["warnings"] if "ui_messages.json" in w)
-    left_out = int(warning.split(", ")[1].split()[0])
-    assert 1500 < left_out < 2003, warning
-    assert handoff["task"]["original_request"] == ec.REQUEST  # from taskHistory.json
-    assert handoff["state"]["commands"][0]["command"] == ec.FAILING
+    return handoff, json.loads(done.stdout)["warnings"]
+
+
+def test_a_grown_ui_messages_is_read_from_its_first_message(tmp_path: Path) -> None:
+    """The task's start (its request as first said, the first failing command) survives
+    however long the task grew: the file streams from its first message."""
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    messages = json.loads(path.read_text())
+    messages[0]["text"] = "Add a --verbose flag, as first said"
+    filler = [ec._say(100 + n, "text", f"step {n} " + "x" * 200) for n in range(2000)]
+    path.write_text(json.dumps(messages[:9] + filler + messages[9:], separators=(",", ":")))
+    handoff, warnings = _export_cline(home, workspace)
+    assert handoff["task"]["original_request"] == "Add a --verbose flag, as first said"
+    commands = [(c["command"], c["exit_code"]) for c in handoff["state"]["commands"]]
+    assert commands == [(ec.FAILING, 1)]
+    assert not [w for w in warnings if "ui_messages.json" in w], warnings
     assert handoff["ended"]["reason"] == "rate_limit"
+
+
+def test_one_ui_message_larger_than_the_old_bound_is_read(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    giant = [ec._say(1, "task", "Rename the module " + "y" * 200_000)]
+    path.write_text(json.dumps(giant, separators=(",", ":")))
+    handoff, warnings = _export_cline(home, workspace)
+    assert handoff["task"]["original_request"].startswith("Rename the module yyy")
+    assert not [w for w in warnings if "ui_messages.json" in w], warnings
+
+
+def test_a_ui_messages_cut_while_written_gives_the_messages_before_the_cut(
+    tmp_path: Path,
+) -> None:
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    messages = json.loads(path.read_text())
+    data = json.dumps(messages[:9] + messages[9:], separators=(",", ":")).encode()
+    cut = data.index(b'"keep going"')  # the user's feedback is being written
+    path.write_bytes(data[:cut])
+    handoff, warnings = _export_cline(home, workspace)
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    assert [c["command"] for c in handoff["state"]["commands"]] == [ec.FAILING]
+    assert any(w.startswith("ui_messages.json ends early") for w in warnings), warnings
 
 
 def test_malformed_stores_never_crash(tmp_path: Path) -> None:
@@ -402,25 +439,6 @@ def test_copilot_chat_undone_and_declined_edits_and_a_superseded_json(tmp_path: 
     assert handoff["ended"]["reason"] in (None, "normal")
 
 
-def test_a_ui_messages_tail_with_no_message_start_says_so(tmp_path: Path) -> None:
-    home, workspace = _home(tmp_path)
-    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
-    giant = [ec._say(1, "text", "y" * 200_000)]
-    path.write_text(json.dumps(giant, separators=(",", ":")))
-    prelude = "import passdown.agents._ui_messages as t; t.MAX_UI_BYTES = 64 * 1024\n"
-    done = ec.run_cli(
-        ["export", "--from", "cline-ext", "--no-store", "--json"],
-        home,
-        cwd=workspace,
-        prelude=prelude,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert any("hold no message start" in w for w in report["warnings"]), report["warnings"]
-    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
-    assert handoff["task"]["original_request"] == ec.REQUEST  # from taskHistory.json
-
-
 SIMULATED_WINDOWS = Path(__file__).resolve().parent / "simwin"
 
 
@@ -491,3 +509,181 @@ def test_a_windows_store_under_simulated_windows(agent: str, tmp_path: Path) -> 
     files = {f["path"].replace("\\", "/") for f in handoff["state"]["files_touched"]}
     assert "src/cli.py" in files, files
     assert ec.SECRET not in json.dumps(handoff)
+
+
+# -- a Copilot Chat .json document streams (issue 20) ---------------------------------------
+# main read a .json chat whole up to MAX_DOCUMENT_BYTES (256 MB) and refused a larger one:
+# the prelude sets that bound to 64 KB there (a grown chat in small); the stream has none.
+_SMALL_CHAT_BOUND = "import passdown.agents._chat_log as t; t.MAX_DOCUMENT_BYTES = 64 * 1024\n"
+
+
+def _grown_copilot_json(home: Path, workspace: Path, requests: int) -> Path:
+    """A .json chat with `requests` more requests between its first and its last, its
+    fields after its requests as VS Code writes them."""
+    session = ec.copilot_session(workspace)
+    first, last = session.pop("requests")
+    filler = [
+        {
+            "requestId": f"request_grown_{n}",
+            "timestamp": ec.T0 + 1000 + n,
+            "message": {"text": f"and again, round {n}", "parts": []},
+            "response": [{"kind": "markdownContent", "content": {"value": f"Round {n} " * 20}}],
+            "modelState": {"value": 1},
+        }
+        for n in range(requests)
+    ]
+    document = {"version": 3, "requests": [first, *filler, last], **session}
+    folder = ec.workspace_storage(ec.user_dir(home, "linux"), workspace) / "chatSessions"
+    folder.mkdir(parents=True)
+    path = folder / "5e55-10n.json"
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+def test_a_grown_copilot_chat_json_is_read_from_its_first_request(tmp_path: Path) -> None:
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 1500)
+    assert path.stat().st_size > 4 * 64 * 1024
+    done = ec.run_cli(
+        ["export", "--from", "copilot-chat", "--no-store", "--json"],
+        home,
+        cwd=workspace,
+        prelude=_SMALL_CHAT_BOUND,
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    [command] = handoff["state"]["commands"]
+    assert (command["command"], command["exit_code"]) == (ec.FAILING, 1)
+    assert handoff["ended"]["reason"] == "rate_limit"  # the last request, past the filler
+    source = handoff["source"]
+    assert source["title"] == "Verbose flag"  # customTitle, after the requests
+    assert source["started_at"] == "2025-12-01T11:53:20.000Z"  # creationDate, likewise
+    assert not json.loads(done.stdout)["warnings"]
+
+
+def test_a_copilot_chat_json_cut_while_written_gives_the_requests_before_the_cut(
+    tmp_path: Path,
+) -> None:
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 50)
+    data = path.read_bytes()
+    path.write_bytes(data[: data.index(b"round 30")])
+    done = ec.run_cli(
+        ["export", "--from", "copilot-chat", "--no-store", "--json"], home, cwd=workspace
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    assert handoff["task"]["original_request"] == ec.REQUEST
+    assert handoff["task"]["latest_user_message"] == "and again, round 29"
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any(w.startswith("5e55-10n.json ends early") for w in warnings), warnings
+
+
+def test_a_copilot_chat_json_is_parsed_once_its_fields_with_its_requests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pass over the document: the requests stream, and `creationDate` and
+    `customTitle` (after them) come from the same pass, not a read of the whole file."""
+    import ijson
+
+    from passdown.agents import _json_stream
+    from passdown.agents.copilot_chat import CopilotChat
+
+    home, workspace = _home(tmp_path)
+    path = _grown_copilot_json(home, workspace, 1500)
+    passes: list[str] = []
+    real = ijson.items
+
+    def counted(source: object, prefix: str, **kwargs: object) -> object:
+        passes.append(prefix)
+        return real(source, prefix, **kwargs)
+
+    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    transcript = CopilotChat().read(CopilotChat().ref_for_path(path))
+    events = list(transcript.events())
+    assert passes == ["requests.item"]
+    users = [e.text for e in events if getattr(e, "role", None) == "user"]
+    assert users[0] == ec.REQUEST and len(users) == 1502
+    assert transcript.info.title == "Verbose flag"
+    assert transcript.info.started_at == "2025-12-01T11:53:20.000Z"
+
+
+MB = 1024 * 1024
+# the first request as each file says it: a Copilot Chat request, a Cline UI message
+_FIRST = {
+    "copilot-chat": {"message": {"text": "the first request"}, "response": []},
+    "cline-ext": {"ts": 5, "type": "say", "say": "user_feedback", "text": "the first request"},
+}
+_BAD_TAILS = {
+    "utf8-torn-later": b', {"text": "\xff\xfe"}]',
+    "deep": b", " + b"[" * 200_000,
+    "truncated": b', {"text": "cut',
+    "big-string": b', {"x": "' + b"y" * (50 * MB) + b'"}]',
+}
+
+
+@pytest.mark.parametrize("agent", ["copilot-chat", "cline-ext"])
+@pytest.mark.parametrize("name", ["empty", "not-utf8", *_BAD_TAILS])
+def test_a_bad_document_gives_a_partial_handoff_or_a_clear_error(
+    agent: str, name: str, tmp_path: Path
+) -> None:
+    """Empty, not UTF-8 (at its start or past a point), nested past the bound, cut short,
+    or holding a 50 MB string: what was read before it is handed off (with a warning for
+    what was not), or the export says the file held nothing (exit 5); never a traceback."""
+    home, workspace = _home(tmp_path)
+    if agent == "copilot-chat":
+        path = ec.write_copilot(ec.user_dir(home, "linux"), workspace, jsonl=False)
+    else:
+        path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    filler = [{"x": "z" * 70_000}]  # the bad part starts in a later piece than the first
+    head = json.dumps([_FIRST[agent], *filler]).encode()[:-1]
+    content = {"empty": b"", "not-utf8": b"\xff\xfe\x00{garbage"}.get(name)
+    if content is None:
+        content = head + _BAD_TAILS[name]
+        if agent == "copilot-chat":
+            content = b'{"requests": ' + content + (b"}" if content.endswith(b"]") else b"")
+    path.write_bytes(content)
+    done = ec.run_cli(
+        ["export", "--from", agent, "--session", str(path), "--no-store", "--json"],
+        home,
+        cwd=workspace,
+    )
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    if done.returncode == 5:
+        assert name in ("empty", "not-utf8") and path.name in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    if name != "big-string":
+        assert any(w.startswith(path.name) for w in warnings), warnings
+    if name not in ("empty", "not-utf8"):
+        handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+        said = [e["text"] for e in handoff["task"]["transcript"] if e["role"] == "user"]
+        assert "the first request" in said, said
+
+
+def test_a_torn_api_history_gives_what_was_said_before_the_cut(tmp_path: Path) -> None:
+    """A task whose ui_messages.json is gone is read from api_conversation_history.json;
+    that file, cut while being written, gives the messages before the cut (main refused
+    it whole: nothing said was handed off)."""
+    home, workspace = _home(tmp_path)
+    path = ec.write_cline(ec.user_dir(home, "linux"), workspace)
+    path.unlink()
+    history = path.with_name("api_conversation_history.json")
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": f"<task>\n{ec.REQUEST}\n</task>"}]},
+        {"role": "assistant", "content": "Said before the cut."},
+        {"role": "user", "content": [{"type": "text", "text": "<feedback>more</feedback>"}]},
+    ]
+    data = json.dumps(messages).encode()
+    history.write_bytes(data[: data.index(b"<feedback>")])
+    done = ec.run_cli(
+        ["export", "--from", "cline-ext", "--no-store", "--json"], home, cwd=workspace
+    )
+    assert done.returncode == 0, done.stderr
+    handoff = json.loads((workspace / ".agent-handoff" / "handoff.json").read_text())
+    said = [e["text"] for e in handoff["task"]["transcript"] if e["role"] == "assistant"]
+    assert said == ["Said before the cut."]
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any(w.startswith("api_conversation_history.json ends early") for w in warnings)

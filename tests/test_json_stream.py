@@ -7,6 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from passdown.agents._json_stream import DocumentStream
 from passdown.transcript import Diagnostics
@@ -122,3 +123,110 @@ def test_brackets_in_strings_and_escapes_across_pieces_do_not_count_as_depth(
     diag = Diagnostics()
     numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
     assert numbers == list(range(400)) and diag.warnings == []
+
+
+def test_a_string_ending_in_an_escape_before_brackets_in_strings_is_not_depth(
+    tmp_path: Path,
+) -> None:
+    """`"line\\n"` then `"[[[[..."`: the escape is cut out with its byte before the
+    brackets are counted, so strings keep their quotes paired and none of their brackets
+    counts as nesting (counting them read the document as 512 levels deep and stopped)."""
+    path = tmp_path / "s.json"
+    _write(path, [{"n": n, "t": "line\n", "u": "[" * 10} for n in range(3000)])
+    diag = Diagnostics()
+    numbers = [json.loads(raw)["n"] for raw in _stream(path, diag).items()]
+    assert numbers == list(range(3000)) and diag.warnings == []
+
+
+def _count_passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The prefixes ijson was asked to parse the whole document for."""
+    import ijson
+
+    from passdown.agents import _json_stream
+
+    passes: list[str] = []
+    real = ijson.items
+
+    def counted(source: object, prefix: str, **kwargs: object) -> object:
+        passes.append(prefix)
+        return real(source, prefix, **kwargs)
+
+    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    return passes
+
+
+def test_fields_before_and_after_the_history_come_with_its_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `items()`, a field after the history (and one before it) is read from the
+    document's head and tail, not by a pass over the whole document of its own."""
+    path = tmp_path / "s.json"
+    history = [{"n": n, "t": 'x\\"]}' + "w" * 300} for n in range(2000)]
+    _write(path, history, after={"k": "v\n]"}, missing_not=1)
+    passes = _count_passes(monkeypatch)
+    diag = Diagnostics()
+    stream = _stream(path, diag)
+    assert sum(1 for _ in stream.items()) == 2000
+    assert stream.field("after", msgspec.json.Decoder(dict)) == {"k": "v\n]"}
+    assert stream.field("title", STR) == "T"
+    assert passes == ["history.item"] and diag.warnings == []
+
+
+def test_a_small_history_still_finds_its_fields_by_a_pass_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.json"
+    _write(path, ["one"], after=[1, {"a": "]"}])
+    passes = _count_passes(monkeypatch)
+    stream = _stream(path, Diagnostics())
+    assert [json.loads(raw) for raw in stream.items()] == ["one"]
+    assert stream.field("after", msgspec.json.Decoder(list)) == [1, {"a": "]"}]
+    assert passes == ["history.item", "after"]
+
+
+def test_values_are_the_items_as_plain_data_null_included(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    _write(path, [{"n": 1, "x": [1.5, None]}, None, "three"], after=2)
+    diag = Diagnostics()
+    stream = _stream(path, diag)
+    assert list(stream.values()) == [{"n": 1, "x": [1.5, None]}, None, "three"]
+    assert diag.warnings == [] and diag.bad_lines == 0
+
+
+def test_fields_around_the_history_match_a_whole_decode_whatever_the_strings_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Histories spanning pieces whose strings hold brackets, escaped quotes, trailing
+    backslashes and escapes cut at a piece's edge, with fields of every kind before and
+    after: each field is what a whole decode gives, and no field costs a pass of its own."""
+    import random
+
+    rnd = random.Random(20)
+    texts = ["a\n", "[[{", '\\"]]}', "tail\\", "é\u1234", '"', "x" * 5000]
+    passes = _count_passes(monkeypatch)
+    names = ("before", "title", "after", "big", "root")
+    for trial in range(25):
+        history = [
+            {"t": rnd.choice(texts) * rnd.randint(1, 40), "k": [[1]] * rnd.randint(0, 3)}
+            for _ in range(rnd.randint(300, 1500))
+        ]
+        doc: dict[str, object] = {"title": "T"}
+        if rnd.random() < 0.5:
+            doc = {"before": {"m": "v\n[", "n": list(range(rnd.randint(0, 5000)))}, **doc}
+        doc["history"] = history
+        if rnd.random() < 0.7:
+            doc["after"] = {"modelId": 'm\\"]', "pad": "y" * rnd.randint(0, 100_000)}
+        if rnd.random() < 0.5:
+            doc["big"] = [[{"z": "]]"}]] * rnd.randint(0, 3000)
+        if rnd.random() < 0.7:
+            doc["root"] = "r"
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(doc, indent=rnd.choice([None, 2])))
+        stream = DocumentStream(
+            path, "history.item", names, Diagnostics(), limit=64 * MB, shape="x"
+        )
+        passes.clear()
+        assert sum(1 for _ in stream.items()) == len(history)
+        got = {name: stream.field(name, msgspec.json.Decoder()) for name in names}
+        assert got == {name: doc.get(name) for name in names}, trial
+        assert passes == ["history.item"], trial

@@ -52,7 +52,7 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
     import shutil
     import subprocess  # noqa: F401
     import sysconfig
-    import tempfile  # noqa: F401
+    import tempfile
     import zoneinfo  # noqa: F401
 
     import click  # noqa: F401
@@ -83,6 +83,8 @@ if os.environ.get("PASSDOWN_SIMULATE_WINDOWS") == "1":
     # rmtree's descriptor-based walk (chosen at import) opens with os.O_NONBLOCK, gone
     # now; Windows has no such walk either: the path-based one, as there
     shutil._use_fd_functions = False  # type: ignore[attr-defined]
+    # TemporaryFile (chosen at import) opens with os.O_TMPFILE, gone now: mkstemp, unlinked
+    tempfile._O_TMPFILE_WORKS = False  # type: ignore[attr-defined]
     if getattr(shutil, "_winapi", False) is None:  # 3.12+: Windows' which asks the API
         import types
 

@@ -1,5 +1,7 @@
-"""VS Code's chat session files, as one object: the older `.json` document or the newer
-`.jsonl` replay log (`ChatSessionOperationLog`, an `ObjectMutationLog`).
+"""VS Code's chat session files: the older `.json` document, read as a stream
+(`SessionDocument`: its requests one at a time, then its few fields, memory flat whatever
+its size), or the newer `.jsonl` replay log (`ChatSessionOperationLog`, an
+`ObjectMutationLog`), replayed into one object.
 
 From github.com/microsoft/vscode `src/vs/workbench/contrib/chat/common/model/
 objectMutationLog.ts`: line 1 is `{"kind":0,"v":<the whole ISerializableChatData>}`; each
@@ -17,31 +19,20 @@ counted, as VS Code would fail on it; the state read so far still stands.
 from __future__ import annotations
 
 import contextlib
+import tempfile
+from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
 from passdown._jsonl import LineReader
 from passdown.agents._common import DECODE_ERRORS
-from passdown.agents._document import read_document
+from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import Diagnostics
 
-# A `.json` session is one document, read whole up to this size (a larger one is refused
-# with a warning); a `.jsonl` log streams, only its lines are bounded.
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
-
 _Path = list[str | int]
-
-
-class _Document(msgspec.Struct):
-    """A `.json` session with its requests left undecoded: each is decoded as it is read,
-    so memory holds the file's bytes once plus one request."""
-
-    requests: list[msgspec.Raw] = []
-    creationDate: object = None
-    customTitle: object = None
-    sessionId: object = None
 
 
 class _Entry(msgspec.Struct):
@@ -52,24 +43,52 @@ class _Entry(msgspec.Struct):
 
 
 _ENTRY = msgspec.json.Decoder(_Entry)
-_DOCUMENT = msgspec.json.Decoder(_Document)
 _ENCODE = msgspec.json.Encoder().encode
 _ANY = msgspec.json.Decoder()
+
+
+class _Spilled:
+    """What the request list holds where a request was spilled (one shared mark: where
+    it lies is kept by index, in an array of ints, 8 bytes a request)."""
+
+
+_SPILLED = _Spilled()
 
 
 class ChatLogReplay:
     """Applies one log line at a time to the session object being rebuilt.
 
-    Every request but the last is kept packed (its JSON bytes, `msgspec.Raw`) once a later
-    one is pushed: a long chat costs about its size in memory, not the several times that
-    as Python objects. A mutation that reaches into a packed request unpacks it for good
-    (each at most once), and the reader decodes the packed ones one at a time."""
+    Every request but the last is packed once a later one is pushed: its JSON bytes go to
+    a private temporary file (deleted when closed), the list keeps a mark and an array
+    where: a long chat holds 16 bytes a request in memory, not the chat. A request list
+    only grows at its end, is cut at its end or has items set: a mark stays at the index
+    it was put at. A mutation
+    that reaches into a packed request unpacks it for good (each at most once), and
+    `requests()` reads the packed ones back one at a time."""
 
     def __init__(self, diag: Diagnostics) -> None:
         self.diag = diag
         self.state: Any = None
         self.skipped = 0  # mutations whose path led nowhere
         self._packed = 0  # requests before this index were packed already
+        self._spill: BinaryIO | None = None
+        self._spill_end = 0
+        self._where = array("Q")  # by request index: offset << 32 | length, where spilled
+
+    def requests(self) -> Iterator[object]:
+        """The session's requests, in order, each decoded (None for one that cannot be);
+        the spill file is closed at the end."""
+        requests = self.state.get("requests") if isinstance(self.state, dict) else None
+        try:
+            for n, request in enumerate(requests if isinstance(requests, list) else []):
+                yield self._unpack(request, n)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
     def apply_line(self, line: bytes) -> None:
         try:
@@ -91,13 +110,14 @@ class ChatLogReplay:
                 self.state = entry.v
                 return True
             return False
-        parent = _walk(self.state, entry.k[:-1])
+        parent = self._walk(self.state, entry.k[:-1])
         last = entry.k[-1]
         if entry.kind == 1:
             return _assign(parent, last, entry.v)
         if entry.kind == 3:
             return _remove(parent, last)
-        return _push(parent, last, entry.v, entry.i)
+        target = self._child(parent, last)  # a packed request's list unpacked first
+        return _push(parent, last, target, entry.v, entry.i)
 
     def _pack(self) -> None:
         requests = self.state.get("requests") if isinstance(self.state, dict) else None
@@ -107,29 +127,54 @@ class ChatLogReplay:
         for n in range(min(self._packed, max(done, 0)), done):
             if isinstance(requests[n], dict):
                 with contextlib.suppress(msgspec.EncodeError, RecursionError):  # kept as is
-                    requests[n] = msgspec.Raw(_ENCODE(requests[n]))
+                    requests[n] = self._spilled(_ENCODE(requests[n]), n)
         self._packed = max(done, 0)
 
+    def _spilled(self, data: bytes, n: int) -> object:
+        """Where `data` was written in the spill file; the bytes themselves (in memory)
+        when it cannot be written or is too long to say where."""
+        if len(data) >= 1 << 32:
+            return msgspec.Raw(data)
+        try:
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile()  # noqa: SIM115 (open while the replay is)
+            self._spill.seek(self._spill_end)
+            self._spill.write(data)
+        except OSError:
+            return msgspec.Raw(data)
+        if len(self._where) <= n:
+            self._where.frombytes(bytes(8 * (n + 1 - len(self._where))))
+        self._where[n] = self._spill_end << 32 | len(data)
+        self._spill_end += len(data)
+        return _SPILLED
 
-def _child(node: Any, step: str | int) -> Any:
-    """node[step] when there is one (a packed request unpacked in place), else None."""
-    if isinstance(node, dict) and isinstance(step, str):
-        child = node.get(step)
-    elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
-        child = node[step]
-    else:
-        return None
-    if isinstance(child, msgspec.Raw):
-        child = node[step] = decode_request(child)
-    return child
+    def _unpack(self, request: object, n: int) -> object:
+        if request is _SPILLED:
+            if self._spill is None:
+                return None
+            where = self._where[n]
+            self._spill.seek(where >> 32)
+            request = msgspec.Raw(self._spill.read(where & 0xFFFFFFFF))
+        return decode_request(request)
 
-
-def _walk(node: Any, path: _Path) -> Any:
-    for step in path:
-        node = _child(node, step)
-        if node is None:
+    def _child(self, node: Any, step: str | int) -> Any:
+        """node[step] when there is one (a packed request unpacked in place), else None."""
+        if isinstance(node, dict) and isinstance(step, str):
+            child = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            child = node[step]
+        else:
             return None
-    return node
+        if child is _SPILLED or isinstance(child, msgspec.Raw):
+            child = node[step] = self._unpack(child, step if isinstance(step, int) else 0)
+        return child
+
+    def _walk(self, node: Any, path: _Path) -> Any:
+        for step in path:
+            node = self._child(node, step)
+            if node is None:
+                return None
+        return node
 
 
 def _assign(parent: Any, key: str | int, value: Any) -> bool:
@@ -152,8 +197,7 @@ def _remove(parent: Any, key: str | int) -> bool:
     return False
 
 
-def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> bool:
-    target = _child(parent, key)
+def _push(parent: Any, key: str | int, target: Any, values: Any, truncate_at: int | None) -> bool:
     if not isinstance(target, list):
         if not isinstance(parent, dict) or not isinstance(key, str):
             return False
@@ -165,52 +209,45 @@ def _push(parent: Any, key: str | int, values: Any, truncate_at: int | None) -> 
     return True
 
 
-def load_session(path: Path, diag: Diagnostics) -> dict[str, Any] | None:
-    """The chat session object a `.json` or `.jsonl` file holds, or None (with a warning)
-    when it holds none."""
-    if path.name.endswith(".jsonl"):
-        replay = ChatLogReplay(diag)
-        for _offset, line in LineReader(path, diag).forward():
-            replay.apply_line(line)
-        if replay.skipped:
-            diag.warnings.append(
-                f"{replay.skipped} change(s) in {path.name} did not apply to the chat and were skipped"
-            )
-        state = replay.state
-    else:
-        data = read_document(path, MAX_DOCUMENT_BYTES, diag)
-        if data is None:
-            return None
-        diag.lines += 1
-        state = _document(data)
-    if not isinstance(state, dict):
+class SessionDocument:
+    """A `.json` session (`ISerializableChatData`) read as a stream: `requests()` gives its
+    requests one at a time, decoded; `field(name)` its `creationDate` or `customTitle`
+    (after the requests in the file: taken in the same pass once they are read). A file
+    cut short or not JSON past a point gives the requests before it, and a warning."""
+
+    def __init__(self, path: Path, diag: Diagnostics) -> None:
+        self.diag = diag
+        self.stream = DocumentStream(
+            path, "requests.item", _FIELDS, diag, limit=NO_LIMIT, shape="a chat session"
+        )
+
+    def requests(self) -> Iterator[object]:
+        for request in self.stream.values():
+            self.diag.lines += 1
+            yield request
+
+    def field(self, name: str) -> object:
+        return self.stream.field(name, _ANY)
+
+
+_FIELDS = ("creationDate", "customTitle")
+
+
+def replay_log(path: Path, diag: Diagnostics) -> ChatLogReplay | None:
+    """The replay of a `.jsonl` log (`state` the chat session object it rebuilt,
+    `requests()` its requests), or None (with a warning) when it holds no session."""
+    replay = ChatLogReplay(diag)
+    for _offset, line in LineReader(path, diag).forward():
+        replay.apply_line(line)
+    if replay.skipped:
+        diag.warnings.append(
+            f"{replay.skipped} change(s) in {path.name} did not apply to the chat and were skipped"
+        )
+    if not isinstance(replay.state, dict):
         diag.warnings.append(f"{path.name} holds no chat session")
+        replay.close()
         return None
-    return state
-
-
-def _document(data: bytes) -> object:
-    """A `.json` session as a dict whose `requests` are raw slices (`decode_request`);
-    a file of another shape is decoded whole, for what it is worth."""
-    for attempt in (data, None):
-        if attempt is None:  # non-UTF-8 bytes: keep what can be read
-            attempt = data.decode("utf-8", "replace").encode("utf-8")
-        try:
-            doc = _DOCUMENT.decode(attempt)
-        except msgspec.ValidationError:
-            break  # JSON, but not of this shape
-        except DECODE_ERRORS:
-            continue
-        return {
-            "requests": doc.requests,
-            "creationDate": doc.creationDate,
-            "customTitle": doc.customTitle,
-            "sessionId": doc.sessionId,
-        }
-    try:
-        return _ANY.decode(data)
-    except DECODE_ERRORS:
-        return None
+    return replay
 
 
 def decode_request(request: object) -> object:

@@ -6,9 +6,10 @@ From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `C
 `packages/types/src/message.ts` (the same shapes, with `user_edit_todos` and the
 `updateTodoList` tool):
 - `ui_messages.json`, `ClineMessage[]` `{ts, type: "say"|"ask", say|ask, text, partial}`:
-  one JSON array, rewritten whole per message. It is read whole up to `MAX_UI_BYTES`;
-  past that, only its last `MAX_UI_BYTES` are read (the compact array's `,{"ts":`
-  marks where a message starts) and the messages left out are counted in a warning.
+  one JSON array, rewritten whole per message. It is read as a stream
+  (`_json_stream.DocumentStream`), one message at a time, whatever its size: memory
+  stays flat and the task's first message is read however long the task grew (a file
+  cut while being written gives the messages before the cut, and a warning).
 - `say:task` the request; `say:user_feedback` the user's later messages; `say:text`,
   `say:completion_result`, `ask:followup` (JSON `{question}`) and
   `ask:plan_mode_respond` (JSON `{response}`) the assistant's;
@@ -29,7 +30,6 @@ From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `C
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,11 +37,10 @@ from typing import Any
 
 import msgspec
 
-from passdown._jsonl import open_regular
 from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
-from passdown.agents._document import decode_document
 from passdown.agents._editors import iso_millis
 from passdown.agents._endings import api_error_ending
+from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -55,8 +54,6 @@ from passdown.transcript import (
     ToolResult,
 )
 
-MAX_UI_BYTES = 64 * 1024 * 1024  # ui_messages.json read whole up to this; past it, its tail
-_BOUNDARY = b',{"ts":'  # between two messages of the compact array (never inside a string)
 _CHECKBOX = re.compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
 _TASK_TAG = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
 
@@ -152,57 +149,10 @@ class _UiMessage(msgspec.Struct):
     partial: bool | None = None
 
 
-_UI = msgspec.json.Decoder(_UiMessage)
-_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
-
-
-def ui_message_slices(path: Path, diag: Diagnostics) -> list[msgspec.Raw]:
-    """The messages of `ui_messages.json` as undecoded slices; a file past `MAX_UI_BYTES`
-    gives only the messages of its last `MAX_UI_BYTES`, the others counted in a warning."""
-    with open_regular(path) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size <= MAX_UI_BYTES:
-            data = handle.read(MAX_UI_BYTES + 1)
-            left_out = 0
-        else:
-            left_out, data = _tail(handle, size)
-    try:
-        slices = _RAW_LIST.decode(data)
-    except DECODE_ERRORS:
-        diag.warnings.append(f"{path.name} is not a list of messages")
-        return []
-    if left_out < 0:
-        diag.warnings.append(
-            f"{path.name} is {size // (1024 * 1024)} MB and its last "
-            f"{MAX_UI_BYTES // (1024 * 1024)} MB hold no message start: none of it was read"
-        )
-    elif left_out:
-        diag.warnings.append(
-            f"{path.name} is {size // (1024 * 1024)} MB: only its last "
-            f"{MAX_UI_BYTES // (1024 * 1024)} MB were read, {left_out} earlier message(s) left out"
-        )
-    return slices
-
-
-def _tail(handle: Any, size: int) -> tuple[int, bytes]:
-    """(messages before the tail, the tail as a JSON array) for an oversized file; -1
-    when the tail holds no message start."""
-    start = size - MAX_UI_BYTES
-    handle.seek(start)
-    tail = handle.read(MAX_UI_BYTES)
-    cut = tail.find(_BOUNDARY)
-    if cut < 0:  # one message larger than the bound, or not the compact array
-        return -1, b"[]"
-    handle.seek(0)
-    left_out, done, carry = 1, 0, b""  # the first message has no boundary before it
-    while done < start + cut:
-        chunk = handle.read(min(8 * 1024 * 1024, start + cut - done))
-        if not chunk:
-            break
-        done += len(chunk)
-        left_out += (carry + chunk).count(_BOUNDARY)
-        carry = chunk[-(len(_BOUNDARY) - 1) :]
-    return left_out, b"[" + tail[cut + 1 :]
+def _stream(path: Path, diag: Diagnostics) -> Iterator[object]:
+    """The items of a message file (one JSON array), as plain data, in order."""
+    document = DocumentStream(path, "item", (), diag, limit=NO_LIMIT, shape="a list of messages")
+    return document.values()
 
 
 class UiMessages:
@@ -218,20 +168,25 @@ class UiMessages:
 
     def read(self, path: Path, task: str | None) -> Iterator[Event]:
         """The events of `path`; `task` is the request as the task history has it (for a
-        head left out, or a file with no task message)."""
-        slices = ui_message_slices(path, self.diag)
-        if task:  # the task message left out with the head: the history has it
-            first = _decode(slices[0]) if slices else None
-            if first is None or first.say != "task":
-                yield Message(role="user", text=task.strip())
-                self.saw_task = True
-        for n, raw in enumerate(slices):
+        file with no task message first, or none at all)."""
+        n = -1
+        for n, item in enumerate(_stream(path, self.diag)):
             self.diag.lines += 1
-            msg = _decode(raw)
+            msg = _decode(item)
+            if n == 0 and task and (msg is None or msg.say != "task"):
+                yield from self._task_from_history(task)
             if msg is None:
                 self.diag.bad_lines += 1
                 continue
             yield from self.message(msg, n)
+        if n < 0 and task:
+            yield from self._task_from_history(task)
+
+    def _task_from_history(self, task: str) -> Iterator[Event]:
+        """The request as the task history has it, for a file whose first message is not
+        the task (or that holds none)."""
+        yield Message(role="user", text=task.strip())
+        self.saw_task = True
 
     def message(self, msg: _UiMessage, n: int) -> Iterator[Event]:
         kind = msg.say if msg.type == "say" else msg.ask if msg.type == "ask" else None
@@ -315,9 +270,9 @@ class UiMessages:
         )
 
 
-def _decode(raw: msgspec.Raw) -> _UiMessage | None:
+def _decode(item: object) -> _UiMessage | None:
     try:
-        return _UI.decode(raw)
+        return msgspec.convert(item, _UiMessage)
     except DECODE_ERRORS:
         return None
 
@@ -393,16 +348,8 @@ def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
 
 # -- api_conversation_history.json (when the UI messages are gone) -----------------------
 def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
-    slices = decode_document(path, _RAW_LIST, MAX_UI_BYTES, diag, shape="a JSON list")
-    if slices is None:
-        return
-    for raw in slices:
+    for message in _stream(path, diag):
         diag.lines += 1
-        try:
-            message = msgspec.json.decode(raw)
-        except DECODE_ERRORS:
-            diag.bad_lines += 1
-            continue
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             continue
         content = message.get("content")

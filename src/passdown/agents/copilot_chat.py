@@ -30,14 +30,14 @@ What is read, all from documented (open-source) shapes, `ISerializableChatData` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from passdown.agents import _editors
-from passdown.agents._chat_log import decode_request, load_session
+from passdown.agents._chat_log import SessionDocument, replay_log
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
 from passdown.agents._editors import iso_millis as _iso
 from passdown.agents._endings import api_error_ending
@@ -226,15 +226,24 @@ def _head_facts(path: Path) -> tuple[str | None, str | None]:
 
 
 def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-    session = load_session(info.path, diag)
-    if session is None:
-        return
-    info.started_at = _iso(session.get("creationDate"))
-    title = session.get("customTitle")
+    if info.path.name.endswith(".jsonl"):
+        replay = replay_log(info.path, diag)
+        if replay is None:
+            return
+        yield from _requests(replay.requests(), info, diag)
+        fields: Callable[[str], object] = replay.state.get
+    else:  # a .json document streams: its fields come after its requests
+        document = SessionDocument(info.path, diag)
+        yield from _requests(document.requests(), info, diag)
+        fields = document.field
+    info.started_at = _iso(fields("creationDate"))
+    title = fields("customTitle")
     info.title = title if isinstance(title, str) and title else None
+
+
+def _requests(requests: Iterator[object], info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     last: object = None
-    for n, raw in enumerate(_list(session.get("requests"))):
-        request = decode_request(raw)
+    for n, request in enumerate(requests):
         if isinstance(request, dict):
             yield from _request(request, n, info, diag)
             last = request.get("timestamp")
