@@ -4,8 +4,11 @@ two spaces, the version and model in each run's header."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from passdown._extract import extract
@@ -55,3 +58,34 @@ def test_aiders_own_files_are_not_the_tasks_work(tmp_path: Path) -> None:
     assert "hello.txt" in touched
     assert meanwhile == ["notes.txt"]
     assert not [p for p in touched + meanwhile if p.startswith(".aider")]
+
+
+def _export(ws: Path, spec: str, data: Path) -> subprocess.CompletedProcess[str]:
+    argv = ["export", "--from", "aider", "--session", spec, "--no-store", "--json"]
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", *argv],
+        cwd=ws,
+        env={**os.environ, "PASSDOWN_DATA_DIR": str(data)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_history_file_itself_is_a_session_spec(tmp_path: Path) -> None:
+    """`--session PATH` as for every agent: the file's last run (it was taken for a run
+    id: "no aider run '<path>'", exit 3)."""
+    ws = _workspace(tmp_path)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    history = ws / ".aider.chat.history.md"
+    for spec in (str(history), "./.aider.chat.history.md"):
+        proc = _export(ws, spec, tmp_path / "data")
+        assert proc.returncode == 0, proc.stderr
+        handoff = json.loads((ws / ".agent-handoff" / "handoff.json").read_text())
+        assert handoff["task"]["original_request"] == "Add a second line saying goodbye."
+        assert handoff["source"]["session_id"].endswith("#2")
+    outside = tmp_path / "elsewhere" / ".aider.chat.history.md"
+    outside.parent.mkdir()
+    shutil.copy(history, outside)
+    proc = _export(ws, str(outside), tmp_path / "data")
+    assert proc.returncode == 2 and "outside" in proc.stderr, proc.stderr

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from passdown._jsonl import LineReader
 from passdown.agents._common import file_mtime
-from passdown.agents.base import Agent, LaunchSpec
+from passdown.agents.base import Agent, LaunchSpec, _looks_like_path
 from passdown.errors import SessionNotFound, UsageError
 from passdown.transcript import (
     Diagnostics,
@@ -86,6 +86,8 @@ class Aider(Agent):
         return refs[-1]
 
     def resolve(self, spec: str, workspace: Path | None) -> SessionRef:
+        if _looks_like_path(spec) and Path(spec).name == HISTORY_FILE:
+            return self._resolve_path(Path(spec))  # the file itself: its last run
         if workspace is None:
             raise UsageError("aider sessions are per repository; run passdown inside it")
         for ref in self.discover(workspace):
