@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from passdown._extract import extract
 from passdown._pipeline import select_session
 from passdown.agents import get_agent
@@ -89,3 +91,33 @@ def test_the_history_file_itself_is_a_session_spec(tmp_path: Path) -> None:
     shutil.copy(history, outside)
     proc = _export(ws, str(outside), tmp_path / "data")
     assert proc.returncode == 2 and "outside" in proc.stderr, proc.stderr
+
+
+def test_handing_off_reads_the_last_run_without_listing_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A history of many runs (one per aider start, over months): choosing the session to
+    hand off finds the last run in one pass without a reference per run; listing still
+    gives every run, and an earlier one is still chosen by its number."""
+    ws = _workspace(tmp_path)
+    recorded = (ws / ".aider.chat.history.md").read_text()
+    runs = recorded.split("\n# aider chat started at ")
+    earlier = "".join(
+        f"\n# aider chat started at 2026-11-01 10:00:{k:02d}\n\n#### run {k}  \n\nok\n"
+        for k in range(50)
+    )
+    (ws / ".aider.chat.history.md").write_text(earlier + "\n# aider chat started at " + runs[-1])
+    agent = get_agent("aider")
+    assert len(agent.sessions(ws)) == 51
+    with monkeypatch.context() as patched:
+        patched.setattr(type(agent), "discover", lambda *a: pytest.fail("listed every run"))
+        selection = select_session("aider", None, ws)
+        assert selection.ref.session_id.endswith("#51")
+        assert agent.ref_for_path(ws / ".aider.chat.history.md").session_id.endswith("#51")
+    last = extract(agent.read(selection.ref).events(), workspace=str(ws))
+    assert last.task.original_request == "Add a second line saying goodbye."
+    seventh = select_session("aider", "7", ws)
+    assert (
+        extract(agent.read(seventh.ref).events(), workspace=str(ws)).task.original_request
+        == "run 6"
+    )

@@ -89,7 +89,7 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
     skipped: list[SkippedSession] = []
     for agent in agents:
         try:
-            found = agent.discover_all(workspace)
+            found = agent.discover_latest(workspace)
         except SessionReadError as exc:
             if len(agents) == 1:
                 raise

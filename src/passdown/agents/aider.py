@@ -18,7 +18,7 @@ from pathlib import Path
 
 from passdown._jsonl import LineReader
 from passdown.agents._common import file_mtime
-from passdown.agents.base import Agent, LaunchSpec, _looks_like_path
+from passdown.agents.base import Agent, Discovered, LaunchSpec, _looks_like_path
 from passdown.errors import SessionNotFound, UsageError
 from passdown.transcript import (
     Diagnostics,
@@ -35,6 +35,7 @@ HISTORY_FILE = ".aider.chat.history.md"
 # Matched against lines with trailing whitespace already stripped: a lazy `(.+?)\s*$`
 # is quadratic on a long run of spaces.
 _HEADER = re.compile(r"^# aider chat started at (.+)$")
+_HEADER_BYTES = b"# aider chat started at "
 _APPLIED = re.compile(r"^> Applied edit to (.+)$")
 _RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
 _EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
@@ -80,10 +81,36 @@ class Aider(Agent):
             )
 
     def ref_for_path(self, path: Path) -> SessionRef:
-        refs = list(self.discover(path.parent))
-        if not refs:
+        ref = self._last_run(path.parent)
+        if ref is None:
             raise SessionNotFound(f"no aider chat history in {path}")
-        return refs[-1]
+        return ref
+
+    def discover_latest(self, workspace: Path | None) -> Discovered:
+        """Only the last run: a history of thousands of runs is not listed to hand off
+        one (`passdown sessions` still lists them all)."""
+        ref = self._last_run(workspace) if workspace is not None else None
+        return Discovered(refs=[ref] if ref else [], skipped=[])
+
+    def _last_run(self, workspace: Path) -> SessionRef | None:
+        path = workspace / HISTORY_FILE
+        if not path.is_file():
+            return None
+        count, started = 0, None
+        for started, count in _runs(path):  # noqa: B007  (the last one is wanted)
+            pass
+        if not count:
+            return None
+        mtime, size = file_mtime(path)
+        return SessionRef(
+            agent=self.name,
+            session_id=_session_id(workspace, count),
+            path=path,
+            cwd=str(workspace),
+            started_at=started,
+            updated_at=mtime,
+            size=size,
+        )
 
     def resolve(self, spec: str, workspace: Path | None) -> SessionRef:
         if _looks_like_path(spec) and Path(spec).name == HISTORY_FILE:
@@ -135,15 +162,22 @@ def _session_id(workspace: Path, index: int) -> str:
 
 def _run_starts(path: Path) -> list[str | None]:
     """The start time of every run in the history (streamed, not loaded)."""
-    starts: list[str | None] = []
+    return [started for started, _ in _runs(path)]
+
+
+def _runs(path: Path) -> Iterator[tuple[str | None, int]]:
+    """Each run's start time and number, in order (only header lines are decoded)."""
+    count = 0
     for _, raw in LineReader(path, Diagnostics()).forward():
-        line = raw.decode("utf-8", "replace").rstrip()
-        header = _HEADER.match(line)
-        if header:
-            starts.append(header.group(1))
-        elif not starts and line:
-            starts.append(None)  # text before any header: a first, headerless run
-    return starts
+        if raw.startswith(_HEADER_BYTES):
+            header = _HEADER.match(raw.decode("utf-8", "replace").rstrip())
+            if header:
+                count += 1
+                yield header.group(1), count
+                continue
+        if not count and raw.strip():
+            count = 1
+            yield None, count  # text before any header: a first, headerless run
 
 
 class _RunReader:
@@ -163,20 +197,22 @@ class _RunReader:
     def events(self) -> Iterator[Event]:
         current = 0
         for _, raw in LineReader(self.path, self.diag).forward():
-            # aider ends lines with two spaces (Markdown hard breaks): never part of the text
-            line = raw.decode("utf-8", "replace").rstrip()
-            if _HEADER.match(line):
+            # runs are told apart as `_runs` tells them (earlier runs are not decoded)
+            if raw.startswith(_HEADER_BYTES) and _HEADER.match(
+                raw.decode("utf-8", "replace").rstrip()
+            ):
                 current += 1
                 continue
             if current == 0:
-                if not line.strip():
+                if not raw.strip():
                     continue
-                current = 1  # text before any header: a first, headerless run (see _run_starts)
+                current = 1  # text before any header: a first, headerless run (see _runs)
             if current < self.run:
                 continue
             if current > self.run:
                 break
-            yield from self._line(line)
+            # aider ends lines with two spaces (Markdown hard breaks): never part of the text
+            yield from self._line(raw.decode("utf-8", "replace").rstrip())
         yield from self._flush()
 
     def _line(self, line: str) -> Iterator[Event]:

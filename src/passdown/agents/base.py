@@ -238,6 +238,12 @@ class Agent(ABC):
         )
         return Discovered(refs=refs, skipped=skipped)
 
+    def discover_latest(self, workspace: Path | None) -> Discovered:
+        """What choosing the session to hand off needs: at least the newest session for
+        `workspace` and the files skipped (every session, unless an agent whose store
+        holds very many, like Aider's runs, finds its newest alone)."""
+        return self.discover_all(workspace)
+
     def newest(self, workspace: Path | None) -> SessionRef | None:
         """The newest readable session for `workspace`. When session files were found
         but none can be opened, the "cannot be read" error (exit 5) naming the newest:
