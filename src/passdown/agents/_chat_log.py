@@ -23,7 +23,7 @@ import tempfile
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import msgspec
 
@@ -136,10 +136,11 @@ class ChatLogReplay:
         if len(data) >= 1 << 32:
             return msgspec.Raw(data)
         try:
-            if self._spill is None:
-                self._spill = tempfile.TemporaryFile()  # noqa: SIM115 (open while the replay is)
-            self._spill.seek(self._spill_end)
-            self._spill.write(data)
+            spill = self._spill
+            if spill is None:  # open while the replay is (a wrapper object on Windows)
+                spill = self._spill = cast(BinaryIO, tempfile.TemporaryFile())  # noqa: SIM115
+            spill.seek(self._spill_end)
+            spill.write(data)
         except OSError:
             return msgspec.Raw(data)
         if len(self._where) <= n:
