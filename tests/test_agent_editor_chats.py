@@ -585,21 +585,12 @@ def test_a_copilot_chat_json_is_parsed_once_its_fields_with_its_requests(
 ) -> None:
     """One pass over the document: the requests stream, and `creationDate` and
     `customTitle` (after them) come from the same pass, not a read of the whole file."""
-    import ijson
-
-    from passdown.agents import _json_stream
     from passdown.agents.copilot_chat import CopilotChat
+    from test_json_stream import _count_passes
 
     home, workspace = _home(tmp_path)
     path = _grown_copilot_json(home, workspace, 1500)
-    passes: list[str] = []
-    real = ijson.items
-
-    def counted(source: object, prefix: str, **kwargs: object) -> object:
-        passes.append(prefix)
-        return real(source, prefix, **kwargs)
-
-    monkeypatch.setattr(_json_stream.ijson, "items", counted)
+    passes = _count_passes(monkeypatch)
     transcript = CopilotChat().read(CopilotChat().ref_for_path(path))
     events = list(transcript.events())
     assert passes == ["requests.item"]

@@ -67,18 +67,9 @@ class Aider(Agent):
         if not path.is_file():
             return
         runs = _run_starts(path)
-        mtime, size = file_mtime(path)
+        stat = file_mtime(path)
         for index, started in enumerate(runs, start=1):
-            yield SessionRef(
-                agent=self.name,
-                session_id=_session_id(workspace, index),
-                path=path,
-                cwd=str(workspace),
-                started_at=started,
-                # later runs are newer; the last one carries the file's mtime
-                updated_at=mtime - (len(runs) - index) * 1e-3,
-                size=size,
-            )
+            yield self._run_ref(workspace, index, started, stat, newer=len(runs) - index)
 
     def ref_for_path(self, path: Path) -> SessionRef:
         ref = self._last_run(path.parent)
@@ -101,14 +92,27 @@ class Aider(Agent):
             pass
         if not count:
             return None
-        mtime, size = file_mtime(path)
+        return self._run_ref(workspace, count, started, file_mtime(path), newer=0)
+
+    def _run_ref(
+        self,
+        workspace: Path,
+        index: int,
+        started: str | None,
+        stat: tuple[float, int],
+        *,
+        newer: int,
+    ) -> SessionRef:
+        """Run `index` of the history (`stat`: its mtime and size), `newer` runs after it."""
+        mtime, size = stat
         return SessionRef(
             agent=self.name,
-            session_id=_session_id(workspace, count),
-            path=path,
+            session_id=_session_id(workspace, index),
+            path=workspace / HISTORY_FILE,
             cwd=str(workspace),
             started_at=started,
-            updated_at=mtime,
+            # later runs are newer; the last one carries the file's mtime
+            updated_at=mtime - newer * 1e-3,
             size=size,
         )
 
