@@ -300,7 +300,6 @@ def test_launch_argv_keeps_the_prompt_one_argument(prompt: str, tmp_path: Path) 
     assert tui.argv == ["droid", "--", prompt]
 
 
-@pytest.mark.fork_checkpoint
 def test_incremental_export_of_a_growing_log_equals_a_full_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

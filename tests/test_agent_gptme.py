@@ -236,7 +236,6 @@ def test_incremental_reading_gives_what_read_gives(home: Path) -> None:
     assert [repr(e) for e in events] == [repr(e) for e in whole]
 
 
-@pytest.mark.fork_checkpoint  # tests checkpoints: the fallback pass turns them off
 def test_incremental_export_of_the_growing_recorded_session_equals_a_full_read(
     recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -383,7 +382,6 @@ def test_the_hook_process_reads_gptmes_environment_never_stdin(
     assert "ok gptme session_end" in (tmp_path / "data" / "logs" / "hooks.log").read_text()
 
 
-@pytest.mark.fork_checkpoint  # tests checkpoints: the fallback pass turns them off
 def test_incremental_export_reads_a_conversation_an_undo_rewrote_anew(
     recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

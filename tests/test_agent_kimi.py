@@ -346,7 +346,6 @@ def test_launch_argv_keeps_a_dash_prompt_one_argument(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.fork_checkpoint
 def test_incremental_export_of_the_growing_recorded_session_equals_a_full_read(
     recorded_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -200,30 +200,6 @@ def test_the_extractor_keeps_a_bounded_number_of_items_of_every_kind() -> None:
     assert state.omitted.commands == n - len(state.commands)
 
 
-def test_a_two_core_merge_is_refused_where_one_pass_would_have_evicted() -> None:
-    """Below the caps a merge of two halves is exact; where one pass could have evicted
-    files during the second half, the main process reads it itself."""
-    from passdown._half_extract import over_what_extraction_keeps, reduce_events
-
-    first = new_extractor(workspace=WS, max_messages=24, max_chars=80_000)
-    for i in range(FILES_KEEP - 10):
-        first.feed(ToolCall(call_id=f"a{i}", name="Write", action="write", paths=(f"a{i}",)))
-        first.feed(ToolResult(call_id=f"a{i}"))
-
-    def half(paths: list[str]) -> Any:
-        events: list[Any] = []
-        for n, path in enumerate(paths):
-            events += [
-                ToolCall(call_id=f"b{n}", name="Write", action="write", paths=(path,)),
-                ToolResult(call_id=f"b{n}"),
-            ]
-        return reduce_events(events, workspace=WS, max_messages=24, max_chars=80_000).state
-
-    assert not over_what_extraction_keeps(first, half([f"b{i}" for i in range(10)]))
-    assert not over_what_extraction_keeps(first, half([f"a{i}" for i in range(500)]))
-    assert over_what_extraction_keeps(first, half([f"b{i}" for i in range(11)]))
-
-
 # -- every list respects its budget ---------------------------------------------------
 def _handoff(state: State, *, transcript: int = 0, warnings: int = 0) -> Handoff:
     entries = [
@@ -476,7 +452,6 @@ def _comparable(folder: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.fork_checkpoint
 def test_incremental_export_gives_the_same_bounded_handoff_as_a_full_read(
     claude_dir: Path, tmp_path: Path
 ) -> None:

@@ -56,7 +56,6 @@ def path_without(tmp_path: Path, *programs: str) -> dict[str, str]:
 # -- inspect and dry runs write nothing --------------------------------------------------
 
 
-@pytest.mark.fork_checkpoint
 def test_inspect_and_a_dry_run_write_nothing_anywhere(tmp_path: Path) -> None:
     ws = repo(tmp_path / "ws")
     simple_session(SID, ws)

@@ -379,14 +379,9 @@ def test_help_does_not_load_the_progress_library(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[-1] == "[]"
 
 
-@pytest.mark.fork_checkpoint
-def test_the_reading_bar_runs_no_thread_so_a_large_read_keeps_its_second_core(
-    tmp_path: Path,
-) -> None:
-    """rich redraws a bar from a thread of its own unless told not to, and a process
-    with a second thread never forks: a large session read at a terminal would then
-    lose its second core. The bar is redrawn as the reading advances instead."""
-    from passdown import _two_core
+def test_the_reading_bar_is_redrawn_by_the_reading_not_by_a_thread(tmp_path: Path) -> None:
+    """rich redraws a bar from a thread of its own unless told not to; the bar changes
+    only as bytes are read, so the reading redraws it."""
     from passdown._jsonl import read_progress
     from passdown.cli._progress import session_reading
 
@@ -398,5 +393,3 @@ def test_the_reading_bar_runs_no_thread_so_a_large_read_keeps_its_second_core(
         assert hook is not None
         hook(session, 1_500_000)  # draws the bar
         assert threading.active_count() == before
-        if _two_core._cpus() >= 2 and before == 1:
-            assert _two_core.worth_splitting(_two_core.MIN_BYTES, _two_core.MIN_BYTES)

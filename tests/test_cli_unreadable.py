@@ -123,7 +123,6 @@ def test_hook_on_an_unreadable_session_logs_and_creates_no_store_file(
 
 
 @pytest.mark.parametrize("agent", ["codex", "copilot"])
-@pytest.mark.fork_checkpoint
 def test_a_failed_export_creates_no_checkpoints_folder(
     agent: str,
     workspace: Path,

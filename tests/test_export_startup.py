@@ -57,7 +57,6 @@ def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
     assert "asyncio" not in modules
 
 
-@pytest.mark.fork_checkpoint
 def test_the_checkpoint_hash_finds_pythons_openssl_without_ldconfig(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -415,7 +415,6 @@ CASES = [
 
 
 @pytest.mark.parametrize("scene", CASES, ids=[f"{d}-{f}" for d, f in CASES], indirect=True)
-@pytest.mark.fork_checkpoint
 def test_a_failed_export_changes_nothing(scene: tuple[str, str, World], tmp_path: Path) -> None:
     door, fault, world = scene
     apply_fault(fault, door, world, tmp_path)

@@ -280,7 +280,6 @@ def test_a_rewritten_spilled_message_gives_the_full_reads_handoff(
     }
 
 
-@pytest.mark.fork_checkpoint
 def test_a_long_resumed_session_keeps_its_checkpoint(
     tmp_path: Path, tiny_spill: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,8 +14,10 @@ import copy
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -360,6 +362,10 @@ def _env(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
+# How each checkpointed export of these tests read its file (`Selection.reading.how`)
+READINGS: Counter[str] = Counter()
+
+
 def _handoff(
     path: Path, workspace: Path, *, incremental: bool, agent_name: str = "codex"
 ) -> dict[str, Any]:
@@ -368,6 +374,9 @@ def _handoff(
     selection = pipeline.Selection(agent=agent, ref=agent.ref_for_path(path), workspace=workspace)
     with _env(checkpoint.DISABLE_ENV, None if incremental else "1"):
         data = pipeline.build_handoff(selection).model_dump(mode="json")
+    assert selection.reading is not None
+    if incremental:
+        READINGS[selection.reading.how] += 1
     del data["id"], data["created_at"]
     return data
 
@@ -409,7 +418,6 @@ def _assert_checkpoint_at_last_line_end(path: Path, agent: str = "codex") -> Non
     picks=st.lists(st.integers(0, 1000), min_size=1, max_size=12),
     cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=10),
 )
-@pytest.mark.fork_checkpoint
 def test_incremental_export_equals_full_read(
     case: Case, picks: list[int], cuts: list[tuple[bool, float]]
 ) -> None:
@@ -478,7 +486,6 @@ def _with_a_changed_middle(path: Path, workspace: Path) -> tuple[dict[str, Any],
     return first, bytes(changed), maker
 
 
-@pytest.mark.fork_checkpoint
 def test_resumed_export_reads_only_the_appended_bytes(tmp_path: Path) -> None:
     """Proof that the prefix is not re-read: a change in its middle is not seen by the
     next export, while the appended turn is."""
@@ -506,7 +513,6 @@ def test_a_file_replaced_by_another_is_read_in_full(tmp_path: Path) -> None:
     assert after["state"]["commands_failed"] == first["state"]["commands_failed"] + 1
 
 
-@pytest.mark.fork_checkpoint
 def test_truncated_session_falls_back_to_a_full_read(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     maker = TurnMaker()
@@ -533,7 +539,6 @@ def test_rewritten_prefix_falls_back_to_a_full_read(tmp_path: Path) -> None:
     assert [p["subject"] for p in after["state"]["plan"]][1].startswith("Step X of plan")
 
 
-@pytest.mark.fork_checkpoint
 def test_torn_last_line_is_read_but_not_checkpointed(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     maker = TurnMaker()
@@ -549,7 +554,6 @@ def test_torn_last_line_is_read_but_not_checkpointed(tmp_path: Path) -> None:
     assert any("incomplete" in w for w in handoff["warnings"])
 
 
-@pytest.mark.fork_checkpoint
 def test_checkpoint_of_other_version_or_options_is_ignored(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     path.write_bytes(_recorded_body())
@@ -650,7 +654,6 @@ def test_progress_counts_offsets_in_the_file(tmp_path: Path) -> None:
     assert seen and max(seen) == len(body) + len(appended)
 
 
-@pytest.mark.fork_checkpoint
 def test_checkpoints_unused_for_a_month_are_removed(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     path.write_bytes(_recorded_body())
@@ -668,14 +671,19 @@ def test_checkpoints_unused_for_a_month_are_removed(tmp_path: Path) -> None:
     assert store.exists() and checkpoint.checkpoint_path("codex", other).exists()
 
 
-def test_without_a_resumable_sha256_every_export_reads_in_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No OpenSSL to resume a sha256 with (the file's sha256 is part of the handoff):
-    no checkpoint, the same handoff."""
-    monkeypatch.setattr(checkpoint._Sha256, "library", staticmethod(lambda: None))
+def test_checkpoints_need_no_ctypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint's digest is hashlib's: with ctypes unimportable (a Python without
+    it), an export after an append still reads only the appended bytes."""
+    monkeypatch.setitem(sys.modules, "ctypes", None)
     path, workspace = _session(tmp_path)
-    path.write_bytes(_recorded_body())
+    body = _recorded_body()
+    cut = body.rfind(b"\n", 0, len(body) // 2) + 1
+    path.write_bytes(body[:cut])
+    _export_and_compare(path, workspace)
+    READINGS.clear()
+    with open(path, "ab") as handle:
+        handle.write(body[cut:])
     handoff = _export_and_compare(path, workspace)
+    assert READINGS == {"resumed": 1}
     assert isinstance(handoff, dict) and handoff["state"]["plan"]
-    assert not checkpoint.checkpoint_path("codex", path).exists()
+    assert _saved(path).offset == len(body)

@@ -285,7 +285,6 @@ def _append(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-@pytest.mark.fork_checkpoint
 def test_appended_turns_are_read_from_the_checkpoint(
     session: tuple[Path, Path, GeminiTurns], windows: list[int]
 ) -> None:
@@ -304,7 +303,6 @@ def test_appended_turns_are_read_from_the_checkpoint(
     assert saved is not None and saved.offset == path.stat().st_size
 
 
-@pytest.mark.fork_checkpoint
 def test_a_resume_keeps_the_checkpoint(
     session: tuple[Path, Path, GeminiTurns], windows: list[int]
 ) -> None:
@@ -321,7 +319,6 @@ def test_a_resume_keeps_the_checkpoint(
 
 
 @pytest.mark.parametrize("change", ["rewind", "rewrite_old", "history_tail"])
-@pytest.mark.fork_checkpoint
 def test_a_change_to_what_was_handed_on_reads_the_file_anew(
     session: tuple[Path, Path, GeminiTurns], windows: list[int], change: str
 ) -> None:
@@ -362,7 +359,6 @@ def test_a_change_to_what_was_handed_on_reads_the_file_anew(
         {"pending": [{"no": "call"}]},
     ],
 )
-@pytest.mark.fork_checkpoint
 def test_a_spoilt_reader_state_means_a_full_read(
     session: tuple[Path, Path, GeminiTurns], windows: list[int], spoil: dict[str, Any]
 ) -> None:

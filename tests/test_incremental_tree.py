@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from passdown import _checkpoint as checkpoint
-from test_incremental import _env, _export_and_compare, _saved
+from test_incremental import READINGS, _env, _export_and_compare, _saved
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 # uuids and prefixed tool-call / message ids, as benchmarks/realshape.py finds them
@@ -373,44 +373,41 @@ def test_tree_incremental_export_equals_full_read(
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
-@pytest.mark.fork_checkpoint
 def test_appended_turns_are_read_from_the_checkpoint(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
     with _store(agent) as (path, workspace):
         _append(path, maker.header() + maker.turn(0))
         _export_and_compare(path, workspace, agent)
-        checkpoint.READS.clear()
+        READINGS.clear()
         _append(path, maker.turn(1) + maker.compaction() + maker.turn(2))
         handoff = _export_and_compare(path, workspace, agent)
-        assert checkpoint.READS["resumed"] == 1 and checkpoint.READS["full"] == 0
+        assert READINGS["resumed"] == 1 and READINGS["full"] == 0
         assert _saved(path, agent).offset == path.stat().st_size
         assert isinstance(handoff, dict)
         assert handoff["task"]["compaction_summary"]
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
-@pytest.mark.fork_checkpoint
 def test_a_rewind_to_an_older_node_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
     with _store(agent) as (path, workspace):
         _append(path, maker.header() + maker.turn(0) + maker.turn(1))
         _export_and_compare(path, workspace, agent)
-        checkpoint.READS.clear()
+        READINGS.clear()
         _append(path, maker.rewind(2, 5))
         handoff = _export_and_compare(path, workspace, agent)
-        assert checkpoint.READS["refused"] == 1 and checkpoint.READS["resumed"] == 0
+        assert READINGS["refused"] == 1 and READINGS["resumed"] == 0
         assert isinstance(handoff, dict)
         # the next append continues the new branch from a fresh checkpoint
-        checkpoint.READS.clear()
+        READINGS.clear()
         _append(path, maker.turn(3))
         _export_and_compare(path, workspace, agent)
-        assert checkpoint.READS["resumed"] == 1
+        assert READINGS["resumed"] == 1
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
-@pytest.mark.fork_checkpoint
 def test_a_truncated_session_is_read_in_full(agent: str) -> None:
     fixture, maker_class = MAKERS[agent]
     maker = maker_class(fixture)
@@ -419,14 +416,13 @@ def test_a_truncated_session_is_read_in_full(agent: str) -> None:
         _export_and_compare(path, workspace, agent)
         data = path.read_bytes()
         path.write_bytes(data[: data.rfind(b"\n", 0, len(data) // 2) + 1])
-        checkpoint.READS.clear()
+        READINGS.clear()
         _export_and_compare(path, workspace, agent)
-        assert checkpoint.READS["resumed"] == 0
+        assert READINGS["resumed"] == 0
         assert _saved(path, agent).offset == path.stat().st_size
 
 
 @pytest.mark.parametrize("agent", sorted(MAKERS))
-@pytest.mark.fork_checkpoint
 def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: str) -> None:
     """The last line, complete but for its newline, attaches to an older record: the
     branch of the complete lines is not the handoff's, so nothing is saved from it."""
@@ -438,9 +434,9 @@ def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: 
         key = f'"{fixture.key}":'.encode()
         rewound = next(line for line in maker.rewind(2, 5).splitlines() if key in line)
         _append(path, rewound)
-        checkpoint.READS.clear()
+        READINGS.clear()
         handoff = _export_and_compare(path, workspace, agent)
-        assert checkpoint.READS["refused"] == 1 and checkpoint.READS["resumed"] == 0
+        assert READINGS["refused"] == 1 and READINGS["resumed"] == 0
         assert isinstance(handoff, dict)
         assert not checkpoint.checkpoint_path(agent, path).exists()
         _append(path, b"\n")
@@ -448,7 +444,6 @@ def test_a_torn_last_line_that_starts_a_new_branch_is_never_checkpointed(agent: 
         assert _saved(path, agent).offset == path.stat().st_size
 
 
-@pytest.mark.fork_checkpoint
 def test_a_changed_subagent_transcript_means_a_full_read() -> None:
     """A sub-agent read from the checkpointed part is stamped: its files changing
     later (without the session file changing) makes the next export read in full."""
@@ -467,14 +462,13 @@ def test_a_changed_subagent_transcript_means_a_full_read() -> None:
             data["description"] = "A changed description"
             meta.write_text(json.dumps(data))
             os.utime(meta, ns=(1, 1))
-            checkpoint.READS.clear()
+            READINGS.clear()
             second = _export_and_compare(path, workspace, "claude")
-            assert checkpoint.READS["refused"] == 1
+            assert READINGS["refused"] == 1
             assert isinstance(second, dict)
             assert second["state"]["subagents"][0]["task"] == "A changed description"
 
 
-@pytest.mark.fork_checkpoint
 def test_a_qwen_fragment_of_the_leaf_continues_the_checkpoint() -> None:
     """Qwen writes one record in pieces under one uuid: a piece of the leaf appended
     after the checkpoint continues it (its text joins the same reply)."""
@@ -482,25 +476,24 @@ def test_a_qwen_fragment_of_the_leaf_continues_the_checkpoint() -> None:
     with _store("qwen") as (path, workspace):
         _append(path, maker.header() + maker.turn(0))
         _export_and_compare(path, workspace, "qwen")
-        checkpoint.READS.clear()
+        READINGS.clear()
         _append(path, maker.outside(1))
         _export_and_compare(path, workspace, "qwen")
-        assert checkpoint.READS["resumed"] == 1 and checkpoint.READS["refused"] == 0
+        assert READINGS["resumed"] == 1 and READINGS["refused"] == 0
 
 
-@pytest.mark.fork_checkpoint
 def test_a_claude_leaf_hint_naming_the_leaf_continues_and_one_naming_an_older_record_not() -> None:
     maker = ClaudeMaker(CLAUDE)
     with _store("claude") as (path, workspace):
         _append(path, maker.header() + maker.turn(0))
         _export_and_compare(path, workspace, "claude")
-        checkpoint.READS.clear()
+        READINGS.clear()
         _append(path, maker.outside(0) + maker.outside(1))  # a snapshot, a hint at the leaf
         _export_and_compare(path, workspace, "claude")
-        assert checkpoint.READS["resumed"] == 1
-        checkpoint.READS.clear()
+        assert READINGS["resumed"] == 1
+        READINGS.clear()
         older = maker.nodes[-4]
         _append(path, _line({"type": "last-prompt", "leafUuid": older}))
         handoff = _export_and_compare(path, workspace, "claude")
-        assert checkpoint.READS["refused"] == 1 and checkpoint.READS["resumed"] == 0
+        assert READINGS["refused"] == 1 and READINGS["resumed"] == 0
         assert isinstance(handoff, dict)

@@ -123,30 +123,6 @@ def test_the_parts_follow_a_patched_platform(monkeypatch: pytest.MonkeyPatch) ->
 # -- the seam's decisions, with the platform simulated ----------------------------------
 
 
-@pytest.mark.parametrize(
-    ("platform", "env", "forks"),
-    [("linux", "", True), ("linux", "1", False), ("darwin", "", False), ("win32", "", False)],
-)
-def test_only_linux_forks_the_second_core(
-    monkeypatch: pytest.MonkeyPatch, platform: str, env: str, forks: bool
-) -> None:
-    monkeypatch.setattr(sys, "platform", platform)
-    monkeypatch.setenv(_platform.NO_FORK_ENV, env)
-    assert _platform.fork_allowed() is forks
-    assert (_platform.parent_death_signal() is not None) is (platform == "linux")
-
-
-def test_without_fork_a_large_read_takes_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    from passdown import _two_core
-
-    monkeypatch.delenv(_platform.NO_FORK_ENV, raising=False)
-    monkeypatch.delenv(_two_core.DISABLE_ENV, raising=False)
-    monkeypatch.setattr(_two_core, "_cpus", lambda: 4)
-    assert _two_core.worth_splitting(1 << 30, 1 << 20)
-    monkeypatch.setattr(sys, "platform", "darwin")
-    assert not _two_core.worth_splitting(1 << 30, 1 << 20)
-
-
 def test_peak_rss_is_kb_on_every_system(monkeypatch: pytest.MonkeyPatch) -> None:
     import resource
 
@@ -170,7 +146,6 @@ def test_pread_fallback_keeps_the_descriptor_offset(
         os.lseek(fd, 2, os.SEEK_SET)
         native = _platform.pread(fd, 3, 5)
         monkeypatch.delattr(os, "pread")
-        assert not _platform.native_pread()
         assert _platform.pread(fd, 3, 5) == native == b"567"
         assert os.lseek(fd, 0, os.SEEK_CUR) == 2  # a reader of the fd is not disturbed
         assert os.read(fd, 2) == b"23"
@@ -236,11 +211,3 @@ def test_exclusive_lock_excludes_another_descriptor(tmp_path: Path) -> None:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released with the descriptor
     finally:
         os.close(other)
-
-
-def test_the_openssl_hash_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(_platform.NO_OPENSSL_HASH_ENV, "1")
-    assert list(_platform.openssl_candidates()) == []
-    monkeypatch.setenv(_platform.NO_OPENSSL_HASH_ENV, "0")
-    monkeypatch.setattr(sys, "platform", "darwin")  # never the unversioned system libcrypto
-    assert all(c is None or "_hashlib" in c for c in _platform.openssl_candidates())

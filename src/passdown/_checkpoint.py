@@ -1,56 +1,61 @@
 """Incremental export: a checkpoint per session, so a hook that runs after every turn
 reads only what the agent appended since the last export.
 
-A checkpoint (under the data folder, `checkpoints/`, 0600) records the byte offset read
-so far (always the end of a complete line), a fingerprint of the bytes before it (the
-first and the last 64 KiB), the running sha256 of the file up to it, and the state of
-the agent's reader and of the extractor at that point. The next export checks the
-fingerprint, restores both states, reads the bytes from the offset on, and saves a new
+An export reads its session one way: in full, or from a checkpoint on. A checkpoint
+(under the data folder, `checkpoints/`, 0600) records the byte offset read so far
+(always the end of a complete line), the file's identity, fingerprints of the bytes
+before that offset, the state of the file's chain digest (`passdown._digest`), and the
+states of the agent's reader and of the extractor at that point. The next export
+checks it, restores both states, reads the bytes from the offset on, and saves a new
 checkpoint at the new last line end; a last line without its newline (a writer still
 writing it, or killed) is read for the handoff but never checkpointed past.
 
-Anything that does not match (a shorter file, another file at the same path, changed
-bytes in the fingerprinted parts, other export options, another passdown version, an
-unreadable checkpoint) means a full read, which gives the same handoff. A change in the
-middle of the prefix that keeps the file, its size and both fingerprinted ends is not
-seen: the agents that opt in only ever append to their logs. `PASSDOWN_NO_CHECKPOINT=1` turns all of this off.
-Only agents whose sessions are one append-only JSON Lines file implement it
-(`Agent.supports_checkpoint`); compressed (`.zst`) files are always read in full. A
-reader may also plan the new bytes before reading them (`begin`): a tree reader
-(Claude Code, Qwen Code, pi: `passdown.agents._tree.TreeResumable`) walks them back from
+What a checkpoint detects, each meaning a full read (which gives the same handoff):
+a file shorter than the offset (truncated), another file at the same path (device and
+inode differ: replaced, or rotated), a rewritten head (the sha256 of the first 64 KiB)
+or a rewritten tail before the offset (the sha256 of the 64 KiB before it), other
+export options, another passdown version, a checkpoint of another format version or
+shape, or one that cannot be read. What it cannot detect: an edit that keeps the
+file, its length and both fingerprinted spans, somewhere between them. That is
+acceptable for the files it serves: only agents whose sessions are one append-only
+JSON Lines file opt in (`Agent.supports_checkpoint`), and such an edit is no agent's
+doing; `PASSDOWN_NO_CHECKPOINT=1` reads every session in full. Compressed (`.zst`)
+files are always read in full.
+
+A reader may plan the new bytes before reading them (`begin`): a tree reader (Claude
+Code, Qwen Code, pi: `passdown.agents._tree_resume.TreeResumable`) walks them back from
 their leaf and refuses when they do not continue the saved leaf (then the file is read
 from its start), and says through a `None` state when its state must not be kept. A
 reader that meets appended lines it cannot follow (Gemini: a rewind into messages it
-handed on already) raises `CannotResume`: the checkpoint is dropped and the file read in
-full.
+handed on already) raises `CannotResume`: the checkpoint is dropped and the file read
+in full.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import threading
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
-from passdown import _platform, _two_core
+from passdown import _platform
 from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, change
 from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
 from passdown._checkpoint_writes import deferred as deferred
 from passdown._checkpoint_writes import prune_stale as prune_stale
+from passdown._digest import ChainDigest, ChainState
 from passdown._extract import Extracted, new_extractor
 from passdown._extract_state import ExtractorState, extractor_state, restore_extractor
 from passdown._fsio import read_nofollow
-from passdown._jsonl import CHUNK, FdWindow, is_zstd, read_progress
+from passdown._jsonl import FdWindow, is_zstd, read_progress
 from passdown.agents._tree_forward import BranchLeft
 from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
@@ -61,14 +66,31 @@ if TYPE_CHECKING:
     from passdown._seen import SeenEvents
     from passdown.agents.base import Agent, ResumableReader
 
-# Bump whenever the shape or the meaning of a checkpoint changes.
-# 2: failures and commands kept as records, not models; 3: tree readers (Claude, Qwen,
-# pi) keep their leaf and decoder state; 4: Gemini keeps only its last messages' ids (older
-# ones in a filter)
-CHECKPOINT_FORMAT = 5
+# Bump whenever the shape or the meaning of a checkpoint changes: a checkpoint of
+# another format is ignored (the session is read in full and a new one written).
+CHECKPOINT_FORMAT = 6
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
-_SHA256_CTX_BYTES = 256  # OpenSSL's SHA256_CTX is 112 bytes; room to spare
+
+How = Literal["full", "resumed", "refused", "off", "unsupported"]
+
+
+@dataclass(slots=True)
+class Reading:
+    """How an export read its session file: `offset` where it started, `bytes` how many
+    it read from there. `how`: "resumed" (from a checkpoint), "full" (from the start;
+    "refused" when a checkpoint was there and could not be used), "off"
+    (`PASSDOWN_NO_CHECKPOINT`), "unsupported" (the agent or the file has none)."""
+
+    how: How = "unsupported"
+    offset: int = 0
+    bytes: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"checkpoint": self.how, "offset": self.offset, "bytes": self.bytes}
+
+    def line(self) -> str:
+        return f"read {self.bytes:,} bytes from offset {self.offset:,} (checkpoint: {self.how})"
 
 
 class _InfoState(msgspec.Struct):
@@ -91,7 +113,7 @@ class Checkpoint(msgspec.Struct):
     file_id: tuple[int, int]  # (st_dev, st_ino): a file replaced by another is read anew
     head_sha256: str  # of the first FINGERPRINT_SPAN bytes before the offset
     tail_sha256: str  # of the last FINGERPRINT_SPAN bytes before the offset
-    file_sha256_state: bytes  # the running sha256 of bytes [0, offset)
+    digest: ChainState  # the chain digest of bytes [0, offset)
     info: _InfoState
     diagnostics: Diagnostics
     reader: msgspec.Raw  # the agent reader's own state (msgpack)
@@ -101,8 +123,15 @@ class Checkpoint(msgspec.Struct):
     resumed_from: int = 0  # where the export that wrote it started reading (0: a full read)
 
 
+class _Format(msgspec.Struct):
+    """The one field every checkpoint format has, read before the rest."""
+
+    format: int = -1
+
+
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Checkpoint)
+_FORMAT_DECODER = msgspec.msgpack.Decoder(_Format)
 
 
 def disabled() -> bool:
@@ -113,6 +142,7 @@ def read_with_checkpoint(
     agent: Agent,
     ref: SessionRef,
     seen: SeenEvents,
+    reading: Reading,
     *,
     workspace: str,
     max_messages: int,
@@ -120,12 +150,12 @@ def read_with_checkpoint(
 ) -> tuple[Transcript, Extracted] | None:
     """The session read and extracted through its checkpoint (and the checkpoint moved
     on), or None when this session cannot be read that way: the caller reads it in full
-    the usual way. Events pass through `seen` exactly as in a full read."""
-    if disabled() or not agent.supports_checkpoint or is_zstd(ref.path):
+    the usual way. Events pass through `seen` exactly as in a full read; `reading` says
+    how the file was read."""
+    if disabled():
+        reading.how = "off"
         return None
-    # the hashing thread and the reader share one descriptor: only native pread keeps
-    # their offsets apart (the seam's seek+read fallback does not, against a reader)
-    if _Sha256.library() is None or not _platform.native_pread():
+    if not agent.supports_checkpoint or is_zstd(ref.path):
         return None
     try:
         store = checkpoint_path(agent.name, ref.path)
@@ -134,20 +164,21 @@ def read_with_checkpoint(
         return None  # the full read reports an unreadable file properly
     try:
         try:
-            return _Resumed(agent, ref, seen, store, fd).run(workspace, max_messages, max_chars)
+            return _Resumed(agent, ref, seen, store, fd, reading).run(
+                workspace, max_messages, max_chars
+            )
         except BranchLeft:
             # the forward pass met a rewind: read again with the tree's pass 1 (what it
             # handed on goes, and the checkpoint it may have planned with it)
             seen.count, seen.commands = 0, []
             change(PendingCheckpoint(store, None))
-            READS["full"] -= 1
-            READS["forward_left"] += 1
-            again = _Resumed(agent, ref, seen, store, fd, forward=False)
+            again = _Resumed(agent, ref, seen, store, fd, reading, forward=False)
             return again.run(workspace, max_messages, max_chars)
     except CannotResume:
         # the appended lines change what the checkpoint handed on: the caller reads the
         # file in full (its next export starts a new checkpoint)
         seen.count, seen.commands = 0, []
+        reading.how = "refused"
         change(PendingCheckpoint(store, None))
         return None
     finally:
@@ -171,6 +202,7 @@ class _Resumed:
     seen: SeenEvents
     store: Path
     fd: int
+    reading: Reading
     file_id: tuple[int, int] = (0, 0)
     resumed_from: int = 0
     forward: bool = True  # a tree reader's first read may take its forward pass
@@ -189,7 +221,7 @@ class _Resumed:
             info = self._new_info()
             resumed = self._restore(saved, info, (start, end, size))
             if resumed is None:
-                READS["refused"] += 1
+                self.reading.how = "refused"
                 self._forget()  # it cannot serve the next export either
         if resumed is None:  # from the start of the file
             start = 0
@@ -202,45 +234,31 @@ class _Resumed:
             reader = self.agent.resumable_reader(info, diagnostics, None, extractor.pending)
             if not self.forward and hasattr(reader, "forward"):
                 reader.forward = False
-            _two_core.split_first_walk(reader, self.fd, end)  # a tree's pass 1, large
-            file_hash = _Sha256()
-            hashed = _begin_hashing(reader, file_hash, self.fd, (start, end, size), self.ref.path)
-            READS["full"] += 1
+            chain = ChainDigest()
+            if self.reading.how != "refused":
+                self.reading.how = "full"
         else:
-            diagnostics, extractor, reader, file_hash = resumed
-            hashed = False
+            diagnostics, extractor, reader, chain = resumed
             self.resumed_from = start
-            READS["resumed"] += 1
-        # a large file read from its start: its second half on a forked worker (before
-        # the hashing thread starts: only a single-threaded process forks)
-        split = (
-            _two_core.start(self.agent, self.fd, start, end, info, extractor, reader=reader)
-            if start == 0
-            else None
-        )
+            self.reading.how = "resumed"
+        self.reading.offset, self.reading.bytes = start, size - start
         share_plan = getattr(reader, "share_plan", None)
-        if split is None and share_plan is not None:  # one core: the plan replayed once
+        if share_plan is not None:  # the plan replayed once, by extraction
             share_plan(extractor.replay)
-        # the complete lines: hashed on a thread while they are parsed (unless a tree
-        # reader's pass 1 left the time for it)
+        # the complete lines: hashed on a thread while they are planned and parsed
         failed: list[OSError] = []
         hashing = threading.Thread(
-            target=file_hash.update_from,
-            args=(self.fd, start, start if hashed else end, failed),
-            daemon=True,
+            target=chain.update_from, args=(self._read_at, start, end, failed), daemon=True
         )
         hashing.start()
         try:
+            if resumed is None:  # a restored reader planned its windows in `_restore`
+                _begin(reader, self.fd, (start, end, size), self.ref.path)
             with _progress_from(start):
-                if split is not None:
-                    split.run(
-                        reader, extractor, info, diagnostics, self.seen.watch, self._seen_half
-                    )
-                else:
-                    for event in self.seen.watch(
-                        reader.events(cast(BinaryIO, FdWindow(self.fd, start, end)))
-                    ):
-                        extractor.feed(event)
+                for event in self.seen.watch(
+                    reader.events(cast(BinaryIO, FdWindow(self.fd, start, end)))
+                ):
+                    extractor.feed(event)
         finally:
             hashing.join()
         if failed:
@@ -250,7 +268,7 @@ class _Resumed:
             self._save(
                 _Snapshot(
                     end,
-                    file_hash.state(),
+                    chain.state(),
                     info,
                     diagnostics,
                     reader_state,
@@ -262,7 +280,7 @@ class _Resumed:
         # before the reader reads on and grows them
         del reader_state
         # a last line without its newline: part of this handoff, never of the checkpoint
-        file_hash.update_from(self.fd, end, size)
+        chain.update_from(self._read_at, end, size)
         with _progress_from(end):
             for event in self.seen.watch(
                 reader.events(cast(BinaryIO, FdWindow(self.fd, end, size)))
@@ -271,9 +289,12 @@ class _Resumed:
         for event in self.seen.watch(reader.close()):
             extractor.feed(event)
         transcript = Transcript(
-            info=info, diagnostics=diagnostics, _events=iter(()), sha256=file_hash.hexdigest()
+            info=info, diagnostics=diagnostics, _events=iter(()), sha256=chain.hexdigest()
         )
         return transcript, extractor.finish()
+
+    def _read_at(self, size: int, offset: int) -> bytes:
+        return _platform.pread(self.fd, size, offset)
 
     def _new_info(self) -> SessionInfo:
         return SessionInfo(
@@ -283,14 +304,9 @@ class _Resumed:
             cwd=self.ref.cwd,
         )
 
-    def _seen_half(self, events: int, commands: list[str]) -> None:
-        """What a two-core read's worker saw go by (see `SeenEvents`)."""
-        self.seen.count += events
-        self.seen.keep_commands(commands)
-
     def _restore(
         self, saved: Checkpoint, info: SessionInfo, bounds: tuple[int, int, int]
-    ) -> tuple[Diagnostics, _Extractor, ResumableReader, _Sha256] | None:
+    ) -> tuple[Diagnostics, _Extractor, ResumableReader, ChainDigest] | None:
         """The states a valid checkpoint holds, live again; None if any of them cannot
         be restored, or the reader cannot go on over the new bytes from its state (then
         the file is read from its start)."""
@@ -300,6 +316,7 @@ class _Resumed:
             reader_state = msgspec.msgpack.decode(saved.reader)
             diagnostics = saved.diagnostics
             reader = self.agent.resumable_reader(info, diagnostics, reader_state, extractor.pending)
+            chain = ChainDigest(saved.digest)
         except (
             msgspec.DecodeError,
             msgspec.ValidationError,
@@ -313,13 +330,16 @@ class _Resumed:
             return None
         self.seen.count = saved.events_seen
         self.seen.commands = list(saved.commands)
-        return diagnostics, extractor, reader, _Sha256(saved.file_sha256_state)
+        return diagnostics, extractor, reader, chain
 
     def _load(
         self, size: int, workspace: str, max_messages: int, max_chars: int
     ) -> Checkpoint | None:
         try:
-            saved = _DECODER.decode(read_nofollow(self.store))
+            data = read_nofollow(self.store)
+            if _FORMAT_DECODER.decode(data).format != CHECKPOINT_FORMAT:
+                return None  # another format's fields may mean other things
+            saved = _DECODER.decode(data)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
         state = saved.extractor
@@ -352,7 +372,7 @@ class _Resumed:
             file_id=self.file_id,
             head_sha256=head,
             tail_sha256=tail,
-            file_sha256_state=snapshot.hash_state,
+            digest=snapshot.digest,
             info=_InfoState(
                 session_id=info.session_id,
                 cwd=info.cwd,
@@ -380,11 +400,6 @@ class _Resumed:
         change(PendingCheckpoint(self.store, None))
 
 
-# How each checkpointed export went: "full" (read from the start), "resumed" (only the
-# appended bytes), "refused" (a checkpoint was there but could not be used, so "full").
-READS: Counter[str] = Counter()
-
-
 def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path: Path) -> bool:
     """A reader that must see the new bytes before the windows (a tree reader finding
     its branch) plans them now; False: it cannot continue from its state."""
@@ -397,39 +412,10 @@ def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path:
         raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _begin_hashing(
-    reader: ResumableReader, file_hash: _Sha256, fd: int, bounds: tuple[int, int, int], path: Path
-) -> bool:
-    """`_begin` for a first read; a reader that plans the bytes first (a tree reader's
-    pass 1 walks them all) gets the complete lines hashed on a thread meanwhile, which
-    leaves the second core to a two-core read's worker afterwards. The thread is done
-    when this returns (a process forks only while it runs no other thread). True: the
-    complete lines are hashed."""
-    walks_first = getattr(reader, "walks_first", None)
-    if getattr(reader, "begin", None) is None or (walks_first is not None and not walks_first()):
-        # nothing to hash beside: the complete lines are hashed while they are parsed
-        _begin(reader, fd, bounds, path)
-        return False
-    start, end, _ = bounds
-    failed: list[OSError] = []
-    # in 1 MiB reads: pass 1's own buffers are in memory at the same time
-    hashing = threading.Thread(
-        target=file_hash.update_from, args=(fd, start, end, failed, 1 << 20), daemon=True
-    )
-    hashing.start()
-    try:
-        _begin(reader, fd, bounds, path)
-    finally:
-        hashing.join()
-    if failed:
-        raise SessionReadError(f"cannot read {path}: {failed[0]}")
-    return True
-
-
 @dataclass(slots=True)
 class _Snapshot:
     offset: int
-    hash_state: bytes
+    digest: ChainState
     info: SessionInfo
     diagnostics: Diagnostics
     reader: object
@@ -491,82 +477,3 @@ def _last_line_end(fd: int, start: int, size: int) -> int:
             return begin + newline + 1
         pos = begin
     return start
-
-
-class _Sha256:
-    """SHA-256 whose state can be saved and resumed (hashlib's cannot be serialized):
-    OpenSSL's SHA256_* functions on a context buffer we own. ctypes drops the GIL
-    during the calls, so hashing runs beside the parser."""
-
-    def __init__(self, state: bytes | None = None) -> None:
-        lib = self.library()
-        assert lib is not None
-        self._lib = lib
-        self._ctx = ctypes.create_string_buffer(_SHA256_CTX_BYTES)
-        if state is None:
-            lib.SHA256_Init(self._ctx)
-        else:
-            ctypes.memmove(self._ctx, state, min(len(state), _SHA256_CTX_BYTES))
-
-    @staticmethod
-    @cache
-    def library() -> ctypes.CDLL | None:
-        """The OpenSSL that Python's own hashlib uses, else the system's libcrypto
-        (`_platform.openssl_candidates`); None turns checkpoints off."""
-        for name in _platform.openssl_candidates():
-            lib = _Sha256._probe(name) if name else None
-            if lib is not None:
-                return lib
-        return None
-
-    @staticmethod
-    def _probe(name: str) -> ctypes.CDLL | None:
-        try:
-            lib = ctypes.CDLL(name)
-            for fn in (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final):
-                fn.restype = ctypes.c_int
-            lib.SHA256_Update.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
-            probe = _Sha256.__new__(_Sha256)
-            probe._lib = lib
-            probe._ctx = ctypes.create_string_buffer(_SHA256_CTX_BYTES)
-            lib.SHA256_Init(probe._ctx)
-            probe.update(b"passdown")
-            if probe.hexdigest() != hashlib.sha256(b"passdown").hexdigest():
-                return None
-        except (OSError, AttributeError):
-            return None
-        return lib
-
-    def update(self, data: bytes) -> None:
-        self._lib.SHA256_Update(self._ctx, data, len(data))
-
-    def update_from(
-        self,
-        fd: int,
-        start: int,
-        end: int,
-        failed: list[OSError] | None = None,
-        chunk: int = CHUNK,
-    ) -> None:
-        """Hash bytes [start, end) of `fd`; on a thread, a read error goes to `failed`."""
-        pos = start
-        try:
-            while pos < end:
-                data = _platform.pread(fd, min(chunk, end - pos), pos)
-                if not data:
-                    break
-                self.update(data)
-                pos += len(data)
-        except OSError as exc:
-            if failed is None:
-                raise
-            failed.append(exc)
-
-    def state(self) -> bytes:
-        return self._ctx.raw
-
-    def hexdigest(self) -> str:
-        ctx = ctypes.create_string_buffer(self._ctx.raw, _SHA256_CTX_BYTES)  # Final wipes it
-        out = ctypes.create_string_buffer(32)
-        self._lib.SHA256_Final(out, ctx)
-        return out.raw.hex()

@@ -11,7 +11,6 @@ socket planted as a session file never blocks or spins, and side files are size-
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import tempfile
@@ -175,8 +174,8 @@ def open_binary(path: Path) -> Iterator[BinaryIO]:
 
 class FdWindow:
     """Bytes [start, end) of a file descriptor as a forward-only stream. Positional reads
-    leave the descriptor's own offset alone, so a thread hashing the same descriptor or a
-    forked worker reading it never moves it under another reader."""
+    leave the descriptor's own offset alone, so a thread hashing the same descriptor never
+    moves it under the reader."""
 
     def __init__(self, fd: int, start: int, end: int) -> None:
         self.fd, self.pos, self.end = fd, start, end
@@ -351,17 +350,16 @@ def seekable(path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Bin
 
 
 def start_fingerprint(path: Path) -> Future[str]:
-    """sha256 of the file as stored, computed on a thread while the parser runs
-    (hashlib and file reads release the GIL, so this uses the second core)."""
+    """The file's chain digest as stored (`passdown._digest`), computed on a thread while
+    the parser runs (hashlib and file reads release the GIL, so it runs beside it)."""
+    from passdown._digest import file_digest
+
     future: Future[str] = Future()
 
     def work() -> None:
-        digest = hashlib.sha256()
         try:
             with open_regular(path) as handle:
-                while chunk := handle.read(CHUNK):
-                    digest.update(chunk)
-            future.set_result(digest.hexdigest())
+                future.set_result(file_digest(handle.read))
         except OSError as exc:
             future.set_exception(exc)
 

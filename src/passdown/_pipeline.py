@@ -24,6 +24,7 @@ from passdown.handoff import FileTouched, Handoff, Limits, Redaction, Source, St
 from passdown.transcript import SessionRef, Transcript
 
 if TYPE_CHECKING:
+    from passdown._checkpoint import Reading
     from passdown._filebatch import FileBatch
 
 # Upper bounds of the transcript budget: far above any use, far below what overflows
@@ -55,6 +56,7 @@ class Selection:
     ref: SessionRef
     workspace: Path
     notes: list[str] = field(default_factory=list)  # how the workspace was chosen, as warnings
+    reading: Reading | None = None  # how its file was read, once it was
 
 
 @dataclass(slots=True)
@@ -65,6 +67,7 @@ class WrittenHandoff:
     json_path: Path
     record_id: str | None = None
     warnings: list[str] = field(default_factory=list)
+    reading: Reading | None = None  # how the session file was read (`--json`, `-v`)
 
 
 def workspace_for(cwd: Path | None = None) -> Path:
@@ -277,20 +280,23 @@ def _read_and_extract(
     """The session's transcript facts and extracted state: through the session's
     checkpoint when its agent supports one (only the appended bytes are read), else a
     full read. Both give the same result."""
-    from passdown._checkpoint import read_with_checkpoint
+    from passdown._checkpoint import Reading, read_with_checkpoint
 
     seen = SeenEvents()
     workspace = _paths_relative_to(selection)
+    selection.reading = reading = Reading()
     resumed = read_with_checkpoint(
         selection.agent,
         selection.ref,
         seen,
+        reading,
         workspace=workspace,
         max_messages=options.max_messages,
         max_chars=options.max_chars,
     )
     if resumed is not None:
         return resumed[0], resumed[1], seen
+    reading.offset, reading.bytes = 0, _size(selection.ref.path)
     transcript = selection.agent.read(selection.ref)
     extracted = extract(
         seen.watch(transcript.events()),
@@ -319,6 +325,16 @@ def _refuse_unreadable(transcript: Transcript, seen: SeenEvents) -> None:
             "nothing was handed off",
             hint="the agent may not have written this session yet; pass --session with another",
         )
+
+
+def _size(path: Path) -> int:
+    """A session's size in bytes (of a folder's files, for agents that keep a folder)."""
+    try:
+        if path.is_dir():
+            return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _is_empty(path: Path) -> bool:

@@ -22,13 +22,7 @@ workspace paths) and `_platform_launch` (starting a program without cmd.exe).
 - `pread`: `os.pread` (POSIX); elsewhere seek+read under a lock, with the descriptor's
   own offset put back, so positional readers of one descriptor still do not disturb
   each other.
-- The forked second core: only on Linux, where a fork without exec is safe and a
-  parent-death signal exists (prctl). macOS (fork without exec is unsafe with system
-  frameworks) and Windows (no fork) read on one core. `PASSDOWN_NO_FORK=1` forces the
-  one-core path everywhere (CI runs the suite that way).
 - `peak_rss_kb`: `ru_maxrss` is KB on Linux, bytes on macOS; 0 on Windows.
-- The resumable hash uses OpenSSL's SHA256 context through ctypes where a libcrypto can
-  be found; `PASSDOWN_NO_OPENSSL_HASH=1` forces the pure-Python fallback.
 - Process spawn: an argv list, never a shell. On Windows an npm `.cmd`/`.bat` shim would
   run through cmd.exe, which re-parses its command line (`&`, `|`, `%VAR%`, newlines:
   the "BatBadBut" class), so the shim is resolved to the `node <script>` it wraps, and
@@ -66,8 +60,6 @@ from passdown._platform_paths import (
 if TYPE_CHECKING:
     import socket
 
-NO_FORK_ENV = "PASSDOWN_NO_FORK"
-NO_OPENSSL_HASH_ENV = "PASSDOWN_NO_OPENSSL_HASH"
 
 O_BINARY: int = getattr(os, "O_BINARY", 0)
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
@@ -87,10 +79,6 @@ def is_macos() -> bool:
 
 def is_linux() -> bool:
     return sys.platform.startswith("linux")
-
-
-def _env_on(name: str) -> bool:
-    return os.environ.get(name, "").strip() not in ("", "0")
 
 
 # -- private folders and files ------------------------------------------------------------
@@ -198,11 +186,6 @@ def pread(fd: int, size: int, offset: int) -> bytes:
             return os.read(fd, size)
         finally:
             os.lseek(fd, before, os.SEEK_SET)
-
-
-def native_pread() -> bool:
-    """Whether `pread` is the system's (POSIX), not the seek+read fallback."""
-    return hasattr(os, "pread")
 
 
 @contextlib.contextmanager
@@ -323,29 +306,8 @@ def arg_max() -> int | None:
         return None
 
 
-def cpu_count() -> int:
-    """CPUs this process may run on (its affinity on Linux), at least 1."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        with contextlib.suppress(OSError):
-            return len(affinity(0))
-    return os.cpu_count() or 1
-
-
-def fork_allowed() -> bool:
-    """Whether the second core may be a forked worker: Linux only (fork without exec is
-    unsafe on macOS, absent on Windows), and not with PASSDOWN_NO_FORK set."""
-    return is_linux() and hasattr(os, "fork") and not _env_on(NO_FORK_ENV)
-
-
-def fork() -> int:
-    """os.fork; only after `fork_allowed()`."""
-    posix: Any = os  # typed as absent on Windows
-    return int(posix.fork())
-
-
 def kill_hard(pid: int) -> None:
-    """SIGKILL a forked worker (only Linux forks one)."""
+    """SIGKILL a process, at once (the crash-safety tests' power cut)."""
     import signal
 
     os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
@@ -385,53 +347,6 @@ def process_exists(pid: int) -> bool:
     return True
 
 
-def reap(pid: int) -> None:
-    """Wait for a forked worker to end, through interruptions; once only per pid."""
-    waitpid = os.waitpid
-    while True:
-        try:
-            waitpid(pid, 0)
-            return
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            return
-
-
-def parent_death_signal() -> Callable[..., int] | None:
-    """Linux's prctl, looked up before a fork; None elsewhere (macOS has none)."""
-    if not is_linux():
-        return None
-    try:
-        import ctypes
-
-        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
-    except (OSError, AttributeError):
-        return None
-
-
-def die_with_parent(prctl: Callable[..., int] | None) -> None:
-    """In a forked worker: die with the parent (PR_SET_PDEATHSIG), and exit at once if
-    it died already. Without prctl the worker outlives a killed parent to its end."""
-    import signal
-
-    getppid = os.getppid
-    parent = getppid()
-    if prctl is not None:
-        with contextlib.suppress(Exception):
-            prctl(1, getattr(signal, "SIGKILL", 9))  # PR_SET_PDEATHSIG
-    if getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-def new_session() -> None:
-    """In a forked worker: its own session, out of the terminal's job control."""
-    setsid = getattr(os, "setsid", None)
-    if setsid is not None:
-        with contextlib.suppress(OSError):
-            setsid()
-
-
 def peak_rss_kb() -> int:
     """This process's peak resident memory in KB: ru_maxrss is KB on Linux and bytes on
     macOS; 0 where `resource` is missing (Windows)."""
@@ -444,29 +359,7 @@ def peak_rss_kb() -> int:
     return value // 1024 if is_macos() else value
 
 
-def openssl_candidates() -> Iterator[str | None]:
-    """Libraries that may hold OpenSSL's SHA256_* for the resumable hash, best first:
-    the one Python's `_hashlib` links (where it is one file with them), else the
-    system's libcrypto, except on macOS, whose unversioned /usr/lib/libcrypto aborts a
-    process that loads it. Lazy: `find_library` runs `ldconfig -p`, a process, so only
-    when the first candidate fails. None with PASSDOWN_NO_OPENSSL_HASH=1 (the fallback)."""
-    if _env_on(NO_OPENSSL_HASH_ENV):
-        return
-    try:
-        import _hashlib
-
-        yield _hashlib.__file__
-    except (ImportError, AttributeError):
-        pass
-    if not is_macos() and not is_windows():
-        import ctypes.util
-
-        yield ctypes.util.find_library("crypto")
-
-
 __all__ = [
-    "NO_FORK_ENV",
-    "NO_OPENSSL_HASH_ENV",
     "O_BINARY",
     "O_CLOEXEC",
     "O_DIRECTORY",
@@ -476,11 +369,7 @@ __all__ = [
     "UnsafeLaunch",
     "arg_max",
     "case_insensitive_fs",
-    "cpu_count",
-    "die_with_parent",
     "exclusive_lock",
-    "fork",
-    "fork_allowed",
     "hard_link",
     "inside",
     "is_linux",
@@ -490,17 +379,13 @@ __all__ = [
     "join",
     "kill_hard",
     "lock_file_descriptor",
-    "native_pread",
-    "new_session",
     "open_folder",
     "open_nonblocking",
     "owned_by_me",
-    "parent_death_signal",
     "path_key",
     "path_spellings",
     "peak_rss_kb",
     "pread",
-    "reap",
     "relative_inside",
     "replace",
     "resolve_npm_shim",

@@ -1,6 +1,6 @@
 """What went by on the way to extraction: how many events, and the distinct command lines
 that could have changed a file (git's changes are attributed to this session's commands).
-Kept apart from the pipeline so a two-core read's worker keeps them the same way."""
+Kept apart from the pipeline so a checkpoint keeps them the same way."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class SeenEvents:
         self.keep_commands(commands)
 
     def keep_commands(self, commands: Iterable[str]) -> None:
-        """Commands seen elsewhere (a two-core read's worker), after those seen here."""
+        """Commands seen elsewhere, after those seen here."""
         for command in commands:
             self._keep(command)
 

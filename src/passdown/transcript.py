@@ -250,8 +250,8 @@ class Diagnostics:
         self.unknown_types[record_type] = self.unknown_types.get(record_type, 0) + 1
 
     def add(self, later: Diagnostics) -> None:
-        """What a reader of a later part of the file noted (a two-core read's worker,
-        pass 1's other half, a window read after the checkpoint)."""
+        """What a reader of a later part of the file noted (a window read after the
+        checkpoint)."""
         self.lines += later.lines
         self.bad_lines += later.bad_lines
         self.torn_last_line = self.torn_last_line or later.torn_last_line

@@ -106,14 +106,13 @@ def copilot_cache_dir() -> Path:
     return e2e_home() / "xdg-cache"
 
 
-# passdown's switches for the one-core path (.ci/run's fallback pass sets them): the
-# minimal environments built here must hand them on to every `passdown` they start, or
-# that pass would test the forked path again.
-ONE_CORE_SWITCHES = ("PASSDOWN_NO_FORK", "PASSDOWN_NO_OPENSSL_HASH")
+# passdown's one switch (a full read every time): the minimal environments built here
+# hand it on to every `passdown` they start, so a run with it set tests what it says.
+PASSDOWN_SWITCHES = ("PASSDOWN_NO_CHECKPOINT",)
 
 
-def one_core_switches() -> dict[str, str]:
-    return {name: os.environ[name] for name in ONE_CORE_SWITCHES if name in os.environ}
+def passdown_switches() -> dict[str, str]:
+    return {name: os.environ[name] for name in PASSDOWN_SWITCHES if name in os.environ}
 
 
 @dataclass
@@ -170,7 +169,7 @@ class AgentEnv:
             ),
             "NO_COLOR": "1",
         }
-        env.update(one_core_switches())
+        env.update(passdown_switches())
         # Anything that points at a real endpoint would be a leak; point at 127.0.0.1 only.
         env["ANTHROPIC_BASE_URL"] = anthropic_url or "http://127.0.0.1:9"
         env["ANTHROPIC_API_KEY"] = FAKE_KEY

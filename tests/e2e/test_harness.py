@@ -88,19 +88,17 @@ def test_codex_runs_scripted_tools(
     assert meta["type"] == "session_meta" and meta["payload"]["cwd"] == str(workspace)
 
 
-def test_the_one_core_switches_reach_every_passdown_the_tests_start(
+def test_the_checkpoint_switch_reaches_every_passdown_the_tests_start(
     agent_env: AgentEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """.ci/run's fallback pass sets PASSDOWN_NO_FORK / PASSDOWN_NO_OPENSSL_HASH for the
-    tests; the agents' minimal environments (AgentEnv.environ, which every other one
-    builds on) hand them on, so the `passdown` processes an e2e test starts take the
-    one-core path too, and without them the forked path."""
+    """PASSDOWN_NO_CHECKPOINT set for the tests reaches the `passdown` processes an e2e
+    test starts (AgentEnv.environ, which every other environment builds on)."""
     import subprocess
     import sys
 
-    probe = "from passdown import _platform as p; print(p.fork_allowed())"
+    probe = "from passdown import _checkpoint as c; print(c.disabled())"
 
-    def forks() -> str:
+    def disabled() -> str:
         return subprocess.run(
             [sys.executable, "-c", probe],
             env=agent_env.environ(),
@@ -110,11 +108,9 @@ def test_the_one_core_switches_reach_every_passdown_the_tests_start(
             check=True,
         ).stdout.strip()
 
-    monkeypatch.setenv("PASSDOWN_NO_FORK", "1")
-    monkeypatch.setenv("PASSDOWN_NO_OPENSSL_HASH", "1")
-    assert agent_env.environ()["PASSDOWN_NO_OPENSSL_HASH"] == "1"
-    assert forks() == "False"
-    monkeypatch.delenv("PASSDOWN_NO_FORK")
-    monkeypatch.delenv("PASSDOWN_NO_OPENSSL_HASH")
-    assert "PASSDOWN_NO_OPENSSL_HASH" not in agent_env.environ()
-    assert forks() == "True"
+    monkeypatch.setenv("PASSDOWN_NO_CHECKPOINT", "1")
+    assert agent_env.environ()["PASSDOWN_NO_CHECKPOINT"] == "1"
+    assert disabled() == "True"
+    monkeypatch.delenv("PASSDOWN_NO_CHECKPOINT")
+    assert "PASSDOWN_NO_CHECKPOINT" not in agent_env.environ()
+    assert disabled() == "False"

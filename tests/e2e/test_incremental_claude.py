@@ -74,7 +74,6 @@ def _uuid_of(agent_env: AgentEnv, kind: str, needle: str) -> str:
     raise AssertionError(f"no {kind} record with {needle!r}")
 
 
-@pytest.mark.fork_checkpoint  # tests checkpoints: the fallback pass turns them off
 def test_claude_hook_export_resumes_from_the_checkpoint(
     tmp_path: Path, agent_env: AgentEnv, workspace: Path
 ) -> None:

@@ -45,7 +45,6 @@ def _checkpoint_offset(agent_env: AgentEnv) -> int:
     return msgspec.msgpack.decode(files[0].read_bytes(), type=Checkpoint).offset
 
 
-@pytest.mark.fork_checkpoint  # tests checkpoints: the fallback pass turns them off
 def test_export_after_each_codex_turn_resumes_from_the_checkpoint(
     agent_env: AgentEnv, tmp_path: Path
 ) -> None:

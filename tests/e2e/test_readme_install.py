@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, npm_bin_dir, one_core_switches, run_claude
+from e2e.agents import REPO_ROOT, AgentEnv, npm_bin_dir, passdown_switches, run_claude
 from e2e.checks import ok
 from e2e.hooked import hook_log
 from e2e.servers import AnthropicServer, Step
@@ -99,7 +99,7 @@ def test_readme_install_then_a_claude_session_end_writes_the_handoff(
         "LANG": "C.UTF-8",
         "TMPDIR": str(tmp_path),
         "PASSDOWN_DATA_DIR": str(agent_env.passdown_data),
-        **one_core_switches(),
+        **passdown_switches(),
     }
 
     # 1. the README's first block, in the clone

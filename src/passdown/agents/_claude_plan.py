@@ -98,8 +98,7 @@ class PlanReplay:
         end). It holds what this replay would: both replay the answered calls of the
         session, in order, into the same bounded `Plan` (extraction also replays a plan
         call left unanswered, past `PENDING_KEEP` waiting calls or at the end: after the
-        merge). Not for a two-core read, whose merge replays the worker's changes into
-        each replay."""
+        merge)."""
         self.plan, self.shared = plan, True
 
     def apply(self, op: PlanOp, created_id: str | None) -> None:

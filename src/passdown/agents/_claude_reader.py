@@ -478,16 +478,12 @@ class _SessionDecoder:
         pending: dict[str, ToolCall],
         *,
         config_dir: Path,
-        session_id: str | None = None,
-        active: type[_ActiveReader] | None = None,
     ) -> None:
-        """`session_id` (where the sub-agents' files are) when `info` does not hold it
-        (a two-core read's worker), `active` a reader class of its own (the worker's)."""
         self.config_dir = config_dir
-        self.session_id = info.session_id if session_id is None else session_id
+        self.session_id = info.session_id
         path = info.path
         subagents = Subagents(path.parent / self.session_id / "subagents", path.parent)
-        self.reader = (active or _ActiveReader)(path, info, diag, Branch(), subagents=subagents)
+        self.reader = _ActiveReader(path, info, diag, Branch(), subagents=subagents)
         if state is not None:
             self._restore(msgspec.convert(state, _SessionState), pending)
 

@@ -32,17 +32,6 @@ from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
 if TYPE_CHECKING:
     from passdown.agents._tree_forward import StraightLine
 
-    # what the two-core and incremental halves of this module define (read lazily below:
-    # they import this module)
-    from passdown.agents._tree_halves import MAIN_SHARE as MAIN_SHARE
-    from passdown.agents._tree_halves import TreeSplitter as TreeSplitter
-    from passdown.agents._tree_halves import branch_bytes as branch_bytes
-    from passdown.agents._tree_halves import branch_middle as branch_middle
-    from passdown.agents._tree_halves import clean_branch_cut as clean_branch_cut
-    from passdown.agents._tree_halves import half_lines as half_lines
-    from passdown.agents._tree_halves import on_branch as on_branch
-    from passdown.agents._tree_resume import TreeResumable as TreeResumable
-
 
 @dataclass(slots=True)
 class Node:
@@ -298,26 +287,3 @@ def restore_calls(saved: object, pending: dict[str, ToolCall]) -> dict[str, Tool
     result that completes a call completes the one extraction waits on)."""
     calls = msgspec.convert(saved or [], list[ToolCall])
     return {call.call_id: pending.get(call.call_id, call) for call in calls}
-
-
-# names that moved to the two-core (`_tree_halves`) and incremental (`_tree_resume`)
-# modules, still importable from here; loaded on first use, as both import this module
-_MOVED = {
-    "MAIN_SHARE": "_tree_halves",
-    "TreeSplitter": "_tree_halves",
-    "branch_bytes": "_tree_halves",
-    "branch_middle": "_tree_halves",
-    "clean_branch_cut": "_tree_halves",
-    "half_lines": "_tree_halves",
-    "on_branch": "_tree_halves",
-    "TreeResumable": "_tree_resume",
-}
-
-
-def __getattr__(name: str) -> object:
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"passdown.agents.{module}"), name)

@@ -13,30 +13,17 @@ same handoff. A session with a rewind thus pays the forward pass up to the rewin
 top of the two passes; one without pays a single pass.
 
 Only for a first read (a checkpoint's continuation walks just the appended bytes, already
-small). On two cores the forward pass is split, not pass 1: a forked worker takes the
-lines after a cut on a line of its own (`HalfLine`: its first record may hang off
-anything), and the main process merges it only when that line continues its own at the
-cut (`passdown.agents._claude_split`); otherwise it reads on itself, and leaves as above
-if the session is not straight. `PASSDOWN_NO_FORWARD_PASS=1` turns it off (benchmarks
-compare the two).
+small).
 """
 
 from __future__ import annotations
 
-import os
-
 from passdown.agents.base import CannotResume
-
-DISABLE_ENV = "PASSDOWN_NO_FORWARD_PASS"
 
 
 class BranchLeft(CannotResume):
     """The forward pass met a record off its straight line: the session needs pass 1.
     (A caller that only knows `CannotResume` reads the file anew: the same handoff.)"""
-
-
-def enabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "").strip() in ("", "0")
 
 
 class StraightLine:
@@ -66,54 +53,3 @@ class StraightLine:
         """At the end of the lines read so far: the leaf is the newest tree record."""
         if self.hint is not None and self.hint != self.last:
             raise BranchLeft(f"a leaf hint names {self.hint}, not the newest record")
-
-
-class HalfLine(StraightLine):
-    """The forward pass of a two-core read's worker, started at a cut: its first tree
-    record may have any parent (noted for the main process, which checks that it is the
-    last record before the cut); every later one must continue the line."""
-
-    __slots__ = ("first_parent", "started")
-    UNSET = "\0before the cut"  # no record id: the first record always goes to `take`
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.last = self.UNSET
-        self.started = False
-        self.first_parent: str | None = None
-
-    def take(self, record_id: str, parent: str | None) -> None:
-        if not self.started:
-            self.started, self.first_parent = True, parent
-            self.last_parent, self.last, self.hint = parent, record_id, None
-            return
-        super().take(record_id, parent)
-
-    def report(self) -> dict[str, str | bool | None]:
-        return {
-            "started": self.started,
-            "first_parent": self.first_parent,
-            "last": self.last if self.started else None,
-            "last_parent": self.last_parent,
-            "hint": self.hint,
-        }
-
-    @staticmethod
-    def joins(before: StraightLine, report: dict[str, object]) -> str | None:
-        """Why the worker's line (`report`) does not continue `before` (None: it does)."""
-        if not report.get("started"):
-            return "no tree record after the cut"  # its leaf hints need the main line
-        if report.get("first_parent") != before.last:
-            return "the record after the cut does not continue the one before it"
-        return None
-
-    @staticmethod
-    def continue_from(line: StraightLine, report: dict[str, object]) -> None:
-        """`line` as if it had read on through the worker's half."""
-        line.last = cast_str(report.get("last"))
-        line.last_parent = cast_str(report.get("last_parent"))
-        line.hint = cast_str(report.get("hint"))
-
-
-def cast_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None

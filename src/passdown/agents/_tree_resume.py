@@ -8,9 +8,8 @@ rewind to an older node, a parent the window does not hold, a leaf hint naming
 another record) falls back to a full read, which gives the same handoff.
 
 A first read of an agent whose decoder can (Claude Code) skips pass 1: it reads the file
-in one forward pass (`passdown.agents._tree_forward`; on two cores, its second part on a
-forked worker), and its caller reads it again with pass 1 if the session turns out not
-to be a straight line.
+in one forward pass (`passdown.agents._tree_forward`), and its caller reads it again
+with pass 1 if the session turns out not to be a straight line.
 """
 
 from __future__ import annotations
@@ -18,16 +17,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Callable, Iterator
-from typing import Any, BinaryIO, cast
-
-import msgspec
+from collections.abc import Iterator
+from typing import BinaryIO, cast
 
 from passdown import _platform
 from passdown._jsonl import LineReader
 from passdown.agents import _tree_forward
 from passdown.agents._tree import (
-    FRAGMENT_MEMORY,
     Branch,
     StraightDecoder,
     TreeFormat,
@@ -35,15 +31,6 @@ from passdown.agents._tree import (
     branch_lines,
     mark_broken,
     walk_branch,
-)
-from passdown.agents._tree_halves import (
-    _HALF_WALK_DECODER,
-    _HALF_WALK_ENCODER,
-    _Forked,
-    _HalfWalk,
-    _join_walks,
-    _line_end,
-    _WatchedIds,
 )
 from passdown.transcript import Diagnostics, Event, Plan, SessionInfo, ToolCall
 
@@ -80,12 +67,9 @@ class TreeResumable:
         self.windows: list[tuple[int, Branch]] = []
         self.later: tuple[Diagnostics, str | None] | None = None
         self.checkpointable = True
-        self.later_half: tuple[int, _Forked] | None = None  # pass 1's second half, forked
-        self.walk_report: dict[str, Any] = {}  # what the two-core walk did (stats, tests)
         # a first read may take the forward pass (the caller sets False to read again)
         self.forward = True
         self.straight: _tree_forward.StraightLine | None = None  # ... when it does
-        self.cut: int | None = None  # where a two-core read's worker starts
 
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """Plan the windows [start, end) and [end, size). False: the saved state cannot
@@ -105,7 +89,7 @@ class TreeResumable:
             every_line = Branch(broken=True)
             self.windows = [(0, every_line), (end, every_line)]
             return True
-        walk = self._first_walk(fd, end)
+        walk = self._walk(fd, 0, end)
         if walk.wanted is None:  # a whole branch: a checkpoint can hold its leaf
             second = self._follow(fd, end, size, walk.leaf, walk.leaf_parent, later=True)
             if second is not None:
@@ -130,15 +114,12 @@ class TreeResumable:
         return self.resuming or not self._straight_ahead()
 
     def _straight_ahead(self) -> bool:
-        """Whether this first read takes the forward pass: its decoder can, and pass 1
-        is not walked on two cores (then pass 2 is split along its branch)."""
+        """Whether this first read takes the forward pass: its decoder can."""
         return (
             self.forward
-            and self.later_half is None
             and isinstance(self.decoder, StraightDecoder)
             and self.fmt.always is None
             and not self.fmt.fragments
-            and _tree_forward.enabled()
         )
 
     def _walk(self, fd: int, lo: int, hi: int, *, later: bool = False) -> Walk:
@@ -162,84 +143,6 @@ class TreeResumable:
         elif info.title is None:
             info.title = saved_title
         return walk
-
-    # -- pass 1 on two cores (passdown._two_core.split_first_walk) ----------------------
-    def walk_in_two(
-        self, fd: int, end: int, fork: Callable[[Callable[[], bytes]], _Forked | None]
-    ) -> None:
-        """Have a forked worker walk the second half of [0, end) now; `begin` walks the
-        first half and joins the two (not for a reader that continues a checkpoint)."""
-        if self.resuming or self._straight_ahead():
-            return  # the forward pass is split instead (`passdown._two_core.start`)
-        middle = self.walk_middle(fd, end)
-        if not 0 < middle < end:
-            return
-        forked = fork(lambda: _HALF_WALK_ENCODER.encode(self._walk_alone(fd, middle, end)))
-        if forked is not None:
-            self.later_half = (middle, forked)
-
-    def walk_middle(self, fd: int, end: int) -> int:
-        """Where the worker's half begins: the first line start after the middle."""
-        return _line_end(fd, end // 2)
-
-    def _walk_alone(self, fd: int, lo: int, hi: int) -> _HalfWalk:
-        """Pass 1 over [lo, hi) as if nothing came after it, with what it noted (and, for
-        fragments, the ids it took or, as the first half, the ids it asked about)."""
-        info, diag = copy.copy(self.info), Diagnostics()
-        info.title = None
-        fragments = self.fmt.fragments
-        watched = _WatchedIds(FRAGMENT_MEMORY) if fragments and lo == 0 else None
-        walk = walk_branch(
-            LineReader(self.path, diag),
-            self.fmt.node_view(info, diag),
-            fragments=fragments,
-            handle=cast(BinaryIO, _FdView(fd, lo, hi)),
-            base=lo,
-            taken=watched,
-        )
-        taken = list(walk.taken.order) if walk.taken is not None else []
-        return _HalfWalk(
-            taken=taken,
-            asked=list(watched.asked) if watched is not None else [],
-            overflow=watched is not None and watched.overflow,
-            runs=walk.branch.runs.tobytes(),
-            leaf=walk.leaf,
-            leaf_parent=walk.leaf_parent,
-            wanted=walk.wanted,
-            started=walk.started,
-            hint=walk.hint,
-            met_leaf=walk.met_leaf,
-            diagnostics=diag,
-            title=info.title,
-        )
-
-    def _first_walk(self, fd: int, end: int) -> Walk:
-        """Pass 1 over [0, end): on two cores when a worker walks the second half."""
-        if self.later_half is None:
-            return self._walk(fd, 0, end)
-        middle, forked = self.later_half
-        self.later_half = None
-        try:
-            first = self._walk_alone(fd, 0, middle)
-            received = forked.result()
-        finally:
-            forked.cancel()
-        try:
-            later = _HALF_WALK_DECODER.decode(received)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            later = None  # the worker failed: walk it all here
-        joined = _join_walks(later, first, fd, middle) if later is not None else None
-        self.walk_report = {"walk_middle": middle, "walk_joined": joined is not None}
-        if joined is None:  # the halves do not join exactly: one walk, as on one core
-            return self._walk(fd, 0, end)
-        assert later is not None
-        # what a single walk notes, in its order: the later half first
-        self.diag.add(later.diagnostics)
-        self.diag.add(first.diagnostics)
-        title = later.title or first.title
-        if title is not None:
-            self.info.title = title  # walking back, the first title met is the newest
-        return joined
 
     def _follow(
         self,
@@ -295,8 +198,6 @@ class TreeResumable:
         if base:
             pairs = ((offset + base, line) for offset, line in pairs)
         yield from cast(StraightDecoder, self.decoder).feed_straight(pairs, straight, tail)
-        if base == 0 and self.windows and self.windows[0][0] == self.cut:
-            return  # the lines after the cut go on the line (the worker's, or read here)
         self.end_straight()
 
     def end_straight(self) -> None:
@@ -316,24 +217,6 @@ class TreeResumable:
         share = getattr(self.decoder, "share_plan", None)
         if share is not None:
             share(plan)
-
-    # -- a two-core read (passdown._two_core) -------------------------------------------
-    def first_branch(self) -> Branch | None:
-        """The branch of the complete lines read from the file's start (None when this
-        reader continues a checkpoint or has not planned its windows)."""
-        if self.resuming or not self.windows or self.windows[0][0] != 0:
-            return None
-        return self.windows[0][1]  # the forward pass's: every line
-
-    def split_first_window(self, cut: int) -> None:
-        """The complete lines are read as two windows, [0, cut) and [cut, end): the
-        second by a worker (then `skip_window` drops it) or, if its result is refused,
-        by this reader after the first."""
-        self.windows.insert(1, (cut, self.windows[0][1]))
-        self.cut = cut
-
-    def skip_window(self) -> None:
-        self.windows.pop(0)
 
     def state(self) -> object:
         if not self.checkpointable:

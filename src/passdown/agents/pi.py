@@ -39,11 +39,11 @@ from passdown.agents._tree import (
     Node,
     NodeReader,
     TreeFormat,
-    TreeResumable,
     calls_state,
     read_tree,
     restore_calls,
 )
+from passdown.agents._tree_resume import TreeResumable
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,

@@ -200,6 +200,12 @@ def inspect_command(
 @_budget_options
 @click.option("--no-store", is_flag=True, help="Do not also save the handoff in the record store.")
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing on success (for hooks).")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Also say how the session file was read (from which offset, how many bytes).",
+)
 @json_option()
 def export_command(
     source: str,
@@ -212,6 +218,7 @@ def export_command(
     limits: dict[str, int | None] | None,
     no_store: bool,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Write the handoff (.agent-handoff/HANDOFF.md and handoff.json) and print where."""
@@ -229,6 +236,8 @@ def export_command(
         click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
         if written.record_id:
             click.echo(f"stored record {written.record_id}")
+    if verbose and written.reading is not None:
+        click.echo(f"passdown: {written.reading.line()}", err=True)
     _warn(written.handoff.warnings + written.warnings, quiet)
 
 
@@ -241,6 +250,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
         "record_id": written.record_id,
         "source": {"agent": h.source.agent, "session_id": h.source.session_id},
         "warnings": h.warnings + written.warnings,
+        "read": written.reading.as_dict() if written.reading is not None else None,
     }
 
 

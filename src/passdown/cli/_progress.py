@@ -69,9 +69,8 @@ def session_reading(enabled: bool) -> Iterator[None]:
     """While the block runs, a bar per large session file: bytes read of it (a
     reader that makes two passes, such as Claude's branch finder, fills it twice).
 
-    The bars are redrawn as the reading advances, not by rich's refresh thread: a
-    process with a second thread never forks, so a large session read at a terminal
-    would lose its second core (`passdown._two_core`)."""
+    The bars are redrawn as the reading advances, not by rich's refresh thread: a bar
+    changes only when bytes were read, so a thread would only redraw it unchanged."""
     if not enabled:
         yield
         return

@@ -52,6 +52,7 @@ class HandoffRequest:
 class Prepared:
     coordinator: HandoffCoordinator
     package: HandoffPackage
+    selection: pipeline.Selection
 
 
 def prepare(
@@ -104,7 +105,7 @@ def prepare(
     except BaseException:
         coordinator.close()
         raise
-    return Prepared(coordinator, package)
+    return Prepared(coordinator, package, selection)
 
 
 def checked_workspace(folder: Path) -> Path:
@@ -145,8 +146,11 @@ def export(
         with prepared.coordinator as coordinator:
             package = adjust(coordinator, prepared.package) if adjust else prepared.package
             try:
-                return coordinator.export_sync(package, out_dir, store=store is not False)
+                written = coordinator.export_sync(package, out_dir, store=store is not False)
             except HandoffConflict:
                 if attempt == MAX_RACE_RETRIES - 1:
                     raise
+                continue
+            written.reading = prepared.selection.reading
+            return written
     raise AssertionError("unreachable")

@@ -426,8 +426,7 @@ class Replay:
 
     def pass2(self, start: int = 0, stop: int | None = None) -> Pass2:
         """What pass 2 decodes for slots [start, stop): the spilled slots not handed
-        on yet first, then those slots (`Pass2`, read by position: a two-core read
-        shares it out, `passdown.agents._gemini_split`)."""
+        on yet first, then those slots (`Pass2`, read by position)."""
         live = self.live
         return Pass2(live, live.spill, start, len(live) if stop is None else stop)
 

@@ -104,8 +104,7 @@ class ResumableReplay:
     def begin(self, fd: int, start: int, end: int, size: int) -> bool:
         """A first read replays its complete lines [start, end) here (pass 1), before
         any window is read: the window's `events` then only decode its live messages
-        (pass 2), which a two-core read shares out (`plan_split`). A reader continuing
-        a checkpoint replays each window as it reads it."""
+        (pass 2). A reader continuing a checkpoint replays each window as it reads it."""
         if self.resumed or start != 0 or end <= start:
             return True
         self._replay_window(cast(BinaryIO, FdWindow(fd, start, end)))
@@ -113,23 +112,11 @@ class ResumableReplay:
         spill = live.spill
         if spill is not None and spill.count:
             # the spilled ids' filter (up to 16 MiB) is packed now, not when the
-            # checkpoint is saved: the emit pass never needs it (nor a forked worker)
+            # checkpoint is saved: the emit pass never needs it
             spill.packed()
         self.first_window = self.replay.pass2(live.frozen, self._stop())
         self.planned = [(0, len(self.first_window))]
         return True
-
-    def plan_split(self, position: int) -> None:
-        """The first window's messages go out as two windows, positions [0, position)
-        and [position, end) of its pass 2: the second by a two-core read's worker
-        (then `skip_window` drops it) or, if its result is refused, by this reader."""
-        first, last = self.planned[0]
-        self.planned[:1] = [(first, position), (position, last)]
-
-    def skip_window(self) -> None:
-        self.planned.pop(0)
-        if not self.planned:
-            self._hand_on(self._stop())
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
         if self.planned:  # replayed by `begin`: its live messages only
