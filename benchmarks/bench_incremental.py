@@ -16,13 +16,20 @@ realshape.py instead (its middle repeated with fresh ids; for a tree-shaped sess
 copy chained onto the one before), and the appended megabyte more such copies (chained
 onto the current leaf), as the agent's next turns would be.
 
+`--simulate-windows` runs every export in the simulated native Windows of `tests/simwin`
+(no `os.pread`, no `fcntl`), with `ctypes` unimportable too: checkpoints use neither, so
+the resumed export reads only the appended bytes there as on Linux. Each resumed export's
+`--json` figures (`read`: checkpoint, offset, bytes) are checked to say so, and the
+resumed export is compared with the first read (target: under 0.4x).
+
 Usage: python benchmarks/bench_incremental.py [--agent codex] [--big-mb 500] [--small-mb 5]
-       [--append-mb 1] [--runs 7]
+       [--append-mb 1] [--runs 7] [--simulate-windows]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -39,6 +46,8 @@ from fatshape import WORKSPACE, generate_codex
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
+TARGET_OF_FIRST = 0.4  # a resumed export against the first read of the same session
+SIMWIN = REPO / "tests" / "simwin"
 MB = 1024 * 1024
 
 
@@ -57,6 +66,9 @@ def _git_workspace(path: Path) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True)
 
 
+LAST_READ: dict[str, object] = {}  # the `read` figures of the last export's --json
+
+
 def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = True) -> float:
     argv = [
         sys.executable,
@@ -67,7 +79,7 @@ def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = T
         agent,
         "--session",
         str(path),
-        "--quiet",
+        "--json",
     ]
     if agent != "codex":  # the recording's own cwd is gone: hand off into the bench's
         argv += ["--workspace", WORKSPACE]
@@ -79,6 +91,8 @@ def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = T
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"export failed ({proc.returncode}): {proc.stderr}")
+    LAST_READ.clear()
+    LAST_READ.update(json.loads(proc.stdout)["read"])
     return elapsed
 
 
@@ -184,6 +198,7 @@ def main() -> None:
     parser.add_argument(
         "--agent", default="codex", choices=["codex", "claude", "qwen", "pi", "gemini"]
     )
+    parser.add_argument("--simulate-windows", action="store_true")
     args = parser.parse_args()
     agent = args.agent
     _git_workspace(Path(WORKSPACE))
@@ -195,6 +210,10 @@ def main() -> None:
         "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     base.pop("PASSDOWN_STORE", None)
+    if args.simulate_windows:
+        base["PYTHONPATH"] = str(SIMWIN) + os.pathsep + base["PYTHONPATH"]
+        base["PASSDOWN_SIMULATE_WINDOWS"] = "1"
+        base["PASSDOWN_SIMULATE_NO_CTYPES"] = "1"
     # one Codex home per session: an export also reads the workspace's other sessions
     # that ran at the same time (to leave their edits out), which would mix the two
     # (and its own data folder: the two stores never mix)
@@ -218,9 +237,13 @@ def main() -> None:
         small_times, resumed_times = [], []
         for chunk in appends[: args.runs]:
             small_times.append(_export(small, small_env, agent, checkpoint=False))
+            before = big.stat().st_size
             with open(big, "ab") as handle:
                 handle.write(chunk)
             resumed_times.append(_export(big, big_env, agent))
+            wanted = {"checkpoint": "resumed", "offset": before, "bytes": len(chunk)}
+            if LAST_READ != wanted:
+                raise SystemExit(f"the resumed export read {LAST_READ}, not {wanted}")
         full = min(_export(big, big_env, agent, checkpoint=False) for _ in range(2))
         # the part a checkpoint changes, in this process: reading and extracting
         os.environ["PASSDOWN_DATA_DIR"] = base["PASSDOWN_DATA_DIR"]
@@ -251,6 +274,13 @@ def main() -> None:
         verdict = "ok" if ratio <= TARGET_RATIO else "OVER TARGET"
         print(f"ratio resumed / small = {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")
         print(f"resumed / full read = {resumed_s / full:.3f}")
+        of_first = resumed_s / first
+        verdict = "ok" if of_first < TARGET_OF_FIRST else "OVER TARGET"
+        where = "simulated Windows, no ctypes" if args.simulate_windows else sys.platform
+        print(
+            f"resumed / first read = {of_first:.3f} (target < {TARGET_OF_FIRST}; {where}; "
+            f"every resumed export read only the appended bytes): {verdict}"
+        )
         saved = list((Path(big_env["PASSDOWN_DATA_DIR"]) / "checkpoints").glob("*.msgpack"))
         print(
             f"checkpoint of the {big_mb:.0f} MB session: {sum(p.stat().st_size for p in saved)} bytes"

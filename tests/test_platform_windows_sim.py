@@ -163,3 +163,80 @@ def test_a_windows_session_exports_through_session(
     assert "- `calc.py`" in text and expected["latest_user_message"][:20] in text
     for secret in expected["secrets"]:
         assert secret not in text and secret not in json.dumps(handoff)
+
+
+def _appended_record(agent: str, session: Path) -> bytes:
+    """One more record as the agent's next turn would write it: Codex's a response item,
+    Claude's a user message chained onto the current leaf."""
+    lines = session.read_bytes().splitlines()
+    if agent == "codex":
+        return lines[-1] + b"\n"
+    last = json.loads(next(line for line in reversed(lines) if b'"uuid"' in line))
+    record = {
+        **last,
+        "type": "user",
+        "uuid": "0b0b0b0b-0000-4000-8000-000000000001",
+        "parentUuid": last["uuid"],
+        "message": {"role": "user", "content": "and now the docs, please"},
+    }
+    record.pop("toolUseResult", None)
+    return json.dumps(record).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("agent", "env_var", "session"),
+    [
+        (
+            "claude",
+            "CLAUDE_CONFIG_DIR",
+            "projects/C--Users-dev-proj/5e551011-0000-4000-8000-00000000c1a0.jsonl",
+        ),
+        (
+            "codex",
+            "CODEX_HOME",
+            "sessions/2026/11/29/rollout-2026-11-29T21-12-24-01a22926-e5e1-7e83-acf2-37049be87d5c.jsonl",
+        ),
+    ],
+)
+def test_a_windows_export_without_ctypes_reads_only_what_was_appended(
+    tmp_path: Path, agent: str, env_var: str, session: str
+) -> None:
+    """Checkpoints need neither `os.pread` nor `ctypes`: on simulated Windows with ctypes
+    unimportable, the export after an append reads from where the last one stopped, and
+    gives the handoff a full read gives."""
+    recorded = FIXTURES / agent / "full"
+    expected = json.loads((recorded / "expected.json").read_text())
+    store = tmp_path / "store"
+    _windows_copy(recorded, store, expected["workspace"])
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = _env(tmp_path, PASSDOWN_SIMULATE_NO_CTYPES="1", **{env_var: str(store)})
+    path = store / session
+
+    def export(out: str, **extra: str) -> dict[str, object]:
+        args = ["-m", "passdown", "export", "--from", agent, "--session", str(path)]
+        args += ["--workspace", str(workspace), "--out", str(tmp_path / out), "--no-store"]
+        proc = _run([*args, "--json"], {**env, **extra}, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout)["read"])
+
+    probe = _run(["-c", "import ctypes"], env, tmp_path)
+    assert "simulated Windows" in probe.stderr  # the simulation really blocks it
+    size = path.stat().st_size
+    assert export("first") == {"checkpoint": "full", "offset": 0, "bytes": size}
+    appended = _appended_record(agent, path)
+    with open(path, "ab") as handle:
+        handle.write(appended)
+    resumed = export("resumed")
+    assert resumed == {"checkpoint": "resumed", "offset": size, "bytes": len(appended)}
+    full = export("full", PASSDOWN_NO_CHECKPOINT="1")
+    assert full == {"checkpoint": "off", "offset": 0, "bytes": size + len(appended)}
+    handoffs = [
+        json.loads((tmp_path / out / "handoff.json").read_text(encoding="utf-8"))
+        for out in ("resumed", "full")
+    ]
+    for handoff in handoffs:
+        del handoff["id"], handoff["created_at"]
+    assert handoffs[0] == handoffs[1]
+    if agent == "claude":
+        assert handoffs[0]["task"]["latest_user_message"] == "and now the docs, please"

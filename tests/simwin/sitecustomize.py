@@ -39,6 +39,10 @@ POSIX_ONLY_OS = (
 )
 
 
+if os.environ.get("PASSDOWN_SIMULATE_NO_CTYPES") == "1":  # a Python built without it
+    BLOCKED |= {"ctypes", "_ctypes"}
+
+
 class _Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
         if name in BLOCKED:
