@@ -4,6 +4,7 @@ with an automatic compaction), and gives the handoff a full read gives."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,14 @@ from e2e.test_messy_codex import (
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
+READS: list[dict[str, Any]] = []  # what each export's --json said of its read
+
+
 def _export(env: dict[str, str], ws: Path, *, checkpoint: bool) -> dict[str, Any]:
     run_env = env if checkpoint else {**env, "PASSDOWN_NO_CHECKPOINT": "1"}
-    ok(run_passdown(run_env, ws, "export", "--from", "codex", "--no-store"), "passdown export")
+    proc = run_passdown(run_env, ws, "export", "--from", "codex", "--no-store", "--json")
+    ok(proc, "passdown export")
+    READS.append(json.loads(proc.stdout)["read"])
     data = load_handoff(ws)[1]
     del data["id"], data["created_at"]
     return data
@@ -64,13 +70,21 @@ def test_export_after_each_codex_turn_resumes_from_the_checkpoint(
         rollout = _rollout(agent_env)
         first_offset = _checkpoint_offset(agent_env)
         assert first_offset == rollout.stat().st_size  # Codex ends every line
+        assert READS[-1] == {"checkpoint": "full", "offset": 0, "bytes": first_offset}
         srv.set_script(turn2)
         srv.heavy_steps = {0}  # Codex compacts during turn two
         ok(run_codex(env, ws, PROMPT_2, resume="--last", timeout=240), "codex exec resume (turn 2)")
         assert srv.remaining == 0
 
     resumed = _export(env, ws, checkpoint=True)
-    assert _checkpoint_offset(agent_env) == rollout.stat().st_size > first_offset
+    size = rollout.stat().st_size
+    assert _checkpoint_offset(agent_env) == size > first_offset
+    # only what turn two appended was read
+    assert READS[-1] == {
+        "checkpoint": "resumed",
+        "offset": first_offset,
+        "bytes": size - first_offset,
+    }
     full = _export(env, ws, checkpoint=False)
     assert resumed == full
 
