@@ -32,7 +32,14 @@ class Source(_Model):
     title: str | None = None
     cwd: str | None = None
     transcript_path: str
-    transcript_sha256: str | None = None
+    transcript_sha256: str | None = Field(
+        default=None,
+        description=(
+            "The session file's digest as read: a SHA-256 chain over its 64 KiB blocks "
+            "(passdown._digest), which incremental export can resume; not the file's "
+            "sha256sum. Agents whose sessions are databases hash the rows read."
+        ),
+    )
 
 
 class TranscriptEntry(_Model):
