@@ -14,23 +14,20 @@ For each agent and size, in the same run:
   (first request, last progress, plan, files touched), or the row says what differs.
 
 `--src` may name several source trees (e.g. an older checkout) to compare them on the same
-files in the same run; `--cores 1,2` measures each with the two-core read off
-(`PASSDOWN_SINGLE_CORE=1`) and on. Every export is a first read (the checkpoint folder is
-emptied before each), and with two cores the peak RSS is the main process's peak plus the
-worker's own pages (as the export reports them under `PASSDOWN_TWO_CORE_STATS=1`). With
+files in the same run. Every export is a first read (the checkpoint folder is
+emptied before each). With
 `--runs N` the variants run in turn, N times, and a row shows the best or the median
 run (`--pick`). Generated files live under --workdir (default /tmp) and are removed at the
 end unless --keep.
 
 Usage: python benchmarks/bench_export.py [--agents claude,codex] [--sizes 100,300,1000]
-       [--shape real|fat] [--src DIR ...] [--cores 1,2] [--runs 2] [--pick best|median]
+       [--shape real|fat] [--src DIR ...] [--runs 2] [--pick best|median]
        [--json FILE] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import resource
@@ -132,7 +129,7 @@ def export(
         "--workspace",
         str(cwd),
     ]
-    run_env = {**env, "PYTHONPATH": src, "PASSDOWN_TWO_CORE_STATS": "1"}
+    run_env = {**env, "PYTHONPATH": src}
     proc = subprocess.run(
         [sys.executable, "-c", _WRAPPER, *argv],
         cwd=cwd,
@@ -144,20 +141,7 @@ def export(
     if code != "0":
         raise RuntimeError(f"export failed ({code}): {proc.stderr.strip()[-2000:]}")
     handoff = json.loads((out / "handoff.json").read_text())
-    peak_kb = max(int(rss_kb), _two_core_rss_kb(proc.stderr))
-    return float(wall), float(cpu), peak_kb / 1024, handoff
-
-
-def _two_core_rss_kb(stderr: str) -> int:
-    """Main peak RSS + the worker's own pages (those a fork does not share with the
-    main process) of a two-core read; 0 when the export read on one core."""
-    for line in stderr.splitlines():
-        if line.startswith("passdown two-core: "):
-            stats = ast.literal_eval(line.removeprefix("passdown two-core: "))
-            if stats.get("merged") is False:
-                print(f"  two-core refused: {stats.get('reason')}", flush=True)
-            return int(stats.get("main_rss_kb", 0)) + int(stats.get("worker_private_kb", 0))
-    return 0
+    return float(wall), float(cpu), int(rss_kb) / 1024, handoff
 
 
 def essentials(handoff: dict[str, Any]) -> dict[str, Any]:
@@ -250,24 +234,20 @@ class Bench:
         size = path.stat().st_size
         lines = count_lines(path)
         floor, floor_cpu = floor_seconds(path)
-        combos = [(s, c) for s in self.args.src for c in self.args.cores.split(",")]
-        results: dict[tuple[str, str], list[tuple[float, float, float, dict[str, Any]]]] = {
-            combo: [] for combo in combos
+        results: dict[str, list[tuple[float, float, float, dict[str, Any]]]] = {
+            src: [] for src in self.args.src
         }
         for _ in range(self.args.runs):  # alternating, so a change of load hits all alike
-            for src, cores in combos:
-                run_env = {**env, "PASSDOWN_SINGLE_CORE": "1" if cores == "1" else "0"}
-                results[src, cores].append(
-                    export(agent, path, src, run_env, self.work / "out", self.cwd)
-                )
-        for (src, cores), runs in results.items():
+            for src in self.args.src:
+                results[src].append(export(agent, path, src, env, self.work / "out", self.cwd))
+        for src, runs in results.items():
             runs.sort(key=lambda result: result[0])
             picked = runs[0] if self.args.pick == "best" else runs[len(runs) // 2]
             wall, cpu, rss, handoff = picked
             row = Row(
                 agent,
                 shape,
-                self._label(src) + ("" if "," not in self.args.cores else f"/{cores}c"),
+                self._label(src),
                 size / MB,
                 lines,
                 floor,
@@ -321,12 +301,6 @@ def main() -> None:
         nargs="+",
         default=[str(REPO / "src")],
         help="passdown source trees to compare (PYTHONPATH of the export)",
-    )
-    parser.add_argument(
-        "--cores",
-        default="2",
-        help="1: two-core read off (PASSDOWN_SINGLE_CORE=1); 2: on (where it applies); "
-        "1,2: both, in the same run",
     )
     parser.add_argument("--runs", type=int, default=1, help="export runs per file")
     parser.add_argument(

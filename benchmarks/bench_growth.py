@@ -11,10 +11,8 @@ data dir. Each row prints:
 - wall and CPU seconds, seconds per MB;
 - `x prev`: the time at this size over the time at the size before (4x the bytes: at most
   4.5x passes), on CPU time (steadier than wall time on a shared machine);
-- peak RSS of the child (its ru_maxrss; with a two-core read, at least the main process's
-  peak while a worker lived plus that worker's own pages) and its growth over the smallest
-  size (at most 10 MB passes; `--cores 1` measures the reader alone: past its size
-  threshold the two-core read adds a forked worker's own pages, 3-9 MB, while it lives);
+- peak RSS of the child (its ru_maxrss) and its growth over the smallest size (at most
+  10 MB passes);
 - the size of handoff.json and HANDOFF.md, and how many plan items, commands, files and
   sub-agents handoff.json lists;
 - the check: the first request and the current plan's open items survive.
@@ -23,14 +21,13 @@ The last line per agent and kind says PASS or what failed. Generated files live 
 --workdir and are removed unless --keep.
 
 Usage: python benchmarks/bench_growth.py [--agents claude,codex] [--kinds plan,failing]
-       [--sizes 4,16,64] [--skip claude:plan] [--cores 1|2]
+       [--sizes 4,16,64] [--skip claude:plan]
        [--src [NAME=]DIR ...] [--timeout 600] [--json FILE] [--keep]
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import compileall
 import itertools
 import json
@@ -84,7 +81,7 @@ class Row:
 
 
 def run_export(
-    grown: growslice.Grown, src: str, work: Path, timeout: float, cores: str = "2"
+    grown: growslice.Grown, src: str, work: Path, timeout: float
 ) -> tuple[Row, dict[str, Any] | None]:
     out, data, ws, home = work / "out", work / "data", work / "ws", work / "home"
     for folder in (out, data):
@@ -97,8 +94,6 @@ def run_export(
         grown.env_var: str(grown.root),
         "PASSDOWN_DATA_DIR": str(data),
         "PYTHONPATH": src,
-        "PASSDOWN_TWO_CORE_STATS": "1",
-        "PASSDOWN_SINGLE_CORE": "1" if cores == "1" else "0",
     }
     argv = [
         sys.executable,
@@ -124,7 +119,7 @@ def run_export(
         text=True,
     )
     code, wall, cpu, rss_kb = proc.stdout.split()
-    rss = max(int(rss_kb), _two_core_rss_kb(proc.stderr)) / 1024
+    rss = int(rss_kb) / 1024
     row = Row(
         grown.agent,
         grown.kind,
@@ -156,24 +151,6 @@ def run_export(
     row.subagents = len(state.get("subagents") or [])
     row.check = content_check(grown, handoff, (out / "HANDOFF.md").read_text())
     return row, handoff
-
-
-def _two_core_rss_kb(stderr: str) -> int:
-    """What the export and a forked worker held at once, for each worker (a tree's pass-1
-    walker, the second half's reader): the main process's peak while the worker lived
-    (sampled every 5 ms; older sources: its peak up to the merge) plus the worker's own
-    pages at its end, its result made. The caller takes the larger of this and the
-    export's own peak (ru_maxrss: before the fork, after the worker, the render)."""
-    for line in stderr.splitlines():
-        if line.startswith("passdown two-core: "):
-            stats = ast.literal_eval(line.removeprefix("passdown two-core: "))
-            main = stats.get("main_rss_with_worker_kb", stats.get("main_rss_kb", 0))
-            walk = stats.get("walk_main_rss_with_worker_kb", 0)
-            return max(
-                int(main) + int(stats.get("worker_private_kb", 0)),
-                int(walk) + int(stats.get("walk_worker_private_kb", 0)),
-            )
-    return 0
 
 
 def open_items(agent: str, scenario: str) -> list[str]:
@@ -264,14 +241,6 @@ def main() -> None:
         help="passdown source trees (PYTHONPATH of the export), each run on the same files; "
         "NAME=DIR labels one",
     )
-    parser.add_argument(
-        "--cores",
-        choices=("1", "2"),
-        default="2",
-        help="1: the two-core read off (PASSDOWN_SINGLE_CORE=1): the reader's own memory; "
-        "2: as users run it (past its size threshold a forked worker's own pages add to "
-        "the peak)",
-    )
     parser.add_argument("--timeout", type=float, default=600, help="seconds per export")
     parser.add_argument("--json", help="also write the rows as JSON lines to this file")
     parser.add_argument("--workdir", default=tempfile.gettempdir())
@@ -283,10 +252,7 @@ def main() -> None:
     srcs = dict(_label(s) for s in args.src)
     for src in srcs.values():  # as an installed package is (pip compiles on install)
         compileall.compile_dir(src, quiet=1)
-    print(
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
-        f"two-core read {'off' if args.cores == '1' else 'on'}; src {srcs}"
-    )
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; src {srcs}")
     print(HEADER, flush=True)
     rows: list[Row] = []
     summary: list[str] = []
@@ -303,7 +269,7 @@ def main() -> None:
                         runs = done[label]
                         if runs and runs[-1].error:
                             continue  # a bigger size would only take longer
-                        row, _ = run_export(grown, src, work, args.timeout, args.cores)
+                        row, _ = run_export(grown, src, work, args.timeout)
                         row.src = label
                         print_row(row, runs[-1] if runs else None, runs[0] if runs else row)
                         runs.append(row)

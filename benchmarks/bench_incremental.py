@@ -242,7 +242,7 @@ def main() -> None:
                 handle.write(chunk)
             resumed_times.append(_export(big, big_env, agent))
             wanted = {"checkpoint": "resumed", "offset": before, "bytes": len(chunk)}
-            if LAST_READ != wanted:
+            if wanted != LAST_READ:
                 raise SystemExit(f"the resumed export read {LAST_READ}, not {wanted}")
         full = min(_export(big, big_env, agent, checkpoint=False) for _ in range(2))
         # the part a checkpoint changes, in this process: reading and extracting

@@ -1,27 +1,29 @@
 """passdown against its peers on one real-shaped Claude Code session (200 MB by default).
 
-The peers are installed from PyPI into a scratch virtualenv (never a dependency of
-passdown): session-handover, harness-distill, baton-agents (the `baton` CLI; the PyPI
-package named `baton` is an unrelated wrapper) and claude-handoff. A peer that cannot be
-installed here is reported as such and skipped.
+The peers are installed from PyPI at pinned versions into a scratch virtualenv (never a
+dependency of passdown): session-handover, harness-distill, baton-agents (the `baton`
+CLI; the PyPI package named `baton` is an unrelated wrapper) and claude-handoff. A peer
+that cannot be installed fails the benchmark (exit 1): a comparison missing a peer
+would claim more than it measured.
 
 The session is the recorded Claude fixture grown by realshape.py, placed under a scratch
 HOME as ~/.claude/projects/<workspace>/<id>.jsonl with its task files, and each tool is
 run on it the way its help says, in a child process: wall time, CPU time and peak RSS,
 plus what its output carries of the session (first request, last progress message, the
 plan's three tasks, the three files touched) and whether it leaked the planted AWS key.
-The floor (`wc -l; cat`) is measured in the same run. passdown runs twice: as it runs
-on Linux (a large file's second half on a forked second core) and as it runs on macOS
-and Windows, on one core (`PASSDOWN_NO_FORK=1`), each run a first read. Wall time is the best run's, CPU time
-the least of the runs. `--before DIR`
-adds both rows for another passdown source tree (e.g. main's `src`), in the same run.
+The floor (`wc -l; cat`) is measured in the same run. Every passdown run is a first read.
+The tools run interleaved (run 1 of every tool, then run 2, ...), so a shared machine's
+load weighs on all alike; wall and CPU time are the medians of `--runs` runs (at least
+5). `--before DIR` adds a row for another passdown source tree (e.g. an older checkout's
+`src`) in the same run, and the verdict line compares passdown with it (target: within
+1.05x) and with every peer (target: ahead of each).
 
 `--kind plan` grows it by repeating only its plan operations instead (growslice.py): the
 three TaskCreate calls and a TaskUpdate, the task ids "1", "2", "3" reused in every copy
 as a forked session reuses them.
 
 Usage: python benchmarks/bench_peers.py [--size 200] [--kind middle|plan|...]
-       [--venv /tmp/passdown-peers-venv] [--runs 2] [--src DIR] [--before DIR] [--keep]
+       [--venv /tmp/passdown-peers-venv] [--runs 5] [--src DIR] [--before DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import argparse
 import compileall
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,14 @@ PEERS = {  # PyPI package -> CLI it installs
     "baton-agents": "baton",
     "claude-handoff": "claude-handoff",
 }
+PINS = {  # the versions compared (the newest on PyPI on 2026-12-06)
+    "session-handover": "0.5.0",
+    "harness-distill": "0.1.1",
+    "baton-agents": "0.1.0",
+    "claude-handoff": "0.20.0",
+}
+MIN_RUNS = 5
+BEFORE_TARGET = 1.05
 RECORDED_WS = "/tmp/passdown-rec/claude-full"
 # What a handoff of this session must carry, as strings its output must contain.
 CONTENT = {
@@ -116,18 +127,21 @@ def content_report(text: str) -> tuple[str, bool]:
     return complete, SECRET in text
 
 
-def ensure_venv(venv: Path) -> dict[str, str]:
-    """{package: "" if installed, else why not}."""
-    status: dict[str, str] = {}
+def ensure_venv(venv: Path) -> None:
+    """Every peer at its pinned version, or exit 1 naming those that would not install."""
     if not (venv / "bin" / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    failed: list[str] = []
     for package in PEERS:
+        pinned = f"{package}=={PINS[package]}"
         proc = subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "-q", package], capture_output=True, text=True
+            [str(venv / "bin" / "pip"), "install", "-q", pinned], capture_output=True, text=True
         )
-        lines = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln]
-        status[package] = "" if proc.returncode == 0 else (lines[-1] if lines else "pip failed")
-    return status
+        if proc.returncode != 0:
+            lines = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln]
+            failed.append(f"{pinned}: {lines[-1] if lines else 'pip failed'}")
+    if failed:
+        raise SystemExit("peers that could not be installed:\n  " + "\n  ".join(failed))
 
 
 def main() -> None:
@@ -145,7 +159,7 @@ def main() -> None:
     parser.add_argument(
         "--venv", default=os.path.join(tempfile.gettempdir(), "passdown-peers-venv")
     )
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=MIN_RUNS)
     parser.add_argument(
         "--src", default=str(REPO / "src"), help="the passdown source tree to run (PYTHONPATH)"
     )
@@ -154,22 +168,26 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    if args.runs < MIN_RUNS:
+        parser.error(f"--runs: at least {MIN_RUNS} (the medians of fewer are noise here)")
     venv = Path(args.venv)
     # byte-compiled, as an installed package is: pip compiles the peers on install, and
     # with PYTHONDONTWRITEBYTECODE set every run would compile passdown's modules again
     for src in (args.src, args.before):
         if src:
             compileall.compile_dir(src, quiet=1)
-    installed = ensure_venv(venv)
+    ensure_venv(venv)
     work = Path(tempfile.mkdtemp(prefix="passdown-peers-"))
     try:
-        run(args, venv, installed, work)
+        if not run(args, venv, work):
+            raise SystemExit(1)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: Path) -> None:
+def run(args: argparse.Namespace, venv: Path, work: Path) -> bool:
+    """Every tool timed; True when passdown met both targets."""
     home, ws, out = work / "home", work / "ws", work / "out"
     ws.mkdir(parents=True)
     out.mkdir()
@@ -211,12 +229,9 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
     export += ["--session", str(session), "--out", str(out / "passdown"), "--no-store", "--quiet"]
     passdowns: dict[str, tuple[list[str], list[Path], dict[str, str]]] = {
         "passdown": (export, [out / "passdown"], {}),
-        "passdown, one core": (export, [out / "passdown"], {"PASSDOWN_NO_FORK": "1"}),
     }
     if args.before:
-        for name, (argv, outputs, extra) in list(passdowns.items()):
-            before = {**extra, "PYTHONPATH": args.before}
-            passdowns[name.replace("passdown", "passdown before")] = (argv, outputs, before)
+        passdowns["passdown before"] = (export, [out / "passdown"], {"PYTHONPATH": args.before})
     commands: dict[str, tuple[list[str], list[Path], dict[str, str]]] = {
         **passdowns,
         "session-handover": (
@@ -270,34 +285,56 @@ def run(args: argparse.Namespace, venv: Path, installed: dict[str, str], work: P
         f"{'tool':26} {'wall':>7} {'x floor':>7} {'CPU':>7} {'x passdown':>10} "
         f"{'RSS MB':>7}  content; secret"
     )
-    base: float | None = None
-    for tool, (argv, outputs, extra) in commands.items():
-        if not tool.startswith("passdown") and installed.get(tool):
-            print(f"{tool:26} not installable here: {installed[tool]}")
-            continue
-        results = []
-        for _ in range(args.runs):
+    runs: dict[str, list[Result]] = {tool: [] for tool in commands}
+    for _ in range(args.runs):  # interleaved: run n of every tool, then run n + 1
+        for tool, (argv, outputs, extra) in commands.items():
             # every passdown run is a first read, as the peers' are (claude-handoff runs
             # with --no-cache): its checkpoint from the run before would make it resume
             shutil.rmtree(work / "data", ignore_errors=True)
-            results.append(timed(tool, argv, {**env, **extra}, ws, outputs, work))
-        best = min(results, key=lambda r: r.wall)
-        # CPU: the least of the runs (on a shared machine a run's CPU time grows with
-        # the others' load, and not in step with its wall time)
-        best.cpu = min(r.cpu for r in results)
-        if best.error:
-            print(f"{tool:26} failed: {best.error}")
+            runs[tool].append(timed(tool, argv, {**env, **extra}, ws, outputs, work))
+    walls: dict[str, float] = {}
+    for tool, results in runs.items():
+        failed = next((r for r in results if r.error), None)
+        if failed is not None:
+            print(f"{tool:26} failed: {failed.error}")
             continue
-        base = base or best.wall
-        complete, leaked = content_report(best.output)
+        wall = statistics.median(r.wall for r in results)
+        cpu = statistics.median(r.cpu for r in results)
+        walls[tool] = wall
+        complete, leaked = content_report(results[-1].output)
         print(
-            f"{tool:26} {best.wall:6.2f}s {best.wall / floor:7.1f} {best.cpu:6.2f}s "
-            f"{best.wall / base:10.2f} {best.rss_mb:7.0f}  {complete}; "
-            f"{'LEAKS the AWS key' if leaked else 'redacted'}",
+            f"{tool:26} {wall:6.2f}s {wall / floor:7.1f} {cpu:6.2f}s "
+            f"{wall / walls.get('passdown', wall):10.2f} {max(r.rss_mb for r in results):7.0f}  "
+            f"{complete}; {'LEAKS the AWS key' if leaked else 'redacted'}",
             flush=True,
         )
     argv, outputs, _ = commands["passdown"]
     print(resumed_row(argv, env, ws, outputs[0], work))
+    return _verdict(walls, args.runs)
+
+
+def _verdict(walls: dict[str, float], runs: int) -> bool:
+    """The targets: within BEFORE_TARGET of the --before tree, ahead of every peer."""
+    ours = walls.get("passdown")
+    if ours is None:
+        print("verdict: passdown failed")
+        return False
+    ok = True
+    before = walls.get("passdown before")
+    if before is not None:
+        ratio = ours / before
+        ok = ratio <= BEFORE_TARGET
+        print(f"passdown / before = {ratio:.3f} (target <= {BEFORE_TARGET}, medians of {runs})")
+    peers = {tool: wall for tool, wall in walls.items() if not tool.startswith("passdown")}
+    behind = [tool for tool, wall in peers.items() if wall <= ours]
+    missing = [tool for tool in PEERS if tool not in peers]
+    ok = ok and not behind and not missing
+    print(
+        f"verdict: {'PASS' if ok else 'FAIL'}"
+        + (f"; peers as fast or faster: {', '.join(behind)}" if behind else "")
+        + (f"; peers that failed: {', '.join(missing)}" if missing else "")
+    )
+    return ok
 
 
 def resumed_row(argv: list[str], env: dict[str, str], ws: Path, out: Path, work: Path) -> str:
