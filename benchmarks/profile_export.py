@@ -107,7 +107,7 @@ def phases(agent_name: str, path: Path) -> None:
                 record_decoder.decode(line)
 
     def events_only() -> None:
-        for _ in agent._events(ref, info(), Diagnostics()):  # type: ignore[attr-defined]
+        for _ in agent.read(ref).events():
             pass
 
     layers: list[tuple[str, Callable[[], object]]] = [

@@ -1,6 +1,7 @@
-"""What the checkpointed line readers (Codex, Copilot) share: the reader that stops
-between two lines, keeps the tool calls still waiting for their result, and continues
-from its state (`passdown._checkpoint` stores it; `Agent.resumable_reader` restores it).
+"""What the checkpointed line readers (Codex, Copilot, Droid, gptme, Kimi) share: the
+reader that stops between two lines, keeps the tool calls still waiting for their result,
+and continues from its state (`passdown._checkpoint` stores it; `Agent.resumable_reader`
+restores it), and `LineSessionAgent`, the agent whose sessions such a reader reads.
 
 Each reader states its own fields in `state` and reads them back in `restore`; the
 state went through msgspec and a file on disk, so every value is checked for its type
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
-from passdown.transcript import Diagnostics, Event, SessionInfo, ToolCall
+from passdown.agents.base import Agent
+from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, ToolCall, Transcript
 
 Reader = TypeVar("Reader", bound="LineStateReader")
 
@@ -42,6 +44,10 @@ class LineStateReader:
             reader.restore(state, pending)
         return reader
 
+    def events(self, stream: BinaryIO | None = None) -> Iterator[Event]:
+        """The events of the lines of `stream` (None: the whole file at `path`)."""
+        raise NotImplementedError
+
     def close(self) -> Iterator[Event]:
         """The events due at the end of the file; none unless a reader buffers."""
         return iter(())
@@ -53,6 +59,38 @@ class LineStateReader:
         """Continue from `state`; `pending` holds the restored calls extraction still
         waits for (a reader that completes a call must complete those objects)."""
         raise NotImplementedError
+
+
+class LineSessionAgent(Agent):
+    """An agent whose session is one append-only JSON Lines file, read by its
+    `line_reader` in full or, through a checkpoint, from where the last export stopped."""
+
+    supports_checkpoint = True
+
+    def line_reader(self) -> type[LineStateReader]:
+        """The class of this agent's reader."""
+        raise NotImplementedError
+
+    def read(self, ref: SessionRef) -> Transcript:
+        def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+            self.before_reading(ref, info)
+            reader = self.line_reader()(ref.path, info, diag)
+            yield from reader.events()
+            yield from reader.close()
+
+        return self.stream(ref, produce)
+
+    def before_reading(self, ref: SessionRef, info: SessionInfo) -> None:
+        """What the listing knew that the file does not say (a title), noted first."""
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> LineStateReader:
+        return self.line_reader().resumed(info, diagnostics, state, pending)
 
 
 def state_str(state: Mapping[str, object], key: str) -> str | None:

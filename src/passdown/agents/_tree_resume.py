@@ -30,9 +30,45 @@ from passdown.agents._tree import (
     Walk,
     branch_lines,
     mark_broken,
+    read_tree,
     walk_branch,
 )
-from passdown.transcript import Diagnostics, Event, Plan, SessionInfo, ToolCall
+from passdown.agents.base import Agent
+from passdown.transcript import (
+    Diagnostics,
+    Event,
+    Plan,
+    SessionInfo,
+    SessionRef,
+    ToolCall,
+    Transcript,
+)
+
+
+class TreeSessionAgent(Agent):
+    """An agent whose session is one append-only file of parent-linked records, read in
+    full (`passdown.agents._tree.read_tree`) or, through a checkpoint, from where the
+    last export stopped (`TreeResumable`)."""
+
+    supports_checkpoint = True
+
+    def tree_format(self) -> TreeFormat:
+        """How this agent's records are read in each pass."""
+        raise NotImplementedError
+
+    def read(self, ref: SessionRef) -> Transcript:
+        return self.stream(
+            ref, lambda info, diag: read_tree(self.tree_format(), ref.path, info, diag)
+        )
+
+    def resumable_reader(
+        self,
+        info: SessionInfo,
+        diagnostics: Diagnostics,
+        state: object | None,
+        pending: dict[str, ToolCall],
+    ) -> TreeResumable:
+        return TreeResumable(self.tree_format(), info, diagnostics, state, pending)
 
 
 class TreeResumable:

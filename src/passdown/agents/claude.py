@@ -39,16 +39,13 @@ from passdown.agents._common import (
     list_folder,
     read_head,
 )
-from passdown.agents._tree import LeafHint, Node, TreeFormat, read_tree
-from passdown.agents._tree_resume import TreeResumable
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._tree import LeafHint, Node, TreeFormat
+from passdown.agents._tree_resume import TreeSessionAgent
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
-    Event,
     SessionInfo,
     SessionRef,
-    ToolCall,
-    Transcript,
 )
 
 
@@ -65,7 +62,7 @@ def _project_of(folder: str, prefix: str) -> bool:
     )
 
 
-class ClaudeCode(Agent):
+class ClaudeCode(TreeSessionAgent):
     name = "claude"
     display_name = "Claude Code"
     program = "claude"
@@ -109,24 +106,7 @@ class ClaudeCode(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
-
-    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        return read_tree(self._format(), ref.path, info, diag)
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> TreeResumable:
-        return TreeResumable(self._format(), info, diagnostics, state, pending)
-
-    def _format(self) -> TreeFormat:
+    def tree_format(self) -> TreeFormat:
         config_dir = self.config_dir()
         return TreeFormat(
             node_view=_node_reader,

@@ -39,8 +39,8 @@ from passdown.agents._common import (
     list_folder,
 )
 from passdown.agents._endings import api_error_ending
-from passdown.agents._resumable import LineStateReader, state_str
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -53,7 +53,6 @@ from passdown.transcript import (
     SessionRef,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _ROLLOUT_ID = re.compile(
@@ -165,7 +164,7 @@ _TYPED_LINE = msgspec.json.Decoder(_TypedLine)
 _ANY = msgspec.json.Decoder()
 
 
-class CodexCLI(Agent):
+class CodexCLI(LineSessionAgent):
     name = "codex"
     display_name = "Codex CLI"
     program = "codex"
@@ -216,19 +215,8 @@ class CodexCLI(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: _RolloutReader(ref.path, info, diag).events())
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> _RolloutReader:
-        return _RolloutReader.resumed(info, diagnostics, state, pending)
+    def line_reader(self) -> type[LineStateReader]:
+        return _RolloutReader
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

@@ -40,8 +40,8 @@ from passdown.agents._common import (
 )
 from passdown.agents._copilot_side import todo_plan, workspace_yaml
 from passdown.agents._endings import api_error_ending
-from passdown.agents._resumable import LineStateReader, state_str, state_strs
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str, state_strs
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -52,7 +52,6 @@ from passdown.transcript import (
     SubagentNote,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _NULL = msgspec.Raw(b"null")
@@ -217,7 +216,7 @@ _ARGS = msgspec.json.Decoder(_Args)
 _ANY = msgspec.json.Decoder()
 
 
-class CopilotCLI(Agent):
+class CopilotCLI(LineSessionAgent):
     name = "copilot"
     display_name = "GitHub Copilot CLI"
     program = "copilot"
@@ -261,24 +260,8 @@ class CopilotCLI(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
-
-    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        reader = _EventReader(ref.path, info, diag)
-        yield from reader.events()
-        yield from reader.close()
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> _EventReader:
-        return _EventReader.resumed(info, diagnostics, state, pending)
+    def line_reader(self) -> type[LineStateReader]:
+        return _EventReader
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

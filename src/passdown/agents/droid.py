@@ -46,8 +46,8 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._endings import api_error_ending, short_message
-from passdown.agents._resumable import LineStateReader, state_str
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
     EndReason,
@@ -61,7 +61,6 @@ from passdown.transcript import (
     SessionRef,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _EDIT_TOOLS = {"Create": "write", "Edit": "edit", "MultiEdit": "edit", "ApplyPatch": "edit"}
@@ -139,7 +138,7 @@ def cwd_slug(cwd: str) -> str:
     return re.sub(r"[\\/:]", "-", cwd)
 
 
-class DroidCLI(Agent):
+class DroidCLI(LineSessionAgent):
     name = "droid"
     display_name = "Factory Droid"
     program = "droid"
@@ -182,24 +181,8 @@ class DroidCLI(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
-
-    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        reader = _LogReader(ref.path, info, diag)
-        yield from reader.events()
-        yield from reader.close()
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> _LogReader:
-        return _LogReader.resumed(info, diagnostics, state, pending)
+    def line_reader(self) -> type[LineStateReader]:
+        return _LogReader
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

@@ -57,8 +57,8 @@ from passdown.agents._common import (
     list_folder,
 )
 from passdown.agents._endings import api_error_ending, short_message
-from passdown.agents._resumable import LineStateReader, state_str
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -73,7 +73,6 @@ from passdown.transcript import (
     ToolAction,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _LOG = "conversation.jsonl"
@@ -133,7 +132,7 @@ def logs_dir() -> Path:
     return Path(user_data_dir("gptme")) / "logs"
 
 
-class Gptme(Agent):
+class Gptme(LineSessionAgent):
     name = "gptme"
     display_name = "gptme"
     program = "gptme"
@@ -167,24 +166,8 @@ class Gptme(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-            reader = _LogReader(ref.path, info, diag)
-            yield from reader.events()
-            yield from reader.close()
-
-        return self.stream(ref, produce)
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> _LogReader:
-        return _LogReader.resumed(info, diagnostics, state, pending)
+    def line_reader(self) -> type[LineStateReader]:
+        return _LogReader
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

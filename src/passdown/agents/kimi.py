@@ -46,8 +46,8 @@ from passdown.agents._common import (
 )
 from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
-from passdown.agents._resumable import LineStateReader, state_str, state_strs
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str, state_strs
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -63,7 +63,6 @@ from passdown.transcript import (
     ToolAction,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _WIRE = "wire.jsonl"
@@ -183,7 +182,7 @@ def folder_name(cwd: str) -> str:
     return hashlib.md5(cwd.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-class KimiCLI(Agent):
+class KimiCLI(LineSessionAgent):
     name = "kimi"
     display_name = "Kimi CLI"
     program = "kimi"
@@ -243,25 +242,11 @@ class KimiCLI(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        def produce(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-            info.title = ref.title
-            reader = _WireReader(ref.path, info, diag)
-            yield from reader.events()
-            yield from reader.close()
+    def line_reader(self) -> type[LineStateReader]:
+        return _WireReader
 
-        return self.stream(ref, produce)
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> _WireReader:
-        return _WireReader.resumed(info, diagnostics, state, pending)
+    def before_reading(self, ref: SessionRef, info: SessionInfo) -> None:
+        info.title = ref.title
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

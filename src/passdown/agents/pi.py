@@ -40,11 +40,10 @@ from passdown.agents._tree import (
     NodeReader,
     TreeFormat,
     calls_state,
-    read_tree,
     restore_calls,
 )
-from passdown.agents._tree_resume import TreeResumable
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._tree_resume import TreeSessionAgent
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -56,7 +55,6 @@ from passdown.transcript import (
     ToolAction,
     ToolCall,
     ToolResult,
-    Transcript,
 )
 
 _TREE_TYPES = frozenset(
@@ -149,7 +147,7 @@ def encode_cwd(cwd: str) -> str:
     return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", cwd)) + "--"
 
 
-class PiAgent(Agent):
+class PiAgent(TreeSessionAgent):
     name = "pi"
     display_name = "pi"
     program = "pi"
@@ -204,22 +202,8 @@ class PiAgent(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
-
-    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        return read_tree(_FORMAT, ref.path, info, diag)
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> TreeResumable:
-        return TreeResumable(_FORMAT, info, diagnostics, state, pending)
+    def tree_format(self) -> TreeFormat:
+        return _FORMAT
 
     # -- launching ----------------------------------------------------------------
     def launch_spec(self, prompt: str, *, workspace: Path, interactive: bool) -> LaunchSpec:

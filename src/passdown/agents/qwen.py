@@ -76,11 +76,10 @@ from passdown.agents._tree import (
     Node,
     NodeReader,
     TreeFormat,
-    read_tree,
     restore_calls,
 )
-from passdown.agents._tree_resume import TreeResumable
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents._tree_resume import TreeSessionAgent
+from passdown.agents.base import LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -91,7 +90,6 @@ from passdown.transcript import (
     SessionInfo,
     SessionRef,
     ToolCall,
-    Transcript,
 )
 
 # system subtypes outside the conversation tree (the CLI never picks them as the leaf)
@@ -116,7 +114,7 @@ def encode_project(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
-class QwenCode(Agent):
+class QwenCode(TreeSessionAgent):
     name = "qwen"
     display_name = "Qwen Code"
     program = "qwen"
@@ -159,24 +157,7 @@ class QwenCode(Agent):
         )
 
     # -- reading ------------------------------------------------------------------
-    def read(self, ref: SessionRef) -> Transcript:
-        return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
-
-    def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
-        return read_tree(self._format(), ref.path, info, diag)
-
-    supports_checkpoint = True
-
-    def resumable_reader(
-        self,
-        info: SessionInfo,
-        diagnostics: Diagnostics,
-        state: object | None,
-        pending: dict[str, ToolCall],
-    ) -> TreeResumable:
-        return TreeResumable(self._format(), info, diagnostics, state, pending)
-
-    def _format(self) -> TreeFormat:
+    def tree_format(self) -> TreeFormat:
         return TreeFormat(
             node_view=_node_view,
             decoder=lambda i, d, saved, calls: _BranchReader(
