@@ -539,6 +539,48 @@ def test_rewritten_prefix_falls_back_to_a_full_read(tmp_path: Path) -> None:
     assert [p["subject"] for p in after["state"]["plan"]][1].startswith("Step X of plan")
 
 
+def test_rewritten_head_is_read_again(tmp_path: Path) -> None:
+    """The first request rewritten in place (same length, in the fingerprinted head):
+    the stale checkpoint is not served, the session is read again."""
+    path, workspace = _session(tmp_path)
+    body = _recorded_body()
+    path.write_bytes(body)
+    first = _export_and_compare(path, workspace)
+    assert isinstance(first, dict)
+    request = first["task"]["original_request"]
+    at = body.find(request[:20].encode())
+    assert 0 < at < checkpoint.FINGERPRINT_SPAN
+    rewritten = body[:at] + b"Z" * 20 + body[at + 20 :]
+    READINGS.clear()
+    path.write_bytes(rewritten + TurnMaker().user())
+    after = _export_and_compare(path, workspace)
+    assert isinstance(after, dict)
+    assert after["task"]["original_request"].startswith("Z" * 20)
+    assert READINGS == {"refused": 1}
+
+
+def test_a_checkpoint_of_another_format_is_ignored(tmp_path: Path) -> None:
+    """A checkpoint of another format version, or of another shape, is not read: the
+    session is read in full and a checkpoint of this format written."""
+    path, workspace = _session(tmp_path)
+    path.write_bytes(_recorded_body())
+    _export_and_compare(path, workspace)
+    store = checkpoint.checkpoint_path("codex", path)
+    saved = _saved(path)
+    later = msgspec.structs.replace(saved, format=checkpoint.CHECKPOINT_FORMAT + 1)
+    for other in (
+        msgspec.msgpack.encode(later),
+        msgspec.msgpack.encode({"format": checkpoint.CHECKPOINT_FORMAT, "offset": saved.offset}),
+        msgspec.msgpack.encode([1, 2, 3]),
+    ):
+        store.write_bytes(other)
+        READINGS.clear()
+        handoff = _export_and_compare(path, workspace)
+        assert isinstance(handoff, dict) and handoff["state"]["plan"]
+        assert READINGS == {"refused": 1}
+        assert _saved(path).format == checkpoint.CHECKPOINT_FORMAT
+
+
 def test_torn_last_line_is_read_but_not_checkpointed(tmp_path: Path) -> None:
     path, workspace = _session(tmp_path)
     maker = TurnMaker()

@@ -337,10 +337,14 @@ class _Resumed:
     ) -> Checkpoint | None:
         try:
             data = read_nofollow(self.store)
+        except OSError:
+            return None  # none yet (or unreadable: a new one replaces it)
+        self.reading.how = "refused"  # until it proves usable
+        try:
             if _FORMAT_DECODER.decode(data).format != CHECKPOINT_FORMAT:
                 return None  # another format's fields may mean other things
             saved = _DECODER.decode(data)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         state = saved.extractor
         if (
