@@ -235,6 +235,12 @@ def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     else:  # a .json document streams: its fields come after its requests
         document = SessionDocument(info.path, diag)
         yield from _requests(document.requests(), info, diag)
+        if document.cut:
+            yield SessionEnding(
+                reason="interrupted",
+                message=f"{info.path.name} ends inside its last request (cut while being "
+                "written?): what came after the cut is not known",
+            )
         fields = document.field
     info.started_at = _iso(fields("creationDate"))
     title = fields("customTitle")
@@ -246,7 +252,7 @@ def _requests(requests: Iterator[object], info: SessionInfo, diag: Diagnostics) 
     for n, request in enumerate(requests):
         if isinstance(request, dict):
             yield from _request(request, n, info, diag)
-            last = request.get("timestamp")
+            last = request.get("timestamp", last)
         else:
             diag.bad_lines += 1
     info.updated_at = _iso(last)
