@@ -140,7 +140,7 @@ class TaskFolderAgent(Agent):
         task_dir = ref.path.parent
         facts = self.facts(task_dir, self.history(task_dir.parent.parent))
         info.cwd = facts.cwd or info.cwd
-        info.started_at = ref.started_at  # the first message read says it again
+        info.started_at = ref.started_at  # else the first message read says it
         info.updated_at = iso_millis(facts.ts)
         info.add_model(facts.model)
         if facts.task:

@@ -220,7 +220,7 @@ class UiMessages:
     def message(self, msg: _UiMessage, n: int) -> Iterator[Event]:
         kind = msg.say if msg.type == "say" else msg.ask if msg.type == "ask" else None
         stamp = iso_millis(msg.ts)
-        if n == 0 and stamp:
+        if n == 0 and not self.info.started_at:
             self.info.started_at = stamp  # the task's first message: when it started
         text = (msg.text or "").strip()
         if kind == "command":
@@ -505,13 +505,13 @@ def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
 # -- api_conversation_history.json (when the UI messages are gone) -----------------------
 def api_history(path: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     """The task's messages as the model was sent them; the first one's `ts` (Cline writes
-    one) is when the task started."""
+    one) is when the task started, where `info` does not know it yet."""
     for n, message in enumerate(_stream(path, diag)):
         diag.lines += 1
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             continue
         stamp = iso_millis(message.get("ts"))
-        if n == 0 and stamp:
+        if n == 0 and not info.started_at:
             info.started_at = stamp
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _list(content)
