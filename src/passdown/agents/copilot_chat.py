@@ -24,7 +24,9 @@ What is read, all from documented (open-source) shapes, `ISerializableChatData` 
 - `editedFileEvents[{uri, eventKind: 1 kept | 2 undone | 3 modified by the user}]`;
 - how a request ended: `modelState.value` (`ResponseModelState`: 0 pending, 1 complete,
   2 cancelled, 3 failed), the older `isCanceled`, and `result.errorDetails {message,
-  isRateLimited, isQuotaExceeded}`.
+  isRateLimited, isQuotaExceeded}`; a `.json` cut inside a request (the editor stopped
+  while writing it) keeps what was written of it, the request's text first
+  (`ChatModel.toExport` writes `message` before `response`), and ends interrupted.
 """
 
 from __future__ import annotations
