@@ -486,3 +486,58 @@ def test_copilot_chat_json_cut_inside_the_first_response(tmp_path: Path) -> None
     assert f"**Goal:** {COPILOT_REQUEST}" in markdown
     assert "normally" not in markdown
     assert any("ends early" in w for w in handoff["warnings"])
+
+
+def test_a_result_read_past_waits_for_its_command(tmp_path: Path) -> None:
+    """The API history is read forward as the UI messages ask: a result passed while
+    looking for another command's is still found for its own, in both of Cline's forms
+    (text, and a `tool_result` naming its use) and Roo's (`tool_result` by id)."""
+    from passdown.agents._ui_messages import CommandResults
+
+    path = _write(
+        tmp_path / "api_conversation_history.json",
+        [
+            {"role": "user", "content": [{"type": "text", "text": "<task>\ngo\n</task>"}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "[execute_command for 'npm test'] Result:\n"
+                        "The user denied this operation.",
+                    }
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t2", "name": "execute_command", "input": {}},
+                    {
+                        "type": "tool_use",
+                        "id": "t3",
+                        "name": "execute_command",
+                        "input": {"command": "make &amp;&amp; make test"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t3",
+                        "content": [
+                            {"type": "text", "text": "Exit code: 2\nOutput:\nExit code: 0"}
+                        ],
+                    }
+                ],
+            },
+            {"role": "user", "content": [{"type": "text", "text": _cline_result()}]},
+        ],
+    )
+    results = CommandResults(path)
+    assert results.find(ec.FAILING) == "Command failed with exit code 1."
+    assert results.find("make && make test") == "Exit code: 2"  # Roo unescapes it for the UI
+    assert results.find("npm test") == "The user denied this operation."
+    assert results.find("npm test") is None and results.find("ls") is None
