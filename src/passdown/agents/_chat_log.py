@@ -214,13 +214,26 @@ class SessionDocument:
     """A `.json` session (`ISerializableChatData`) read as a stream: `requests()` gives its
     requests one at a time, decoded; `field(name)` its `creationDate` or `customTitle`
     (after the requests in the file: taken in the same pass once they are read). A file
-    cut short or not JSON past a point gives the requests before it, and a warning."""
+    cut short or not JSON past a point gives the requests before it, and a warning; one
+    cut inside a request gives that request too, as far as it was written (`chatModel.ts`
+    `toExport` writes a request's `message` before its `response`), and `cut` says so."""
 
     def __init__(self, path: Path, diag: Diagnostics) -> None:
         self.diag = diag
         self.stream = DocumentStream(
-            path, "requests.item", _FIELDS, diag, limit=NO_LIMIT, shape="a chat session"
+            path,
+            "requests.item",
+            _FIELDS,
+            diag,
+            limit=NO_LIMIT,
+            shape="a chat session",
+            unfinished=True,
         )
+
+    @property
+    def cut(self) -> bool:
+        """Whether the last request given was cut short (read once `requests()` ran)."""
+        return self.stream.cut_item
 
     def requests(self) -> Iterator[object]:
         for request in self.stream.values():

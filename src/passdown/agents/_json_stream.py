@@ -46,7 +46,11 @@ class DocumentStream:
     top-level value `name` (one of `fields`): taken in the same pass once `items()` has
     run to its end, else by a pass of its own that stops where the value is. A document
     cut short, not JSON, unreadable or past `limit` bytes gives the items before that
-    point and a warning; one that holds no item and none of `fields` is "not `shape`"."""
+    point and a warning; one that holds no item and none of `fields` is "not `shape`".
+    With `unfinished`, a document that ends inside an item (cut while being written) gives
+    that item too, as far as it was written (`cut_item` then says so): found by a second
+    pass of ijson's events (a cut document only), it holds the keys and values complete
+    before the cut."""
 
     def __init__(
         self,
@@ -57,6 +61,7 @@ class DocumentStream:
         *,
         limit: int,
         shape: str,
+        unfinished: bool = False,
     ) -> None:
         self.path = path
         self.prefix = items
@@ -64,6 +69,8 @@ class DocumentStream:
         self.diag = diag
         self.limit = limit
         self.shape = shape
+        self.unfinished = unfinished
+        self.cut_item = False  # the last item given was cut short
         self._values: dict[str, bytes | None] = {}
 
     def field(self, name: str, decoder: msgspec.json.Decoder[T]) -> T | None:
@@ -119,6 +126,12 @@ class DocumentStream:
                     self._fields_around(handle, mark)
         except ijson.JSONError as error:
             problem = _why(error)
+            if self.unfinished:
+                item = self._unfinished(count)
+                converted = convert(item) if item is not None else None
+                if converted is not None:
+                    self.cut_item = True
+                    yield converted
         except TooDeep:
             problem = f"nests deeper than {MAX_DEPTH} levels: read up to there"
         except OSError as error:
@@ -127,7 +140,7 @@ class DocumentStream:
             pass  # could not be opened: said as it is
         elif bounded.cut:
             problem = f"is larger than {self.limit // _MIB} MB: read up to there"
-        elif not count and not any(self._value(name) for name in self.names):
+        elif not count and not self.cut_item and not any(self._value(n) for n in self.names):
             problem = f"is not {self.shape}"
         if problem is not None:
             self.diag.warnings.append(f"{self.path.name} {problem}")
@@ -136,6 +149,28 @@ class DocumentStream:
             self.diag.warnings.append(
                 f"{self.path.name}: {skipped} item(s) nested too deep to read were left out"
             )
+
+    def _unfinished(self, count: int) -> object:
+        """The item after the first `count` ones as far as the document holds it, when it
+        ends inside that item; None when it does not (or that item is no object or array)."""
+        builder: ObjectBuilder | None = None
+        seen = 0
+        with contextlib.suppress(ijson.JSONError, TooDeep, OSError):
+            with open_regular(self.path) as handle:
+                for prefix, event, value in ijson.parse(
+                    _Bounded(handle, self.limit), use_float=True
+                ):
+                    if builder is not None:
+                        builder.event(event, value)
+                        if prefix == self.prefix and event in ("end_map", "end_array"):
+                            return None  # complete after all
+                    elif prefix == self.prefix and event not in ("end_map", "end_array"):
+                        if seen == count and event in ("start_map", "start_array"):
+                            builder = ObjectBuilder()
+                            builder.event(event, value)
+                        seen += 1
+            return None  # read to its end: no item was cut
+        return builder.value if builder is not None else None
 
     def _fields_around(self, handle: BinaryIO, last_piece: _Mark) -> None:
         """Every field of `names` from around the array just read: those before it from

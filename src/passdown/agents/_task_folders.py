@@ -13,6 +13,12 @@ User folder (`passdown.agents._editors`), holding (github.com/cline/cline
 
 What the messages say is read by `passdown.agents._ui_messages`.
 The agent modules (`cline_ext`, `roo`) add where their index and their plan live.
+
+Times: the history item's `ts` is the task's last activity (`saveClineMessagesAndUpdateHistory`
+in Cline's `message-state.ts`, `taskMetadata` in Roo's `taskMetadata.ts`: the last message's
+`ts`), so it is the session's `updated_at`; it started with its first message (`started_at`).
+A message file that holds no message is no session: its API history is read instead,
+and with none there the read fails (exit 5), as for any session file with no record.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from passdown.agents._common import (
 )
 from passdown.agents._document import decode_side_file
 from passdown.agents._editors import iso_millis
-from passdown.agents._ui_messages import UiMessages, api_history
+from passdown.agents._ui_messages import CommandResults, UiMessages, api_history, first_ts
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.errors import SessionReadError
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -114,12 +121,16 @@ class TaskFolderAgent(Agent):
                     session_id=task_dir.name,
                     path=path,
                     cwd=facts.cwd,
-                    started_at=iso_millis(facts.ts),
+                    started_at=self.started_at(task_dir, path),
                     updated_at=st.st_mtime,
                     size=st.st_size,
                     title=" ".join(facts.task.split())[:200] if facts.task else None,
                 )
         return None
+
+    def started_at(self, task_dir: Path, path: Path) -> str | None:
+        """When the task started: its first message's `ts`."""
+        return first_ts(path)
 
     # -- reading ------------------------------------------------------------------
     def read(self, ref: SessionRef) -> Transcript:
@@ -129,20 +140,46 @@ class TaskFolderAgent(Agent):
         task_dir = ref.path.parent
         facts = self.facts(task_dir, self.history(task_dir.parent.parent))
         info.cwd = facts.cwd or info.cwd
-        info.started_at = iso_millis(facts.ts)
+        info.started_at = ref.started_at  # else the first message read says it
+        info.updated_at = iso_millis(facts.ts)
         info.add_model(facts.model)
         if facts.task:
             info.title = " ".join(facts.task.split())[:200]
         yield from files_in_context(task_dir / "task_metadata.json")
-        if ref.path.name == API_HISTORY:
-            yield from api_history(ref.path, diag)
-        else:
-            reader = UiMessages(info, diag)
+        history = task_dir / API_HISTORY
+        if ref.path.name == UI_MESSAGES:
+            results = CommandResults(history) if is_file(history) else None
+            reader = UiMessages(info, diag, results)
             yield from reader.read(ref.path, facts.task)
             yield from reader.close()
+            if reader.count == 0:
+                yield from self._no_messages(ref.path, history, info, diag)
+        else:
+            yield from self._no_messages(None, ref.path, info, diag)
         plan = self.final_plan(task_dir, ref.session_id)
         if plan is not None:
             yield plan
+
+    def _no_messages(
+        self, empty: Path | None, history: Path, info: SessionInfo, diag: Diagnostics
+    ) -> Iterator[Event]:
+        """The task from its API history, for a `ui_messages.json` that is gone or holds no
+        message (`empty`); refused (exit 5) when that holds none either: the task index's
+        entry alone ("Task #1 (No messages)", Roo writes for such a task) is no session."""
+        lines = diag.lines
+        if is_file(history):
+            if empty is not None:
+                diag.warnings.append(f"{empty.name} holds no message: read {history.name}")
+            yield from api_history(history, info, diag)
+        if diag.lines == lines:
+            where = empty or history
+            raise SessionReadError(
+                f"{where} holds no {self.display_name} message"
+                + (f", nor does {history.name}" if empty is not None else "")
+                + "; nothing was handed off",
+                hint="the extension may not have written this task yet; pass --session "
+                "with another",
+            )
 
     def final_plan(self, task_dir: Path, task_id: str) -> PlanOp | None:
         """The plan as the task left it, where the extension keeps one beside the

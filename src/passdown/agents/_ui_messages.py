@@ -10,11 +10,19 @@ From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `C
   (`_json_stream.DocumentStream`), one message at a time, whatever its size: memory
   stays flat and the task's first message is read however long the task grew (a file
   cut while being written gives the messages before the cut, and a warning).
-- `say:task` the request; `say:user_feedback` the user's later messages; `say:text`,
+- the first message is the request: Cline's `say:task`, Roo's `say:text` (`Task.startTask`
+  says the task as text); its `ts` is when the task started (the history item's `ts` is
+  its last activity); `say:user_feedback` the user's later messages; `say:text`,
   `say:completion_result`, `ask:followup` (JSON `{question}`) and
   `ask:plan_mode_respond` (JSON `{response}`) the assistant's;
-- `ask|say:command` a command, answered by the `command_output` messages after it (an
-  exit code only where its output states one);
+- `ask|say:command` a command (Cline's approval ask may end in `REQ_APP`), answered by the
+  `command_output` messages after it: the terminal's output only. Its exit code is in the
+  result the model was sent next: `[execute_command for 'CMD'] Result:` then "Command
+  failed with exit code 1." (Cline, `CommandOrchestrator`) or "...\nExit code: 1" (Roo,
+  `ExecuteCommandTool`), before "\nOutput:". That result is in the next
+  `say:api_req_started` JSON's `request` (Cline; Roo until October 2025) and in
+  `api_conversation_history.json` (a text block, or a `tool_result` answering an
+  `execute_command` `tool_use`), read forward alongside (`CommandResults`);
 - `ask|say:tool`, JSON `ClineSayTool {tool, path, ...}`: `newFileCreated`,
   `editedExistingFile`, Roo's `appliedDiff`/`insertContent`/`searchAndReplace` are edits
   (applied when said, proposed when asked), Roo's `updateTodoList {todos[{id, content,
@@ -24,13 +32,16 @@ From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `C
   streamingFailedMessage}`: a request cancelled or cut off; `ask:api_req_failed` (its
   text the API's error, a 429 among them) a request that failed; `ask:resume_task` a task
   interrupted (the editor closed) and reopened without going on.
-- `api_conversation_history.json`, Anthropic `MessageParam[]`, read only when
-  `ui_messages.json` is gone: its text blocks, the request unwrapped from `<task>`.
+- `api_conversation_history.json`, Anthropic `MessageParam[]`: the commands' results, and
+  the whole task when `ui_messages.json` is gone or holds no message: its text blocks, the
+  request unwrapped from `<task>` (Cline) or `<user_message>` (Roo).
 """
 
 from __future__ import annotations
 
+import html
 import re
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +67,12 @@ from passdown.transcript import (
 
 _CHECKBOX = re.compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
 _TASK_TAG = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
+_RESULT_OF = re.compile(r"\[execute_command for '(.*?)'\] Result:\n?", re.DOTALL)
+_OUTPUT_STARTS = re.compile(r"\nOutput\b")
+_SIGNAL = re.compile(r"(?:terminated|killed) by signal", re.IGNORECASE)
+_REQ_APP = "REQ_APP"  # Cline's COMMAND_REQ_APP_STRING, appended to an approval's text
+_STATUS_CHARS = 2000
+_WAITING_RESULTS = 256  # results read past while looking for a command's, kept for later
 
 _TOOL_ACTIONS: dict[str, ToolAction] = {
     "newFileCreated": "write",
@@ -155,43 +172,59 @@ def _stream(path: Path, diag: Diagnostics) -> Iterator[object]:
     return document.values()
 
 
-class UiMessages:
-    """Turns `ClineMessage`s into events, one at a time."""
+def first_ts(path: Path) -> str | None:
+    """When a message file's first message was written (`ui_messages.json`'s, or
+    `api_conversation_history.json`'s where Cline gave it a `ts`): the file streams, so
+    only that message is read."""
+    for item in _stream(path, Diagnostics()):
+        return iso_millis(item.get("ts")) if isinstance(item, dict) else None
+    return None
 
-    def __init__(self, info: SessionInfo, diag: Diagnostics) -> None:
+
+class UiMessages:
+    """Turns `ClineMessage`s into events, one at a time; `results` gives the results the
+    model was sent for its commands (`api_conversation_history.json`), when there is one."""
+
+    def __init__(
+        self, info: SessionInfo, diag: Diagnostics, results: CommandResults | None = None
+    ) -> None:
         self.info = info
         self.diag = diag
+        self.results = results
         self.command: ToolCall | None = None  # awaiting its output
         self.output: list[str] = []
-        self.last: _UiMessage | None = None
         self.saw_task = False
+        self.count = 0  # the messages the file holds
 
     def read(self, path: Path, task: str | None) -> Iterator[Event]:
         """The events of `path`; `task` is the request as the task history has it (for a
-        file with no task message first, or none at all)."""
-        n = -1
+        file whose first message is not the task). A file of no message gives nothing:
+        `count` says so."""
         for n, item in enumerate(_stream(path, self.diag)):
             self.diag.lines += 1
+            self.count += 1
             msg = _decode(item)
-            if n == 0 and task and (msg is None or msg.say != "task"):
+            if n == 0 and task and (msg is None or not _is_request(msg, n)):
                 yield from self._task_from_history(task)
             if msg is None:
                 self.diag.bad_lines += 1
                 continue
             yield from self.message(msg, n)
-        if n < 0 and task:
-            yield from self._task_from_history(task)
 
     def _task_from_history(self, task: str) -> Iterator[Event]:
         """The request as the task history has it, for a file whose first message is not
-        the task (or that holds none)."""
+        the task."""
         yield Message(role="user", text=task.strip())
         self.saw_task = True
 
     def message(self, msg: _UiMessage, n: int) -> Iterator[Event]:
         kind = msg.say if msg.type == "say" else msg.ask if msg.type == "ask" else None
         stamp = iso_millis(msg.ts)
+        if n == 0 and not self.info.started_at:
+            self.info.started_at = stamp  # the task's first message: when it started
         text = (msg.text or "").strip()
+        if kind == "command":
+            text = _command_text(text)
         pending = self.command
         if (
             kind == "command"
@@ -201,9 +234,8 @@ class UiMessages:
         ):
             return  # the approval asked, then the run said: one command
         if kind != "command_output":
-            yield from self._flush_command(stamp)
-        self.last = msg
-        if kind == "task" and text:
+            yield from self._flush_command(stamp, msg if kind == "api_req_started" else None)
+        if _is_request(msg, n) and text:
             yield Message(role="user", text=text, timestamp=stamp, synthetic=self.saw_task)
             self.saw_task = True
         elif kind == "user_feedback" and text:
@@ -249,25 +281,149 @@ class UiMessages:
             self.diag.unknown(f"{msg.type}:{kind}" if kind else str(msg.type))
 
     def close(self) -> Iterator[Event]:
-        yield from self._flush_command(None)
+        yield from self._flush_command(None, None)
 
-    def _flush_command(self, stamp: str | None) -> Iterator[ToolResult]:
+    def _flush_command(self, stamp: str | None, request: _UiMessage | None) -> Iterator[ToolResult]:
+        """The pending command's result: its exit code as the result the model was sent
+        says it (the `api_req_started` that follows, else the API history), else as its
+        output states one."""
         call = self.command
         if call is None:
             return
         self.command = None
-        if not self.output:
-            return  # no output recorded: the command stays unanswered
+        command = call.command or ""
+        status = _result_in_request(request, command) if request is not None else None
+        if status is None and self.results is not None:
+            status = self.results.find(command)
+        verdict = _verdict(status) if status is not None else None
+        if not self.output and verdict is None:
+            return  # no output, no result: the command stays unanswered
         output = "".join(self.output)
-        code = parse_exit_code(output[-4000:])
-        failed = code not in (None, 0)
+        if verdict is not None:
+            failed, code = verdict
+        else:
+            code = parse_exit_code(output[-4000:])
+            failed = code not in (None, 0)
         yield ToolResult(
             call_id=call.call_id,
             is_error=failed,
             exit_code=code,
-            error=first_error_line(output) if failed else None,
+            error=(first_error_line(output) or first_error_line(status)) if failed else None,
             timestamp=stamp,
         )
+
+
+def _is_request(msg: _UiMessage, n: int) -> bool:
+    """Whether `msg` says the task's request: Cline's `say:task`, or the first message
+    when it is Roo's `say:text`."""
+    return msg.type == "say" and (msg.say == "task" or (n == 0 and msg.say == "text"))
+
+
+def _command_text(text: str) -> str:
+    return text[: -len(_REQ_APP)].rstrip() if text.endswith(_REQ_APP) else text
+
+
+def _same_command(ours: str, theirs: str) -> bool:
+    """Whether a result's command is the one the UI showed (Roo shows it with its HTML
+    entities unescaped)."""
+    ours, theirs = ours.strip(), _command_text(theirs.strip())
+    return bool(ours) and ours in (theirs, html.unescape(theirs))
+
+
+def _verdict(status: str) -> tuple[bool, int | None] | None:
+    """(failed, exit code) as a command's result states them ("Command failed with exit
+    code 1.", "Exit code: 1", "Process terminated by signal SIGKILL"); None when it states
+    neither (still running, denied, an unknown exit code)."""
+    code = parse_exit_code(status)
+    if code is not None:
+        return code != 0, code
+    if _SIGNAL.search(status):
+        return True, None
+    return None
+
+
+def _status_of(result: str) -> str:
+    """A command's result without its output: the lines that say how it ended."""
+    return _OUTPUT_STARTS.split(result[: _STATUS_CHARS * 2], maxsplit=1)[0][:_STATUS_CHARS]
+
+
+def _result_in_request(request: _UiMessage, command: str) -> str | None:
+    """The status of `command`'s result in an `api_req_started` message's `request`."""
+    said = _json_object((request.text or "").strip()).get("request")
+    if not isinstance(said, str):
+        return None
+    for match in _RESULT_OF.finditer(said):
+        if _same_command(command, match.group(1)):
+            return _status_of(said[match.end() :])
+    return None
+
+
+class CommandResults:
+    """The results the model was sent for its `execute_command` calls, read forward from
+    `api_conversation_history.json` as the UI messages ask for them (both files are in
+    the task's order: one pass over each). A result read past while looking for another
+    command's waits in a short queue."""
+
+    def __init__(self, path: Path) -> None:
+        self._messages = _stream(path, Diagnostics())  # the UI messages' reading warns
+        self._waiting: deque[tuple[str, str]] = deque(maxlen=_WAITING_RESULTS)
+        self._uses: dict[str, str] = {}  # tool_use id -> its command
+
+    def find(self, command: str) -> str | None:
+        """The status of the next result of `command`, or None when there is none."""
+        for n, (theirs, status) in enumerate(self._waiting):
+            if _same_command(command, theirs):
+                del self._waiting[n]
+                return status
+        for theirs, status in self._read():
+            if _same_command(command, theirs):
+                return status
+            self._waiting.append((theirs, status))
+        return None
+
+    def _read(self) -> Iterator[tuple[str, str]]:
+        for message in self._messages:
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            for block in _list(content):
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "tool_use" and block.get("name") == "execute_command":
+                    said = _dict(block.get("input")).get("command")
+                    if isinstance(said, str) and isinstance(block.get("id"), str):
+                        self._uses[block["id"]] = said
+                elif kind == "tool_result":
+                    text = _block_text(block.get("content"))
+                    used = self._uses.pop(str(block.get("tool_use_id")), None)
+                    found = _described_result(text)
+                    if found is not None:
+                        yield found
+                    elif used is not None:
+                        yield used, _status_of(text)
+                elif kind == "text":
+                    found = _described_result(_str(block.get("text")) or "")
+                    if found is not None:
+                        yield found
+
+
+def _described_result(text: str) -> tuple[str, str] | None:
+    """(command, status) of a result written `[execute_command for 'CMD'] Result:\n...`."""
+    match = _RESULT_OF.match(text.lstrip())
+    if match is None:
+        return None
+    return match.group(1), _status_of(text.lstrip()[match.end() :])
+
+
+def _block_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        b["text"]
+        for b in _list(content)
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
 
 
 def _decode(item: object) -> _UiMessage | None:
@@ -347,11 +503,16 @@ def _cancelled(text: str, stamp: str | None) -> Iterator[SessionEnding]:
 
 
 # -- api_conversation_history.json (when the UI messages are gone) -----------------------
-def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
-    for message in _stream(path, diag):
+def api_history(path: Path, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+    """The task's messages as the model was sent them; the first one's `ts` (Cline writes
+    one) is when the task started, where `info` does not know it yet."""
+    for n, message in enumerate(_stream(path, diag)):
         diag.lines += 1
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             continue
+        stamp = iso_millis(message.get("ts"))
+        if n == 0 and not info.started_at:
+            info.started_at = stamp
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else _list(content)
         text = "\n\n".join(
@@ -359,7 +520,6 @@ def api_history(path: Path, diag: Diagnostics) -> Iterator[Event]:
             for b in blocks
             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
         ).strip()
-        stamp = iso_millis(message.get("ts"))
         if message["role"] == "assistant":
             if text:
                 yield Message(role="assistant", text=text, timestamp=stamp)
@@ -395,3 +555,7 @@ def _list(value: object) -> list[Any]:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

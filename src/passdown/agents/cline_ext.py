@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from passdown._jsonl import read_side_file
+from passdown.agents._editors import iso_millis
 from passdown.agents._task_folders import TaskFacts, TaskFolderAgent, history_facts, read_json
 from passdown.agents._ui_messages import checklist
 from passdown.transcript import PlanOp
@@ -47,6 +48,11 @@ class ClineExtension(TaskFolderAgent):
                 if found is not None:
                     index.setdefault(*found)
         return index
+
+    def started_at(self, task_dir: Path, path: Path) -> str | None:
+        name = task_dir.name
+        started = iso_millis(int(name)) if name.isdigit() and len(name) == 13 else None
+        return started or super().started_at(task_dir, path)
 
     def final_plan(self, task_dir: Path, task_id: str) -> PlanOp | None:
         data = read_side_file(task_dir / f"focus_chain_taskid_{task_id}.md", _FOCUS_CHAIN_BYTES)

@@ -24,7 +24,9 @@ What is read, all from documented (open-source) shapes, `ISerializableChatData` 
 - `editedFileEvents[{uri, eventKind: 1 kept | 2 undone | 3 modified by the user}]`;
 - how a request ended: `modelState.value` (`ResponseModelState`: 0 pending, 1 complete,
   2 cancelled, 3 failed), the older `isCanceled`, and `result.errorDetails {message,
-  isRateLimited, isQuotaExceeded}`.
+  isRateLimited, isQuotaExceeded}`; a `.json` cut inside a request (the editor stopped
+  while writing it) keeps what was written of it, the request's text first
+  (`ChatModel.toExport` writes `message` before `response`), and ends interrupted.
 """
 
 from __future__ import annotations
@@ -235,6 +237,12 @@ def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
     else:  # a .json document streams: its fields come after its requests
         document = SessionDocument(info.path, diag)
         yield from _requests(document.requests(), info, diag)
+        if document.cut:
+            yield SessionEnding(
+                reason="interrupted",
+                message=f"{info.path.name} ends inside its last request (cut while being "
+                "written?): what came after the cut is not known",
+            )
         fields = document.field
     info.started_at = _iso(fields("creationDate"))
     title = fields("customTitle")
@@ -246,7 +254,7 @@ def _requests(requests: Iterator[object], info: SessionInfo, diag: Diagnostics) 
     for n, request in enumerate(requests):
         if isinstance(request, dict):
             yield from _request(request, n, info, diag)
-            last = request.get("timestamp")
+            last = request.get("timestamp", last)
         else:
             diag.bad_lines += 1
     info.updated_at = _iso(last)
