@@ -132,6 +132,10 @@ class HookIntegration:
         """Why hooks that are in the config would still not run (`passdown doctor`)."""
         return []
 
+    def warnings(self, target: InstallTarget) -> list[str]:
+        """What keeps hooks that run from doing all they could (`passdown doctor`)."""
+        return []
+
     def user_files(self, target: InstallTarget) -> list[Path]:
         """Files outside the project that a project install also edits (the agent's own
         user config, e.g. where Codex keeps hook trust)."""

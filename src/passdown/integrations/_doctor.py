@@ -221,6 +221,7 @@ def diagnose(
             "not written when a session ends"
         )
     diagnosis.reasons.extend(integration.problems(target))
+    diagnosis.warnings.extend(integration.warnings(target))
     by_program: dict[str, list[Registered]] = {}
     for registered in found:
         by_program.setdefault(registered.program, []).append(registered)
