@@ -105,9 +105,9 @@ def has_lifecycle_hooks(program: str = "codex") -> bool | None:
 @cache
 def codex_version(program: str = "codex") -> str | None:
     """The first line `codex --version` prints (`codex-cli 0.171.0`); None when Codex
-    cannot be asked."""
+    cannot be asked (or answers no version)."""
     lines = (_ask_codex(program, ["--version"]) or "").strip().splitlines()
-    return lines[0].strip() if lines else None
+    return lines[0].strip() if lines and re.search(r"\d+\.\d+", lines[0]) else None
 
 
 def _ask_codex(program: str, args: list[str]) -> str | None:
@@ -311,9 +311,10 @@ class CodexHooks(HookIntegration):
         """The turn-complete notify where the installed Codex has lifecycle hooks: it
         writes handoffs, but none at session end or compaction, and no pickup."""
         found = self.commands(target)
-        if any(r.what.startswith("hook ") for r in found) or self.codex_says() is not True:
-            return []
-        if not any(r.what == "notify" for r in found):
+        notify_only = not any(r.what.startswith("hook ") for r in found) and any(
+            r.what == "notify" for r in found
+        )
+        if not notify_only or self.codex_says() is not True:
             return []
         return [
             f"{_the_installed_codex()} has lifecycle hooks, but passdown is installed as its "
