@@ -420,6 +420,15 @@ def fake_codex_with_hooks(folder: Path) -> Path:
     return codex
 
 
+def fake_codex_without_hooks(folder: Path) -> Path:
+    """A `codex` that answers, and whose `features list` has no lifecycle hooks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    codex = folder / "codex"
+    codex.write_text("#!/bin/sh\necho 'apps  stable  true'\n")
+    codex.chmod(0o755)
+    return codex
+
+
 def test_doctor_says_codex_skips_hooks_it_does_not_trust(home: Path, tmp_path: Path) -> None:
     import tomlkit
 
@@ -446,7 +455,8 @@ def test_doctor_says_when_only_the_mcp_server_runs_passdown(home: Path, tmp_path
     script = console_script(tmp_path / "venv" / "bin")
     (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text('notify = ["my-notifier"]\n')
-    env = environ(home)
+    codex = fake_codex_without_hooks(tmp_path / "codexbin")
+    env = environ(home, PATH=f"{codex.parent}:{BARE_PATH}")
     assert run([str(script), "install", "codex"], env, home).returncode == 0
     code, found = doctor(script, env, home, "codex")
     assert code == 1 and found["codex"]["status"] == "broken"
@@ -494,7 +504,8 @@ def test_dry_run_reports_what_the_install_would_report(home: Path, tmp_path: Pat
     """A Codex without lifecycle hooks: the dry run names the events the real install
     registers (its notify) and no note about a notify program the user does not have."""
     script = console_script(tmp_path / "venv" / "bin")
-    env = environ(home)
+    codex = fake_codex_without_hooks(tmp_path / "codexbin")
+    env = environ(home, PATH=f"{codex.parent}:{BARE_PATH}")
     dry = json.loads(
         run([str(script), "install", "codex", "--dry-run", "--json"], env, home).stdout
     )

@@ -135,16 +135,22 @@ def install_command(
 
 @click.command("doctor")
 @click.argument("agents", nargs=-1, metavar="[AGENT...]")
-@_SCOPE
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "project"]),
+    default=None,
+    help="Look only at this scope (default: both, the user's config and this project's).",
+)
 @json_option("Print each agent's diagnosis as JSON ({agents: [...], ok}).")
-def doctor_command(agents: tuple[str, ...], scope: str, as_json: bool) -> int:
+def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) -> int:
     """Tell, per agent (default: every agent with a hook integration), whether
-    passdown's hooks would fire and why not: installed into the agent? does each
-    command its config runs exist, and run (`hook --check`)? is the agent on PATH?
-    Exits 1 when an installed integration cannot fire."""
+    passdown's hooks would fire and why not: installed into the agent, and in which
+    scope (user, project; both warns: the hooks may run twice)? does each command its
+    config runs exist, and run (`hook --check`)? does the install fit the agent's
+    version? is the agent on PATH? Exits 1 when an installed integration cannot fire."""
     from passdown.integrations._doctor import BROKEN, diagnose_all
 
-    diagnoses = diagnose_all(agents, scope, _project_dir(scope))
+    diagnoses = diagnose_all(agents, scope, _project_dir(scope or "project"))
     broken = [d for d in diagnoses if d.status == BROKEN]
     if as_json:
         from passdown.cli._output import emit_json
@@ -170,7 +176,12 @@ def _doctor_report(diagnoses: list[Any]) -> None:
                 f"{shown(p.program)} (passdown {shown(p.version)})" for p in d.programs
             )
             detail = f"hooks run {runs}"
-        click.echo(f"{d.agent:9} {status:14} {detail}".rstrip())
+        where = " and ".join(d.installed_in)
+        plural = "s" if len(d.installed_in) > 1 else ""
+        scope = f" ({where} scope{plural})" if where else ""
+        click.echo(f"{d.agent:9} {status:14} {detail}{scope}".rstrip())
+        for warning in d.warnings:
+            click.echo(f"warning: {d.agent}: {shown(warning)}", err=True)
         for note in d.notes:
             click.echo(f"note: {d.agent}: {shown(note)}", err=True)
 

@@ -101,6 +101,11 @@ class HookIntegration:
     pickup_once_per_session = False
     # the agent's event name -> passdown's meaning (SESSION_START, SESSION_END, ...)
     events: ClassVar[dict[str, str]] = {}
+    # where passdown can install into the agent: the user's config, a project's files
+    scopes: ClassVar[tuple[str, ...]] = ("user", "project")
+    # the agent runs the hooks of the user's config and of a project's together (False:
+    # a project's config replaces the user's)
+    merges_scopes: ClassVar[bool] = True
 
     def plan(self, target: InstallTarget) -> Plan:
         raise NotImplementedError
@@ -125,6 +130,10 @@ class HookIntegration:
 
     def problems(self, target: InstallTarget) -> list[str]:
         """Why hooks that are in the config would still not run (`passdown doctor`)."""
+        return []
+
+    def warnings(self, target: InstallTarget) -> list[str]:
+        """What keeps hooks that run from doing all they could (`passdown doctor`)."""
         return []
 
     def user_files(self, target: InstallTarget) -> list[Path]:

@@ -11,6 +11,10 @@
   event_name + matcher group), so a plain `codex exec` runs them.
 - Older Codex: `notify = ["passdown", "hook", "codex"]` (turn completion, JSON as the last
   argument), never replacing a user's own notify program.
+- A Codex that cannot be asked (not on PATH yet, or failing) gets the form the newest
+  Codex passdown knows reads, the lifecycle hooks, and the install says so; `passdown
+  doctor` says when an install no longer fits the Codex installed since (hooks that an
+  older Codex does not run, or a notify where the Codex now has hooks).
 - The skill in `$CODEX_HOME/skills/passdown-takeover/` (project: a snippet in AGENTS.md).
 """
 
@@ -77,13 +81,37 @@ def hook_timeout(event: str, configured: int = HOOK_TIMEOUT_S) -> int:
     return min(configured, SESSION_END_TIMEOUT_S) if event == "SessionEnd" else configured
 
 
+# The newest Codex passdown knows (.ci/agent-pins.txt): an install that cannot ask the
+# installed Codex writes the form this one reads
+NEWEST_KNOWN = "0.171"
+
+
 def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
 
 
 @cache
-def has_lifecycle_hooks(program: str = "codex") -> bool:
-    """Whether the installed Codex runs `[hooks]`: its own `features list` says."""
+def has_lifecycle_hooks(program: str = "codex") -> bool | None:
+    """Whether the installed Codex runs `[hooks]`, as its own `features list` says;
+    None when Codex cannot be asked (not on PATH, or it answers neither `features list`
+    nor `--version`). A Codex that answers `--version` only predates `features`, and
+    the hooks with it."""
+    listed = _ask_codex(program, ["features", "list"])
+    if listed is not None:
+        return _says_hooks(listed)
+    return None if codex_version(program) is None else False
+
+
+@cache
+def codex_version(program: str = "codex") -> str | None:
+    """The first line `codex --version` prints (`codex-cli 0.171.0`); None when Codex
+    cannot be asked (or answers no version)."""
+    lines = (_ask_codex(program, ["--version"]) or "").strip().splitlines()
+    return lines[0].strip() if lines and re.search(r"\d+\.\d+", lines[0]) else None
+
+
+def _ask_codex(program: str, args: list[str]) -> str | None:
+    """What `codex ARGS` prints when it exits 0; None when it is not found or fails."""
     home = os.environ.get("CODEX_HOME")
     if home and not Path(home).is_dir():
         # Codex refuses to start on a CODEX_HOME that is not there yet (the install
@@ -91,19 +119,19 @@ def has_lifecycle_hooks(program: str = "codex") -> bool:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="passdown-codex-") as empty:
-            return _features_list_says_hooks(program, {**os.environ, "CODEX_HOME": empty})
-    return _features_list_says_hooks(program, None)
+            return _run_codex(program, args, {**os.environ, "CODEX_HOME": empty})
+    return _run_codex(program, args, None)
 
 
-def _features_list_says_hooks(program: str, env: dict[str, str] | None) -> bool:
+def _run_codex(program: str, args: list[str], env: dict[str, str] | None) -> str | None:
     # found as a shell finds it (on Windows npm installs `codex.cmd`, which a bare
     # CreateProcess of "codex" never sees), and started without cmd.exe
     found = shutil.which(program, path=(env or os.environ).get("PATH"))
     if found is None:
-        return False
+        return None
     try:
-        executable, argv = _platform.spawn_argv(found, [found, "features", "list"])
-        out = subprocess.run(
+        executable, argv = _platform.spawn_argv(found, [found, *args])
+        ran = subprocess.run(
             argv,
             executable=executable,
             capture_output=True,
@@ -114,10 +142,14 @@ def _features_list_says_hooks(program: str, env: dict[str, str] | None) -> bool:
             check=False,
             stdin=subprocess.DEVNULL,
             env=env,
-        ).stdout
+        )
     except (OSError, subprocess.SubprocessError, _platform.UnsafeLaunch):
-        return False
-    for line in out.splitlines():
+        return None
+    return ran.stdout if ran.returncode == 0 else None
+
+
+def _says_hooks(features: str) -> bool:
+    for line in features.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0] in ("hooks", "codex_hooks") and parts[-1] == "true":
             return True
@@ -147,12 +179,16 @@ class CodexHooks(HookIntegration):
     }
 
     def __init__(self, lifecycle: bool | None = None) -> None:
-        self._lifecycle = lifecycle
+        self._lifecycle = lifecycle  # None: ask the installed Codex
+
+    def codex_says(self) -> bool | None:
+        """Whether the installed Codex has lifecycle hooks; None: it cannot be asked."""
+        return has_lifecycle_hooks() if self._lifecycle is None else self._lifecycle
 
     def lifecycle(self) -> bool:
-        if self._lifecycle is None:
-            self._lifecycle = has_lifecycle_hooks()
-        return self._lifecycle
+        """Whether an install writes the lifecycle hooks: where the installed Codex has
+        them, and where it cannot be asked (the form the newest Codex reads)."""
+        return self.codex_says() is not False
 
     def plan(self, target: InstallTarget) -> Plan:
         config = self.config_file(target)
@@ -239,10 +275,19 @@ class CodexHooks(HookIntegration):
         return found
 
     def problems(self, target: InstallTarget) -> list[str]:
-        """Codex runs only hooks whose trust it has recorded in the user's config, with
-        the hash of the hook as it stands: a hook edited since (or trust removed) is
-        skipped without a word."""
+        """Lifecycle hooks where the installed Codex has none (an install made before
+        this Codex was, or one it was downgraded to): it never runs them. And Codex
+        runs only hooks whose trust it has recorded in the user's config, with the hash
+        of the hook as it stands: a hook edited since (or trust removed) is skipped
+        without a word."""
         config = self.config_file(target)
+        hooked = any(r.what.startswith("hook ") for r in self.commands(target))
+        if hooked and self.codex_says() is False:
+            return [
+                f"{_the_installed_codex()} has no lifecycle hooks: it does not run passdown's "
+                f"hooks in {config}; run `passdown install codex` again (it writes the "
+                "turn-complete notify this Codex reads)"
+            ]
         expected = _our_trust(_read_toml(config), str(config.absolute()))
         hooks = _read_toml(codex_home() / "config.toml").get("hooks")
         state = hooks.get("state") if isinstance(hooks, dict) else None
@@ -262,6 +307,21 @@ class CodexHooks(HookIntegration):
             f"(it skips them): run `passdown install codex` again"
         ]
 
+    def warnings(self, target: InstallTarget) -> list[str]:
+        """The turn-complete notify where the installed Codex has lifecycle hooks: it
+        writes handoffs, but none at session end or compaction, and no pickup."""
+        found = self.commands(target)
+        notify_only = not any(r.what.startswith("hook ") for r in found) and any(
+            r.what == "notify" for r in found
+        )
+        if not notify_only or self.codex_says() is not True:
+            return []
+        return [
+            f"{_the_installed_codex()} has lifecycle hooks, but passdown is installed as its "
+            "turn-complete notify: no handoff at compaction or session end, no pickup at "
+            "session start; run `passdown install codex` again"
+        ]
+
     def config_file(self, target: InstallTarget) -> Path:
         """The config.toml that holds the MCP server and the hooks of `target`."""
         if target.scope == "user":
@@ -274,13 +334,20 @@ class CodexHooks(HookIntegration):
         )
 
     def notes(self, target: InstallTarget) -> list[str]:
+        notes = []
+        if self.codex_says() is None:
+            notes.append(
+                "could not ask Codex which hooks it has (not on PATH, or `codex features list` "
+                f"failed): wrote the lifecycle hooks Codex {NEWEST_KNOWN} reads; once Codex "
+                "is installed, `passdown doctor codex` says whether they fit it"
+            )
         if self.lifecycle() and target.scope == "project":
-            return [
+            notes.append(
                 "Codex loads .codex/config.toml (and so these hooks) only in a project you "
                 f'trusted: `[projects."{target.project_dir}"] trust_level = "trusted"`'
-            ]
+            )
         if self.lifecycle():
-            return []
+            return notes
         return [
             "this Codex has no lifecycle hooks: handoffs are written on turn completion "
             "(notify) and picked up through the skill, not injected at session start"
@@ -305,6 +372,11 @@ class CodexHooks(HookIntegration):
     def session_id(self, payload: dict[str, Any]) -> str | None:
         value = payload.get("session_id") or payload.get("thread-id") or payload.get("thread_id")
         return str(value) if value else None
+
+
+def _the_installed_codex() -> str:
+    version = codex_version()
+    return f"the installed Codex ({version})" if version else "the installed Codex"
 
 
 # -- config.toml -------------------------------------------------------------------------

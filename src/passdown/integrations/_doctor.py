@@ -9,6 +9,11 @@ environment that was deleted, is what the agent meets) and checks:
   (`COMMAND hook --check AGENT`, as install checks it)?
 - is the agent itself on PATH?
 
+It looks in both scopes, the user's config and the workspace's files (a project
+install), unless told one, and says in which it found passdown; installed in both, an
+agent that runs the hooks of both configs may run each of them twice, which it warns
+about.
+
 An integration that is installed but cannot fire is `broken` (the command exits 1);
 one whose agent is not on PATH here is `agent_missing` (its hooks are fine, nothing
 here runs them).
@@ -30,6 +35,7 @@ from passdown.integrations._command import CheckedCommand, check_command
 from passdown.integrations._files import ManagedEdits
 
 OK, BROKEN, NOT_INSTALLED, AGENT_MISSING = "ok", "broken", "not_installed", "agent_missing"
+BOTH = "both"  # the scope of a diagnosis that looked at the user's config and the project's
 
 
 @dataclass(slots=True)
@@ -38,10 +44,12 @@ class ProgramCheck:
     used_by: list[Registered]
     problem: str | None = None  # None: it runs
     version: str | None = None
+    scope: str | None = None  # the scope whose config runs it
 
     def to_json(self) -> dict[str, Any]:
         return {
             "program": self.program,
+            "scope": self.scope,
             "runs": self.problem is None,
             "problem": self.problem,
             "passdown": self.version,
@@ -52,12 +60,14 @@ class ProgramCheck:
 @dataclass(slots=True)
 class Diagnosis:
     agent: str
-    scope: str
+    scope: str  # the scope(s) looked at: user, project or both
     agent_installed: bool
     manifest: bool  # `passdown install` recorded an install in this scope
     programs: list[ProgramCheck] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)  # why it cannot fire
     notes: list[str] = field(default_factory=list)  # what may still stop it elsewhere
+    warnings: list[str] = field(default_factory=list)  # fires, but not as it should
+    installed_in: list[str] = field(default_factory=list)  # the scopes passdown is in
 
     @property
     def installed(self) -> bool:
@@ -76,9 +86,17 @@ class Diagnosis:
         return self.status == OK
 
     def why_not(self) -> list[str]:
-        problems = [f"{p.program}: {p.problem}" for p in self.programs if p.problem]
+        tagged = len(self.installed_in) > 1  # each problem names its scope
+        problems = [
+            f"{p.scope} scope: {p.program}: {p.problem}" if tagged else f"{p.program}: {p.problem}"
+            for p in self.programs
+            if p.problem
+        ]
         missing = [] if self.agent_installed else [f"{self.agent} is not on PATH"]
+        where = "user or project" if self.scope == BOTH else self.scope
         unset = [] if self.installed else [f"passdown is not installed into {self.agent}"]
+        if unset and self.scope in (BOTH, "project"):
+            unset = [f"{unset[0]} ({where} scope)"]
         return [*unset, *self.reasons, *problems, *missing]
 
     def to_json(self) -> dict[str, Any]:
@@ -88,29 +106,107 @@ class Diagnosis:
             "status": self.status,
             "would_fire": self.would_fire,
             "installed": self.installed,
+            "installed_in": list(self.installed_in),
             "agent_installed": self.agent_installed,
             "programs": [p.to_json() for p in self.programs],
             "why_not": self.why_not(),
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
 
 
-def diagnose_all(names: Sequence[str], scope: str, project_dir: Path) -> list[Diagnosis]:
+def diagnose_all(names: Sequence[str], scope: str | None, project_dir: Path) -> list[Diagnosis]:
+    """Each agent's diagnosis (`names`, else every agent with hooks) in `scope`, or with
+    None in both scopes: the user's and the project's at `project_dir`."""
     from passdown.integrations._install import make_target
 
     agents = list(dict.fromkeys(names)) or integrated_agents()
-    targets = [make_target(a, scope, project_dir) for a in agents]  # every name checked first
+    for agent in agents:  # every name checked first
+        make_target(agent, scope or "user", project_dir)
     checked: dict[str, ProgramCheck] = {}
-    return [diagnose(target, checked) for target in targets]
+    return [diagnose_scopes(agent, scope, project_dir, checked) for agent in agents]
 
 
-def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = None) -> Diagnosis:
-    """One agent's diagnosis; `checked` shares each program's check between agents."""
+def diagnose_scopes(
+    agent: str, scope: str | None, project_dir: Path, checked: dict[str, ProgramCheck]
+) -> Diagnosis:
+    """One agent's diagnosis over the scopes asked for (None: both) that it has."""
+    from passdown.integrations._install import make_target
+
+    integration = integration_for(agent)
+    asked = [scope] if scope else ["user", "project"]
+    scopes = [s for s in asked if s in integration.scopes]
+    if not scopes:  # `--scope project` for an agent whose hooks live in the user's config
+        from passdown.agents._registry import get_agent
+
+        diagnosis = Diagnosis(agent, asked[0], get_agent(agent).is_installed(), False)
+        diagnosis.notes.append(
+            f"{agent} has no {asked[0]} scope: its hooks live in the user's config"
+        )
+        return diagnosis
+    targets = [make_target(agent, s, project_dir) for s in scopes]
+    found = {t.scope: integration.commands(t) for t in targets}
+    if "user" in found and "project" in found:
+        user_files = {_real(r.file) for r in found["user"]}
+        if found["project"] and all(_real(r.file) in user_files for r in found["project"]):
+            # the project is the folder holding the user's config (the home folder)
+            targets = [t for t in targets if t.scope == "user"]
+    parts = [diagnose(t, checked, found[t.scope]) for t in targets]
+    if len(scopes) == 1:
+        return parts[0]
+    return _combined(agent, BOTH, parts, integration.merges_scopes)
+
+
+def _combined(agent: str, scope: str, parts: list[Diagnosis], merges: bool) -> Diagnosis:
+    """The scopes' diagnoses as one: those where passdown is installed (each reason
+    naming its scope when there are two), and a warning where both are installed into
+    an agent that runs the hooks of both. An agent that reads the project's config
+    instead of the user's is judged by the project's install alone."""
+    installed = [d for d in parts if d.installed]
+    where = [d.scope for d in installed]
+    notes: list[str] = []
+    if len(installed) == 2 and not merges:
+        installed = [d for d in installed if d.scope == "project"]
+        notes.append(
+            f"{agent} reads the project's config here, not the user's: passdown's install "
+            "in the user's config fires in other projects"
+        )
+    combined = Diagnosis(
+        agent, scope, parts[0].agent_installed, any(d.manifest for d in installed), notes=notes
+    )
+    combined.installed_in = where
+    for d in installed or parts[:1]:
+        tag = f"{d.scope} scope: " if len(where) > 1 else ""
+        combined.reasons.extend(f"{tag}{r}" for r in d.reasons)
+        combined.notes.extend(f"{tag}{n}" for n in d.notes)
+        combined.warnings.extend(f"{tag}{w}" for w in d.warnings)
+        combined.programs.extend(d.programs)
+    if len(installed) > 1:
+        combined.warnings.insert(
+            0,
+            f"installed in both the user and the project scope: {agent} runs the hooks of "
+            "both configs, so each event may run passdown's hook twice; keep one "
+            f"(`passdown uninstall {agent} --scope project` or `--scope user`)",
+        )
+    return combined
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def diagnose(
+    target: InstallTarget,
+    checked: dict[str, ProgramCheck] | None = None,
+    found: list[Registered] | None = None,
+) -> Diagnosis:
+    """One agent's diagnosis in one scope; `checked` shares each program's check between
+    agents; `found`: what `commands` of the integration returned, if asked already."""
     from passdown.agents._registry import get_agent
 
     integration = integration_for(target.agent)
     manifest = ManagedEdits(target.key).manifest_path.exists()
-    found = integration.commands(target)
+    found = integration.commands(target) if found is None else found
     diagnosis = Diagnosis(
         target.agent, target.scope, get_agent(target.agent).is_installed(), manifest
     )
@@ -125,6 +221,7 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
             "not written when a session ends"
         )
     diagnosis.reasons.extend(integration.problems(target))
+    diagnosis.warnings.extend(integration.warnings(target))
     by_program: dict[str, list[Registered]] = {}
     for registered in found:
         by_program.setdefault(registered.program, []).append(registered)
@@ -132,16 +229,19 @@ def diagnose(target: InstallTarget, checked: dict[str, ProgramCheck] | None = No
     for program, used_by in by_program.items():
         refused = _not_to_run(program, target) if target.scope == "project" else None
         if refused is not None:
-            diagnosis.programs.append(ProgramCheck(program, used_by, refused))
+            diagnosis.programs.append(ProgramCheck(program, used_by, refused, scope=target.scope))
             continue
         result = shared.get(program) or _check_program(program, target.agent)
         shared[program] = result
-        diagnosis.programs.append(ProgramCheck(program, used_by, result.problem, result.version))
+        diagnosis.programs.append(
+            ProgramCheck(program, used_by, result.problem, result.version, target.scope)
+        )
         if result.problem is None and _bare(program):
             diagnosis.notes.append(
                 f"runs `{program}` by name: the agent must find it on its own PATH (this one "
                 f"does); `passdown install {target.agent}` again writes its absolute path"
             )
+    diagnosis.installed_in = [target.scope] if diagnosis.installed else []
     return diagnosis
 
 

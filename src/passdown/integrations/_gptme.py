@@ -40,6 +40,7 @@ def gptme_config_file() -> Path:
 
 class GptmeHooks(HookIntegration):
     agent = "gptme"
+    scopes: ClassVar[tuple[str, ...]] = ("user",)  # `--scope project` is refused
     reads_stdin = False  # the payload is in the environment
     events: ClassVar[dict[str, str]] = {"session.end": SESSION_END}
 

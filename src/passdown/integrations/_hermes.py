@@ -59,6 +59,7 @@ def hermes_dir() -> Path:
 
 class HermesHooks(HookIntegration):
     agent = "hermes"
+    scopes: ClassVar[tuple[str, ...]] = ("user",)  # `--scope project` is refused
     pickup_once_per_session = True  # pre_llm_call fires at every turn: point once
     events: ClassVar[dict[str, str]] = {
         "pre_llm_call": SESSION_START,

@@ -41,6 +41,7 @@ def kimi_dir() -> Path:
 
 class KimiHooks(HookIntegration):
     agent = "kimi"
+    scopes: ClassVar[tuple[str, ...]] = ("user",)  # `--scope project` is refused
     events: ClassVar[dict[str, str]] = {
         "Stop": TURN_COMPLETE,
         "SessionEnd": SESSION_END,

@@ -37,6 +37,7 @@ from passdown.integrations._base import (
 
 class OpenHandsHooks(HookIntegration):
     agent = "openhands"
+    merges_scopes = False  # it reads one hooks.json: the project's, else the user's
     pickup_once_per_session = True  # the pointer comes with a prompt: only the first one
     events: ClassVar[dict[str, str]] = {
         "Stop": TURN_COMPLETE,
