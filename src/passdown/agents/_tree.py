@@ -8,11 +8,10 @@ backwards from the newest leaf following parent links and keeps only the runs of
 consecutive lines that make up the branch (a few per rewind or sub-agent, not one per
 record); pass 2 reads forwards and hands over just those lines.
 
-One forward pass cannot do this exactly in flat memory: whether a record is on the
+One forward pass cannot do this in general in flat memory: whether a record is on the
 active branch is known only once the leaf is, at the end of the file, and events handed
-to extraction cannot be taken back, so a forward pass would have to hold every record
-(or its events) until the end. Measured on a real-shaped 100 MB Claude session, even a
-free branch decision would save at most 30% of the reading time (pass 1's share).
+to extraction cannot be taken back. A session that was never rewound is the exception:
+its branch is every record, which `passdown.agents._tree_forward` checks as it reads.
 """
 
 from __future__ import annotations
