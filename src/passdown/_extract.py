@@ -202,8 +202,8 @@ class ExtractorState(msgspec.Struct, omit_defaults=True):
 
 
 class _Extractor:
-    """One pass over a session's events (`feed`), closed with `finish`; its state is
-    `self.state` and nothing else."""
+    """One pass over a session's events (`feed`), closed with `finish`. What it knows is
+    `self.state` and nothing else (`_recent_keep` is derived from its options)."""
 
     __slots__ = ("_recent_keep", "state")
 
@@ -221,11 +221,6 @@ class _Extractor:
     def replay(self) -> Plan:
         """The plan as replayed (a reader that checks plan changes shares it)."""
         return self.state.replay
-
-    @property
-    def plan(self) -> dict[str, PlanItem]:
-        """The current plan (id -> item, in plan order), as replayed."""
-        return self.state.replay.items
 
     # events -------------------------------------------------------------------
     def feed(self, event: Event) -> None:
