@@ -26,8 +26,14 @@ import pytest
 
 from passdown import _checkpoint as checkpoint
 from passdown._budgets import fit_lists, load_limits, shorten_texts
-from passdown._extract import PENDING_KEEP, extract, new_extractor
-from passdown._extract_state import extractor_state, restore_extractor
+from passdown._extract import (
+    PENDING_KEEP,
+    ExtractorState,
+    extract,
+    extractor_state,
+    new_extractor,
+    restore_extractor,
+)
 from passdown._render import render_markdown
 from passdown._workspace import WorkspaceSnapshot
 from passdown.agents import get_agent
@@ -181,17 +187,14 @@ def test_the_extractor_keeps_a_bounded_number_of_items_of_every_kind() -> None:
             ToolCall(call_id=f"lost{i}", name="Bash", action="command", command=f"sleep {i}"),
         ):
             extractor.feed(event)
-    assert len(extractor.files) == FILES_KEEP and extractor.files_evicted == n - FILES_KEEP
-    assert len(extractor.subagents) == SUBAGENTS_KEEP and extractor.subagents_total == n
-    assert len(extractor.pending) == PENDING_KEEP
+    kept = extractor.state
+    assert len(kept.files) == FILES_KEEP and kept.files_evicted == n - FILES_KEEP
+    assert len(kept.subagents) == SUBAGENTS_KEEP and kept.subagents_total == n
+    assert len(kept.pending) == PENDING_KEEP
     # the checkpoint holds the same bounded state and restores to it
     saved = msgspec.msgpack.encode(extractor_state(extractor))
-    restored = restore_extractor(
-        msgspec.msgpack.decode(saved, type=type(extractor_state(extractor)))
-    )
-    assert msgspec.to_builtins(extractor_state(restored)) == msgspec.to_builtins(
-        extractor_state(extractor)
-    )
+    restored = restore_extractor(msgspec.msgpack.decode(saved, type=ExtractorState))
+    assert restored.state == extractor.state
     state = extractor.finish().state
     assert state.omitted.files_touched == n - FILES_KEEP
     assert state.omitted.subagents == n - SUBAGENTS_KEEP

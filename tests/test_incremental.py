@@ -605,17 +605,22 @@ def test_checkpoint_of_other_version_or_options_is_ignored(tmp_path: Path) -> No
     saved = _saved(path)
     # a checkpoint whose state claims another plan, from another passdown version
     stale = msgspec.structs.replace(saved, passdown_version="0.0.0-other")
-    stale.extractor.plan = []
+    stale.extractor.replay.items.clear()
     store.write_bytes(msgspec.msgpack.encode(stale))
     assert _export_and_compare(path, workspace)["state"]["plan"]
     store.write_bytes(b"not a checkpoint")
     assert _export_and_compare(path, workspace)["state"]["plan"]
-    # the right version, but a state that cannot be restored
-    broken = _saved(path)
-    broken.extractor.files = [{"path": "a.py", "not_a_field": True}]
-    broken.extractor.plan = []
-    store.write_bytes(msgspec.msgpack.encode(broken))
-    assert _export_and_compare(path, workspace)["state"]["plan"]
+    # the right version, but an extractor state that cannot be restored: of another
+    # definition of the state, or not one a pass reaches
+    for breaks in ("shape", "first_request_at"):
+        broken = _saved(path)
+        if breaks == "shape":
+            broken.extractor.shape = "another-definition"
+        else:
+            broken.extractor.first_request_at = broken.extractor.messages_total + 1
+        broken.extractor.replay.items.clear()
+        store.write_bytes(msgspec.msgpack.encode(broken))
+        assert _export_and_compare(path, workspace)["state"]["plan"]
     assert _saved(path).offset == len(path.read_bytes())
 
 

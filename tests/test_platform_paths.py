@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pytest
 
 from passdown import _platform
-from passdown._extract import _Budget, _Extractor
+from passdown._extract import new_extractor
 from passdown._pipeline import _relative_to_workspace
 from passdown.agents.base import cwd_in_workspace
 from passdown.agents.claude import ClaudeCode, encode_cwd
@@ -103,13 +103,13 @@ def test_cwd_in_workspace_uses_the_path_rules(on) -> None:
 
 def test_extract_shows_windows_paths_relative_to_the_session_cwd(on) -> None:
     on("linux")
-    extractor = _Extractor(workspace=r"C:\Users\dev\proj", budget=_Budget(24, 80_000))
+    extractor = new_extractor(workspace=r"C:\Users\dev\proj", max_messages=24, max_chars=80_000)
     assert extractor._rel(r"c:\Users\dev\proj\src\calc.py") == "src/calc.py"
     assert extractor._rel("C:/Users/dev/proj/README.md") == "README.md"
     assert extractor._rel(r"C:\Users\dev\proj") == "."
     assert extractor._rel(r"C:\Users\dev\other\x.py") == r"C:\Users\dev\other\x.py"
     on("darwin")
-    extractor = _Extractor(workspace="/tmp/w", budget=_Budget(24, 80_000))
+    extractor = new_extractor(workspace="/tmp/w", max_messages=24, max_chars=80_000)
     assert extractor._rel("/private/tmp/w/a.py") == "a.py"
 
 

@@ -52,8 +52,13 @@ from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
 from passdown._checkpoint_writes import deferred as deferred
 from passdown._checkpoint_writes import prune_stale as prune_stale
 from passdown._digest import ChainDigest, ChainState
-from passdown._extract import Extracted, new_extractor
-from passdown._extract_state import ExtractorState, extractor_state, restore_extractor
+from passdown._extract import (
+    Extracted,
+    ExtractorState,
+    extractor_state,
+    new_extractor,
+    restore_extractor,
+)
 from passdown._fsio import read_nofollow
 from passdown._jsonl import FdWindow, is_zstd, read_progress
 from passdown.agents._tree_forward import BranchLeft

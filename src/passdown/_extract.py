@@ -8,17 +8,27 @@ The handoff's budgets (`handoff.Limits`) cut these further, after extraction
 (`passdown._budgets.fit_lists`), so a checkpoint serves every budget. Structured
 state comes from tool calls, not from prose; prose only adds decisions, open questions
 and next steps when the tools say nothing.
+
+Everything the pass knows between two events is one msgspec struct (`ExtractorState`),
+plain data with no relation held by object identity: incremental export's checkpoint
+(`passdown._checkpoint`) encodes it as it is and decodes it into an extractor that goes
+on exactly where the saved one stopped. A handoff field extraction fills is a field of
+that struct, updated by a handler and turned into the model in `finish`.
 """
 
 from __future__ import annotations
 
-import re
-from collections import OrderedDict, deque
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
+import msgspec
+
 from passdown import _platform
+from passdown._compaction_summary import CODEX_SUMMARY_PREFIX as CODEX_SUMMARY_PREFIX
+from passdown._compaction_summary import strip_compaction_instructions
 from passdown._notes import derive_notes
 from passdown._portable_transcript import Budget as _Budget
 from passdown._portable_transcript import budgeted as _budgeted
@@ -58,33 +68,6 @@ RECENT_FAILED_EDITS = FAILED_EDITS_KEEP
 PENDING_KEEP = 4096  # tool calls awaiting a result; past it the oldest counts as unanswered
 OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 
-# What the CLIs wrap around a compaction summary for the model that continues: not part
-# of the summary, and an instruction the next agent must not follow. Codex prefixes
-# codex-rs/core/templates/compact/summary_prefix.md; Claude Code opens with "This session
-# is being continued..." and closes with its resume instructions.
-CODEX_SUMMARY_PREFIX = (
-    "Another language model started to solve this problem and produced a summary of its "
-    "thinking process. You also have access to the state of the tools that were used by "
-    "that language model. Use this to build on the work that has already been done and "
-    "avoid duplicating work. Here is the summary produced by the other language model, use "
-    "the information in this summary to assist with your own analysis:"
-)
-_CODEX_PREFIX_START = re.compile(
-    r"\s*Another language model started to solve this problem and produced a summary"
-    r"(?: of its thinking process)?\.",
-)
-_CODEX_PREFIX_END = "use the information in this summary to assist with your own analysis:"
-_CLAUDE_PREAMBLE = re.compile(
-    r"\s*This session is being continued from a previous conversation that ran out of "
-    r"context\.[^\n]*\n+(?:\s*Summary:\s*\n)?",
-)
-_CLAUDE_TRAILERS = (
-    "If you need specific details from before compaction",
-    "Continue the conversation from where it left off without asking the user",
-    "Please continue the conversation from where we left it off without asking the user",
-    "Resume directly",
-)
-
 
 @dataclass(slots=True)
 class Extracted:
@@ -94,8 +77,7 @@ class Extracted:
     ended: Ended = field(default_factory=Ended)
 
 
-@dataclass(slots=True)
-class CommandRecord:
+class CommandRecord(msgspec.Struct, omit_defaults=True):
     """A command run as the pass keeps it: the fields of `handoff.CommandRun`, without a
     pydantic model per command (validation cost more than the rest of the command's
     handling); models are built once, in `finish`."""
@@ -118,8 +100,7 @@ class CommandRecord:
         )
 
 
-@dataclass(slots=True)
-class FailureRecord:
+class FailureRecord(msgspec.Struct, omit_defaults=True):
     """A failure as the pass keeps it: the fields of `handoff.Failure` (see CommandRecord)."""
 
     tool: str
@@ -144,55 +125,102 @@ class FailureRecord:
         )
 
 
-@dataclass
-class _Extractor:
+class FileRecord(msgspec.Struct, omit_defaults=True):
+    """A file touched as the pass keeps it (its path is its key in `files`): the fields of
+    `handoff.FileTouched` that tool calls set."""
+
+    actions: list[str] = []
+    confirmed: bool = True
+    by: str | None = None
+
+    def to_model(self, path: str) -> FileTouched:
+        return FileTouched(
+            path=path, actions=list(self.actions), confirmed=self.confirmed, by=self.by
+        )
+
+
+class OpenFailure(msgspec.Struct):
+    """A failure no later passing run has covered yet, with its command parsed once."""
+
+    failure: FailureRecord
+    run: Run
+
+
+class ExtractorState(msgspec.Struct, omit_defaults=True):
+    """Everything an `_Extractor` knows between two events: the extractor works on this
+    struct itself, and a checkpoint encodes it as it is (`extractor_state`,
+    `restore_extractor`). Relations that a live pass could hold by object identity are
+    plain data, so a decoded state goes on exactly like the live one:
+
+    - `recent` is a ring buffer of the last `max(max_messages, 2)` messages, the oldest
+      at `recent_start`; the message numbered n (from 1) is in it while
+      n > messages_total - len(recent);
+    - the first request is the message numbered `first_request_at` (0: none yet): in
+      `recent` while it is there, in `first_request` once it has left it;
+    - the newest failure is `open_failures[-1]` while `newest_failure_open`, and
+      `latest_failure` (resolved) once a passing run covered it.
+    """
+
     workspace: str | None
-    budget: _Budget
+    max_messages: int = DEFAULT_MAX_MESSAGES
+    max_chars: int = DEFAULT_MAX_CHARS
+    # the digest of this struct's definition, set when it is saved (`extractor_state`):
+    # a state saved by another definition is not restored
+    shape: str = ""
+    recent: list[Message] = []
+    recent_start: int = 0
+    first_request_at: int = 0
     first_request: Message | None = None
     latest_user: Message | None = None
     latest_assistant: Message | None = None
-    recent: deque[Message] = field(default_factory=deque)
     messages_total: int = 0
     compactions: int = 0
     compaction_summary: str | None = None
-    pending: dict[str, ToolCall] = field(default_factory=dict)
-    replay: Plan = field(default_factory=Plan)
+    # tool calls awaiting their result, oldest first (the readers complete these objects)
+    pending: dict[str, ToolCall] = {}
+    replay: Plan = msgspec.field(default_factory=Plan)
     plan_source: str | None = None
-    # the most recently touched FILES_KEEP paths; `files_evicted` counts the others
-    files: OrderedDict[str, FileTouched] = field(default_factory=OrderedDict)
+    # the most recently touched FILES_KEEP paths, least recent first; `files_evicted`
+    # counts the others
+    files: dict[str, FileRecord] = {}
     files_evicted: int = 0
     # the most recent only: a long session's failed edits must not grow memory with its size
-    failed_edits: deque[FailureRecord] = field(
-        default_factory=lambda: deque(maxlen=RECENT_FAILED_EDITS)
-    )
+    failed_edits: list[FailureRecord] = []
     failed_edits_total: int = 0
-    commands: deque[CommandRecord] = field(default_factory=lambda: deque(maxlen=RECENT_COMMANDS))
+    commands: list[CommandRecord] = []
     commands_total: int = 0
     commands_failed: int = 0
-    latest_failure: FailureRecord | None = None
     # failures no later passing run has covered yet, oldest first; bounded: a session with
     # thousands of failures only needs the newest ones to name the open blocker
-    open_failures: deque[_OpenFailure] = field(default_factory=lambda: deque(maxlen=OPEN_FAILURES))
-    subagents: deque[Subagent] = field(default_factory=lambda: deque(maxlen=SUBAGENTS_KEEP))
+    open_failures: list[OpenFailure] = []
+    newest_failure_open: bool = False
+    latest_failure: FailureRecord | None = None
+    subagents: list[SubagentNote] = []
     subagents_total: int = 0
     subagent_calls: int = 0
     ending: SessionEnding | None = None
 
-    def __post_init__(self) -> None:
-        self.recent = deque(maxlen=max(self.budget.max_messages, 2))
+
+class _Extractor:
+    """One pass over a session's events (`feed`), closed with `finish`. What it knows is
+    `self.state` and nothing else (`_recent_keep` is derived from its options)."""
+
+    __slots__ = ("_recent_keep", "state")
+
+    def __init__(self, state: ExtractorState) -> None:
+        self.state = state
+        self._recent_keep = max(state.max_messages, 2)
 
     @property
-    def plan(self) -> dict[str, PlanItem]:
-        """The current plan (id -> item, in plan order), as replayed."""
-        return self.replay.items
+    def pending(self) -> dict[str, ToolCall]:
+        """The tool calls awaiting a result: a reader that completes a call completes
+        these objects."""
+        return self.state.pending
 
     @property
-    def plan_counter(self) -> int:
-        return self.replay.counter
-
-    @plan_counter.setter
-    def plan_counter(self, counter: int) -> None:
-        self.replay.counter = counter
+    def replay(self) -> Plan:
+        """The plan as replayed (a reader that checks plan changes shares it)."""
+        return self.state.replay
 
     # events -------------------------------------------------------------------
     def feed(self, event: Event) -> None:
@@ -205,60 +233,70 @@ class _Extractor:
         self._plan(op, source="task files")
 
     def _compaction(self, event: Compaction) -> None:
-        self.compactions += 1
+        s = self.state
+        s.compactions += 1
         summary = strip_compaction_instructions(event.summary or "")
         if summary:
-            self.compaction_summary = summary
+            s.compaction_summary = summary
 
     def _subagent(self, event: SubagentNote) -> None:
-        self.subagents_total += 1
-        self.subagents.append(
-            Subagent(
-                id=event.agent_id,
-                path=event.path,
-                agent_type=event.agent_type,
-                task=event.description,
-            )
-        )
+        s = self.state
+        s.subagents_total += 1
+        subagents = s.subagents
+        subagents.append(event)
+        if len(subagents) > SUBAGENTS_KEEP:
+            del subagents[0]
 
     def _ending(self, event: SessionEnding) -> None:
-        self.ending = event
+        self.state.ending = event
 
     def _message(self, msg: Message) -> None:
         if msg.synthetic:
             return
+        s = self.state
         if msg.role == "assistant":
-            self.ending = None  # the agent answered after the error: the session recovered
-        self.messages_total += 1
-        if msg.role == "user":
-            if self.first_request is None:
-                self.first_request = msg
-            self.latest_user = msg
+            s.ending = None  # the agent answered after the error: the session recovered
+            s.latest_assistant = msg
         else:
-            self.latest_assistant = msg
-        self.recent.append(msg)
+            if not s.first_request_at:
+                s.first_request_at = s.messages_total + 1
+            s.latest_user = msg
+        s.messages_total += 1
+        recent = s.recent
+        if len(recent) < self._recent_keep:
+            recent.append(msg)
+            return
+        at = s.recent_start  # the oldest message makes room
+        if s.messages_total - len(recent) == s.first_request_at:
+            s.first_request = recent[at]  # the first request leaves the ring
+        recent[at] = msg
+        s.recent_start = at + 1 if at + 1 < len(recent) else 0
 
     def _call(self, call: ToolCall) -> None:
+        s = self.state
         if call.by is None:
-            self.ending = None
-        if call.action == "subagent":
-            self.subagent_calls += 1
-        if call.action in ("edit", "write", "delete", "command", "plan"):
-            pending = self.pending
+            s.ending = None
+        action = call.action
+        if action == "subagent":
+            s.subagent_calls += 1
+        if action in ("edit", "write", "delete", "command", "plan"):
+            pending = s.pending
             pending[call.call_id] = call
             if len(pending) > PENDING_KEEP:  # the oldest will never be answered now
                 self._unanswered(pending.pop(next(iter(pending))))
 
     def _result(self, result: ToolResult) -> None:
-        call = self.pending.pop(result.call_id, None)
+        s = self.state
+        call = s.pending.pop(result.call_id, None)
         if call is None:
             return
         if call.action == "command":
             self._command(call, result)
         elif call.action in ("edit", "write", "delete"):
             if result.is_error:
-                self.failed_edits_total += 1
-                self.failed_edits.append(
+                s.failed_edits_total += 1
+                failed_edits = s.failed_edits
+                failed_edits.append(
                     FailureRecord(
                         tool=call.name,
                         path=self._rel(call.paths[0]) if call.paths else None,
@@ -267,28 +305,35 @@ class _Extractor:
                         by=call.by,
                     )
                 )
+                if len(failed_edits) > RECENT_FAILED_EDITS:
+                    del failed_edits[0]
             else:
                 self._touch(call, confirmed=True)
         elif call.action == "plan" and call.plan is not None and not result.is_error:
             self._plan(call.plan, source=call.name, created_id=result.created_item_id)
 
     def _command(self, call: ToolCall, result: ToolResult | None) -> None:
+        s = self.state
         command = (call.command or "").strip()
         exit_code = result.exit_code if result else None
         failed = bool(result and (result.is_error or (exit_code not in (None, 0))))
         ok = None if result is None else not failed
-        self.commands_total += 1
-        run = CommandRecord(
-            command,
-            exit_code,
-            ok,
-            result.error if (result and failed) else None,
-            call.timestamp,
-            call.by,
+        s.commands_total += 1
+        commands = s.commands
+        commands.append(
+            CommandRecord(
+                command,
+                exit_code,
+                ok,
+                result.error if (result and failed) else None,
+                call.timestamp,
+                call.by,
+            )
         )
-        self.commands.append(run)
+        if len(commands) > RECENT_COMMANDS:
+            del commands[0]
         if failed:
-            self.commands_failed += 1
+            s.commands_failed += 1
             if is_probe(command, exit_code):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
             failure = FailureRecord(
@@ -299,53 +344,64 @@ class _Extractor:
                 timestamp=call.timestamp,
                 by=call.by,
             )
-            self.latest_failure = failure
-            self.open_failures.append(_OpenFailure(failure, Run.of(command)))
-        elif ok and self.open_failures:
+            open_failures = s.open_failures
+            open_failures.append(OpenFailure(failure, Run.of(command)))
+            if len(open_failures) > OPEN_FAILURES:
+                del open_failures[0]
+            s.newest_failure_open = True
+            s.latest_failure = None
+        elif ok and s.open_failures:
             self._resolve(command)
 
     def _resolve(self, passed: str) -> None:
         """A passing run fixes every open failure it covers: the same command, or a run
         of the same test runner over the failed test, its file, its folder or everything."""
-        if any(o.run.tests is not None for o in self.open_failures):
+        s = self.state
+        open_failures = s.open_failures
+        if any(o.run.tests is not None for o in open_failures):
             run = Run.of(passed)
         else:  # only the same command can cover these: no need to parse it as a test run
             run = Run(" ".join(passed.split()), None)
         if run.tests is None:  # no test run: only the very same command covers a failure
             text = run.text
-            fixed = [o for o in self.open_failures if o.run.text == text]
+            fixed = [o for o in open_failures if o.run.text == text]
         else:
-            fixed = [o for o in self.open_failures if run.covers(o.run)]
+            fixed = [o for o in open_failures if run.covers(o.run)]
         if not fixed:
-            return  # the usual case: keep the deque as it is
+            return  # the usual case: keep the list as it is
         for open_failure in fixed:
             open_failure.failure.resolved_later = True
-        self.open_failures = deque(
-            (o for o in self.open_failures if not o.failure.resolved_later), maxlen=OPEN_FAILURES
-        )
+        if s.newest_failure_open and fixed[-1] is open_failures[-1]:
+            s.latest_failure = fixed[-1].failure
+            s.newest_failure_open = False
+        s.open_failures = [o for o in open_failures if not o.failure.resolved_later]
 
     def _touch(self, call: ToolCall, *, confirmed: bool) -> None:
+        s = self.state
+        files = s.files
         for path in call.paths:
             rel = self._rel(path)
-            entry = self.files.get(rel)
+            entry = files.pop(rel, None)
             if entry is None:
-                entry = self.files[rel] = FileTouched(path=rel, confirmed=confirmed, by=call.by)
-                if len(self.files) > FILES_KEEP:
-                    self.files.popitem(last=False)  # the least recently touched
-                    self.files_evicted += 1
+                entry = FileRecord(confirmed=confirmed, by=call.by)
+                files[rel] = entry
+                if len(files) > FILES_KEEP:
+                    del files[next(iter(files))]  # the least recently touched
+                    s.files_evicted += 1
             else:
-                self.files.move_to_end(rel)
+                files[rel] = entry  # now the most recently touched
                 entry.confirmed = entry.confirmed or confirmed
             if call.action not in entry.actions:
                 entry.actions.append(call.action)
 
     def _plan(self, op: PlanOp, *, source: str, created_id: str | None = None) -> None:
-        self.plan_source = source
-        self.replay.apply(op, created_id)
+        s = self.state
+        s.plan_source = source
+        s.replay.apply(op, created_id)
 
     def _rel(self, path: str) -> str:
         """Paths inside the workspace are shown relative to it."""
-        root = self.workspace
+        root = self.state.workspace
         if root and path.startswith(root):
             rest = path[len(root) :]
             if rest.startswith("/"):
@@ -359,33 +415,44 @@ class _Extractor:
 
     # the end ----------------------------------------------------------------------
     def finish(self) -> Extracted:
-        for call in self.pending.values():  # no result: the session ended first
+        s = self.state
+        for call in s.pending.values():  # no result: the session ended first
             self._unanswered(call)
-        self.pending.clear()
+        s.pending.clear()
         # the open blocker: the newest failure nothing fixed; else the newest one
-        last_failure = self.open_failures[-1].failure if self.open_failures else self.latest_failure
+        last_failure = s.open_failures[-1].failure if s.open_failures else s.latest_failure
+        replay = s.replay
         state = State(
-            plan=[_plan_entry(item) for item in self.plan.values()],
-            plan_source=self.plan_source if self.plan else None,
-            files_touched=list(self.files.values()),
-            failed_edits=[failure.to_model() for failure in self.failed_edits],
-            commands=[run.to_model() for run in self.commands],
-            commands_total=self.commands_total,
-            commands_failed=self.commands_failed,
+            plan=[_plan_entry(item) for item in replay.items.values()],
+            plan_source=s.plan_source if replay.items else None,
+            files_touched=[entry.to_model(path) for path, entry in s.files.items()],
+            failed_edits=[failure.to_model() for failure in s.failed_edits],
+            commands=[run.to_model() for run in s.commands],
+            commands_total=s.commands_total,
+            commands_failed=s.commands_failed,
             last_failure=last_failure.to_model() if last_failure else None,
-            subagents=list(self.subagents),
-            subagent_calls=self.subagent_calls,
+            subagents=[
+                Subagent(id=n.agent_id, path=n.path, agent_type=n.agent_type, task=n.description)
+                for n in s.subagents
+            ],
+            subagent_calls=s.subagent_calls,
             omitted=Omitted(
-                plan=self.replay.dropped,
-                plan_set_aside=self.replay.set_aside,
-                files_touched=self.files_evicted,
-                failed_edits=max(self.failed_edits_total - len(self.failed_edits), 0),
-                commands=max(self.commands_total - len(self.commands), 0),
-                subagents=max(self.subagents_total - len(self.subagents), 0),
+                plan=replay.dropped,
+                plan_set_aside=replay.set_aside,
+                files_touched=s.files_evicted,
+                failed_edits=max(s.failed_edits_total - len(s.failed_edits), 0),
+                commands=max(s.commands_total - len(s.commands), 0),
+                subagents=max(s.subagents_total - len(s.subagents), 0),
             ),
         )
-        derive_notes(state, self.latest_assistant, list(self.recent))
-        return Extracted(task=self._task(), state=state, ended=self._ended())
+        recent = self._recent()
+        derive_notes(state, s.latest_assistant, recent)
+        return Extracted(task=self._task(recent), state=state, ended=self._ended())
+
+    def _recent(self) -> list[Message]:
+        """The ring buffer in conversation order."""
+        s = self.state
+        return s.recent[s.recent_start :] + s.recent[: s.recent_start]
 
     def _unanswered(self, call: ToolCall) -> None:
         """A tool call with no result: the session ended first (or, past PENDING_KEEP
@@ -399,24 +466,28 @@ class _Extractor:
             self._command(call, None)
 
     def _ended(self) -> Ended:
-        if self.ending is None:
+        ending = self.state.ending
+        if ending is None:
             return Ended()
-        return Ended(
-            reason=self.ending.reason, at=self.ending.timestamp, message=self.ending.message
-        )
+        return Ended(reason=ending.reason, at=ending.timestamp, message=ending.message)
 
-    def _task(self) -> Task:
+    def _task(self, recent: list[Message]) -> Task:
+        s = self.state
+        first = s.first_request
+        before = s.messages_total - len(recent)  # the messages that left the ring
+        if s.first_request_at > before:  # still in the ring: the same object, by identity
+            first = recent[s.first_request_at - before - 1]
         entries, omitted = _budgeted(
-            self.first_request, list(self.recent), self.messages_total, self.budget
+            first, recent, s.messages_total, _Budget(s.max_messages, s.max_chars)
         )
         return Task(
-            original_request=self.first_request.text if self.first_request else None,
-            latest_user_message=self.latest_user.text if self.latest_user else None,
-            latest_progress=self.latest_assistant.text if self.latest_assistant else None,
-            compaction_summary=self.compaction_summary,
-            compactions=self.compactions,
+            original_request=first.text if first else None,
+            latest_user_message=s.latest_user.text if s.latest_user else None,
+            latest_progress=s.latest_assistant.text if s.latest_assistant else None,
+            compaction_summary=s.compaction_summary,
+            compactions=s.compactions,
             transcript=entries,
-            messages_total=self.messages_total,
+            messages_total=s.messages_total,
             messages_omitted=omitted,
         )
 
@@ -432,31 +503,6 @@ _HANDLERS: dict[type, Callable[[_Extractor, Any], None]] = {
 }
 
 
-def strip_compaction_instructions(text: str) -> str:
-    """A compaction summary without what the CLI wrapped around it for the model that
-    continued (Codex's "Another language model started to solve this problem..." prefix,
-    Claude Code's "This session is being continued..." opening and resume instructions)."""
-    body = text
-    codex = _CODEX_PREFIX_START.match(body)
-    if codex:
-        end = body.find(_CODEX_PREFIX_END)
-        # the whole preamble; a shorter variant without its closing words: its first sentence
-        body = body[end + len(_CODEX_PREFIX_END) :] if 0 <= end < 1000 else body[codex.end() :]
-    opening = _CLAUDE_PREAMBLE.match(body)
-    if opening:
-        body = body[opening.end() :]
-        cut = min((i for i in (body.find(t) for t in _CLAUDE_TRAILERS) if i >= 0), default=-1)
-        if cut >= 0:
-            body = body[:cut]
-    return body.strip()
-
-
-@dataclass(slots=True)
-class _OpenFailure:
-    failure: FailureRecord
-    run: Run
-
-
 def extract(
     events: object,
     *,
@@ -464,11 +510,56 @@ def extract(
     max_messages: int = DEFAULT_MAX_MESSAGES,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Extracted:
-    extractor = _Extractor(workspace=workspace, budget=_Budget(max_messages, max_chars))
+    extractor = new_extractor(workspace=workspace, max_messages=max_messages, max_chars=max_chars)
     feed = extractor.feed
     for event in events:  # type: ignore[attr-defined]
         feed(event)
     return extractor.finish()
+
+
+def new_extractor(*, workspace: str | None, max_messages: int, max_chars: int) -> _Extractor:
+    """An empty extractor, fed event by event (`feed`) and closed with `finish`."""
+    return _Extractor(
+        ExtractorState(workspace=workspace, max_messages=max_messages, max_chars=max_chars)
+    )
+
+
+def extractor_state(extractor: _Extractor) -> ExtractorState:
+    """The extractor's state before `finish` (which consumes the pending calls), stamped
+    with the shape of its definition: the live struct, not a copy, so encode it before
+    feeding the extractor on."""
+    state = extractor.state
+    state.shape = state_shape()
+    return state
+
+
+def restore_extractor(state: ExtractorState) -> _Extractor:
+    """An extractor that goes on exactly where the one `extractor_state` saved stopped.
+    ValueError: the state was saved by another definition of `ExtractorState`, or is not
+    one a pass can reach."""
+    if state.shape != state_shape():
+        raise ValueError("extractor state of another shape")
+    keep = max(state.max_messages, 2)
+    recent = len(state.recent)
+    first_in_ring = state.first_request_at > state.messages_total - recent
+    if (
+        recent > min(keep, state.messages_total)
+        or not 0 <= state.recent_start < max(recent, 1)
+        or (state.recent_start and recent < keep)
+        or not 0 <= state.first_request_at <= state.messages_total
+        or (state.first_request_at and not first_in_ring and state.first_request is None)
+        or (state.newest_failure_open and not state.open_failures)
+    ):
+        raise ValueError("inconsistent extractor state")
+    return _Extractor(state)
+
+
+@cache
+def state_shape() -> str:
+    """A digest of `ExtractorState`'s definition (its fields and their types, nested
+    ones included): a field added, removed or retyped changes it."""
+    schema = msgspec.json.encode(msgspec.json.schema(ExtractorState))
+    return hashlib.sha256(schema).hexdigest()[:16]
 
 
 def _plan_entry(item: PlanItem) -> PlanEntry:
@@ -481,8 +572,3 @@ def _plan_entry(item: PlanItem) -> PlanEntry:
         active_form=item.active_form,
         blocked_by=list(item.blocked_by),
     )
-
-
-def new_extractor(*, workspace: str | None, max_messages: int, max_chars: int) -> _Extractor:
-    """An empty extractor, fed event by event (`feed`) and closed with `finish`."""
-    return _Extractor(workspace=workspace, budget=_Budget(max_messages, max_chars))
