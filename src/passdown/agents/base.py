@@ -100,6 +100,14 @@ def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
     return _platform.inside(cwd, str(workspace))
 
 
+def candidate_of(ref: SessionRef, workspace: Path | None) -> bool:
+    """Whether discovery lists `ref`, found where `workspace`'s sessions are kept (a
+    store folder named for it): when its cwd is in the workspace, or when it could not
+    be placed at all (`SessionRef.unplaced`): such a session is listed with its
+    workspace unknown, never hidden."""
+    return cwd_in_workspace(ref.cwd, workspace) or (ref.cwd is None and ref.unplaced is not None)
+
+
 class Agent(ABC):
     """One coding agent: where its sessions are, how to read them, how to launch it."""
 
