@@ -100,7 +100,8 @@ class RecordScan:
         """Why a cut scan placed no session: for `SessionRef.unplaced`."""
         if self.failed:
             return "reading it failed before a record named its working directory"
-        return f"no record in its first {self.limit // _MIB} MB names its working directory"
+        size = f"{self.limit // _MIB} MB" if self.limit >= _MIB else f"{self.limit // 1024} KB"
+        return f"no record in its first {size} names its working directory"
 
 
 class _Walker:
