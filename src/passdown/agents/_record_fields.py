@@ -95,7 +95,6 @@ class RecordScan:
         if last:
             yield last
 
-
     def unplaced(self) -> str:
         """Why a cut scan placed no session: for `SessionRef.unplaced`."""
         if self.failed:
