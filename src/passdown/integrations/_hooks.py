@@ -97,7 +97,7 @@ def _payload(integration: HookIntegration, args: list[str], stdin_text: str | No
 def _described(stdin_text: str | None, payload: dict[str, Any]) -> str:
     """What the payload was, for the log: empty, or the keys it had (not their values)."""
     if not payload:
-        return "empty payload" if not (stdin_text or "").strip() else "an empty JSON object"
+        return "empty payload" if not stdin_text else "an empty JSON object"
     keys = ", ".join(sorted(str(k) for k in payload)[:10])
     return f"no session id or transcript path among its keys: {keys}"
 
