@@ -210,7 +210,7 @@ def test_an_unplaceable_session_is_listed_with_its_workspace_unknown(
     listed = {row["session_id"]: row for row in json.loads(out)}
     assert set(listed) == {OLD_ID, NEW_ID}
     assert listed[NEW_ID]["cwd"] is None
-    assert "first 200 KB names its working directory" in listed[NEW_ID]["unplaced"]
+    assert "nothing in its first 200 KB names its working directory" in listed[NEW_ID]["unplaced"]
     assert listed[OLD_ID]["cwd"] == str(workspace)
     assert f"workspace unknown for {new}" in err
     code, out, _ = run(capsys, "sessions", "--from", "claude")
@@ -318,5 +318,79 @@ def test_qwen_unplaceable_newest_session_is_exit_3_naming_it(
     monkeypatch.setattr(_record_fields, "MAX_SCAN_BYTES", 200 * 1024)
     out_dir = tmp_path / "out"
     code, _, err = run(capsys, "export", "--from", "qwen", "--out", str(out_dir))
+    assert code == 3 and str(new) in err
+    assert not out_dir.exists()
+
+
+# -- Auggie: one document per session, the first request (twice) before the cwd -------
+def auggie_session(home: Path, cwd: Path, session_id: str, task: str, age: float) -> Path:
+    """An Auggie 0.36 session document of `cwd` whose first request is `task`."""
+    folder = home / ".augment" / "sessions"
+    folder.mkdir(parents=True, exist_ok=True)
+    terminal = {"terminal_id": 0, "current_working_directory": str(cwd)}
+    ide = {"id": 2, "type": 4, "ide_state_node": {"current_terminal": terminal}}
+    exchange = {
+        "request_message": task,
+        "response_text": "Working on it.",
+        "request_id": "r1",
+        "request_nodes": [{"id": 1, "type": 0, "text_node": {"content": task}}, ide],
+        "response_nodes": [{"id": 1, "type": 0, "content": "Working on it."}],
+    }
+    doc = {
+        "sessionId": session_id,
+        "created": "2026-12-01T10:00:00.000Z",
+        "modified": "2026-12-01T10:05:00.000Z",
+        "chatHistory": [{"exchange": exchange, "completed": True, "sequenceId": 1}],
+    }
+    path = folder / f"{session_id}.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    when = time.time() - age
+    os.utime(path, (when, when))
+    return path
+
+
+@pytest.fixture
+def auggie_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("PASSDOWN_AUGGIE_DIR", raising=False)  # Auggie's store: ~/.augment
+    return home
+
+
+def huge_task(label: str) -> str:
+    """A first request of 2.5 MB: written twice before the cwd, past 4 MB."""
+    return label + "\n" + "y" * (5 * 1024 * 1024 // 2)
+
+
+def test_auggie_hands_off_the_newer_session_whose_cwd_lies_past_4_mb(
+    auggie_home: Path, workspace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    auggie_session(auggie_home, workspace, OLD_ID, "OLDER TASK: rename greet()", age=600)
+    auggie_session(auggie_home, workspace, NEW_ID, huge_task("NEWER TASK: fix the crash"), age=10)
+    code, out, _ = run(capsys, "sessions", "--from", "auggie", "--json")
+    listed = {row["session_id"]: row["cwd"] for row in json.loads(out)}
+    assert listed == {OLD_ID: str(workspace), NEW_ID: str(workspace)}
+    out_dir = tmp_path / "out"
+    code, _, err = run(
+        capsys, "export", "--from", "auggie", "--out", str(out_dir), "--no-store", "--json"
+    )
+    assert code == 0, err
+    handoff = json.loads((out_dir / "handoff.json").read_text(encoding="utf-8"))
+    assert handoff["source"]["session_id"] == NEW_ID
+
+
+def test_auggie_unplaceable_newest_session_is_exit_3_naming_it(
+    auggie_home: Path,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    auggie_session(auggie_home, workspace, OLD_ID, "OLDER TASK: rename greet()", age=600)
+    new = auggie_session(auggie_home, workspace, NEW_ID, big_task("NEWER"), age=10)
+    monkeypatch.setattr(_record_fields, "MAX_SCAN_BYTES", 200 * 1024)
+    code, out, err = run(capsys, "sessions", "--from", "auggie", "--json")
+    listed = {row["session_id"]: row["cwd"] for row in json.loads(out)}
+    assert listed == {OLD_ID: str(workspace), NEW_ID: None}
+    out_dir = tmp_path / "out"
+    code, _, err = run(capsys, "export", "--from", "auggie", "--out", str(out_dir))
     assert code == 3 and str(new) in err
     assert not out_dir.exists()

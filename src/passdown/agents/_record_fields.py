@@ -99,8 +99,13 @@ class RecordScan:
         """Why a cut scan placed no session: for `SessionRef.unplaced`."""
         if self.failed:
             return "reading it failed before a record named its working directory"
-        size = f"{self.limit // _MIB} MB" if self.limit >= _MIB else f"{self.limit // 1024} KB"
-        return f"no record in its first {size} names its working directory"
+        return not_within(self.limit)
+
+
+def not_within(limit: int) -> str:
+    """Why a session whose first `limit` bytes name no working directory is unplaced."""
+    size = f"{limit // _MIB} MB" if limit >= _MIB else f"{limit // 1024} KB"
+    return f"nothing in its first {size} names its working directory"
 
 
 class _Walker:
