@@ -394,3 +394,31 @@ def test_auggie_unplaceable_newest_session_is_exit_3_naming_it(
     code, _, err = run(capsys, "export", "--from", "auggie", "--out", str(out_dir))
     assert code == 3 and str(new) in err
     assert not out_dir.exists()
+
+
+# -- Codex: the session_meta record comes first, read whole up to a bound --------------
+def test_codex_unplaceable_newest_rollout_is_exit_3_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rollout whose first record (session_meta, with the instructions) runs past what
+    discovery reads of it names no workspace: with no folder per workspace it is listed
+    everywhere with its workspace unknown, and when it is the newest, export says so."""
+    from passdown.agents import codex
+    from test_unreadable_discovery import newer_copy, relocate
+
+    older, workspace = relocate("codex", tmp_path, monkeypatch)
+    newer = newer_copy(older)
+    first, rest = newer.read_bytes().split(b"\n", 1)
+    padded = first.replace(
+        b'"base_instructions":{"text":"', b'"base_instructions":{"text":"' + b"z" * BIG, 1
+    )
+    assert len(padded) > BIG
+    newer.write_bytes(padded + b"\n" + rest)
+    os.utime(newer, (time.time(), time.time()))
+    monkeypatch.setattr(codex, "_FIRST_LINE_LIMIT", 128 * 1024)
+    code, out, err = run(capsys, "sessions", "--from", "codex", "--json")
+    listed = {row["path"]: row["cwd"] for row in json.loads(out)}
+    assert listed == {str(older): str(workspace), str(newer): None}
+    code, _, err = run(capsys, "export", "--from", "codex", "--out", str(tmp_path / "out"))
+    assert code == 3 and str(newer) in err
+    assert not (tmp_path / "out").exists()
