@@ -114,21 +114,10 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
             hint="run this in the folder where the agent worked, or pass --session ID|PATH",
         )
     if newest[1].unplaced is not None:
-        raise unplaced_newest(newest[0], newest[1], workspace)
+        raise newest[0].unplaced_newest(newest[1], workspace)
     notes = [f"skipped an unreadable session store: {exc}" for exc in unreadable]
     notes += _skipped_newer_notes(skipped, newest[1])
     return Selection(agent=newest[0], ref=newest[1], workspace=workspace, notes=notes)
-
-
-def unplaced_newest(agent: Agent, ref: SessionRef, workspace: Path) -> SessionNotFound:
-    """The exit-3 error when the newest session found for the workspace cannot be
-    placed: handing off an older one instead would hand off the wrong session."""
-    return SessionNotFound(
-        f"cannot tell whether the newest {agent.display_name} session, {ref.path}, ran in "
-        f"{workspace}: {ref.unplaced}",
-        hint=f"to hand it off, pass --session {ref.path}; to hand off another, pass "
-        "--session with its id",
-    )
 
 
 def _skipped_newer_notes(skipped: list[SkippedSession], chosen: SessionRef) -> list[str]:

@@ -252,6 +252,16 @@ class Agent(ABC):
         holds very many, like Aider's runs, finds its newest alone)."""
         return self.discover_all(workspace)
 
+    def unplaced_newest(self, ref: SessionRef, workspace: Path) -> SessionNotFound:
+        """The exit-3 error when the newest session found for `workspace` could not be
+        placed: handing off an older one instead would hand off the wrong session."""
+        return SessionNotFound(
+            f"cannot tell whether the newest {self.display_name} session, {ref.path}, ran "
+            f"in {workspace}: {ref.unplaced}",
+            hint=f"to hand it off, pass --session {ref.path}; to hand off another, pass "
+            "--session with its id",
+        )
+
     def newest(self, workspace: Path | None) -> SessionRef | None:
         """The newest readable session for `workspace`. When session files were found
         but none can be opened, the "cannot be read" error (exit 5) naming the newest:
