@@ -422,3 +422,48 @@ def test_codex_unplaceable_newest_rollout_is_exit_3_naming_it(
     code, _, err = run(capsys, "export", "--from", "codex", "--out", str(tmp_path / "out"))
     assert code == 3 and str(newer) in err
     assert not (tmp_path / "out").exists()
+
+
+# -- Cline CLI: the first prompt is kept in the session's manifest, after its cwd ------
+def cline_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prompt: str, *, placed: bool = True
+) -> Path:
+    """Cline CLI's recorded session in a fresh workspace (the current folder), its
+    manifest's prompt replaced by `prompt` (and without a cwd unless `placed`); returns
+    the workspace."""
+    from test_unreadable_discovery import relocate
+
+    messages, workspace = relocate("cline", tmp_path, monkeypatch)
+    manifest = messages.with_name(messages.name.replace(".messages.json", ".json"))
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    data["prompt"] = prompt
+    if not placed:
+        data["cwd"] = data["workspace_root"] = None
+    manifest.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    assert manifest.stat().st_size > 4 * 1024 * 1024  # more than discovery decodes whole
+    return workspace
+
+
+def test_cline_session_with_a_manifest_past_4_mb_is_found_and_handed_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = cline_session(tmp_path, monkeypatch, huge_task("BIG TASK") * 2)
+    code, out, _ = run(capsys, "sessions", "--from", "cline", "--json")
+    [row] = json.loads(out)
+    assert row["cwd"] == str(workspace)
+    out_dir = tmp_path / "out"
+    code, _, err = run(capsys, "export", "--from", "cline", "--out", str(out_dir), "--no-store")
+    assert code == 0, err
+    assert (out_dir / "handoff.json").is_file()
+
+
+def test_cline_unplaceable_session_is_listed_and_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cline_session(tmp_path, monkeypatch, huge_task("BIG") * 2, placed=False)
+    monkeypatch.setattr(_record_fields, "MAX_SCAN_BYTES", 1024 * 1024)
+    code, out, err = run(capsys, "sessions", "--from", "cline", "--json")
+    [row] = json.loads(out)
+    assert row["cwd"] is None and row["unplaced"]
+    code, _, err = run(capsys, "export", "--from", "cline", "--out", str(tmp_path / "out"))
+    assert code == 3 and row["path"] in err
