@@ -81,8 +81,10 @@ class RecordScan:
             with stream_cm as stream:
                 while True:
                     if read >= self.limit:
-                        self.cut = bool(stream.read(1))
-                        return
+                        if stream.read(1):  # more than discovery reads
+                            self.cut = True
+                            return
+                        break
                     chunk = stream.read(min(_CHUNK, self.limit - read))
                     if not chunk:
                         break
