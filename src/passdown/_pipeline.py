@@ -113,6 +113,8 @@ def select_session(source: str, session: str | None, workspace: Path) -> Selecti
             f"{what} found for {workspace}" + ("" if one else f" (searched: {searched(agents)})"),
             hint="run this in the folder where the agent worked, or pass --session ID|PATH",
         )
+    if newest[1].unplaced is not None:
+        raise newest[0].unplaced_newest(newest[1], workspace)
     notes = [f"skipped an unreadable session store: {exc}" for exc in unreadable]
     notes += _skipped_newer_notes(skipped, newest[1])
     return Selection(agent=newest[0], ref=newest[1], workspace=workspace, notes=notes)

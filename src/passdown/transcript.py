@@ -45,6 +45,11 @@ class SessionRef:
     updated_at: float = 0.0  # file mtime (epoch seconds): what "newest" means
     size: int = 0
     title: str | None = None
+    # Why discovery could not tell which workspace the session ran in (its first records
+    # run past what discovery reads: `agents._record_fields`), for a session found where
+    # the workspace's sessions are kept; None when placed (or not looked for). Listed
+    # with its workspace unknown, and never passed over for an older session.
+    unplaced: str | None = None
 
 
 @dataclass(slots=True)

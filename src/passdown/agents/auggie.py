@@ -38,6 +38,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown.agents import _record_fields
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -50,7 +51,7 @@ from passdown.agents._common import (
 from passdown.agents._document import decode_side_file, find_first
 from passdown.agents._json_stream import DocumentStream
 from passdown.agents._prompt_file import is_long, write_prompt_file
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents.base import Agent, LaunchSpec, candidate_of
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -71,7 +72,6 @@ from passdown.transcript import (
 # The session is one JSON document, its history streamed: read no further than this.
 MAX_SESSION_BYTES = 256 * 1024 * 1024
 MAX_TASKS = 1000
-MAX_CWD_SCAN_BYTES = 4 * 1024 * 1024  # how far discovery looks for the cwd past the head
 _HEAD_BYTES = 64 * 1024  # task files read for the final plan (the tree is walked, bounded)
 _TASK_BYTES = 256 * 1024
 _EDIT_TOOLS: dict[str, ToolAction] = {
@@ -207,7 +207,7 @@ class Auggie(Agent):
             if path.suffix != ".json" or not is_file(path):
                 continue
             ref = self.ref_for_path(path)
-            if cwd_in_workspace(ref.cwd, workspace):
+            if candidate_of(ref, workspace):  # one store for all: an unplaced one is anyone's
                 yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
@@ -216,9 +216,13 @@ class Auggie(Agent):
         head = read_head(path, _HEAD_BYTES)
         mtime, size = file_mtime(path)
         cwd = _head_string(_HEAD_CWD, head) or _head_string(_HEAD_ROOT, head)
+        unplaced = None
         if cwd is None and size > len(head):  # a long first prompt comes before it
-            found = find_first(path, _HEAD_CWD, MAX_CWD_SCAN_BYTES)
+            limit = _record_fields.MAX_SCAN_BYTES
+            found = find_first(path, _HEAD_CWD, limit)
             cwd = _json_string(found) if found else None
+            if cwd is None and size > limit:  # read as far as discovery reads: not placed
+                unplaced = _record_fields.not_within(limit)
         return SessionRef(
             agent=self.name,
             session_id=path.stem,
@@ -228,6 +232,7 @@ class Auggie(Agent):
             updated_at=mtime,
             size=size,
             title=_title(head),
+            unplaced=unplaced,
         )
 
     # -- reading ------------------------------------------------------------------

@@ -100,6 +100,14 @@ def cwd_in_workspace(cwd: str | None, workspace: Path | None) -> bool:
     return _platform.inside(cwd, str(workspace))
 
 
+def candidate_of(ref: SessionRef, workspace: Path | None) -> bool:
+    """Whether discovery lists `ref`, found where `workspace`'s sessions are kept (a
+    store folder named for it): when its cwd is in the workspace, or when it could not
+    be placed at all (`SessionRef.unplaced`): such a session is listed with its
+    workspace unknown, never hidden."""
+    return cwd_in_workspace(ref.cwd, workspace) or (ref.cwd is None and ref.unplaced is not None)
+
+
 class Agent(ABC):
     """One coding agent: where its sessions are, how to read them, how to launch it."""
 
@@ -243,6 +251,16 @@ class Agent(ABC):
         `workspace` and the files skipped (every session, unless an agent whose store
         holds very many, like Aider's runs, finds its newest alone)."""
         return self.discover_all(workspace)
+
+    def unplaced_newest(self, ref: SessionRef, workspace: Path) -> SessionNotFound:
+        """The exit-3 error when the newest session found for `workspace` could not be
+        placed: handing off an older one instead would hand off the wrong session."""
+        return SessionNotFound(
+            f"cannot tell whether the newest {self.display_name} session, {ref.path}, ran "
+            f"in {workspace}: {ref.unplaced}",
+            hint=f"to hand it off, pass --session {ref.path}; to hand off another, pass "
+            "--session with its id",
+        )
 
     def newest(self, workspace: Path | None) -> SessionRef | None:
         """The newest readable session for `workspace`. When session files were found

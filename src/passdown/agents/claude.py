@@ -39,9 +39,10 @@ from passdown.agents._common import (
     list_folder,
     read_head,
 )
+from passdown.agents._record_fields import RecordScan
 from passdown.agents._tree import LeafHint, Node, TreeFormat
 from passdown.agents._tree_resume import TreeSessionAgent
-from passdown.agents.base import LaunchSpec, cwd_in_workspace
+from passdown.agents.base import LaunchSpec, candidate_of
 from passdown.transcript import (
     Diagnostics,
     SessionInfo,
@@ -80,7 +81,8 @@ class ClaudeCode(TreeSessionAgent):
         # an unreadable store raises: the Agent base class reports it (exit 5)
         folders = [p for p in list_folder(projects) if is_dir(p)]
         if workspace is not None:
-            # The encoding is lossy: preselect by name, then confirm with the records' cwd.
+            # The encoding is lossy: preselect by name, then confirm with the records' cwd
+            # (a session none of whose first records can be read for it is listed unplaced).
             # Windows: C:\\Users\\dev\\proj is C--Users-dev-proj, `c:` is `c--`; macOS:
             # /private/tmp/x may be recorded as /tmp/x (-tmp-x)
             prefixes = [encode_cwd(s) for s in _platform.path_spellings(str(workspace))]
@@ -88,12 +90,12 @@ class ClaudeCode(TreeSessionAgent):
         for folder in folders:
             for path in _session_files(folder):
                 ref = self.ref_for_path(path)
-                if cwd_in_workspace(ref.cwd, workspace):
+                if candidate_of(ref, workspace):
                     yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
         mtime, size = file_mtime(path)
-        head = _read_head_fields(path)
+        head, unplaced = _read_head_fields(path)
         session_id = _strip_suffixes(path.name)
         return SessionRef(
             agent=self.name,
@@ -103,6 +105,7 @@ class ClaudeCode(TreeSessionAgent):
             started_at=head.timestamp,
             updated_at=mtime,
             size=size,
+            unplaced=unplaced,
         )
 
     # -- reading ------------------------------------------------------------------
@@ -123,6 +126,9 @@ class ClaudeCode(TreeSessionAgent):
         # -p runs once; acceptEdits lets the takeover edit files without a person there.
         argv = [self.program, "-p", "--permission-mode", "acceptEdits", "--", prompt]
         return LaunchSpec(argv=argv, cwd=workspace)
+
+
+_HEAD_BYTES = 256 * 1024  # read and decoded whole: the records of nearly every session
 
 
 def _strip_suffixes(name: str) -> str:
@@ -147,21 +153,34 @@ def _session_files(folder: Path) -> list[Path]:
     return files
 
 
-def _read_head_fields(path: Path) -> _Head:
-    """cwd and start time from the first records that carry them."""
+def _read_head_fields(path: Path) -> tuple[_Head, str | None]:
+    """cwd and start time from the first records that carry them, and why the session
+    could not be placed when no record read names its cwd before the reading stopped.
+    The head is decoded line by line; records a long first prompt pushed past it (the
+    CLI may write the prompt twice: in a queue record and in the first user record) are
+    read on in pieces."""
     found = _Head()
-    for line in read_head(path).split(b"\n")[:200]:
+    head = read_head(path, _HEAD_BYTES)
+    for line in head.split(b"\n"):
         if b'"cwd"' not in line and b'"timestamp"' not in line:
             continue
         try:
-            head = _HEAD.decode(line)
+            fields = _HEAD.decode(line)
         except DECODE_ERRORS:
             continue
-        found.timestamp = found.timestamp or head.timestamp
-        found.cwd = found.cwd or head.cwd
+        found.timestamp = found.timestamp or fields.timestamp
+        found.cwd = found.cwd or fields.cwd
         if found.cwd and found.timestamp:
             break
-    return found
+    if found.cwd or len(head) < _HEAD_BYTES:  # placed, or the whole file was read
+        return found, None
+    scan = RecordScan(path, ("cwd", "timestamp"))
+    for record in scan.records():
+        found.timestamp = found.timestamp or record.get("timestamp")
+        if record.get("cwd"):
+            found.cwd = record["cwd"]
+            return found, None
+    return found, scan.unplaced() if scan.cut else None
 
 
 def _node_reader(

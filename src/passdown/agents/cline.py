@@ -39,6 +39,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown.agents import _record_fields
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_or_none,
@@ -49,10 +50,10 @@ from passdown.agents._common import (
     open_sqlite_readonly,
     parse_exit_code,
 )
-from passdown.agents._document import decode_side_file
+from passdown.agents._document import decode_side_file, find_first
 from passdown.agents._endings import api_error_ending
 from passdown.agents._json_stream import DocumentStream
-from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
+from passdown.agents.base import Agent, LaunchSpec, candidate_of
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -185,24 +186,30 @@ class ClineCLI(Agent):
             if not is_dir(folder):
                 continue
             ref = self.ref_for_path(folder / f"{folder.name}{_MESSAGES_SUFFIX}")
-            if cwd_in_workspace(ref.cwd, workspace):
+            if candidate_of(ref, workspace):  # no folder per workspace: unplaced is anyone's
                 yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
         session_id = _session_id(path)
         messages = path.with_name(f"{session_id}{_MESSAGES_SUFFIX}")
-        manifest = _manifest(path.with_name(f"{session_id}.json"))
+        manifest_path = path.with_name(f"{session_id}.json")
+        manifest = _manifest(manifest_path)
         mtime, size = file_mtime(messages)
         title = manifest.metadata.title if manifest.metadata else None
+        cwd, unplaced = manifest.cwd or manifest.workspace_root, None
+        manifest_size = file_mtime(manifest_path)[1]
+        if cwd is None and manifest_size > _MANIFEST_BYTES:
+            cwd, unplaced = _large_manifest_cwd(manifest_path, manifest_size)
         return SessionRef(
             agent=self.name,
             session_id=manifest.session_id or session_id,
             path=messages,
-            cwd=manifest.cwd or manifest.workspace_root,
+            cwd=cwd,
             started_at=manifest.started_at,
             updated_at=mtime,
             size=size,
             title=title or manifest.prompt,
+            unplaced=unplaced,
         )
 
     # -- reading ------------------------------------------------------------------
@@ -247,6 +254,24 @@ def _session_id(path: Path) -> str:
 
 def _manifest(path: Path) -> _Manifest:
     return decode_side_file(path, _MANIFEST, _MANIFEST_BYTES) or _Manifest()
+
+
+_MANIFEST_CWD = re.compile(rb'"(?:cwd|workspace_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _large_manifest_cwd(path: Path, size: int) -> tuple[str | None, str | None]:
+    """The cwd of a manifest too large to decode (a long prompt: it is kept there), read
+    in pieces, and why the session is unplaced when none is found as far as discovery
+    reads (None when the whole manifest was read)."""
+    limit = _record_fields.MAX_SCAN_BYTES
+    found = find_first(path, _MANIFEST_CWD, limit)
+    try:
+        cwd = msgspec.json.decode(found) if found else None
+    except DECODE_ERRORS:
+        cwd = None
+    if isinstance(cwd, str) and cwd:
+        return cwd, None
+    return None, _record_fields.not_within(limit) if size > limit else None
 
 
 def _fill_info(info: SessionInfo, manifest: _Manifest) -> None:

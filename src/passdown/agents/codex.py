@@ -39,8 +39,9 @@ from passdown.agents._common import (
     list_folder,
 )
 from passdown.agents._endings import api_error_ending
+from passdown.agents._record_fields import not_within
 from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str
-from passdown.agents.base import LaunchSpec, cwd_in_workspace
+from passdown.agents.base import LaunchSpec, candidate_of
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -180,7 +181,7 @@ class CodexCLI(LineSessionAgent):
     def discover(self, workspace: Path | None) -> Iterator[SessionRef]:
         for path in self._rollouts():
             ref = self.ref_for_path(path)
-            if cwd_in_workspace(ref.cwd, workspace):
+            if candidate_of(ref, workspace):  # no folder per workspace: unplaced is anyone's
                 yield ref
 
     def _rollouts(self) -> Iterator[Path]:
@@ -201,7 +202,7 @@ class CodexCLI(LineSessionAgent):
 
     def ref_for_path(self, path: Path) -> SessionRef:
         mtime, size = file_mtime(path)
-        meta = _session_meta(path)
+        meta, cut = _session_meta(path)
         match = _ROLLOUT_ID.search(path.name)
         session_id = (meta.id if meta else None) or (match.group(1) if match else path.name)
         return SessionRef(
@@ -212,6 +213,7 @@ class CodexCLI(LineSessionAgent):
             started_at=(meta.timestamp if meta else None),
             updated_at=mtime,
             size=size,
+            unplaced=not_within(_FIRST_LINE_LIMIT) if cut and meta is None else None,
         )
 
     # -- reading ------------------------------------------------------------------
@@ -230,37 +232,41 @@ class CodexCLI(LineSessionAgent):
         return LaunchSpec(argv=[*argv, "--", prompt], cwd=workspace)
 
 
-def _session_meta(path: Path) -> _Payload | None:
-    """The first record (session_meta, or a legacy bare header) without reading on."""
-    line = _first_line(path)
-    if not line:
-        return None
+def _session_meta(path: Path) -> tuple[_Payload | None, bool]:
+    """The first record (session_meta, or a legacy bare header) without reading on, and
+    whether that record ran past `_FIRST_LINE_LIMIT` (then it is not read)."""
+    line, cut = _first_line(path)
+    if not line or cut:
+        return None, cut
     try:
         first = _LINE.decode(line)
         if first.type == "session_meta":
-            return _PAYLOAD.decode(first.payload)
+            return _PAYLOAD.decode(first.payload), False
         legacy = _PAYLOAD.decode(line)  # early 2025: a bare {id, timestamp, ...} header
-        return legacy if legacy.id else None
+        return (legacy if legacy.id else None), False
     except DECODE_ERRORS:
-        return None
+        return None, False
 
 
-def _first_line(path: Path) -> bytes:
-    """Read up to the first newline (zstd streams have no readline)."""
+def _first_line(path: Path) -> tuple[bytes, bool]:
+    """Read up to the first newline (zstd streams have no readline), and whether the
+    line went on past `_FIRST_LINE_LIMIT`."""
     pieces: list[bytes] = []
     size = 0
     try:
         with open_binary(path) as stream:
-            while size < _FIRST_LINE_LIMIT and (chunk := stream.read(64 * 1024)):
+            while chunk := stream.read(64 * 1024):
                 end = chunk.find(b"\n")
                 if end >= 0:
                     pieces.append(chunk[:end])
                     break
+                if size + len(chunk) > _FIRST_LINE_LIMIT:
+                    return b"", True
                 pieces.append(chunk)
                 size += len(chunk)
     except Exception:
-        return b""
-    return b"".join(pieces)
+        return b"", False
+    return b"".join(pieces), False
 
 
 _NOTHING: tuple[Event, ...] = ()

@@ -72,6 +72,7 @@ from passdown.agents._qwen_records import (
     _Record,
     _ShellDisplay,
 )
+from passdown.agents._record_fields import RecordScan
 from passdown.agents._tree import (
     Node,
     NodeReader,
@@ -79,7 +80,7 @@ from passdown.agents._tree import (
     restore_calls,
 )
 from passdown.agents._tree_resume import TreeSessionAgent
-from passdown.agents.base import LaunchSpec, cwd_in_workspace
+from passdown.agents.base import LaunchSpec, candidate_of
 from passdown.transcript import (
     Compaction,
     Diagnostics,
@@ -140,12 +141,12 @@ class QwenCode(TreeSessionAgent):
         for folder in folders:
             for path in _session_files(folder / "chats"):
                 ref = self.ref_for_path(path)
-                if cwd_in_workspace(ref.cwd, workspace):
+                if candidate_of(ref, workspace):  # placed here, or not placed at all
                     yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
         mtime, size = file_mtime(path)
-        head = _head(path)
+        head, unplaced = _head(path)
         return SessionRef(
             agent=self.name,
             session_id=head.sessionId if isinstance(head.sessionId, str) else path.stem,
@@ -154,6 +155,7 @@ class QwenCode(TreeSessionAgent):
             started_at=head.timestamp,
             updated_at=mtime,
             size=size,
+            unplaced=unplaced,
         )
 
     # -- reading ------------------------------------------------------------------
@@ -197,16 +199,28 @@ def _session_files(chats: Path) -> list[Path]:
     return files
 
 
-def _head(path: Path) -> _Head:
-    """cwd, start time and session id from the first record that has them."""
-    for line in read_head(path, 64 * 1024).split(b"\n")[:50]:
+_HEAD_BYTES = 64 * 1024
+
+
+def _head(path: Path) -> tuple[_Head, str | None]:
+    """cwd, start time and session id from the first record that has them, and why the
+    session could not be placed when no record read names its cwd. The first record is
+    the first prompt: a long one runs past the head, and is read past in pieces."""
+    head = read_head(path, _HEAD_BYTES)
+    for line in head.split(b"\n")[:50]:
         try:
-            head = _HEAD.decode(line)
+            fields = _HEAD.decode(line)
         except DECODE_ERRORS:
             continue
-        if head.cwd:
-            return head
-    return _Head()
+        if fields.cwd:
+            return fields, None
+    if len(head) < _HEAD_BYTES:  # the whole file was read
+        return _Head(), None
+    scan = RecordScan(path, ("cwd", "timestamp", "sessionId"))
+    for record in scan.records():
+        if record.get("cwd"):
+            return _Head(record["cwd"], record.get("timestamp"), record.get("sessionId")), None
+    return _Head(), scan.unplaced() if scan.cut else None
 
 
 def _node_view(info: SessionInfo, diag: Diagnostics) -> NodeReader:

@@ -359,6 +359,8 @@ def sessions_command(source: str, all_: bool, as_json: bool) -> None:
     )
     # a session file that cannot be opened is not listed (it names no workspace), but said
     _warn([f"cannot read {s.path}: {s.reason}" for each in found for s in each.skipped], False)
+    # one that cannot be placed is listed, its workspace unknown ("?"), and said why
+    _warn([f"workspace unknown for {r.path}: {r.unplaced}" for r in refs if r.unplaced], False)
     if as_json:
         _emit_json([_ref_json(r) for r in refs])
         return
@@ -391,6 +393,7 @@ def _ref_json(ref: Any) -> dict[str, Any]:
         "started_at": ref.started_at,
         "updated_at": _when(ref.updated_at),
         "size": ref.size,
+        "unplaced": ref.unplaced,  # why its workspace is unknown (cwd null), else null
     }
 
 

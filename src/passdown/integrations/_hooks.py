@@ -45,6 +45,7 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
     """Always 0; what happened goes to the hook log; the pickup pointer to stdout."""
     event = "?"
     try:
+        from passdown.errors import UsageError
         from passdown.integrations import integration_for
         from passdown.integrations._base import SESSION_START
 
@@ -57,15 +58,19 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
                 sys.stdout.write(output + "\n")
                 sys.stdout.flush()
             return 0
+        spec = integration.session_spec(payload)
+        if spec is None:  # the newest session of the folder may be another one's
+            raise UsageError(
+                f"the hook payload names no session ({_described(stdin_text, payload)}): "
+                "nothing exported, rather than guess the workspace's newest session"
+            )
         failure = integration.failure(payload)
         if failure is not None:
             earlier = _same_failure_handed_off(integration, payload, failure[0])
             if earlier is not None:
                 _log(f"skip {agent} {event}: a retry of the failure handed off as {earlier}")
                 return 0
-        record_id = export_for_payload(
-            agent, integration.session_spec(payload), integration.cwd(payload), failure
-        )
+        record_id = export_for_payload(agent, spec, integration.cwd(payload), failure)
         _log(f"ok {agent} {event} stored={record_id or '-'}")
         if failure is not None:
             _remember_failure(integration, payload, failure[0], record_id)
@@ -87,6 +92,14 @@ def _payload(integration: HookIntegration, args: list[str], stdin_text: str | No
         return integration.payload(args, stdin_text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise UsageError(f"the hook payload is not a JSON object: {exc}") from None
+
+
+def _described(stdin_text: str | None, payload: dict[str, Any]) -> str:
+    """What the payload was, for the log: empty, or the keys it had (not their values)."""
+    if not payload:
+        return "empty payload" if not stdin_text else "an empty JSON object"
+    keys = ", ".join(sorted(str(k) for k in payload)[:10])
+    return f"no session id or transcript path among its keys: {keys}"
 
 
 # -- one handoff per failing request, however often the agent retries it ------------------
