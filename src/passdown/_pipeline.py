@@ -65,6 +65,10 @@ class WrittenHandoff:
     json_path: Path
     record_id: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # the active handoff this export repeats (nothing stored; `coordinator._unchanged`),
+    # and whether its files were already in place
+    unchanged_since: str | None = None
+    files_kept: bool = False
 
 
 def workspace_for(cwd: Path | None = None) -> Path:
@@ -539,12 +543,17 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
     folder = Path(out_dir)
     planned = planned_handoff(handoff, folder)
     batch = FileBatch()
+    # `.agent-handoff` is passdown's own folder (0700); any other folder that exists (an
+    # `--out` the user named) keeps its mode: the files are 0600 all the same
+    own = folder.name == HANDOFF_DIR
     try:
-        existing_folder(folder)  # a symlink, another user's folder: refused before reading
+        # a symlink, another user's folder: refused before reading
+        existing_folder(folder, tighten=own)
         for path in (planned.markdown_path, planned.json_path):
             stage_backup(batch, path)
-        batch.stage(planned.json_path, handoff.to_json() + "\n")
-        batch.stage(planned.markdown_path, render_markdown(handoff))
+        batch.stage(planned.json_path, handoff.to_json() + "\n", tighten=own)
+        batch.stage(planned.markdown_path, render_markdown(handoff), tighten=own)
+        planned.warnings += _open_folder_warning(folder, own)
         if folder.resolve().is_relative_to(workspace.resolve()):
             stage_git_exclude(batch, workspace, f"/{HANDOFF_DIR}/")
     except BaseException:
@@ -553,9 +562,22 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
     return StagedHandoff(planned, batch)
 
 
+def _open_folder_warning(folder: Path, own: bool) -> list[str]:
+    from passdown._fsio import open_to_others
+
+    mode = None if own else open_to_others(folder)
+    if mode is None:
+        return []
+    return [
+        f"{folder} is readable by others (mode {mode}): the handoff files in it are 0600, "
+        "the folder is left as it is"
+    ]
+
+
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
-    """HANDOFF.md and handoff.json, 0600 in a 0700 folder, atomically; the previous
-    handoff is kept in history/ rather than overwritten."""
+    """HANDOFF.md and handoff.json, 0600 (in a 0700 folder when passdown creates it or
+    it is `.agent-handoff`), atomically; the previous handoff is kept in history/ rather
+    than overwritten."""
     staged = stage_handoff(handoff, out_dir, workspace)
     try:
         return staged.commit()

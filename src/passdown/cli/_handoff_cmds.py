@@ -226,8 +226,11 @@ def export_command(
     elif not quiet:
         from passdown._text import shown
 
-        click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
-        if written.record_id:
+        if written.unchanged_since:
+            click.echo(f"unchanged since {written.unchanged_since}: no new version stored")
+        did = "kept" if written.files_kept else "wrote"
+        click.echo(f"{did} {shown(written.markdown_path)}\n{did} {shown(written.json_path)}")
+        if written.record_id and not written.unchanged_since:
             click.echo(f"stored record {written.record_id}")
     _warn(written.handoff.warnings + written.warnings, quiet)
 
@@ -239,6 +242,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
         "markdown": str(written.markdown_path),
         "json": str(written.json_path),
         "record_id": written.record_id,
+        "unchanged_since": written.unchanged_since,
         "source": {"agent": h.source.agent, "session_id": h.source.session_id},
         "warnings": h.warnings + written.warnings,
     }
