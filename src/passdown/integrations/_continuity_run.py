@@ -179,7 +179,7 @@ def _limit_handoff(agent: str, workspace: Path, started: float) -> HandoffPackag
                 return None
             if package.handoff is None or package.handoff.ended.reason not in LIMIT_REASONS:
                 return None
-            coordinator.export_sync(package, if_changed=False)  # claimed by its id later
+            coordinator.export_sync(package)
         if package.handoff is None or package.handoff.ended.reason not in LIMIT_REASONS:
             return None
         # claimed only when a fallback is launched on it (`_take_over`): without one, or
