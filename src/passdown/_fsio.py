@@ -110,16 +110,22 @@ def make_private_dirs(path: Path) -> None:
         os.chmod(new, DIR_MODE)  # a umask such as 0o277 takes bits from mkdir's mode
 
 
-def open_to_others(path: Path) -> str | None:
-    """The folder's mode (`0755`) when its group or others may read it, else None (also
-    on Windows, where an ACL, not a mode, says who may)."""
+def open_folder_warnings(folder: Path) -> list[str]:
+    """One warning when others may read `folder`, an existing folder that is not
+    passdown's (its mode is left as it is; the files in it are 0600). None on Windows,
+    where an ACL, not a mode, says who may."""
     if _platform.is_windows():
-        return None
+        return []
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
     except OSError:
-        return None
-    return f"{mode:04o}" if mode & (stat.S_IRGRP | stat.S_IROTH) else None
+        return []  # not there yet: created 0700
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return []
+    return [
+        f"{folder} is readable by others (mode {mode:04o}): the handoff files in it are "
+        "0600, the folder is left as it is"
+    ]
 
 
 def _not_a_private_dir(path: Path) -> OutputError:

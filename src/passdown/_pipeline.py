@@ -537,41 +537,26 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
     """Everything `write_handoff` writes, staged; raises `OutputError` (a read-only or
     full disk, a bad folder) before anything is visible."""
     from passdown._filebatch import FileBatch, existing_folder
-    from passdown._fsio import stage_backup, stage_git_exclude
+    from passdown._fsio import open_folder_warnings, stage_backup, stage_git_exclude
     from passdown._render import render_markdown
 
     folder = Path(out_dir)
     planned = planned_handoff(handoff, folder)
     batch = FileBatch()
-    # `.agent-handoff` is passdown's own folder (0700); any other folder that exists (an
-    # `--out` the user named) keeps its mode: the files are 0600 all the same
-    own = folder.name == HANDOFF_DIR
+    own = folder.name == HANDOFF_DIR  # passdown's 0700 folder; another keeps its mode
     try:
-        # a symlink, another user's folder: refused before reading
-        existing_folder(folder, tighten=own)
+        existing_folder(folder, tighten=own)  # a symlink, another user's: refused first
         for path in (planned.markdown_path, planned.json_path):
             stage_backup(batch, path)
         batch.stage(planned.json_path, handoff.to_json() + "\n", tighten=own)
         batch.stage(planned.markdown_path, render_markdown(handoff), tighten=own)
-        planned.warnings += _open_folder_warning(folder, own)
+        planned.warnings += [] if own else open_folder_warnings(folder)
         if folder.resolve().is_relative_to(workspace.resolve()):
             stage_git_exclude(batch, workspace, f"/{HANDOFF_DIR}/")
     except BaseException:
         batch.discard()
         raise
     return StagedHandoff(planned, batch)
-
-
-def _open_folder_warning(folder: Path, own: bool) -> list[str]:
-    from passdown._fsio import open_to_others
-
-    mode = None if own else open_to_others(folder)
-    if mode is None:
-        return []
-    return [
-        f"{folder} is readable by others (mode {mode}): the handoff files in it are 0600, "
-        "the folder is left as it is"
-    ]
 
 
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
