@@ -302,7 +302,7 @@ def _read_and_extract(
     )
     if resumed is not None:
         return resumed[0], resumed[1], seen
-    reading.offset, reading.bytes = 0, _size(selection.ref.path)
+    reading.read_whole(selection.ref.path)
     transcript = selection.agent.read(selection.ref)
     extracted = extract(
         seen.watch(transcript.events()),
@@ -331,16 +331,6 @@ def _refuse_unreadable(transcript: Transcript, seen: SeenEvents) -> None:
             "nothing was handed off",
             hint="the agent may not have written this session yet; pass --session with another",
         )
-
-
-def _size(path: Path) -> int:
-    """A session's size in bytes (of a folder's files, for agents that keep a folder)."""
-    try:
-        if path.is_dir():
-            return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _is_empty(path: Path) -> bool:
