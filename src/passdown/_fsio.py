@@ -55,8 +55,9 @@ def _error(action: str, path: Path, exc: OSError) -> OutputError:
 # -- folders ------------------------------------------------------------------------------
 
 
-def ensure_private_dir(path: Path) -> Path:
-    """Create `path` (and its parents) with mode 0700, or tighten an existing folder we own.
+def ensure_private_dir(path: Path, *, tighten: bool = True) -> Path:
+    """Create `path` (and its parents) with mode 0700, or tighten an existing folder we
+    own (`tighten=False`: an existing folder keeps its mode; it is not passdown's).
 
     Refuses a symlink in place of the folder, a non-folder, and a folder owned by
     another user (its owner could read everything written into it).
@@ -71,8 +72,11 @@ def ensure_private_dir(path: Path) -> Path:
         )
     try:
         make_private_dirs(path.parent)
-        with contextlib.suppress(FileExistsError):
+        try:
             os.mkdir(path, DIR_MODE)
+            tighten = True  # created here: passdown's, 0700 whatever the umask took
+        except FileExistsError:
+            pass
         fd = _platform.open_folder(path)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -81,7 +85,7 @@ def ensure_private_dir(path: Path) -> Path:
     if fd is None:  # Windows: the folder inherits the profile's ACL; no mode to tighten
         return path
     try:
-        _tighten(fd, path)  # through the fd, so the folder checked is the folder changed
+        _tighten(fd, path, chmod=tighten)  # through the fd: the folder checked is the one changed
     finally:
         os.close(fd)
     return path
@@ -106,6 +110,24 @@ def make_private_dirs(path: Path) -> None:
         os.chmod(new, DIR_MODE)  # a umask such as 0o277 takes bits from mkdir's mode
 
 
+def open_folder_warnings(folder: Path) -> list[str]:
+    """One warning when others may read `folder`, an existing folder that is not
+    passdown's (its mode is left as it is; the files in it are 0600). None on Windows,
+    where an ACL, not a mode, says who may."""
+    if _platform.is_windows():
+        return []
+    try:
+        mode = stat.S_IMODE(os.stat(folder).st_mode)
+    except OSError:
+        return []  # not there yet: created 0700
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return []
+    return [
+        f"{folder} is readable by others (mode {mode:04o}): the handoff files in it are "
+        "0600, the folder is left as it is"
+    ]
+
+
 def _not_a_private_dir(path: Path) -> OutputError:
     what = "a symlink" if path.is_symlink() else "not a folder"
     return OutputError(
@@ -114,14 +136,14 @@ def _not_a_private_dir(path: Path) -> OutputError:
     )
 
 
-def _tighten(fd: int, path: Path) -> None:
+def _tighten(fd: int, path: Path, *, chmod: bool = True) -> None:
     st = os.fstat(fd)
     if not _platform.owned_by_me(st):
         raise OutputError(
             f"refusing to write handoff files into {path}: it belongs to another user",
             hint="remove it or choose another folder with --out",
         )
-    if st.st_mode & 0o777 != DIR_MODE:
+    if chmod and st.st_mode & 0o777 != DIR_MODE:
         try:
             _platform.set_mode(fd, DIR_MODE)
         except OSError as exc:

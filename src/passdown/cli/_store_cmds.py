@@ -178,9 +178,9 @@ def _full_id(store: Store, scope: Any, spec: str) -> str:
         if not matches:
             raise missing from None
     if len(matches) > 1:
-        from passdown._text import one_line
+        from passdown._text import listed, one_line
 
-        shown = ", ".join(one_line(i) for i in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        shown = listed([one_line(i) for i in matches])
         raise AmbiguousSession(
             f"record id prefix {spec!r} matches {len(matches)} records: {shown}",
             hint="give more of the id",

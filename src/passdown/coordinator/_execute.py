@@ -219,7 +219,12 @@ def _execute_one(ctx: ProjectContext, pkg: HandoffPackage, opts: ExecuteOptions)
 
 
 def publish_and_write(
-    ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None, *, store: bool
+    ctx: ProjectContext,
+    pkg: HandoffPackage,
+    out_dir: Path | None,
+    *,
+    store: bool,
+    if_changed: bool = False,
 ) -> pipeline.WrittenHandoff:
     """The one order of every export: the files are staged (written where nobody sees
     them: a read-only or full disk, a bad folder fail here), the package is published
@@ -230,8 +235,11 @@ def publish_and_write(
     as they were. Each change is announced first in a write-ahead journal on disk
     (`passdown._wal`): a process killed half-way is taken back by the next one that opens
     the store. A lost race (HandoffConflict) keeps its `rejected` record: that is the
-    race's history."""
+    race's history. `if_changed`: a package that says what the active handoff says is
+    not published; the active one's files are written where missing
+    (`coordinator._unchanged`)."""
     from passdown._wal import WriteAhead, recover_and_say, store_identity
+    from passdown.coordinator._unchanged import keep_active, unchanged_active
 
     opened = ctx.store() if store else None
     recover_and_say(opened)  # interrupted exports: taken back before anything is read
@@ -242,6 +250,11 @@ def publish_and_write(
         # one export of a workspace publishes and renames at a time: the files an export
         # leaves are those of the handoff the pointer names, whichever finished first
         with publish_lock(ws):
+            same = unchanged_active(ctx, pkg) if opened is not None and if_changed else None
+            if same is not None:
+                kept = keep_active(same, staged.written, ws)
+                ctx.apply_checkpoints(pkg.id)
+                return kept
             header = {
                 "handoff": pkg.id,
                 "store": store_identity(opened) if opened is not None else None,

@@ -26,6 +26,10 @@ HANDOFF_TYPES: tuple[str, ...] = ("session", "agent", "parallel", "recovery")
 
 # Fields that are store state or the hash itself, never part of the sealed content.
 UNSEALED = frozenset({"integrity", "status"})
+# What differs between two exports of the same session into the same workspace state:
+# ids, times and the place in the project's history (`content_digest` leaves them out).
+VOLATILE = frozenset({*UNSEALED, "id", "timestamp", "previous_id"})
+VOLATILE_HANDOFF = frozenset({"id", "created_at"})
 
 
 class _Model(BaseModel):
@@ -118,6 +122,18 @@ class HandoffPackage(_Model):
     # -- sealing -------------------------------------------------------------------------
     def content_hash(self) -> str:
         data = self.model_dump(mode="json", exclude=set(UNSEALED))
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def content_digest(self) -> str:
+        """A digest of what the package says, without its ids, times and place in the
+        history (`VOLATILE`, the session number, the handoff's own id and time): two
+        exports of an unchanged session into an unchanged workspace have the same one."""
+        data = self.model_dump(mode="json", exclude=set(VOLATILE))
+        data["context"].pop("session_number", None)
+        if isinstance(data.get("handoff"), dict):
+            for name in VOLATILE_HANDOFF:
+                data["handoff"].pop(name, None)
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -105,7 +105,14 @@ def _kinds_json(kinds: list[str]) -> str:
     return json.dumps(kinds, ensure_ascii=False)
 
 
-def _private_database(path: Path) -> None:
+# What to do about a store that cannot be opened (the files' own hints name `--out`)
+OPEN_HINT = (
+    "check the folder and its permissions, or use another store: set PASSDOWN_STORE "
+    "(or pass --store URL); `export --no-store` writes the handoff without one"
+)
+
+
+def _private_database(path: Path, shown: str) -> None:
     """The database and its -wal/-shm hold handoff text and token hashes: 0600, in a
     0700 folder when passdown creates it (or it is passdown's data folder). SQLite gives
     -wal and -shm the database file's own mode, so creating that one right is enough;
@@ -122,9 +129,9 @@ def _private_database(path: Path) -> None:
         for suffix in ("-wal", "-shm", "-journal"):
             ensure_private_file(Path(f"{path}{suffix}"), create=False)
     except OutputError as exc:
-        raise StoreError(f"SQLite store {path}: {exc.message}", hint=exc.hint) from exc
+        raise StoreError(f"SQLite store {shown}: {exc.message}", hint=OPEN_HINT) from exc
     except OSError as exc:
-        raise StoreError(f"SQLite store {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"SQLite store {shown}: {exc.strerror or exc}", hint=OPEN_HINT) from exc
 
 
 # A write-ahead log starts with one of these (big-endian; the last bit: checksum order).
@@ -200,9 +207,12 @@ def keep_unreplayable_wal(path: Path) -> str | None:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, url: str | None = None) -> None:
+        """`url`: the store URL as the user gave it; messages show it where the path
+        it names reads otherwise (`sqlite:////abs/store.db` names `/abs/store.db`)."""
         self.path = str(path)
-        self.url = f"sqlite://{self.path}"
+        self.url = url or f"sqlite://{self.path}"
+        self.shown = self.path if self.url == f"sqlite://{self.path}" else self.url
         self.warnings: list[str] = []
         if self.path != ":memory:":
             # before the database file is created: a log whose database is gone is kept
@@ -210,7 +220,7 @@ class SQLiteStore(Store):
             if kept:  # rare and about the user's data: said at once, wherever it runs
                 self.warnings.append(kept)
                 print(f"passdown: warning: {kept}", file=sys.stderr)
-            _private_database(Path(self.path))
+            _private_database(Path(self.path), self.shown)
         self._lock = threading.RLock()  # one connection, shared by this process's threads
         with self._errors():
             self._conn = sqlite3.connect(
@@ -227,7 +237,7 @@ class SQLiteStore(Store):
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+            raise StoreError(f"SQLite store {self.shown}: {exc}") from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -254,7 +264,7 @@ class SQLiteStore(Store):
             known = {name for name, _ in MIGRATIONS}
             if applied - known:
                 raise StoreError(
-                    f"SQLite store {self.path} has migrations this passdown does not know: "
+                    f"SQLite store {self.shown} has migrations this passdown does not know: "
                     f"{', '.join(sorted(applied - known))}",
                     hint="upgrade passdown",
                 )
