@@ -17,7 +17,7 @@ from passdown.errors import StoreError
 
 if TYPE_CHECKING:
     from passdown._checkpoint_writes import PendingCheckpoint
-    from passdown.coordinator._package import HandoffPackage
+    from passdown._handoff_package import HandoffPackage
     from passdown.records import Scope
     from passdown.store import Store
 

@@ -24,8 +24,8 @@ from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
 from passdown.errors import UsageError
 
 if TYPE_CHECKING:
+    from passdown._handoff_package import HandoffPackage, HandoffType
     from passdown.coordinator._core import HandoffCoordinator
-    from passdown.coordinator._package import HandoffPackage, HandoffType
     from passdown.handoff import Limits
     from passdown.store import ScopeLike, Store
 
