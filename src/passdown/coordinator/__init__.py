@@ -41,14 +41,9 @@ if TYPE_CHECKING:
     from passdown._handoff_record import package_from_record, package_to_record
     from passdown.coordinator._checks import CheckResult
     from passdown.coordinator._core import HandoffCoordinator, Verification
-    from passdown.coordinator._errors import (
-        HandoffBlocked,
-        HandoffConflict,
-        HandoffNotFound,
-        HandoffStateError,
-    )
     from passdown.coordinator._execute import ExecuteResult
     from passdown.coordinator._lifecycle import StatusEvent
+    from passdown.errors import HandoffBlocked, HandoffConflict, HandoffNotFound, HandoffStateError
 
 # The names load lazily (as in `passdown`): `passdown.coordinator._lifecycle` alone must not
 # import the whole engine, because the session-start hook claims through it while a new
@@ -57,10 +52,10 @@ _EXPORTS: dict[str, str] = {
     "CheckResult": "passdown.coordinator._checks",
     "HandoffCoordinator": "passdown.coordinator._core",
     "Verification": "passdown.coordinator._core",
-    "HandoffBlocked": "passdown.coordinator._errors",
-    "HandoffConflict": "passdown.coordinator._errors",
-    "HandoffNotFound": "passdown.coordinator._errors",
-    "HandoffStateError": "passdown.coordinator._errors",
+    "HandoffBlocked": "passdown.errors",
+    "HandoffConflict": "passdown.errors",
+    "HandoffNotFound": "passdown.errors",
+    "HandoffStateError": "passdown.errors",
     "ExecuteResult": "passdown.coordinator._execute",
     "StatusEvent": "passdown.coordinator._lifecycle",
     "ChildRef": "passdown._handoff_package",

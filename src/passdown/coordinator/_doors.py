@@ -136,7 +136,7 @@ def export(
     losing that race to another export prepares again on top of the winner. `adjust`
     lets a door add what only it knows before publishing (a hook's payload says the turn
     failed on a rate limit when the session file does not)."""
-    from passdown.coordinator._errors import HandoffConflict
+    from passdown.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
         prepared = prepare(

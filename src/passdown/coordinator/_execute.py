@@ -36,10 +36,8 @@ from passdown.coordinator._checks import (
     fingerprint,
     run_checks,
 )
-from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
 from passdown.coordinator._lifecycle import (
     ACTIVE_POINTER,
-    HandoffStateError,
     Journal,
     Lifecycle,
     now_us_series,
@@ -47,6 +45,9 @@ from passdown.coordinator._lifecycle import (
 )
 from passdown.errors import (
     AgentNotInstalled,
+    HandoffBlocked,
+    HandoffConflict,
+    HandoffStateError,
     LaunchError,
     RecordConflict,
     RecordInvalid,

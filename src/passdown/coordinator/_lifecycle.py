@@ -28,8 +28,7 @@ from pydantic import BaseModel
 
 from passdown._package_status import STATUSES as STATUSES
 from passdown._package_status import LifecycleStatus as LifecycleStatus
-from passdown.errors import HandoffStateError as HandoffStateError
-from passdown.errors import RecordNotFound
+from passdown.errors import HandoffStateError, RecordNotFound
 
 if TYPE_CHECKING:
     from passdown._wal import WriteAhead
