@@ -12,6 +12,9 @@
 - Older Codex: `notify = ["passdown", "hook", "codex"]` (turn completion, JSON as the last
   argument), never replacing a user's own notify program.
 - The skill in `$CODEX_HOME/skills/passdown-takeover/` (project: a snippet in AGENTS.md).
+
+tomlkit is imported where a config file is read or edited, not with the module: a hook
+event loads this module and edits nothing.
 """
 
 from __future__ import annotations
@@ -24,10 +27,7 @@ import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
-
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from passdown import _platform
 from passdown.errors import UsageError
@@ -52,6 +52,9 @@ from passdown.integrations._base import (
     whole_file,
 )
 from passdown.integrations._command import hook_line
+
+if TYPE_CHECKING:
+    import tomlkit
 
 FORWARDED_ENV = ("PASSDOWN_STORE", "PASSDOWN_DATA_DIR")
 NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
@@ -207,6 +210,9 @@ class CodexHooks(HookIntegration):
         """Whether the config's `notify` runs passdown, as the file stands (not through
         `parse_toml`, which drops passdown's own marked notify line for `add_toml`); in a
         dry run, as the plan leaves it."""
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         from passdown.integrations._files import read_planned
 
         try:
@@ -216,6 +222,9 @@ class CodexHooks(HookIntegration):
         return is_our_notify(doc.get("notify"))
 
     def commands(self, target: InstallTarget) -> list[Registered]:
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         path = self.config_file(target)
         try:
             doc = tomlkit.parse(read_config(path) or "")
@@ -313,6 +322,9 @@ class CodexHooks(HookIntegration):
 def parse_toml(text: str | None) -> tomlkit.TOMLDocument:
     """Codex's config as a document that keeps comments and layout; a file passdown
     cannot parse is refused rather than edited blind (exit 2, nothing written)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         return tomlkit.parse(_strip_legacy_blocks(text or ""))
     except TOMLKitError as exc:
@@ -329,6 +341,8 @@ def add_toml(
     `codex mcp add` writes it); the lifecycle hooks with their trust, or else a
     top-level `notify` unless the user has their own notify program (Codex takes one,
     and replacing it would break theirs)."""
+    import tomlkit
+
     doc = parse_toml(remove_toml(text, key_file, server=False) if text is not None else None)
     if not events and "notify" not in doc:
         doc.add("notify", notify_value(command))
@@ -353,6 +367,8 @@ def is_our_notify(value: Any) -> bool:
 
 
 def _set_server(doc: tomlkit.TOMLDocument, command: str) -> None:
+    import tomlkit
+
     # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
     server = {"command": command, "args": ["mcp"], "env_vars": list(FORWARDED_ENV)}
     servers = doc.get("mcp_servers")
@@ -371,6 +387,8 @@ def _set_server(doc: tomlkit.TOMLDocument, command: str) -> None:
 
 
 def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
+    import tomlkit
+
     hooks = doc.get("hooks")
     if hooks is None:
         hooks = tomlkit.table(is_super_table=True)
@@ -381,6 +399,8 @@ def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
 
 
 def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str]) -> None:
+    import tomlkit
+
     hooks = _hooks_table(doc)
     for event in events:
         handler = {"type": "command", "command": hook_command, "timeout": hook_timeout(event)}
@@ -415,6 +435,8 @@ def _our_trust(doc: Any, key_file: str) -> dict[str, str]:
 
 
 def _set_trust(doc: tomlkit.TOMLDocument, trust: dict[str, str]) -> None:
+    import tomlkit
+
     if not trust:
         return
     hooks = _hooks_table(doc)
@@ -434,6 +456,8 @@ def _set_trust(doc: tomlkit.TOMLDocument, trust: dict[str, str]) -> None:
 def add_trust(text: str | None, config: Path, key_file: str) -> str:
     """The user's config with the trust of passdown's hooks in the project `config`
     (already written: plans apply in order)."""
+    import tomlkit
+
     doc = parse_toml(remove_trust(text, config, key_file) if text is not None else None)
     _set_trust(doc, _our_trust(_read_toml(config), key_file))
     if text is not None and doc.unwrap() == parse_toml(text).unwrap():
@@ -444,6 +468,8 @@ def add_trust(text: str | None, config: Path, key_file: str) -> str:
 def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
     """The trust of passdown's hooks in the project `config` out of the user's config
     (uninstall undoes this file before the project's, so those hooks are still there)."""
+    import tomlkit
+
     if text is None:
         return None
     doc = parse_toml(text)
@@ -463,6 +489,8 @@ def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
 
 
 def _read_toml(path: Path) -> tomlkit.TOMLDocument:
+    import tomlkit
+
     from passdown.integrations._files import read_planned
 
     try:
@@ -474,6 +502,8 @@ def _read_toml(path: Path) -> tomlkit.TOMLDocument:
 def remove_toml(text: str | None, key_file: str, *, server: bool = True) -> str | None:
     """passdown's entries out of a config.toml (on uninstall of a file changed since
     install; an unchanged one is restored byte for byte from the backup instead)."""
+    import tomlkit
+
     if text is None:
         return None
     doc = parse_toml(text)

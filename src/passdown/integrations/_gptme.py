@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
-
-import tomlkit
-from tomlkit.items import AoT
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from passdown.errors import UsageError
 from passdown.integrations import _toml_hooks as toml_hooks
@@ -30,6 +27,9 @@ from passdown.integrations._base import (
     Plan,
     Registered,
 )
+
+if TYPE_CHECKING:
+    import tomlkit
 
 
 def gptme_config_file() -> Path:
@@ -93,6 +93,8 @@ class _Scripts(toml_hooks.HookArray):
 
     def _scripts(self, doc: tomlkit.TOMLDocument, *, create: bool = False) -> Any:
         """`hooks.scripts`; created when asked and absent."""
+        import tomlkit
+
         hooks = doc.get("hooks")
         if hooks is None:
             if not create:
@@ -115,6 +117,9 @@ class _Scripts(toml_hooks.HookArray):
         return self._scripts(doc, create=True)
 
     def new_table(self, array: Any) -> Any:
+        import tomlkit
+        from tomlkit.items import AoT
+
         # gptme's own default config has `scripts = []`: inline tables go there
         return tomlkit.table() if isinstance(array, AoT) else tomlkit.inline_table()
 
@@ -125,6 +130,8 @@ class _Scripts(toml_hooks.HookArray):
             return []
 
     def remove_ours(self, doc: tomlkit.TOMLDocument, agent: str) -> bool:
+        from tomlkit.items import AoT
+
         try:
             scripts = self._scripts(doc)
         except UsageError:

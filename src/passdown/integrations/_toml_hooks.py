@@ -5,20 +5,21 @@ edits, and listing them for `doctor`. Comments and layout survive through tomlki
 
 An agent describes where its array is (`HookArray`: the top-level `hooks`, or a subclass
 for another place) and which tables passdown adds; `edits` makes the two transforms of
-its install plan from that.
+its install plan from that. tomlkit is imported where a file is read or edited: a hook
+event loads these modules and edits nothing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
+from typing import TYPE_CHECKING, Any
 
 from passdown.errors import UsageError
 from passdown.integrations._base import Registered, program_of, read_config
 from passdown.integrations._files import Transform
+
+if TYPE_CHECKING:
+    import tomlkit
 
 
 def is_ours(entry: Any, agent: str) -> bool:
@@ -48,6 +49,9 @@ class HookArray:
         self.file_name = file_name
 
     def parse(self, text: str | None) -> tomlkit.TOMLDocument:
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         try:
             return tomlkit.parse(text or "")
         except TOMLKitError as exc:
@@ -57,6 +61,8 @@ class HookArray:
 
     def array(self, doc: tomlkit.TOMLDocument) -> Any:
         """The array, created when absent; `UsageError` when something else is there."""
+        import tomlkit
+
         hooks = doc.get("hooks")
         if hooks is None:
             hooks = tomlkit.aot()
@@ -67,6 +73,8 @@ class HookArray:
 
     def new_table(self, array: Any) -> Any:
         """An empty table of the kind `array` holds."""
+        import tomlkit
+
         return tomlkit.table()
 
     def entries(self, doc: tomlkit.TOMLDocument) -> list[Any]:
@@ -85,6 +93,9 @@ class HookArray:
     def registered(self, path: Path, agent: str, event_key: str) -> list[Registered]:
         """passdown's hook commands in the file, as `doctor` lists them; an unreadable or
         invalid file has none."""
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         try:
             doc = tomlkit.parse(read_config(path) or "")
         except TOMLKitError:
@@ -104,6 +115,7 @@ def edits(
     """(install, uninstall) of passdown's `wanted` tables in `place`. A file that holds
     exactly these already is left byte for byte; otherwise passdown's old entries go (an
     install with other options replaces them) and the new ones are appended."""
+    import tomlkit
 
     def install(text: str | None) -> str | None:
         doc = place.parse(text)
