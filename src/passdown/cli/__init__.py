@@ -90,6 +90,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "passdown.cli._install_cmds:config_command",
         "Read or change settings: fallback chain, pickup.",
     ),
+    "completion": (
+        "passdown.cli._completion_cmds:completion_command",
+        "Print the shell-completion script for bash, zsh or fish.",
+    ),
 }
 
 
