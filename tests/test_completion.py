@@ -59,6 +59,16 @@ def _shell(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         pytest.skip(f"no {name} on this system (.ci/setup installs bash, zsh and fish)")
+    if name == "bash":
+        version = subprocess.run(
+            [found, "--norc", "-c", 'echo "${BASH_VERSINFO[0]} ${BASH_VERSINFO[1]}"'],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout.split()
+        if tuple(map(int, version)) < (4, 4):  # macOS ships bash 3.2
+            pytest.skip(f"bash {'.'.join(version)}: click's completion needs bash 4.4 or later")
     return found
 
 
