@@ -103,6 +103,7 @@ def test_a_handoff_too_large_for_the_store_exits_15_and_changes_nothing(tmp_path
     assert first.returncode == 0, first.stderr
     files = tree(ws / ".agent-handoff")
 
+    (ws / "notes.txt").write_text("news\n")  # the workspace moved on: a new handoff to store
     env = {**os.environ, "PASSDOWN_MAX_RECORD_BYTES": "2048"}
     proc = passdown(["export", "--from", "claude"], ws, env)
     assert proc.returncode == 15, proc.stderr

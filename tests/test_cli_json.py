@@ -16,7 +16,8 @@ from typing import Any
 import click
 import pytest
 
-from passdown.cli import COMMANDS, cli, main
+from passdown.cli import cli, main
+from passdown.cli._group import COMMANDS
 from test_cli_shape import record, run
 
 GITHUB_TOKEN = "ghp_" + "Js0nAud1tT0ken0123456789abcdefghijklm"

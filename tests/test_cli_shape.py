@@ -86,7 +86,9 @@ def test_conflict_hint_names_the_cli_flag_only(tmp_path: Path) -> None:
 
 
 def test_token_create_and_revoke_print_json(tmp_path: Path) -> None:
-    created = run(["token", "create", "--project", "alpha", "--label", "ci", "--json"], tmp_path)
+    created = run(
+        ["token", "create", "--project", "alpha", "--new", "--label", "ci", "--json"], tmp_path
+    )
     assert created.returncode == 0, created.stderr
     data = json.loads(created.stdout)
     assert data["project"] == "alpha" and data["label"] == "ci"

@@ -454,8 +454,10 @@ def test_an_export_that_loses_the_race_prepares_again_on_top_of_the_winner(
     first = doors.export(doors.HandoffRequest(source="claude"), ws).record_id
     real_prepare = doors.prepare
     prepared_ids: list[str] = []
+    notes = ws / "notes.txt"  # the workspace moves on: each export has news to publish
 
     def prepare_while_another_export_publishes(*args: Any, **kwargs: Any) -> doors.Prepared:
+        notes.write_text(f"{len(prepared_ids)}\n")
         prepared = real_prepare(*args, **kwargs)
         prepared_ids.append(prepared.package.id)
         if len(prepared_ids) == 1:  # another export publishes between prepare and publish

@@ -577,7 +577,10 @@ def test_cli_never_overwrites_a_previous_handoff(tmp_path: Path, claude_dir: Pat
     ]
     assert _cli(args, tmp_path).returncode == 0
     first = (out / "handoff.json").read_text()
+    s.assistant("one more answer")  # the session moved on: a new handoff replaces the first
+    s.write(claude_dir)
     assert _cli(args, tmp_path).returncode == 0
+    assert (out / "handoff.json").read_text() != first
     kept = [p.read_text() for p in (out / "history").iterdir() if p.name.endswith("handoff.json")]
     assert first in kept
 

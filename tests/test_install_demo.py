@@ -43,37 +43,53 @@ def demo(home: Path, *args: str, cwd: Path | None = None) -> subprocess.Complete
     )
 
 
-def test_demo_on_a_fresh_machine_writes_a_real_handoff_in_a_scratch_folder(
-    tmp_path: Path,
-) -> None:
+def test_demo_on_a_fresh_machine_prints_the_handoff_and_leaves_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    proc = demo(home)
-    assert proc.returncode == 0, proc.stderr
-    wrote = re.findall(r"^wrote (\S+)$", proc.stdout, re.MULTILINE)
-    markdown, handoff_json = (Path(p) for p in wrote)
-    assert markdown.name == "HANDOFF.md" and handoff_json.name == "handoff.json"
-    scratch = markdown.parents[2]
-    assert scratch.parent == home / "tmp" and scratch.name.startswith("passdown-demo-")
-    assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
-    for written in (markdown, handoff_json):
-        assert stat.S_IMODE(written.stat().st_mode) == 0o600
-    text = markdown.read_text()
+    for _ in range(2):
+        proc = demo(home)
+        assert proc.returncode == 0, proc.stderr
+        assert list((home / "tmp").iterdir()) == [], "the scratch folder is removed"
+    text = proc.stdout
     assert "- **Goal:** Add a shout() helper to greet.py that upper-cases the greeting" in text
     assert "- [x] Add shout() to greet.py (completed)" in text
     assert "- [ ] Add a test for shout() (pending)" in text
     assert "`greet.py` — edit [tool]" in text
     assert "/home/dev/greeter" not in text  # the made-up folder became the scratch one
+    assert "  next step: Add a test for shout()" in text
+    assert "passdown demo --keep keeps the files" in text
+    assert "passdown export --from auto" in text
+    assert "cat " not in text, "no file to cat: it was removed"
+    as_json = json.loads(demo(home, "--json").stdout)
+    assert as_json["kept"] is False and "- **Goal:** Add a shout()" in as_json["handoff"]
+    assert not Path(as_json["folder"]).exists()
+    # nothing of the user's: no data folder, no agent folder
+    assert sorted(p.name for p in home.iterdir()) == ["tmp"]
+
+
+def test_demo_out_writes_a_real_handoff_in_a_private_folder(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = demo(home, "--out", str(tmp_path / "scratch"))
+    assert proc.returncode == 0, proc.stderr
+    wrote = re.findall(r"^wrote (\S+)$", proc.stdout, re.MULTILINE)
+    markdown, handoff_json = (Path(p) for p in wrote)
+    assert markdown.name == "HANDOFF.md" and handoff_json.name == "handoff.json"
+    scratch = markdown.parents[2]
+    assert scratch == tmp_path / "scratch"
+    assert stat.S_IMODE(scratch.stat().st_mode) == 0o700
+    for written in (markdown, handoff_json):
+        assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    text = markdown.read_text()
+    assert "- **Goal:** Add a shout() helper to greet.py that upper-cases the greeting" in text
+    assert "/home/dev/greeter" not in text
     handoff = json.loads(handoff_json.read_text())
     assert handoff["source"]["agent"] == "claude" and handoff["workspace"]["path"] == str(
         markdown.parents[1]
     )
-    assert "  next step: Add a test for shout()" in proc.stdout
     assert f"cat {markdown}" in proc.stdout
-    assert "passdown export --from auto" in proc.stdout
     stored = re.search(r"^stored record (handoff-\S+) in a scratch store", proc.stdout, re.M)
     assert stored and (scratch / "data" / "store.db").is_file()
-    # nothing of the user's: no data folder, no agent folder
     assert sorted(p.name for p in home.iterdir()) == ["tmp"]
 
 
@@ -100,6 +116,8 @@ def test_demo_keep_stores_the_record_in_the_users_store(tmp_path: Path) -> None:
     result = json.loads(proc.stdout)
     store = home / "passdown-data" / "store.db"
     assert result["store"] == f"sqlite://{store}" and store.is_file()
+    assert result["kept"] and Path(result["markdown"]).is_file(), "--keep keeps the folder"
+    assert Path(result["folder"]).parent == home / "tmp"
     found = subprocess.run(
         [sys.executable, "-m", "passdown", "find", "--type", "handoff", "--json"],
         cwd=result["workspace"],
@@ -161,7 +179,9 @@ def test_readme_first_block_installs_puts_on_path_and_runs_the_demo() -> None:
     assert kind == "sh"
     assert command.startswith("python3 -m venv ~/.local/share/passdown-venv && ")
     assert "~/.local/share/passdown-venv/bin/pip install -q . && " in command
-    assert "ln -sf ~/.local/share/passdown-venv/bin/passdown ~/.local/bin/passdown" in command
+    venv_bin = "~/.local/share/passdown-venv/bin"
+    links = f"ln -sf {venv_bin}/passdown {venv_bin}/agent-handoff ~/.local/bin/ && "
+    assert links in command, "both console scripts, the alias too, are linked onto PATH"
     assert command.endswith("passdown demo") and "export --from auto" not in command
     assert 'export PATH="$HOME/.local/bin:$PATH"' in first  # how, in the same block
     powershell = dict(blocks)["powershell"]

@@ -24,6 +24,7 @@ import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,25 +290,33 @@ def check_installed(program: Path, venv: Path, env: dict[str, str], tmp_path: Pa
     assert version.strip() == f"passdown, version {VERSION}"
     somewhere = tmp_path / "somewhere"
     somewhere.mkdir()
-    demo = ok(
-        subprocess.run(
-            [str(program), "demo", "--json"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=somewhere,
-            timeout=120,
-            check=False,
-        ),
-        "passdown demo",
-    )
-    result = json.loads(demo)
-    markdown = Path(result["markdown"])
+
+    def demo(*args: str) -> dict[str, Any]:
+        out = ok(
+            subprocess.run(
+                [str(program), "demo", "--json", *args],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=somewhere,
+                timeout=120,
+                check=False,
+            ),
+            f"passdown demo {' '.join(args)}",
+        )
+        result: dict[str, Any] = json.loads(out)
+        assert result["goal"] and result["goal"] in result["handoff"]
+        assert result["record_id"]
+        return result
+
+    shown = demo()  # the handoff printed, the scratch folder removed
+    assert not shown["kept"] and not Path(shown["folder"]).exists()
+    kept = demo("--keep")  # the files kept, the record in the clean HOME's own store
+    markdown = Path(kept["markdown"])
     assert markdown.is_relative_to(env["TMPDIR"]), markdown
-    text = markdown.read_text(encoding="utf-8")
-    assert result["goal"] and result["goal"] in text
-    assert result["record_id"]
-    assert json.loads(Path(result["json"]).read_text(encoding="utf-8"))
+    assert markdown.read_text(encoding="utf-8") == kept["handoff"]
+    assert json.loads(Path(kept["json"]).read_text(encoding="utf-8"))
+    assert env["HOME"] in kept["store"]  # the store in the clean HOME
     assert list(somewhere.iterdir()) == []  # nothing written where it was run
 
 

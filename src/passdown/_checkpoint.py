@@ -91,6 +91,18 @@ class Reading:
     offset: int = 0
     bytes: int = 0
 
+    def read_whole(self, path: Path) -> None:
+        """A read from the start of the session (of a folder's files, for agents that
+        keep a folder): every byte of it."""
+        self.offset = 0
+        try:
+            if path.is_dir():
+                self.bytes = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            else:
+                self.bytes = os.stat(path).st_size
+        except OSError:
+            self.bytes = 0
+
     def as_dict(self) -> dict[str, object]:
         return {"checkpoint": self.how, "offset": self.offset, "bytes": self.bytes}
 

@@ -7,7 +7,9 @@ from Claude Code 2.1.197 against a scripted model, its workspace renamed to a ma
 it off through the one export path every door takes: HANDOFF.md and handoff.json in the
 scratch workspace, and the record in a scratch store. Nothing of the user's is read or
 written: the agents' folders, the data folder and the store all live in the scratch
-folder for the length of the export.
+folder for the length of the export. A scratch folder in the temporary directory is
+removed once HANDOFF.md is read back (the command prints it), unless `--keep` (which
+also stores the record in the user's own store); one named with `--out` stays.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from passdown.errors import UsageError
@@ -31,7 +33,7 @@ _ISOLATED = ("CLAUDE_CONFIG_DIR", "PASSDOWN_DATA_DIR", "PASSDOWN_STORE", "PASSDO
 
 @dataclass(frozen=True, slots=True)
 class DemoResult:
-    folder: Path  # the scratch folder: everything the demo made is in it
+    folder: Path  # the scratch folder: everything the demo made is in it (or was: `kept`)
     workspace: Path
     session_file: Path
     markdown: Path
@@ -40,17 +42,41 @@ class DemoResult:
     store: str  # where the record is: the scratch store, or the user's (`keep`)
     goal: str
     next_step: str | None
+    markdown_text: str = ""  # HANDOFF.md as written
+    kept: bool = True  # False: the scratch folder was removed after the handoff was read
+    warning: str | None = None  # why a scratch folder meant to go is still there
 
 
 def run_demo(out: Path | None = None, *, keep: bool = False) -> DemoResult:
     """Hand the example session off inside `out` (a new private temp folder when None;
     else a folder that does not exist yet or is empty). `keep`: the record goes into the
-    user's own store (where `passdown find` and the web view look), not a scratch one."""
+    user's own store (where `passdown find` and the web view look), not a scratch one,
+    and the scratch folder stays. A temp folder without `keep` is removed once
+    HANDOFF.md is read (`markdown_text`), also when the handoff fails."""
+    import shutil
+
+    folder = _scratch(out)
+    remove = out is None and not keep
+    try:
+        result = _hand_off(folder, keep)
+    except BaseException:
+        if remove:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    if not remove:
+        return result
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:  # said, never silent: the files are still there to read
+        return replace(result, warning=f"could not remove {folder}: {exc.strerror or exc}")
+    return replace(result, kept=False)
+
+
+def _hand_off(folder: Path, keep: bool) -> DemoResult:
     from passdown.coordinator import _doors as doors
     from passdown.store._open import default_store_url
 
     store = default_store_url() if keep else None  # resolved before the scratch settings
-    folder = _scratch(out)
     workspace = folder / "greeter"
     workspace.mkdir(mode=0o700)
     claude_home = folder / "claude"
@@ -77,6 +103,7 @@ def run_demo(out: Path | None = None, *, keep: bool = False) -> DemoResult:
         store=store or str(folder / "data" / "store.db"),
         goal=handoff.task.original_request or "",
         next_step=handoff.state.next_steps[0] if handoff.state.next_steps else None,
+        markdown_text=Path(written.markdown_path).read_text(encoding="utf-8"),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from passdown import _fsio as fsio
 from passdown import _platform
 from passdown._wal import crash_point
+from passdown.errors import OutputError
 
 
 class FileBatch:
@@ -38,20 +39,28 @@ class FileBatch:
         self._removals: list[Path] = []
 
     def stage(
-        self, path: Path, data: bytes | str, mode: int = fsio.FILE_MODE, *, private: bool = True
+        self,
+        path: Path,
+        data: bytes | str,
+        mode: int = fsio.FILE_MODE,
+        *,
+        private: bool = True,
+        tighten: bool = True,
     ) -> None:
         """`private`: the folder is passdown's (0700, ours, no symlink); False for a
-        folder of another program (`.git/info`), which is left as it is."""
+        folder of another program (`.git/info`), which is left as it is. `tighten=False`:
+        a private folder that exists already keeps its mode (the user's `--out` folder);
+        it is checked all the same, and made 0700 only when the commit creates it."""
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
         path = Path(path)
-        anchor = existing_folder(path.parent) if private else _nearest(path.parent)
+        anchor = existing_folder(path.parent, tighten=tighten) if private else _nearest(path.parent)
         try:
             staged = _Staged.anonymous(path, anchor, mode) or _Staged.named(path, anchor, mode)
         except OSError as exc:
             action = "write" if anchor == path.parent else "create folder"
             raise fsio._error(action, path if anchor == path.parent else path.parent, exc) from exc
-        staged.private = private
+        staged.private, staged.tighten = private, tighten
         self._staged.append(staged)
         try:
             fsio._write_all(staged.fd, data)
@@ -100,7 +109,7 @@ class FileBatch:
                 if n and n == len(self._staged) - 1:
                     crash_point("between-renames")  # test hook: inert unless asked for
                 created.extend(_missing(staged.path.parent))
-                _make_folder(staged.path.parent, private=staged.private)
+                _make_folder(staged.path.parent, private=staged.private, tighten=staged.tighten)
                 previous = _keep_aside(staged.path, staged.aside)
                 try:
                     staged.place()
@@ -152,9 +161,9 @@ def _missing(folder: Path) -> list[Path]:
     return missing[::-1]
 
 
-def _make_folder(folder: Path, *, private: bool) -> None:
+def _make_folder(folder: Path, *, private: bool, tighten: bool = True) -> None:
     if private:
-        fsio.ensure_private_dir(folder)
+        fsio.ensure_private_dir(folder, tighten=tighten)
         return
     try:  # another program's folder (`.git/info`): created as it would create it
         with contextlib.suppress(FileExistsError):
@@ -175,14 +184,21 @@ def _keep_aside(path: Path, aside: Path) -> Path | None:
     return aside
 
 
-def existing_folder(folder: Path) -> Path:
-    """`folder`, checked as `ensure_private_dir` checks it, or its nearest ancestor that
-    exists when it does not (the folder itself is then created at commit)."""
+def existing_folder(folder: Path, *, tighten: bool = True) -> Path:
+    """`folder`, checked as `ensure_private_dir` checks it (and, with `tighten`, made
+    0700), or its nearest ancestor that exists when it does not (the folder itself is
+    then created at commit)."""
     if fsio.REDACTION_MARK in str(folder) and not os.path.lexists(folder):
         fsio.ensure_private_dir(folder)  # raises: a redacted path is never a destination
     if os.path.lexists(folder):
-        return fsio.ensure_private_dir(folder)
-    return _nearest(folder)
+        return fsio.ensure_private_dir(folder, tighten=tighten)
+    nearest = _nearest(folder)
+    if not os.path.isdir(nearest):  # `--out notes.txt/sub`: no folder can be made there
+        raise OutputError(
+            f"cannot create folder {folder}: {nearest} is a file, not a folder",
+            hint="choose another folder with --out",
+        )
+    return nearest
 
 
 def _nearest(folder: Path) -> Path:
@@ -201,6 +217,7 @@ class _Staged:
     def __init__(self, path: Path, fd: int, tmp: Path | None, mode: int) -> None:
         self.path, self.fd, self.tmp, self.mode = path, fd, tmp, mode
         self.private = True
+        self.tighten = True
         # where the file it replaces is kept until the whole batch is in (named now, so
         # that a journal can name it before the commit starts)
         self.aside = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")

@@ -58,7 +58,7 @@ def derive_notes(state: State, latest: Message | None, recent: list[Message]) ->
     plan_next = [p.subject for p in state.plan if p.status == "in_progress"]
     plan_next += [p.subject for p in state.plan if p.status in ("pending", "blocked")]
     prose_next = _next_from_prose(latest.text) if latest else []
-    state.next_steps = plan_next + [step for step in prose_next if step not in plan_next]
+    state.next_steps = _distinct(plan_next + prose_next)
     done = {p.id for p in state.plan if p.status == "completed"}
     blocked = [p for p in state.plan if p.status == "blocked" or _open_blockers(p, done)]
     state.blockers = [
@@ -79,6 +79,24 @@ def derive_notes(state: State, latest: Message | None, recent: list[Message]) ->
         b for b in _matching_lines(assistant_texts[-2:], _BLOCKER) if b not in state.blockers
     ]
     state.open_questions = _questions(latest.text if latest else "", assistant_texts)
+
+
+_NOT_WORDS = re.compile(r"[\W_]+")
+
+
+def _distinct(steps: list[str]) -> list[str]:
+    """Each step once: the plan's "Add a test for shout()" and the prose's "add a test
+    for shout()." are one step (compared without case, punctuation or spacing); the
+    first one said is kept."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    for step in steps:
+        key = _NOT_WORDS.sub(" ", step).strip().casefold()
+        if key and key in seen:
+            continue
+        seen.add(key)
+        kept.append(step)
+    return kept
 
 
 def _open_blockers(item: PlanEntry, done: set[str]) -> bool:

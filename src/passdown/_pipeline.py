@@ -68,6 +68,10 @@ class WrittenHandoff:
     record_id: str | None = None
     warnings: list[str] = field(default_factory=list)
     reading: Reading | None = None  # how the session file was read (`--json`, `-v`)
+    # the active handoff this export repeats (nothing stored; `coordinator._unchanged`),
+    # and whether its files were already in place
+    unchanged_since: str | None = None
+    files_kept: bool = False
 
 
 def workspace_for(cwd: Path | None = None) -> Path:
@@ -298,7 +302,7 @@ def _read_and_extract(
     )
     if resumed is not None:
         return resumed[0], resumed[1], seen
-    reading.offset, reading.bytes = 0, _size(selection.ref.path)
+    reading.read_whole(selection.ref.path)
     transcript = selection.agent.read(selection.ref)
     extracted = extract(
         seen.watch(transcript.events()),
@@ -327,16 +331,6 @@ def _refuse_unreadable(transcript: Transcript, seen: SeenEvents) -> None:
             "nothing was handed off",
             hint="the agent may not have written this session yet; pass --session with another",
         )
-
-
-def _size(path: Path) -> int:
-    """A session's size in bytes (of a folder's files, for agents that keep a folder)."""
-    try:
-        if path.is_dir():
-            return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _is_empty(path: Path) -> bool:
@@ -551,18 +545,21 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
     """Everything `write_handoff` writes, staged; raises `OutputError` (a read-only or
     full disk, a bad folder) before anything is visible."""
     from passdown._filebatch import FileBatch, existing_folder
-    from passdown._fsio import stage_backup, stage_git_exclude
+    from passdown._fsio import open_folder_warnings
+    from passdown._handoff_files import stage_backup, stage_git_exclude
     from passdown._render import render_markdown
 
     folder = Path(out_dir)
     planned = planned_handoff(handoff, folder)
     batch = FileBatch()
+    own = folder.name == HANDOFF_DIR  # passdown's 0700 folder; another keeps its mode
     try:
-        existing_folder(folder)  # a symlink, another user's folder: refused before reading
+        existing_folder(folder, tighten=own)  # a symlink, another user's: refused first
         for path in (planned.markdown_path, planned.json_path):
             stage_backup(batch, path)
-        batch.stage(planned.json_path, handoff.to_json() + "\n")
-        batch.stage(planned.markdown_path, render_markdown(handoff))
+        batch.stage(planned.json_path, handoff.to_json() + "\n", tighten=own)
+        batch.stage(planned.markdown_path, render_markdown(handoff), tighten=own)
+        planned.warnings += [] if own else open_folder_warnings(folder)
         if folder.resolve().is_relative_to(workspace.resolve()):
             stage_git_exclude(batch, workspace, f"/{HANDOFF_DIR}/")
     except BaseException:
@@ -572,8 +569,9 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
 
 
 def write_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> WrittenHandoff:
-    """HANDOFF.md and handoff.json, 0600 in a 0700 folder, atomically; the previous
-    handoff is kept in history/ rather than overwritten."""
+    """HANDOFF.md and handoff.json, 0600 (in a 0700 folder when passdown creates it or
+    it is `.agent-handoff`), atomically; the previous handoff is kept in history/ rather
+    than overwritten."""
     staged = stage_handoff(handoff, out_dir, workspace)
     try:
         return staged.commit()

@@ -98,3 +98,11 @@ def json_safe(dumped: str) -> str:
     with DEL, C1 and bidirectional controls escaped too."""
     escaped: str = _re(_JSON_UNSAFE).sub(lambda m: f"\\u{ord(m.group(0)):04x}", dumped)
     return escaped
+
+
+def listed(items: list[str], limit: int = 5) -> str:
+    """`a, b, c`: at most `limit` items, then how many more there are (`a, b and 3 more`),
+    so that a count said beside the list agrees with it."""
+    head = ", ".join(items[:limit])
+    more = len(items) - limit
+    return f"{head} and {more} more" if more > 0 else head

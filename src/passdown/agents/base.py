@@ -281,7 +281,9 @@ class Agent(ABC):
         if not matches:
             raise SessionNotFound(f"no {self.display_name} session with id {spec!r}")
         if len(matches) > 1:
-            ids = ", ".join(sorted(m.session_id for m in matches)[:5])
+            from passdown._text import listed
+
+            ids = listed(sorted(m.session_id for m in matches))
             raise AmbiguousSession(
                 f"session id prefix {spec!r} matches {len(matches)} {self.display_name} sessions",
                 hint=f"use more characters of the id ({ids})",

@@ -7,7 +7,86 @@ import importlib
 import click
 
 from passdown import __version__
-from passdown.cli import COMMANDS
+
+# name -> (module:attribute, one-line help). The help lives here so listing the
+# commands does not import them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inspect": (
+        "passdown.cli._handoff_cmds:inspect_command",
+        "Show the session that would be handed off, without writing.",
+    ),
+    "export": (
+        "passdown.cli._handoff_cmds:export_command",
+        "Write .agent-handoff/HANDOFF.md and handoff.json.",
+    ),
+    "switch": (
+        "passdown.cli._handoff_cmds:switch_command",
+        "Export a handoff, then launch the target agent on it.",
+    ),
+    "sessions": (
+        "passdown.cli._handoff_cmds:sessions_command",
+        "List agent sessions for this workspace (or all).",
+    ),
+    "agents": (
+        "passdown.cli._handoff_cmds:agents_command",
+        "List the agents passdown knows and whether each is installed.",
+    ),
+    "store": ("passdown.cli._store_cmds:store_command", "Store a record (a file or - for stdin)."),
+    "retrieve": ("passdown.cli._store_cmds:retrieve_command", "Print a stored record by id."),
+    "find": (
+        "passdown.cli._store_cmds:find_command",
+        "Query stored records by scope, type, kind, time and text.",
+    ),
+    "delete": ("passdown.cli._store_cmds:delete_command", "Delete a stored record by id."),
+    "mcp": (
+        "passdown.cli._mcp_cmds:mcp_command",
+        "Serve passdown's tools to an agent over MCP (stdio).",
+    ),
+    "serve": (
+        "passdown.cli._mcp_cmds:serve_command",
+        "Team server: MCP over HTTP plus a JSON API, with tokens.",
+    ),
+    "ui": (
+        "passdown.cli._ui_cmds:ui_command",
+        "Open a local web view of the stored handoffs (127.0.0.1).",
+    ),
+    "token": (
+        "passdown.cli._mcp_cmds:token_command",
+        "Create or revoke bearer tokens for `passdown serve`.",
+    ),
+    "install": (
+        "passdown.cli._install_cmds:install_command",
+        "Register passdown's hooks (Claude Code, Codex: MCP, skill) with agents, or all.",
+    ),
+    "uninstall": (
+        "passdown.cli._install_cmds:uninstall_command",
+        "Undo `passdown install`, restoring the config files.",
+    ),
+    "doctor": (
+        "passdown.cli._install_cmds:doctor_command",
+        "Tell, per agent, whether passdown's hooks would fire, and why not.",
+    ),
+    "demo": (
+        "passdown.cli._demo_cmds:demo_command",
+        "Hand off an example session (shipped) into a scratch folder: see it work.",
+    ),
+    "hook": (
+        "passdown.cli._install_cmds:hook_command",
+        "Run by agent hooks: export a handoff quietly; never fails.",
+    ),
+    "run": (
+        "passdown.cli._install_cmds:run_command",
+        "Run an agent; on a rate or usage limit, continue in the next one.",
+    ),
+    "config": (
+        "passdown.cli._install_cmds:config_command",
+        "Read or change settings: fallback chain, pickup.",
+    ),
+    "completion": (
+        "passdown.cli._completion_cmds:completion_command",
+        "Print the shell-completion script for bash, zsh or fish.",
+    ),
+}
 
 
 class LazyGroup(click.Group):

@@ -233,8 +233,11 @@ def export_command(
     elif not quiet:
         from passdown._text import shown
 
-        click.echo(f"wrote {shown(written.markdown_path)}\nwrote {shown(written.json_path)}")
-        if written.record_id:
+        if written.unchanged_since:
+            click.echo(f"unchanged since {written.unchanged_since}: no new version stored")
+        did = "kept" if written.files_kept else "wrote"
+        click.echo(f"{did} {shown(written.markdown_path)}\n{did} {shown(written.json_path)}")
+        if written.record_id and not written.unchanged_since:
             click.echo(f"stored record {written.record_id}")
     if verbose and written.reading is not None:
         click.echo(f"passdown: {written.reading.line()}", err=True)
@@ -248,6 +251,7 @@ def _written_summary(written: Any) -> dict[str, Any]:
         "markdown": str(written.markdown_path),
         "json": str(written.json_path),
         "record_id": written.record_id,
+        "unchanged_since": written.unchanged_since,
         "source": {"agent": h.source.agent, "session_id": h.source.session_id},
         "warnings": h.warnings + written.warnings,
         "read": written.reading.as_dict() if written.reading is not None else None,

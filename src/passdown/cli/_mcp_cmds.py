@@ -32,11 +32,9 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     from passdown.mcp._server import run_stdio
     from passdown.records import default_project
     from passdown.store import open_store
-    from passdown.store._adopt import adopt_legacy_records
 
     workspace = _workspace()
     with open_store(store_url) as store:
-        adopt_legacy_records(store, workspace, project)
         run_stdio(store, project or default_project(workspace), workspace, early)
 
 
@@ -94,19 +92,26 @@ def token_command() -> None:
 
 
 @token_command.command("create")
-@click.option("--project", required=True, help="The project the token may read and write.")
+@click.option(
+    "--project",
+    required=True,
+    help="The project scope the token may read and write: a scope, its name or a unique "
+    "prefix (api for api~3f9c2a1b7d0e), or . for this repository's.",
+)
+@click.option("--new", "new", is_flag=True, help="PROJECT is a new team project (no records yet).")
 @click.option("--label", default="", help="A note kept with the token (who it is for).")
 @json_option('Print {"token", "project", "label"} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
-def token_create(project: str, label: str, as_json: bool, store_url: str | None) -> None:
+def token_create(project: str, new: bool, label: str, as_json: bool, store_url: str | None) -> None:
     """Create a token and print it (once: only its hash is stored)."""
     from passdown.errors import UsageError
     from passdown.store import open_store
-    from passdown.store._tokens import create_token
+    from passdown.store._tokens import create_token, token_project
 
     if not project.strip() or project != project.strip():
         raise UsageError("--project must be a project name (not empty, no surrounding spaces)")
     with open_store(store_url) as store:
+        project = token_project(store, project, new=new)
         token = create_token(store, project, label)
     # the token itself is the output: printed as is, never redacted (it is shown once)
     _print_token_result(as_json, token, {"token": token, "project": project, "label": label})

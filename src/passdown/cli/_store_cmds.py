@@ -40,11 +40,8 @@ def _project(project: str | None) -> str:
 
 def _open(url: str | None) -> Store:
     from passdown.store import open_store
-    from passdown.store._adopt import adopt_legacy_records
 
-    store = open_store(url)
-    adopt_legacy_records(store, Path.cwd())  # this repository's records of the old scheme
-    return store
+    return open_store(url)
 
 
 def _dump(data: Any) -> str:
@@ -178,9 +175,9 @@ def _full_id(store: Store, scope: Any, spec: str) -> str:
         if not matches:
             raise missing from None
     if len(matches) > 1:
-        from passdown._text import one_line
+        from passdown._text import listed, one_line
 
-        shown = ", ".join(one_line(i) for i in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        shown = listed([one_line(i) for i in matches])
         raise AmbiguousSession(
             f"record id prefix {spec!r} matches {len(matches)} records: {shown}",
             hint="give more of the id",

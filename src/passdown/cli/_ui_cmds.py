@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import webbrowser
 
@@ -56,28 +57,30 @@ def ui_command(
     from passdown.web import local_app
 
     host = "127.0.0.1"
-    from passdown.store._adopt import adopt_legacy_records
-
     workspace = pipeline.workspace_for()
     current = project or default_project(workspace)
     with open_store(store_url) as store:
-        adopt_legacy_records(store, workspace, current)
         sock = bind(host, port)
         url = f"http://{host}:{sock.getsockname()[1]}/"
         config = uvicorn.Config(
             local_app(store, current, host=host), log_level="warning", timeout_graceful_shutdown=2
         )
-        if as_json:
-            from passdown.cli._output import emit_json
+        # Ctrl-C, the documented way to stop, once the URL is out: a clean stop, exit 0
+        with contextlib.suppress(KeyboardInterrupt):
+            _say_url(url, current, store.url, as_json)
+            if open_browser:
+                webbrowser.open(url)
+            uvicorn.Server(config).run(sockets=[sock])
+    click.echo("passdown: ui stopped", err=True)
 
-            emit_json({"url": url, "project": current, "store": store.url}, one_line=True)
-        else:
-            from passdown._text import shown
 
-            click.echo(url)
-            click.echo(
-                f"passdown: serving the handoffs of {shown(store.url)} (Ctrl-C stops)", err=True
-            )
-        if open_browser:
-            webbrowser.open(url)
-        uvicorn.Server(config).run(sockets=[sock])
+def _say_url(url: str, project: str, store: str, as_json: bool) -> None:
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"url": url, "project": project, "store": store}, one_line=True)
+        return
+    from passdown._text import shown
+
+    click.echo(url)
+    click.echo(f"passdown: serving the handoffs of {shown(store)} (Ctrl-C stops)", err=True)

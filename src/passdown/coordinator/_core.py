@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from passdown import _pipeline as pipeline
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
+from passdown._handoff_package import HANDOFF_TYPES, HandoffPackage, HandoffType
 from passdown._handoff_record import package_from_record
+from passdown._package_status import LifecycleStatus
 from passdown.coordinator import _build as build
 from passdown.coordinator import _execute as execute
 from passdown.coordinator import _prepare as prepare
@@ -44,12 +46,6 @@ from passdown.coordinator._checks import (
 from passdown.coordinator._context import ProjectContext
 from passdown.coordinator._execute import ExecuteOptions, ExecuteResult, OnLaunch
 from passdown.coordinator._lifecycle import Lifecycle, StatusEvent
-from passdown.coordinator._package import (
-    HANDOFF_TYPES,
-    HandoffPackage,
-    HandoffType,
-    LifecycleStatus,
-)
 from passdown.coordinator._project_files import read_feature_list
 from passdown.errors import HandoffNotFound, RecordNotFound, UsageError
 from passdown.handoff import Limits
@@ -316,16 +312,25 @@ class HandoffCoordinator:
         return execute.publish_and_write(self.context, package, out_dir, store=False)
 
     def export_sync(
-        self, package: HandoffPackage, out_dir: Path | None = None, *, store: bool = True
+        self,
+        package: HandoffPackage,
+        out_dir: Path | None = None,
+        *,
+        store: bool = True,
+        if_changed: bool = False,
     ) -> pipeline.WrittenHandoff:
         """`passdown export`: stage the files, store and publish the package, then make
         the files visible (`execute.publish_and_write`). Any failure (a read-only or
         full disk, the store, a handoff too large for it) is raised and changes nothing:
         the store, the active handoff, its files and the session's checkpoint stay as
         they were. A lost race for the active handoff (HandoffConflict) is raised too,
-        so the caller can prepare again on top of the winner."""
+        so the caller can prepare again on top of the winner. With `if_changed` (as
+        `passdown export`, the hooks and MCP `prepare_handoff` call it), a package that
+        says what the active handoff says (apart from ids and times) is not stored: the
+        result names the active one (`unchanged_since`, `record_id`), whose status
+        stays as it is, and its files are written where missing."""
         return execute.publish_and_write(
-            self.context, package, out_dir, store=store and self.has_store
+            self.context, package, out_dir, store=store and self.has_store, if_changed=if_changed
         )
 
     # -- the target side -------------------------------------------------------------------------

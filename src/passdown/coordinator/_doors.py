@@ -24,8 +24,8 @@ from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
 from passdown.errors import UsageError
 
 if TYPE_CHECKING:
+    from passdown._handoff_package import HandoffPackage, HandoffType
     from passdown.coordinator._core import HandoffCoordinator
-    from passdown.coordinator._package import HandoffPackage, HandoffType
     from passdown.handoff import Limits
     from passdown.store import ScopeLike, Store
 
@@ -134,10 +134,12 @@ def export(
     """prepare -> stage -> publish -> write: `passdown export`, the hooks and MCP
     `prepare_handoff`; a failure at any step changes nothing (`execute.publish_and_write`).
     With a store, the package is stored and made the active handoff by compare-and-swap;
-    losing that race to another export prepares again on top of the winner. `adjust`
+    losing that race to another export prepares again on top of the winner. A package
+    that says what the active handoff says is not stored again (`coordinator._unchanged`:
+    the result's `unchanged_since` names the active one). `adjust`
     lets a door add what only it knows before publishing (a hook's payload says the turn
     failed on a rate limit when the session file does not)."""
-    from passdown.coordinator._errors import HandoffConflict
+    from passdown.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
         prepared = prepare(
@@ -146,7 +148,9 @@ def export(
         with prepared.coordinator as coordinator:
             package = adjust(coordinator, prepared.package) if adjust else prepared.package
             try:
-                written = coordinator.export_sync(package, out_dir, store=store is not False)
+                written = coordinator.export_sync(
+                    package, out_dir, store=store is not False, if_changed=True
+                )
             except HandoffConflict:
                 if attempt == MAX_RACE_RETRIES - 1:
                     raise

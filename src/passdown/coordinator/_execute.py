@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from passdown import _pipeline as pipeline
+from passdown._handoff_package import ChildRef, HandoffPackage
 from passdown._handoff_record import package_from_record, package_to_record
 from passdown._locks import publish_lock
 from passdown._wal import crash_point
@@ -35,18 +36,18 @@ from passdown.coordinator._checks import (
     fingerprint,
     run_checks,
 )
-from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
 from passdown.coordinator._lifecycle import (
     ACTIVE_POINTER,
-    HandoffStateError,
     Journal,
     Lifecycle,
     now_us_series,
     status_pointer,
 )
-from passdown.coordinator._package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
+    HandoffBlocked,
+    HandoffConflict,
+    HandoffStateError,
     LaunchError,
     RecordConflict,
     RecordInvalid,
@@ -219,7 +220,12 @@ def _execute_one(ctx: ProjectContext, pkg: HandoffPackage, opts: ExecuteOptions)
 
 
 def publish_and_write(
-    ctx: ProjectContext, pkg: HandoffPackage, out_dir: Path | None, *, store: bool
+    ctx: ProjectContext,
+    pkg: HandoffPackage,
+    out_dir: Path | None,
+    *,
+    store: bool,
+    if_changed: bool = False,
 ) -> pipeline.WrittenHandoff:
     """The one order of every export: the files are staged (written where nobody sees
     them: a read-only or full disk, a bad folder fail here), the package is published
@@ -230,8 +236,11 @@ def publish_and_write(
     as they were. Each change is announced first in a write-ahead journal on disk
     (`passdown._wal`): a process killed half-way is taken back by the next one that opens
     the store. A lost race (HandoffConflict) keeps its `rejected` record: that is the
-    race's history."""
+    race's history. `if_changed`: a package that says what the active handoff says is
+    not published; the active one's files are written where missing
+    (`coordinator._unchanged`)."""
     from passdown._wal import WriteAhead, recover_and_say, store_identity
+    from passdown.coordinator._unchanged import keep_active, unchanged_active
 
     opened = ctx.store() if store else None
     recover_and_say(opened)  # interrupted exports: taken back before anything is read
@@ -242,6 +251,11 @@ def publish_and_write(
         # one export of a workspace publishes and renames at a time: the files an export
         # leaves are those of the handoff the pointer names, whichever finished first
         with publish_lock(ws):
+            same = unchanged_active(ctx, pkg) if opened is not None and if_changed else None
+            if same is not None:
+                kept = keep_active(same, staged.written, ws)
+                ctx.apply_checkpoints(pkg.id)
+                return kept
             header = {
                 "handoff": pkg.id,
                 "store": store_identity(opened) if opened is not None else None,

@@ -59,7 +59,9 @@ def open_store(url: str | None = None) -> Store:
 
         if not rest:
             raise UsageError("sqlite store URL has no path: use sqlite:///path/to/store.db")
-        return recovered(SQLiteStore(rest if rest == ":memory:" else Path(rest).expanduser()))
+        if rest == ":memory:":
+            return recovered(SQLiteStore(rest))
+        return recovered(SQLiteStore(_sqlite_path(rest), url=url))
     if sep and scheme in ("postgresql", "postgres"):
         _require_psycopg()
         from passdown.store._postgres import PostgresStore
@@ -70,6 +72,17 @@ def open_store(url: str | None = None) -> Store:
     raise UsageError(
         f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
     )
+
+
+def _sqlite_path(rest: str) -> Path:
+    """The file a `sqlite://` URL names. `sqlite:////abs/store.db` (SQLAlchemy's
+    spelling of an absolute path) is `/abs/store.db`: on POSIX any run of leading
+    slashes is the root (Windows keeps `//server/share`)."""
+    from passdown import _platform
+
+    if rest.startswith("//") and not _platform.is_windows():
+        rest = "/" + rest.lstrip("/")
+    return Path(rest).expanduser()
 
 
 def _require_psycopg() -> None:

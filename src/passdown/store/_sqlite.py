@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from passdown import _platform
 from passdown.errors import StoreError
 from passdown.store._base import (
+    PointerKey,
     Prepared,
     Query,
     ScopeLike,
@@ -30,7 +31,7 @@ from passdown.store._base import (
     conflict,
     narrowing,
     not_found,
-    pointer_key,
+    pointer_where,
 )
 from passdown.store._text import fts5_query
 
@@ -105,7 +106,14 @@ def _kinds_json(kinds: list[str]) -> str:
     return json.dumps(kinds, ensure_ascii=False)
 
 
-def _private_database(path: Path) -> None:
+# What to do about a store that cannot be opened (the files' own hints name `--out`)
+OPEN_HINT = (
+    "check the folder and its permissions, or use another store: set PASSDOWN_STORE "
+    "(or pass --store URL); `export --no-store` writes the handoff without one"
+)
+
+
+def _private_database(path: Path, shown: str) -> None:
     """The database and its -wal/-shm hold handoff text and token hashes: 0600, in a
     0700 folder when passdown creates it (or it is passdown's data folder). SQLite gives
     -wal and -shm the database file's own mode, so creating that one right is enough;
@@ -122,9 +130,9 @@ def _private_database(path: Path) -> None:
         for suffix in ("-wal", "-shm", "-journal"):
             ensure_private_file(Path(f"{path}{suffix}"), create=False)
     except OutputError as exc:
-        raise StoreError(f"SQLite store {path}: {exc.message}", hint=exc.hint) from exc
+        raise StoreError(f"SQLite store {shown}: {exc.message}", hint=OPEN_HINT) from exc
     except OSError as exc:
-        raise StoreError(f"SQLite store {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"SQLite store {shown}: {exc.strerror or exc}", hint=OPEN_HINT) from exc
 
 
 # A write-ahead log starts with one of these (big-endian; the last bit: checksum order).
@@ -200,9 +208,12 @@ def keep_unreplayable_wal(path: Path) -> str | None:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, url: str | None = None) -> None:
+        """`url`: the store URL as the user gave it; messages show it where the path
+        it names reads otherwise (`sqlite:////abs/store.db` names `/abs/store.db`)."""
         self.path = str(path)
-        self.url = f"sqlite://{self.path}"
+        self.url = url or f"sqlite://{self.path}"
+        self.shown = self.path if self.url == f"sqlite://{self.path}" else self.url
         self.warnings: list[str] = []
         if self.path != ":memory:":
             # before the database file is created: a log whose database is gone is kept
@@ -210,7 +221,7 @@ class SQLiteStore(Store):
             if kept:  # rare and about the user's data: said at once, wherever it runs
                 self.warnings.append(kept)
                 print(f"passdown: warning: {kept}", file=sys.stderr)
-            _private_database(Path(self.path))
+            _private_database(Path(self.path), self.shown)
         self._lock = threading.RLock()  # one connection, shared by this process's threads
         with self._errors():
             self._conn = sqlite3.connect(
@@ -227,7 +238,7 @@ class SQLiteStore(Store):
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+            raise StoreError(f"SQLite store {self.shown}: {exc}") from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -254,7 +265,7 @@ class SQLiteStore(Store):
             known = {name for name, _ in MIGRATIONS}
             if applied - known:
                 raise StoreError(
-                    f"SQLite store {self.path} has migrations this passdown does not know: "
+                    f"SQLite store {self.shown} has migrations this passdown does not know: "
                     f"{', '.join(sorted(applied - known))}",
                     hint="upgrade passdown",
                 )
@@ -392,30 +403,13 @@ class SQLiteStore(Store):
 
     # -- pointers -----------------------------------------------------------------------
 
-    def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
-        with self._lock, self._errors():
-            return _pointer_value(self._conn, pointer_key(coerce_scope(scope)), name)
+    def _pointer_row(self, key: PointerKey) -> tuple[str, str] | None:
+        rows = self._read(f"SELECT value, updated_at FROM pointers WHERE {_POINTER_MATCH}", key)
+        return (rows[0][0], str(rows[0][1])) if rows else None
 
-    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
-        key = (*pointer_key(coerce_scope(scope)), name)
-        rows = self._read(f"SELECT updated_at FROM pointers WHERE {_POINTER_MATCH}", key)
-        return str(rows[0][0]) if rows else None
-
-    def restore_pointer(
-        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    def _swap_pointer(
+        self, key: PointerKey, expected: str | None, new: str | None, stamp: str | None
     ) -> bool:
-        return self.set_pointer(scope, name, expected, new, stamp=stamp)
-
-    def set_pointer(
-        self,
-        scope: ScopeLike,
-        name: str,
-        expected: str | None,
-        new: str | None,
-        *,
-        stamp: str | None = None,
-    ) -> bool:
-        key = (*pointer_key(coerce_scope(scope)), name)
         match = _POINTER_MATCH
         with self._transaction() as conn:
             row = conn.execute(f"SELECT value FROM pointers WHERE {match}", key).fetchone()
@@ -485,9 +479,7 @@ def _where(project: str, narrow: tuple[tuple[str, str], ...]) -> tuple[str, list
 
 # -- the queries the store and `StorePeek` share ------------------------------------------
 
-_POINTER_MATCH = (
-    "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
-)
+_POINTER_MATCH = pointer_where("?")
 
 
 def _pointer_value(conn: sqlite3.Connection, key: tuple[str, ...], name: str) -> str | None:

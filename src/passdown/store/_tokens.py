@@ -15,6 +15,7 @@ import json
 import secrets
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from passdown.errors import UsageError
 from passdown.records import Scope
@@ -50,6 +51,54 @@ def create_token(store: Store, project: str, label: str = "") -> str:
     if not store.set_pointer(REGISTRY, _pointer(token), None, value):  # pragma: no cover
         raise UsageError("token collision; try again")
     return token
+
+
+def token_project(store: Store, name: str, *, new: bool = False, here: Path | None = None) -> str:
+    """The project scope `token create --project NAME` means: `.` is the repository of
+    `here` (the current folder); a scope that holds records as given; else the one scope
+    whose readable name is NAME (`api` for `api~3f9c2a1b7d0e`), or that NAME is a prefix
+    of. A name that matches no scope is refused (a token bound to it would see nothing),
+    naming the closest ones, unless `new` says it is a new team project; one that
+    matches several is refused as ambiguous (AmbiguousSession, exit 4)."""
+    from passdown.records import default_project
+
+    if name == ".":
+        return default_project(here or Path.cwd())
+    known = store.projects()
+    if name in known or new:
+        return name
+    named = [p for p in known if p.split("~", 1)[0] == name]
+    matches = named or [p for p in known if p.startswith(name)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        from passdown._text import listed
+        from passdown.errors import AmbiguousSession
+
+        raise AmbiguousSession(
+            f"project {name!r} matches {len(matches)} project scopes: {listed(matches)}",
+            hint="give the whole scope, as `passdown find --project` takes it",
+        )
+    raise UsageError(
+        f"no project scope {name!r} in the store: a token bound to it would see nothing",
+        hint=_close_hint(name, known),
+    )
+
+
+def _close_hint(name: str, known: list[str]) -> str:
+    import difflib
+
+    from passdown._text import listed
+
+    labels = {p.split("~", 1)[0]: p for p in known}
+    close = difflib.get_close_matches(name, list(labels), n=5, cutoff=0.5)
+    scopes = list(dict.fromkeys([*(labels[c] for c in close), *(p for p in known if name in p)]))
+    new = "pass --new to bind it to a new team project"
+    if scopes:
+        return f"close scopes: {listed(scopes)}; --project . is this repository's; or {new}"
+    if known:
+        return f"scopes in this store: {listed(known)}; --project . is this repository's; or {new}"
+    return f"the store holds no project yet; --project . is this repository's; or {new}"
 
 
 def scope_for_token(store: Store, token: str) -> Scope | None:

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from passdown.coordinator._lifecycle import LifecycleStatus as LifecycleStatus
+from passdown._package_status import LifecycleStatus
 from passdown.handoff import Handoff
 
 PACKAGE_FORMAT: Final = "passdown.package/1"
@@ -26,6 +26,10 @@ HANDOFF_TYPES: tuple[str, ...] = ("session", "agent", "parallel", "recovery")
 
 # Fields that are store state or the hash itself, never part of the sealed content.
 UNSEALED = frozenset({"integrity", "status"})
+# What differs between two exports of the same session into the same workspace state:
+# ids, times and the place in the project's history (`content_digest` leaves them out).
+VOLATILE = frozenset({*UNSEALED, "id", "timestamp", "previous_id"})
+VOLATILE_HANDOFF = frozenset({"id", "created_at"})
 
 
 class _Model(BaseModel):
@@ -121,6 +125,18 @@ class HandoffPackage(_Model):
         text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
+    def content_digest(self) -> str:
+        """A digest of what the package says, without its ids, times and place in the
+        history (`VOLATILE`, the session number, the handoff's own id and time): two
+        exports of an unchanged session into an unchanged workspace have the same one."""
+        data = self.model_dump(mode="json", exclude=set(VOLATILE))
+        data["context"].pop("session_number", None)
+        if isinstance(data.get("handoff"), dict):
+            for name in VOLATILE_HANDOFF:
+                data["handoff"].pop(name, None)
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
     def sealed(self) -> HandoffPackage:
         return self.model_copy(update={"integrity": self.content_hash()})
 
@@ -151,8 +167,3 @@ def package_json_schema() -> dict[str, Any]:
     schema = HandoffPackage.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
-
-
-# Record conversion lives in the one converter module; re-exported for this import path.
-from passdown._handoff_record import package_from_record as package_from_record  # noqa: E402
-from passdown._handoff_record import package_to_record as package_to_record  # noqa: E402
