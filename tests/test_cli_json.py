@@ -26,6 +26,7 @@ WITHOUT_JSON = {
     "mcp": "stdout is the MCP protocol",
     "hook": "stdout is the agent's hook protocol (context it injects)",
     "run": "the terminal belongs to the agent it runs",
+    "completion": "stdout is a script the shell sources",
 }
 
 

@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from passdown import __version__
+
 # name -> (module:attribute, one-line help). The help lives here so listing the
 # commands does not import them.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -80,10 +82,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "passdown.cli._install_cmds:config_command",
         "Read or change settings: fallback chain, pickup.",
     ),
+    "completion": (
+        "passdown.cli._completion_cmds:completion_command",
+        "Print the shell-completion script for bash, zsh or fish.",
+    ),
 }
 
 
 class LazyGroup(click.Group):
+    @property
+    def help(self) -> str | None:
+        """The help as written, with the registered agents filled in (`_help`) when
+        it is read: only `--help` (and a docs build) pays for listing them."""
+        from passdown.cli._help import with_agents
+
+        return None if self._help_text is None else with_agents(self._help_text)
+
+    @help.setter
+    def help(self, text: str | None) -> None:
+        self._help_text = text
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -106,16 +124,22 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="passdown", prog_name="passdown")
+@click.version_option(__version__, prog_name="passdown")
 def cli() -> None:
     """passdown: hand a coding agent's unfinished task to another agent or session.
 
-    Reads the agent's local session history (nine agents: Claude Code, Codex CLI, Gemini
-    CLI, Qwen Code, opencode, pi, Copilot CLI, Cursor agent, Aider; `passdown agents`
-    lists them) and the workspace's git state, extracts the task's durable state, redacts
-    secrets, and writes a portable handoff that the next agent continues from.
+    Reads the agent's local session history and the workspace's git state, extracts the
+    task's durable state, redacts secrets, and writes a portable handoff that the next
+    agent continues from.
 
-    Exit codes: 0 ok, 1 error, 2 bad arguments, 3 no session found, 4 ambiguous session,
-    5 unreadable session, 6 target agent not installed, 7 launch failed, 8 cannot write
-    the handoff, 9-12 store errors, 13 unknown agent.
+    Agents: {agents}: CLI agents and editors' chats, built in or from plugins; `passdown
+    agents` tells which are installed.
+
+    Exit codes: 0 ok, 1 error, 2 bad arguments, 3 no session found (or the newest one
+    cannot be placed in a workspace), 4 ambiguous session or record id, 5 unreadable
+    session, 6 target agent not installed, 7 launch failed, 8 cannot write the handoff,
+    9-12 store errors (9 the store failed, 10 not found, 11 conflict, 12 invalid
+    record), 13 unknown agent, 14 cannot listen (serve), 15 record too large for the
+    store, 130 interrupted. `switch` returns the launched agent's own code once it has
+    started it.
     """
