@@ -1,7 +1,7 @@
 """A release users can install (issue 31): `python -m build` makes an sdist and a wheel
 that `twine check` accepts; the wheel carries every file of the package (the example
 session, the web view's templates and static files, the skills, any plugin file); it
-installs with pipx and with uv into a clean HOME, and the installed `passdown demo`
+installs with pip and with uv into a clean HOME, and the installed `passdown demo`
 works. One version, in one place.
 
 Nothing here reaches the package index (tests never leave this machine): the build runs
