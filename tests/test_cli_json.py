@@ -16,7 +16,8 @@ from typing import Any
 import click
 import pytest
 
-from passdown.cli import COMMANDS, cli, main
+from passdown.cli import cli, main
+from passdown.cli._group import COMMANDS
 from test_cli_shape import record, run
 
 GITHUB_TOKEN = "ghp_" + "Js0nAud1tT0ken0123456789abcdefghijklm"
@@ -25,6 +26,7 @@ WITHOUT_JSON = {
     "mcp": "stdout is the MCP protocol",
     "hook": "stdout is the agent's hook protocol (context it injects)",
     "run": "the terminal belongs to the agent it runs",
+    "completion": "stdout is a script the shell sources",
 }
 
 

@@ -13,7 +13,6 @@ import pytest
 import passdown
 from passdown import errors
 from passdown.coordinator import HandoffCoordinator
-from passdown.coordinator import _errors as coordinator_errors
 from passdown.errors import (
     GitError,
     HandoffBlocked,
@@ -71,15 +70,31 @@ def test_no_other_module_defines_an_error_class() -> None:
     assert offenders == []
 
 
-def test_coordinator_error_paths_are_the_same_classes() -> None:
-    assert coordinator_errors.HandoffBlocked is HandoffBlocked
-    assert coordinator_errors.HandoffConflict is HandoffConflict
-    assert coordinator_errors.HandoffNotFound is HandoffNotFound
-    assert coordinator_errors.HandoffStateError is HandoffStateError
-    assert passdown.HandoffNotFound is HandoffNotFound
-    from passdown.coordinator._lifecycle import HandoffStateError as from_lifecycle
+def test_the_public_error_names_are_the_classes_of_the_tree() -> None:
+    import passdown.coordinator as coordinator
 
-    assert from_lifecycle is HandoffStateError
+    assert coordinator.HandoffBlocked is HandoffBlocked
+    assert coordinator.HandoffConflict is HandoffConflict
+    assert coordinator.HandoffNotFound is HandoffNotFound
+    assert coordinator.HandoffStateError is HandoffStateError
+    assert passdown.HandoffNotFound is HandoffNotFound
+
+
+def test_private_modules_take_the_error_classes_from_the_tree() -> None:
+    """Every module imports an error class from `passdown.errors`, never through another
+    private module that passes it on (only the public packages re-export them)."""
+    names = {cls.__name__ for cls in errors.ERROR_CLASSES}
+    public = {SRC / "__init__.py", SRC / "coordinator" / "__init__.py"}
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module == "passdown.errors":
+                continue
+            taken = sorted(a.name for a in node.names if a.name in names)
+            if taken and path not in public:
+                offenders.append(f"{path.relative_to(SRC)}: {node.module} {taken}")
+    assert offenders == []
+    assert not (SRC / "coordinator" / "_errors.py").exists()
 
 
 @pytest.mark.parametrize(
@@ -134,9 +149,7 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize(
-    "part", ["execute", "prepare", "context", "checks", "lifecycle", "build", "package"]
-)
+@pytest.mark.parametrize("part", ["execute", "prepare", "context", "checks", "lifecycle", "build"])
 def test_coordinator_parts_never_import_the_class(part: str) -> None:
     """core imports its parts, never the other way round (no import cycle)."""
     assert "passdown.coordinator._core" not in _imports(SRC / "coordinator" / f"_{part}.py")

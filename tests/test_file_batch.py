@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from passdown import _filebatch
+from passdown import _filebatch, _handoff_files
 from passdown import _fsio as fsio
 from passdown._filebatch import FileBatch
 from passdown.errors import OutputError
@@ -117,7 +117,7 @@ def test_the_git_exclude_folder_keeps_its_mode(tmp_path: Path) -> None:
     info.mkdir(exist_ok=True)
     info.chmod(0o755)
     with FileBatch() as batch:
-        assert fsio.stage_git_exclude(batch, tmp_path, "/.agent-handoff/")
+        assert _handoff_files.stage_git_exclude(batch, tmp_path, "/.agent-handoff/")
         assert (
             "/.agent-handoff/" not in (info / "exclude").read_text()
             if (info / "exclude").exists()

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from passdown import _fsio as fsio
-from passdown._fsio import add_git_exclude, backup_existing, ensure_private_dir, write_private
+from passdown._fsio import ensure_private_dir, write_private
+from passdown._handoff_files import add_git_exclude, backup_existing
 from passdown.errors import OutputError
 
 

@@ -179,7 +179,19 @@ def test_hook_never_fails_and_logs(
 
     assert run_hook("claude", [], "this is not json") == 0
     assert (
-        run_hook("codex", [json.dumps({"type": "agent-turn-complete", "cwd": str(home)})], None)
+        run_hook(
+            "codex",
+            [
+                json.dumps(
+                    {
+                        "type": "agent-turn-complete",
+                        "thread-id": "0199a000-0000-7000-8000-000000000000",
+                        "cwd": str(home),
+                    }
+                )
+            ],
+            None,
+        )
         == 0
     )
     assert run_hook("gemini", [], "{}") == 0

@@ -225,15 +225,19 @@ def test_a_client_that_stops_reading_gets_an_exit_code_not_a_traceback(ws: Path)
     assert "the client closed its end of stdout" in err and "Traceback" not in err
 
 
-def test_an_explicit_project_of_the_folders_old_name_still_hands_off_here(ws: Path) -> None:
-    """`passdown mcp --project alpha`, configured when the scope was the folder's name,
-    still prepares handoffs of its own workspace; another project does not."""
+def test_prepare_handoff_hands_off_only_into_the_workspaces_own_project(ws: Path) -> None:
+    """`passdown mcp --project P` prepares handoffs of its workspace only when P is the
+    workspace's project; any other (the folder's bare name `alpha` too) is refused."""
+    from passdown.records import default_project
+
     plant_claude_session(ws)
     script = line(INITIALIZE) + line(tool(2, "prepare_handoff", source="claude"))
-    status, replies, err = pipe(ws, script, "--project", "alpha")
+    own = default_project(ws)
+    status, replies, err = pipe(ws, script, "--project", own)
     assert status == 0, err
-    assert structured(replies[1])["project"] == "alpha"
-    status, replies, err = pipe(ws, script, "--project", "beta")
-    assert status == 0, err
-    assert replies[1]["result"]["isError"]
-    assert "not in your project" in replies[1]["result"]["content"][0]["text"]
+    assert structured(replies[1])["project"] == own
+    for other in ("alpha", "beta"):
+        status, replies, err = pipe(ws, script, "--project", other)
+        assert status == 0, err
+        assert replies[1]["result"]["isError"]
+        assert "not in your project" in replies[1]["result"]["content"][0]["text"]

@@ -39,7 +39,7 @@ HEAVY = (
     "passdown._extract",
     "passdown.handoff",
     "passdown.coordinator._core",
-    "passdown.coordinator._package",
+    "passdown._handoff_package",
     "passdown._workspace",
 )
 MODELS = ("pydantic", "passdown.records", "passdown.coordinator._lifecycle")
@@ -218,8 +218,8 @@ def test_the_pointer_is_the_one_pickup_always_gave(
 
 
 def test_a_package_without_a_session_is_read_as_its_record_says() -> None:
+    from passdown._handoff_package import HandoffPackage, PackageContext, PackageState
     from passdown._handoff_record import package_to_record
-    from passdown.coordinator._package import HandoffPackage, PackageContext, PackageState
     from passdown.records import record_to_dict
 
     package = HandoffPackage(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from passdown import _platform, _platform_launch, _platform_paths
+from passdown import _platform, _platform_launch, _platform_os, _platform_paths
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "passdown"
 SEAM = SRC / "_platform.py"
@@ -93,10 +93,9 @@ def test_each_pattern_is_valid(pattern: str) -> None:
 
 
 def test_only_the_seam_imports_its_parts() -> None:
-    """`_platform_paths` and `_platform_launch` are parts of the seam: everything else
-    imports `_platform` (whose `is_windows`/`is_macos` they call, so a test that
-    patches those simulates the platform for the parts too)."""
-    parts = re.compile(r"\b_platform_(?:paths|launch)\b")
+    """`_platform_os`, `_platform_paths` and `_platform_launch` are parts of the seam:
+    everything else imports `_platform`, which re-exports them."""
+    parts = re.compile(r"\b_platform_(?:os|paths|launch)\b")
     importers = [
         path.name
         for path in sorted(SRC.rglob("*.py"))
@@ -106,17 +105,18 @@ def test_only_the_seam_imports_its_parts() -> None:
     assert importers == []
     assert _platform.path_key is _platform_paths.path_key
     assert _platform.spawn_argv is _platform_launch.spawn_argv
+    assert _platform.is_windows is _platform_os.is_windows
 
 
-def test_the_parts_follow_a_patched_platform(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "platform", "linux")
-    monkeypatch.setattr(_platform, "is_windows", lambda: True)
+def test_the_parts_follow_a_simulated_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert _platform.is_windows()
     assert _platform.same_name("Proj", "proj")  # Windows' file names ignore case
     assert _platform.join("/home/dev", "x") == "\\home\\dev\\x"
     with pytest.raises(_platform.UnsafeLaunch):
         _platform.spawn_argv("C:\\npm\\tool.cmd", ["tool.cmd", "&calc&"])
-    monkeypatch.setattr(_platform, "is_windows", lambda: False)
-    monkeypatch.setattr(_platform, "is_macos", lambda: True)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert _platform.is_macos() and not _platform.is_windows()
     assert _platform.path_key("/private/tmp/X") == "/tmp/x"
 
 
@@ -202,7 +202,7 @@ def test_replace_retries_a_windows_sharing_violation(
 def test_exclusive_lock_excludes_another_descriptor(tmp_path: Path) -> None:
     import fcntl
 
-    fd = _platform.lock_file_descriptor(tmp_path)
+    fd = _platform.lock_file_descriptor(tmp_path, lambda: pytest.fail("POSIX locks the folder"))
     other = os.open(tmp_path, os.O_RDONLY)
     try:
         with _platform.exclusive_lock(fd), pytest.raises(BlockingIOError):
@@ -211,3 +211,20 @@ def test_exclusive_lock_excludes_another_descriptor(tmp_path: Path) -> None:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released with the descriptor
     finally:
         os.close(other)
+
+
+def test_on_windows_the_lock_file_goes_where_the_caller_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows cannot open a folder to lock it: the lock is a file named after the path,
+    in the folder the caller passes (the seam knows no passdown folder of its own)."""
+    monkeypatch.setattr(sys, "platform", "win32")
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    fd = _platform.lock_file_descriptor(tmp_path / "ws", lambda: locks)
+    os.close(fd)
+    (lock,) = locks.iterdir()
+    assert lock.name.startswith("workspace-") and lock.name.endswith(".lock")
+    fd = _platform.lock_file_descriptor(tmp_path / "WS", lambda: str(locks))
+    os.close(fd)
+    assert list(locks.iterdir()) == [lock]  # Windows paths ignore case: the same lock

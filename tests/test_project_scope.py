@@ -2,9 +2,8 @@
 
 An unrelated folder that happens to have the same name (`ws-codex`) sees none of another
 repository's handoffs, in `passdown find` or the session-start pickup; clones of the
-same remote share one scope; and handoffs stored under the old scheme (the folder's
-name) are adopted by the repository that wrote them, and only by it, on SQLite and on
-PostgreSQL (passdown.store._adopt)."""
+same remote share one scope; and a scope named with `--project` is a scope of its own,
+which the repository's exports and pickups never touch, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from passdown._git import legacy_project_name, project_label
+from passdown._git import project_label
 from passdown.coordinator import _doors as doors
-from passdown.coordinator._lifecycle import ACTIVE_POINTER, STATUSES, Lifecycle
-from passdown.integrations._continuity import pickup
+from passdown.coordinator._lifecycle import Lifecycle
 from passdown.records import Scope, default_project
-from passdown.store import _adopt, open_store
+from passdown.store import open_store
 from test_coordinator_fixtures import git
 from test_doors import passdown, repo, simple_session
 
@@ -131,74 +129,28 @@ def test_clones_of_one_remote_share_a_scope_and_a_moved_local_repo_does_not(
     assert default_project(other_remote) != default_project(first)
 
 
-def legacy_export(ws: Path, session: str, store_url: str) -> str:
-    """A handoff as passdown stored it before: under the folder's name."""
-    simple_session(session, ws)
-    legacy = Scope(project=legacy_project_name(ws))
-    with open_store(store_url) as store:
-        written = doors.export(doors.HandoffRequest(source="claude"), ws, store=store, scope=legacy)
-    return written.record_id
-
-
-def test_records_of_the_old_scheme_are_adopted_by_their_repository_only(
+def test_a_scope_named_after_the_folder_is_a_scope_of_its_own(
     tmp_path: Path, store_url: str
 ) -> None:
-    other = repo(tmp_path / "two" / "ws-codex")
-    mine = repo(tmp_path / "one" / "ws-codex")
-    theirs = legacy_export(other, SESSION_B, store_url)
-    ours = legacy_export(mine, SESSION_A, store_url)  # the old scope's active handoff
-    old = Scope(project="ws-codex")
-    with open_store(store_url) as store:
-        lc = Lifecycle(store, old)
-        assert lc.active() == ours
-        assert lc.current(theirs).status == "superseded"  # type: ignore[union-attr]
-        versions = len(store.history(old, ours))
-
-    assert find(mine) == [ours]  # the first use adopts
-    new = Scope(project=default_project(mine))
-    with open_store(store_url) as store:
-        lc = Lifecycle(store, new)
-        assert lc.active() == ours
-        assert lc.current(ours).status == "published"  # type: ignore[union-attr]
-        assert [e.status for e in lc.events(ours)] == ["prepared", "published"]
-        assert len(store.history(new, ours)) == versions
-        record = store.retrieve(new, ours)
-        assert record.scope == new and record.type == "handoff"
-        left = [r.id for r in store.query(old, limit=50).records]
-        assert ours not in left and f"{ours}#published" not in left
-        assert theirs in left  # written elsewhere: not adopted
-        assert store.get_pointer(old, ACTIVE_POINTER) is None
-        assert store.get_pointer(new, _adopt.ADOPTED_POINTER) == "ws-codex"
-
-    assert find(mine) == [ours]  # a second run changes nothing
-    assert pickup("codex", "new-session", str(mine)).outcome.startswith("claimed ")
-    assert find(other) == [theirs]  # the other repository adopts its own
-    with open_store(store_url) as store:
-        assert store.query(old, type="handoff", limit=5).records == []
-    unrelated = tmp_path / "three" / "ws-codex"
-    unrelated.mkdir(parents=True)
-    assert find(unrelated) == []
-
-
-def test_the_pickup_adopts_the_old_active_handoff(tmp_path: Path, store_url: str) -> None:
-    """The first session after the upgrade is offered the handoff stored before it."""
+    """A handoff stored under `--project ws-codex` (the folder's name) stays there: the
+    repository's own exports, listings and session-start pickup leave it where it is."""
     mine = repo(tmp_path / "ws-codex")
-    ours = legacy_export(mine, SESSION_A, store_url)
-    assert f"from claude session {SESSION_A}" in session_start(mine)
+    simple_session(SESSION_A, mine)
+    named = Scope(project="ws-codex")
     with open_store(store_url) as store:
-        event = Lifecycle(store, Scope(project=default_project(mine))).current(ours)
-        assert event is not None and event.status == "claimed"
-
-
-def test_an_explicit_project_adopts_nothing(tmp_path: Path, store_url: str) -> None:
-    mine = repo(tmp_path / "ws-codex")
-    ours = legacy_export(mine, SESSION_A, store_url)
+        kept = doors.export(doors.HandoffRequest(source="claude"), mine, store=store, scope=named)
+    assert find(mine) == []
+    assert session_start(mine) == ""  # nothing of the repository's own to pick up
+    simple_session(SESSION_B, mine)
+    ours = export(mine)
+    assert find(mine) == [ours]
     with open_store(store_url) as store:
-        assert _adopt.adopt_legacy_records(store, mine, "ws-codex") == 0
-        assert _adopt.adopt_legacy_records(store, mine, "elsewhere") == 0
-        assert store.retrieve("ws-codex", ours).id == ours
-        assert _adopt.adopt_legacy_records(store, mine) == 1
-        assert _adopt.adopt_legacy_records(store, mine) == 0
+        assert [r.id for r in store.query(named, type="handoff", limit=5).records] == [
+            kept.record_id
+        ]
+        assert Lifecycle(store, named).active() == kept.record_id
+        own = Scope(project=default_project(mine))
+        assert [r.id for r in store.query(own, type="handoff", limit=5).records] == [ours]
 
 
 def test_the_scope_of_a_folder_named_after_a_token_is_redacted(tmp_path: Path) -> None:
@@ -208,10 +160,6 @@ def test_the_scope_of_a_folder_named_after_a_token_is_redacted(tmp_path: Path) -
     project = default_project(ws)
     assert token not in project and project.startswith("ws-[REDACTED:")
     assert project == default_project(ws)
-
-
-def test_the_adopter_knows_the_lifecycles_names() -> None:
-    assert _adopt.STATUSES == STATUSES and _adopt.ACTIVE_POINTER == ACTIVE_POINTER
 
 
 @pytest.mark.parametrize(
@@ -260,30 +208,3 @@ def test_paths_are_case_folded_where_the_file_system_ignores_case(
 )
 def test_the_label_is_the_readable_part(project: str, label: str) -> None:
     assert project_label(project) == label
-
-
-def test_adopting_in_several_processes_at_once_moves_each_record_once(
-    tmp_path: Path, store_url: str
-) -> None:
-    """Session-start hooks of several agents may adopt at the same moment."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    mine = repo(tmp_path / "ws-codex")
-    ours = legacy_export(mine, SESSION_A, store_url)
-    with open_store(store_url) as store:  # a second version of the handoff record
-        record = store.retrieve("ws-codex", ours).model_dump(mode="json")
-        store.store({**record, "title": record["title"] + " (edited)"}, new_version=True)
-
-    def adopt(_: int) -> int:
-        with open_store(store_url) as store:
-            return _adopt.adopt_legacy_records(store, mine)
-
-    with ThreadPoolExecutor(4) as pool:
-        moved = list(pool.map(adopt, range(4)))
-    assert 1 <= sum(moved) <= 4
-    new = Scope(project=default_project(mine))
-    with open_store(store_url) as store:
-        assert [m.version for m in store.history(new, ours)] == [1, 2]
-        assert store.retrieve(new, ours).title.endswith("(edited)")
-        assert store.query(Scope(project="ws-codex"), limit=10).records == []
-        assert Lifecycle(store, new).active() == ours

@@ -354,7 +354,7 @@ def git(repo: Path, *args: str) -> None:
 
 @pytest.mark.parametrize("what", ["exclude", "info"])
 def test_git_exclude_symlink_is_not_followed(tmp_path: Path, what: str) -> None:
-    from passdown._fsio import add_git_exclude
+    from passdown._handoff_files import add_git_exclude
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -380,7 +380,7 @@ def test_git_exclude_symlink_is_not_followed(tmp_path: Path, what: str) -> None:
 
 
 def test_git_exclude_is_still_written_in_a_plain_repo(tmp_path: Path) -> None:
-    from passdown._fsio import add_git_exclude
+    from passdown._handoff_files import add_git_exclude
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -394,7 +394,8 @@ def test_git_exclude_is_still_written_in_a_plain_repo(tmp_path: Path) -> None:
 
 
 def test_stale_temp_files_of_a_killed_export_are_swept(tmp_path: Path) -> None:
-    from passdown._fsio import backup_existing, ensure_private_dir, write_private
+    from passdown._fsio import ensure_private_dir, write_private
+    from passdown._handoff_files import backup_existing
 
     folder = ensure_private_dir(tmp_path / ".agent-handoff")
     history = ensure_private_dir(folder / "history")

@@ -11,6 +11,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# The one place the version is written: pyproject.toml reads it from here (setuptools'
+# dynamic `attr`), `passdown --version` prints it.
+__version__ = "0.1.0"
+
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     # the engine (the seed's API)

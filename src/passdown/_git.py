@@ -148,16 +148,6 @@ def project_name(cwd: Path) -> str:
     return redact(f"{name}~{digest}")
 
 
-def legacy_project_name(cwd: Path) -> str:
-    """The project passdown used before scopes named the repository: the git root's
-    folder name, else the folder's own name (redacted). Records stored under it are
-    adopted by `passdown.store._adopt`."""
-    from passdown._redact import redact
-
-    root, _ = _project_root(cwd)
-    return redact(root.name or str(root))
-
-
 def project_label(project: str) -> str:
     """The readable part of a project scope: `alpha` of `alpha~3f9c2a1b7d0e`; any other
     project (given with --project, or stored before) as it is."""

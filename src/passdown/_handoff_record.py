@@ -15,7 +15,7 @@ from passdown.handoff import Handoff
 from passdown.records import Record, validate_record
 
 if TYPE_CHECKING:
-    from passdown.coordinator._package import HandoffPackage
+    from passdown._handoff_package import HandoffPackage
 
 EXTRA_FIELD = "passdown_handoff"
 
@@ -102,7 +102,7 @@ def package_from_record(record: Record) -> HandoffPackage:
     RecordInvalid when the record holds no valid package."""
     from pydantic import ValidationError
 
-    from passdown.coordinator._package import HandoffPackage
+    from passdown._handoff_package import HandoffPackage
     from passdown.records import record_to_package
 
     try:

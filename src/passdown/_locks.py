@@ -32,7 +32,17 @@ def publish_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
     """One publish-and-rename of a workspace's handoff at a time. Best effort: a
     workspace that cannot be locked (read-only, a file system without locks) is
     exported unserialised rather than not at all."""
-    return _holding(lambda: _platform.lock_file_descriptor(workspace), best_effort=True)
+    return _holding(
+        lambda: _platform.lock_file_descriptor(workspace, _private_lock_folder), best_effort=True
+    )
+
+
+def _private_lock_folder() -> Path:
+    """Where lock files go where a folder cannot itself be locked: passdown's data folder."""
+    from passdown._fsio import ensure_private_dir
+    from passdown._paths import data_dir
+
+    return ensure_private_dir(data_dir() / "locks")
 
 
 def hook_export_lock(workspace: Path) -> contextlib.AbstractContextManager[None]:
@@ -41,10 +51,7 @@ def hook_export_lock(workspace: Path) -> contextlib.AbstractContextManager[None]
     (or the hook process dies). Not best effort: a hook that cannot lock says so."""
 
     def open_lock_file() -> int:
-        from passdown._fsio import ensure_private_dir
-        from passdown._paths import data_dir
-
-        folder = ensure_private_dir(data_dir() / "locks")
+        folder = _private_lock_folder()
         name = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:16]
         flags = os.O_RDWR | os.O_CREAT | _platform.O_NOFOLLOW | _platform.O_BINARY
         return os.open(folder / f"export-{name}.lock", flags, 0o600)

@@ -545,7 +545,8 @@ def stage_handoff(handoff: Handoff, out_dir: Path, workspace: Path) -> StagedHan
     """Everything `write_handoff` writes, staged; raises `OutputError` (a read-only or
     full disk, a bad folder) before anything is visible."""
     from passdown._filebatch import FileBatch, existing_folder
-    from passdown._fsio import open_folder_warnings, stage_backup, stage_git_exclude
+    from passdown._fsio import open_folder_warnings
+    from passdown._handoff_files import stage_backup, stage_git_exclude
     from passdown._render import render_markdown
 
     folder = Path(out_dir)

@@ -5,9 +5,12 @@ else in passdown imports `fcntl`, `resource`, `msvcrt` or `pwd`, or calls POSIX-
 `os` functions (`tests/test_platform_seam.py` greps for them). Each function has a
 POSIX branch, a Windows branch and a documented fallback. Decisions are taken at call
 time (`sys.platform`, `os.name`, `hasattr(os, ...)`), so tests can simulate a platform.
-Two parts that make no system call of their own live beside it and are re-exported
-here, the one module the rest of passdown imports: `_platform_paths` (comparing
-workspace paths) and `_platform_launch` (starting a program without cmd.exe).
+Three parts live beside it and are re-exported here, the one module the rest of
+passdown imports: `_platform_os` (which system this is), `_platform_paths` (comparing
+workspace paths) and `_platform_launch` (starting a program without cmd.exe). The seam
+is the lowest floor of passdown: it imports the standard library and `passdown.errors`
+only, so what it needs from passdown's own folders (where a lock file goes) the caller
+passes in.
 
 - Private files: POSIX 0700 folders and 0600 files as ever. Windows has no such modes
   (`os.fchmod` only sets the read-only bit, and is missing before 3.13): files under
@@ -39,13 +42,13 @@ import errno
 import hashlib
 import os
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from passdown._platform_launch import UnsafeLaunch, resolve_npm_shim, spawn_argv
+from passdown._platform_os import is_linux, is_macos, is_windows
 from passdown._platform_paths import (
     case_insensitive_fs,
     inside,
@@ -67,18 +70,6 @@ O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
 O_NOCTTY: int = getattr(os, "O_NOCTTY", 0)
 O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
-
-
-def is_windows() -> bool:
-    return os.name == "nt" or sys.platform == "win32"
-
-
-def is_macos() -> bool:
-    return sys.platform == "darwin"
-
-
-def is_linux() -> bool:
-    return sys.platform.startswith("linux")
 
 
 # -- private folders and files ------------------------------------------------------------
@@ -264,18 +255,18 @@ def listen_exclusively(sock: socket.socket) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 
 
-def lock_file_descriptor(path: str | os.PathLike[str]) -> int:
+def lock_file_descriptor(
+    path: str | os.PathLike[str], lock_folder: Callable[[], str | os.PathLike[str]]
+) -> int:
     """A descriptor to lock for `path`: the folder itself on POSIX (no lock file is
     created, also not in a read-only workspace); on Windows, where folders cannot be
-    opened, a private lock file in the user's data folder named after the path."""
+    opened, a lock file named after the path in `lock_folder()` (the caller's private
+    folder, asked for only there)."""
     if not is_windows():
         return os.open(path, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    from passdown._fsio import ensure_private_dir
-    from passdown._paths import data_dir
-
-    folder = ensure_private_dir(data_dir() / "locks")
     name = hashlib.sha256(path_key(os.fspath(path)).encode()).hexdigest()[:16]
-    return os.open(folder / f"workspace-{name}.lock", os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
+    lock = os.path.join(lock_folder(), f"workspace-{name}.lock")
+    return os.open(lock, os.O_RDWR | os.O_CREAT | O_BINARY, 0o600)
 
 
 def wait_readable(fd: int, timeout: float) -> bool:

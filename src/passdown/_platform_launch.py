@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 
+from passdown import _platform_os
+
 _SHIM_SCRIPT = re.compile(r'"%~?dp0%?\\([^"%]+)"\s+%\*')
 # words cmd.exe passes through unchanged: no quotes, metacharacters, %, ^, ! or spaces
 _CMD_SAFE = re.compile(r"[A-Za-z0-9_.,:=+@/\\-]*")
@@ -27,7 +29,7 @@ def spawn_argv(executable: str, argv: list[str]) -> tuple[str, list[str]]:
     A Windows `.cmd`/`.bat` would run through cmd.exe, so an npm shim is replaced by
     the `node <script>` it wraps; a batch file that is not such a shim is only started
     when every argument is a plain word (else `UnsafeLaunch`)."""
-    if not _platform.is_windows() or not executable.lower().endswith((".cmd", ".bat")):
+    if not _platform_os.is_windows() or not executable.lower().endswith((".cmd", ".bat")):
         return executable, argv
     resolved = resolve_npm_shim(executable)
     if resolved is not None:
@@ -61,8 +63,3 @@ def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
     if node is None or node.lower().endswith((".cmd", ".bat")):
         return None
     return node, script
-
-
-# last: `_platform` imports this module, and its `is_windows` is looked up at call time
-# (tests simulate a platform by patching it)
-from passdown import _platform  # noqa: E402

@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import PurePosixPath, PureWindowsPath
 
+from passdown import _platform_os
+
 _DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 _MACOS_ALIASES = (("/private/tmp", "/tmp"), ("/private/var", "/var"), ("/private/etc", "/etc"))
 
@@ -24,14 +26,14 @@ def is_windows_path(text: str) -> bool:
 
 def _normal(text: str) -> tuple[str, bool]:
     """(`text` normalised with `/` separators, whether its file system ignores case)."""
-    if is_windows_path(text) or _platform.is_windows():
+    if is_windows_path(text) or _platform_os.is_windows():
         if text.startswith(("\\\\?\\UNC\\", "//?/UNC/")):
             text = "\\\\" + text[8:]
         elif text.startswith(("\\\\?\\", "//?/")):
             text = text[4:]
         return PureWindowsPath(text).as_posix().rstrip("/") or "/", True
     posix = str(PurePosixPath(os.path.normpath(text))) if text else text
-    if not _platform.is_macos():
+    if not _platform_os.is_macos():
         return posix, False
     for alias, short in _MACOS_ALIASES:
         if posix == alias or posix.startswith(alias + "/"):
@@ -68,21 +70,21 @@ def relative_inside(path: str, root: str) -> str | None:
 def join(base: str, path: str) -> str:
     """`path` (absolute, or relative to `base`) as one normalised path, joined with the
     rules of the system that wrote `base` (a Windows cwd read on Linux too)."""
-    if is_windows_path(base) or is_windows_path(path) or _platform.is_windows():
+    if is_windows_path(base) or is_windows_path(path) or _platform_os.is_windows():
         return str(PureWindowsPath(base, path))
     return os.path.normpath(os.path.join(base, path))
 
 
 def case_insensitive_fs() -> bool:
     """Whether this machine's file names ignore case (Windows; macOS's default APFS)."""
-    return _platform.is_windows() or _platform.is_macos()
+    return _platform_os.is_windows() or _platform_os.is_macos()
 
 
 def path_spellings(path: str) -> list[str]:
     """`path` and, on macOS, its other spelling through the `/private` symlinks
     (`/private/tmp/x` and `/tmp/x`): agents record whichever their process saw."""
     spellings = [path]
-    if _platform.is_macos():
+    if _platform_os.is_macos():
         for alias, short in _MACOS_ALIASES:
             if path == alias or path.startswith(alias + "/"):
                 spellings.append(short + path[len(alias) :])
@@ -99,8 +101,3 @@ def same_name(a: str, b: str) -> bool:
 def inside(path: str, root: str) -> bool:
     """Whether `path` is `root` or below it, compared as paths."""
     return relative_inside(path, root) is not None
-
-
-# last: `_platform` imports this module, and its `is_windows`/`is_macos` are looked up
-# at call time (tests simulate a platform by patching them)
-from passdown import _platform  # noqa: E402

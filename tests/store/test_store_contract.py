@@ -373,6 +373,9 @@ def test_pointer_compare_and_swap(store: Store) -> None:
     assert store.set_pointer("P", "active", "h2", None)
     assert store.get_pointer("P", "active") is None
     assert store.set_pointer("P", "active", None, None)  # unset stays unset
+    assert store.set_pointer("P", "active", None, "h3")
+    assert not store.set_pointer("P", "active", None, None)  # it is set: no swap
+    assert store.get_pointer("P", "active") == "h3"
 
 
 def test_pointers_are_per_exact_scope(store: Store) -> None:

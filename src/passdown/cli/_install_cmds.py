@@ -233,7 +233,7 @@ def hook_command(check: bool, as_json: bool, agent: str | None, args: tuple[str,
 
 
 def _hook_check(agent: str | None, as_json: bool) -> int:
-    from passdown.integrations._command import check_report
+    from passdown.integrations._hooks import check_report
 
     report = check_report(agent)
     if as_json:

@@ -32,11 +32,9 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     from passdown.mcp._server import run_stdio
     from passdown.records import default_project
     from passdown.store import open_store
-    from passdown.store._adopt import adopt_legacy_records
 
     workspace = _workspace()
     with open_store(store_url) as store:
-        adopt_legacy_records(store, workspace, project)
         run_stdio(store, project or default_project(workspace), workspace, early)
 
 

@@ -40,11 +40,8 @@ def _project(project: str | None) -> str:
 
 def _open(url: str | None) -> Store:
     from passdown.store import open_store
-    from passdown.store._adopt import adopt_legacy_records
 
-    store = open_store(url)
-    adopt_legacy_records(store, Path.cwd())  # this repository's records of the old scheme
-    return store
+    return open_store(url)
 
 
 def _dump(data: Any) -> str:

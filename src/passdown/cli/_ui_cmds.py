@@ -57,12 +57,9 @@ def ui_command(
     from passdown.web import local_app
 
     host = "127.0.0.1"
-    from passdown.store._adopt import adopt_legacy_records
-
     workspace = pipeline.workspace_for()
     current = project or default_project(workspace)
     with open_store(store_url) as store:
-        adopt_legacy_records(store, workspace, current)
         sock = bind(host, port)
         url = f"http://{host}:{sock.getsockname()[1]}/"
         config = uvicorn.Config(

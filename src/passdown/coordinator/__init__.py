@@ -15,12 +15,13 @@ handoffs, and the engine under `passdown export` / `passdown switch`.
 
 Private modules: `_core` (the class: the seed's API) on top of `_context` (workspace, scope,
 identity and the store, passed explicitly to every part), `_prepare` (session or
-recovery base -> sealed package), `_execute` (execution by type), `_package` (the
-model), `_project_files` (feature list and progress log), `_build` (composing state,
-provenance), `_compact` (the budgeted compactor), `_checks` (validation) and
-`_lifecycle` (status and pointers in the store); `_doors` is the one export path the
-CLI, hooks and MCP server take into `_core`. Git lives in `passdown._workspace`, record
-conversion in `passdown._handoff_record`, the errors in `passdown.errors`.
+recovery base -> sealed package), `_execute` (execution by type), `_project_files`
+(feature list and progress log), `_build` (composing state, provenance), `_compact` (the
+budgeted compactor), `_checks` (validation) and `_lifecycle` (status and pointers in the
+store); `_doors` is the one export path the CLI, hooks and MCP server take into `_core`.
+Below the coordinator: the package model in `passdown._handoff_package` (its statuses in
+`passdown._package_status`), record conversion in `passdown._handoff_record`, git in
+`passdown._workspace`, the errors in `passdown.errors`.
 """
 
 from __future__ import annotations
@@ -29,18 +30,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from passdown._handoff_record import package_from_record, package_to_record
-    from passdown.coordinator._checks import CheckResult
-    from passdown.coordinator._core import HandoffCoordinator, Verification
-    from passdown.coordinator._errors import (
-        HandoffBlocked,
-        HandoffConflict,
-        HandoffNotFound,
-        HandoffStateError,
-    )
-    from passdown.coordinator._execute import ExecuteResult
-    from passdown.coordinator._lifecycle import StatusEvent
-    from passdown.coordinator._package import (
+    from passdown._handoff_package import (
         ChildRef,
         HandoffPackage,
         PackageContext,
@@ -48,6 +38,12 @@ if TYPE_CHECKING:
         RecoveryInfo,
         package_json_schema,
     )
+    from passdown._handoff_record import package_from_record, package_to_record
+    from passdown.coordinator._checks import CheckResult
+    from passdown.coordinator._core import HandoffCoordinator, Verification
+    from passdown.coordinator._execute import ExecuteResult
+    from passdown.coordinator._lifecycle import StatusEvent
+    from passdown.errors import HandoffBlocked, HandoffConflict, HandoffNotFound, HandoffStateError
 
 # The names load lazily (as in `passdown`): `passdown.coordinator._lifecycle` alone must not
 # import the whole engine, because the session-start hook claims through it while a new
@@ -56,18 +52,18 @@ _EXPORTS: dict[str, str] = {
     "CheckResult": "passdown.coordinator._checks",
     "HandoffCoordinator": "passdown.coordinator._core",
     "Verification": "passdown.coordinator._core",
-    "HandoffBlocked": "passdown.coordinator._errors",
-    "HandoffConflict": "passdown.coordinator._errors",
-    "HandoffNotFound": "passdown.coordinator._errors",
-    "HandoffStateError": "passdown.coordinator._errors",
+    "HandoffBlocked": "passdown.errors",
+    "HandoffConflict": "passdown.errors",
+    "HandoffNotFound": "passdown.errors",
+    "HandoffStateError": "passdown.errors",
     "ExecuteResult": "passdown.coordinator._execute",
     "StatusEvent": "passdown.coordinator._lifecycle",
-    "ChildRef": "passdown.coordinator._package",
-    "HandoffPackage": "passdown.coordinator._package",
-    "PackageContext": "passdown.coordinator._package",
-    "PackageState": "passdown.coordinator._package",
-    "RecoveryInfo": "passdown.coordinator._package",
-    "package_json_schema": "passdown.coordinator._package",
+    "ChildRef": "passdown._handoff_package",
+    "HandoffPackage": "passdown._handoff_package",
+    "PackageContext": "passdown._handoff_package",
+    "PackageState": "passdown._handoff_package",
+    "RecoveryInfo": "passdown._handoff_package",
+    "package_json_schema": "passdown._handoff_package",
     "package_from_record": "passdown._handoff_record",
     "package_to_record": "passdown._handoff_record",
 }

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from passdown._handoff_package import HandoffPackage, PackageState
 from passdown._workspace import WorkspaceSnapshot
-from passdown.coordinator._package import HandoffPackage, PackageState
 from passdown.coordinator._project_files import FEATURE_LIST, FeatureList, ProgressNotes
 from passdown.handoff import Handoff, PlanEntry, Source, State, Task
 

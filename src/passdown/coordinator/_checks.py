@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from passdown._handoff_package import Fingerprint, HandoffPackage
 from passdown._workspace import dirty_paths, git_head
-from passdown.coordinator._package import Fingerprint, HandoffPackage
 from passdown.coordinator._project_files import FEATURE_LIST, PROGRESS_FILES, read_feature_list
 
 MAX_FINGERPRINT_FILES = 2000

@@ -15,7 +15,7 @@ next agent reads: the transcript plus the notes and the caller's values.
 
 from __future__ import annotations
 
-from passdown.coordinator._package import Compaction
+from passdown._handoff_package import Compaction
 from passdown.handoff import Handoff, TranscriptEntry
 
 CHARS_PER_TOKEN = 4  # the usual rough rate; only used when a budget is given in tokens

@@ -17,7 +17,7 @@ from passdown.errors import StoreError
 
 if TYPE_CHECKING:
     from passdown._checkpoint_writes import PendingCheckpoint
-    from passdown.coordinator._package import HandoffPackage
+    from passdown._handoff_package import HandoffPackage
     from passdown.records import Scope
     from passdown.store import Store
 
@@ -42,7 +42,7 @@ class ProjectContext:
             None if store is None or isinstance(store, (str, bool)) else store
         )
         self._owns_store = False
-        self._adopted = False
+        self._recovered = False
         # checkpoints a prepare read, per package: written only once it is exported
         self._checkpoints: dict[str, list[PendingCheckpoint]] = {}
 
@@ -68,15 +68,12 @@ class ProjectContext:
 
             self._store = open_store(self._store_arg if isinstance(self._store_arg, str) else None)
             self._owns_store = True
-        if not self._adopted:  # this repository's records from before scopes named it
-            from passdown.store._adopt import adopt_legacy_records
-
-            self._adopted = True
+        if not self._recovered:
+            self._recovered = True
             if not self._owns_store:  # a Store passed in: open_store took nothing back
                 from passdown._wal import recover_and_say
 
                 recover_and_say(self._store)
-            adopt_legacy_records(self._store, self.workspace, self.scope.project)
         return self._store
 
     def lifecycle(self) -> Lifecycle:

@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from passdown import _pipeline as pipeline
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
+from passdown._handoff_package import HANDOFF_TYPES, HandoffPackage, HandoffType
 from passdown._handoff_record import package_from_record
+from passdown._package_status import LifecycleStatus
 from passdown.coordinator import _build as build
 from passdown.coordinator import _execute as execute
 from passdown.coordinator import _prepare as prepare
@@ -44,12 +46,6 @@ from passdown.coordinator._checks import (
 from passdown.coordinator._context import ProjectContext
 from passdown.coordinator._execute import ExecuteOptions, ExecuteResult, OnLaunch
 from passdown.coordinator._lifecycle import Lifecycle, StatusEvent
-from passdown.coordinator._package import (
-    HANDOFF_TYPES,
-    HandoffPackage,
-    HandoffType,
-    LifecycleStatus,
-)
 from passdown.coordinator._project_files import read_feature_list
 from passdown.errors import HandoffNotFound, RecordNotFound, UsageError
 from passdown.handoff import Limits

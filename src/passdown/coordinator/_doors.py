@@ -24,8 +24,8 @@ from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
 from passdown.errors import UsageError
 
 if TYPE_CHECKING:
+    from passdown._handoff_package import HandoffPackage, HandoffType
     from passdown.coordinator._core import HandoffCoordinator
-    from passdown.coordinator._package import HandoffPackage, HandoffType
     from passdown.handoff import Limits
     from passdown.store import ScopeLike, Store
 
@@ -139,7 +139,7 @@ def export(
     the result's `unchanged_since` names the active one). `adjust`
     lets a door add what only it knows before publishing (a hook's payload says the turn
     failed on a rate limit when the session file does not)."""
-    from passdown.coordinator._errors import HandoffConflict
+    from passdown.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
         prepared = prepare(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from passdown import _pipeline as pipeline
+from passdown._handoff_package import ChildRef, HandoffPackage
 from passdown._handoff_record import package_from_record, package_to_record
 from passdown._locks import publish_lock
 from passdown._wal import crash_point
@@ -35,18 +36,18 @@ from passdown.coordinator._checks import (
     fingerprint,
     run_checks,
 )
-from passdown.coordinator._errors import HandoffBlocked, HandoffConflict
 from passdown.coordinator._lifecycle import (
     ACTIVE_POINTER,
-    HandoffStateError,
     Journal,
     Lifecycle,
     now_us_series,
     status_pointer,
 )
-from passdown.coordinator._package import ChildRef, HandoffPackage
 from passdown.errors import (
     AgentNotInstalled,
+    HandoffBlocked,
+    HandoffConflict,
+    HandoffStateError,
     LaunchError,
     RecordConflict,
     RecordInvalid,

@@ -22,25 +22,20 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from passdown.errors import HandoffStateError as HandoffStateError
-from passdown.errors import RecordNotFound
+from passdown._package_status import STATUSES as STATUSES
+from passdown._package_status import LifecycleStatus as LifecycleStatus
+from passdown.errors import HandoffStateError, RecordNotFound
 
 if TYPE_CHECKING:
     from passdown._wal import WriteAhead
     from passdown.records import Record, Scope
     from passdown.store import Store
 
-# here rather than beside the package model: the session-start hook claims through this
-# module without loading the package and handoff models
-LifecycleStatus = Literal["prepared", "published", "claimed", "completed", "rejected", "superseded"]
 ACTIVE_POINTER = "active-handoff"
-STATUSES: tuple[LifecycleStatus, ...] = (
-    "prepared", "published", "claimed", "completed", "rejected", "superseded",
-)  # fmt: skip
 TERMINAL = frozenset({"completed", "rejected", "superseded"})
 ALLOWED: dict[str | None, frozenset[str]] = {
     None: frozenset({"prepared"}),

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Literal
 
 from passdown import _pipeline as pipeline
 from passdown._budgets import shorten_texts
-from passdown.coordinator import _build as build
-from passdown.coordinator._checks import fingerprint
-from passdown.coordinator._compact import budget_chars, compact
-from passdown.coordinator._package import (
+from passdown._handoff_package import (
     ChildRef,
     HandoffPackage,
     HandoffType,
     PackageContext,
     RecoveryInfo,
 )
+from passdown.coordinator import _build as build
+from passdown.coordinator._checks import fingerprint
+from passdown.coordinator._compact import budget_chars, compact
 from passdown.coordinator._project_files import FeatureList, read_feature_list, read_progress
 from passdown.errors import HandoffNotFound, SessionNotFound, StoreError, UsageError
 

@@ -21,8 +21,8 @@ from passdown._handoff_record import package_from_record
 from passdown.errors import StoreError
 
 if TYPE_CHECKING:
+    from passdown._handoff_package import HandoffPackage
     from passdown.coordinator._context import ProjectContext
-    from passdown.coordinator._package import HandoffPackage
 
 
 def unchanged_active(ctx: ProjectContext, pkg: HandoffPackage) -> HandoffPackage | None:

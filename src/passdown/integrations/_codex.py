@@ -16,6 +16,9 @@
   doctor` says when an install no longer fits the Codex installed since (hooks that an
   older Codex does not run, or a notify where the Codex now has hooks).
 - The skill in `$CODEX_HOME/skills/passdown-takeover/` (project: a snippet in AGENTS.md).
+
+tomlkit is imported where a config file is read or edited, not with the module: a hook
+event loads this module and edits nothing.
 """
 
 from __future__ import annotations
@@ -24,16 +27,9 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
-from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
-
-from passdown import _platform
 from passdown.errors import UsageError
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
@@ -55,7 +51,15 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
+from passdown.integrations._codex_version import (
+    NEWEST_KNOWN,
+    codex_version,
+    has_lifecycle_hooks,
+)
 from passdown.integrations._command import hook_line
+
+if TYPE_CHECKING:
+    import tomlkit
 
 FORWARDED_ENV = ("PASSDOWN_STORE", "PASSDOWN_DATA_DIR")
 NOTIFY_MARK = "# passdown: turn-complete hook (managed by `passdown install`)"
@@ -81,79 +85,8 @@ def hook_timeout(event: str, configured: int = HOOK_TIMEOUT_S) -> int:
     return min(configured, SESSION_END_TIMEOUT_S) if event == "SessionEnd" else configured
 
 
-# The newest Codex passdown knows (.ci/agent-pins.txt): an install that cannot ask the
-# installed Codex writes the form this one reads
-NEWEST_KNOWN = "0.171"
-
-
 def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-
-
-@cache
-def has_lifecycle_hooks(program: str = "codex") -> bool | None:
-    """Whether the installed Codex runs `[hooks]`, as its own `features list` says;
-    None when Codex cannot be asked (not on PATH, or it answers neither `features list`
-    nor `--version`). A Codex that answers `--version` only predates `features`, and
-    the hooks with it."""
-    listed = _ask_codex(program, ["features", "list"])
-    if listed is not None:
-        return _says_hooks(listed)
-    return None if codex_version(program) is None else False
-
-
-@cache
-def codex_version(program: str = "codex") -> str | None:
-    """The first line `codex --version` prints (`codex-cli 0.171.0`); None when Codex
-    cannot be asked (or answers no version)."""
-    lines = (_ask_codex(program, ["--version"]) or "").strip().splitlines()
-    return lines[0].strip() if lines and re.search(r"\d+\.\d+", lines[0]) else None
-
-
-def _ask_codex(program: str, args: list[str]) -> str | None:
-    """What `codex ARGS` prints when it exits 0; None when it is not found or fails."""
-    home = os.environ.get("CODEX_HOME")
-    if home and not Path(home).is_dir():
-        # Codex refuses to start on a CODEX_HOME that is not there yet (the install
-        # creates it); a fresh home gives the defaults that install will meet
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="passdown-codex-") as empty:
-            return _run_codex(program, args, {**os.environ, "CODEX_HOME": empty})
-    return _run_codex(program, args, None)
-
-
-def _run_codex(program: str, args: list[str], env: dict[str, str] | None) -> str | None:
-    # found as a shell finds it (on Windows npm installs `codex.cmd`, which a bare
-    # CreateProcess of "codex" never sees), and started without cmd.exe
-    found = shutil.which(program, path=(env or os.environ).get("PATH"))
-    if found is None:
-        return None
-    try:
-        executable, argv = _platform.spawn_argv(found, [found, *args])
-        ran = subprocess.run(
-            argv,
-            executable=executable,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            timeout=30,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-    except (OSError, subprocess.SubprocessError, _platform.UnsafeLaunch):
-        return None
-    return ran.stdout if ran.returncode == 0 else None
-
-
-def _says_hooks(features: str) -> bool:
-    for line in features.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] in ("hooks", "codex_hooks") and parts[-1] == "true":
-            return True
-    return False
 
 
 def trusted_hash(event: str, command: str, timeout: int = HOOK_TIMEOUT_S) -> str:
@@ -243,6 +176,9 @@ class CodexHooks(HookIntegration):
         """Whether the config's `notify` runs passdown, as the file stands (not through
         `parse_toml`, which drops passdown's own marked notify line for `add_toml`); in a
         dry run, as the plan leaves it."""
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         from passdown.integrations._files import read_planned
 
         try:
@@ -252,6 +188,9 @@ class CodexHooks(HookIntegration):
         return is_our_notify(doc.get("notify"))
 
     def commands(self, target: InstallTarget) -> list[Registered]:
+        import tomlkit
+        from tomlkit.exceptions import TOMLKitError
+
         path = self.config_file(target)
         try:
             doc = tomlkit.parse(read_config(path) or "")
@@ -385,6 +324,9 @@ def _the_installed_codex() -> str:
 def parse_toml(text: str | None) -> tomlkit.TOMLDocument:
     """Codex's config as a document that keeps comments and layout; a file passdown
     cannot parse is refused rather than edited blind (exit 2, nothing written)."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         return tomlkit.parse(_strip_legacy_blocks(text or ""))
     except TOMLKitError as exc:
@@ -401,6 +343,8 @@ def add_toml(
     `codex mcp add` writes it); the lifecycle hooks with their trust, or else a
     top-level `notify` unless the user has their own notify program (Codex takes one,
     and replacing it would break theirs)."""
+    import tomlkit
+
     doc = parse_toml(remove_toml(text, key_file, server=False) if text is not None else None)
     if not events and "notify" not in doc:
         doc.add("notify", notify_value(command))
@@ -425,6 +369,8 @@ def is_our_notify(value: Any) -> bool:
 
 
 def _set_server(doc: tomlkit.TOMLDocument, command: str) -> None:
+    import tomlkit
+
     # Codex gives MCP servers a minimal environment: pass passdown's own settings on.
     server = {"command": command, "args": ["mcp"], "env_vars": list(FORWARDED_ENV)}
     servers = doc.get("mcp_servers")
@@ -443,6 +389,8 @@ def _set_server(doc: tomlkit.TOMLDocument, command: str) -> None:
 
 
 def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
+    import tomlkit
+
     hooks = doc.get("hooks")
     if hooks is None:
         hooks = tomlkit.table(is_super_table=True)
@@ -453,6 +401,8 @@ def _hooks_table(doc: tomlkit.TOMLDocument) -> Any:
 
 
 def _add_hooks(doc: tomlkit.TOMLDocument, hook_command: str, events: list[str]) -> None:
+    import tomlkit
+
     hooks = _hooks_table(doc)
     for event in events:
         handler = {"type": "command", "command": hook_command, "timeout": hook_timeout(event)}
@@ -487,6 +437,8 @@ def _our_trust(doc: Any, key_file: str) -> dict[str, str]:
 
 
 def _set_trust(doc: tomlkit.TOMLDocument, trust: dict[str, str]) -> None:
+    import tomlkit
+
     if not trust:
         return
     hooks = _hooks_table(doc)
@@ -506,6 +458,8 @@ def _set_trust(doc: tomlkit.TOMLDocument, trust: dict[str, str]) -> None:
 def add_trust(text: str | None, config: Path, key_file: str) -> str:
     """The user's config with the trust of passdown's hooks in the project `config`
     (already written: plans apply in order)."""
+    import tomlkit
+
     doc = parse_toml(remove_trust(text, config, key_file) if text is not None else None)
     _set_trust(doc, _our_trust(_read_toml(config), key_file))
     if text is not None and doc.unwrap() == parse_toml(text).unwrap():
@@ -516,6 +470,8 @@ def add_trust(text: str | None, config: Path, key_file: str) -> str:
 def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
     """The trust of passdown's hooks in the project `config` out of the user's config
     (uninstall undoes this file before the project's, so those hooks are still there)."""
+    import tomlkit
+
     if text is None:
         return None
     doc = parse_toml(text)
@@ -535,6 +491,8 @@ def remove_trust(text: str | None, config: Path, key_file: str) -> str | None:
 
 
 def _read_toml(path: Path) -> tomlkit.TOMLDocument:
+    import tomlkit
+
     from passdown.integrations._files import read_planned
 
     try:
@@ -546,6 +504,8 @@ def _read_toml(path: Path) -> tomlkit.TOMLDocument:
 def remove_toml(text: str | None, key_file: str, *, server: bool = True) -> str | None:
     """passdown's entries out of a config.toml (on uninstall of a file changed since
     install; an unchanged one is restored byte for byte from the backup instead)."""
+    import tomlkit
+
     if text is None:
         return None
     doc = parse_toml(text)

@@ -280,23 +280,6 @@ def program_of(command_line: str) -> str:
     return words[0] if words else ""
 
 
-def check_report(agent: str | None) -> dict[str, str]:
-    """What `passdown hook --check` prints (as JSON): this passdown, and the agent's
-    integration loaded as the hook loads it."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = version("passdown")
-    except PackageNotFoundError:  # a source checkout on PYTHONPATH
-        installed = "unknown"
-    report = {"passdown": installed, "package": this_package(), "python": sys.executable}
-    if agent:
-        from passdown.integrations import integration_for
-
-        report["agent"] = integration_for(agent).agent
-    return report
-
-
 def check_command(command: str, agent: str = "claude") -> CheckedCommand:
     """Run `command hook --check AGENT` as the agent would (a shell line on POSIX, so
     the quoting the configs get is checked too); `UsageError` when it does not run."""

@@ -410,12 +410,10 @@ def _open_handoffs(workspace: Path) -> _Handoffs:
     from passdown._git import project_name
     from passdown._wal import pending
     from passdown.errors import PassdownError
-    from passdown.store._adopt import adopt_pending
     from passdown.store._open import default_store_url
     from passdown.store._sqlite import StorePeek
 
     url, project = default_store_url(), project_name(workspace)
-    adopt_pending(url, workspace, project)  # this repository's records of the old scheme
     if pending():  # a killed export's journal: opening the store takes that export back
         from passdown.store import open_store
 

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar
-
-import tomlkit
-from tomlkit.items import AoT
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from passdown.errors import UsageError
 from passdown.integrations import _toml_hooks as toml_hooks
@@ -30,6 +27,9 @@ from passdown.integrations._base import (
     Plan,
     Registered,
 )
+
+if TYPE_CHECKING:
+    import tomlkit
 
 
 def gptme_config_file() -> Path:
@@ -54,37 +54,17 @@ class GptmeHooks(HookIntegration):
         return gptme_config_file()
 
     def plan(self, target: InstallTarget) -> Plan:
-        command = target.hook_command
-        events = self.registered_events(target)
-
-        def install(text: str | None) -> str | None:
-            doc = _parse(text)
-            wanted = [(event, command, HOOK_TIMEOUT_S) for event in events]
-            if _ours(doc, self.agent) == wanted:
-                return text  # installed as asked already: leave the bytes alone
-            _remove_ours(doc, self.agent)  # an install with other options drops the old
-            scripts = _scripts(doc, create=True)
-            for event in events:
-                # gptme's own default config has `scripts = []`: inline tables go there
-                table = tomlkit.table() if isinstance(scripts, AoT) else tomlkit.inline_table()
-                table.update({"event": event, "command": command, "timeout": HOOK_TIMEOUT_S})
-                scripts.append(table)
-            new = tomlkit.dumps(doc)
-            return text if new == text else new
-
-        def uninstall(text: str | None) -> str | None:
-            if text is None:
-                return None
-            doc = _parse(text)
-            return tomlkit.dumps(doc) if _remove_ours(doc, self.agent) else text
-
-        return [(self.config_file(target), install, uninstall)]
+        wanted = [
+            {"event": event, "command": target.hook_command, "timeout": HOOK_TIMEOUT_S}
+            for event in self.registered_events(target)
+        ]
+        return [(self.config_file(target), *toml_hooks.edits(_SCRIPTS, self.agent, wanted))]
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         return list(self.events)  # no session-start hook: gptme discards its output
 
     def commands(self, target: InstallTarget) -> list[Registered]:
-        return toml_hooks.registered(self.config_file(target), self.agent, _entries, "event")
+        return _SCRIPTS.registered(self.config_file(target), self.agent, "event")
 
     def notes(self, target: InstallTarget) -> list[str]:
         return [
@@ -109,56 +89,63 @@ class GptmeHooks(HookIntegration):
         return data
 
 
-def _parse(text: str | None) -> tomlkit.TOMLDocument:
-    return toml_hooks.parse(text, "config.toml")
+class _Scripts(toml_hooks.HookArray):
+    """gptme's `hooks.scripts`, an array inside the `[hooks]` table."""
+
+    def _scripts(self, doc: tomlkit.TOMLDocument, *, create: bool = False) -> Any:
+        """`hooks.scripts`; created when asked and absent."""
+        import tomlkit
+
+        hooks = doc.get("hooks")
+        if hooks is None:
+            if not create:
+                return None
+            hooks = tomlkit.table()
+            doc["hooks"] = hooks
+        if not hasattr(hooks, "get"):
+            raise UsageError("cannot add hooks: `hooks` in gptme's config.toml is not a table")
+        scripts = hooks.get("scripts")
+        if scripts is None and create:
+            scripts = tomlkit.aot()
+            hooks["scripts"] = scripts
+        if scripts is not None and not isinstance(scripts, list):
+            raise UsageError(
+                "cannot add hooks: `hooks.scripts` in gptme's config.toml is not a list"
+            )
+        return scripts
+
+    def array(self, doc: tomlkit.TOMLDocument) -> Any:
+        return self._scripts(doc, create=True)
+
+    def new_table(self, array: Any) -> Any:
+        import tomlkit
+        from tomlkit.items import AoT
+
+        # gptme's own default config has `scripts = []`: inline tables go there
+        return tomlkit.table() if isinstance(array, AoT) else tomlkit.inline_table()
+
+    def entries(self, doc: tomlkit.TOMLDocument) -> list[Any]:
+        try:
+            return toml_hooks.tables(self._scripts(doc))
+        except UsageError:
+            return []
+
+    def remove_ours(self, doc: tomlkit.TOMLDocument, agent: str) -> bool:
+        from tomlkit.items import AoT
+
+        try:
+            scripts = self._scripts(doc)
+        except UsageError:
+            return False
+        if not isinstance(scripts, list):
+            return False
+        ours = toml_hooks.drop_ours(scripts, agent)
+        hooks = doc["hooks"]
+        if ours and not len(scripts) and isinstance(scripts, AoT):  # one passdown created
+            del hooks["scripts"]
+            if not len(hooks):
+                del doc["hooks"]
+        return ours
 
 
-def _scripts(doc: tomlkit.TOMLDocument, *, create: bool = False) -> Any:
-    """`hooks.scripts` (an array of tables); created when asked and absent."""
-    hooks = doc.get("hooks")
-    if hooks is None:
-        if not create:
-            return None
-        hooks = tomlkit.table()
-        doc["hooks"] = hooks
-    if not hasattr(hooks, "get"):
-        raise UsageError("cannot add hooks: `hooks` in gptme's config.toml is not a table")
-    scripts = hooks.get("scripts")
-    if scripts is None and create:
-        scripts = tomlkit.aot()
-        hooks["scripts"] = scripts
-    if scripts is not None and not isinstance(scripts, list):
-        raise UsageError("cannot add hooks: `hooks.scripts` in gptme's config.toml is not a list")
-    return scripts
-
-
-def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
-    try:
-        return toml_hooks.tables(_scripts(doc))
-    except UsageError:
-        return []
-
-
-def _ours(doc: tomlkit.TOMLDocument, agent: str) -> list[tuple[object, ...]]:
-    return [
-        (e.get("event"), e.get("command"), e.get("timeout"))
-        for e in _entries(doc)
-        if toml_hooks.is_ours(e, agent)
-    ]
-
-
-def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
-    """Drop passdown's `[[hooks.scripts]]` entries; True when there were any."""
-    try:
-        scripts = _scripts(doc)
-    except UsageError:
-        return False
-    if not isinstance(scripts, list):
-        return False
-    ours = toml_hooks.drop_ours(scripts, agent)
-    hooks = doc["hooks"]
-    if ours and not len(scripts) and isinstance(scripts, AoT):  # one passdown created
-        del hooks["scripts"]
-        if not len(hooks):
-            del doc["hooks"]
-    return bool(ours)
+_SCRIPTS = _Scripts("config.toml")

@@ -35,6 +35,24 @@ if TYPE_CHECKING:
 LOG_MAX_BYTES = 1_000_000
 
 
+def check_report(agent: str | None) -> dict[str, str]:
+    """What `passdown hook --check` prints (as JSON): this passdown, and the agent's
+    integration loaded as the hook loads it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from passdown.integrations import integration_for
+    from passdown.integrations._command import this_package
+
+    try:
+        installed = version("passdown")
+    except PackageNotFoundError:  # a source checkout on PYTHONPATH
+        installed = "unknown"
+    report = {"passdown": installed, "package": this_package(), "python": sys.executable}
+    if agent:
+        report["agent"] = integration_for(agent).agent
+    return report
+
+
 def log_path() -> Path:
     from passdown._paths import private_data_dir
 

@@ -17,8 +17,6 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-import tomlkit
-
 from passdown.errors import UsageError
 from passdown.integrations import _toml_hooks as toml_hooks
 from passdown.integrations._base import (
@@ -32,6 +30,8 @@ from passdown.integrations._base import (
     Plan,
     Registered,
 )
+
+_HOOKS = toml_hooks.HookArray("config.toml")
 
 
 def kimi_dir() -> Path:
@@ -58,38 +58,17 @@ class KimiHooks(HookIntegration):
         return kimi_dir() / "config.toml"
 
     def plan(self, target: InstallTarget) -> Plan:
-        events = self.registered_events(target)
-        command = target.hook_command
-
-        def install(text: str | None) -> str | None:
-            doc = _parse(text)
-            _remove_ours(doc, self.agent)  # an install with other options drops the old
-            hooks = doc.get("hooks")
-            if hooks is None:
-                hooks = tomlkit.aot()
-                doc["hooks"] = hooks
-            if not isinstance(hooks, list):
-                raise UsageError("cannot add hooks: `hooks` in config.toml is not a list")
-            for event in events:
-                table = tomlkit.table()
-                table.update({"event": event, "command": command, "timeout": HOOK_TIMEOUT_S})
-                hooks.append(table)
-            new = tomlkit.dumps(doc)
-            return text if new == text else new
-
-        def uninstall(text: str | None) -> str | None:
-            if text is None:
-                return None
-            doc = _parse(text)
-            return tomlkit.dumps(doc) if _remove_ours(doc, self.agent) else text
-
-        return [(self.config_file(target), install, uninstall)]
+        wanted = [
+            {"event": event, "command": target.hook_command, "timeout": HOOK_TIMEOUT_S}
+            for event in self.registered_events(target)
+        ]
+        return [(self.config_file(target), *toml_hooks.edits(_HOOKS, self.agent, wanted))]
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         return list(self.events)  # no session-start hook: Kimi ignores its output
 
     def commands(self, target: InstallTarget) -> list[Registered]:
-        return toml_hooks.registered(self.config_file(target), self.agent, _entries, "event")
+        return _HOOKS.registered(self.config_file(target), self.agent, "event")
 
     def notes(self, target: InstallTarget) -> list[str]:
         return [
@@ -110,20 +89,3 @@ class KimiHooks(HookIntegration):
         kind = str(payload.get("error_type") or "")
         message = str(payload.get("error_message") or kind or "error")
         return classify_api_error(message, kind=kind or None), short_message(message)
-
-
-def _parse(text: str | None) -> tomlkit.TOMLDocument:
-    return toml_hooks.parse(text, "config.toml")
-
-
-def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
-    return toml_hooks.tables(doc.get("hooks"))
-
-
-def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
-    """Drop passdown's `[[hooks]]` entries; True when there were any."""
-    hooks = doc.get("hooks")
-    dropped = toml_hooks.drop_ours(hooks, agent)
-    if dropped and isinstance(hooks, list) and not hooks:
-        del doc["hooks"]
-    return dropped

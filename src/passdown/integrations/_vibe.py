@@ -18,9 +18,6 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-import tomlkit
-
-from passdown.errors import UsageError
 from passdown.integrations import _toml_hooks as toml_hooks
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
@@ -32,6 +29,7 @@ from passdown.integrations._base import (
 )
 
 HOOK_NAME = "passdown-handoff"  # Vibe wants a name unique within the file
+_HOOKS = toml_hooks.HookArray("hooks.toml")
 
 
 def vibe_home() -> Path:
@@ -49,44 +47,20 @@ class VibeHooks(HookIntegration):
         return target.project_dir / ".vibe" / "hooks.toml"
 
     def plan(self, target: InstallTarget) -> Plan:
-        command = target.hook_command
-
-        def install(text: str | None) -> str | None:
-            doc = _parse(text)
-            _remove_ours(doc, self.agent)  # an install with other options drops the old
-            hooks = doc.get("hooks")
-            if hooks is None:
-                hooks = tomlkit.aot()
-                doc["hooks"] = hooks
-            if not isinstance(hooks, list):
-                raise UsageError("cannot add hooks: `hooks` in hooks.toml is not a list")
-            table = tomlkit.table()
-            table.update(
-                {
-                    "name": HOOK_NAME,
-                    "type": "post_agent",
-                    "match": "main",  # the session's own agent, not each subagent's turns
-                    "command": command,
-                    "timeout": float(HOOK_TIMEOUT_S),
-                }
-            )
-            hooks.append(table)
-            new = tomlkit.dumps(doc)
-            return text if new == text else new
-
-        def uninstall(text: str | None) -> str | None:
-            if text is None:
-                return None
-            doc = _parse(text)
-            return tomlkit.dumps(doc) if _remove_ours(doc, self.agent) else text
-
-        return [(self.config_file(target), install, uninstall)]
+        wanted = {
+            "name": HOOK_NAME,
+            "type": "post_agent",
+            "match": "main",  # the session's own agent, not each subagent's turns
+            "command": target.hook_command,
+            "timeout": float(HOOK_TIMEOUT_S),
+        }
+        return [(self.config_file(target), *toml_hooks.edits(_HOOKS, self.agent, [wanted]))]
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         return list(self.events)  # no session-start event in Vibe
 
     def commands(self, target: InstallTarget) -> list[Registered]:
-        return toml_hooks.registered(self.config_file(target), self.agent, _entries, "type")
+        return _HOOKS.registered(self.config_file(target), self.agent, "type")
 
     def notes(self, target: InstallTarget) -> list[str]:
         where = "" if target.scope == "user" else " (Vibe reads it only in trusted folders)"
@@ -100,20 +74,3 @@ class VibeHooks(HookIntegration):
         # transcript_path is the session's folder; the id finds it in the store
         value = payload.get("session_id")
         return str(value) if value else None
-
-
-def _parse(text: str | None) -> tomlkit.TOMLDocument:
-    return toml_hooks.parse(text, "hooks.toml")
-
-
-def _entries(doc: tomlkit.TOMLDocument) -> list[Any]:
-    return toml_hooks.tables(doc.get("hooks"))
-
-
-def _remove_ours(doc: tomlkit.TOMLDocument, agent: str) -> bool:
-    """Drop passdown's `[[hooks]]` entries; True when there were any."""
-    hooks = doc.get("hooks")
-    dropped = toml_hooks.drop_ours(hooks, agent)
-    if dropped and isinstance(hooks, list) and not hooks:
-        del doc["hooks"]
-    return dropped

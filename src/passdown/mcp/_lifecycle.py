@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from passdown.coordinator._lifecycle import ACTIVE_POINTER, HandoffStateError, Lifecycle
-from passdown.errors import RecordNotFound, UsageError
+from passdown.coordinator._lifecycle import ACTIVE_POINTER, Lifecycle
+from passdown.errors import HandoffStateError, RecordNotFound, UsageError
 from passdown.records import Record, Scope
 from passdown.store import Store
 

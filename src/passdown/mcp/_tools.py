@@ -125,15 +125,11 @@ class ScopedTools:
         }
 
     def _workspace(self) -> Path:
-        from passdown._git import legacy_project_name
         from passdown.records import default_project
 
         if self.workspace is None:
             raise UsageError("prepare_handoff is not available on this server")
-        # the workspace's scope, or the folder name it had before (`--project alpha` in
-        # an agent's configuration from then still hands off its own workspace)
-        own = (default_project(self.workspace), legacy_project_name(self.workspace))
-        if self.scope.project not in own:
+        if self.scope.project != default_project(self.workspace):
             # A team server's own checkout must not be handed off into a caller's project.
             raise UsageError(
                 "prepare_handoff reads the agent sessions of this server's workspace, which "

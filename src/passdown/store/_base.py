@@ -365,28 +365,46 @@ class Store(ABC):
     def delete(self, scope: ScopeLike, id: str) -> None:
         """Delete the record and all its versions; RecordNotFound outside scope."""
 
-    @abstractmethod
     def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
         """A named value kept per exact scope (e.g. the active handoff's id)."""
+        row = self._pointer_row(pointer_row_key(scope, name))
+        return row[0] if row else None
 
-    @abstractmethod
     def set_pointer(
         self, scope: ScopeLike, name: str, expected: str | None, new: str | None
     ) -> bool:
         """Compare-and-swap: set `name` to `new` only if it currently is `expected`
         (None = unset). `new=None` removes it. Returns whether the swap happened."""
+        return self.restore_pointer(scope, name, expected, new, None)
 
     def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
-        """When `name` was last set, as the store keeps it (None: unset, or a store that
-        keeps no time); `restore_pointer` puts it back."""
-        return None
+        """When `name` was last set, as the store keeps it (None: unset);
+        `restore_pointer` puts it back."""
+        row = self._pointer_row(pointer_row_key(scope, name))
+        return row[1] if row else None
 
     def restore_pointer(
         self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
     ) -> bool:
         """`set_pointer` that undoes a change: `name` gets back `new` with the `stamp`
-        it had (`pointer_stamp`), so the store's row is as it was before the change."""
-        return self.set_pointer(scope, name, expected, new)
+        it had (`pointer_stamp`; None: now), so the store's row is as it was before the
+        change."""
+        key = pointer_row_key(scope, name)
+        if expected is None and new is None:
+            return self._pointer_row(key) is None
+        return self._swap_pointer(key, expected, new, stamp)
+
+    @abstractmethod
+    def _pointer_row(self, key: PointerKey) -> tuple[str, str] | None:
+        """(value, when it was set) of the pointer; None when it is unset."""
+
+    @abstractmethod
+    def _swap_pointer(
+        self, key: PointerKey, expected: str | None, new: str | None, stamp: str | None
+    ) -> bool:
+        """In one transaction: when the pointer's value is `expected` (None: unset), set
+        it to `new` (None: remove it) with the time `stamp` (None: now); whether it did.
+        `expected` and `new` are never both None."""
 
     @abstractmethod
     def check(self) -> list[str]:
@@ -427,3 +445,17 @@ def not_found(id: str, scope: Scope, version: int | None = None) -> RecordNotFou
 def pointer_key(scope: Scope) -> tuple[str, str, str, str]:
     """Pointers are kept per exact scope: absent narrowing fields are ""."""
     return (scope.project, scope.user or "", scope.team or "", scope.agent or "")
+
+
+# (project, user, team, agent, name): one pointer's row in either database
+PointerKey = tuple[str, str, str, str, str]
+POINTER_COLUMNS = ("project", "scope_user", "scope_team", "scope_agent", "name")
+
+
+def pointer_row_key(scope: ScopeLike, name: str) -> PointerKey:
+    return (*pointer_key(coerce_scope(scope)), name)
+
+
+def pointer_where(mark: str) -> str:
+    """The WHERE clause that finds one pointer's row, with the database's placeholder."""
+    return " AND ".join(f"{column} = {mark}" for column in POINTER_COLUMNS)

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from passdown.errors import StoreError, UsageError
 from passdown.records import Scope
 from passdown.store._base import (
+    PointerKey,
     Prepared,
     Query,
     ScopeLike,
@@ -31,7 +32,7 @@ from passdown.store._base import (
     conflict,
     narrowing,
     not_found,
-    pointer_key,
+    pointer_where,
 )
 from passdown.store._text import tsquery
 
@@ -107,9 +108,7 @@ _NEW_VERSION = (
     "created_us = %s, version = version + 1, stored_at = now(), hash = %s, kinds = %s, "
     "body = %s, tsv = to_tsvector('simple', %s) WHERE seq = %s"
 )
-_POINTER_KEY = (
-    "project = %s AND scope_user = %s AND scope_team = %s AND scope_agent = %s AND name = %s"
-)
+_POINTER_KEY = pointer_where("%s")
 
 
 def split_url(url: str) -> tuple[str, str]:
@@ -339,33 +338,13 @@ class PostgresStore(Store):
 
     # -- pointers -----------------------------------------------------------------------
 
-    def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
-        key = (*pointer_key(coerce_scope(scope)), name)
-        rows = self._read(f"SELECT value FROM pointers WHERE {_POINTER_KEY}", key)
-        return rows[0][0] if rows else None
+    def _pointer_row(self, key: PointerKey) -> tuple[str, str] | None:
+        rows = self._read(f"SELECT value, updated_at::text FROM pointers WHERE {_POINTER_KEY}", key)
+        return (rows[0][0], str(rows[0][1])) if rows else None
 
-    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
-        key = (*pointer_key(coerce_scope(scope)), name)
-        rows = self._read(f"SELECT updated_at::text FROM pointers WHERE {_POINTER_KEY}", key)
-        return str(rows[0][0]) if rows else None
-
-    def restore_pointer(
-        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    def _swap_pointer(
+        self, key: PointerKey, expected: str | None, new: str | None, stamp: str | None
     ) -> bool:
-        return self.set_pointer(scope, name, expected, new, stamp=stamp)
-
-    def set_pointer(
-        self,
-        scope: ScopeLike,
-        name: str,
-        expected: str | None,
-        new: str | None,
-        *,
-        stamp: str | None = None,
-    ) -> bool:
-        key = (*pointer_key(coerce_scope(scope)), name)
-        if expected is None and new is None:
-            return self.get_pointer(scope, name) is None
         when = "coalesce(%s::timestamptz, now())"  # `stamp`: an undo puts the old time back
         if expected is None:
             sql = (

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from passdown import _platform
 from passdown.errors import StoreError
 from passdown.store._base import (
+    PointerKey,
     Prepared,
     Query,
     ScopeLike,
@@ -30,7 +31,7 @@ from passdown.store._base import (
     conflict,
     narrowing,
     not_found,
-    pointer_key,
+    pointer_where,
 )
 from passdown.store._text import fts5_query
 
@@ -402,30 +403,13 @@ class SQLiteStore(Store):
 
     # -- pointers -----------------------------------------------------------------------
 
-    def get_pointer(self, scope: ScopeLike, name: str) -> str | None:
-        with self._lock, self._errors():
-            return _pointer_value(self._conn, pointer_key(coerce_scope(scope)), name)
+    def _pointer_row(self, key: PointerKey) -> tuple[str, str] | None:
+        rows = self._read(f"SELECT value, updated_at FROM pointers WHERE {_POINTER_MATCH}", key)
+        return (rows[0][0], str(rows[0][1])) if rows else None
 
-    def pointer_stamp(self, scope: ScopeLike, name: str) -> str | None:
-        key = (*pointer_key(coerce_scope(scope)), name)
-        rows = self._read(f"SELECT updated_at FROM pointers WHERE {_POINTER_MATCH}", key)
-        return str(rows[0][0]) if rows else None
-
-    def restore_pointer(
-        self, scope: ScopeLike, name: str, expected: str | None, new: str | None, stamp: str | None
+    def _swap_pointer(
+        self, key: PointerKey, expected: str | None, new: str | None, stamp: str | None
     ) -> bool:
-        return self.set_pointer(scope, name, expected, new, stamp=stamp)
-
-    def set_pointer(
-        self,
-        scope: ScopeLike,
-        name: str,
-        expected: str | None,
-        new: str | None,
-        *,
-        stamp: str | None = None,
-    ) -> bool:
-        key = (*pointer_key(coerce_scope(scope)), name)
         match = _POINTER_MATCH
         with self._transaction() as conn:
             row = conn.execute(f"SELECT value FROM pointers WHERE {match}", key).fetchone()
@@ -495,9 +479,7 @@ def _where(project: str, narrow: tuple[tuple[str, str], ...]) -> tuple[str, list
 
 # -- the queries the store and `StorePeek` share ------------------------------------------
 
-_POINTER_MATCH = (
-    "project = ? AND scope_user = ? AND scope_team = ? AND scope_agent = ? AND name = ?"
-)
+_POINTER_MATCH = pointer_where("?")
 
 
 def _pointer_value(conn: sqlite3.Connection, key: tuple[str, ...], name: str) -> str | None:

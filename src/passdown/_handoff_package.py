@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from passdown.coordinator._lifecycle import LifecycleStatus as LifecycleStatus
+from passdown._package_status import LifecycleStatus
 from passdown.handoff import Handoff
 
 PACKAGE_FORMAT: Final = "passdown.package/1"
@@ -167,8 +167,3 @@ def package_json_schema() -> dict[str, Any]:
     schema = HandoffPackage.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
-
-
-# Record conversion lives in the one converter module; re-exported for this import path.
-from passdown._handoff_record import package_from_record as package_from_record  # noqa: E402
-from passdown._handoff_record import package_to_record as package_to_record  # noqa: E402
