@@ -2,7 +2,7 @@
 
 The CLIs ran in workspaces under /tmp/passdown-rec (`REC_ROOT`), and the sessions name
 them: a command that hands a session off into its own workspace refuses one whose folder
-is gone. A test that needs the workspace copies the store with `copy_recorded` (or
+is gone. A test that needs the workspace copies the store with `lay_out_recorded` (or
 `Recorded.install(..., workspaces=...)`): every recorded workspace moved into the test's
 own folder and made there, never the shared /tmp/passdown-rec."""
 
@@ -43,7 +43,7 @@ def _folder_codes() -> list[tuple[tuple[str, ...], Callable[[str], str]]]:
 
 @dataclass
 class Layout:
-    """A recorded store copied with its workspaces moved (see `copy_recorded`)."""
+    """A recorded store copied with its workspaces moved (see `lay_out_recorded`)."""
 
     store: Path
     workspaces: Path
@@ -75,7 +75,7 @@ def _rewrite_sqlite(path: Path, old: str, new: str) -> None:
         db.commit()
 
 
-def copy_recorded(
+def lay_out_recorded(
     source: Path, target: Path, workspaces: Path, ignore: Iterable[str] = ("expected.json",)
 ) -> Layout:
     """Copy the recorded store `source` to `target` with every workspace it names moved
@@ -133,14 +133,14 @@ class Recorded:
         env var (Claude, Codex, Cursor), or as HOME for agents whose fixtures are laid out
         relative to the home folder (~/.gemini, ~/.qwen, ~/.local/share/opencode, ...).
         Returns the session's main file. With `workspaces`, the session's workspace is
-        moved there (`copy_recorded`; `workspace_in` says where); without, the session
+        moved there (`lay_out_recorded`; `workspace_in` says where); without, the session
         names the recorded one, which does not exist: pass `--workspace` to commands
         that hand the session off."""
         monkeypatch.setenv(ENV_VAR.get(self.agent, "HOME"), str(target))
         if workspaces is None:
             shutil.copytree(self.root, target, ignore=shutil.ignore_patterns("expected.json"))
             return target / self.session_files()[0]
-        return copy_recorded(self.root, target, workspaces).path(self.session_files()[0])
+        return lay_out_recorded(self.root, target, workspaces).path(self.session_files()[0])
 
     def workspace_in(self, workspaces: Path) -> Path:
         """The session's workspace once installed with `workspaces`."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from passdown import _checkpoint
-from recorded import REC_ROOT, copy_recorded
+from recorded import REC_ROOT, lay_out_recorded
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "sessions" / "claude" / "full"
@@ -23,7 +23,7 @@ CLAUDE_WS = f"{REC_ROOT}/claude-full"
 
 def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    layout = copy_recorded(FIXTURE, store, tmp_path / "workspaces")
+    layout = lay_out_recorded(FIXTURE, store, tmp_path / "workspaces")
     ws = layout.workspace(CLAUDE_WS)
     session = next((store / "projects").glob("*/*.jsonl"))
     code = (
