@@ -62,17 +62,23 @@ class Layout:
         return self.workspaces / Path(recorded).relative_to(REC_ROOT)
 
 
-def _rewrite_sqlite(path: Path, old: str, new: str) -> None:
+def _rewrite_sqlite(path: Path, old: str, new: str) -> set[str]:
+    """`old` replaced by `new` in every text value of the database; returns the recorded
+    workspaces (their names) the values named."""
+    names: set[str] = set()
     with closing(sqlite3.connect(path)) as db:
         tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for table in tables:
             for column in [row[1] for row in db.execute(f'PRAGMA table_info("{table}")')]:
+                where = f'WHERE typeof("{column}") = \'text\' AND instr("{column}", ?) > 0'
+                for (value,) in db.execute(f'SELECT "{column}" FROM "{table}" {where}', (old,)):
+                    names |= {m.decode() for m in _WORKSPACE.findall(value.encode())}
                 db.execute(
-                    f'UPDATE "{table}" SET "{column}" = replace("{column}", ?, ?) '
-                    f'WHERE typeof("{column}") = \'text\' AND instr("{column}", ?) > 0',
+                    f'UPDATE "{table}" SET "{column}" = replace("{column}", ?, ?) {where}',
                     (old, new, old),
                 )
         db.commit()
+    return names
 
 
 def lay_out_recorded(
@@ -87,13 +93,10 @@ def lay_out_recorded(
     names: set[str] = set()
     for path in sorted(p for p in target.rglob("*") if p.is_file()):
         data = path.read_bytes()
-        found = {m.decode() for m in _WORKSPACE.findall(data)}
-        if not found:
-            continue
-        names |= found
         if data.startswith(_SQLITE):
-            _rewrite_sqlite(path, old, new)
-        else:
+            names |= _rewrite_sqlite(path, old, new)
+        elif _WORKSPACE.search(data):
+            names |= {m.decode() for m in _WORKSPACE.findall(data)}
             path.write_bytes(data.replace(old.encode(), new.encode()))
     layout = Layout(target, workspaces)
     for name in sorted(names):
@@ -101,11 +104,11 @@ def lay_out_recorded(
     for parent_parts, code in _folder_codes():
         parent = Path(*parent_parts)
         for name in sorted(names):
-            old = parent / code(f"{REC_ROOT}/{name}")
-            if (target / old).is_dir() and old not in layout.renamed:
-                new = parent / code(str(workspaces / name))
-                (target / old).rename(target / new)
-                layout.renamed[old] = new
+            was = parent / code(f"{REC_ROOT}/{name}")
+            if (target / was).is_dir() and was not in layout.renamed:
+                now = parent / code(str(workspaces / name))
+                (target / was).rename(target / now)
+                layout.renamed[was] = now
     return layout
 
 
