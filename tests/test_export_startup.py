@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,15 +14,17 @@ from pathlib import Path
 import pytest
 
 from passdown import _checkpoint
+from recorded import REC_ROOT, lay_out_recorded
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "sessions" / "claude" / "full"
+CLAUDE_WS = f"{REC_ROOT}/claude-full"
 
 
 def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
-    store, ws = tmp_path / "store", tmp_path / "ws"
-    shutil.copytree(FIXTURE, store)
-    ws.mkdir()
+    store = tmp_path / "store"
+    layout = lay_out_recorded(FIXTURE, store, tmp_path / "workspaces")
+    ws = layout.workspace(CLAUDE_WS)
     session = next((store / "projects").glob("*/*.jsonl"))
     code = (
         "import json, sys\n"
