@@ -11,9 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from passdown import _checkpoint
 from recorded import REC_ROOT, lay_out_recorded
 
 REPO = Path(__file__).resolve().parents[1]
@@ -56,25 +53,3 @@ def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
     assert "passdown.coordinator._core" in modules  # the export ran through the coordinator
     assert "Add a Usage section" in (out / "HANDOFF.md").read_text()
     assert "asyncio" not in modules
-
-
-def test_the_checkpoint_hash_finds_pythons_openssl_without_ldconfig(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ctypes.util
-
-    def no_ldconfig(name: str) -> str | None:
-        raise AssertionError(f"find_library({name!r}) runs ldconfig")
-
-    monkeypatch.setattr(ctypes.util, "find_library", no_ldconfig)
-    _checkpoint._Sha256.library.cache_clear()
-    try:
-        lib = _checkpoint._Sha256.library()
-    finally:
-        _checkpoint._Sha256.library.cache_clear()
-    assert lib is not None
-    digest = _checkpoint._Sha256()
-    digest.update(b"passdown")
-    import hashlib
-
-    assert digest.hexdigest() == hashlib.sha256(b"passdown").hexdigest()
