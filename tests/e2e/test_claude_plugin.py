@@ -70,7 +70,7 @@ def test_claude_plugin_writes_the_handoff_and_uninstalls_cleanly(
     assert "hook claude" in ran, f"the plugin's hooks never ran passdown\n{hook_log(agent_env)}"
     handoff = handoff_json(workspace)
     assert TASK in json.dumps(handoff), handoff
-    assert handoff["provenance"]["agent"] == "claude"
+    assert handoff["source"]["agent"] == "claude"
     assert " ok claude session_end stored=" in hook_log(agent_env)
 
     # passdown sees the plugin: `install claude` writes nothing, `doctor` lists it
@@ -85,7 +85,7 @@ def test_claude_plugin_writes_the_handoff_and_uninstalls_cleanly(
 
     _claude(env, workspace, "uninstall", "passdown@passdown")
     settings = (agent_env.claude_dir / "settings.json").read_text(encoding="utf-8")
-    assert "passdown@passdown\": true" not in settings, settings
+    assert 'passdown@passdown": true' not in settings, settings
     assert "hook claude" not in settings
     records = json.loads(
         (agent_env.claude_dir / "plugins" / "installed_plugins.json").read_text(encoding="utf-8")

@@ -10,6 +10,10 @@
   records how the session ended; `SessionStart` injects the pickup pointer through
   `hookSpecificOutput.additionalContext`.
 - The takeover skill in `skills/passdown-takeover/SKILL.md`.
+
+Where Claude Code runs passdown's plugin (`plugins/claude`, `_plugins.covering`) in the
+target's scope, an install writes nothing and says so; an uninstall still removes what
+an earlier install wrote.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
+from passdown.integrations._plugins import covered_note, covering
 
 WRITE_EVENTS = ["PreCompact", "SessionEnd", "StopFailure"]
 
@@ -76,6 +81,20 @@ class ClaudeHooks(HookIntegration):
     }
 
     def plan(self, target: InstallTarget) -> Plan:
+        plan = self._plan(target)
+        if covering(target) is None:
+            return plan
+        # the plugin's hooks fire there already: nothing to add, an earlier install to remove
+        return [(path, _unchanged, remove) for path, _add, remove in plan]
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else []
+
+    def _plan(self, target: InstallTarget) -> Plan:
         server = {"type": "stdio", "command": target.command, "args": ["mcp"], "env": {}}
         if target.scope == "user":
             mcp_file, settings, base = claude_json(), claude_dir() / "settings.json", claude_dir()
@@ -130,6 +149,10 @@ class ClaudeHooks(HookIntegration):
         error = str(payload.get("error") or "error")
         details = payload.get("error_details") or payload.get("last_assistant_message")
         return ERROR_REASONS.get(error, "error"), str(details) if details else error
+
+
+def _unchanged(text: str | None) -> str | None:
+    return text
 
 
 def _add_server(data: dict[str, Any], server: dict[str, Any]) -> None:

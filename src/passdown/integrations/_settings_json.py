@@ -90,9 +90,33 @@ class GeminiHooks(SettingsJsonHooks):
         "PreCompress": PRE_COMPACT,
     }
 
+    def plan(self, target: InstallTarget) -> Plan:
+        from passdown.integrations._plugins import covering
+
+        plan = super().plan(target)
+        if covering(target) is None:
+            return plan
+        # passdown's extension fires there already: nothing to add, an earlier install to remove
+        return [(path, _unchanged, remove) for path, _add, remove in plan]
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covering
+
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covered_note, covering
+
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else super().notes(target)
+
     def home(self) -> Path:
         configured = os.environ.get("GEMINI_CLI_HOME")
         return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
+
+
+def _unchanged(text: str | None) -> str | None:
+    return text
 
 
 class QwenHooks(SettingsJsonHooks):
