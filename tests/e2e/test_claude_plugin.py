@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_claude
+from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_claude, run_passdown
 from e2e.checks import ok
 from e2e.hooked import handoff_json, hook_log, passdown_on_path
 from e2e.servers import AnthropicServer, Step
@@ -66,16 +66,18 @@ def test_claude_plugin_writes_the_handoff_and_uninstalls_cleanly(
 
         proc = run_claude(env, workspace, TASK)
         assert proc.returncode == 0, proc.stderr[-2000:]
+        first = anthropic.step_requests()[0]
+    # the plugin's MCP server and takeover skill reached the model
+    assert any("load_handoff" in name for name in first.offered_tools()), first.offered_tools()
+    assert "passdown-takeover" in first.text()
     ran = calls.read_text(encoding="utf-8") if calls.exists() else ""
     assert "hook claude" in ran, f"the plugin's hooks never ran passdown\n{hook_log(agent_env)}"
     handoff = handoff_json(workspace)
-    assert TASK in json.dumps(handoff), handoff
+    assert handoff["task"]["original_request"] == TASK, handoff
     assert handoff["source"]["agent"] == "claude"
     assert " ok claude session_end stored=" in hook_log(agent_env)
 
     # passdown sees the plugin: `install claude` writes nothing, `doctor` lists it
-    from e2e.agents import run_passdown
-
     installed = run_passdown(env, workspace, "install", "claude")
     assert installed.returncode == 0, installed.stderr
     assert "passdown@passdown" in installed.stdout + installed.stderr
