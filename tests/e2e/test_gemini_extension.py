@@ -12,6 +12,7 @@ first request carries the pickup pointer, the MCP tools and the context file; af
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -25,6 +26,14 @@ from e2e.servers import GeminiServer, Step
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 
 TASK = "Write usage notes for the calculator in NOTES.md"
+MISSING = "passdown is not installed where this plugin looks"
+
+
+def _without_passdown(path: str) -> str:
+    """`path` less every folder holding a `passdown` (the test's, the developer's)."""
+    return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
+
+
 POINTER = "passdown: an unfinished task was handed over from"
 
 
@@ -80,6 +89,18 @@ def test_gemini_extension_writes_the_handoff_and_uninstalls_cleanly(
     assert settings.read_text(encoding="utf-8") == before
     doctor = json.loads(ok(run_passdown(env, workspace, "doctor", "gemini", "--json"), "doctor"))
     assert doctor["agents"][0]["plugins"][0]["name"] == "passdown", doctor
+
+    # no passdown where the launcher looks: the session is told (SessionStart's context)
+    bare = _without_passdown(env["PATH"])
+    with GeminiServer([Step(text="Noted.")]) as srv:
+        proc = run_gemini(
+            {**env, "PATH": bare, "TMPDIR": str(tmp_path), "GOOGLE_GEMINI_BASE_URL": srv.url},
+            workspace,
+            "Hi",
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        told = srv.step_requests()[0].text()
+    assert MISSING in told, told[-3000:]
 
     _extensions(env, workspace, "uninstall", "passdown")
     assert not (agent_env.home / ".gemini" / "extensions" / "passdown").exists()
