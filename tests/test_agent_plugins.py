@@ -23,7 +23,7 @@ import pytest
 from passdown.integrations._base import SKILLS_DIR
 from passdown.integrations._claude import WRITE_EVENTS, ClaudeHooks
 from passdown.integrations._plugins import LAUNCHER_PLACES
-from passdown.integrations._settings_json import GeminiHooks
+from passdown.integrations._settings_json import GeminiHooks, QwenHooks
 from test_doctor_scopes import BARE_PATH, console_script, doctor, environ, run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +57,8 @@ def test_the_plugins_hook_the_events_install_registers() -> None:
     assert _hook_events(PLUGINS / "claude" / "hooks" / "hooks.json") == set(claude.events)
     assert set(claude.events) == {*WRITE_EVENTS, "SessionStart"}
     assert _hook_events(PLUGINS / "gemini" / "hooks" / "hooks.json") == set(GeminiHooks.events)
-    for agent in ("claude", "gemini"):
+    assert _hook_events(PLUGINS / "qwen" / "hooks" / "hooks.json") == set(QwenHooks.events)
+    for agent in ("claude", "gemini", "qwen"):
         hooks = _json(PLUGINS / agent / "hooks" / "hooks.json")["hooks"]
         for groups in hooks.values():
             (command,) = [h["command"] for g in groups for h in g["hooks"]]
@@ -71,15 +72,18 @@ def test_the_plugins_carry_the_packaged_skill_the_launcher_and_the_version() -> 
         "version"
     ]
     launcher = LAUNCHER.read_bytes()
-    for agent in ("claude", "gemini"):
+    for agent in ("claude", "gemini", "qwen"):
         assert (PLUGINS / agent / "skills" / "passdown-takeover" / "SKILL.md").read_bytes() == skill
         assert (PLUGINS / agent / "scripts" / "passdown-launch").read_bytes() == launcher
     assert _json(PLUGINS / "claude" / ".claude-plugin" / "plugin.json")["version"] == version
-    gemini = _json(PLUGINS / "gemini" / "gemini-extension.json")
-    assert gemini["version"] == version
-    assert (PLUGINS / "gemini" / gemini["contextFileName"]).is_file()
-    for servers in (gemini["mcpServers"], _json(PLUGINS / "claude" / ".mcp.json")["mcpServers"]):
-        assert servers["passdown"]["args"][-1] == "mcp"
+    servers = [_json(PLUGINS / "claude" / ".mcp.json")["mcpServers"]]
+    for agent in ("gemini", "qwen"):
+        manifest = _json(PLUGINS / agent / f"{agent}-extension.json")
+        assert (manifest["name"], manifest["version"]) == ("passdown", version)
+        assert (PLUGINS / agent / manifest["contextFileName"]).is_file()
+        servers.append(manifest["mcpServers"])
+    for server in servers:
+        assert server["passdown"]["args"][-1] == "mcp"
 
 
 def test_doctor_looks_where_the_launcher_looks() -> None:
@@ -176,7 +180,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("claude", "gemini"):
+    for name in ("claude", "gemini", "qwen"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     env = environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -290,31 +294,30 @@ def test_a_disabled_plugin_is_listed_and_does_not_stop_install(
     assert not any("fire twice" in w for w in agents["claude"]["warnings"])
 
 
-def _gemini_extension(home: Path) -> Path:
-    """What `gemini extensions install plugins/gemini` leaves in ~/.gemini/extensions."""
-    folder = home / ".gemini" / "extensions" / "passdown"
-    shutil.copytree(PLUGINS / "gemini", folder)
-    _write(
-        folder / ".gemini-extension-install.json",
-        {"source": str(PLUGINS / "gemini"), "type": "local"},
-    )
-    return folder
-
-
-def test_install_gemini_writes_nothing_where_the_extension_is_enabled(
-    setup: tuple[Path, Path, Path, dict[str, str]],
+@pytest.mark.parametrize(("agent", "kind"), [("gemini", "Gemini CLI"), ("qwen", "Qwen Code")])
+def test_install_writes_nothing_where_the_extension_is_enabled(
+    setup: tuple[Path, Path, Path, dict[str, str]], agent: str, kind: str
 ) -> None:
     script, home, project, env = setup
-    _gemini_extension(home)
-    proc = run(script, env, project, "install", "gemini")
-    assert proc.returncode == 0, proc.stderr
-    assert "Gemini CLI extension passdown" in proc.stdout + proc.stderr
-    assert not (home / ".gemini" / "settings.json").exists()
-    # `gemini extensions disable passdown` for this folder: install writes the hooks
+    # what `AGENT extensions install plugins/AGENT` leaves in ~/.AGENT/extensions
+    folder = home / f".{agent}" / "extensions" / "passdown"
+    shutil.copytree(PLUGINS / agent, folder)
     _write(
-        home / ".gemini" / "extensions" / "extension-enablement.json",
+        folder / f".{agent}-extension-install.json",
+        {"source": str(PLUGINS / agent), "type": "local"},
+    )
+    proc = run(script, env, project, "install", agent)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{kind} extension passdown" in proc.stdout + proc.stderr
+    assert not (home / f".{agent}" / "settings.json").exists()
+    _code, agents = doctor(script, env, project, agent)
+    assert agents[agent]["status"] == "ok" and agents[agent]["installed_in"] == ["user"]
+    # `AGENT extensions disable passdown` for this folder: install writes the hooks
+    _write(
+        folder.parent / "extension-enablement.json",
         {"passdown": {"overrides": [f"!{project}/*"]}},
     )
-    assert run(script, env, project, "install", "gemini").returncode == 0
-    assert "hook gemini" in (home / ".gemini" / "settings.json").read_text(encoding="utf-8")
-    assert os.path.exists(home / ".gemini" / "extensions" / "passdown")
+    assert run(script, env, project, "install", agent).returncode == 0
+    settings = (home / f".{agent}" / "settings.json").read_text(encoding="utf-8")
+    assert f"hook {agent}" in settings
+    assert os.path.exists(folder)

@@ -1,8 +1,8 @@
 """passdown installed through an agent's own plugin system, as the agent records it.
 
 The repository's `plugins/claude` (a Claude Code plugin, served by the marketplace file
-`.claude-plugin/marketplace.json` at the repository's root) and `plugins/gemini` (a
-Gemini CLI extension) carry the hooks, the MCP server and the takeover skill that
+`.claude-plugin/marketplace.json` at the repository's root), `plugins/gemini` (a Gemini
+CLI extension) and `plugins/qwen` (a Qwen Code extension) carry the hooks, the MCP server and the takeover skill that
 `passdown install` writes; their hooks run `scripts/passdown-launch`, which finds
 passdown as `launcher_program` does.
 
@@ -12,9 +12,10 @@ passdown as `launcher_program` does.
   `projectPath`; the settings file of that scope (`~/.claude/settings.json`,
   `PROJECT/.claude/settings.json`, `PROJECT/.claude/settings.local.json`) enables it in
   `enabledPlugins`.
-- Gemini CLI: a folder `extensions/passdown` in `~/.gemini` (`$GEMINI_CLI_HOME`) with
-  its `gemini-extension.json`; `extensions/extension-enablement.json` turns it off for
-  folders (`overrides`: `"!/path/*"` off, `"/path/*"` on, the last that matches wins).
+- Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
+  (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
+  `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
+  (`overrides`: `"!/path/*"` off, `"/path/*"` on, the last that matches wins).
 
 `passdown install` writes nothing into an agent whose plugin fires in the target's
 scope (`covering`), and `passdown doctor` lists the plugin installs beside its own.
@@ -40,7 +41,11 @@ LAUNCHER_PLACES = (
     "passdown-venv/Scripts/passdown.exe",
     "passdown-venv/Scripts/passdown",
 )
-KINDS = {"claude": "Claude Code plugin", "gemini": "Gemini CLI extension"}
+KINDS = {
+    "claude": "Claude Code plugin",
+    "gemini": "Gemini CLI extension",
+    "qwen": "Qwen Code extension",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +89,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
     scope's, and the project's own), or every one with None."""
     if agent == "claude":
         found = claude_plugins(project_dir)
-    elif agent == "gemini":
-        found = gemini_extensions(project_dir or Path.cwd())
+    elif agent in ("gemini", "qwen"):
+        found = extensions(agent, project_dir or Path.cwd())
     else:
         return []
     if project_dir is None:
@@ -157,28 +162,28 @@ def claude_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
     return found
 
 
-# -- Gemini CLI ----------------------------------------------------------------------------
+# -- Gemini CLI, Qwen Code -----------------------------------------------------------------
 
 
-def gemini_extensions(project_dir: Path) -> list[PluginInstall]:
-    from passdown.integrations._settings_json import GeminiHooks
+def extensions(agent: str, project_dir: Path) -> list[PluginInstall]:
+    from passdown.integrations._settings_json import GeminiHooks, QwenHooks
 
-    folder = GeminiHooks().home() / "extensions"
-    manifest = _json_object(read_config(folder / PLUGIN_NAME / "gemini-extension.json"))
+    folder = (GeminiHooks() if agent == "gemini" else QwenHooks()).home() / "extensions"
+    manifest = _json_object(read_config(folder / PLUGIN_NAME / f"{agent}-extension.json"))
     if manifest.get("name") != PLUGIN_NAME:
         return []
-    install = _json_object(read_config(folder / PLUGIN_NAME / ".gemini-extension-install.json"))
+    install = _json_object(read_config(folder / PLUGIN_NAME / f".{agent}-extension-install.json"))
     path = folder / PLUGIN_NAME
     if install.get("type") == "link" and install.get("source"):
         path = Path(str(install["source"]))  # a linked extension runs from its source
     overrides = _json_object(read_config(folder / "extension-enablement.json")).get(PLUGIN_NAME)
     rules = overrides.get("overrides") if isinstance(overrides, dict) else None
-    enabled = _gemini_enabled(rules if isinstance(rules, list) else [], project_dir)
-    return [PluginInstall("gemini", PLUGIN_NAME, "user", path, None, enabled)]
+    enabled = _enabled(rules if isinstance(rules, list) else [], project_dir)
+    return [PluginInstall(agent, PLUGIN_NAME, "user", path, None, enabled)]
 
 
-def _gemini_enabled(rules: list[Any], project_dir: Path) -> bool:
-    """Gemini CLI's enablement of an extension in `project_dir`: on, unless the last of
+def _enabled(rules: list[Any], project_dir: Path) -> bool:
+    """Gemini CLI's (and Qwen Code's) enablement of an extension in `project_dir`: on, unless the last of
     the `overrides` whose folder holds it starts with `!`."""
     enabled = True
     here = os.path.realpath(project_dir).rstrip(os.sep) + os.sep
