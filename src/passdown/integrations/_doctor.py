@@ -15,7 +15,7 @@ agent that runs the hooks of both configs may run each of them twice, which it w
 about.
 
 passdown installed through the agent's own plugin system (`_plugins`: Claude Code's
-plugin, Gemini CLI's extension) counts as an install in the plugin's scope: doctor lists
+plugin, Gemini CLI's and Qwen Code's extensions) counts as an install in the plugin's scope: doctor lists
 it, checks the passdown its launcher finds, and warns where `passdown install`'s hooks
 fire beside it (each event would write twice).
 
