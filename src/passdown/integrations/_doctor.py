@@ -15,9 +15,9 @@ agent that runs the hooks of both configs may run each of them twice, which it w
 about.
 
 passdown installed through the agent's own plugin system (`_plugins`: Claude Code's
-plugin, Gemini CLI's and Qwen Code's extensions) counts as an install in the plugin's scope: doctor lists
-it, checks the passdown its launcher finds, and warns where `passdown install`'s hooks
-fire beside it (each event would write twice).
+plugin, Gemini CLI's and Qwen Code's extensions) counts as an install in the plugin's
+scope: doctor lists it, checks the passdown its launcher finds, and warns where
+`passdown install`'s hooks fire beside it (each event would write twice).
 
 An integration that is installed but cannot fire is `broken` (the command exits 1);
 one whose agent is not on PATH here is `agent_missing` (its hooks are fine, nothing
