@@ -321,3 +321,70 @@ def test_install_writes_nothing_where_the_extension_is_enabled(
     settings = (home / f".{agent}" / "settings.json").read_text(encoding="utf-8")
     assert f"hook {agent}" in settings
     assert os.path.exists(folder)
+
+
+def test_under_copilot_the_claude_plugins_hook_runs_passdown_hook_copilot(tmp_path: Path) -> None:
+    """Copilot CLI installs the Claude Code plugin from the same marketplace and runs its
+    hooks with COPILOT_CLI=1 and a Claude-style payload naming its own session."""
+    fake = _fake_passdown(tmp_path / "bin")
+    path = f"{fake.parent}:{_bare_path(tmp_path)}"
+    env = {"HOME": str(tmp_path), "PATH": path, "TMPDIR": str(tmp_path), "COPILOT_CLI": "1"}
+    end = '{"hook_event_name":"SessionEnd","session_id":"c-1","cwd":"/w","reason":"complete"}'
+
+    def launch(payload: str) -> Any:
+        return subprocess.run(
+            ["sh", str(LAUNCHER), "hook", "claude"],
+            env=env,
+            input=payload,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            executable=shutil.which("sh"),
+        )
+
+    proc = launch(end)
+    assert proc.returncode == 0, proc.stderr
+    ran, payload = proc.stdout.split("\n", 1)
+    assert ran == "ran: hook copilot sessionEnd"
+    assert json.loads(payload) == {
+        "hook_event_name": "SessionEnd",
+        "sessionId": "c-1",
+        "cwd": "/w",
+        "reason": "complete",
+    }
+    assert launch(end.replace("SessionEnd", "PreCompact")).stdout.startswith(
+        "ran: hook copilot preCompact\n"
+    )
+    assert launch(end.replace("SessionEnd", "StopFailure")).stdout.startswith(
+        "ran: hook copilot errorOccurred\n"
+    )
+    start = launch(end.replace("SessionEnd", "SessionStart"))  # Copilot takes no context there
+    assert (start.returncode, start.stdout) == (0, "")
+
+
+def test_install_copilot_writes_nothing_where_copilot_runs_the_plugin(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    (Path(env["PATH"].split(":")[1]) / "copilot").write_text("#!/bin/sh\nexit 0\n")
+    (Path(env["PATH"].split(":")[1]) / "copilot").chmod(0o755)
+    # what `copilot plugin marketplace add REPO && copilot plugin install passdown@passdown` write
+    settings = home / ".copilot" / "settings.json"
+    _write(
+        settings,
+        {
+            "extraKnownMarketplaces": {
+                "passdown": {"source": {"source": "directory", "path": str(REPO)}}
+            },
+            "enabledPlugins": {"passdown@passdown": True},
+        },
+    )
+    before = settings.read_text(encoding="utf-8")
+    proc = run(script, env, project, "install", "copilot")
+    assert proc.returncode == 0, proc.stderr
+    assert "passdown@passdown" in proc.stdout + proc.stderr
+    assert settings.read_text(encoding="utf-8") == before
+    _code, agents = doctor(script, env, project, "copilot")
+    copilot = agents["copilot"]
+    assert copilot["status"] == "ok", copilot
+    assert copilot["plugins"][0]["path"] == str(REPO / "plugins" / "claude")

@@ -43,7 +43,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
-from passdown.integrations._plugins import covered_note, covering
+from passdown.integrations._plugins import covered_note, covering, unless_covered
 
 WRITE_EVENTS = ["PreCompact", "SessionEnd", "StopFailure"]
 
@@ -81,11 +81,7 @@ class ClaudeHooks(HookIntegration):
     }
 
     def plan(self, target: InstallTarget) -> Plan:
-        plan = self._plan(target)
-        if covering(target) is None:
-            return plan
-        # the plugin's hooks fire there already: nothing to add, an earlier install to remove
-        return [(path, _unchanged, remove) for path, _add, remove in plan]
+        return unless_covered(target, self._plan(target))
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         return [] if covering(target) else super().registered_events(target)
@@ -149,10 +145,6 @@ class ClaudeHooks(HookIntegration):
         error = str(payload.get("error") or "error")
         details = payload.get("error_details") or payload.get("last_assistant_message")
         return ERROR_REASONS.get(error, "error"), str(details) if details else error
-
-
-def _unchanged(text: str | None) -> str | None:
-    return text
 
 
 def _add_server(data: dict[str, Any], server: dict[str, Any]) -> None:

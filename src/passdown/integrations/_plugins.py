@@ -12,6 +12,10 @@ passdown as `launcher_program` does.
   `projectPath`; the settings file of that scope (`~/.claude/settings.json`,
   `PROJECT/.claude/settings.json`, `PROJECT/.claude/settings.local.json`) enables it in
   `enabledPlugins`.
+- GitHub Copilot CLI installs the same Claude Code plugin from the same marketplace
+  (`copilot plugin marketplace add`, `copilot plugin install passdown@passdown`) and
+  enables it in `enabledPlugins` of `~/.copilot/settings.json` (`$COPILOT_HOME`); the
+  launcher runs its hooks as `passdown hook copilot EVENT`.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from passdown.integrations._base import InstallTarget, read_config
+from passdown.integrations._base import InstallTarget, Plan, read_config
 
 PLUGIN_NAME = "passdown"
 # where the plugins' launcher looks when `passdown` is not on PATH (in this order):
@@ -45,6 +49,7 @@ KINDS = {
     "claude": "Claude Code plugin",
     "gemini": "Gemini CLI extension",
     "qwen": "Qwen Code extension",
+    "copilot": "Claude Code plugin (in Copilot CLI)",
 }
 
 
@@ -89,6 +94,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
     scope's, and the project's own), or every one with None."""
     if agent == "claude":
         found = claude_plugins(project_dir)
+    elif agent == "copilot":
+        found = copilot_plugins()
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -107,6 +114,18 @@ def covering(target: InstallTarget) -> PluginInstall | None:
         if plugin.project is None or target.scope == "project":
             return plugin
     return None
+
+
+def unless_covered(target: InstallTarget, plan: Plan) -> Plan:
+    """`plan` for `target`, or where passdown's plugin fires there already, one that
+    adds nothing and still removes what an earlier install wrote."""
+    if covering(target) is None:
+        return plan
+    return [(path, _unchanged, remove) for path, _add, remove in plan]
+
+
+def _unchanged(text: str | None) -> str | None:
+    return text
 
 
 def covered_note(target: InstallTarget, plugin: PluginInstall) -> str:
@@ -159,6 +178,24 @@ def claude_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
             found.append(
                 PluginInstall("claude", name, scope, Path(str(entry["installPath"])), project, on)
             )
+    return found
+
+
+def copilot_plugins() -> list[PluginInstall]:
+    from passdown.integrations._copilot import copilot_home
+
+    settings = _json_object(read_config(copilot_home() / "settings.json"))
+    enabled = settings.get("enabledPlugins")
+    markets = settings.get("extraKnownMarketplaces")
+    found: list[PluginInstall] = []
+    for name, on in enabled.items() if isinstance(enabled, dict) else []:
+        if not str(name).startswith(f"{PLUGIN_NAME}@"):
+            continue
+        market = markets.get(str(name).split("@", 1)[1]) if isinstance(markets, dict) else None
+        source = market.get("source") if isinstance(market, dict) else None
+        root = source.get("path") if isinstance(source, dict) else None
+        path = Path(str(root)) / "plugins" / "claude" if root else copilot_home()
+        found.append(PluginInstall("copilot", str(name), "user", path, None, on is True))
     return found
 
 

@@ -67,13 +67,9 @@ class SettingsJsonHooks(HookIntegration):
         ]
 
     def plan(self, target: InstallTarget) -> Plan:
-        from passdown.integrations._plugins import covering
+        from passdown.integrations._plugins import unless_covered
 
-        plan = self._plan(target)
-        if covering(target) is None:
-            return plan
-        # passdown's extension fires there already: nothing to add, an earlier install to remove
-        return [(path, _unchanged, remove) for path, _add, remove in plan]
+        return unless_covered(target, self._plan(target))
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         from passdown.integrations._plugins import covering
@@ -117,10 +113,6 @@ class GeminiHooks(SettingsJsonHooks):
     def home(self) -> Path:
         configured = os.environ.get("GEMINI_CLI_HOME")
         return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
-
-
-def _unchanged(text: str | None) -> str | None:
-    return text
 
 
 class QwenHooks(SettingsJsonHooks):
