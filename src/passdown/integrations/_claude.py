@@ -10,6 +10,10 @@
   records how the session ended; `SessionStart` injects the pickup pointer through
   `hookSpecificOutput.additionalContext`.
 - The takeover skill in `skills/passdown-takeover/SKILL.md`.
+
+Where Claude Code runs passdown's plugin (`plugins/claude`, `_plugins.covering`) in the
+target's scope, an install writes nothing and says so; an uninstall still removes what
+an earlier install wrote.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
+from passdown.integrations._plugins import covered_note, covering, unless_covered
 
 WRITE_EVENTS = ["PreCompact", "SessionEnd", "StopFailure"]
 
@@ -76,6 +81,16 @@ class ClaudeHooks(HookIntegration):
     }
 
     def plan(self, target: InstallTarget) -> Plan:
+        return unless_covered(target, self._plan(target))
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else []
+
+    def _plan(self, target: InstallTarget) -> Plan:
         server = {"type": "stdio", "command": target.command, "args": ["mcp"], "env": {}}
         if target.scope == "user":
             mcp_file, settings, base = claude_json(), claude_dir() / "settings.json", claude_dir()
