@@ -14,12 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import passdown
 from passdown.integrations._base import SKILLS_DIR
 from passdown.integrations._claude import WRITE_EVENTS, ClaudeHooks
 from passdown.integrations._plugins import LAUNCHER_PLACES
@@ -68,9 +68,7 @@ def test_the_plugins_hook_the_events_install_registers() -> None:
 
 def test_the_plugins_carry_the_packaged_skill_the_launcher_and_the_version() -> None:
     skill = (SKILLS_DIR / "passdown-takeover" / "SKILL.md").read_bytes()
-    version = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
-        "version"
-    ]
+    version = passdown.__version__
     launcher = LAUNCHER.read_bytes()
     for agent in ("claude", "gemini", "qwen"):
         assert (PLUGINS / agent / "skills" / "passdown-takeover" / "SKILL.md").read_bytes() == skill

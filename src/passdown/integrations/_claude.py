@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import claude_dir as claude_dir
 from passdown.integrations._base import (
     PRE_COMPACT,
     SERVER_NAME,
@@ -59,10 +60,6 @@ ERROR_REASONS = {
     "max_output_tokens": "context_length",
     "context_length": "context_length",
 }
-
-
-def claude_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
 
 def claude_json() -> Path:

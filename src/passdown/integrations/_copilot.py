@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import copilot_home as copilot_home
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     PRE_COMPACT,
@@ -48,12 +49,6 @@ CONTEXT_OVERFLOW = (
 )
 PICKUP_EVENT = "userPromptSubmitted"
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-def copilot_home() -> Path:
-    from passdown.agents._common import env_path
-
-    return env_path("COPILOT_HOME", Path.home() / ".copilot")
 
 
 class CopilotHooks(HookIntegration):

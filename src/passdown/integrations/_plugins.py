@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from passdown.integrations._agent_homes import claude_dir, copilot_home, gemini_home, qwen_home
 from passdown.integrations._base import InstallTarget, Plan, read_config
 
 PLUGIN_NAME = "passdown"
@@ -152,8 +153,6 @@ def launcher_program() -> str | None:
 
 
 def claude_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
-    from passdown.integrations._claude import claude_dir
-
     base = claude_dir()
     records = _json_object(read_config(base / "plugins" / "installed_plugins.json"))
     plugins = records.get("plugins")
@@ -182,8 +181,6 @@ def claude_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
 
 
 def copilot_plugins() -> list[PluginInstall]:
-    from passdown.integrations._copilot import copilot_home
-
     settings = _json_object(read_config(copilot_home() / "settings.json"))
     enabled = settings.get("enabledPlugins")
     markets = settings.get("extraKnownMarketplaces")
@@ -203,9 +200,7 @@ def copilot_plugins() -> list[PluginInstall]:
 
 
 def extensions(agent: str, project_dir: Path) -> list[PluginInstall]:
-    from passdown.integrations._settings_json import GeminiHooks, QwenHooks
-
-    folder = (GeminiHooks() if agent == "gemini" else QwenHooks()).home() / "extensions"
+    folder = (gemini_home() if agent == "gemini" else qwen_home()) / "extensions"
     manifest = _json_object(read_config(folder / PLUGIN_NAME / f"{agent}-extension.json"))
     if manifest.get("name") != PLUGIN_NAME:
         return []

@@ -20,10 +20,10 @@ what an earlier install wrote.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import gemini_home, qwen_home
 from passdown.integrations._base import (
     PRE_COMPACT,
     SESSION_END,
@@ -111,8 +111,7 @@ class GeminiHooks(SettingsJsonHooks):
     }
 
     def home(self) -> Path:
-        configured = os.environ.get("GEMINI_CLI_HOME")
-        return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
+        return gemini_home()
 
 
 class QwenHooks(SettingsJsonHooks):
@@ -129,5 +128,4 @@ class QwenHooks(SettingsJsonHooks):
     }
 
     def home(self) -> Path:
-        configured = os.environ.get("QWEN_HOME")
-        return Path(configured).expanduser() if configured else Path.home() / ".qwen"
+        return qwen_home()
