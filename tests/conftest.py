@@ -9,6 +9,17 @@ from pathlib import Path
 import pytest
 
 
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """The order's seed at the end of every run, `-q` included (pytest-randomly prints it
+    only in the header, which `-q` leaves out), so a failure that depends on the order can
+    be replayed."""
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"tests in a random order: --randomly-seed={seed} replays it")
+
+
 @pytest.fixture(autouse=True)
 def isolated_homes(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -24,12 +24,12 @@ from agent_checks import (
     copy_recorded,
     hooks_installed,
 )
+from agent_entry_points import register
 from passdown.agents import auggie as auggie_module
 from passdown.agents.auggie import Auggie
 from passdown.integrations._auggie import AuggieHooks
 from passdown.transcript import Message, PlanOp, SessionEnding, ToolCall, ToolResult
 from recorded import FIXTURES
-from wave3a_agents import register
 
 RECORDED = FIXTURES / "auggie" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

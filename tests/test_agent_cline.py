@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents import cline as cline_module
 from passdown.agents.cline import ClineCLI
 from passdown.transcript import Message, PlanOp, SessionEnding, ToolCall, ToolResult
 from recorded import FIXTURES
-from wave2_agents import register
 
 RECORDED = FIXTURES / "cline" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

@@ -20,11 +20,11 @@ from agent_checks import (
     check_launch,
     copy_recorded,
 )
+from agent_entry_points import register
 from passdown.agents import continue_cli as continue_module
 from passdown.agents.continue_cli import LONG_PROMPT_TAIL, ContinueCLI
 from passdown.transcript import Message, SessionEnding, ToolCall, ToolResult
 from recorded import FIXTURES
-from wave3a_agents import register
 
 RECORDED = FIXTURES / "continue" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

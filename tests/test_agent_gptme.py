@@ -19,13 +19,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents.gptme import Gptme, logs_dir
 from passdown.integrations._base import InstallTarget
 from passdown.integrations._gptme import GptmeHooks
 from passdown.transcript import Diagnostics, Message, ToolCall, ToolResult
 from recorded import FIXTURES
-from wave2_agents import register
 
 RECORDED = FIXTURES / "gptme" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

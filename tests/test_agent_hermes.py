@@ -1,5 +1,5 @@
 """Hermes Agent 0.19: the recorded sessions (tests/fixtures/sessions/hermes/full from
-tests/e2e/test_hermes_real.py, and hermes/resumed from tests/e2e/record_wave3.py: three
+tests/e2e/test_hermes_real.py, and hermes/resumed from tests/e2e/record_hermes_resumed.py: three
 turns over `--continue`, the last one a 429 Hermes gave up on) through the reader and the
 CLI; the database read without a file created beside it while a writer holds it;
 compression chains, sub-agents, rewound and bad rows made in a copy; the hooks' config
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents.hermes import HermesAgent, hermes_home
 from passdown.errors import UsageError
@@ -24,7 +25,6 @@ from passdown.integrations._base import SESSION_START, InstallTarget
 from passdown.integrations._hermes import HermesHooks
 from passdown.transcript import Compaction, Message, SubagentNote, ToolCall
 from recorded import FIXTURES
-from wave2_agents import register
 
 FULL = FIXTURES / "hermes" / "full"
 RESUMED = FIXTURES / "hermes" / "resumed"

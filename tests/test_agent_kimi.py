@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents.kimi import KimiCLI, folder_name
 from passdown.transcript import (
@@ -27,7 +28,6 @@ from passdown.transcript import (
     ToolResult,
 )
 from recorded import FIXTURES
-from wave2_agents import register
 
 RECORDED = FIXTURES / "kimi" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

@@ -21,6 +21,7 @@ from agent_checks import (
     copy_recorded,
     hooks_installed,
 )
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents.openhands import OpenHandsCLI, event_files
 from passdown.integrations._base import InstallTarget
@@ -35,7 +36,6 @@ from passdown.transcript import (
     ToolResult,
 )
 from recorded import FIXTURES
-from wave3b_agents import register
 
 RECORDED = FIXTURES / "openhands" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

@@ -23,6 +23,7 @@ from agent_checks import (
     copy_recorded,
     hooks_installed,
 )
+from agent_entry_points import register
 from passdown._extract import extract
 from passdown.agents.vibe import MistralVibe
 from passdown.errors import UsageError
@@ -30,7 +31,6 @@ from passdown.integrations._base import InstallTarget
 from passdown.integrations._vibe import VibeHooks
 from passdown.transcript import Event, Message, PlanOp, SessionEnding, ToolCall, ToolResult
 from recorded import FIXTURES
-from wave3b_agents import register
 
 RECORDED = FIXTURES / "vibe" / "full"
 EXPECTED = json.loads((RECORDED / "expected.json").read_text())

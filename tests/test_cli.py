@@ -139,8 +139,6 @@ def test_switch_to_a_missing_agent_fails_with_its_exit_code(
 def test_from_auto_picks_the_newest_session(both: dict[str, Path], tmp_path: Path) -> None:
     os.utime(both["claude"], (2_000_000_000, 2_000_000_000))
     os.utime(both["codex"], (1_000_000_000, 1_000_000_000))
-    ws_claude = Path(CLAUDE.expected["workspace"])
-    ws_claude.mkdir(parents=True, exist_ok=True)
     proc = run(["sessions", "--all", "--json"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     listed = json.loads(proc.stdout)

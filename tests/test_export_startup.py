@@ -7,23 +7,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from passdown import _checkpoint
+from recorded import REC_ROOT, lay_out_recorded
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "sessions" / "claude" / "full"
+CLAUDE_WS = f"{REC_ROOT}/claude-full"
 
 
 def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
-    store, ws = tmp_path / "store", tmp_path / "ws"
-    shutil.copytree(FIXTURE, store)
-    ws.mkdir()
+    store = tmp_path / "store"
+    layout = lay_out_recorded(FIXTURE, store, tmp_path / "workspaces")
+    ws = layout.workspace(CLAUDE_WS)
     session = next((store / "projects").glob("*/*.jsonl"))
     code = (
         "import json, sys\n"
@@ -55,25 +53,3 @@ def test_an_export_imports_no_asyncio(tmp_path: Path) -> None:
     assert "passdown.coordinator._core" in modules  # the export ran through the coordinator
     assert "Add a Usage section" in (out / "HANDOFF.md").read_text()
     assert "asyncio" not in modules
-
-
-def test_the_checkpoint_hash_finds_pythons_openssl_without_ldconfig(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ctypes.util
-
-    def no_ldconfig(name: str) -> str | None:
-        raise AssertionError(f"find_library({name!r}) runs ldconfig")
-
-    monkeypatch.setattr(ctypes.util, "find_library", no_ldconfig)
-    _checkpoint._Sha256.library.cache_clear()
-    try:
-        lib = _checkpoint._Sha256.library()
-    finally:
-        _checkpoint._Sha256.library.cache_clear()
-    assert lib is not None
-    digest = _checkpoint._Sha256()
-    digest.update(b"passdown")
-    import hashlib
-
-    assert digest.hexdigest() == hashlib.sha256(b"passdown").hexdigest()

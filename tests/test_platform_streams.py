@@ -13,7 +13,6 @@ the CLI in a subprocess, with and without the whole Windows simulation (tests/si
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -25,16 +24,11 @@ from typing import Any
 import pytest
 
 from passdown import _platform
+from recorded import scenarios
 
 TESTS = Path(__file__).resolve().parent
 SIMULATION = TESTS / "simwin"
-CLAUDE = TESTS / "fixtures" / "sessions" / "claude" / "full"
-SESSION = (
-    CLAUDE
-    / "projects"
-    / "-tmp-passdown-rec-claude-full"
-    / "5e551011-0000-4000-8000-00000000c1a0.jsonl"
-)
+CLAUDE = next(r for r in scenarios("claude") if r.scenario == "full")
 
 
 def _env(tmp_path: Path, *, windows: bool, **extra: str) -> dict[str, str]:
@@ -42,7 +36,7 @@ def _env(tmp_path: Path, *, windows: bool, **extra: str) -> dict[str, str]:
         **os.environ,
         "HOME": str(tmp_path),
         "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
-        "CLAUDE_CONFIG_DIR": str(CLAUDE),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
         **extra,
     }
     if windows:
@@ -65,10 +59,13 @@ def _env(tmp_path: Path, *, windows: bool, **extra: str) -> dict[str, str]:
     ],
     ids=["native", "simulated-windows"],
 )
-def test_the_handoff_prints_through_a_cp1252_pipe(tmp_path: Path, windows: bool) -> None:
+def test_the_handoff_prints_through_a_cp1252_pipe(
+    tmp_path: Path, windows: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`passdown inspect` piped, stdout in the ANSI code page: the handoff arrives whole,
     in UTF-8, with its `→`, and exit 0 (on main: UnicodeEncodeError, exit 1)."""
-    expected = json.loads((CLAUDE / "expected.json").read_text(encoding="utf-8"))
+    session = CLAUDE.install(tmp_path / "claude", monkeypatch, tmp_path / "workspaces")
+    workspace = CLAUDE.workspace_in(tmp_path / "workspaces")
     proc = subprocess.run(
         [
             sys.executable,
@@ -78,10 +75,10 @@ def test_the_handoff_prints_through_a_cp1252_pipe(tmp_path: Path, windows: bool)
             "--from",
             "claude",
             "--session",
-            str(SESSION),
+            str(session),
         ],
         env=_env(tmp_path, windows=windows, PYTHONIOENCODING="cp1252"),
-        cwd=tmp_path,
+        cwd=workspace,
         capture_output=True,
         timeout=120,
         check=False,
@@ -89,7 +86,7 @@ def test_the_handoff_prints_through_a_cp1252_pipe(tmp_path: Path, windows: bool)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     text = proc.stdout.decode("utf-8")  # strict: every byte is UTF-8
     assert "→ exit" in text
-    assert expected["workspace"] in text or "# Handoff" in text
+    assert str(workspace) in text or "# Handoff" in text
     assert b"Traceback" not in proc.stderr
 
 

@@ -58,6 +58,23 @@ def test_discovery_finds_the_recorded_session(
 
 
 @pytest.mark.parametrize("rec", params())
+def test_a_recorded_session_moves_into_a_workspace_of_the_tests_own(
+    rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`install` with `workspaces`: the session names, and is found in, a workspace made
+    in the test's folder, so nothing needs the recorded one under /tmp/passdown-rec."""
+    path = rec.install(tmp_path / "store", monkeypatch, tmp_path / "workspaces")
+    ws = rec.workspace_in(tmp_path / "workspaces")
+    assert ws.is_dir()
+    agent = get_agent(rec.agent)
+    refs = agent.sessions(ws)
+    assert [r.session_id for r in refs] == [rec.expected["session_id"]]
+    assert refs[0].cwd == str(ws)
+    assert agent.ref_for_path(path).session_id == rec.expected["session_id"]
+    assert agent.sessions(Path(rec.expected["workspace"])) == []
+
+
+@pytest.mark.parametrize("rec", params())
 def test_extraction_matches_what_the_agent_did(
     rec: Recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,11 +21,7 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, find_agent
-from e2e.checks import Facts, export_and_check, load_handoff, ok
-from e2e.hooked import hook_log, passdown_on_path
-from e2e.servers import AnthropicServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace
-from e2e.wave3a_clis import (
+from e2e.auggie_continue import (
     AugmentServer,
     auggie_environ,
     passdown,
@@ -33,6 +29,10 @@ from e2e.wave3a_clis import (
     run,
     run_auggie,
 )
+from e2e.checks import Facts, export_and_check, load_handoff, ok
+from e2e.fixture_recording import record_fixture, recording_workspace
+from e2e.hooked import hook_log, passdown_on_path
+from e2e.servers import AnthropicServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

@@ -11,16 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import VERSIONS, AgentEnv, find_agent
 from e2e.checks import Facts, export_and_check, ok
+from e2e.cline_kimi import cline_environ, run_cline
+from e2e.fixture_recording import record_fixture, recording_workspace
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import (
-    cline_environ,
-    record_fixture,
-    recording_workspace,
-    run_cline,
-)
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -153,7 +149,7 @@ def test_cline_takes_a_dash_prompt_as_one_argument(agent_env: AgentEnv, workspac
     with ChatCompletionsServer([Step(text="done")]) as server:
         env = cline_environ(agent_env, server.url, workspace)
         argv = [str(find_agent("cline")), "--json", *spec.argv[1:]]
-        from e2e.wave2_clis import _run
+        from e2e.cline_kimi import _run
 
         ok(_run(argv, {**env, **spec.env}, workspace, 90), "cline -- -p...")
         sent = server.step_requests()[0].text()

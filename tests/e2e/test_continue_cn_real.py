@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from e2e.agents import AgentEnv, find_agent
+from e2e.auggie_continue import continue_environ, passdown, register, run, run_continue
 from e2e.checks import Facts, export_and_check, ok
+from e2e.fixture_recording import record_fixture, recording_workspace
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace
-from e2e.wave3a_clis import continue_environ, passdown, register, run, run_continue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

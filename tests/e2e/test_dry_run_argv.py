@@ -33,15 +33,17 @@ from passdown.agents import get_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
-# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_wave2_switch.py;
+# issue 23's Cline CLI and Kimi CLI: their launch argv runs for real in test_cline_kimi_switch.py;
 # Auggie's and Continue's (pin `cn`) in test_auggie_real.py and test_continue_cn_real.py
-WAVE2 = {"cline", "kimi", "auggie", "cn"}
+RUN_ELSEWHERE = {"cline", "kimi", "auggie", "cn"}
 # issue 23's gptme and Hermes Agent (PyPI): test_gptme_real.py runs gptme's argv for real,
 # both modules check a switch to Claude Code; their CLIs are pinned in .ci/pyagent-pins.txt
-WAVE2 |= {"gptme", "hermes"}
+RUN_ELSEWHERE |= {"gptme", "hermes"}
 # Mistral Vibe and OpenHands (PyPI): theirs in test_vibe_real.py and test_openhands_real.py
-WAVE2 |= {"vibe", "openhands"}
-PINNED = sorted(set(VERSIONS) - WAVE2)  # the agents whose real CLI install-agents.sh installs
+RUN_ELSEWHERE |= {"vibe", "openhands"}
+PINNED = sorted(
+    set(VERSIONS) - RUN_ELSEWHERE
+)  # the agents whose real CLI install-agents.sh installs
 # registered, no pinned CLI: covered by fixture tests (the editors' chats are sources only)
 FIXTURE_ONLY = {"cursor", "aider", "cursor-ide", "copilot-chat", "cline-ext", "roo"}
 SUBCOMMANDS = {"exec", "run"}  # codex exec, opencode run
@@ -57,7 +59,7 @@ def test_every_builtin_agent_is_pinned_or_fixture_only() -> None:
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     builtins = pyproject["project"]["entry-points"]["passdown.agents"]
     # Continue CLI is pinned by its program's name, `cn`
-    assert set(builtins) == (set(PINNED) | FIXTURE_ONLY | WAVE2) - {"cn"} | {"continue"}
+    assert set(builtins) == (set(PINNED) | FIXTURE_ONLY | RUN_ELSEWHERE) - {"cn"} | {"continue"}
 
 
 def _help(target: str, sub: list[str], env: dict[str, str]) -> str:

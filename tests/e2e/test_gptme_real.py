@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import CHAT_MODEL, AgentEnv, gptme_environ, run_gptme, run_passdown
 from e2e.checks import Facts, export_and_check, load_handoff, ok
+from e2e.fixture_recording import record_fixture, recording_workspace, scenario_facts
 from e2e.hooked import hook_log, passdown_on_path, with_hooks
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace, scenario_facts
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 

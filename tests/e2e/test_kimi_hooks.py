@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv
 from e2e.checks import load_handoff, ok
+from e2e.cline_kimi import kimi_environ, run_kimi
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import kimi_environ, run_kimi
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -11,19 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv
 from e2e.checks import Facts, export_and_check, ok
+from e2e.cline_kimi import kimi_environ, run_kimi
+from e2e.fixture_recording import record_fixture, recording_workspace, scenario_facts
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import (
-    kimi_environ,
-    record_fixture,
-    recording_workspace,
-    run_kimi,
-    scenario_facts,
-)
 from passdown.agents.kimi import folder_name
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

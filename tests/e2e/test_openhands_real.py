@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv, openhands_environ, run_openhands, run_passdown, target_environ
 from e2e.checks import Facts, export_and_check, load_handoff, ok, openai_user_texts
+from e2e.fixture_recording import record_fixture, recording_workspace, scenario_facts
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import ChatCompletionsServer, OpenAIResponsesServer, Step
-from e2e.wave2_clis import record_fixture, recording_workspace, scenario_facts
-from wave3b_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 

@@ -18,12 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv, run_passdown, run_vibe, target_environ, vibe_environ
 from e2e.checks import Facts, anthropic_user_texts, assert_facts, export_and_check, load_handoff, ok
+from e2e.fixture_recording import (
+    FIXTURES,
+    record_fixture,
+    recording,
+    recording_workspace,
+    scenario_facts,
+)
 from e2e.pyagents import PYAGENT_VERSIONS, pyagent
 from e2e.servers import AnthropicServer, ChatCompletionsServer, Step
-from e2e.wave2_clis import FIXTURES, record_fixture, recording, recording_workspace, scenario_facts
-from wave3b_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -10,11 +10,13 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,22 @@ class Trail:
         self.handoffs[record_id] = json.loads(Path(out["json"]).read_text())
         return str(record_id)
 
+    def copy(self, root: Path) -> Trail:
+        """This trail with a store of its own under `root` (the same workspace, so the
+        same project, and agent homes): a test that adds to its store or changes a
+        record's status leaves the shared trail as it found it."""
+        # the store through SQLite's backup (its WAL folded in), the rest as it is
+        shutil.copytree(
+            self.root / "data", root / "data", ignore=shutil.ignore_patterns("store.db*")
+        )
+        with (
+            closing(sqlite3.connect(self.root / "data" / "store.db")) as source,
+            closing(sqlite3.connect(root / "data" / "store.db")) as target,
+        ):
+            source.backup(target)
+        env = {**self.env, "PASSDOWN_DATA_DIR": str(root / "data")}
+        return Trail(self.workspace, env, root, list(self.ids), dict(self.handoffs))
+
 
 def _codex_early(root: Path) -> tuple[Path, Path]:
     """A Codex home whose rollout stops after the first plan update: the same session,
@@ -174,9 +192,29 @@ class UiServer:
     process: subprocess.Popen[str]
 
 
+@pytest.fixture
+def own_trail(trail: Trail, tmp_path: Path) -> Trail:
+    """The trail, its store copied for a test that changes it."""
+    return trail.copy(tmp_path / "trail")
+
+
 @pytest.fixture(scope="module")
 def ui(trail: Trail) -> Iterator[UiServer]:
-    """`passdown ui` as a user runs it, in the trail's workspace."""
+    """`passdown ui` as a user runs it, in the trail's workspace (for tests that only
+    read the trail's store)."""
+    with _ui_server(trail) as server:
+        yield server
+
+
+@pytest.fixture
+def own_ui(own_trail: Trail) -> Iterator[UiServer]:
+    """`passdown ui` over `own_trail`'s store."""
+    with _ui_server(own_trail) as server:
+        yield server
+
+
+@contextmanager
+def _ui_server(trail: Trail) -> Iterator[UiServer]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "passdown", "ui"],
         cwd=trail.workspace,
@@ -185,16 +223,18 @@ def ui(trail: Trail) -> Iterator[UiServer]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
-    _wait_until_up(url)
-    yield UiServer(url, int(url.rsplit(":", 1)[1].strip("/")), proc)
-    proc.terminate()
     try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        proc.kill()
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/"), url
+        _wait_until_up(url)
+        yield UiServer(url, int(url.rsplit(":", 1)[1].strip("/")), proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
 
 
 class TeamServer:

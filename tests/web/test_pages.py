@@ -31,14 +31,15 @@ PG_URL = os.environ.get(
 
 
 @pytest.fixture
-def store(trail: Trail) -> Iterator[Store]:
-    with open_store(trail.store_url) as opened:
+def store(own_trail: Trail) -> Iterator[Store]:
+    """A copy of the trail's store: what a test stores or marks stays in it."""
+    with open_store(own_trail.store_url) as opened:
         yield opened
 
 
 @pytest.fixture
-def client(store: Store, trail: Trail) -> TestClient:
-    return TestClient(local_app(store, trail.project), base_url="http://127.0.0.1:8123")
+def client(store: Store, own_trail: Trail) -> TestClient:
+    return TestClient(local_app(store, own_trail.project), base_url="http://127.0.0.1:8123")
 
 
 def package(
@@ -320,11 +321,12 @@ def test_records_of_odd_shapes_never_break_a_page(
     assert "odd 1" in client.get(base + "?until_day=1999-12-31").text
 
 
-def test_an_open_event_stream_ends_when_its_token_is_revoked(trail: Trail) -> None:
+def test_an_open_event_stream_ends_when_its_token_is_revoked(own_trail: Trail) -> None:
     from passdown.store._tokens import create_token, revoke_token
 
     from .conftest import TeamServer
 
+    trail = own_trail  # the token stays in this copy of the store
     team = TeamServer(trail.store_url)
     try:
         token = create_token(team.store, trail.project)

@@ -227,8 +227,9 @@ def test_plan_over_time_colours_each_status(
 
 
 def test_a_new_handoff_appears_live(
-    ui: UiServer, trail: Trail, page: Any, shots: Path, tmp_path: Path
+    own_ui: UiServer, own_trail: Trail, page: Any, shots: Path, tmp_path: Path
 ) -> None:
+    ui, trail = own_ui, own_trail  # the export and the status it supersedes stay in this copy
     page.goto(project_url(ui.url, trail.project))
     page.wait_for_selector("#live:not([hidden])")
     page.evaluate("window.__noReload = true")
@@ -252,8 +253,10 @@ def test_a_new_handoff_appears_live(
 
 
 @pytest.fixture
-def team(trail: Trail) -> Iterator[TeamServer]:
-    server = TeamServer(trail.store_url)
+def team(own_trail: Trail) -> Iterator[TeamServer]:
+    """`passdown serve` over a copy of the trail's store: the tokens and records a test
+    adds stay in it."""
+    server = TeamServer(own_trail.store_url)
     yield server
     server.stop()
 
@@ -437,7 +440,10 @@ def _plant(trail: Trail) -> str:
     return "handoff-planted-secrets"
 
 
-def test_no_secret_reaches_any_page(ui: UiServer, trail: Trail, page: Any, shots: Path) -> None:
+def test_no_secret_reaches_any_page(
+    own_ui: UiServer, own_trail: Trail, page: Any, shots: Path
+) -> None:
+    ui, trail = own_ui, own_trail  # the planted record stays in this copy
     planted = _plant(trail)
     base = project_url(ui.url, trail.project)
     seen: dict[str, str] = {}

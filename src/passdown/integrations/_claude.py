@@ -10,6 +10,10 @@
   records how the session ended; `SessionStart` injects the pickup pointer through
   `hookSpecificOutput.additionalContext`.
 - The takeover skill in `skills/passdown-takeover/SKILL.md`.
+
+Where Claude Code runs passdown's plugin (`plugins/claude`, `_plugins.covering`) in the
+target's scope, an install writes nothing and says so; an uninstall still removes what
+an earlier install wrote.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import claude_dir as claude_dir
 from passdown.integrations._base import (
     PRE_COMPACT,
     SERVER_NAME,
@@ -39,6 +44,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
+from passdown.integrations._plugins import covered_note, covering, unless_covered
 
 WRITE_EVENTS = ["PreCompact", "SessionEnd", "StopFailure"]
 
@@ -54,10 +60,6 @@ ERROR_REASONS = {
     "max_output_tokens": "context_length",
     "context_length": "context_length",
 }
-
-
-def claude_dir() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
 
 def claude_json() -> Path:
@@ -76,6 +78,16 @@ class ClaudeHooks(HookIntegration):
     }
 
     def plan(self, target: InstallTarget) -> Plan:
+        return unless_covered(target, self._plan(target))
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else []
+
+    def _plan(self, target: InstallTarget) -> Plan:
         server = {"type": "stdio", "command": target.command, "args": ["mcp"], "env": {}}
         if target.scope == "user":
             mcp_file, settings, base = claude_json(), claude_dir() / "settings.json", claude_dir()

@@ -9,6 +9,9 @@ payload on stdin that does not name its event (`sessionId`, `cwd`, and per event
 with the session's first prompt. `sessionEnd` and `preCompact` write the handoff;
 `errorOccurred` records a rate or usage limit as the session's ending (not a
 context-limit error, which Copilot answers by compacting and retrying).
+
+Where Copilot runs passdown's Claude Code plugin (`_plugins.covering`), an install writes
+nothing and says so; an uninstall still removes what an earlier install wrote.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import copilot_home as copilot_home
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     PRE_COMPACT,
@@ -47,12 +51,6 @@ PICKUP_EVENT = "userPromptSubmitted"
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def copilot_home() -> Path:
-    from passdown.agents._common import env_path
-
-    return env_path("COPILOT_HOME", Path.home() / ".copilot")
-
-
 class CopilotHooks(HookIntegration):
     agent = "copilot"
     pickup_once_per_session = True  # the pointer comes with a prompt: only the first one
@@ -67,6 +65,22 @@ class CopilotHooks(HookIntegration):
         return True
 
     def plan(self, target: InstallTarget) -> Plan:
+        from passdown.integrations._plugins import unless_covered
+
+        return unless_covered(target, self._plan(target))
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covering
+
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covered_note, covering
+
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else []
+
+    def _plan(self, target: InstallTarget) -> Plan:
         events = [*WRITE_EVENTS, *([PICKUP_EVENT] if target.pickup else [])]
         if target.scope == "user":
             path, wrapped = copilot_home() / "settings.json", False

@@ -14,6 +14,11 @@ install), unless told one, and says in which it found passdown; installed in bot
 agent that runs the hooks of both configs may run each of them twice, which it warns
 about.
 
+passdown installed through the agent's own plugin system (`_plugins`: Claude Code's
+plugin, Gemini CLI's and Qwen Code's extensions) counts as an install in the plugin's
+scope: doctor lists it, checks the passdown its launcher finds, and warns where
+`passdown install`'s hooks fire beside it (each event would write twice).
+
 An integration that is installed but cannot fire is `broken` (the command exits 1);
 one whose agent is not on PATH here is `agent_missing` (its hooks are fine, nothing
 here runs them).
@@ -33,6 +38,13 @@ from passdown.integrations import integrated_agents, integration_for
 from passdown.integrations._base import InstallTarget, Registered
 from passdown.integrations._command import CheckedCommand, check_command
 from passdown.integrations._files import ManagedEdits
+from passdown.integrations._plugins import (
+    KINDS,
+    LAUNCHER_PLACES,
+    PluginInstall,
+    launcher_program,
+    plugin_installs,
+)
 
 OK, BROKEN, NOT_INSTALLED, AGENT_MISSING = "ok", "broken", "not_installed", "agent_missing"
 BOTH = "both"  # the scope of a diagnosis that looked at the user's config and the project's
@@ -68,6 +80,7 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)  # what may still stop it elsewhere
     warnings: list[str] = field(default_factory=list)  # fires, but not as it should
     installed_in: list[str] = field(default_factory=list)  # the scopes passdown is in
+    plugins: list[PluginInstall] = field(default_factory=list)  # the agent's plugin installs
 
     @property
     def installed(self) -> bool:
@@ -112,6 +125,7 @@ class Diagnosis:
             "why_not": self.why_not(),
             "notes": list(self.notes),
             "warnings": list(self.warnings),
+            "plugins": [p.to_json() for p in self.plugins],
         }
 
 
@@ -124,7 +138,64 @@ def diagnose_all(names: Sequence[str], scope: str | None, project_dir: Path) -> 
     for agent in agents:  # every name checked first
         make_target(agent, scope or "user", project_dir)
     checked: dict[str, ProgramCheck] = {}
-    return [diagnose_scopes(agent, scope, project_dir, checked) for agent in agents]
+    return [
+        with_plugins(diagnose_scopes(agent, scope, project_dir, checked), project_dir, checked)
+        for agent in agents
+    ]
+
+
+def with_plugins(
+    diagnosis: Diagnosis, project_dir: Path, checked: dict[str, ProgramCheck]
+) -> Diagnosis:
+    """`diagnosis` with passdown's plugin installs into the agent that concern
+    `project_dir` in the scopes it looked at: each listed (a note), the passdown their
+    launcher runs checked, and a warning where `install`'s hooks fire beside them."""
+    scopes = {"user": {"user"}, "project": {"project", "local"}}.get(
+        diagnosis.scope, {"user", "project", "local"}
+    )
+    plugins = [p for p in plugin_installs(diagnosis.agent, project_dir) if p.scope in scopes]
+    if not plugins:
+        return diagnosis
+    diagnosis.plugins = plugins
+    firing = [p for p in plugins if p.fires_in(project_dir)]
+    hooks = [r for p in diagnosis.programs for r in p.used_by if r.what.startswith("hook")]
+    for plugin in plugins:
+        diagnosis.notes.append(f"installed as {plugin.describe()} from {plugin.path}")
+    if firing and (hooks or diagnosis.manifest):
+        names = ", ".join(p.name for p in firing)
+        uninstall = " or ".join(
+            f"`passdown uninstall {diagnosis.agent} --scope {scope}`"
+            for scope in diagnosis.installed_in or ["user"]
+        )
+        diagnosis.warnings.insert(
+            0,
+            f"passdown's hooks fire twice: from the {KINDS[diagnosis.agent]} {names} and "
+            f"from `passdown install`; keep one ({uninstall}, or remove the plugin)",
+        )
+    for plugin in firing:
+        if plugin.scope not in diagnosis.installed_in:
+            diagnosis.installed_in.append(plugin.scope)
+    if not firing:
+        return diagnosis
+    used_by = [Registered(p.hooks_file, f"plugin {p.name}", "passdown") for p in firing]
+    program = launcher_program()
+    if program is None:
+        places = ", ".join(f"~/{place}" for place in LAUNCHER_PLACES)
+        diagnosis.programs.append(
+            ProgramCheck(
+                "passdown",
+                used_by,
+                f"the plugin's launcher finds no passdown (not on PATH, nor {places})",
+                scope=firing[0].scope,
+            )
+        )
+        return diagnosis
+    result = checked.get(program) or _check_program(program, diagnosis.agent)
+    checked[program] = result
+    diagnosis.programs.append(
+        ProgramCheck(program, used_by, result.problem, result.version, firing[0].scope)
+    )
+    return diagnosis
 
 
 def diagnose_scopes(

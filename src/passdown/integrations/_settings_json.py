@@ -12,14 +12,18 @@ Events passdown uses: Gemini `SessionStart`, `SessionEnd`, `PreCompress`; Qwen
 `SessionStart`, `Stop` (each turn: the pinned Qwen fires no `SessionEnd` in `-p` runs),
 `SessionEnd`, `PreCompact`, `StopFailure` (a turn that ended on an API error; not seen
 firing in `-p` runs of the pinned version). The MCP server and skill are not installed for these agents yet.
+
+Where passdown's extension (`plugins/gemini`, `plugins/qwen`: `_plugins.covering`) fires
+in the target's scope, an install writes nothing and says so; an uninstall still removes
+what an earlier install wrote.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from passdown.integrations._agent_homes import gemini_home, qwen_home
 from passdown.integrations._base import (
     PRE_COMPACT,
     SESSION_END,
@@ -45,7 +49,7 @@ class SettingsJsonHooks(HookIntegration):
     def home(self) -> Path:
         raise NotImplementedError
 
-    def plan(self, target: InstallTarget) -> Plan:
+    def _plan(self, target: InstallTarget) -> Plan:
         base = self.home() if target.scope == "user" else target.project_dir / self.folder
         events = [*self.write_events, *(["SessionStart"] if target.pickup else [])]
         agent = self.agent
@@ -62,11 +66,27 @@ class SettingsJsonHooks(HookIntegration):
             )
         ]
 
+    def plan(self, target: InstallTarget) -> Plan:
+        from passdown.integrations._plugins import unless_covered
+
+        return unless_covered(target, self._plan(target))
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covering
+
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        from passdown.integrations._plugins import covered_note, covering
+
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else self._hooks_notes()
+
     def commands(self, target: InstallTarget) -> list[Registered]:
         base = self.home() if target.scope == "user" else target.project_dir / self.folder
         return settings_hook_commands(base / "settings.json", self.agent)
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def _hooks_notes(self) -> list[str]:
         return [
             f"{self.agent}: hooks only (no MCP server or skill yet); the handoff is "
             "written at session end and compaction and picked up at session start"
@@ -91,8 +111,7 @@ class GeminiHooks(SettingsJsonHooks):
     }
 
     def home(self) -> Path:
-        configured = os.environ.get("GEMINI_CLI_HOME")
-        return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
+        return gemini_home()
 
 
 class QwenHooks(SettingsJsonHooks):
@@ -109,5 +128,4 @@ class QwenHooks(SettingsJsonHooks):
     }
 
     def home(self) -> Path:
-        configured = os.environ.get("QWEN_HOME")
-        return Path(configured).expanduser() if configured else Path.home() / ".qwen"
+        return qwen_home()

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv, run_passdown
 from e2e.checks import ok
+from e2e.cline_kimi import cline_environ, kimi_environ
 from e2e.pyagents import pyagent
 from e2e.servers import ChatCompletionsServer, Step
 from e2e.test_switch_matrix import user_texts
-from e2e.wave2_clis import cline_environ, kimi_environ
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
 

@@ -1,6 +1,6 @@
-"""Run the third-wave CLIs of helper wave3a (Auggie from npm `@augmentcode/auggie`,
-Continue CLI `cn` from npm `@continuedev/cli`) against scripted model servers on
-127.0.0.1 in an isolated HOME, and export their sessions through `python -m passdown`.
+"""Run Auggie (from npm `@augmentcode/auggie`) and Continue CLI (`cn`, from npm
+`@continuedev/cli`) against scripted model servers on 127.0.0.1 in an isolated HOME,
+and export their sessions through `python -m passdown`.
 
 Auggie has no OpenAI or Anthropic base URL: it talks to its Augment "tenant", so
 `AugmentServer` fakes that backend (`POST /get-models`, a few empty list endpoints, and
@@ -19,9 +19,9 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from agent_entry_points import register
 from e2e.agents import CHAT_MODEL, FAKE_KEY, AgentEnv, find_agent
 from e2e.servers import DEFAULT_FINAL_TEXT, Step, _ScriptedServer
-from wave3a_agents import register
 
 AUGMENT_MODEL = "scripted-augment"
 _TASK_LINE = re.compile(r"UUID:(\w+) NAME:(.+?) DESCRIPTION:")
@@ -60,7 +60,7 @@ def export(
 def passdown(
     env: dict[str, str], cwd: Path, site: Path, *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m passdown ARGS` with the wave-3a agents registered."""
+    """`python -m passdown ARGS` with this checkout's agents registered."""
     return subprocess.run(
         [sys.executable, "-m", "passdown", *args],
         cwd=cwd,

@@ -5,7 +5,7 @@ gives up and leaves its request dump. Written to tests/fixtures/sessions/hermes/
 (read by tests/test_agent_hermes.py; `facts.json`, not `expected.json`:
 not one of the scenarios every recorded-session test runs):
 
-    PYTHONPATH=src:tests python tests/e2e/record_wave3.py
+    PYTHONPATH=src:tests python tests/e2e/record_hermes_resumed.py
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from e2e.agents import REPO_ROOT, AgentEnv, hermes_environ, run_hermes
+from e2e.fixture_recording import copy_db
 from e2e.pyagents import PYAGENT_VERSIONS
 from e2e.record import seed_workspace
 from e2e.servers import ChatCompletionsServer, Step
-from e2e.wave2_clis import _copy_db
 
 TARGET = REPO_ROOT / "tests" / "fixtures" / "sessions" / "hermes" / "resumed"
 FIRST = "Write notes.txt with one line."
@@ -69,7 +69,7 @@ def main() -> int:
     home = agent_env.home / ".hermes"
     shutil.rmtree(TARGET, ignore_errors=True)
     (TARGET / ".hermes" / "sessions").mkdir(parents=True)
-    _copy_db(home / "state.db", TARGET / ".hermes" / "state.db")
+    copy_db(home / "state.db", TARGET / ".hermes" / "state.db")
     for dump in (home / "sessions").glob("request_dump_*.json"):
         data = json.loads(dump.read_text())
         data["request"] = {"body": "(left out of the fixture: the whole model request)"}

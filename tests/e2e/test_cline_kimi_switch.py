@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from agent_entry_points import register
 from e2e.agents import AgentEnv, run_passdown, target_environ
 from e2e.checks import ok
+from e2e.cline_kimi import cline_environ, kimi_environ
 from e2e.pyagents import pyagent
 from e2e.record import seed_workspace
 from e2e.servers import Step
@@ -23,8 +25,6 @@ from e2e.test_switch_matrix import (
     session_arg,
     user_texts,
 )
-from e2e.wave2_clis import cline_environ, kimi_environ
-from wave2_agents import register
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -1,0 +1,28 @@
+"""Where the agents whose plugins and hooks passdown installs keep their own settings,
+as each agent reads it from its environment (one place for the installers and for the
+plugin records they look at)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def claude_dir() -> Path:
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
+def copilot_home() -> Path:
+    from passdown.agents._common import env_path
+
+    return env_path("COPILOT_HOME", Path.home() / ".copilot")
+
+
+def gemini_home() -> Path:
+    configured = os.environ.get("GEMINI_CLI_HOME")
+    return (Path(configured).expanduser() if configured else Path.home()) / ".gemini"
+
+
+def qwen_home() -> Path:
+    configured = os.environ.get("QWEN_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".qwen"

@@ -1,0 +1,243 @@
+"""passdown installed through an agent's own plugin system, as the agent records it.
+
+The repository's `plugins/claude` (a Claude Code plugin, served by the marketplace file
+`.claude-plugin/marketplace.json` at the repository's root), `plugins/gemini` (a Gemini
+CLI extension) and `plugins/qwen` (a Qwen Code extension) carry the hooks, the MCP server and the takeover skill that
+`passdown install` writes; their hooks run `scripts/passdown-launch`, which finds
+passdown as `launcher_program` does.
+
+- Claude Code: `plugins/installed_plugins.json` in its config folder
+  (`$CLAUDE_CONFIG_DIR`, else `~/.claude`) lists each install of `NAME@MARKETPLACE` with
+  its `scope` (user, project, local), `installPath` and, outside the user scope, its
+  `projectPath`; the settings file of that scope (`~/.claude/settings.json`,
+  `PROJECT/.claude/settings.json`, `PROJECT/.claude/settings.local.json`) enables it in
+  `enabledPlugins`.
+- GitHub Copilot CLI installs the same Claude Code plugin from the same marketplace
+  (`copilot plugin marketplace add`, `copilot plugin install passdown@passdown`) and
+  enables it in `enabledPlugins` of `~/.copilot/settings.json` (`$COPILOT_HOME`); the
+  launcher runs its hooks as `passdown hook copilot EVENT`.
+- Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
+  (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
+  `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
+  (`overrides`: `"!/path/*"` off, `"/path/*"` on, the last that matches wins).
+
+`passdown install` writes nothing into an agent whose plugin fires in the target's
+scope (`covering`), and `passdown doctor` lists the plugin installs beside its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from passdown.integrations._agent_homes import claude_dir, copilot_home, gemini_home, qwen_home
+from passdown.integrations._base import InstallTarget, Plan, read_config
+
+PLUGIN_NAME = "passdown"
+# where the plugins' launcher looks when `passdown` is not on PATH (in this order):
+# pipx's, uv tool's and the README's link; the README's venv; its Windows venv
+LAUNCHER_PLACES = (
+    ".local/bin/passdown",
+    ".local/share/passdown-venv/bin/passdown",
+    "passdown-venv/Scripts/passdown.exe",
+    "passdown-venv/Scripts/passdown",
+)
+KINDS = {
+    "claude": "Claude Code plugin",
+    "gemini": "Gemini CLI extension",
+    "qwen": "Qwen Code extension",
+    "copilot": "Claude Code plugin (in Copilot CLI)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInstall:
+    """One install of passdown's plugin into an agent, as the agent records it."""
+
+    agent: str
+    name: str  # claude: passdown@MARKETPLACE; gemini: passdown
+    scope: str  # user | project | local
+    path: Path  # the installed plugin's folder
+    project: Path | None  # the project of a project or local install
+    enabled: bool
+
+    @property
+    def hooks_file(self) -> Path:
+        return self.path / "hooks" / "hooks.json"
+
+    def fires_in(self, project_dir: Path) -> bool:
+        """Its hooks run in sessions in `project_dir`."""
+        if not self.enabled:
+            return False
+        return self.project is None or _same(self.project, project_dir)
+
+    def describe(self) -> str:
+        where = f"{self.scope} scope" + (f" of {self.project}" if self.project else "")
+        off = "" if self.enabled else ", disabled"
+        return f"the {KINDS[self.agent]} {self.name} ({where}{off})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scope": self.scope,
+            "path": str(self.path),
+            "project": str(self.project) if self.project else None,
+            "enabled": self.enabled,
+        }
+
+
+def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginInstall]:
+    """passdown's plugin installs into `agent` that concern `project_dir` (the user
+    scope's, and the project's own), or every one with None."""
+    if agent == "claude":
+        found = claude_plugins(project_dir)
+    elif agent == "copilot":
+        found = copilot_plugins()
+    elif agent in ("gemini", "qwen"):
+        found = extensions(agent, project_dir or Path.cwd())
+    else:
+        return []
+    if project_dir is None:
+        return found
+    return [p for p in found if p.project is None or _same(p.project, project_dir)]
+
+
+def covering(target: InstallTarget) -> PluginInstall | None:
+    """An enabled plugin install whose hooks already fire where `target` would install
+    them: one in the user scope fires in every project; one of a project, in it."""
+    for plugin in plugin_installs(target.agent, target.project_dir):
+        if not plugin.enabled:
+            continue
+        if plugin.project is None or target.scope == "project":
+            return plugin
+    return None
+
+
+def unless_covered(target: InstallTarget, plan: Plan) -> Plan:
+    """`plan` for `target`, or where passdown's plugin fires there already, one that
+    adds nothing and still removes what an earlier install wrote."""
+    if covering(target) is None:
+        return plan
+    return [(path, _unchanged, remove) for path, _add, remove in plan]
+
+
+def _unchanged(text: str | None) -> str | None:
+    return text
+
+
+def covered_note(target: InstallTarget, plugin: PluginInstall) -> str:
+    return (
+        f"{target.agent}: already installed as {plugin.describe()}; nothing written "
+        f"(`passdown uninstall {target.agent}` still removes an earlier install)"
+    )
+
+
+def launcher_program() -> str | None:
+    """The passdown the plugins' launcher runs here: on PATH, else the first of
+    `LAUNCHER_PLACES` under the home folder that is an executable file."""
+    on_path = shutil.which("passdown")
+    if on_path:
+        return on_path
+    for place in LAUNCHER_PLACES:
+        path = Path.home() / place
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+    return None
+
+
+# -- Claude Code ---------------------------------------------------------------------------
+
+
+def claude_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
+    base = claude_dir()
+    records = _json_object(read_config(base / "plugins" / "installed_plugins.json"))
+    plugins = records.get("plugins")
+    found: list[PluginInstall] = []
+    for name, entries in plugins.items() if isinstance(plugins, dict) else []:
+        if not str(name).startswith(f"{PLUGIN_NAME}@") or not isinstance(entries, list):
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or not entry.get("installPath"):
+                continue
+            scope = str(entry.get("scope") or "user")
+            project = Path(str(entry["projectPath"])) if entry.get("projectPath") else None
+            if scope == "user":
+                settings, project = base / "settings.json", None
+            elif project is None:
+                continue
+            else:
+                local = "settings.local.json" if scope == "local" else "settings.json"
+                settings = project / ".claude" / local
+            enabled = _json_object(read_config(settings)).get("enabledPlugins")
+            on = isinstance(enabled, dict) and enabled.get(name) is True
+            found.append(
+                PluginInstall("claude", name, scope, Path(str(entry["installPath"])), project, on)
+            )
+    return found
+
+
+def copilot_plugins() -> list[PluginInstall]:
+    settings = _json_object(read_config(copilot_home() / "settings.json"))
+    enabled = settings.get("enabledPlugins")
+    markets = settings.get("extraKnownMarketplaces")
+    found: list[PluginInstall] = []
+    for name, on in enabled.items() if isinstance(enabled, dict) else []:
+        if not str(name).startswith(f"{PLUGIN_NAME}@"):
+            continue
+        market = markets.get(str(name).split("@", 1)[1]) if isinstance(markets, dict) else None
+        source = market.get("source") if isinstance(market, dict) else None
+        root = source.get("path") if isinstance(source, dict) else None
+        path = Path(str(root)) / "plugins" / "claude" if root else copilot_home()
+        found.append(PluginInstall("copilot", str(name), "user", path, None, on is True))
+    return found
+
+
+# -- Gemini CLI, Qwen Code -----------------------------------------------------------------
+
+
+def extensions(agent: str, project_dir: Path) -> list[PluginInstall]:
+    folder = (gemini_home() if agent == "gemini" else qwen_home()) / "extensions"
+    manifest = _json_object(read_config(folder / PLUGIN_NAME / f"{agent}-extension.json"))
+    if manifest.get("name") != PLUGIN_NAME:
+        return []
+    install = _json_object(read_config(folder / PLUGIN_NAME / f".{agent}-extension-install.json"))
+    path = folder / PLUGIN_NAME
+    if install.get("type") == "link" and install.get("source"):
+        path = Path(str(install["source"]))  # a linked extension runs from its source
+    overrides = _json_object(read_config(folder / "extension-enablement.json")).get(PLUGIN_NAME)
+    rules = overrides.get("overrides") if isinstance(overrides, dict) else None
+    enabled = _enabled(rules if isinstance(rules, list) else [], project_dir)
+    return [PluginInstall(agent, PLUGIN_NAME, "user", path, None, enabled)]
+
+
+def _enabled(rules: list[Any], project_dir: Path) -> bool:
+    """Gemini CLI's (and Qwen Code's) enablement of an extension in `project_dir`: on, unless the last of
+    the `overrides` whose folder holds it starts with `!`."""
+    enabled = True
+    here = os.path.realpath(project_dir).rstrip(os.sep) + os.sep
+    for rule in rules:
+        text = str(rule)
+        negated = text.startswith("!")
+        folder = text.lstrip("!").rstrip("*").rstrip("/\\")
+        if here.startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep):
+            enabled = not negated
+    return enabled
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _json_object(text: str | None) -> dict[str, Any]:
+    try:
+        data = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _same(a: Path, b: Path) -> bool:
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
