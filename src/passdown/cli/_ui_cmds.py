@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import webbrowser
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -65,13 +67,31 @@ def ui_command(
         config = uvicorn.Config(
             local_app(store, current, host=host), log_level="warning", timeout_graceful_shutdown=2
         )
-        # Ctrl-C, the documented way to stop, once the URL is out: a clean stop, exit 0
-        with contextlib.suppress(KeyboardInterrupt):
+
+        def started() -> None:
             _say_url(url, current, store.url, as_json)
             if open_browser:
                 webbrowser.open(url)
-            uvicorn.Server(config).run(sockets=[sock])
+
+        # the URL goes out once the server runs; Ctrl-C, the documented way to stop,
+        # then stops it cleanly: exit 0
+        with contextlib.suppress(KeyboardInterrupt):
+            _serve(config, sock, started)
     click.echo("passdown: ui stopped", err=True)
+
+
+def _serve(config: Any, sock: socket.socket, started: Callable[[], None]) -> None:
+    """Run the server; `started` once it is up, not before (a Ctrl-C before then stops
+    it as cleanly)."""
+    import uvicorn
+
+    class AnnouncedServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                started()
+
+    AnnouncedServer(config).run(sockets=[sock])
 
 
 def _say_url(url: str, project: str, store: str, as_json: bool) -> None:
