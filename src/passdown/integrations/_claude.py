@@ -31,7 +31,6 @@ from passdown.integrations._base import (
     SESSION_START,
     SKILL_NAME,
     STOP_FAILURE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -44,7 +43,7 @@ from passdown.integrations._base import (
     skill_text,
     whole_file,
 )
-from passdown.integrations._plugins import covered_note, covering, unless_covered
+from passdown.integrations._plugins import PluginAwareHooks
 
 WRITE_EVENTS = ["PreCompact", "SessionEnd", "StopFailure"]
 
@@ -68,7 +67,7 @@ def claude_json() -> Path:
     return Path(configured) / ".claude.json" if configured else Path.home() / ".claude.json"
 
 
-class ClaudeHooks(HookIntegration):
+class ClaudeHooks(PluginAwareHooks):
     agent = "claude"
     events: ClassVar[dict[str, str]] = {
         "SessionStart": SESSION_START,
@@ -76,16 +75,6 @@ class ClaudeHooks(HookIntegration):
         "PreCompact": PRE_COMPACT,
         "StopFailure": STOP_FAILURE,
     }
-
-    def plan(self, target: InstallTarget) -> Plan:
-        return unless_covered(target, self._plan(target))
-
-    def registered_events(self, target: InstallTarget) -> list[str]:
-        return [] if covering(target) else super().registered_events(target)
-
-    def notes(self, target: InstallTarget) -> list[str]:
-        plugin = covering(target)
-        return [covered_note(target, plugin)] if plugin else []
 
     def _plan(self, target: InstallTarget) -> Plan:
         server = {"type": "stdio", "command": target.command, "args": ["mcp"], "env": {}}

@@ -28,7 +28,6 @@ from passdown.integrations._base import (
     SESSION_END,
     SESSION_START,
     STOP_FAILURE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -36,6 +35,7 @@ from passdown.integrations._base import (
     settings_hook_commands,
 )
 from passdown.integrations._command import POSIX, POWERSHELL, hook_line, hook_shell
+from passdown.integrations._plugins import PluginAwareHooks
 
 WRITE_EVENTS = ["sessionEnd", "preCompact", "errorOccurred"]
 # An error Copilot answers by compacting the history and retrying (compaction trigger
@@ -51,7 +51,7 @@ PICKUP_EVENT = "userPromptSubmitted"
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class CopilotHooks(HookIntegration):
+class CopilotHooks(PluginAwareHooks):
     agent = "copilot"
     pickup_once_per_session = True  # the pointer comes with a prompt: only the first one
     events: ClassVar[dict[str, str]] = {
@@ -63,22 +63,6 @@ class CopilotHooks(HookIntegration):
 
     def wants_stdin(self, args: list[str]) -> bool:
         return True
-
-    def plan(self, target: InstallTarget) -> Plan:
-        from passdown.integrations._plugins import unless_covered
-
-        return unless_covered(target, self._plan(target))
-
-    def registered_events(self, target: InstallTarget) -> list[str]:
-        from passdown.integrations._plugins import covering
-
-        return [] if covering(target) else super().registered_events(target)
-
-    def notes(self, target: InstallTarget) -> list[str]:
-        from passdown.integrations._plugins import covered_note, covering
-
-        plugin = covering(target)
-        return [covered_note(target, plugin)] if plugin else []
 
     def _plan(self, target: InstallTarget) -> Plan:
         events = [*WRITE_EVENTS, *([PICKUP_EVENT] if target.pickup else [])]

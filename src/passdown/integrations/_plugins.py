@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from passdown.integrations._agent_homes import claude_dir, copilot_home, gemini_home, qwen_home
-from passdown.integrations._base import InstallTarget, Plan, read_config
+from passdown.integrations._base import HookIntegration, InstallTarget, Plan, read_config
 
 PLUGIN_NAME = "passdown"
 # where the plugins' launcher looks when `passdown` is not on PATH (in this order):
@@ -127,6 +127,28 @@ def unless_covered(target: InstallTarget, plan: Plan) -> Plan:
 
 def _unchanged(text: str | None) -> str | None:
     return text
+
+
+class PluginAwareHooks(HookIntegration):
+    """The installer of an agent that can also run passdown's own plugin: where the
+    plugin fires already, an install writes nothing and says so (`_plan` is what it would
+    write otherwise, `own_notes` what it says otherwise)."""
+
+    def _plan(self, target: InstallTarget) -> Plan:
+        raise NotImplementedError
+
+    def own_notes(self, target: InstallTarget) -> list[str]:
+        return []
+
+    def plan(self, target: InstallTarget) -> Plan:
+        return unless_covered(target, self._plan(target))
+
+    def registered_events(self, target: InstallTarget) -> list[str]:
+        return [] if covering(target) else super().registered_events(target)
+
+    def notes(self, target: InstallTarget) -> list[str]:
+        plugin = covering(target)
+        return [covered_note(target, plugin)] if plugin else self.own_notes(target)
 
 
 def covered_note(target: InstallTarget, plugin: PluginInstall) -> str:

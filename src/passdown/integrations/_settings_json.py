@@ -30,7 +30,6 @@ from passdown.integrations._base import (
     SESSION_START,
     STOP_FAILURE,
     TURN_COMPLETE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -40,9 +39,10 @@ from passdown.integrations._base import (
     settings_hook_commands,
 )
 from passdown.integrations._claude import ERROR_REASONS
+from passdown.integrations._plugins import PluginAwareHooks
 
 
-class SettingsJsonHooks(HookIntegration):
+class SettingsJsonHooks(PluginAwareHooks):
     folder = ""  # ".gemini"
     write_events: ClassVar[list[str]] = []
 
@@ -66,21 +66,8 @@ class SettingsJsonHooks(HookIntegration):
             )
         ]
 
-    def plan(self, target: InstallTarget) -> Plan:
-        from passdown.integrations._plugins import unless_covered
-
-        return unless_covered(target, self._plan(target))
-
-    def registered_events(self, target: InstallTarget) -> list[str]:
-        from passdown.integrations._plugins import covering
-
-        return [] if covering(target) else super().registered_events(target)
-
-    def notes(self, target: InstallTarget) -> list[str]:
-        from passdown.integrations._plugins import covered_note, covering
-
-        plugin = covering(target)
-        return [covered_note(target, plugin)] if plugin else self._hooks_notes()
+    def own_notes(self, target: InstallTarget) -> list[str]:
+        return self._hooks_notes()
 
     def commands(self, target: InstallTarget) -> list[Registered]:
         base = self.home() if target.scope == "user" else target.project_dir / self.folder
