@@ -118,10 +118,11 @@ def open_readonly(path: Path) -> ReadOnlyDatabase:
             return ReadOnlyDatabase(_private_index(uri), "wal-private-index")
         except sqlite3.Error as exc:
             return _immutable(uri, path, f"its write-ahead log could not be read ({exc})")
+    conn = _connect(uri, timeout=BUSY_TIMEOUT)
     try:
-        conn = _connect(uri, timeout=BUSY_TIMEOUT)
         _first_read(conn)
     except sqlite3.OperationalError as exc:
+        conn.close()  # not this connection: another way in, or the error
         if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_ROLLBACK":
             why = "a write was interrupted (a hot journal is left)"
         elif "locked" in str(exc) or "busy" in str(exc):
