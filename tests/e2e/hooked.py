@@ -5,6 +5,8 @@ what the hooks wrote (the hook log, the handoffs they stored)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -77,3 +79,26 @@ def stored_by(agent_env: AgentEnv, agent: str, event: str, wait: float = 0) -> l
         if ids or time.monotonic() >= deadline:
             return ids
         time.sleep(0.5)
+
+
+def without_passdown(path: str) -> str:
+    """`path` less every folder holding a `passdown` (the test's, the developer's)."""
+    return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
+
+
+def agent_extensions(agent: str, env: dict[str, str], cwd: Path, *args: str) -> str:
+    """`AGENT extensions ARGS` (Gemini CLI, Qwen Code): what it printed, or the test fails."""
+    from e2e.agents import find_agent
+    from e2e.checks import ok
+
+    proc = subprocess.run(
+        [str(find_agent(agent)), "extensions", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    return ok(proc, f"{agent} extensions {' '.join(args)}") + proc.stderr

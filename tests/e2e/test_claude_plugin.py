@@ -11,7 +11,6 @@ passdown at all, and no passdown hook is left in the settings.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -19,18 +18,13 @@ import pytest
 
 from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_claude, run_passdown
 from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path
+from e2e.hooked import handoff_json, hook_log, passdown_on_path, without_passdown
 from e2e.servers import AnthropicServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 TASK = "Write usage notes for the calculator in NOTES.md"
 MISSING = "passdown is not installed where this plugin looks"
-
-
-def _without_passdown(path: str) -> str:
-    """`path` less every folder holding a `passdown` (the test's, the developer's)."""
-    return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
 
 
 def _claude(env: dict[str, str], cwd: Path, *args: str) -> str:
@@ -99,7 +93,7 @@ def test_claude_plugin_writes_the_handoff_and_uninstalls_cleanly(
     assert "passdown@passdown" in doctor.stdout, doctor.stdout + doctor.stderr
 
     # no passdown where the launcher looks: the session is told (SessionStart's context)
-    bare = _without_passdown(env["PATH"])
+    bare = without_passdown(env["PATH"])
     with AnthropicServer([Step(text="Noted.")]) as anthropic:
         proc = run_claude(
             {**env, "PATH": bare, "TMPDIR": str(tmp_path), "ANTHROPIC_BASE_URL": anthropic.url},

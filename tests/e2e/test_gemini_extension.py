@@ -12,15 +12,19 @@ first request carries the pickup pointer, the MCP tools and the context file; af
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_gemini, run_passdown
+from e2e.agents import REPO_ROOT, AgentEnv, run_gemini, run_passdown
 from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path
+from e2e.hooked import (
+    agent_extensions,
+    handoff_json,
+    hook_log,
+    passdown_on_path,
+    without_passdown,
+)
 from e2e.servers import GeminiServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -29,26 +33,7 @@ TASK = "Write usage notes for the calculator in NOTES.md"
 MISSING = "passdown is not installed where this plugin looks"
 
 
-def _without_passdown(path: str) -> str:
-    """`path` less every folder holding a `passdown` (the test's, the developer's)."""
-    return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
-
-
 POINTER = "passdown: an unfinished task was handed over from"
-
-
-def _extensions(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("gemini")), "extensions", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"gemini extensions {' '.join(args)}") + proc.stderr
 
 
 def test_gemini_extension_writes_the_handoff_and_uninstalls_cleanly(
@@ -59,9 +44,11 @@ def test_gemini_extension_writes_the_handoff_and_uninstalls_cleanly(
     with GeminiServer([Step(text="Notes drafted. Next: document the add() edge cases.")]) as srv:
         env = agent_env.gemini_environ(srv.url)
         env["PATH"] = f"{bindir}:{env['PATH']}"  # the extension's launcher finds it on PATH
-        assert "successfully validated" in _extensions(env, workspace, "validate", str(extension))
-        _extensions(env, workspace, "install", str(extension), "--consent")
-        assert "passdown" in _extensions(env, workspace, "list")
+        assert "successfully validated" in agent_extensions(
+            "gemini", env, workspace, "validate", str(extension)
+        )
+        agent_extensions("gemini", env, workspace, "install", str(extension), "--consent")
+        assert "passdown" in agent_extensions("gemini", env, workspace, "list")
         proc = run_gemini(env, workspace, TASK)
         assert proc.returncode == 0, proc.stderr[-2000:]
     ran = calls.read_text(encoding="utf-8") if calls.exists() else ""
@@ -91,7 +78,7 @@ def test_gemini_extension_writes_the_handoff_and_uninstalls_cleanly(
     assert doctor["agents"][0]["plugins"][0]["name"] == "passdown", doctor
 
     # no passdown where the launcher looks: the session is told (SessionStart's context)
-    bare = _without_passdown(env["PATH"])
+    bare = without_passdown(env["PATH"])
     with GeminiServer([Step(text="Noted.")]) as srv:
         proc = run_gemini(
             {**env, "PATH": bare, "TMPDIR": str(tmp_path), "GOOGLE_GEMINI_BASE_URL": srv.url},
@@ -102,7 +89,7 @@ def test_gemini_extension_writes_the_handoff_and_uninstalls_cleanly(
         told = srv.step_requests()[0].text()
     assert MISSING in told, told[-3000:]
 
-    _extensions(env, workspace, "uninstall", "passdown")
+    agent_extensions("gemini", env, workspace, "uninstall", "passdown")
     assert not (agent_env.home / ".gemini" / "extensions" / "passdown").exists()
     assert "hook gemini" not in settings.read_text(encoding="utf-8")
     before_calls = calls.read_text(encoding="utf-8")
