@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2e.agents import AgentEnv, run_passdown
+from e2e.agents import AgentEnv, find_agent, run_passdown
 from e2e.checks import ok
 
 
@@ -88,9 +88,6 @@ def without_passdown(path: str) -> str:
 
 def agent_extensions(agent: str, env: dict[str, str], cwd: Path, *args: str) -> str:
     """`AGENT extensions ARGS` (Gemini CLI, Qwen Code): what it printed, or the test fails."""
-    from e2e.agents import find_agent
-    from e2e.checks import ok
-
     proc = subprocess.run(
         [str(find_agent(agent)), "extensions", *args],
         cwd=cwd,
