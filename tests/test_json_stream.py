@@ -6,10 +6,11 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import ijson
 import msgspec
 import pytest
 
-from passdown.agents._json_stream import DocumentStream
+from passdown.agents._json_stream import DocumentStream, _Bounded
 from passdown.transcript import Diagnostics
 
 STR = msgspec.json.Decoder(str)
@@ -93,6 +94,24 @@ def test_memory_stays_flat_whatever_the_document_holds(tmp_path: Path) -> None:
     tracemalloc.stop()
     assert count == 12_000 and diag.warnings == []
     assert peak < 2 * MB, f"peak {peak / MB:.1f} MB"
+
+
+def test_a_long_string_is_read_in_growing_pieces_so_its_cost_is_linear(tmp_path: Path) -> None:
+    """yajl scans a token that spans pieces again from its start on every piece: an 8 MB
+    string read in 64 KiB pieces cost its length squared (seconds per 50 MB). While a
+    string stays open the pieces double, so it takes a handful of pieces, and the items
+    around it (escaped quotes inside it included) come through whole."""
+    path = tmp_path / "s.json"
+    long_text = 'a \\" quote, [brackets] {and braces}, then ' + "y[" * (4 * MB)
+    _write(path, ["first", {"x": long_text}, "last"])
+    with path.open("rb") as handle:
+        bounded = _Bounded(handle, 64 * MB)
+        items = list(ijson.items(bounded, "history.item"))
+    assert items == ["first", {"x": long_text}, "last"]
+    assert bounded.pieces < 16, bounded.pieces  # in 64 KiB pieces: over 120
+    diag = Diagnostics()
+    assert [json.loads(raw) for raw in _stream(path, diag).items()][2] == "last"
+    assert diag.warnings == []
 
 
 def test_a_document_nested_past_the_depth_bound_is_read_up_to_there_quickly(

@@ -211,7 +211,11 @@ class _Bounded:
     past a piece that nests deeper than MAX_DEPTH: ijson spells out each value's prefix
     (`history.item.item...`), so a few hundred KB of `[[[[...` would cost it minutes and
     gigabytes (msgspec, decoding whole, refused such a document at once). The state at
-    the start of the last piece read is kept (`last_start`): where the tail is found."""
+    the start of the last piece read is kept (`last_start`): where the tail is found.
+
+    While one string spans whole pieces, each piece is twice the last (up to
+    `_LONGEST_PIECE`): yajl scans a token that spans pieces again from its start on every
+    piece, so pieces of one size would make a long string cost its length squared."""
 
     def __init__(self, handle: BinaryIO | _Joined, limit: int) -> None:
         self.handle = handle
@@ -223,11 +227,17 @@ class _Bounded:
         self.carry = b""  # a quote when a string is still open at the piece's end
         self.escape = b""  # a backslash that ended the last piece: escapes the next byte
         self.last_start = _Mark(0, 0, False, False)
+        self.grown = 0  # the size of the last piece while one string spans whole pieces
+        self.all_string = False  # the last piece was all inside one string
 
     def read(self, size: int = -1) -> bytes:
         if self.left <= 0:
             self.cut = self.cut or bool(size and self.handle.read(1))
             return b""
+        if size > 0 and self.all_string:
+            size = self.grown = min(max(size, 2 * self.grown), _LONGEST_PIECE)
+        else:
+            self.grown = 0
         piece = self.handle.read(self.left if size < 0 else min(size, self.left))
         self.left -= len(piece)
         self.last_start = _Mark(self.offset, self.depth, bool(self.carry), bool(self.escape))
@@ -244,6 +254,7 @@ class _Bounded:
         raw = _ESCAPE.sub(b"", self.escape + piece)
         self.escape = b"\\" if raw.endswith(b"\\") else b""  # escapes the next piece's first
         marks = self.carry + raw[: len(raw) - len(self.escape)].translate(None, _NOT_STRUCTURAL)
+        self.all_string = bool(self.carry) and marks.count(b'"') == 1  # open all through
         parts = marks.split(b'"')
         self.carry = b'"' if len(parts) % 2 == 0 else b""  # an odd count: a string still open
         brackets = b"".join(parts[::2])
@@ -345,6 +356,7 @@ class _Joined:
 MAX_DEPTH = 512
 _TAIL_SCAN_BYTES = 16 * _MIB  # how far past the last piece's start the array's end is sought
 _CHUNK = 64 * 1024
+_LONGEST_PIECE = 16 * _MIB  # the largest piece read while a long string is open
 _NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b'"[]{}')
 _ESCAPE = re.compile(rb"\\.", re.S)
 _MARK = re.compile(rb'["\[\]{}]')
