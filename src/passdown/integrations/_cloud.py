@@ -183,7 +183,7 @@ jobs:
       contents: read
     steps:
       - name: Check out the repository
-        uses: actions/checkout@v4
+        uses: actions/checkout@v5
 {step}"""
 
 WORKFLOW_STEP = """\
