@@ -114,7 +114,8 @@ def install_command(
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
     The agents run passdown by its absolute path, checked by running it once
     (`hook --check`) before any file changes. Idempotent; every changed config file is
-    backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire."""
+    backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire.
+    `passdown install cloud`: this repository's files that cloud agents read."""
     from passdown.integrations._install import install_all
 
     project = _project_dir(scope)
