@@ -41,7 +41,7 @@ def run_passdown(project: Path, *args: str, env: dict[str, str] | None = None) -
 
 def repo(tmp_path: Path) -> Path:
     project = tmp_path / "proj"
-    project.mkdir()
+    project.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     return project
 
@@ -234,3 +234,29 @@ def test_with_only_the_cloud_hooks_a_local_session_runs_no_passdown(tmp_path: Pa
     assert fire(project, "SessionStart", env) == [""]
     assert fire(project, "Stop", env) == [""]
     assert not log.exists()
+
+
+def test_install_claude_between_install_and_uninstall_cloud_keeps_each_ones_hooks(
+    tmp_path: Path,
+) -> None:
+    """Both write `.claude/settings.json`. Undone in the reverse order, the user's bytes
+    come back; uninstalling cloud first (the file changed since) removes only the cloud
+    hooks and leaves passdown's own."""
+    shim = passdown_script(tmp_path / "bin")
+    original = b'{\n    "model": "opus"\n}\n'
+    for order in (("claude", "cloud"), ("cloud", "claude")):
+        project = repo(tmp_path / order[0])
+        (project / ".claude").mkdir()
+        (project / ".claude" / "settings.json").write_bytes(original)
+        run_passdown(project, "install", "cloud")
+        run_passdown(project, "install", "claude", "--scope", "project", "--command", str(shim))
+        if order[0] == "claude":
+            run_passdown(project, "uninstall", "claude", "--scope", "project")
+            assert all(".passdown/cloud.sh" in c for c in hook_commands(project, "SessionStart"))
+            run_passdown(project, "uninstall", "cloud")
+            assert (project / ".claude" / "settings.json").read_bytes() == original
+        else:
+            run_passdown(project, "uninstall", "cloud")
+            events = ("SessionStart", "Stop", "SessionEnd")
+            left = [c for e in events for c in hook_commands(project, e)]
+            assert left and all(" hook claude" in c for c in left)
