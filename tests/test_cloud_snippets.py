@@ -128,14 +128,16 @@ def test_each_cloud_setup_pulls_the_handoff_into_a_fresh_clone(
         assert done.stdout == ""
 
 
-def test_the_web_session_pushes_its_handoff_back_at_stop_and_end(
+@pytest.mark.parametrize("way", ["claude-stop-hook", "cloud.sh end"])
+def test_the_cloud_session_pushes_its_handoff_back(
     world: tuple[Path, Side, Path, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    way: str,
 ) -> None:
-    """In the cloud clone a recorded Claude Code session runs; its `Stop` hook (as Claude
-    Code on the web fires it) exports and pushes; clone A pulls and has it. `end` does the
-    same for an agent without hooks."""
+    """In the cloud clone a recorded Claude Code session ran; its `Stop` hook (as Claude
+    Code on the web fires it), or `cloud.sh end` (what AGENTS.md asks an agent without
+    hooks to run), exports and pushes; clone A pulls and has that handoff."""
     remote, a, bin_dir, first = world
     recorded = next(r for r in scenarios("claude") if r.scenario == "full")
     home = tmp_path / "home-web"
@@ -145,17 +147,20 @@ def test_the_web_session_pushes_its_handoff_back_at_stop_and_end(
     clone = recorded.workspace_in(workspaces)
     git(tmp_path, "clone", "-q", str(remote), str(clone))
     env = environ(home, bin_dir, CLAUDE_CODE_REMOTE="true", CLAUDE_PROJECT_DIR=str(clone))
-    settings = json.loads((clone / ".claude" / "settings.json").read_text("utf-8"))
-    stop = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
     before = set(refs_on(remote))
 
-    payload = {
-        "hook_event_name": "Stop",
-        "session_id": session.stem,
-        "transcript_path": str(session),
-        "cwd": str(clone),
-    }
-    done = shell(stop[0], clone, env, json.dumps(payload))
+    if way == "claude-stop-hook":
+        settings = json.loads((clone / ".claude" / "settings.json").read_text("utf-8"))
+        [stop] = [h["command"] for g in settings["hooks"]["Stop"] for h in g["hooks"]]
+        payload = {
+            "hook_event_name": "Stop",
+            "session_id": session.stem,
+            "transcript_path": str(session),
+            "cwd": str(clone),
+        }
+        done = shell(stop, clone, env, json.dumps(payload))
+    else:
+        done = shell("sh .passdown/cloud.sh end claude", clone, env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     pushed = set(refs_on(remote)) - before
@@ -163,12 +168,8 @@ def test_the_web_session_pushes_its_handoff_back_at_stop_and_end(
 
     a.use()
     passdown(a, bin_dir, "pull")
-    web_id = json.loads((a.clone / ".agent-handoff" / "handoff.json").read_text("utf-8"))["id"]
-    assert web_id != first and web_id in next(iter(pushed))
-
-    done = shell("sh .passdown/cloud.sh end claude", clone, env)
-    assert done.returncode == 0, done.stderr
-    assert len(set(refs_on(remote)) - before) >= 1
+    came_back = json.loads((a.clone / ".agent-handoff" / "handoff.json").read_text("utf-8"))
+    assert came_back["id"] != first and came_back["id"] in next(iter(pushed))
 
 
 def test_a_remote_that_cannot_be_reached_is_said_and_the_setup_exits_1(
