@@ -260,3 +260,15 @@ def test_install_claude_between_install_and_uninstall_cloud_keeps_each_ones_hook
             events = ("SessionStart", "Stop", "SessionEnd")
             left = [c for e in events for c in hook_commands(project, e)]
             assert left and all(" hook claude" in c for c in left)
+
+
+def test_uninstall_keeps_what_the_user_added_to_the_copilot_workflow(tmp_path: Path) -> None:
+    project = repo(tmp_path)
+    run_passdown(project, "install", "cloud")
+    workflow = project / ".github" / "workflows" / "copilot-setup-steps.yml"
+    extra = "      - run: npm ci\n"
+    workflow.write_text(workflow.read_text("utf-8") + extra, encoding="utf-8")
+    run_passdown(project, "uninstall", "cloud")
+    left = workflow.read_text("utf-8")
+    assert left.endswith("uses: actions/checkout@v5\n" + extra)
+    assert "cloud.sh" not in left

@@ -42,6 +42,7 @@ from passdown.integrations._base import (
     json_edit,
     whole_file,
 )
+from passdown.integrations._files import Transform
 
 TARGET = "cloud"
 SCRIPT = Path(".passdown") / "cloud.sh"
@@ -258,7 +259,10 @@ def add_workflow(text: str | None) -> str | None:
 
 
 def remove_workflow(text: str | None) -> str | None:
-    return None if text is not None and MARK in text else text
+    """Ours as written goes; ours with the user's additions keeps them, less our step."""
+    if text is None or MARK not in text:
+        return text
+    return None if text == workflow_text() else text.replace(WORKFLOW_STEP, "")
 
 
 def add_cursor_install(data: dict[str, Any]) -> None:
@@ -297,7 +301,7 @@ def remove_agents_block(text: str | None) -> str | None:
     return re.sub(rf"(?ms)\n?^{re.escape(MD_BEGIN)}\n.*?^{re.escape(MD_END)}\n?", "", text)
 
 
-def _only_existing(edit: Any) -> Any:
+def _only_existing(edit: Transform) -> Transform:
     """`edit` on a file that exists; an absent one stays absent."""
     return lambda text: None if text is None else edit(text)
 
