@@ -109,13 +109,13 @@ def install_command(
     as_json: bool,
 ) -> None:
     """Register passdown with agents (claude, codex, gemini, qwen, copilot, opencode, pi;
-    `all`: each of them installed here): hooks that write a handoff when a session
+    `all`: each of them installed here; `cloud`: this repository's files that cloud
+    agents read): hooks that write a handoff when a session
     ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
     The agents run passdown by its absolute path, checked by running it once
     (`hook --check`) before any file changes. Idempotent; every changed config file is
-    backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire.
-    `passdown install cloud`: this repository's files that cloud agents read."""
+    backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire."""
     from passdown.integrations._install import install_all
 
     project = _project_dir(scope)
