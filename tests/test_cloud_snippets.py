@@ -121,6 +121,8 @@ def test_each_cloud_setup_pulls_the_handoff_into_a_fresh_clone(
     handoff_md = b.clone / ".agent-handoff" / "HANDOFF.md"
     assert handoff_md.is_file(), done.stderr
     assert handoff in passdown(b, bin_dir, "retrieve", handoff)  # in this box's store now
+    # an agent that commits everything it changed does not commit the handoff
+    assert ".agent-handoff" not in git(b.clone, "status", "--porcelain", "--untracked-files=all")
     if agent == "claude":  # the hook hands the session the pickup pointer, and only that
         context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
         assert "HANDOFF.md" in context or handoff[:8] in context
