@@ -109,7 +109,8 @@ def install_command(
     as_json: bool,
 ) -> None:
     """Register passdown with agents (claude, codex, gemini, qwen, copilot, opencode, pi;
-    `all`: each of them installed here): hooks that write a handoff when a session
+    `all`: each of them installed here; `cloud`: this repository's files that cloud
+    agents read): hooks that write a handoff when a session
     ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
     The agents run passdown by its absolute path, checked by running it once

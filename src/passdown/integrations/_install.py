@@ -21,7 +21,8 @@ from typing import Any
 
 from passdown.errors import UnknownAgent, UsageError
 from passdown.integrations import integrated_agents, integration_for
-from passdown.integrations._base import InstallTarget, Plan
+from passdown.integrations._base import HookIntegration, InstallTarget, Plan
+from passdown.integrations._cloud import TARGET as CLOUD
 from passdown.integrations._command import CheckedCommand, resolve_command
 from passdown.integrations._files import ManagedEdits, planning
 
@@ -33,6 +34,10 @@ Target = InstallTarget  # the name earlier releases used
 def make_target(
     agent: str, scope: str, project_dir: Path, command: str = "passdown", *, pickup: bool = True
 ) -> InstallTarget:
+    if agent == CLOUD:  # the repository's files, whatever scope the agents were given
+        from passdown._pipeline import workspace_for
+
+        return InstallTarget(agent, "project", workspace_for(project_dir), command, pickup)
     if agent not in integrated_agents():
         from passdown.agents._registry import load_agents
 
@@ -55,7 +60,7 @@ def make_target(
 
 def install(target: InstallTarget, *, dry_run: bool = False) -> ManagedEdits:
     """Edit the agent's files for `target` (with `dry_run`, only say how, as diffs)."""
-    integration = integration_for(target.agent)
+    integration = _integration(target.agent)
     edits = _edits(target)
     edits.dry_run = dry_run
     for path, add, _remove in integration.plan(target):
@@ -159,18 +164,21 @@ def install_all(
     outcome = Outcome("install", skipped=skipped, dry_run=dry_run)
     if not targets:
         return outcome  # `all` with no agent here: no command to check either
-    checked = outcome.checked = resolve_command(command, targets[0].agent)
+    # the cloud files run `passdown` by name in the cloud box: no command to check here
+    agents = [target for target in targets if target.agent != CLOUD]
+    checked = outcome.checked = resolve_command(command, agents[0].agent) if agents else None
     with planning(dry_run):
         for target in targets:
-            target = replace(target, command=checked.command)
+            if checked is not None and target.agent != CLOUD:
+                target = replace(target, command=checked.command)
             started(target)
             edits = install(target, dry_run=dry_run)
-            if checked.by_name:
+            if checked is not None and checked.by_name and target.agent != CLOUD:
                 edits.notes.append(
                     f"the hooks run `{checked.command}` by name: the agent must find it on its "
                     "own PATH (it was checked on this one)"
                 )
-            events = integration_for(target.agent).registered_events(target)
+            events = _integration(target.agent).registered_events(target)
             outcome.agents.append(AgentOutcome(target, edits, events))
     return outcome
 
@@ -244,8 +252,16 @@ def _without_integration() -> list[Skipped]:
 # -- helpers -------------------------------------------------------------------------------
 
 
+def _integration(name: str) -> HookIntegration:
+    if name == CLOUD:
+        from passdown.integrations._cloud import CloudSetup
+
+        return CloudSetup()
+    return integration_for(name)
+
+
 def _plan(target: InstallTarget) -> Plan:
-    return integration_for(target.agent).plan(target)
+    return _integration(target.agent).plan(target)
 
 
 def _edits(target: InstallTarget) -> ManagedEdits:
@@ -253,7 +269,7 @@ def _edits(target: InstallTarget) -> ManagedEdits:
     into the files of the agent's own user config that the integration names."""
     if target.scope != "project":
         return ManagedEdits(target.key)
-    outside = frozenset(integration_for(target.agent).user_files(target))
+    outside = frozenset(_integration(target.agent).user_files(target))
     return ManagedEdits(target.key, confine_to=target.project_dir, outside=outside)
 
 
