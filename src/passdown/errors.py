@@ -9,6 +9,9 @@
     ├── LaunchError                   exit 7             the target agent could not be started
     ├── OutputError                   exit 8             the handoff could not be written
     ├── StoreError                    exit 9   HTTP 503  the handoff store failed
+    │   ├── ServerUnreachable         exit 18            the team server (PASSDOWN_STORE=https://...) cannot be reached
+    │   ├── TokenRefused              exit 19  HTTP 401  no token, or one the team server does not know (revoked)
+    │   ├── ForeignScope              exit 20  HTTP 403  the token is bound to another project
     │   ├── RecordNotFound            exit 10  HTTP 404
     │   │   └── HandoffNotFound       exit 10  HTTP 404  no such (or no active) handoff
     │   ├── RecordConflict            exit 11  HTTP 409
@@ -74,6 +77,25 @@ class OutputError(PassdownError):
 
 class StoreError(PassdownError):
     exit_code = 9
+
+
+class ServerUnreachable(StoreError):
+    """The team server a `PASSDOWN_STORE=https://...` names does not answer (refused,
+    timed out, its TLS certificate not trusted)."""
+
+    exit_code = 18
+
+
+class TokenRefused(StoreError):
+    """No token for the team server, or one it does not know (never issued, revoked)."""
+
+    exit_code = 19
+
+
+class ForeignScope(StoreError):
+    """A request for a project other than the one the token is bound to."""
+
+    exit_code = 20
 
 
 class RecordNotFound(StoreError):
@@ -172,6 +194,9 @@ ERROR_CLASSES: tuple[type[PassdownError], ...] = (
     LaunchError,
     OutputError,
     StoreError,
+    ServerUnreachable,
+    TokenRefused,
+    ForeignScope,
     RecordNotFound,
     RecordConflict,
     RecordInvalid,
@@ -193,6 +218,8 @@ HTTP_STATUSES: dict[type[PassdownError], int] = {
     PassdownError: 500,
     UsageError: 400,
     StoreError: 503,
+    TokenRefused: 401,
+    ForeignScope: 403,
     RecordNotFound: 404,
     RecordConflict: 409,
     RecordInvalid: 400,

@@ -54,16 +54,37 @@ def mcp_command(project: str | None, store_url: str | None) -> None:
     metavar="BYTES",
     help="Largest request body accepted; larger ones get 413 (default: $PASSDOWN_SERVE_MAX_BODY or 1048576).",
 )
+@click.option(
+    "--certfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Serve https with this PEM certificate (chain); needs --keyfile. Or put a reverse "
+    "proxy that speaks TLS in front.",
+)
+@click.option(
+    "--keyfile",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The private key (PEM, unencrypted) of --certfile.",
+)
 @json_option('Print {"url", "mcp", "api"} as one line of JSON on stdout, then serve.')
 def serve_command(
-    host: str, port: int, store_url: str | None, max_body: int | None, as_json: bool
+    host: str,
+    port: int,
+    store_url: str | None,
+    max_body: int | None,
+    certfile: Path | None,
+    keyfile: Path | None,
+    as_json: bool,
 ) -> None:
-    """Team server: the MCP tools over streamable HTTP at /mcp and a JSON API at
-    /api/records, for tokens from `passdown token create` (each bound to one project)."""
-    from passdown.mcp._http import bind, max_body_from_env, run
+    """Team server: the MCP tools over streamable HTTP at /mcp, a JSON API at
+    /api/records, and the store API that `PASSDOWN_STORE=https://HOST:PORT` on another
+    machine uses, for tokens from `passdown token create` (each bound to one project)."""
+    from passdown.mcp._http import bind, max_body_from_env, run, tls_files
     from passdown.store import open_store
 
     limit = max_body or max_body_from_env()
+    tls = tls_files(certfile, keyfile)  # a certificate that does not load fails first
     sock = bind(host, port)  # a port in use is an error before anything says "serving"
     try:
         with open_store(store_url) as store:
@@ -71,10 +92,23 @@ def serve_command(
             # listening before saying so: a client that connects as soon as it reads the
             # URL waits in the backlog instead of being refused while the server starts
             sock.listen(128)
-            _say_serving(f"http://{host}:{bound}/", as_json)
-            run(store, host=host, port=bound, workspace=_workspace(), max_body=limit, sock=sock)
+            scheme = "https" if tls else "http"
+            _say_serving(f"{scheme}://{_url_host(host)}:{bound}/", as_json)
+            run(
+                store,
+                host=host,
+                port=bound,
+                workspace=_workspace(),
+                max_body=limit,
+                sock=sock,
+                tls=tls,
+            )
     finally:
         sock.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _say_serving(url: str, as_json: bool) -> None:
@@ -122,7 +156,7 @@ def token_create(project: str, new: bool, label: str, as_json: bool, store_url: 
 @json_option('Print {"revoked": true} as JSON.')
 @click.option("--store", "store_url", metavar="URL", help=_STORE_HELP)
 def token_revoke(token: str, as_json: bool, store_url: str | None) -> None:
-    """Revoke a token (it stops working within a few seconds on running servers)."""
+    """Revoke a token (it stops working at once, on every server that shares the store)."""
     from passdown.errors import UsageError
     from passdown.store import open_store
     from passdown.store._tokens import revoke_token

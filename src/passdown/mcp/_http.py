@@ -12,6 +12,12 @@ did not exist.
     GET  /api/records/{id}       retrieve                     -> 200 record | 404
     GET  /api/records?text=&type=&kind=&since=&until=&limit=&cursor=   find -> 200
     GET  /healthz                (no token)                   -> 200 {"ok": true}
+    /api/store/...               the whole Store interface, for `PASSDOWN_STORE=https://...`
+                                 on another machine (`passdown.mcp._api`)
+
+The server keeps nothing of its own beside the store: every request (its token's scope
+included) is answered from the database, so several servers on one PostgreSQL database
+answer alike. TLS: `--certfile`/`--keyfile` (uvicorn's), or a reverse proxy in front.
 
 A request body larger than the limit (`--max-body`, `$PASSDOWN_SERVE_MAX_BODY`, default
 1 MiB) is 413 before anything reads it; the store bounds each record's size too
@@ -277,7 +283,9 @@ def build_app(
     server = build_server(
         lambda ctx: tools_for_request(store, workspace, ctx.request_context.request)
     )
-    for path, methods, handler in api_routes(store):
+    from passdown.mcp._api import store_routes
+
+    for path, methods, handler in [*api_routes(store), *store_routes(store)]:
         server.custom_route(path, methods=methods)(handler)
     app = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
@@ -311,6 +319,25 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def tls_files(certfile: Path | None, keyfile: Path | None) -> tuple[str, str] | None:
+    """uvicorn's ssl options for `--certfile`/`--keyfile`, after checking that the two
+    go together and that they load (a ServeError says which one does not)."""
+    if certfile is None and keyfile is None:
+        return None
+    if certfile is None or keyfile is None:
+        raise UsageError("--certfile and --keyfile go together: give both, or neither")
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ServeError(
+            f"cannot load the TLS certificate {certfile} with its key {keyfile}: {exc}",
+            hint="--certfile takes a PEM certificate (chain), --keyfile its unencrypted PEM key",
+        ) from None
+    return str(certfile), str(keyfile)
+
+
 def run(
     store: Store,
     *,
@@ -319,10 +346,19 @@ def run(
     workspace: Path | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     sock: socket.socket | None = None,
+    tls: tuple[str, str] | None = None,
 ) -> None:
     import uvicorn
 
     sock = sock or bind(host, port)
     app = build_app(store, host=host, workspace=workspace, max_body=max_body)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    certfile, keyfile = tls or (None, None)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
     uvicorn.Server(config).run(sockets=[sock])

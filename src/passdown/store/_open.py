@@ -21,13 +21,19 @@ def default_store_url() -> str:
     from_env = os.environ.get("PASSDOWN_STORE")
     if from_env:
         return from_env
-    from_config = _config_url(data_dir() / CONFIG_FILE)
+    from_config = _config_value(data_dir() / CONFIG_FILE, "url")
     if from_config:
         return from_config
     return f"sqlite://{data_dir() / 'store.db'}"
 
 
-def _config_url(path: Path) -> str | None:
+def _setting(env: str, key: str) -> str | None:
+    """`$env`, else `[store] key` in the config file (the team server's token and CA
+    bundle sit beside its `url` there)."""
+    return os.environ.get(env) or _config_value(data_dir() / CONFIG_FILE, key)
+
+
+def _config_value(path: Path, key: str) -> str | None:
     if not path.is_file():
         return None
     try:
@@ -39,18 +45,20 @@ def _config_url(path: Path) -> str | None:
         config = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise StoreError(f"cannot read {path}: {exc}") from exc
-    url = config.get("store", {}).get("url")
-    if url is not None and not isinstance(url, str):
-        raise StoreError(f"{path}: [store] url must be a string")
-    return url
+    section = config.get("store", {})
+    value = section.get(key) if isinstance(section, dict) else None
+    if value is not None and not isinstance(value, str):
+        raise StoreError(f"{path}: [store] {key} must be a string")
+    return value
 
 
 def open_store(url: str | None = None) -> Store:
     """Open (creating and migrating if needed) the store at `url`.
 
     `sqlite://PATH` (so `sqlite:///abs/path.db`; `sqlite://:memory:` for a throwaway
-    store) or `postgresql://user:pass@host/db[?schema=NAME]`. Without a URL, see
-    `default_store_url`.
+    store), `postgresql://user:pass@host/db[?schema=NAME]`, or a team server
+    `https://HOST[:PORT]` (`http://` on loopback; `passdown.store._http`). Without a URL,
+    see `default_store_url`.
     """
     url = url or default_store_url()
     scheme, sep, rest = url.partition("://")
@@ -67,10 +75,20 @@ def open_store(url: str | None = None) -> Store:
         from passdown.store._postgres import PostgresStore
 
         return recovered(PostgresStore(url))
+    if sep and scheme.lower() in ("http", "https"):
+        from passdown.store._http import CA_BUNDLE_ENV, TOKEN_ENV, HTTPStore, ServerConfig
+
+        config = ServerConfig(
+            url=url.rstrip("/"),
+            token=_setting(TOKEN_ENV, "token"),
+            ca_bundle=_setting(CA_BUNDLE_ENV, "ca_bundle"),
+        )
+        return recovered(HTTPStore(config))
     from passdown.store._postgres import redact
 
     raise UsageError(
-        f"unsupported store URL {redact(url)!r}: use sqlite:///PATH or postgresql://..."
+        f"unsupported store URL {redact(url)!r}: use sqlite:///PATH, postgresql://... "
+        "or https://HOST[:PORT] (a team server)"
     )
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,6 +39,8 @@ def create_token(store: Store, project: str, label: str = "") -> str:
         scope = Scope(project=project)
     except ValidationError:
         raise UsageError(f"invalid project name {project!r}: give a non-empty name") from None
+    if scope.project == REGISTRY.project:
+        raise UsageError(f"{project!r} is the token registry's own scope: choose another name")
     token = PREFIX + secrets.token_urlsafe(32)
     value = json.dumps(
         {
@@ -117,27 +118,15 @@ def revoke_token(store: Store, token: str) -> bool:
     return current is not None and store.set_pointer(REGISTRY, name, current, None)
 
 
-TOKEN_CACHE_S = 5.0  # a revoked token stops working (API, MCP, pages) within this long
-
-
 class TokenLookup:
-    """Token -> its scope for a server's requests: the store is asked at most once per
-    token every TOKEN_CACHE_S (off the event loop), so a revocation takes effect within
-    that long without a store query per request."""
+    """Token -> its scope, for a server's requests: asked of the store on every request
+    (off the event loop), never cached, so a revoked token stops working at once on every
+    server that shares the store, and two servers never disagree about a token."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._cache: dict[str, tuple[float, Scope | None]] = {}
 
     async def __call__(self, token: str) -> Scope | None:
         import anyio.to_thread
 
-        now = time.monotonic()
-        hit = self._cache.get(token)
-        if hit and now - hit[0] < TOKEN_CACHE_S:
-            return hit[1]
-        bound = await anyio.to_thread.run_sync(scope_for_token, self.store, token)
-        if len(self._cache) > 10_000:  # bounded: a client cycling tokens cannot grow it
-            self._cache.clear()
-        self._cache[token] = (now, bound)
-        return bound
+        return await anyio.to_thread.run_sync(scope_for_token, self.store, token)
