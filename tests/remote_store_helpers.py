@@ -1,17 +1,55 @@
-"""What the team-server-as-a-store tests share: `passdown serve` as a real process, and
-a throwaway certificate authority with a certificate for 127.0.0.1 (made with
-`cryptography`, which the MCP SDK's pyjwt[crypto] brings)."""
+"""What the team-server-as-a-store tests share: `passdown serve`'s app in a thread, or
+as a real process, and a throwaway certificate authority with a certificate for
+127.0.0.1 (made with `cryptography`, which the MCP SDK's pyjwt[crypto] brings)."""
 
 from __future__ import annotations
 
 import datetime
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import uvicorn
+
+from passdown.mcp._http import build_app
+from passdown.store import Store
+
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+class Served:
+    """`passdown serve`'s app over `backing`, on a loopback port, in a thread (https
+    when given a certificate and its key)."""
+
+    def __init__(self, backing: Store, tls: tuple[Path, Path] | None = None) -> None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
+        config = uvicorn.Config(
+            build_app(backing),
+            log_level="warning",
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
 
 
 class Serve:
@@ -33,8 +71,18 @@ class Serve:
         env.update(PASSDOWN_DATA_DIR=str(folder / "data"), HOME=str(folder), PYTHONPATH=str(SRC))
         tls = ["--certfile", str(certfile), "--keyfile", str(keyfile)] if certfile else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "passdown", "serve", "--port", "0", "--json"]
-            + ["--store", store, *tls],
+            [
+                sys.executable,
+                "-m",
+                "passdown",
+                "serve",
+                "--port",
+                "0",
+                "--json",
+                "--store",
+                store,
+                *tls,
+            ],
             env=env,
             cwd=folder,
             stdout=subprocess.PIPE,

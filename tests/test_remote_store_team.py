@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recorded import scenarios
-from remote_store_helpers import SRC, Serve, self_signed
 
 from passdown.records import Scope
 from passdown.store import open_store
 from passdown.store._tokens import create_token
+from recorded import scenarios
+from remote_store_helpers import SRC, Serve, self_signed
 
 PG_URL = os.environ.get(
     "PASSDOWN_TEST_PG_URL", "postgresql://passdown:passdown@127.0.0.1:5432/passdown_test"
@@ -68,9 +68,7 @@ def workspace(tmp_path: Path) -> Path:
 def home_env(home: Path, store: str, token: str, **extra: str) -> dict[str, str]:
     """A machine of its own: HOME, data folder, agent homes; the team server as store."""
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PASSDOWN_", "CLAUDE_", "CODEX_"))
+        k: v for k, v in os.environ.items() if not k.startswith(("PASSDOWN_", "CLAUDE_", "CODEX_"))
     }
     env.update(
         HOME=str(home),
@@ -212,7 +210,7 @@ def test_the_same_over_https_with_a_self_signed_certificate(
     tmp_path: Path, workspace: Path, pg_url: str
 ) -> None:
     cert, key = self_signed(tmp_path / "tls")
-    outs, elapsed, handoff_id, project = run_team(
+    _outs, elapsed, handoff_id, project = run_team(
         tmp_path, workspace, pg_url, "https", certfile=cert, keyfile=key, ca=cert
     )
     assert elapsed < ANSWERED_WITHIN_S, f"{PICKUPS} pickups took {elapsed:.1f} s"

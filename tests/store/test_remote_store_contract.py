@@ -6,47 +6,21 @@ projects): every call still crosses HTTP, with that project's token."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from test_store_contract import *  # noqa: F403 -- the contract's tests, collected here too
 
-from passdown.mcp._http import build_app
 from passdown.records import Record, Scope
 from passdown.store import Page, RecordMeta, ScopeLike, Store, open_store
 from passdown.store._base import PointerKey, Prepared, Query, coerce_scope
 from passdown.store._http import HTTPStore, ServerConfig
 from passdown.store._tokens import create_token
+from remote_store_helpers import Served
 
 pytestmark = pytest.mark.timeout(120)
-
-
-class Served:
-    """`passdown serve`'s app over `backing`, on a loopback port, in a thread."""
-
-    def __init__(self, backing: Store) -> None:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(build_app(backing), log_level="warning"))
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [sock]}, daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 class Routed(Store):

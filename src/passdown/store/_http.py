@@ -335,7 +335,7 @@ def _answer(url: str, response: httpx2.Response) -> Any:
     message, hint = str(data["error"]), data.get("hint")
     cls = _error_class(str(data.get("type", "")), response.status_code)
     if cls is TokenRefused:
-        message = f"the team server {url} refused the token: unknown or revoked"
+        message = f"the team server {url} does not know this token (never issued, or revoked)"
         hint = f"ask for a new token (`passdown token create` on the server) and set {TOKEN_ENV}"
     raise cls(message, hint=str(hint) if hint else None)
 
