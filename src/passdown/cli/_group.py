@@ -149,6 +149,7 @@ def cli() -> None:
     9-12 store errors (9 the store failed, 10 not found, 11 conflict, 12 invalid
     record), 13 unknown agent, 14 cannot listen (serve), 15 record too large for the
     store, 16 push/pull could not reach or update the remote, 17 pull refused some
-    records, 130 interrupted. `switch` returns the launched agent's own code once it has
-    started it.
+    records, 18 team server unreachable, 19 token refused (none, unknown or revoked), 20
+    token of another project, 130 interrupted. `switch` returns the launched agent's own
+    code once it has started it.
     """
