@@ -390,3 +390,19 @@ def test_serve_takes_a_certificate_with_its_key_or_neither(
     assert main(["serve", "--port", "0", "--store", store, *tls]) == 14
     assert "cannot load the TLS certificate" in error_of(capsys)
     shutil.rmtree(tmp_path / "tls")
+
+
+def test_a_pickup_that_cannot_reach_the_server_injects_nothing_and_logs_why(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passdown.integrations._hooks import run_hook
+
+    url = f"http://127.0.0.1:{closed_port()}"
+    use_server(monkeypatch, url, "pdt_x")
+    (workspace / ".agent-handoff").mkdir()
+    (workspace / ".agent-handoff" / "handoff.json").write_text('{"id": "handoff-x"}')
+    start = {"hook_event_name": "SessionStart", "session_id": "s", "cwd": str(workspace)}
+    assert run_hook("claude", [], json.dumps(start)) == 0
+    assert capsys.readouterr().out == ""
+    log = (Path(_data_dir()) / "logs" / "hooks.log").read_text()
+    assert f"ServerUnreachable: cannot reach the team server {url}" in log
