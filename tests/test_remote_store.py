@@ -406,3 +406,17 @@ def test_a_pickup_that_cannot_reach_the_server_injects_nothing_and_logs_why(
     assert capsys.readouterr().out == ""
     log = (Path(_data_dir()) / "logs" / "hooks.log").read_text()
     assert f"ServerUnreachable: cannot reach the team server {url}" in log
+
+
+def test_a_write_above_the_servers_body_limit_is_exit_15_and_stores_nothing(
+    served: Served, backing: Store
+) -> None:
+    from passdown.errors import RecordTooLarge
+    from passdown.store._http import HTTPStore, ServerConfig
+
+    token = create_token(backing, "alpha", "")
+    with HTTPStore(ServerConfig(served.url, token, None)) as remote:
+        with pytest.raises(RecordTooLarge, match="request body too large") as raised:
+            remote.store(record("big", "alpha", "x" * (1536 * 1024)))
+        assert raised.value.exit_code == 15 and "--max-body" in (raised.value.hint or "")
+        assert remote.query("alpha").records == []
