@@ -420,3 +420,31 @@ def test_a_write_above_the_servers_body_limit_is_exit_15_and_stores_nothing(
             remote.store(record("big", "alpha", "x" * (1536 * 1024)))
         assert raised.value.exit_code == 15 and "--max-body" in (raised.value.hint or "")
         assert remote.query("alpha").records == []
+
+
+@pytest.mark.parametrize(
+    ("url", "taken"),
+    [
+        ("http://127.0.0.1:8765", True),
+        ("http://127.9.9.9:8765", True),
+        ("http://[::1]:8765", True),
+        ("http://localhost:8765/passdown", True),
+        ("https://passdown.example.org", True),
+        ("https://passdown.example.org:8443/prefix", True),
+        ("http://10.0.0.5:8765", False),
+        ("http://passdown.example.org", False),
+        ("http://[::ffff:10.0.0.5]:8765", False),
+        ("https://host:notaport", False),
+        ("https://", False),
+        ("https://host/?token=pdt_x", False),
+    ],
+)
+def test_which_server_urls_are_taken(url: str, taken: bool) -> None:
+    from passdown.errors import UsageError
+    from passdown.store._http import check_url
+
+    if taken:
+        check_url(url)
+    else:
+        with pytest.raises(UsageError):
+            check_url(url)
