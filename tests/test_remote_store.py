@@ -448,3 +448,22 @@ def test_which_server_urls_are_taken(url: str, taken: bool) -> None:
     else:
         with pytest.raises(UsageError):
             check_url(url)
+
+
+def test_a_name_the_server_does_not_answer_to_says_how_to_allow_it() -> None:
+    """`passdown serve --host 0.0.0.0` answers only the names in PASSDOWN_ALLOWED_HOSTS
+    (421 otherwise, its guard against DNS rebinding): the client's error says so."""
+    from passdown.errors import StoreError
+    from passdown.store._http import _answer
+
+    refused = httpx2.Response(421, json={"error": "Misdirected request: ..."})
+    with pytest.raises(StoreError) as raised:
+        _answer("https://passdown.internal:8443", refused)
+    assert raised.value.exit_code == 9
+    assert raised.value.hint == (
+        "start the server with PASSDOWN_ALLOWED_HOSTS=passdown.internal (the name clients use)"
+    )
+    forbidden = httpx2.Response(403, json={"error": "Forbidden: cross-origin request"})
+    with pytest.raises(StoreError) as raised:  # not a token of another project: no type
+        _answer("https://passdown.internal:8443", forbidden)
+    assert not isinstance(raised.value, ForeignScope)

@@ -28,7 +28,6 @@ from urllib.parse import urlsplit
 
 from passdown import errors
 from passdown.errors import (
-    ForeignScope,
     RecordNotFound,
     ServerUnreachable,
     StoreError,
@@ -308,9 +307,10 @@ def _unreachable(url: str, exc: Exception) -> ServerUnreachable:
     )
 
 
+# the statuses of answers that carry no `type` (the middleware's 401 and 413); the store
+# API names the class of every error it raises
 _STATUS_CLASSES: dict[int, type[StoreError]] = {
     401: TokenRefused,
-    403: ForeignScope,
     404: RecordNotFound,
     409: errors.RecordConflict,
     413: errors.RecordTooLarge,
@@ -337,6 +337,9 @@ def _answer(url: str, response: httpx2.Response) -> Any:
     if cls is TokenRefused:
         message = f"the team server {url} does not know this token (never issued, or revoked)"
         hint = f"ask for a new token (`passdown token create` on the server) and set {TOKEN_ENV}"
+    elif response.status_code == 421:  # the server's Host guard: a name it does not answer to
+        host = urlsplit(url).hostname
+        hint = f"start the server with PASSDOWN_ALLOWED_HOSTS={host} (the name clients use)"
     raise cls(message, hint=str(hint) if hint else None)
 
 
