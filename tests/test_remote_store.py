@@ -7,7 +7,7 @@ that cannot store writes nothing; the store API refuses every other scope with 4
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -72,15 +72,9 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "i"]):
-        subprocess.run(["git", *args], cwd=ws, env={**GIT_ENV, "PATH": _path()}, check=True)
+        subprocess.run(["git", *args], cwd=ws, env={**os.environ, **GIT_ENV}, check=True)
     monkeypatch.chdir(ws)
     return ws
-
-
-def _path() -> str:
-    import os
-
-    return os.environ.get("PATH", "")
 
 
 def project_of(ws: Path) -> str:
@@ -144,8 +138,6 @@ def test_export_find_and_retrieve_go_through_the_server(
 
 
 def _data_dir() -> str:
-    import os
-
     return os.environ["PASSDOWN_DATA_DIR"]
 
 
@@ -389,7 +381,6 @@ def test_serve_takes_a_certificate_with_its_key_or_neither(
     tls = ["--certfile", str(junk), "--keyfile", str(junk)]
     assert main(["serve", "--port", "0", "--store", store, *tls]) == 14
     assert "cannot load the TLS certificate" in error_of(capsys)
-    shutil.rmtree(tmp_path / "tls")
 
 
 def test_a_pickup_that_cannot_reach_the_server_injects_nothing_and_logs_why(

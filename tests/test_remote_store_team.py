@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -101,8 +102,6 @@ def export_from(home: Path, env: dict[str, str], ws: Path) -> str:
     """HOME A's claude session handed off into `ws` through the team server."""
     recorded = next(r for r in scenarios("claude") if r.scenario == "full")
     claude_home = home / ".claude"
-    import shutil
-
     shutil.copytree(recorded.root, claude_home, ignore=shutil.ignore_patterns("expected.json"))
     session = claude_home / recorded.session_files()[0]
     done = passdown(env, "export", "--session", str(session), "--workspace", str(ws))
