@@ -170,7 +170,18 @@ def run_team(
         handoff_id = export_from(home_a, envs[0], ws)
         outs, elapsed = concurrent_pickups(ws, envs)
         claimed = [out for out in outs if out.strip()]
-        assert len(claimed) == 1, (outs, hook_logs(home_a, home_b))
+        logs = hook_logs(home_a, home_b)
+        assert len(claimed) == 1, (outs, logs)
+        # every pickup answered: one claim, the others lost the race (no error among them)
+        outcomes = [
+            line.split("pickup claude ", 1)[1]
+            for line in logs.splitlines()
+            if "pickup claude " in line
+        ]
+        assert len(outcomes) == PICKUPS, logs
+        assert [o for o in outcomes if o.split()[0] not in ("taken", "already-claimed")] == [
+            f"claimed {handoff_id}"
+        ], logs
     finally:
         for server in servers:
             server.stop()
