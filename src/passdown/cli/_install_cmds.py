@@ -113,8 +113,17 @@ def install_command(
     ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
     The agents run passdown by its absolute path, checked by running it once
-    (`hook --check`) before any file changes. Idempotent; every changed config file is
+    (`hook --check`) before any file changes. `passdown install git`, in a repository:
+    a pre-push hook (chained with the one there) that shares the handoffs on every
+    push, in the background; the repository opts in. Idempotent; every changed config file is
     backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire."""
+    if "git" in agents:  # a repository's pre-push hook (`integrations._git_share`)
+        from passdown.integrations._git_share import install_outcome
+
+        _only_git(agents)
+        verb = "checking" if dry_run else "installing"
+        _run(verb, as_json, lambda _started: install_outcome(Path.cwd(), command, dry_run=dry_run))
+        return
     from passdown.integrations._install import install_all
 
     project = _project_dir(scope)
@@ -194,6 +203,12 @@ def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> Non
     """Undo `passdown install` (`all`: every agent installed into in this scope):
     restore each config file exactly as it was (or, for a file changed since, remove
     only passdown's entries)."""
+    if "git" in agents:
+        from passdown.integrations._git_share import uninstall_outcome
+
+        _only_git(agents)
+        _run("uninstalling", as_json, lambda _started: uninstall_outcome(Path.cwd()))
+        return
     from passdown.integrations._install import uninstall_all
 
     project = _project_dir(scope)
@@ -202,6 +217,13 @@ def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> Non
         as_json,
         lambda started: uninstall_all(agents, scope, project, started=started),
     )
+
+
+def _only_git(agents: tuple[str, ...]) -> None:
+    if set(agents) != {"git"}:
+        from passdown.errors import UsageError
+
+        raise UsageError("`git` goes on its own: `passdown install git`, then the agents")
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True})
@@ -220,7 +242,11 @@ def hook_command(check: bool, as_json: bool, agent: str | None, args: tuple[str,
     fails: errors go to the hook log in the data folder and the exit code is 0.
     `passdown hook --check [AGENT]` only answers (and fails on an unknown AGENT)."""
     if check:
-        return _hook_check(agent, as_json)
+        return _hook_check(None if agent == "git" else agent, as_json)
+    if agent == "git":  # the pre-push hook of `passdown install git`
+        from passdown.integrations._git_share_run import hook_main
+
+        return hook_main(list(args))
     if agent is None:
         from passdown.errors import UsageError
 
