@@ -89,7 +89,7 @@ def spawn_detached(
             kwargs["creationflags"] = flags
         else:
             kwargs["start_new_session"] = True
-        proc = subprocess.Popen(  # noqa: S603 (an argv list, never a shell)
+        proc = subprocess.Popen(
             argv,
             executable=executable,
             cwd=cwd,
@@ -103,4 +103,4 @@ def spawn_detached(
     finally:
         if not isinstance(out, int):
             out.close()
-    return proc.pid
+    return int(proc.pid)

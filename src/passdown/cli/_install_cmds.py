@@ -156,17 +156,27 @@ def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) ->
     passdown's hooks would fire and why not: installed into the agent, and in which
     scope (user, project; both warns: the hooks may run twice)? does each command its
     config runs exist, and run (`hook --check`)? does the install fit the agent's
-    version? is the agent on PATH? Exits 1 when an installed integration cannot fire."""
-    from passdown.integrations._doctor import BROKEN, diagnose_all
+    version? is the agent on PATH? Then a line per repository that shares its handoffs
+    on push (`passdown install git`): handoffs pending since when, the last error. Exits
+    1 when an installed integration cannot fire."""
+    from passdown.integrations._doctor import BROKEN, diagnose_all, shared_repositories
 
     diagnoses = diagnose_all(agents, scope, _project_dir(scope or "project"))
     broken = [d for d in diagnoses if d.status == BROKEN]
+    shared = [] if agents else shared_repositories(Path.cwd())
     if as_json:
         from passdown.cli._output import emit_json
 
-        emit_json({"agents": [d.to_json() for d in diagnoses], "ok": not broken})
+        emit_json(
+            {
+                "agents": [d.to_json() for d in diagnoses],
+                "shared": [s.to_json() for s in shared],
+                "ok": not broken,
+            }
+        )
     else:
         _doctor_report(diagnoses)
+        _shared_report(shared)
     if broken:
         names = ", ".join(d.agent for d in broken)
         click.echo(f"passdown: error: the hooks of {names} cannot fire (see above)", err=True)
@@ -193,6 +203,15 @@ def _doctor_report(diagnoses: list[Any]) -> None:
             click.echo(f"warning: {d.agent}: {shown(warning)}", err=True)
         for note in d.notes:
             click.echo(f"note: {d.agent}: {shown(note)}", err=True)
+
+
+def _shared_report(shared: list[Any]) -> None:
+    """A line per repository that shares its handoffs on push (`passdown install git`)."""
+    from passdown._text import shown
+
+    for status in shared:
+        state = "ok" if status.ok else ("pending" if status.hook else "hook missing")
+        click.echo(f"{'git':9} {state:14} {shown(status.line())}")
 
 
 @click.command("uninstall")

@@ -3,8 +3,8 @@ over to the next agent when a session ends on a limit.
 
 - `pickup`: run by an agent's session-start hook. In a repository that opted in to
   sharing (`passdown install git`) it pulls the share remote's handoffs first (bounded,
-  `_git_share_run.pull_at_start`) and pushes a claim in the background. When the workspace's active handoff is
-  published (not yet claimed), comes from a different session, is younger than
+  `_git_share_run.pull_at_start`), and pushes its claim in the background. When the
+  workspace's active handoff is published (not yet claimed), comes from a different session, is younger than
   `pickup_max_age_days` (default 7), its HEAD is an ancestor of the current HEAD and
   its export has committed (the workspace's handoff.json holds it), it is claimed
   through the lifecycle (a compare-and-swap: of two sessions starting at once exactly
@@ -261,6 +261,7 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
         from passdown.integrations._git_share_run import push_claim_soon
 
         push_claim_soon(workspace)  # another clone that pulls then sees it taken
+    return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
         return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
 
 

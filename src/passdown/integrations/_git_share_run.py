@@ -279,9 +279,7 @@ def pull_at_start(workspace: Path) -> str:
             if "offline_until" in state or "last_pull_error" in state:
                 _update_state(git_dir, offline_until=None, last_pull_error=None, last_pull=_now())
             return "pulled"
-        _update_state(
-            git_dir, offline_until=time.time() + OFFLINE_FOR_S, last_pull_error=error
-        )
+        _update_state(git_dir, offline_until=time.time() + OFFLINE_FOR_S, last_pull_error=error)
     except OSError as exc:
         error = f"{error}; cannot record it: {exc}"
     return f"failed: {error}"
