@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from commands import passdown_script
 
+from commands import passdown_script
 from passdown.integrations._git_share import CHAINED, MARK
 from passdown.integrations._git_share_run import opted_in, pre_push
 
@@ -57,7 +57,9 @@ exit "${HOOK_EXIT:-0}"
 """
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def git(
+    repo: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["git", "-C", str(repo), *args],
         capture_output=True,

@@ -262,7 +262,6 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
 
         push_claim_soon(workspace)  # another clone that pulls then sees it taken
     return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
-        return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
 
 
 def _pull_first(workspace: Path) -> bool:
