@@ -237,7 +237,8 @@ def _push(workspace: Path) -> str | None:
 
 
 def _result_error(result: Any) -> str | None:
-    """A push result that says it failed: `ok` false, or `errors`/`rejected` listed."""
+    """Why a push result says it failed (`share.PushReport`: handoffs the remote
+    `refused`), or None."""
     if result is None:
         return None
     data = result.to_json() if hasattr(result, "to_json") else result
@@ -289,10 +290,10 @@ def _pull(workspace: Path) -> str | None:
     try:
         from passdown.share import pull_handoffs
 
-        result = pull_handoffs(workspace, timeout=PULL_BUDGET_S)
-    except Exception as exc:
+        pull_handoffs(workspace, timeout=PULL_BUDGET_S)
+    except Exception as exc:  # a pull that did not happen; records it refused are no error
         return _one_line(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
-    return _result_error(result)
+    return None
 
 
 # -- what doctor says ----------------------------------------------------------------------
