@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from typing import Any
 
 from passdown import _platform_os
 
@@ -79,7 +80,7 @@ def spawn_detached(
     executable, argv = spawn_argv(argv[0], argv)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
     try:
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, Any] = {}
         if _platform_os.is_windows():
             flags = (
                 getattr(subprocess, "DETACHED_PROCESS", 0x8)
@@ -98,7 +99,7 @@ def spawn_detached(
             stdout=out,
             stderr=out,
             close_fds=True,
-            **kwargs,  # type: ignore[arg-type]
+            **kwargs,
         )
     finally:
         if not isinstance(out, int):
