@@ -46,6 +46,7 @@ class GitResult:
     out: bytes = b""
     error: str = ""  # a one-line reason when not ok
     missing: bool = False  # git itself is not installed
+    failed_out: bytes = b""  # what a failed command printed (`git push --porcelain` says why)
 
 
 def git_env() -> dict[str, str]:
@@ -99,7 +100,7 @@ def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:
     # "fatal:"/"error:" lines say why; hints and warnings come first and say less
     reason = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
     reason = reason or (lines[0] if lines else f"exit status {returncode}")
-    return GitResult(False, error=f"git {name}: {reason[:300]}")
+    return GitResult(False, error=f"git {name}: {reason[:300]}", failed_out=out)
 
 
 def _text(raw: bytes) -> str:

@@ -184,7 +184,8 @@ def push(git: Git, remote: str, refspecs: list[str]) -> PushOutcome:
     for at in range(0, len(refspecs), _REFSPECS_PER_CALL):
         chunk = refspecs[at : at + _REFSPECS_PER_CALL]
         result = git.run("push", "--porcelain", "--no-verify", remote, *chunk)
-        seen = _parse_porcelain(result.out.decode("utf-8", "replace"), outcome)
+        said = result.out if result.ok else result.failed_out
+        seen = _parse_porcelain(said.decode("utf-8", "replace"), outcome)
         if not result.ok and not seen:
             raise ShareError(
                 f"cannot push handoffs to {remote!r}: {result.error}",
