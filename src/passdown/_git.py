@@ -46,6 +46,7 @@ class GitResult:
     out: bytes = b""
     error: str = ""  # a one-line reason when not ok
     missing: bool = False  # git itself is not installed
+    failed_out: bytes = b""  # what a failed command printed (`git push --porcelain` says why)
 
 
 def git_env() -> dict[str, str]:
@@ -64,14 +65,22 @@ def _git_argv(path: Path, args: tuple[str, ...] | list[str]) -> list[str]:
     return ["git", "-C", str(path), *_GIT_OPTIONS, *args]
 
 
-def run_git(path: Path, *args: str, timeout: float = GIT_TIMEOUT) -> GitResult:
-    """Run one git command in `path`; never raises."""
+def run_git(
+    path: Path,
+    *args: str,
+    timeout: float = GIT_TIMEOUT,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> GitResult:
+    """Run one git command in `path`; never raises. `input`: its stdin (else none);
+    `env`: variables set on top of `git_env()`."""
     try:
         proc = subprocess.run(
             _git_argv(path, args),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if input is None else None,
+            input=input,
             capture_output=True,
-            env=git_env(),
+            env={**git_env(), **(env or {})},
             timeout=timeout,
             check=False,
         )
@@ -91,7 +100,7 @@ def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:
     # "fatal:"/"error:" lines say why; hints and warnings come first and say less
     reason = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
     reason = reason or (lines[0] if lines else f"exit status {returncode}")
-    return GitResult(False, error=f"git {name}: {reason[:300]}")
+    return GitResult(False, error=f"git {name}: {reason[:300]}", failed_out=out)
 
 
 def _text(raw: bytes) -> str:
@@ -121,9 +130,13 @@ def project_name(cwd: Path) -> str:
 
     The hex digits identify the repository, so two unrelated folders that happen to
     share a name (`app`, `api`, `ws-codex`) never share handoffs:
-    - a git repository with a remote is identified by the remote (`origin`, else the
-      first by name), normalised (no credentials, scheme, port or `.git`): a clone of
-      the same remote elsewhere, or the folder moved, keeps the same scope;
+    - a repository that names its project in a committed `.passdown.toml` at its root
+      (`project = "NAME"`, `scope_setting`) is identified by that name: every clone,
+      a fork's too, shares the scope;
+    - else a git repository with a remote is identified by the remote (`upstream`,
+      else `origin`, else the first by name), normalised (no credentials, scheme, port
+      or `.git`): a clone of the same remote elsewhere, a fork whose `upstream` is
+      the original, or the folder moved, keeps the same scope;
     - a git repository without a remote, or a folder outside git, by its resolved
       root path (case-folded where the file system ignores case): moved, it is a new
       project.
@@ -137,8 +150,11 @@ def project_name(cwd: Path) -> str:
     from passdown._redact import redact
 
     root, is_git = _project_root(cwd)
-    remote = _remote_url(root) if is_git else None
-    if remote:
+    named = _named_project(root) if is_git else None
+    remote = _remote_url(root) if is_git and named is None else None
+    if named is not None:
+        key, name = "name:" + named, named
+    elif remote:
         key = "git:" + _remote_key(remote, root)
         name = key.rstrip("/").rpartition("/")[2] or root.name
     else:
@@ -166,6 +182,48 @@ def _project_root(cwd: Path) -> tuple[Path, bool]:
     return here, False
 
 
+SCOPE_FILE = ".passdown.toml"  # committed at the repository's root: `project = "NAME"`
+_SCOPE_NAME_MAX = 100
+
+
+def scope_setting(root: Path) -> str | None:
+    """The project name `root`'s committed `.passdown.toml` gives (None: no file, or no
+    `project` in it); ValueError naming the problem when the file cannot be used."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((root / SCOPE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{root / SCOPE_FILE}: {exc}") from None
+    value = data.get("project")
+    if value is None:
+        return None
+    if not _valid_scope_name(value):
+        raise ValueError(
+            f"{root / SCOPE_FILE}: project must be a name of 1 to {_SCOPE_NAME_MAX} "
+            "characters without ~, / or control characters"
+        )
+    assert isinstance(value, str)
+    return value.strip()
+
+
+def _valid_scope_name(value: object) -> bool:
+    if not isinstance(value, str) or not value.strip() or len(value) > _SCOPE_NAME_MAX:
+        return False
+    return not any(c in "~/\\" or ord(c) < 32 or ord(c) == 127 for c in value)
+
+
+def _named_project(root: Path) -> str | None:
+    """`scope_setting`, with an unusable file read as no setting (`passdown push` and
+    `pull` check it first and say what is wrong with it)."""
+    try:
+        return scope_setting(root)
+    except ValueError:
+        return None
+
+
 def _remote_url(root: Path) -> str | None:
     result = run_git(root, "config", "--get-regexp", r"^remote\..*\.url$")
     urls: dict[str, str] = {}
@@ -175,7 +233,7 @@ def _remote_url(root: Path) -> str | None:
             urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), url.strip())
     if not urls:
         return None
-    return urls.get("origin") or urls[min(urls)]
+    return urls.get("upstream") or urls.get("origin") or urls[min(urls)]
 
 
 def _remote_key(url: str, root: Path) -> str:

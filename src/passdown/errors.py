@@ -17,6 +17,8 @@
     │       └── RecordTooLarge        exit 15  HTTP 413  a record (a handoff) above the store's size limit
     ├── UnknownAgent                  exit 13            no agent of that name is registered
     ├── ServeError                    exit 14            `passdown serve` cannot listen (port in use)
+    ├── ShareError                    exit 16            push/pull: git could not reach or update the remote
+    │   └── ShareRefused              exit 17            pull: some records refused (the good ones imported)
     ├── HandoffBlocked                exit 1             validation errors block execute (pass force=True)
     ├── HandoffStateError             exit 1             a lifecycle transition the status does not allow
     └── GitError                      exit 1             a git operation the coordinator needs failed
@@ -101,6 +103,19 @@ class ServeError(PassdownError):
     exit_code = 14
 
 
+class ShareError(PassdownError):
+    """`passdown push`/`pull`: git could not reach the remote, or it refused the update."""
+
+    exit_code = 16
+
+
+class ShareRefused(ShareError):
+    """`passdown pull` refused some records (schema, scope, digest); the good ones were
+    imported."""
+
+    exit_code = 17
+
+
 # -- the coordinator's errors ------------------------------------------------------------
 
 
@@ -163,6 +178,8 @@ ERROR_CLASSES: tuple[type[PassdownError], ...] = (
     RecordTooLarge,
     UnknownAgent,
     ServeError,
+    ShareError,
+    ShareRefused,
     HandoffNotFound,
     HandoffConflict,
     HandoffStateError,

@@ -38,6 +38,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Query stored records by scope, type, kind, time and text.",
     ),
     "delete": ("passdown.cli._store_cmds:delete_command", "Delete a stored record by id."),
+    "push": (
+        "passdown.cli._share_cmds:push_command",
+        "Push this repository's handoffs to a git remote (refs/passdown/).",
+    ),
+    "pull": (
+        "passdown.cli._share_cmds:pull_command",
+        "Import the handoffs a git remote holds for this repository.",
+    ),
     "mcp": (
         "passdown.cli._mcp_cmds:mcp_command",
         "Serve passdown's tools to an agent over MCP (stdio).",
@@ -140,6 +148,7 @@ def cli() -> None:
     session, 6 target agent not installed, 7 launch failed, 8 cannot write the handoff,
     9-12 store errors (9 the store failed, 10 not found, 11 conflict, 12 invalid
     record), 13 unknown agent, 14 cannot listen (serve), 15 record too large for the
-    store, 130 interrupted. `switch` returns the launched agent's own code once it has
+    store, 16 push/pull could not reach or update the remote, 17 pull refused some
+    records, 130 interrupted. `switch` returns the launched agent's own code once it has
     started it.
     """

@@ -60,6 +60,7 @@ SETTINGS: dict[str, str] = {
     "fallback": "the agents `passdown run` falls over to, in order (comma-separated)",
     "pickup": "on|off: inject an unclaimed handoff's pointer at session start",
     "pickup_max_age_days": "the oldest handoff a session start picks up (days, default 7)",
+    "share_remote": "the git remote (name or URL) `passdown push`/`pull` use (default origin)",
 }
 
 
@@ -110,6 +111,10 @@ def _parse_setting(key: str, value: str) -> Any:
         return chain
     if key == "pickup":
         return _on_off(value, key)
+    if key == "share_remote":
+        if not value.strip() or value.startswith("-") or "\0" in value:
+            raise UsageError(f"{key} takes a git remote's name or URL, not {value!r}")
+        return value.strip()
     try:
         days = float(value)
     except ValueError:
