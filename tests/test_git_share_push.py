@@ -176,7 +176,7 @@ def test_a_rejected_handoff_push_is_queued_and_arrives_with_the_next_push(
     commit(clone, "b.txt")
     git(clone, "push", "-q", "origin", "main")  # the user's push succeeds
     state = settled(clone, "last_error")
-    assert state["pending_since"] and "refs/passdown" in str(state["last_error"])
+    assert state["pending_since"] and "pre-receive hook declined" in str(state["last_error"])
     assert passdown_refs(clone) == []
     doctor = passdown("doctor", cwd=clone)
     assert f"git       pending        {clone}: handoffs pending since" in doctor.stdout, (
