@@ -191,3 +191,27 @@ def test_a_rejected_handoff_push_is_queued_and_arrives_with_the_next_push(
     doctor = passdown("doctor", "--json", cwd=clone)
     (shared,) = json.loads(doctor.stdout)["shared"]
     assert shared["ok"] is True and shared["last_push"] == state["last_push"]
+
+
+def test_a_session_start_waits_for_a_hanging_remote_once_and_then_skips_it(
+    clone: Path, tmp_path: Path
+) -> None:
+    """The remote's upload-pack never answers: the pull before pickup gives up within
+    its budget, and the next starts skip it (the negative cache) instead of waiting."""
+    from passdown.integrations._git_share_run import PULL_BUDGET_S, pull_at_start
+
+    hang = tmp_path / "hang-upload-pack"
+    hang.write_text("#!/bin/sh\nexec sleep 30\n", encoding="utf-8")
+    hang.chmod(0o755)
+    git(clone, "config", "remote.origin.uploadpack", str(hang))
+    started = time.monotonic()
+    outcome = pull_at_start(clone)
+    first = time.monotonic() - started
+    assert outcome.startswith("failed: "), outcome
+    assert first < PULL_BUDGET_S + 0.3, first  # the pull gets what is left of the budget
+    started = time.monotonic()
+    assert pull_at_start(clone) == "skipped-offline"
+    assert time.monotonic() - started < 0.5
+    doctor = passdown("doctor", "--json", cwd=clone)
+    (shared,) = json.loads(doctor.stdout)["shared"]
+    assert shared["last_pull_error"]

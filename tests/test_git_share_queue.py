@@ -136,7 +136,7 @@ def test_pull_runs_only_in_an_opted_in_repository_with_the_budget(
     assert share.pulls == []
     opt_in(workspace)
     assert run.pull_at_start(workspace) == "pulled"
-    assert share.pulls[0]["timeout"] == run.PULL_BUDGET_S
+    assert 0 < share.pulls[0]["timeout"] <= run.PULL_BUDGET_S
 
 
 def test_a_failed_pull_is_not_tried_again_at_every_start(

@@ -40,7 +40,8 @@ LOG_NAME = "passdown-share.log"
 LOG_MAX_BYTES = 256 * 1024
 BACKGROUND_ENV = "PASSDOWN_SHARE_BACKGROUND"  # set in passdown's own background push
 REF_PREFIX = "refs/passdown/"
-PULL_BUDGET_S = 2.0  # what a session start may spend pulling
+PULL_BUDGET_S = 2.0  # what a session start may spend pulling, all in
+MIN_PULL_S = 0.2  # less left than this after loading: no pull (it could not finish)
 OFFLINE_FOR_S = 600.0  # after a failed pull, starts skip the pull this long
 PUSH_TIMEOUT_S = 60.0  # the background push's own bound
 GIT_CONFIG_TIMEOUT_S = 2.0
@@ -265,6 +266,7 @@ def _one_line(text: str) -> str:
 def pull_at_start(workspace: Path) -> str:
     """Pull the share remote's handoffs before pickup, in an opted-in repository only;
     what happened: `not-opted-in`, `pulled`, `skipped-offline`, `failed: ...`."""
+    started = time.monotonic()
     if not opted_in(workspace):
         return "not-opted-in"
     git_dir = git_common_dir(workspace)
@@ -274,7 +276,7 @@ def pull_at_start(workspace: Path) -> str:
     offline_until = state.get("offline_until")
     if isinstance(offline_until, (int, float)) and time.time() < offline_until:
         return "skipped-offline"
-    error = _pull(workspace)
+    error = _pull(workspace, started + PULL_BUDGET_S)
     try:
         if error is None:
             if "offline_until" in state or "last_pull_error" in state:
@@ -286,11 +288,16 @@ def pull_at_start(workspace: Path) -> str:
     return f"failed: {error}"
 
 
-def _pull(workspace: Path) -> str | None:
+def _pull(workspace: Path, deadline: float) -> str | None:
+    """None when the pull ran; why not otherwise. It gets what is left of the budget
+    once its modules are loaded (`deadline`, on the monotonic clock)."""
     try:
         from passdown.share import pull_handoffs
 
-        pull_handoffs(workspace, timeout=PULL_BUDGET_S)
+        left = deadline - time.monotonic()
+        if left < MIN_PULL_S:
+            return f"no time left for the pull ({PULL_BUDGET_S:g} s)"
+        pull_handoffs(workspace, timeout=left)
     except Exception as exc:  # a pull that did not happen; records it refused are no error
         return _one_line(getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
     return None
