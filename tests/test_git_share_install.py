@@ -277,3 +277,23 @@ def test_passdowns_own_refs_do_not_start_another_push(repo: Path) -> None:
     assert pre_push(repo, f"refs/heads/main {'1' * 40} refs/heads/main {'0' * 40}\n") == (
         "not-opted-in"
     )
+
+
+def test_doctor_says_when_the_hook_cannot_share(repo: Path, command: Path) -> None:
+    assert passdown("install", "git", "--command", str(command), cwd=repo).returncode == 0
+
+    def shared() -> dict[str, object]:
+        done = passdown("doctor", "--json", cwd=repo)
+        assert "Traceback" not in done.stderr
+        (status,) = json.loads(done.stdout)["shared"]
+        return dict(status)
+
+    assert shared()["hook_problem"] is None
+    moved = command.with_name("gone")
+    command.rename(moved)  # the passdown the hook runs was uninstalled
+    assert shared()["hook_problem"] == f"the pre-push hook runs {command}, which is missing"
+    text = passdown("doctor", cwd=repo).stdout
+    assert f"git       hook broken    {repo}: the pre-push hook runs {command}" in text
+    moved.rename(command)
+    write_hook(repo / ".git" / "hooks" / "pre-push", HUSKY_HOOK)  # a tool rewrote it
+    assert shared()["hook_problem"] == "the pre-push hook is not passdown's any more"

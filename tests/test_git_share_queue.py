@@ -114,7 +114,7 @@ def test_a_failed_push_is_queued_said_by_doctor_and_sent_by_the_next(
     (status,) = doctor_json(workspace)
     assert status["ok"] is False and status["pending_since"] == state["pending_since"]
     assert "remote rejected" in status["last_error"]
-    line = run.share_status(workspace, hook=True)
+    line = run.share_status(workspace, None)
     assert line is not None and "pending since" in line.line()
 
     share.push_error = None  # the next push goes through: the queue is empty again

@@ -210,7 +210,7 @@ def _shared_report(shared: list[Any]) -> None:
     from passdown._text import shown
 
     for status in shared:
-        state = "ok" if status.ok else ("pending" if status.hook else "hook missing")
+        state = "ok" if status.ok else ("hook broken" if status.hook_problem else "pending")
         click.echo(f"{'git':9} {state:14} {shown(status.line())}")
 
 

@@ -28,6 +28,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import shutil
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -119,7 +121,9 @@ def target(workspace: Path, command: str = "passdown") -> InstallTarget:
 
 
 def _key(workspace: Path) -> str:
-    digest = hashlib.sha256(str(workspace.resolve()).encode()).hexdigest()[:12]
+    """One manifest per repository: its worktrees share the hooks and `.git/config`."""
+    common = git_common_dir(workspace) or workspace
+    digest = hashlib.sha256(str(common.resolve()).encode()).hexdigest()[:12]
     return f"{AGENT}-{digest}"
 
 
@@ -245,11 +249,25 @@ def _remember(workspace: Path, add: bool) -> None:
     write_private(_registry_path(), json.dumps(sorted(set(paths)), indent=2) + "\n")
 
 
-def hook_in_place(workspace: Path) -> bool:
+def hook_problem(workspace: Path) -> str | None:
+    """Why the repository's pre-push hook would not share (None: it would): it is gone
+    (husky regenerates its hooks, say), or the passdown it runs is."""
     try:
-        return MARK in (hooks_dir(workspace) / HOOK).read_text(encoding="utf-8")
+        text = (hooks_dir(workspace) / HOOK).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, UsageError):
-        return False
+        text = ""
+    if MARK not in text:
+        return "the pre-push hook is not passdown's any more"
+    match = re.search(
+        r"^    printf '%s' \"\$passdown_input\" \| '((?:[^']|'\\'')*)' hook git", text, re.M
+    )
+    command = match.group(1).replace("'\\''", "'") if match else ""
+    if os.sep in command or (os.altsep and os.altsep in command):
+        if not os.access(command, os.X_OK):
+            return f"the pre-push hook runs {command}, which is missing"
+    elif command and shutil.which(command) is None:
+        return f"the pre-push hook runs {command}, which is not on PATH"
+    return None
 
 
 def share_statuses(project_dir: Path | None = None) -> list[ShareStatus]:
@@ -265,7 +283,7 @@ def share_statuses(project_dir: Path | None = None) -> list[ShareStatus]:
         if workspace in seen or not workspace.is_dir():
             continue
         seen.append(workspace)
-        status = share_status(workspace, hook_in_place(workspace))
+        status = share_status(workspace, hook_problem(workspace))
         if status is not None:
             statuses.append(status)
     return statuses

@@ -309,7 +309,7 @@ def _pull(workspace: Path, deadline: float) -> str | None:
 @dataclass(frozen=True, slots=True)
 class ShareStatus:
     workspace: Path
-    hook: bool  # the pre-push hook is in place
+    hook_problem: str | None  # why the pre-push hook would not share (None: it would)
     pending_since: str | None = None
     last_error: str | None = None
     last_push: str | None = None
@@ -317,11 +317,11 @@ class ShareStatus:
 
     @property
     def ok(self) -> bool:
-        return self.hook and self.pending_since is None
+        return self.hook_problem is None and self.pending_since is None
 
     def line(self) -> str:
-        if not self.hook:
-            return f"{self.workspace}: the pre-push hook is gone (run `passdown install git` there)"
+        if self.hook_problem is not None:
+            return f"{self.workspace}: {self.hook_problem} (run `passdown install git` there)"
         if self.pending_since is not None:
             why = f", last error: {self.last_error}" if self.last_error else ""
             return f"{self.workspace}: handoffs pending since {self.pending_since}{why}"
@@ -332,7 +332,8 @@ class ShareStatus:
     def to_json(self) -> dict[str, Any]:
         return {
             "workspace": str(self.workspace),
-            "hook": self.hook,
+            "hook": self.hook_problem is None,
+            "hook_problem": self.hook_problem,
             "ok": self.ok,
             "pending_since": self.pending_since,
             "last_error": self.last_error,
@@ -341,7 +342,7 @@ class ShareStatus:
         }
 
 
-def share_status(workspace: Path, hook: bool) -> ShareStatus | None:
+def share_status(workspace: Path, hook_problem: str | None) -> ShareStatus | None:
     """The repository's sharing as its state file tells it (None: not opted in)."""
     if not opted_in(workspace):
         return None
@@ -354,7 +355,7 @@ def share_status(workspace: Path, hook: bool) -> ShareStatus | None:
 
     return ShareStatus(
         workspace,
-        hook,
+        hook_problem,
         pending_since=text("pending_since"),
         last_error=text("last_error"),
         last_push=text("last_push"),
