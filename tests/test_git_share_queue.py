@@ -202,3 +202,28 @@ def test_pickup_pulls_first_and_pushes_its_claim(
     assert result.outcome.startswith("claimed ")
     assert len(share.pulls) == (1 if shared else 0)
     assert claims == ([workspace] if shared else [])
+
+
+def test_two_background_pushes_of_one_repository_never_overlap(
+    workspace: Path, share: FakeShare, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    opt_in(workspace)
+    running: list[int] = []
+    overlaps: list[int] = []
+
+    def push_handoffs(ws: Path, remote: str | None = None, **kw: Any) -> None:
+        running.append(1)
+        overlaps.append(len(running))
+        time.sleep(0.3)
+        running.pop()
+
+    monkeypatch.setattr(sys.modules["passdown.share"], "push_handoffs", push_handoffs)
+    threads = [threading.Thread(target=run.push_now, args=(workspace,)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [1, 1, 1]  # one after the other, under the share lock
+    assert "pending_since" not in run.load_state(workspace / ".git")
