@@ -278,3 +278,49 @@ def test_prune_keeps_the_newest_per_branch(
     assert ids[2] in left
     assert main(["push"]) == 0  # what was pruned does not come back
     assert len(refs_on(remote)) == 1
+
+
+def test_two_clones_pushing_at_the_same_moment_lose_nothing(a: Side, b: Side, remote: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from passdown._git import project_name
+    from passdown.coordinator._lifecycle import Lifecycle
+
+    shared_id = a.export()
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0
+    with b.store() as store:
+        Lifecycle(store, _scope(project_name(b.clone))).transition(shared_id, "claimed", by="b")
+    b_id = b.export()
+    (a.clone / "more.txt").write_text("more")
+    a_id = a.export()
+    with a.store() as store:
+        Lifecycle(store, _scope(project_name(a.clone))).transition(shared_id, "superseded", by="a")
+
+    def start(side: Side) -> subprocess.Popen[str]:
+        env = {
+            **os.environ,
+            "HOME": str(side.home),
+            "PASSDOWN_DATA_DIR": str(side.home / "passdown-data"),
+        }
+        return subprocess.Popen(
+            [sys.executable, "-m", "passdown", "push", "-C", str(side.clone)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    pushes = [start(a), start(b)]
+    for proc in pushes:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    names = refs_on(remote)
+    for handoff_id in (shared_id, a_id, b_id):
+        assert any(name.endswith("_" + handoff_id) for name in names), handoff_id
+    (shared_ref,) = [n for n in names if n.endswith("_" + shared_id)]
+    files = set(git(remote, "ls-tree", "-r", "--name-only", shared_ref).splitlines())
+    assert {"status/claimed.json", "status/superseded.json"} <= files
