@@ -218,3 +218,18 @@ def test_bad_input_is_a_message_and_an_exit_code(
     assert main(["config", "get", "share_remote"]) == 0
     assert capsys.readouterr().out.strip() == "upstream"
     os.environ.pop("GIT_DIR", None)
+
+
+def test_a_handoff_that_cannot_be_written_here_is_not_made_active(
+    a: Side, b: Side, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passdown._git import project_name
+
+    a.export()
+    assert main(["push"]) == 0
+    b.use()
+    (b.clone / ".agent-handoff").write_text("a file where the folder goes")
+    assert main(["pull"]) == 8
+    assert "Traceback" not in capsys.readouterr().err
+    with b.store() as store:
+        assert store.get_pointer(project_name(b.clone), "active-handoff") is None

@@ -43,6 +43,7 @@ from passdown.share._objects import (
 from passdown.share._records import Arrived, Refused, read_shared
 
 if TYPE_CHECKING:
+    from passdown.handoff import Handoff
     from passdown.records import Record, Scope
     from passdown.store import Store
 
@@ -181,8 +182,7 @@ def _activate(
     """Make the newest handoff of the current branch (detached: of HEAD's commit) the
     active one when it is newer than the active one, and write its HANDOFF.md and
     handoff.json into this clone's `.agent-handoff/`."""
-    from passdown._handoff_record import handoff_from_record
-    from passdown.coordinator._lifecycle import Lifecycle
+    from passdown.coordinator._lifecycle import ACTIVE_POINTER, Lifecycle
 
     branch, head = current_place(git)
     if branch is not None:
@@ -193,15 +193,10 @@ def _activate(
     for ref in sorted(here, reverse=True):
         if ref.name in refused:
             continue
-        try:
-            record = store.retrieve(sc, ref.id)
-            handoff = handoff_from_record(record)
-        except RecordNotFound:
+        found = _stored_handoff(store, sc, ref.id)
+        if found is None:
             continue
-        except Exception:  # a stored record that holds no readable handoff
-            continue
-        if handoff is None:
-            continue
+        record, handoff = found
         lifecycle = Lifecycle(store, sc)
         active = lifecycle.active()
         current = None
@@ -217,14 +212,12 @@ def _activate(
         if not lifecycle.swap_active(active, ref.id):
             report.active_reason = "another writer changed the active handoff meanwhile"
             return
-        try:
-            from passdown._pipeline import HANDOFF_DIR, write_handoff
+        from passdown._pipeline import HANDOFF_DIR, write_handoff
 
+        try:
             write_handoff(handoff, root / HANDOFF_DIR, root)
         except OutputError:
-            lifecycle.swap_active(ref.id, active) if active else store.set_pointer(
-                sc, "active-handoff", ref.id, None
-            )
+            store.set_pointer(sc, ACTIVE_POINTER, ref.id, active)  # as it was
             raise
         report.active = ref.id
         report.active_reason = "the newest handoff of " + (
@@ -234,3 +227,17 @@ def _activate(
     report.active_reason = "no pulled handoff of " + (
         f"branch {branch}" if branch else "this commit"
     )
+
+
+def _stored_handoff(store: Store, sc: Scope, record_id: str) -> tuple[Record, Handoff] | None:
+    """The stored record and the handoff it holds (None: not stored, or no handoff)."""
+    from pydantic import ValidationError
+
+    from passdown._handoff_record import handoff_from_record
+
+    try:
+        record = store.retrieve(sc, record_id)
+        handoff = handoff_from_record(record)
+    except (RecordNotFound, ValidationError):
+        return None
+    return (record, handoff) if handoff is not None else None
