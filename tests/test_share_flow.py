@@ -316,7 +316,7 @@ def test_two_clones_pushing_at_the_same_moment_lose_nothing(a: Side, b: Side, re
 
     pushes = [start(a), start(b)]
     for proc in pushes:
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     names = refs_on(remote)
     for handoff_id in (shared_id, a_id, b_id):
@@ -324,3 +324,25 @@ def test_two_clones_pushing_at_the_same_moment_lose_nothing(a: Side, b: Side, re
     (shared_ref,) = [n for n in names if n.endswith("_" + shared_id)]
     files = set(git(remote, "ls-tree", "-r", "--name-only", shared_ref).splitlines())
     assert {"status/claimed.json", "status/superseded.json"} <= files
+
+
+def test_passdown_scope_says_where_the_scope_comes_from_and_names_it(
+    a: Side, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passdown._git import project_name
+
+    a.use()
+    assert main(["scope", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"project": project_name(a.clone), "from": "the remote 'origin'"}
+    git(a.clone, "remote", "add", "upstream", str(a.clone))
+    assert main(["scope"]) == 0
+    assert "from the remote 'upstream'" in capsys.readouterr().out
+    (a.clone / ".passdown.toml").write_text('# team settings\n\n[other]\nproject = "x"\n')
+    assert main(["scope", 'acme "app"', "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["from"] == ".passdown.toml" and shown["project"].startswith('acme "app"~')
+    text = (a.clone / ".passdown.toml").read_text()
+    assert text.startswith('project = "acme \\"app\\""\n# team settings') and "[other]" in text
+    assert main(["scope", "a/b"]) == 2
+    assert main(["scope", "x", "-C", str(a.home)]) == 2

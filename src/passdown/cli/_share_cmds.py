@@ -142,3 +142,25 @@ def _say_pull(report: PullReport) -> None:
         _echo(f"nothing new on {report.remote}")
     if report.active:
         _echo(f"active handoff: {report.active} ({report.active_reason})")
+
+
+@click.command("scope")
+@click.argument("name", required=False)
+@json_option("Print the scope and where it comes from as JSON.")
+@_workspace_option()
+def scope_command(name: str | None, as_json: bool, workspace: Path | None) -> None:
+    """Print this repository's project scope and where it comes from; with NAME, name
+    the project in a `.passdown.toml` at the repository's root (commit it: every clone,
+    a fork's too, then shares one scope). Without that file the scope comes from the
+    `upstream` remote, else `origin`, else the first remote, else the folder's path."""
+    from passdown.share._scope import name_project, scope_source
+
+    if name is not None:
+        name_project(workspace or Path.cwd(), name)
+    project, source = scope_source(workspace or Path.cwd())
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"project": project, "from": source})
+        return
+    _echo(f"{project}    # from {source}")
