@@ -233,3 +233,23 @@ def test_a_handoff_that_cannot_be_written_here_is_not_made_active(
     assert "Traceback" not in capsys.readouterr().err
     with b.store() as store:
         assert store.get_pointer(project_name(b.clone), "active-handoff") is None
+
+
+def test_a_pull_that_could_not_store_fetches_again_next_time(
+    a: Side, b: Side, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import passdown.share._pull as pull
+    from passdown.errors import StoreError
+
+    handoff_id = a.export()
+    assert main(["push"]) == 0
+    b.use()
+
+    def store_down(*_: object) -> str:
+        raise StoreError("the store is down")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(pull, "_import", store_down)
+        assert main(["pull"]) == 9
+    assert main(["pull"]) == 0  # not "nothing new": the handoff was never stored
+    assert handoff_id in stored_ids(b)

@@ -7,7 +7,13 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from passdown.errors import OutputError, RecordConflict, RecordNotFound, UsageError
+from passdown.errors import (
+    OutputError,
+    RecordConflict,
+    RecordInvalid,
+    RecordNotFound,
+    UsageError,
+)
 from passdown.share._common import (
     Item,
     PullReport,
@@ -91,11 +97,29 @@ def pull_handoffs(
     from passdown.store import open_store
 
     sc = ScopeModel(project=project)
+    moves: dict[str, tuple[str | None, str | None]] = {}
+    commits: list[NewCommit] = []
     with open_store() as store:
-        for name, got in arrived.items():
-            report.imported.append(Item(got.record.id, name, _import(store, sc, got)))
+        for name, (got, change) in arrived.items():
+            try:
+                said = _import(store, sc, got)
+            except RecordInvalid as exc:  # this passdown's store takes it not (too large)
+                report.refused.append(Item(got.record.id, name, exc.message))
+                continue
+            report.imported.append(Item(got.record.id, name, said))
+            if isinstance(change, NewCommit):
+                commits.append(change)
+            else:
+                moves[name] = change
+        # the local refs move once their handoffs are stored: a pull that failed
+        # before that fetches them again
+        update_refs(git, moves)
+        write_commits(git, commits)
         _activate(git, root, store, sc, refs, report)
     return report
+
+
+Change = NewCommit | tuple[str | None, str | None]  # a merge commit, or (new, old) of a ref
 
 
 def _check(
@@ -108,11 +132,10 @@ def _check(
     fetched: dict[str, str],
     local: dict[str, str],
     report: PullReport,
-) -> dict[str, Arrived]:
-    """Each fetched handoff checked and merged into its local ref: {ref: the handoff}."""
-    arrived: dict[str, Arrived] = {}
-    commits: list[NewCommit] = []
-    moves: dict[str, tuple[str | None, str | None]] = {}
+) -> dict[str, tuple[Arrived, Change]]:
+    """Each fetched handoff checked, and how its local ref changes once it is stored: to
+    the fetched commit, or (the two diverged) to a merge of both."""
+    arrived: dict[str, tuple[Arrived, Change]] = {}
     for name in wanted:
         ref = refs[name]
         oid = fetched.get(staging[name])
@@ -121,22 +144,17 @@ def _check(
             if isinstance(files, str):
                 raise Refused(files)
             mine = local.get(name)
-            if mine is not None and not is_ancestor(git, mine, oid or ""):
-                before = commit_files(git, mine)
-                if isinstance(before, dict):
-                    files = merge_files(before, files)
-                    got = read_shared(files, ref, project, root)
-                    commits.append(NewCommit(name, files, [mine, oid or ""], "passdown merge"))
-                    arrived[name] = got
-                    continue
-            got = read_shared(files, ref, project, root)
+            before = (
+                commit_files(git, mine) if mine and not is_ancestor(git, mine, oid or "") else None
+            )
+            if isinstance(before, dict):
+                files = merge_files(before, files)
+                merge = NewCommit(name, files, [mine or "", oid or ""], "passdown merge")
+                arrived[name] = (read_shared(files, ref, project, root), merge)
+            else:
+                arrived[name] = (read_shared(files, ref, project, root), (oid, mine))
         except Refused as exc:
             report.refused.append(Item(ref.id, name, str(exc)))
-            continue
-        arrived[name] = got
-        moves[name] = (oid, mine)
-    update_refs(git, moves)
-    write_commits(git, commits)
     return arrived
 
 
