@@ -84,19 +84,23 @@ def push_handoffs(
         local = local_refs(git, prefix)
         if attempt:
             theirs = remote_refs(git, remote, prefix)
-        wanted = _to_push(git, local, theirs, pruned)
+        refused = {i.ref for i in report.refused}  # asked once: the remote's rules stand
+        wanted = [r for r in _to_push(git, local, theirs, pruned) if r not in refused]
         if not wanted:
             break
         outcome = push(git, remote, [f"{ref}:{ref}" for ref in wanted])
         for ref, how in outcome.done.items():
             report.pushed.append(Item(_id(ref), ref, how))
-        for ref, why in outcome.refused.items():
-            report.refused.append(Item(_id(ref), ref, why))
+        said = {i.ref for i in report.refused}
+        report.refused += [
+            Item(_id(r), r, why) for r, why in outcome.refused.items() if r not in said
+        ]
         if not outcome.behind:
             break
         _merge_theirs(git, remote, outcome.behind, local, prefix)
     else:
-        behind = _to_push(git, local_refs(git, prefix), remote_refs(git, remote, prefix), pruned)
+        left = _to_push(git, local_refs(git, prefix), remote_refs(git, remote, prefix), pruned)
+        behind = [r for r in left if r not in {i.ref for i in report.refused}]
         if behind:
             raise ShareError(
                 f"{len(behind)} handoff(s) kept changing on {remote!r} while pushing; "
