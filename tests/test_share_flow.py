@@ -346,3 +346,32 @@ def test_passdown_scope_says_where_the_scope_comes_from_and_names_it(
     assert text.startswith('project = "acme \\"app\\""\n# team settings') and "[other]" in text
     assert main(["scope", "a/b"]) == 2
     assert main(["scope", "x", "-C", str(a.home)]) == 2
+
+
+def test_a_pull_merges_a_handoff_both_clones_changed(
+    a: Side, b: Side, remote: Path, tmp_path: Path
+) -> None:
+    from passdown._git import project_name
+    from passdown.coordinator._lifecycle import Lifecycle
+
+    handoff_id = a.export()
+    project = project_name(a.clone)
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0
+    with b.store() as store:
+        Lifecycle(store, _scope(project)).transition(handoff_id, "claimed", by="b")
+    git(b.clone, "remote", "set-url", "origin", str(tmp_path / "offline.git"))
+    assert main(["push"]) == 16  # b's change is committed locally, not pushed
+    git(b.clone, "remote", "set-url", "origin", str(remote))
+    a.use()
+    with a.store() as store:
+        Lifecycle(store, _scope(project)).transition(handoff_id, "superseded", by="a")
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0  # the two versions of the ref are merged here
+    assert status_of(b, handoff_id) == "superseded"
+    assert main(["push"]) == 0  # the merge is a fast-forward of the remote's
+    (ref,) = refs_on(remote)
+    files = set(git(remote, "ls-tree", "-r", "--name-only", ref).splitlines())
+    assert {"status/claimed.json", "status/superseded.json"} <= files
