@@ -253,3 +253,27 @@ def test_a_pull_that_could_not_store_fetches_again_next_time(
         assert main(["pull"]) == 9
     assert main(["pull"]) == 0  # not "nothing new": the handoff was never stored
     assert handoff_id in stored_ids(b)
+
+
+@pytest.mark.parametrize(
+    ("text", "shared"),
+    [
+        ("see /home/al/proj/src/a.py:12", "see {passdown-workspace}/src/a.py:12"),
+        ("C:\\home\\al\\proj\\src\\a.py", "C:\\home\\al\\proj\\src\\a.py"),
+        ("/home/al/project/x.py", "~/project/x.py"),  # a sibling of the repository
+        ("/home/al/.ssh/config and /home/al", "~/.ssh/config and ~"),
+        ("/home/alice/notes.txt", "…/notes.txt"),  # another home: not `~` + `ice`
+        ("~/.claude/projects/-home-al-proj/s.jsonl", "~/.claude/projects/~-proj/s.jsonl"),
+        ("C:\\Users\\bob\\keys.txt", "…/keys.txt"),
+        ("file:///etc/ssl/x.pem", "file://…/x.pem"),
+        ("https://example.com/a/b and /compact and a/b/c", None),  # not absolute paths
+    ],
+)
+def test_paths_that_leave(text: str, shared: str | None) -> None:
+    from passdown.share._layout import portable_text_fn
+
+    convert = portable_text_fn(["/home/al/proj"], "/home/al")
+    if text.startswith("C:\\home"):  # a Windows writer's root, with its separators
+        convert = portable_text_fn(["C:\\home\\al\\proj"], "C:\\home\\al")
+        shared = "{passdown-workspace}/src/a.py"
+    assert convert(text) == (text if shared is None else shared)
