@@ -278,3 +278,100 @@ def test_prune_keeps_the_newest_per_branch(
     assert ids[2] in left
     assert main(["push"]) == 0  # what was pruned does not come back
     assert len(refs_on(remote)) == 1
+
+
+def test_two_clones_pushing_at_the_same_moment_lose_nothing(a: Side, b: Side, remote: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from passdown._git import project_name
+    from passdown.coordinator._lifecycle import Lifecycle
+
+    shared_id = a.export()
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0
+    with b.store() as store:
+        Lifecycle(store, _scope(project_name(b.clone))).transition(shared_id, "claimed", by="b")
+    b_id = b.export()
+    (a.clone / "more.txt").write_text("more")
+    a_id = a.export()
+    with a.store() as store:
+        Lifecycle(store, _scope(project_name(a.clone))).transition(shared_id, "superseded", by="a")
+
+    def start(side: Side) -> subprocess.Popen[str]:
+        env = {
+            **os.environ,
+            "HOME": str(side.home),
+            "PASSDOWN_DATA_DIR": str(side.home / "passdown-data"),
+        }
+        return subprocess.Popen(
+            [sys.executable, "-m", "passdown", "push", "-C", str(side.clone)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    pushes = [start(a), start(b)]
+    for proc in pushes:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    names = refs_on(remote)
+    for handoff_id in (shared_id, a_id, b_id):
+        assert any(name.endswith("_" + handoff_id) for name in names), handoff_id
+    (shared_ref,) = [n for n in names if n.endswith("_" + shared_id)]
+    files = set(git(remote, "ls-tree", "-r", "--name-only", shared_ref).splitlines())
+    assert {"status/claimed.json", "status/superseded.json"} <= files
+
+
+def test_passdown_scope_says_where_the_scope_comes_from_and_names_it(
+    a: Side, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from passdown._git import project_name
+
+    a.use()
+    assert main(["scope", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown == {"project": project_name(a.clone), "from": "the remote 'origin'"}
+    git(a.clone, "remote", "add", "upstream", str(a.clone))
+    assert main(["scope"]) == 0
+    assert "from the remote 'upstream'" in capsys.readouterr().out
+    (a.clone / ".passdown.toml").write_text('# team settings\n\n[other]\nproject = "x"\n')
+    assert main(["scope", 'acme "app"', "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["from"] == ".passdown.toml" and shown["project"].startswith('acme "app"~')
+    text = (a.clone / ".passdown.toml").read_text()
+    assert text.startswith('project = "acme \\"app\\""\n# team settings') and "[other]" in text
+    assert main(["scope", "a/b"]) == 2
+    assert main(["scope", "x", "-C", str(a.home)]) == 2
+
+
+def test_a_pull_merges_a_handoff_both_clones_changed(
+    a: Side, b: Side, remote: Path, tmp_path: Path
+) -> None:
+    from passdown._git import project_name
+    from passdown.coordinator._lifecycle import Lifecycle
+
+    handoff_id = a.export()
+    project = project_name(a.clone)
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0
+    with b.store() as store:
+        Lifecycle(store, _scope(project)).transition(handoff_id, "claimed", by="b")
+    git(b.clone, "remote", "set-url", "origin", str(tmp_path / "offline.git"))
+    assert main(["push"]) == 16  # b's change is committed locally, not pushed
+    git(b.clone, "remote", "set-url", "origin", str(remote))
+    a.use()
+    with a.store() as store:
+        Lifecycle(store, _scope(project)).transition(handoff_id, "superseded", by="a")
+    assert main(["push"]) == 0
+    b.use()
+    assert main(["pull"]) == 0  # the two versions of the ref are merged here
+    assert status_of(b, handoff_id) == "superseded"
+    assert main(["push"]) == 0  # the merge is a fast-forward of the remote's
+    (ref,) = refs_on(remote)
+    files = set(git(remote, "ls-tree", "-r", "--name-only", ref).splitlines())
+    assert {"status/claimed.json", "status/superseded.json"} <= files

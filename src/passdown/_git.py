@@ -200,7 +200,7 @@ def scope_setting(root: Path) -> str | None:
     value = data.get("project")
     if value is None:
         return None
-    if not _valid_scope_name(value):
+    if not valid_scope_name(value):
         raise ValueError(
             f"{root / SCOPE_FILE}: project must be a name of 1 to {_SCOPE_NAME_MAX} "
             "characters without ~, / or control characters"
@@ -209,7 +209,7 @@ def scope_setting(root: Path) -> str | None:
     return value.strip()
 
 
-def _valid_scope_name(value: object) -> bool:
+def valid_scope_name(value: object) -> bool:
     if not isinstance(value, str) or not value.strip() or len(value) > _SCOPE_NAME_MAX:
         return False
     return not any(c in "~/\\" or ord(c) < 32 or ord(c) == 127 for c in value)

@@ -11,6 +11,8 @@ from passdown.errors import ShareError
 from passdown.share._gitio import Git
 from passdown.share._layout import MAX_FILE_BYTES
 
+# a rejection another push caused (it moved or held the ref meanwhile): fetch, merge, retry
+_RETRY = ("fetch first", "non-fast-forward", "lock", "failed to update ref", "incorrect old value")
 _REFSPECS_PER_CALL = 200  # refspecs per fetch/push: far below any command line's limit
 
 
@@ -212,7 +214,7 @@ def _parse_porcelain(text: str, outcome: PushOutcome) -> bool:
         elif flag == "=":
             pass
         elif flag == "!":
-            if "fetch first" in summary or "non-fast-forward" in summary:
+            if any(w in summary for w in _RETRY):
                 outcome.behind.append(ref)
             else:
                 outcome.refused[ref] = summary.strip("[]() ") or "rejected"
