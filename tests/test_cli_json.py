@@ -73,6 +73,7 @@ def test_config_json(capsys: pytest.CaptureFixture[str]) -> None:
         "fallback": ["claude", "codex"],
         "pickup": False,
         "pickup_max_age_days": None,
+        "share_remote": None,
     }
     assert json_out(capsys, "config", "unset", "pickup") == {"pickup": None}
     assert main(["config", "get", "pickup"]) == 0

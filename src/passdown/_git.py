@@ -46,6 +46,7 @@ class GitResult:
     out: bytes = b""
     error: str = ""  # a one-line reason when not ok
     missing: bool = False  # git itself is not installed
+    failed_out: bytes = b""  # what a failed command printed (`git push --porcelain` says why)
 
 
 def git_env() -> dict[str, str]:
@@ -99,7 +100,7 @@ def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:
     # "fatal:"/"error:" lines say why; hints and warnings come first and say less
     reason = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))), None)
     reason = reason or (lines[0] if lines else f"exit status {returncode}")
-    return GitResult(False, error=f"git {name}: {reason[:300]}")
+    return GitResult(False, error=f"git {name}: {reason[:300]}", failed_out=out)
 
 
 def _text(raw: bytes) -> str:
@@ -199,7 +200,7 @@ def scope_setting(root: Path) -> str | None:
     value = data.get("project")
     if value is None:
         return None
-    if not _valid_scope_name(value):
+    if not valid_scope_name(value):
         raise ValueError(
             f"{root / SCOPE_FILE}: project must be a name of 1 to {_SCOPE_NAME_MAX} "
             "characters without ~, / or control characters"
@@ -208,7 +209,7 @@ def scope_setting(root: Path) -> str | None:
     return value.strip()
 
 
-def _valid_scope_name(value: object) -> bool:
+def valid_scope_name(value: object) -> bool:
     if not isinstance(value, str) or not value.strip() or len(value) > _SCOPE_NAME_MAX:
         return False
     return not any(c in "~/\\" or ord(c) < 32 or ord(c) == 127 for c in value)

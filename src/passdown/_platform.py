@@ -29,7 +29,9 @@ passes in.
 - Process spawn: an argv list, never a shell. On Windows an npm `.cmd`/`.bat` shim would
   run through cmd.exe, which re-parses its command line (`&`, `|`, `%VAR%`, newlines:
   the "BatBadBut" class), so the shim is resolved to the `node <script>` it wraps, and
-  where it cannot be, an argv with anything but plain words is refused.
+  where it cannot be, an argv with anything but plain words is refused. A detached
+  process (`spawn_detached`, which outlives its caller) starts in a new session on
+  POSIX and as a DETACHED_PROCESS in a new process group on Windows.
 - Paths: `path_key`/`relative_inside` compare workspaces as paths, with Windows
   semantics for Windows paths (drive letters, case, `\\` and `/`, UNC, `\\\\?\\`) and
   macOS's `/private/tmp` = `/tmp`, `/private/var` = `/var` and case-insensitive volumes.
@@ -47,7 +49,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from passdown._platform_launch import UnsafeLaunch, resolve_npm_shim, spawn_argv
+from passdown._platform_launch import UnsafeLaunch, resolve_npm_shim, spawn_argv, spawn_detached
 from passdown._platform_os import is_linux, is_macos, is_windows
 from passdown._platform_paths import (
     case_insensitive_fs,
@@ -384,5 +386,6 @@ __all__ = [
     "set_blocking",
     "set_mode",
     "spawn_argv",
+    "spawn_detached",
     "wait_readable",
 ]

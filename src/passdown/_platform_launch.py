@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from typing import Any
 
 from passdown import _platform_os
 
@@ -63,3 +64,44 @@ def resolve_npm_shim(shim: str) -> tuple[str, str] | None:
     if node is None or node.lower().endswith((".cmd", ".bat")):
         return None
     return node, script
+
+
+def spawn_detached(
+    argv: list[str], *, cwd: str, env: dict[str, str], log: str | None = None
+) -> int:
+    """Start `argv` (no shell) so that it outlives the caller and holds none of its
+    terminal or pipes: stdin from the null device, stdout and stderr appended to `log`
+    (else the null device). POSIX: a new session (no controlling terminal, no signal
+    from the caller's process group). Windows: a detached process in a new process
+    group, without a console window. Returns its process id; `OSError` when it cannot
+    be started, `UnsafeLaunch` for a batch file given untrusted words."""
+    import subprocess
+
+    executable, argv = spawn_argv(argv[0], argv)
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
+    try:
+        kwargs: dict[str, Any] = {}
+        if _platform_os.is_windows():
+            flags = (
+                getattr(subprocess, "DETACHED_PROCESS", 0x8)
+                | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0x200)
+                | getattr(subprocess, "CREATE_NO_WINDOW", 0x8000000)
+            )
+            kwargs["creationflags"] = flags
+        else:
+            kwargs["start_new_session"] = True
+        proc = subprocess.Popen(
+            argv,
+            executable=executable,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            close_fds=True,
+            **kwargs,
+        )
+    finally:
+        if not isinstance(out, int):
+            out.close()
+    return int(proc.pid)

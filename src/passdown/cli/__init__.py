@@ -30,9 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     utf8_stdio()
     hook = _hook_args(args)
     if hook is not None:
-        from passdown.integrations._hooks import main as hook_main
-
         try:
+            if hook[0] == "git":  # the pre-push hook of `passdown install git`
+                from passdown.integrations._git_share_run import hook_main as git_hook
+
+                return git_hook(hook[1])
+            from passdown.integrations._hooks import main as hook_main
+
             return hook_main(*hook)  # logs its own failures; never raises otherwise
         except KeyboardInterrupt:
             return 130

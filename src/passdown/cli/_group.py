@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "passdown.cli._share_cmds:pull_command",
         "Import the handoffs a git remote holds for this repository.",
     ),
+    "scope": (
+        "passdown.cli._share_cmds:scope_command",
+        "Print this repository's project scope, or name it for every clone.",
+    ),
     "mcp": (
         "passdown.cli._mcp_cmds:mcp_command",
         "Serve passdown's tools to an agent over MCP (stdio).",

@@ -114,8 +114,17 @@ def install_command(
     ends, compacts or stops on a limit, the session-start hook that picks an unclaimed
     handoff up, and for Claude Code and Codex the MCP server and the takeover skill.
     The agents run passdown by its absolute path, checked by running it once
-    (`hook --check`) before any file changes. Idempotent; every changed config file is
+    (`hook --check`) before any file changes. `passdown install git`, in a repository:
+    a pre-push hook (chained with the one there) that shares the handoffs on every
+    push, in the background; the repository opts in. Idempotent; every changed config file is
     backed up for `passdown uninstall`; `passdown doctor` tells whether the hooks fire."""
+    if "git" in agents:  # a repository's pre-push hook (`integrations._git_share`)
+        from passdown.integrations._git_share import install_outcome
+
+        _only_git(agents)
+        verb = "checking" if dry_run else "installing"
+        _run(verb, as_json, lambda _started: install_outcome(Path.cwd(), command, dry_run=dry_run))
+        return
     from passdown.integrations._install import install_all
 
     project = _project_dir(scope)
@@ -148,17 +157,27 @@ def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) ->
     passdown's hooks would fire and why not: installed into the agent, and in which
     scope (user, project; both warns: the hooks may run twice)? does each command its
     config runs exist, and run (`hook --check`)? does the install fit the agent's
-    version? is the agent on PATH? Exits 1 when an installed integration cannot fire."""
-    from passdown.integrations._doctor import BROKEN, diagnose_all
+    version? is the agent on PATH? Then a line per repository that shares its handoffs
+    on push (`passdown install git`): handoffs pending since when, the last error. Exits
+    1 when an installed integration cannot fire."""
+    from passdown.integrations._doctor import BROKEN, diagnose_all, shared_repositories
 
     diagnoses = diagnose_all(agents, scope, _project_dir(scope or "project"))
     broken = [d for d in diagnoses if d.status == BROKEN]
+    shared = [] if agents else shared_repositories(Path.cwd())
     if as_json:
         from passdown.cli._output import emit_json
 
-        emit_json({"agents": [d.to_json() for d in diagnoses], "ok": not broken})
+        emit_json(
+            {
+                "agents": [d.to_json() for d in diagnoses],
+                "shared": [s.to_json() for s in shared],
+                "ok": not broken,
+            }
+        )
     else:
         _doctor_report(diagnoses)
+        _shared_report(shared)
     if broken:
         names = ", ".join(d.agent for d in broken)
         click.echo(f"passdown: error: the hooks of {names} cannot fire (see above)", err=True)
@@ -187,6 +206,15 @@ def _doctor_report(diagnoses: list[Any]) -> None:
             click.echo(f"note: {d.agent}: {shown(note)}", err=True)
 
 
+def _shared_report(shared: list[Any]) -> None:
+    """A line per repository that shares its handoffs on push (`passdown install git`)."""
+    from passdown._text import shown
+
+    for status in shared:
+        state = "ok" if status.ok else ("hook broken" if status.hook_problem else "pending")
+        click.echo(f"{'git':9} {state:14} {shown(status.line())}")
+
+
 @click.command("uninstall")
 @_AGENTS
 @_SCOPE
@@ -195,6 +223,12 @@ def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> Non
     """Undo `passdown install` (`all`: every agent installed into in this scope):
     restore each config file exactly as it was (or, for a file changed since, remove
     only passdown's entries)."""
+    if "git" in agents:
+        from passdown.integrations._git_share import uninstall_outcome
+
+        _only_git(agents)
+        _run("uninstalling", as_json, lambda _started: uninstall_outcome(Path.cwd()))
+        return
     from passdown.integrations._install import uninstall_all
 
     project = _project_dir(scope)
@@ -203,6 +237,13 @@ def uninstall_command(agents: tuple[str, ...], scope: str, as_json: bool) -> Non
         as_json,
         lambda started: uninstall_all(agents, scope, project, started=started),
     )
+
+
+def _only_git(agents: tuple[str, ...]) -> None:
+    if set(agents) != {"git"}:
+        from passdown.errors import UsageError
+
+        raise UsageError("`git` goes on its own: `passdown install git`, then the agents")
 
 
 @click.command("hook", context_settings={"ignore_unknown_options": True})
@@ -221,7 +262,11 @@ def hook_command(check: bool, as_json: bool, agent: str | None, args: tuple[str,
     fails: errors go to the hook log in the data folder and the exit code is 0.
     `passdown hook --check [AGENT]` only answers (and fails on an unknown AGENT)."""
     if check:
-        return _hook_check(agent, as_json)
+        return _hook_check(None if agent == "git" else agent, as_json)
+    if agent == "git":  # the pre-push hook of `passdown install git`
+        from passdown.integrations._git_share_run import hook_main
+
+        return hook_main(list(args))
     if agent is None:
         from passdown.errors import UsageError
 

@@ -37,12 +37,6 @@ def _timeout_option() -> Callable[[F], F]:
     )
 
 
-_REMOTE_HELP = (
-    "REMOTE: a remote's name or URL (default: `git config passdown.shareRemote`, else "
-    "`passdown config get share_remote`, else origin)."
-)
-
-
 @click.command("push")
 @click.argument("remote", required=False)
 @click.option("--dry-run", is_flag=True, help="Say what would leave, file by file; push nothing.")
@@ -66,7 +60,10 @@ def push_command(
 ) -> None:
     """Push this repository's handoffs to REMOTE under refs/passdown/ (fast-forward
     only), redacted again, with paths relative to the repository. Nothing else pushes
-    them but this command and the hooks `passdown install git` adds."""
+    them but this command and the hooks `passdown install git` adds.
+
+    REMOTE: a remote's name or URL (default: `git config passdown.shareRemote`, else
+    `passdown config get share_remote`, else origin)."""
     from passdown.share import push_handoffs
 
     report = push_handoffs(
@@ -80,9 +77,6 @@ def push_command(
     _say_push(report)
 
 
-push_command.help = (push_command.help or "") + _REMOTE_HELP
-
-
 @click.command("pull")
 @click.argument("remote", required=False)
 @_timeout_option()
@@ -92,7 +86,9 @@ def pull_command(remote: str | None, timeout: float, as_json: bool, workspace: P
     """Import this project's handoffs from REMOTE into the local store; the newest
     handoff of the current branch becomes the active one when it is newer than the
     local one, its HANDOFF.md written into .agent-handoff/. A handoff that fails its
-    checks is refused, named, and nothing of it imported (exit 17); the others are."""
+    checks is refused, named, and nothing of it imported (exit 17); the others are.
+
+    REMOTE: as for `passdown push`."""
     from passdown.errors import ShareRefused
     from passdown.share import pull_handoffs
 
@@ -109,9 +105,6 @@ def pull_command(remote: str | None, timeout: float, as_json: bool, workspace: P
             f"refused {len(report.refused)} handoff(s) from {report.remote!r}: {reasons}",
             hint="nothing of them was imported; the others were",
         )
-
-
-pull_command.help = (pull_command.help or "") + _REMOTE_HELP
 
 
 def _echo(line: str) -> None:
@@ -149,3 +142,25 @@ def _say_pull(report: PullReport) -> None:
         _echo(f"nothing new on {report.remote}")
     if report.active:
         _echo(f"active handoff: {report.active} ({report.active_reason})")
+
+
+@click.command("scope")
+@click.argument("name", required=False)
+@json_option("Print the scope and where it comes from as JSON.")
+@_workspace_option()
+def scope_command(name: str | None, as_json: bool, workspace: Path | None) -> None:
+    """Print this repository's project scope and where it comes from; with NAME, name
+    the project in a `.passdown.toml` at the repository's root (commit it: every clone,
+    a fork's too, then shares one scope). Without that file the scope comes from the
+    `upstream` remote, else `origin`, else the first remote, else the folder's path."""
+    from passdown.share._scope import name_project, scope_source
+
+    if name is not None:
+        name_project(workspace or Path.cwd(), name)
+    project, source = scope_source(workspace or Path.cwd())
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"project": project, "from": source})
+        return
+    _echo(f"{project}    # from {source}")

@@ -1,8 +1,10 @@
 """Continuity without commands: pick a handoff up at the next session's start, and fall
 over to the next agent when a session ends on a limit.
 
-- `pickup`: run by an agent's session-start hook. When the workspace's active handoff is
-  published (not yet claimed), comes from a different session, is younger than
+- `pickup`: run by an agent's session-start hook. In a repository that opted in to
+  sharing (`passdown install git`) it pulls the share remote's handoffs first (bounded,
+  `_git_share_run.pull_at_start`), and pushes its claim in the background. When the
+  workspace's active handoff is published (not yet claimed), comes from a different session, is younger than
   `pickup_max_age_days` (default 7), its HEAD is an ancestor of the current HEAD and
   its export has committed (the workspace's handoff.json holds it), it is claimed
   through the lifecycle (a compare-and-swap: of two sessions starting at once exactly
@@ -245,6 +247,7 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
     from passdown._git import workspace_root
 
     workspace = workspace_root(Path(cwd or os.getcwd()))
+    shared = _pull_first(workspace)
     if not (workspace / HANDOFF_DIR / "handoff.json").is_file():
         return Pickup("none")  # the pointer names this file: without it, nothing to pick up
     identity = f"{agent}:{session_id or '?'}"
@@ -259,7 +262,19 @@ def pickup(agent: str, session_id: str | None, cwd: str | None) -> Pickup:
             return Pickup(refusal)
         if not handoffs.claim(candidate.id, identity):
             return Pickup("taken")  # another session claimed it first
-        return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
+    if shared:
+        from passdown.integrations._git_share_run import push_claim_soon
+
+        push_claim_soon(workspace)  # another clone that pulls then sees it taken
+    return Pickup(f"claimed {candidate.id}", pointer_text(candidate))
+
+
+def _pull_first(workspace: Path) -> bool:
+    """In a repository that opted in to sharing (`passdown install git`): pull the share
+    remote's handoffs first, bounded (`_git_share_run.pull_at_start`). Whether it did."""
+    from passdown.integrations._git_share_run import pull_at_start
+
+    return pull_at_start(workspace) != "not-opted-in"
 
 
 SETTLE_S = 5.0  # how long pickup waits for an export in flight (hooks get 30 s)

@@ -356,3 +356,15 @@ def _check_program(program: str, agent: str) -> ProgramCheck:
         except UsageError as exc:
             check.problem = exc.message
     return check
+
+
+# -- automatic sharing through git (`passdown install git`) -----------------------------------
+
+
+def shared_repositories(project_dir: Path) -> list[Any]:
+    """One `_git_share_run.ShareStatus` per repository that opted in to sharing (those
+    installed into from this data folder, and the current one): its hook in place?, its
+    queue (pending since, the last error), its last push and failed pull."""
+    from passdown.integrations._git_share import share_statuses
+
+    return list(share_statuses(project_dir))

@@ -132,6 +132,7 @@ _POSIX_ABS = re.compile(rf"(?<![\w.~}}>:/\\-])/(?:{_PATH_CHARS}+/)+{_PATH_CHARS}
 _WINDOWS_ABS = re.compile(
     rf"(?<![\w}}])(?:[A-Za-z]:|\\\\{_PATH_CHARS}+)[\\/](?:{_PATH_CHARS}+[\\/]?)*"
 )
+_FILE_URL = re.compile(rf"(?<=file://)(?:/?[A-Za-z]:)?/(?:{_PATH_CHARS}+/)*{_PATH_CHARS}*")
 _TAIL = rf"((?:[\\/]{_PATH_CHARS}*)*)"
 
 
@@ -164,17 +165,23 @@ def portable_text_fn(roots: Iterable[str], home: str | None) -> Callable[[str], 
     encode it in folder names, `-home-me-`) is `~`; any other absolute path keeps only
     its last name (`…/name`)."""
     root_re = _root_pattern(roots)
-    homes = _spellings(home or "")
-    if home:
-        encoded = re.sub(r"[^A-Za-z0-9]", "-", home.rstrip("/\\"))
-        homes += [encoded] if len(encoded) > 2 else []
-    home_re = re.compile("|".join(map(re.escape, homes))) if homes else None
+    # whole folders only: not `/root` inside `/rootfs`; the encoded form (`-home-me`)
+    # is followed by `-` in the folder names agents make of it
+    homes = (
+        ["(?:" + "|".join(map(re.escape, _spellings(home))) + r")(?![\w.-])"]
+        if home and _spellings(home)
+        else []
+    )
+    encoded = re.sub(r"[^A-Za-z0-9]", "-", (home or "").rstrip("/\\"))
+    homes += [re.escape(encoded) + "(?![A-Za-z0-9])"] if len(encoded) > 2 else []
+    home_re = re.compile("|".join(homes)) if homes else None
 
     def convert(text: str) -> str:
         if root_re is not None:
             text = root_re.sub(lambda m: WORKSPACE_TOKEN + m.group(1).replace("\\", "/"), text)
         if home_re is not None:
             text = home_re.sub("~", text)
+        text = _FILE_URL.sub(_outside, text)
         text = _WINDOWS_ABS.sub(_outside, text)
         return _POSIX_ABS.sub(_outside, text)
 

@@ -11,6 +11,8 @@ from passdown.errors import ShareError
 from passdown.share._gitio import Git
 from passdown.share._layout import MAX_FILE_BYTES
 
+# a rejection another push caused (it moved or held the ref meanwhile): fetch, merge, retry
+_RETRY = ("fetch first", "non-fast-forward", "lock", "failed to update ref", "incorrect old value")
 _REFSPECS_PER_CALL = 200  # refspecs per fetch/push: far below any command line's limit
 
 
@@ -184,7 +186,8 @@ def push(git: Git, remote: str, refspecs: list[str]) -> PushOutcome:
     for at in range(0, len(refspecs), _REFSPECS_PER_CALL):
         chunk = refspecs[at : at + _REFSPECS_PER_CALL]
         result = git.run("push", "--porcelain", "--no-verify", remote, *chunk)
-        seen = _parse_porcelain(result.out.decode("utf-8", "replace"), outcome)
+        said = result.out if result.ok else result.failed_out
+        seen = _parse_porcelain(said.decode("utf-8", "replace"), outcome)
         if not result.ok and not seen:
             raise ShareError(
                 f"cannot push handoffs to {remote!r}: {result.error}",
@@ -211,7 +214,7 @@ def _parse_porcelain(text: str, outcome: PushOutcome) -> bool:
         elif flag == "=":
             pass
         elif flag == "!":
-            if "fetch first" in summary or "non-fast-forward" in summary:
+            if any(w in summary for w in _RETRY):
                 outcome.behind.append(ref)
             else:
                 outcome.refused[ref] = summary.strip("[]() ") or "rejected"

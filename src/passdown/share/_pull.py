@@ -7,7 +7,13 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from passdown.errors import OutputError, RecordConflict, RecordNotFound, UsageError
+from passdown.errors import (
+    OutputError,
+    RecordConflict,
+    RecordInvalid,
+    RecordNotFound,
+    UsageError,
+)
 from passdown.share._common import (
     Item,
     PullReport,
@@ -43,6 +49,7 @@ from passdown.share._objects import (
 from passdown.share._records import Arrived, Refused, read_shared
 
 if TYPE_CHECKING:
+    from passdown.handoff import Handoff
     from passdown.records import Record, Scope
     from passdown.store import Store
 
@@ -90,11 +97,29 @@ def pull_handoffs(
     from passdown.store import open_store
 
     sc = ScopeModel(project=project)
+    moves: dict[str, tuple[str | None, str | None]] = {}
+    commits: list[NewCommit] = []
     with open_store() as store:
-        for name, got in arrived.items():
-            report.imported.append(Item(got.record.id, name, _import(store, sc, got)))
+        for name, (got, change) in arrived.items():
+            try:
+                said = _import(store, sc, got)
+            except RecordInvalid as exc:  # this passdown's store takes it not (too large)
+                report.refused.append(Item(got.record.id, name, exc.message))
+                continue
+            report.imported.append(Item(got.record.id, name, said))
+            if isinstance(change, NewCommit):
+                commits.append(change)
+            else:
+                moves[name] = change
+        # the local refs move once their handoffs are stored: a pull that failed
+        # before that fetches them again
+        update_refs(git, moves)
+        write_commits(git, commits)
         _activate(git, root, store, sc, refs, report)
     return report
+
+
+Change = NewCommit | tuple[str | None, str | None]  # a merge commit, or (new, old) of a ref
 
 
 def _check(
@@ -107,11 +132,10 @@ def _check(
     fetched: dict[str, str],
     local: dict[str, str],
     report: PullReport,
-) -> dict[str, Arrived]:
-    """Each fetched handoff checked and merged into its local ref: {ref: the handoff}."""
-    arrived: dict[str, Arrived] = {}
-    commits: list[NewCommit] = []
-    moves: dict[str, tuple[str | None, str | None]] = {}
+) -> dict[str, tuple[Arrived, Change]]:
+    """Each fetched handoff checked, and how its local ref changes once it is stored: to
+    the fetched commit, or (the two diverged) to a merge of both."""
+    arrived: dict[str, tuple[Arrived, Change]] = {}
     for name in wanted:
         ref = refs[name]
         oid = fetched.get(staging[name])
@@ -120,22 +144,17 @@ def _check(
             if isinstance(files, str):
                 raise Refused(files)
             mine = local.get(name)
-            if mine is not None and not is_ancestor(git, mine, oid or ""):
-                before = commit_files(git, mine)
-                if isinstance(before, dict):
-                    files = merge_files(before, files)
-                    got = read_shared(files, ref, project, root)
-                    commits.append(NewCommit(name, files, [mine, oid or ""], "passdown merge"))
-                    arrived[name] = got
-                    continue
-            got = read_shared(files, ref, project, root)
+            before = (
+                commit_files(git, mine) if mine and not is_ancestor(git, mine, oid or "") else None
+            )
+            if isinstance(before, dict):
+                files = merge_files(before, files)
+                merge = NewCommit(name, files, [mine or "", oid or ""], "passdown merge")
+                arrived[name] = (read_shared(files, ref, project, root), merge)
+            else:
+                arrived[name] = (read_shared(files, ref, project, root), (oid, mine))
         except Refused as exc:
             report.refused.append(Item(ref.id, name, str(exc)))
-            continue
-        arrived[name] = got
-        moves[name] = (oid, mine)
-    update_refs(git, moves)
-    write_commits(git, commits)
     return arrived
 
 
@@ -181,8 +200,7 @@ def _activate(
     """Make the newest handoff of the current branch (detached: of HEAD's commit) the
     active one when it is newer than the active one, and write its HANDOFF.md and
     handoff.json into this clone's `.agent-handoff/`."""
-    from passdown._handoff_record import handoff_from_record
-    from passdown.coordinator._lifecycle import Lifecycle
+    from passdown.coordinator._lifecycle import ACTIVE_POINTER, Lifecycle
 
     branch, head = current_place(git)
     if branch is not None:
@@ -193,15 +211,10 @@ def _activate(
     for ref in sorted(here, reverse=True):
         if ref.name in refused:
             continue
-        try:
-            record = store.retrieve(sc, ref.id)
-            handoff = handoff_from_record(record)
-        except RecordNotFound:
+        found = _stored_handoff(store, sc, ref.id)
+        if found is None:
             continue
-        except Exception:  # a stored record that holds no readable handoff
-            continue
-        if handoff is None:
-            continue
+        record, handoff = found
         lifecycle = Lifecycle(store, sc)
         active = lifecycle.active()
         current = None
@@ -217,14 +230,12 @@ def _activate(
         if not lifecycle.swap_active(active, ref.id):
             report.active_reason = "another writer changed the active handoff meanwhile"
             return
-        try:
-            from passdown._pipeline import HANDOFF_DIR, write_handoff
+        from passdown._pipeline import HANDOFF_DIR, write_handoff
 
+        try:
             write_handoff(handoff, root / HANDOFF_DIR, root)
         except OutputError:
-            lifecycle.swap_active(ref.id, active) if active else store.set_pointer(
-                sc, "active-handoff", ref.id, None
-            )
+            store.set_pointer(sc, ACTIVE_POINTER, ref.id, active)  # as it was
             raise
         report.active = ref.id
         report.active_reason = "the newest handoff of " + (
@@ -234,3 +245,17 @@ def _activate(
     report.active_reason = "no pulled handoff of " + (
         f"branch {branch}" if branch else "this commit"
     )
+
+
+def _stored_handoff(store: Store, sc: Scope, record_id: str) -> tuple[Record, Handoff] | None:
+    """The stored record and the handoff it holds (None: not stored, or no handoff)."""
+    from pydantic import ValidationError
+
+    from passdown._handoff_record import handoff_from_record
+
+    try:
+        record = store.retrieve(sc, record_id)
+        handoff = handoff_from_record(record)
+    except (RecordNotFound, ValidationError):
+        return None
+    return (record, handoff) if handoff is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from passdown.errors import ShareError, UsageError
 from passdown.share._common import (
@@ -40,6 +41,9 @@ from passdown.share._objects import (
     write_commits,
 )
 from passdown.share._records import Refused, Shared, shared_files
+
+if TYPE_CHECKING:
+    from passdown.records import Record
 
 PUSH_ATTEMPTS = 3  # push, and after a rejection fetch + merge + push, at most this often
 
@@ -80,19 +84,23 @@ def push_handoffs(
         local = local_refs(git, prefix)
         if attempt:
             theirs = remote_refs(git, remote, prefix)
-        wanted = _to_push(git, local, theirs, pruned)
+        refused = {i.ref for i in report.refused}  # asked once: the remote's rules stand
+        wanted = [r for r in _to_push(git, local, theirs, pruned) if r not in refused]
         if not wanted:
             break
         outcome = push(git, remote, [f"{ref}:{ref}" for ref in wanted])
         for ref, how in outcome.done.items():
             report.pushed.append(Item(_id(ref), ref, how))
-        for ref, why in outcome.refused.items():
-            report.refused.append(Item(_id(ref), ref, why))
+        said = {i.ref for i in report.refused}
+        report.refused += [
+            Item(_id(r), r, why) for r, why in outcome.refused.items() if r not in said
+        ]
         if not outcome.behind:
             break
         _merge_theirs(git, remote, outcome.behind, local, prefix)
     else:
-        behind = _to_push(git, local_refs(git, prefix), remote_refs(git, remote, prefix), pruned)
+        left = _to_push(git, local_refs(git, prefix), remote_refs(git, remote, prefix), pruned)
+        behind = [r for r in left if r not in {i.ref for i in report.refused}]
         if behind:
             raise ShareError(
                 f"{len(behind)} handoff(s) kept changing on {remote!r} while pushing; "
@@ -120,7 +128,7 @@ def _shareable(root: Path, project: str, report: PushReport) -> list[Shared]:
 
     home = home_folder()
     with open_store() as store:
-        statuses: dict[str, list] = {}  # type: ignore[type-arg]
+        statuses: dict[str, list[Record]] = {}
         for status in all_records(store, project, "status"):
             statuses.setdefault(status.id.rpartition("#")[0], []).append(status)
         out = []
@@ -133,11 +141,10 @@ def _shareable(root: Path, project: str, report: PushReport) -> list[Shared]:
 
 
 def _changed(
-    git: object, shared: list[Shared], local: dict[str, str], report: PushReport
+    git: Git, shared: list[Shared], local: dict[str, str], report: PushReport
 ) -> list[NewCommit]:
     """A commit for each handoff whose files differ from its local ref's (merged with
     them: statuses a pull brought stay)."""
-    assert isinstance(git, Git)
     present = [s for s in shared if s.ref.name in local]
     digests = read_blobs(git, [f"{local[s.ref.name]}:{DIGEST_FILE}" for s in present])
     commits = []
