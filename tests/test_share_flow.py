@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from passdown.cli import main
 from share_world import Side, git, make_remote, make_side, refs_on
+
+if TYPE_CHECKING:
+    from passdown.records import Scope
 
 
 @pytest.fixture
@@ -45,7 +49,7 @@ def active_of(side: Side) -> str | None:
         return store.get_pointer(project_name(side.clone), "active-handoff")
 
 
-def _scope(project: str):  # type: ignore[no-untyped-def]
+def _scope(project: str) -> Scope:
     from passdown.records import Scope
 
     return Scope(project=project)
