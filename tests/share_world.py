@@ -9,8 +9,12 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from passdown.store import Store
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -59,9 +63,8 @@ class Side:
 
         self.use()
         recorded = next(r for r in scenarios("claude") if r.scenario == "full")
-        session = recorded.install(
-            self.home / f"claude-{len(list(self.home.iterdir()))}", self.monkeypatch
-        )
+        store_copy = self.home / f"claude-{len(list(self.home.iterdir()))}"  # a fresh one each time
+        session = recorded.install(store_copy, self.monkeypatch)
         payload = {
             "hook_event_name": "SessionEnd",
             "session_id": session.stem,
@@ -76,7 +79,7 @@ class Side:
         data = json.loads((self.clone / ".agent-handoff" / "handoff.json").read_text())
         return str(data["id"])
 
-    def store(self):  # type: ignore[no-untyped-def]
+    def store(self) -> Store:
         from passdown.store import open_store
 
         self.use()

@@ -4,7 +4,6 @@ the push, forged and corrupt refs, records of another scope, Windows paths, bad 
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 import time
@@ -217,7 +216,6 @@ def test_bad_input_is_a_message_and_an_exit_code(
     capsys.readouterr()
     assert main(["config", "get", "share_remote"]) == 0
     assert capsys.readouterr().out.strip() == "upstream"
-    os.environ.pop("GIT_DIR", None)
 
 
 def test_a_handoff_that_cannot_be_written_here_is_not_made_active(

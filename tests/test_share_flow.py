@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from passdown.cli import main
 from share_world import Side, git, make_remote, make_side, refs_on
+
+if TYPE_CHECKING:
+    from passdown.records import Scope
 
 
 @pytest.fixture
@@ -45,7 +49,7 @@ def active_of(side: Side) -> str | None:
         return store.get_pointer(project_name(side.clone), "active-handoff")
 
 
-def _scope(project: str):  # type: ignore[no-untyped-def]
+def _scope(project: str) -> Scope:
     from passdown.records import Scope
 
     return Scope(project=project)
@@ -222,6 +226,10 @@ def test_a_shallow_clone_pushes_and_pulls(
     assert git(b.clone, "rev-parse", "--is-shallow-repository") == "true"
     assert main(["pull"]) == 0
     assert active_of(b) == handoff_id
+    import passdown._pipeline as pipeline
+
+    # a minute later (exports in the same second would be ordered by their ids)
+    monkeypatch.setattr(pipeline, "now_iso", lambda: "2099-01-01T00:01:00Z")
     b_id = b.export()
     assert main(["push"]) == 0
     a.use()
@@ -375,3 +383,30 @@ def test_a_pull_merges_a_handoff_both_clones_changed(
     (ref,) = refs_on(remote)
     files = set(git(remote, "ls-tree", "-r", "--name-only", ref).splitlines())
     assert {"status/claimed.json", "status/superseded.json"} <= files
+
+
+def test_a_push_makes_the_files_again_only_for_handoffs_that_changed(
+    a: Side, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import passdown.share._push as push
+    from passdown._git import project_name
+    from passdown.coordinator._lifecycle import Lifecycle
+
+    a.export()
+    (a.clone / "more.txt").write_text("more")
+    second = a.export()
+    assert main(["push"]) == 0
+    made: list[str] = []
+    real = push.shared_files
+
+    def counted(record, *args):  # type: ignore[no-untyped-def]
+        made.append(record.id)
+        return real(record, *args)
+
+    monkeypatch.setattr(push, "shared_files", counted)
+    assert main(["push"]) == 0
+    assert made == []
+    with a.store() as store:
+        Lifecycle(store, _scope(project_name(a.clone))).transition(second, "claimed", by="x")
+    assert main(["push"]) == 0
+    assert made == [second]

@@ -40,6 +40,16 @@ def local_refs(git: Git, prefix: str) -> dict[str, str]:
     return refs
 
 
+def local_subjects(git: Git, prefix: str) -> dict[str, str]:
+    """{ref: the subject of its commit} of the local refs under `prefix`."""
+    out = git.must("for-each-ref", "--format=%(refname)%09%(contents:subject)", prefix + "/")
+    found = {}
+    for line in out.decode("utf-8", "replace").splitlines():
+        name, _, subject = line.partition("\t")
+        found[name] = subject
+    return found
+
+
 def remote_refs(git: Git, remote: str, prefix: str) -> dict[str, str]:
     """The remote's refs under `prefix`, by name only (`git ls-remote`: no object moves)."""
     result = git.run("ls-remote", "--refs", remote, prefix + "/*")

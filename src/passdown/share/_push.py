@@ -33,6 +33,7 @@ from passdown.share._objects import (
     NewCommit,
     commit_files,
     local_refs,
+    local_subjects,
     object_types,
     push,
     read_blobs,
@@ -40,12 +41,13 @@ from passdown.share._objects import (
     update_refs,
     write_commits,
 )
-from passdown.share._records import Refused, Shared, shared_files
+from passdown.share._records import Refused, Shared, shared_files, source_key
 
 if TYPE_CHECKING:
     from passdown.records import Record
 
-PUSH_ATTEMPTS = 3  # push, and after a rejection fetch + merge + push, at most this often
+PUSH_ATTEMPTS = 3
+SOURCE_MARK = " source:"  # in a handoff commit's subject: what its files were made from  # push, and after a rejection fetch + merge + push, at most this often
 
 
 def push_handoffs(
@@ -70,8 +72,13 @@ def push_handoffs(
     report = PushReport(remote=remote, project=project, dry_run=dry_run)
     scope = scope_key(project)
     prefix = f"{REF_ROOT}/{scope}"
-    shared = _shareable(root, project, report)
     local = local_refs(git, prefix)
+    made_from = {
+        _id(ref): subject.rpartition(SOURCE_MARK)[2]
+        for ref, subject in local_subjects(git, prefix).items()
+        if SOURCE_MARK in subject
+    }
+    shared = _shareable(root, project, report, made_from)
     pruned = {name.rpartition("/")[2] for name in local_refs(git, f"{PRUNED_ROOT}/{scope}")}
     shared = [s for s in shared if s.ref.id not in pruned]
     commits = _changed(git, shared, local, report)
@@ -123,7 +130,11 @@ def _id(ref: str) -> str:
     return parsed.id if parsed else ref.rpartition("/")[2]
 
 
-def _shareable(root: Path, project: str, report: PushReport) -> list[Shared]:
+def _shareable(
+    root: Path, project: str, report: PushReport, made_from: dict[str, str]
+) -> list[Shared]:
+    """The shared form of every handoff in the store that changed since its local
+    commit was made (`made_from`: {id: `source_key`} of the local commits)."""
     from passdown.store import open_store
 
     home = home_folder()
@@ -133,8 +144,12 @@ def _shareable(root: Path, project: str, report: PushReport) -> list[Shared]:
             statuses.setdefault(status.id.rpartition("#")[0], []).append(status)
         out = []
         for record in all_records(store, project, "handoff"):
+            own = statuses.get(record.id, [])
+            if made_from.get(record.id) == source_key(record, own, root, home):
+                report.unchanged += 1
+                continue
             try:
-                out.append(shared_files(record, statuses.get(record.id, []), root, project, home))
+                out.append(shared_files(record, own, root, project, home))
             except Refused as exc:
                 report.skipped.append(Item(record.id, "", str(exc)))
     return out
@@ -162,7 +177,8 @@ def _changed(
                     report.unchanged += 1
                     continue
         parents = [local[name]] if name in local else []
-        commits.append(NewCommit(name, files, parents, f"passdown handoff {item.ref.id}"))
+        message = f"passdown handoff {item.ref.id}{SOURCE_MARK}{item.source}"
+        commits.append(NewCommit(name, files, parents, message))
     return commits
 
 

@@ -54,6 +54,7 @@ class Refused(Exception):
 class Shared:
     ref: HandoffRef
     files: dict[str, bytes]
+    source: str = ""  # `source_key` of what it was made from
 
 
 def _dig(data: Any, *keys: str) -> Any:
@@ -125,6 +126,24 @@ def _last_name(path: str) -> str:
     return path.replace("\\", "/").rstrip("/").rpartition("/")[2]
 
 
+def source_key(record: Record, statuses: list[Record], workspace: Path, home: str | None) -> str:
+    """What a handoff's shared files are made from, as a digest: the stored record and
+    its status records as they are, the places paths are made relative to, and this
+    passdown's version (its rules). A push that finds it in the subject of the handoff's
+    local commit skips making the files again."""
+    import hashlib
+
+    from passdown import __version__
+    from passdown.records import canonical_json
+
+    parts = [__version__, str(workspace), home or "", canonical_json(record)]
+    parts += sorted(canonical_json(s) for s in statuses)
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()[:32]
+
+
 def shared_files(
     record: Record, statuses: list[Record], workspace: Path, project: str, home: str | None
 ) -> Shared:
@@ -158,7 +177,7 @@ def shared_files(
                 files[f"{STATUS_DIR}/{name}.json"] = json_bytes(record_to_dict(shared))
     except PassdownError as exc:
         raise Refused(exc.message) from None
-    return Shared(ref, with_digest(files))
+    return Shared(ref, with_digest(files), source_key(record, statuses, workspace, home))
 
 
 @dataclass(frozen=True, slots=True)
