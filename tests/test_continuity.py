@@ -277,7 +277,7 @@ def test_codex_lifecycle_payload_is_exported(
 def test_config_set_get_and_errors(
     isolated_homes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from passdown.integrations._continuity import config_path, fallback_chain, pickup_enabled
+    from passdown._settings import config_path, fallback_chain, pickup_enabled
 
     assert main(["config", "set", "fallback", "claude,codex"]) == 0
     assert fallback_chain() == ["claude", "codex"]

@@ -225,7 +225,7 @@ def test_a_pickup_age_that_is_no_number_of_days_is_refused_and_ignored(
 ) -> None:
     from datetime import timedelta
 
-    from passdown.integrations._continuity import MAX_AGE_ENV, max_age
+    from passdown._settings import MAX_AGE_ENV, max_age
 
     code, _, err = run("config", "set", "pickup_max_age_days", value)
     assert code == 2 and "must be more than 0" in err  # before: nan and inf were stored

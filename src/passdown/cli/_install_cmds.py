@@ -319,7 +319,7 @@ def run_command(
     chain with the takeover prompt `switch` uses. Without a fallback, write the handoff
     and print the one command that continues elsewhere. Arguments after `--` go to the
     agent. Exits with the last agent's exit code."""
-    from passdown.integrations._continuity import fallback_chain
+    from passdown._settings import fallback_chain
     from passdown.integrations._continuity_run import run
 
     chain = list(fallbacks) or [a for a in fallback_chain() if a != agent]
@@ -341,8 +341,8 @@ def config_command(action: str, key: str | None, value: str | None, as_json: boo
 
         emit_json(settings)
         return
+    from passdown._settings import SETTINGS
     from passdown._text import shown
-    from passdown.integrations._continuity import SETTINGS
 
     for name, setting in settings.items():
         if action == "list":
@@ -355,8 +355,8 @@ def config_command(action: str, key: str | None, value: str | None, as_json: boo
 
 def _config_change(action: str, key: str | None, value: str | None) -> dict[str, object]:
     """Do `action` and return the settings it is about, as stored ({name: value})."""
+    from passdown._settings import SETTINGS, load_config, set_config
     from passdown.errors import UsageError
-    from passdown.integrations._continuity import SETTINGS, load_config, set_config
 
     if action == "list":
         config = load_config()

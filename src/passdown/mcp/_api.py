@@ -43,6 +43,8 @@ from passdown.store import Store
 from passdown.store._base import POINTER_COLUMNS, coerce_scope
 from passdown.store._tokens import REGISTRY
 
+SCOPE_KEY = "passdown.scope"  # where serve's token check leaves the token's scope
+
 Handler = Callable[[Request], Awaitable[Response]]
 Call = Callable[[Scope, dict[str, Any]], dict[str, Any]]
 PREFIX = "/api/store/"
@@ -58,8 +60,6 @@ def _error(exc: PassdownError) -> JSONResponse:
 
 
 def _bound(request: Request) -> Scope:
-    from passdown.mcp._http import SCOPE_KEY
-
     bound = request.scope.get(SCOPE_KEY)
     if not isinstance(bound, Scope):  # only reachable if the middleware was bypassed
         raise PermissionError("request without an authenticated scope")

@@ -47,6 +47,7 @@ from passdown.errors import (
     UsageError,
     http_status_for,
 )
+from passdown.mcp._api import SCOPE_KEY
 from passdown.mcp._tools import ScopedTools
 from passdown.records import Scope
 from passdown.store import Store
@@ -56,7 +57,6 @@ Scope_ = MutableMapping[str, Any]
 ASGIApp = Callable[
     [Scope_, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
 ]
-SCOPE_KEY = "passdown.scope"
 TOKEN_KEY = "passdown.token_id"
 PROTECTED = ("/mcp", "/api")
 DEFAULT_MAX_BODY = 1024 * 1024

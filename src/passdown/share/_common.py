@@ -112,7 +112,7 @@ def share_remote(workspace: Path) -> str:
     value = result.out.decode("utf-8", "replace").strip()
     if result.ok and value:
         return value
-    from passdown.integrations._continuity import load_config
+    from passdown._settings import load_config
 
     configured = load_config().get(SHARE_REMOTE_KEY)
     return configured if isinstance(configured, str) and configured.strip() else DEFAULT_REMOTE
