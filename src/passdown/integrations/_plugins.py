@@ -23,6 +23,11 @@ passdown as `launcher_program` does.
 
 `passdown install` writes nothing into an agent whose plugin fires in the target's
 scope (`covering`), and `passdown doctor` lists the plugin installs beside its own.
+
+The wheel carries the marketplace file and `plugins/` as they lie in the repository,
+under `passdown/agent-plugins/` (setup.py copies them at build time); `plugins_dir`
+finds that folder, or in a checkout the repository's root, for `passdown doctor
+--plugins-dir` to print.
 """
 
 from __future__ import annotations
@@ -52,6 +57,21 @@ KINDS = {
     "qwen": "Qwen Code extension",
     "copilot": "Claude Code plugin (in Copilot CLI)",
 }
+
+
+MARKETPLACE = Path(".claude-plugin") / "marketplace.json"
+
+
+def plugins_dir() -> Path | None:
+    """The folder this passdown serves its agent plugins from: a Claude Code marketplace
+    (`.claude-plugin/marketplace.json`) with the plugins under `plugins/`. The wheel's
+    `passdown/agent-plugins`, else, run from a checkout, the repository's root; None
+    when neither is there."""
+    package = Path(__file__).resolve().parents[1]
+    for root in (package / "agent-plugins", package.parents[1]):
+        if (root / MARKETPLACE).is_file() and (root / "plugins" / "claude").is_dir():
+            return root
+    return None
 
 
 @dataclass(frozen=True, slots=True)
