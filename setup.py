@@ -30,7 +30,7 @@ def plugin_files() -> list[Path]:
     )
 
 
-class BuildWithPlugins(build_py):  # type: ignore[misc]
+class BuildWithPlugins(build_py):
     """build_py, then a copy of the plugin files into the built package."""
 
     def run(self) -> None:

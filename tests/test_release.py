@@ -465,3 +465,38 @@ def test_uv_installs_the_wheel_then_demo(dist: Path, cache: Path, tmp_path: Path
     program = venv / ("Scripts/passdown.exe" if os.name == "nt" else "bin/passdown")
     assert program.exists()
     check_installed(program, venv, env, tmp_path)
+
+
+# -- where a passdown serves its agent plugins from ----------------------------------------
+
+
+def plugins_dir_of(python_path: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", "doctor", "--plugins-dir"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(python_path)},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_from_a_checkout_the_plugins_are_the_repositorys(tmp_path: Path) -> None:
+    served = ok(plugins_dir_of(ROOT / "src", tmp_path), "passdown doctor --plugins-dir")
+    assert Path(served.strip()) == ROOT
+
+
+def test_a_passdown_without_its_plugins_says_so(tmp_path: Path) -> None:
+    """A copy of the package outside any checkout, without agent-plugins: an error that
+    says what to do, no traceback, exit 1 (not an empty line a script would pass on)."""
+    shutil.copytree(
+        ROOT / "src" / "passdown",
+        tmp_path / "lib" / "passdown",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    proc = plugins_dir_of(tmp_path / "lib", tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert "carries no agent plugins" in proc.stderr and "reinstall" in proc.stderr
+    assert "Traceback" not in proc.stderr
