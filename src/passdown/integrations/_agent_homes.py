@@ -26,3 +26,9 @@ def gemini_home() -> Path:
 def qwen_home() -> Path:
     configured = os.environ.get("QWEN_HOME")
     return Path(configured).expanduser() if configured else Path.home() / ".qwen"
+
+
+def factory_home() -> Path:
+    """Factory Droid's folder: `$FACTORY_HOME_OVERRIDE` replaces the home folder."""
+    override = os.environ.get("FACTORY_HOME_OVERRIDE")
+    return (Path(override).expanduser() if override else Path.home()) / ".factory"

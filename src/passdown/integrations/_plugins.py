@@ -16,6 +16,12 @@ passdown as `launcher_program` does.
   (`copilot plugin marketplace add`, `copilot plugin install passdown@passdown`) and
   enables it in `enabledPlugins` of `~/.copilot/settings.json` (`$COPILOT_HOME`); the
   launcher runs its hooks as `passdown hook copilot EVENT`.
+- Factory Droid installs it too (`droid plugin marketplace add`, `droid plugin install
+  passdown@MARKETPLACE`, a marketplace named after its folder): one record per install
+  in `plugins/installed_plugins/*.json` of `~/.factory` (`$FACTORY_HOME_OVERRIDE`), with
+  its `scope` and `installPath`, enabled in `enabledPlugins` of `~/.factory/settings.json`
+  (user scope) or the project's `.factory/settings.json` (project scope); the launcher
+  runs its hooks as `passdown hook droid`.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -39,7 +45,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from passdown.integrations._agent_homes import claude_dir, copilot_home, gemini_home, qwen_home
+from passdown.integrations._agent_homes import (
+    claude_dir,
+    copilot_home,
+    factory_home,
+    gemini_home,
+    qwen_home,
+)
 from passdown.integrations._base import HookIntegration, InstallTarget, Plan, read_config
 
 PLUGIN_NAME = "passdown"
@@ -56,6 +68,7 @@ KINDS = {
     "gemini": "Gemini CLI extension",
     "qwen": "Qwen Code extension",
     "copilot": "Claude Code plugin (in Copilot CLI)",
+    "droid": "Claude Code plugin (in Droid)",
 }
 
 
@@ -117,6 +130,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = claude_plugins(project_dir)
     elif agent == "copilot":
         found = copilot_plugins()
+    elif agent == "droid":
+        found = droid_plugins(project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -236,6 +251,36 @@ def copilot_plugins() -> list[PluginInstall]:
         path = Path(str(root)) / "plugins" / "claude" if root else copilot_home()
         found.append(PluginInstall("copilot", str(name), "user", path, None, on is True))
     return found
+
+
+def droid_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
+    """Droid's installs of passdown's plugin: the user scope's, and with `project_dir`
+    a project scope's that the project's own settings enable (Droid's record of a
+    project install names no project)."""
+    base = factory_home()
+    records = base / "plugins" / "installed_plugins"
+    found: list[PluginInstall] = []
+    for record in sorted(records.glob("*.json")) if records.is_dir() else []:
+        data = _json_object(read_config(record))
+        name, entry = str(data.get("pluginId") or ""), data.get("entry")
+        if not name.startswith(f"{PLUGIN_NAME}@") or not isinstance(entry, dict):
+            continue
+        if not entry.get("installPath"):
+            continue
+        path = Path(str(entry["installPath"]))
+        if str(entry.get("scope") or "user") == "user":
+            on = _enables(base / "settings.json", name)
+            found.append(PluginInstall("droid", name, "user", path, None, on))
+        elif project_dir is not None:
+            on = _enables(project_dir / ".factory" / "settings.json", name)
+            if on:
+                found.append(PluginInstall("droid", name, "project", path, project_dir, on))
+    return found
+
+
+def _enables(settings: Path, name: str) -> bool:
+    enabled = _json_object(read_config(settings)).get("enabledPlugins")
+    return isinstance(enabled, dict) and enabled.get(name) is True
 
 
 # -- Gemini CLI, Qwen Code -----------------------------------------------------------------
