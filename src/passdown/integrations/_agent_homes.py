@@ -32,3 +32,7 @@ def factory_home() -> Path:
     """Factory Droid's folder: `$FACTORY_HOME_OVERRIDE` replaces the home folder."""
     override = os.environ.get("FACTORY_HOME_OVERRIDE")
     return (Path(override).expanduser() if override else Path.home()) / ".factory"
+
+
+def codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")

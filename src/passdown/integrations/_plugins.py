@@ -22,6 +22,11 @@ passdown as `launcher_program` does.
   its `scope` and `installPath`, enabled in `enabledPlugins` of `~/.factory/settings.json`
   (user scope) or the project's `.factory/settings.json` (project scope); the launcher
   runs its hooks as `passdown hook droid`.
+- Codex CLI installs it too (`codex plugin marketplace add`, `codex plugin add
+  passdown@MARKETPLACE`): `[plugins."passdown@MARKETPLACE"] enabled = true` in
+  `$CODEX_HOME/config.toml`, the files in `plugins/cache/MARKETPLACE/passdown/VERSION`;
+  Codex runs its hooks once the user trusts them (`/hooks`), and the launcher runs them
+  as `passdown hook codex`.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -47,6 +52,7 @@ from typing import Any
 
 from passdown.integrations._agent_homes import (
     claude_dir,
+    codex_home,
     copilot_home,
     factory_home,
     gemini_home,
@@ -69,6 +75,7 @@ KINDS = {
     "qwen": "Qwen Code extension",
     "copilot": "Claude Code plugin (in Copilot CLI)",
     "droid": "Claude Code plugin (in Droid)",
+    "codex": "Claude Code plugin (in Codex)",
 }
 
 
@@ -132,6 +139,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = copilot_plugins()
     elif agent == "droid":
         found = droid_plugins(project_dir)
+    elif agent == "codex":
+        found = codex_plugins()
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -187,8 +196,9 @@ class PluginAwareHooks(HookIntegration):
 
 
 def covered_note(target: InstallTarget, plugin: PluginInstall) -> str:
+    trust = " (Codex runs its hooks once you trust them: /hooks)" if plugin.agent == "codex" else ""
     return (
-        f"{target.agent}: already installed as {plugin.describe()}; nothing written "
+        f"{target.agent}: already installed as {plugin.describe()}{trust}; nothing written "
         f"(`passdown uninstall {target.agent}` still removes an earlier install)"
     )
 
@@ -275,6 +285,29 @@ def droid_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
             on = _enables(project_dir / ".factory" / "settings.json", name)
             if on:
                 found.append(PluginInstall("droid", name, "project", path, project_dir, on))
+    return found
+
+
+def codex_plugins() -> list[PluginInstall]:
+    """Codex's installs of passdown's plugin (user scope: Codex keeps plugins in its
+    own config)."""
+    import tomllib
+
+    base = codex_home()
+    try:
+        config = tomllib.loads(read_config(base / "config.toml") or "")
+    except tomllib.TOMLDecodeError:
+        return []
+    plugins = config.get("plugins")
+    found: list[PluginInstall] = []
+    for name, entry in plugins.items() if isinstance(plugins, dict) else []:
+        if not str(name).startswith(f"{PLUGIN_NAME}@") or not isinstance(entry, dict):
+            continue
+        cache = base / "plugins" / "cache" / str(name).split("@", 1)[1] / PLUGIN_NAME
+        versions = sorted(cache.iterdir()) if cache.is_dir() else []
+        path = versions[-1] if versions else cache
+        on = entry.get("enabled", True) is True
+        found.append(PluginInstall("codex", str(name), "user", path, None, on))
     return found
 
 

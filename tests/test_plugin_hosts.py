@@ -1,8 +1,10 @@
-"""Factory Droid runs passdown's Claude Code plugin (issue 31): the launcher turns the
-plugin's hooks into `passdown hook droid` under Droid, `passdown install droid` writes
-nothing where Droid's plugin fires (user scope, or a project that enables it), and
-`passdown doctor` lists the plugin. The records are those `droid plugin install` 0.225
-writes (`tests/e2e/test_droid_plugin.py` makes them with the real CLI)."""
+"""Factory Droid and Codex CLI run passdown's Claude Code plugin (issue 31): under each,
+the launcher turns the plugin's hooks into `passdown hook droid` / `passdown hook codex`,
+`passdown install` for that agent writes nothing where its plugin fires (for Droid: the
+user scope, or a project that enables it), and `passdown doctor` lists the plugin. The
+records are those `droid plugin install` 0.225 and `codex plugin add` 0.171 write
+(`tests/e2e/test_droid_plugin.py` and `test_codex_plugin.py` make them with the real
+CLIs)."""
 
 from __future__ import annotations
 
@@ -48,10 +50,38 @@ def test_under_droid_the_claude_plugins_hook_runs_passdown_hook_droid(tmp_path: 
     assert under_claude.stdout == f"ran: hook claude\n{end}"
 
 
+def test_under_codex_the_claude_plugins_hook_runs_passdown_hook_codex(tmp_path: Path) -> None:
+    """Codex runs the plugin from its cache with PLUGIN_ROOT set; a PLUGIN_ROOT elsewhere
+    (another agent that sets the name) leaves the hook Claude Code's."""
+    fake = _fake_passdown(tmp_path / "bin")
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "PATH": f"{fake.parent}:{_bare_path(tmp_path)}"}
+    end = '{"hook_event_name":"SessionEnd","session_id":"x-1","cwd":"/w"}'
+
+    def launch(extra: dict[str, str]) -> Any:
+        return subprocess.run(
+            ["sh", str(LAUNCHER), "hook", "claude"],
+            env={**env, "TMPDIR": str(tmp_path), **extra},
+            input=end,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            executable=shutil.which("sh"),
+        )
+
+    cached = "/plugins/cache/passdown/passdown/0.1.0"
+    default_home = launch({"PLUGIN_ROOT": f"{home}/.codex{cached}"})
+    assert default_home.stdout == f"ran: hook codex\n{end}", default_home.stderr
+    codex_home = launch({"CODEX_HOME": "/c", "PLUGIN_ROOT": f"/c{cached}"})
+    assert codex_home.stdout == f"ran: hook codex\n{end}"
+    elsewhere = launch({"CODEX_HOME": "/c", "PLUGIN_ROOT": f"{home}/.codex{cached}"})
+    assert elsewhere.stdout == f"ran: hook claude\n{end}"
+
+
 @pytest.fixture
 def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
-    """(passdown script, HOME, a git project, an environment with `droid` and the
-    script on PATH, as the plugin's launcher would find it)."""
+    """(passdown script, HOME, a git project, an environment with `droid` and `codex`
+    and the script on PATH, as the plugin's launcher would find it)."""
     home = tmp_path / "home"
     (home / ".factory").mkdir(parents=True)
     project = tmp_path / "repo"
@@ -59,8 +89,9 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    (agents / "droid").write_text("#!/bin/sh\nexit 0\n")
-    (agents / "droid").chmod(0o755)
+    for name in ("droid", "codex"):
+        (agents / name).write_text("#!/bin/sh\nexit 0\n")
+        (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
 
 
@@ -125,3 +156,44 @@ def test_a_project_install_of_droids_plugin_fires_only_where_enabled(
     assert agent["changed"] is False and "hooks" not in json.loads(
         (other / ".factory" / "settings.json").read_text(encoding="utf-8")
     )
+
+
+def test_install_codex_writes_nothing_where_codexs_plugin_is_enabled(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    env = {**env, "CODEX_HOME": str(home / ".codex")}
+    # what `codex plugin marketplace add REPO && codex plugin add passdown@passdown` write
+    cached = home / ".codex/plugins/cache/passdown/passdown/0.1.0"
+    _write(cached / "hooks" / "hooks.json", {"hooks": {}})
+    config = home / ".codex" / "config.toml"
+    config.write_text(
+        '[marketplaces.passdown]\nsource_type = "local"\nsource = "/repo"\n\n'
+        '[plugins."passdown@passdown"]\nenabled = true\n',
+        encoding="utf-8",
+    )
+    before = config.read_text(encoding="utf-8")
+    proc = run(script, env, project, "install", "codex", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("Claude Code plugin (in Codex) passdown@passdown" in n for n in agent["notes"])
+    assert any("/hooks" in n for n in agent["notes"])  # Codex asks the user to trust them
+    assert config.read_text(encoding="utf-8") == before
+    assert not (home / ".codex" / "skills").exists()
+    code, agents = doctor(script, env, project, "codex")
+    codex = agents["codex"]
+    assert code == 0 and codex["status"] == "ok", codex
+    assert codex["plugins"] == [
+        {
+            "name": "passdown@passdown",
+            "scope": "user",
+            "path": str(cached),
+            "project": None,
+            "enabled": True,
+        }
+    ]
+
+    config.write_text(before.replace("enabled = true", "enabled = false"), encoding="utf-8")
+    assert run(script, env, project, "install", "codex").returncode == 0  # off: install writes
+    assert "[mcp_servers.passdown]" in config.read_text(encoding="utf-8")
