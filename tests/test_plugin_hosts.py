@@ -1,14 +1,16 @@
-"""Factory Droid and Codex CLI run passdown's Claude Code plugin (issue 31): under each,
+"""Factory Droid and Codex CLI run passdown's Claude Code plugin, pi its own package
+(issue 31). Under Droid and Codex,
 the launcher turns the plugin's hooks into `passdown hook droid` / `passdown hook codex`,
 `passdown install` for that agent writes nothing where its plugin fires (for Droid: the
 user scope, or a project that enables it), and `passdown doctor` lists the plugin. The
-records are those `droid plugin install` 0.225 and `codex plugin add` 0.171 write
-(`tests/e2e/test_droid_plugin.py` and `test_codex_plugin.py` make them with the real
-CLIs)."""
+records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
+install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
+`test_pi_package.py` make them with the real CLIs)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,10 @@ from typing import Any
 
 import pytest
 
+import passdown
+from passdown.integrations._base import SKILLS_DIR
+from passdown.integrations._pi import PiHooks
+from passdown.integrations._plugins import LAUNCHER_PLACES
 from test_agent_plugins import LAUNCHER, _bare_path, _fake_passdown
 from test_doctor_scopes import BARE_PATH, console_script, doctor, environ, run
 
@@ -89,7 +95,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex"):
+    for name in ("droid", "codex", "pi"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -197,3 +203,75 @@ def test_install_codex_writes_nothing_where_codexs_plugin_is_enabled(
     config.write_text(before.replace("enabled = true", "enabled = false"), encoding="utf-8")
     assert run(script, env, project, "install", "codex").returncode == 0  # off: install writes
     assert "[mcp_servers.passdown]" in config.read_text(encoding="utf-8")
+
+
+# -- pi's package --------------------------------------------------------------------------
+
+PI_PACKAGE = LAUNCHER.parents[2] / "pi"
+
+
+def test_the_pi_package_carries_the_extension_install_writes_and_the_skill() -> None:
+    manifest = json.loads((PI_PACKAGE / "package.json").read_text(encoding="utf-8"))
+    assert manifest["version"] == passdown.__version__
+    assert "pi-package" in manifest["keywords"]
+    assert manifest["pi"] == {"extensions": ["./extensions"], "skills": ["./skills"]}
+    skill = PI_PACKAGE / "skills" / "passdown-takeover" / "SKILL.md"
+    assert skill.read_bytes() == (SKILLS_DIR / "passdown-takeover" / "SKILL.md").read_bytes()
+    extension = (PI_PACKAGE / "extensions" / "passdown.ts").read_text(encoding="utf-8")
+    generated = PiHooks.template
+    for line in (  # the events and the payload of `passdown install pi`'s extension
+        'pi.on("agent_end", async (_event: any, ctx: any) => { await run("agent_end", ctx); });',
+        'pi.on("session_compact", async (_event: any, ctx: any) => '
+        '{ await run("session_compact", ctx); });',
+        "    transcript_path: ctx.sessionManager?.getSessionFile?.(),",
+    ):
+        assert line in generated and line in extension, line
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in extension, place
+
+
+def pi_package(settings: Path, source: str) -> None:
+    """What `pi install SOURCE` (`-l`: the project's settings) writes."""
+    data = json.loads(settings.read_text(encoding="utf-8")) if settings.exists() else {}
+    data.setdefault("packages", []).append(source)
+    _write(settings, data)
+
+
+def test_install_pi_writes_nothing_where_the_pi_package_is_installed(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    settings = home / ".pi" / "agent" / "settings.json"
+    pi_package(settings, os.path.relpath(PI_PACKAGE, settings.parent))  # as pi writes it
+    before = settings.read_text(encoding="utf-8")
+    for scope in ("user", "project"):
+        proc = run(script, env, project, "install", "pi", "--scope", scope, "--json")
+        assert proc.returncode == 0, proc.stderr
+        (agent,) = json.loads(proc.stdout)["agents"]
+        assert agent["changed"] is False and agent["events"] == []
+        assert any("pi package passdown-pi" in n for n in agent["notes"])
+    assert settings.read_text(encoding="utf-8") == before
+    assert not (home / ".pi" / "agent" / "extensions").exists()
+    assert not (project / ".pi").exists()
+    code, agents = doctor(script, env, project, "pi")
+    pi = agents["pi"]
+    assert code == 0 and pi["status"] == "ok", pi
+    assert [(p["name"], p["path"]) for p in pi["plugins"]] == [("passdown-pi", str(PI_PACKAGE))]
+
+
+def test_a_projects_pi_package_leaves_the_user_scope_and_other_packages_to_install(
+    setup: tuple[Path, Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    script, home, project, env = setup
+    other = tmp_path / "someone-else"
+    _write(other / "package.json", {"name": "not-passdown"})
+    settings = home / ".pi" / "agent" / "settings.json"
+    pi_package(settings, str(other))
+    pi_package(settings, "npm:passdown-pi")  # not a folder: not looked into
+    pi_package(project / ".pi" / "settings.json", str(PI_PACKAGE))
+    proc = run(script, env, project, "install", "pi", "--scope", "project", "--json")
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False  # the project's package fires there
+    assert run(script, env, project, "install", "pi").returncode == 0  # the user's: written
+    assert (home / ".pi" / "agent" / "extensions" / "passdown.ts").is_file()

@@ -36,3 +36,10 @@ def factory_home() -> Path:
 
 def codex_home() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+def pi_dir() -> Path:
+    """pi's agent folder: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`."""
+    from passdown.agents._common import env_path
+
+    return env_path("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")

@@ -27,6 +27,10 @@ passdown as `launcher_program` does.
   `$CODEX_HOME/config.toml`, the files in `plugins/cache/MARKETPLACE/passdown/VERSION`;
   Codex runs its hooks once the user trusts them (`/hooks`), and the launcher runs them
   as `passdown hook codex`.
+- pi: `plugins/pi` is a pi package (`pi install PATH`, `-l`: the project's), listed by
+  its path in `packages` of `~/.pi/agent/settings.json` (`$PI_CODING_AGENT_DIR`) or the
+  project's `.pi/settings.json`, relative to that file's folder; its extension runs
+  `passdown hook pi` itself (no launcher script).
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -56,6 +60,7 @@ from passdown.integrations._agent_homes import (
     copilot_home,
     factory_home,
     gemini_home,
+    pi_dir,
     qwen_home,
 )
 from passdown.integrations._base import HookIntegration, InstallTarget, Plan, read_config
@@ -76,7 +81,9 @@ KINDS = {
     "copilot": "Claude Code plugin (in Copilot CLI)",
     "droid": "Claude Code plugin (in Droid)",
     "codex": "Claude Code plugin (in Codex)",
+    "pi": "pi package",
 }
+PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
 
 
 MARKETPLACE = Path(".claude-plugin") / "marketplace.json"
@@ -107,6 +114,8 @@ class PluginInstall:
 
     @property
     def hooks_file(self) -> Path:
+        if self.agent == "pi":
+            return self.path / "extensions" / "passdown.ts"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -141,6 +150,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = droid_plugins(project_dir)
     elif agent == "codex":
         found = codex_plugins()
+    elif agent == "pi":
+        found = pi_packages(project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -308,6 +319,28 @@ def codex_plugins() -> list[PluginInstall]:
         path = versions[-1] if versions else cache
         on = entry.get("enabled", True) is True
         found.append(PluginInstall("codex", str(name), "user", path, None, on))
+    return found
+
+
+def pi_packages(project_dir: Path | None = None) -> list[PluginInstall]:
+    """pi's installs of passdown's package from a local path: the user's, and with
+    `project_dir` the project's."""
+    places: list[tuple[str, Path, Path | None]] = [("user", pi_dir(), None)]
+    if project_dir is not None:
+        places.append(("project", project_dir / ".pi", project_dir))
+    found: list[PluginInstall] = []
+    for scope, folder, project in places:
+        packages = _json_object(read_config(folder / "settings.json")).get("packages")
+        for entry in packages if isinstance(packages, list) else []:
+            source = entry.get("source") if isinstance(entry, dict) else entry
+            if not isinstance(source, str) or source.startswith(("npm:", "git:")):
+                continue  # not a folder passdown can look into
+            if "://" in source:
+                continue  # a git URL
+            path = Path(os.path.normpath(folder / Path(source).expanduser()))
+            manifest = _json_object(read_config(path / "package.json"))
+            if manifest.get("name") == PI_PACKAGE:
+                found.append(PluginInstall("pi", PI_PACKAGE, scope, path, project, True))
     return found
 
 
