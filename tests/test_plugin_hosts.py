@@ -1,16 +1,18 @@
-"""Factory Droid and Codex CLI run passdown's Claude Code plugin, pi its own package
-(issue 31). Under Droid and Codex,
+"""Factory Droid and Codex CLI run passdown's Claude Code plugin, pi and opencode their
+own packages (issue 31). Under Droid and Codex,
 the launcher turns the plugin's hooks into `passdown hook droid` / `passdown hook codex`,
 `passdown install` for that agent writes nothing where its plugin fires (for Droid: the
 user scope, or a project that enables it), and `passdown doctor` lists the plugin. The
 records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
 install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
-`test_pi_package.py` make them with the real CLIs)."""
+`test_pi_package.py` make them with the real CLIs; `test_opencode_package.py` for
+`opencode plugin PATH -g` 1.18)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import pytest
 
 import passdown
 from passdown.integrations._base import SKILLS_DIR
+from passdown.integrations._opencode import OpenCodeHooks
 from passdown.integrations._pi import PiHooks
 from passdown.integrations._plugins import LAUNCHER_PLACES
 from test_agent_plugins import LAUNCHER, _bare_path, _fake_passdown
@@ -95,7 +98,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi"):
+    for name in ("droid", "codex", "pi", "opencode"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -275,3 +278,60 @@ def test_a_projects_pi_package_leaves_the_user_scope_and_other_packages_to_insta
     assert agent["changed"] is False  # the project's package fires there
     assert run(script, env, project, "install", "pi").returncode == 0  # the user's: written
     assert (home / ".pi" / "agent" / "extensions" / "passdown.ts").is_file()
+
+
+# -- opencode's plugin package -----------------------------------------------------------
+
+OPENCODE_PACKAGE = LAUNCHER.parents[2] / "opencode"
+
+
+def test_the_opencode_package_carries_the_plugin_install_writes() -> None:
+    manifest = json.loads((OPENCODE_PACKAGE / "package.json").read_text(encoding="utf-8"))
+    assert manifest["version"] == passdown.__version__
+    assert (manifest["type"], manifest["main"]) == ("module", "index.js")
+    module = (OPENCODE_PACKAGE / "index.js").read_text(encoding="utf-8")
+    assert len(re.findall(r"^export ", module, re.M)) == 1  # opencode runs every export
+    generated = OpenCodeHooks.template
+    for part in (
+        'type !== "session.idle" && type !== "session.compacted"',
+        "runDetached({ hook_event_name: type, cwd: directory, session_id: "
+        "event?.properties?.sessionID });",
+        '"experimental.chat.system.transform": async (input, output) => {',
+        'pointers.set(session, run({ hook_event_name: "session_start", cwd: directory, '
+        "session_id: session }));",
+    ):
+        assert part in generated and part in module, part
+    for place in LAUNCHER_PLACES:
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+
+
+def test_install_opencode_writes_nothing_where_the_opencode_plugin_is_configured(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    config = home / ".config" / "opencode" / "opencode.jsonc"
+    config.parent.mkdir(parents=True)
+    config.write_text(  # as `opencode plugin PATH -g` leaves it, with a comment of the user's
+        '{\n  // mine\n  "$schema": "https://opencode.ai/config.json",\n'
+        f'  "plugin": ["some-npm-plugin", {json.dumps(str(OPENCODE_PACKAGE))},],\n}}\n',
+        encoding="utf-8",
+    )
+    before = config.read_text(encoding="utf-8")
+    for scope in ("user", "project"):
+        proc = run(script, env, project, "install", "opencode", "--scope", scope, "--json")
+        assert proc.returncode == 0, proc.stderr
+        (agent,) = json.loads(proc.stdout)["agents"]
+        assert agent["changed"] is False and agent["events"] == []
+        assert any("opencode plugin passdown-opencode" in n for n in agent["notes"])
+    assert config.read_text(encoding="utf-8") == before
+    assert not (home / ".config" / "opencode" / "plugins").exists()
+    assert not (project / ".opencode").exists()
+    code, agents = doctor(script, env, project, "opencode")
+    opencode = agents["opencode"]
+    assert code == 0 and opencode["status"] == "ok", opencode
+    assert [p["path"] for p in opencode["plugins"]] == [str(OPENCODE_PACKAGE)]
+
+    config.write_text('{"plugin": ["passdown-opencode"]}', encoding="utf-8")  # npm: not ours
+    assert run(script, env, project, "install", "opencode").returncode == 0
+    assert (home / ".config" / "opencode" / "plugins" / "passdown.js").is_file()

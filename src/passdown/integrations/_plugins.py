@@ -31,6 +31,10 @@ passdown as `launcher_program` does.
   its path in `packages` of `~/.pi/agent/settings.json` (`$PI_CODING_AGENT_DIR`) or the
   project's `.pi/settings.json`, relative to that file's folder; its extension runs
   `passdown hook pi` itself (no launcher script).
+- opencode: `plugins/opencode` is an opencode plugin package (`opencode plugin PATH
+  -g`), named by its path in `plugin` of the user's `opencode.json` / `opencode.jsonc`
+  (`$XDG_CONFIG_HOME/opencode`) or the project's; its module runs `passdown hook
+  opencode` itself.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -82,7 +86,9 @@ KINDS = {
     "droid": "Claude Code plugin (in Droid)",
     "codex": "Claude Code plugin (in Codex)",
     "pi": "pi package",
+    "opencode": "opencode plugin",
 }
+OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
 
 
@@ -116,6 +122,8 @@ class PluginInstall:
     def hooks_file(self) -> Path:
         if self.agent == "pi":
             return self.path / "extensions" / "passdown.ts"
+        if self.agent == "opencode":
+            return self.path / "index.js"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -152,6 +160,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = codex_plugins()
     elif agent == "pi":
         found = pi_packages(project_dir)
+    elif agent == "opencode":
+        found = opencode_plugins(project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -342,6 +352,42 @@ def pi_packages(project_dir: Path | None = None) -> list[PluginInstall]:
             if manifest.get("name") == PI_PACKAGE:
                 found.append(PluginInstall("pi", PI_PACKAGE, scope, path, project, True))
     return found
+
+
+def opencode_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
+    """opencode's installs of passdown's plugin package from a local path: the user's
+    config, and with `project_dir` the project's."""
+    configured = os.environ.get("XDG_CONFIG_HOME")
+    user = (Path(configured) if configured else Path.home() / ".config") / "opencode"
+    places: list[tuple[str, Path, Path | None]] = [("user", user, None)]
+    if project_dir is not None:
+        places += [("project", project_dir, project_dir)]
+        places += [("project", project_dir / ".opencode", project_dir)]
+    found: list[PluginInstall] = []
+    for scope, folder, project in places:
+        for name in ("opencode.json", "opencode.jsonc"):
+            entries = _jsonc_object(read_config(folder / name)).get("plugin")
+            for entry in entries if isinstance(entries, list) else []:
+                source = str(entry).removeprefix("file://")
+                if not source.startswith((".", "/", "~")) and not os.path.isabs(source):
+                    continue  # an npm package's name
+                path = Path(os.path.normpath(folder / Path(source).expanduser()))
+                manifest = _json_object(read_config(path / "package.json"))
+                if manifest.get("name") == OPENCODE_PACKAGE:
+                    install = PluginInstall(
+                        "opencode", OPENCODE_PACKAGE, scope, path, project, True
+                    )
+                    found.append(install)
+    return found
+
+
+def _jsonc_object(text: str | None) -> dict[str, Any]:
+    """A JSON-with-comments config (opencode's): whole-line `//` comments and trailing
+    commas dropped."""
+    import re
+
+    lines = [line for line in (text or "").splitlines() if not line.lstrip().startswith("//")]
+    return _json_object(re.sub(r",(\s*[}\]])", r"\1", "\n".join(lines)))
 
 
 def _enables(settings: Path, name: str) -> bool:
