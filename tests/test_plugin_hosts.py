@@ -98,7 +98,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi", "opencode"):
+    for name in ("droid", "codex", "pi", "opencode", "kilo"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -335,3 +335,20 @@ def test_install_opencode_writes_nothing_where_the_opencode_plugin_is_configured
     config.write_text('{"plugin": ["passdown-opencode"]}', encoding="utf-8")  # npm: not ours
     assert run(script, env, project, "install", "opencode").returncode == 0
     assert (home / ".config" / "opencode" / "plugins" / "passdown.js").is_file()
+
+
+def test_install_kilo_writes_nothing_where_kilo_loads_the_opencode_plugin(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    config = home / ".config" / "kilo" / "opencode.json"  # where `kilo plugin PATH -g` adds it
+    _write(config, {"plugin": [str(OPENCODE_PACKAGE)]})
+    proc = run(script, env, project, "install", "kilo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False
+    assert any("opencode plugin (in Kilo) passdown-opencode" in n for n in agent["notes"])
+    assert not (home / ".config" / "kilo" / "plugins").exists()
+    _code, agents = doctor(script, env, project, "kilo", "opencode")
+    assert [p["path"] for p in agents["kilo"]["plugins"]] == [str(OPENCODE_PACKAGE)]
+    assert agents["opencode"]["plugins"] == []  # opencode's own config does not name it

@@ -1,13 +1,14 @@
-// passdown's opencode plugin (`opencode plugin PATH/plugins/opencode -g`): the plugin
-// `passdown install opencode` writes, with the passdown it runs looked up when opencode
-// loads it. It runs `passdown hook opencode PAYLOAD` without a shell: the passdown on PATH,
+// passdown's opencode plugin (`opencode plugin PATH/plugins/opencode -g`; Kilo, an
+// opencode fork, loads it too: `kilo plugin PATH -g`): the plugin `passdown install
+// opencode` writes, with the passdown it runs looked up when the agent loads it. It runs
+// `passdown hook opencode PAYLOAD` (under Kilo `passdown hook kilo`) without a shell: the passdown on PATH,
 // else where the README's set-up or pipx / uv tool put it (~/.local/bin,
 // ~/.local/share/passdown-venv, ~/passdown-venv/Scripts). Where there is none, each
 // session is told in its system prompt and no handoff is written.
 import { execFile, spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, join } from "node:path";
+import { basename, delimiter, join } from "node:path";
 
 const PLACES = [
   [".local", "bin", "passdown"],
@@ -42,18 +43,24 @@ function findPassdown() {
   return null;
 }
 
+// Kilo's binary, which sets KILO_PID to its own process id
+const AGENT =
+  /^kilo/i.test(basename(process.execPath)) || process.env.KILO_PID === String(process.pid)
+    ? "kilo"
+    : "opencode";
+
 // opencode runs every function this module exports as a plugin: this is the only one
 export const PassdownPlugin = async ({ directory }) => {
   const COMMAND = findPassdown();
   const run = (payload) =>
     new Promise((resolve) => {
-      execFile(COMMAND, ["hook", "opencode", JSON.stringify(payload)], { timeout: 30000 },
+      execFile(COMMAND, ["hook", AGENT, JSON.stringify(payload)], { timeout: 30000 },
         (error, stdout) => resolve(error ? "" : String(stdout).trim()));
     });
   // `opencode run` exits as soon as the session is idle: the export must outlive it
   const runDetached = (payload) => {
     try {
-      spawn(COMMAND, ["hook", "opencode", JSON.stringify(payload)], { detached: true, stdio: "ignore" }).unref();
+      spawn(COMMAND, ["hook", AGENT, JSON.stringify(payload)], { detached: true, stdio: "ignore" }).unref();
     } catch {}
   };
   const pointers = new Map();  // session -> the pointer ("" for none), asked once

@@ -6,7 +6,9 @@ path, with the real CLI offline.
 server goes idle and the plugin's detached export writes an opencode handoff; the next
 session gets the pointer in its system prompt; `passdown install opencode` then writes
 nothing; without the config entry a session runs no passdown hook. Without passdown on
-PATH or in the README's places, the session is told in its system prompt.
+PATH or in the README's places, the session is told in its system prompt. Kilo, an
+opencode fork, installs the same package (`kilo plugin PATH -g`), which runs its hooks as
+`passdown hook kilo`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_opencode, run_passdown
+from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_kilo, run_opencode, run_passdown
 from e2e.checks import ok
 from e2e.hooked import handoff_json, hook_log, passdown_on_path, without_passdown
 from e2e.servers import ChatCompletionsServer, Step
@@ -37,9 +39,9 @@ def _config(agent_env: AgentEnv) -> Path:
     return found
 
 
-def _plugin_add(env: dict[str, str], cwd: Path) -> None:
+def _plugin_add(env: dict[str, str], cwd: Path, agent: str = "opencode") -> None:
     proc = subprocess.run(
-        [str(find_agent("opencode")), "plugin", str(PACKAGE), "-g"],
+        [str(find_agent(agent)), "plugin", str(PACKAGE), "-g"],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -48,7 +50,7 @@ def _plugin_add(env: dict[str, str], cwd: Path) -> None:
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    ok(proc, "opencode plugin PATH -g")
+    ok(proc, f"{agent} plugin PATH -g")
 
 
 def _point_at(agent_env: AgentEnv, url: str) -> None:
@@ -124,3 +126,27 @@ def test_without_passdown_the_opencode_plugin_tells_the_session(
     assert MISSING in told
     time.sleep(2)
     assert not (workspace / ".agent-handoff").exists()
+
+
+def test_kilo_runs_the_opencode_plugin_as_kilo(
+    agent_env: AgentEnv, workspace: Path, tmp_path: Path
+) -> None:
+    bindir, calls = passdown_on_path(tmp_path)
+    with ChatCompletionsServer([Step(text="Notes drafted.")]) as srv:
+        env = agent_env.kilo_environ(srv.url)
+        env["PATH"] = f"{bindir}:{env['PATH']}"
+        _plugin_add(env, workspace, "kilo")
+        ok(run_kilo(env, workspace, TASK), "kilo run")
+    handoff_file = workspace / ".agent-handoff" / "handoff.json"
+    deadline = time.monotonic() + 60  # the plugin's export outlives `kilo run`
+    while not handoff_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    handoff = handoff_json(workspace)
+    assert handoff["source"]["agent"] == "kilo", hook_log(agent_env)
+    assert handoff["task"]["original_request"] == TASK
+    ran = calls.read_text(encoding="utf-8")
+    assert "hook kilo" in ran and "hook opencode" not in ran, ran
+    installed = run_passdown(env, workspace, "install", "kilo")
+    assert installed.returncode == 0, installed.stderr
+    assert "opencode plugin (in Kilo) passdown-opencode" in installed.stdout + installed.stderr
+    assert not (agent_env.home / ".config" / "kilo" / "plugins").exists()

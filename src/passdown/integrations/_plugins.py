@@ -34,7 +34,8 @@ passdown as `launcher_program` does.
 - opencode: `plugins/opencode` is an opencode plugin package (`opencode plugin PATH
   -g`), named by its path in `plugin` of the user's `opencode.json` / `opencode.jsonc`
   (`$XDG_CONFIG_HOME/opencode`) or the project's; its module runs `passdown hook
-  opencode` itself.
+  opencode` itself. Kilo, opencode's fork, installs the same package (`kilo plugin PATH
+  -g`: `opencode.json` in `$XDG_CONFIG_HOME/kilo`), which then runs `passdown hook kilo`.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -87,6 +88,7 @@ KINDS = {
     "codex": "Claude Code plugin (in Codex)",
     "pi": "pi package",
     "opencode": "opencode plugin",
+    "kilo": "opencode plugin (in Kilo)",
 }
 OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
@@ -122,7 +124,7 @@ class PluginInstall:
     def hooks_file(self) -> Path:
         if self.agent == "pi":
             return self.path / "extensions" / "passdown.ts"
-        if self.agent == "opencode":
+        if self.agent in ("opencode", "kilo"):
             return self.path / "index.js"
         return self.path / "hooks" / "hooks.json"
 
@@ -160,8 +162,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = codex_plugins()
     elif agent == "pi":
         found = pi_packages(project_dir)
-    elif agent == "opencode":
-        found = opencode_plugins(project_dir)
+    elif agent in ("opencode", "kilo"):
+        found = opencode_plugins(agent, project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -354,18 +356,19 @@ def pi_packages(project_dir: Path | None = None) -> list[PluginInstall]:
     return found
 
 
-def opencode_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
-    """opencode's installs of passdown's plugin package from a local path: the user's
-    config, and with `project_dir` the project's."""
+def opencode_plugins(agent: str, project_dir: Path | None = None) -> list[PluginInstall]:
+    """opencode's (or Kilo's) installs of passdown's plugin package from a local path:
+    the user's config, and with `project_dir` the project's."""
     configured = os.environ.get("XDG_CONFIG_HOME")
-    user = (Path(configured) if configured else Path.home() / ".config") / "opencode"
+    user = (Path(configured) if configured else Path.home() / ".config") / agent
     places: list[tuple[str, Path, Path | None]] = [("user", user, None)]
     if project_dir is not None:
         places += [("project", project_dir, project_dir)]
-        places += [("project", project_dir / ".opencode", project_dir)]
+        places += [("project", project_dir / f".{agent}", project_dir)]
+    names = dict.fromkeys(("opencode.json", "opencode.jsonc", f"{agent}.json", f"{agent}.jsonc"))
     found: list[PluginInstall] = []
     for scope, folder, project in places:
-        for name in ("opencode.json", "opencode.jsonc"):
+        for name in names:
             entries = _jsonc_object(read_config(folder / name)).get("plugin")
             for entry in entries if isinstance(entries, list) else []:
                 source = str(entry).removeprefix("file://")
@@ -374,9 +377,7 @@ def opencode_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
                 path = Path(os.path.normpath(folder / Path(source).expanduser()))
                 manifest = _json_object(read_config(path / "package.json"))
                 if manifest.get("name") == OPENCODE_PACKAGE:
-                    install = PluginInstall(
-                        "opencode", OPENCODE_PACKAGE, scope, path, project, True
-                    )
+                    install = PluginInstall(agent, OPENCODE_PACKAGE, scope, path, project, True)
                     found.append(install)
     return found
 
