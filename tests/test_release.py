@@ -1,8 +1,10 @@
 """A release users can install (issue 31): `python -m build` makes an sdist and a wheel
 that `twine check` accepts; the wheel carries every file of the package (the example
-session, the web view's templates and static files, the skills, any plugin file); it
-installs with pip and with uv into a clean HOME, and the installed `passdown demo`
-works. One version, in one place.
+session, the web view's templates and static files, the skills) and the agents'
+plugins as the repository has them (`.claude-plugin/marketplace.json` and `plugins/`,
+under `passdown/agent-plugins/`); it installs with pip and with uv into a clean HOME,
+the installed `passdown demo` works and `passdown doctor --plugins-dir` names the
+installed copy of the plugins. One version, in one place.
 
 Nothing here reaches the package index (tests never leave this machine): the build runs
 without isolation on the setuptools the tests run with, and the installs take the
@@ -50,7 +52,12 @@ NAMED = (
     "passdown/integrations/skills/AGENTS.md",
     "passdown/mcp/tools_list.json",
     "passdown/py.typed",
+    "passdown/agent-plugins/.claude-plugin/marketplace.json",  # the agents' plugins
+    "passdown/agent-plugins/plugins/claude/.claude-plugin/plugin.json",
+    "passdown/agent-plugins/plugins/gemini/gemini-extension.json",
+    "passdown/agent-plugins/plugins/qwen/qwen-extension.json",
 )
+PLUGINS_IN_WHEEL = "passdown/agent-plugins/"
 
 
 # -- one version, in one place ------------------------------------------------------------
@@ -130,6 +137,16 @@ def package_files() -> list[str]:
         name.removeprefix("src/")
         for name in checkout_files()
         if name.startswith("src/passdown/") and "__pycache__" not in name
+    )
+
+
+def plugin_files() -> list[str]:
+    """The repository's agent plugins: the marketplace file and everything in plugins/."""
+    return sorted(
+        name
+        for name in checkout_files()
+        if name == ".claude-plugin/marketplace.json"
+        or (name.startswith("plugins/") and "__pycache__" not in name)
     )
 
 
@@ -242,6 +259,26 @@ def test_the_wheel_carries_every_file_of_the_package(dist: Path) -> None:
         assert f"{name} = {target}" in entry_points
 
 
+def test_the_wheel_carries_the_agent_plugins_as_the_repository_has_them(dist: Path) -> None:
+    """Every plugin file of the repository, byte for byte, at the same place under
+    passdown/agent-plugins/ (so the marketplace file serves the same folders), and
+    nothing else there: a plugin file added to the repository is in the next wheel."""
+    files = plugin_files()
+    assert ".claude-plugin/marketplace.json" in files
+    assert "plugins/claude/hooks/hooks.json" in files
+    with zipfile.ZipFile(wheel_of(dist)) as wheel:
+        shipped = sorted(
+            n.removeprefix(PLUGINS_IN_WHEEL)
+            for n in wheel.namelist()
+            if n.startswith(PLUGINS_IN_WHEEL)
+        )
+        assert shipped == files
+        for name in files:
+            assert wheel.read(PLUGINS_IN_WHEEL + name) == (ROOT / name).read_bytes(), name
+        launcher = wheel.getinfo(PLUGINS_IN_WHEEL + "plugins/claude/scripts/passdown-launch")
+        assert (launcher.external_attr >> 16) & 0o111  # still executable
+
+
 def test_the_sdist_carries_the_source_and_the_docs(dist: Path) -> None:
     (sdist,) = dist.glob("passdown-*.tar.gz")
     with tarfile.open(sdist) as archive:
@@ -249,6 +286,7 @@ def test_the_sdist_carries_the_source_and_the_docs(dist: Path) -> None:
         names = {m.name.removeprefix(top) for m in archive.getmembers()}
     assert {"pyproject.toml", "README.md", "LICENSE"} <= names
     assert [n for n in package_files() if f"src/{n}" not in names] == []
+    assert [n for n in plugin_files() if n not in names] == []  # the wheel is built from it
 
 
 # -- installed as users install it ---------------------------------------------------------
@@ -318,6 +356,29 @@ def check_installed(program: Path, venv: Path, env: dict[str, str], tmp_path: Pa
     assert json.loads(Path(kept["json"]).read_text(encoding="utf-8"))
     assert env["HOME"] in kept["store"]  # the store in the clean HOME
     assert list(somewhere.iterdir()) == []  # nothing written where it was run
+
+    # the agents' plugins, served from the installed package: the marketplace's plugin
+    # and the extensions' manifests where the docs send `claude plugin marketplace add`
+    # and `gemini extensions install`
+    served = ok(
+        subprocess.run(
+            [str(program), "doctor", "--plugins-dir"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=somewhere,
+            timeout=60,
+            check=False,
+        ),
+        "passdown doctor --plugins-dir",
+    )
+    plugins = Path(served.strip())
+    assert plugins.is_relative_to(venv) and plugins.name == "agent-plugins", plugins
+    market = json.loads((plugins / ".claude-plugin/marketplace.json").read_text("utf-8"))
+    (entry,) = market["plugins"]
+    assert (plugins / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+    for agent in ("gemini", "qwen"):
+        assert (plugins / "plugins" / agent / f"{agent}-extension.json").is_file()
 
 
 def test_pip_installs_the_wheel_then_demo(dist: Path, cache: Path, tmp_path: Path) -> None:
@@ -404,3 +465,38 @@ def test_uv_installs_the_wheel_then_demo(dist: Path, cache: Path, tmp_path: Path
     program = venv / ("Scripts/passdown.exe" if os.name == "nt" else "bin/passdown")
     assert program.exists()
     check_installed(program, venv, env, tmp_path)
+
+
+# -- where a passdown serves its agent plugins from ----------------------------------------
+
+
+def plugins_dir_of(python_path: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "passdown", "doctor", "--plugins-dir"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(python_path)},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_run_from_a_checkout_the_plugins_are_the_repositorys(tmp_path: Path) -> None:
+    served = ok(plugins_dir_of(ROOT / "src", tmp_path), "passdown doctor --plugins-dir")
+    assert Path(served.strip()) == ROOT
+
+
+def test_a_passdown_without_its_plugins_says_so(tmp_path: Path) -> None:
+    """A copy of the package outside any checkout, without agent-plugins: an error that
+    says what to do, no traceback, exit 1 (not an empty line a script would pass on)."""
+    shutil.copytree(
+        ROOT / "src" / "passdown",
+        tmp_path / "lib" / "passdown",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    proc = plugins_dir_of(tmp_path / "lib", tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    assert "carries no agent plugins" in proc.stderr and "reinstall" in proc.stderr
+    assert "Traceback" not in proc.stderr

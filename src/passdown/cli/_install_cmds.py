@@ -151,8 +151,16 @@ def install_command(
     default=None,
     help="Look only at this scope (default: both, the user's config and this project's).",
 )
+@click.option(
+    "--plugins-dir",
+    is_flag=True,
+    help="Print the folder this passdown serves its agent plugins from (a Claude Code "
+    "marketplace; the Gemini CLI and Qwen Code extensions in its plugins/) and exit.",
+)
 @json_option("Print each agent's diagnosis as JSON ({agents: [...], ok}).")
-def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) -> int:
+def doctor_command(
+    agents: tuple[str, ...], scope: str | None, plugins_dir: bool, as_json: bool
+) -> int:
     """Tell, per agent (default: every agent with a hook integration), whether
     passdown's hooks would fire and why not: installed into the agent, and in which
     scope (user, project; both warns: the hooks may run twice)? does each command its
@@ -160,6 +168,8 @@ def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) ->
     version? is the agent on PATH? Then a line per repository that shares its handoffs
     on push (`passdown install git`): handoffs pending since when, the last error. Exits
     1 when an installed integration cannot fire."""
+    if plugins_dir:
+        return _print_plugins_dir(as_json)
     from passdown.integrations._doctor import BROKEN, diagnose_all, shared_repositories
 
     diagnoses = diagnose_all(agents, scope, _project_dir(scope or "project"))
@@ -182,6 +192,25 @@ def doctor_command(agents: tuple[str, ...], scope: str | None, as_json: bool) ->
         names = ", ".join(d.agent for d in broken)
         click.echo(f"passdown: error: the hooks of {names} cannot fire (see above)", err=True)
         return 1
+    return 0
+
+
+def _print_plugins_dir(as_json: bool) -> int:
+    from passdown.errors import PassdownError
+    from passdown.integrations._plugins import plugins_dir
+
+    found = plugins_dir()
+    if found is None:
+        raise PassdownError(
+            "this passdown carries no agent plugins (its package has no agent-plugins "
+            "folder and it does not run from a checkout): reinstall it from a wheel or a clone"
+        )
+    if as_json:
+        from passdown.cli._output import emit_json
+
+        emit_json({"plugins_dir": str(found)})
+    else:
+        click.echo(str(found))
     return 0
 
 

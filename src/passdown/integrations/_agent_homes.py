@@ -26,3 +26,20 @@ def gemini_home() -> Path:
 def qwen_home() -> Path:
     configured = os.environ.get("QWEN_HOME")
     return Path(configured).expanduser() if configured else Path.home() / ".qwen"
+
+
+def factory_home() -> Path:
+    """Factory Droid's folder: `$FACTORY_HOME_OVERRIDE` replaces the home folder."""
+    override = os.environ.get("FACTORY_HOME_OVERRIDE")
+    return (Path(override).expanduser() if override else Path.home()) / ".factory"
+
+
+def codex_home() -> Path:
+    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+
+
+def pi_dir() -> Path:
+    """pi's agent folder: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`."""
+    from passdown.agents._common import env_path
+
+    return env_path("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")

@@ -16,6 +16,9 @@
   doctor` says when an install no longer fits the Codex installed since (hooks that an
   older Codex does not run, or a notify where the Codex now has hooks).
 - The skill in `$CODEX_HOME/skills/passdown-takeover/` (project: a snippet in AGENTS.md).
+- Codex also installs passdown's Claude Code plugin (`codex plugin marketplace add`,
+  `codex plugin add passdown@passdown`; `_plugins.codex_plugins`): where it is enabled,
+  `install` writes nothing and says so.
 
 tomlkit is imported where a config file is read or edited, not with the module: a hook
 event loads this module and edits nothing.
@@ -25,12 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from passdown.errors import UsageError
+from passdown.integrations._agent_homes import codex_home
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     PRE_COMPACT,
@@ -39,7 +42,6 @@ from passdown.integrations._base import (
     SESSION_START,
     SKILL_NAME,
     TURN_COMPLETE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -57,6 +59,7 @@ from passdown.integrations._codex_version import (
     has_lifecycle_hooks,
 )
 from passdown.integrations._command import hook_line
+from passdown.integrations._plugins import PluginAwareHooks, covering
 
 if TYPE_CHECKING:
     import tomlkit
@@ -85,10 +88,6 @@ def hook_timeout(event: str, configured: int = HOOK_TIMEOUT_S) -> int:
     return min(configured, SESSION_END_TIMEOUT_S) if event == "SessionEnd" else configured
 
 
-def codex_home() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-
-
 def trusted_hash(event: str, command: str, timeout: int = HOOK_TIMEOUT_S) -> str:
     """Codex's `current_hash` of a command hook (hooks/src/engine/discovery.rs
     `command_hook_hash`): the TOML of {event_name, matcher?, hooks: [normalised handler]}
@@ -101,7 +100,7 @@ def trusted_hash(event: str, command: str, timeout: int = HOOK_TIMEOUT_S) -> str
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class CodexHooks(HookIntegration):
+class CodexHooks(PluginAwareHooks):
     agent = "codex"
     events: ClassVar[dict[str, str]] = {
         "SessionStart": SESSION_START,
@@ -123,7 +122,7 @@ class CodexHooks(HookIntegration):
         them, and where it cannot be asked (the form the newest Codex reads)."""
         return self.codex_says() is not False
 
-    def plan(self, target: InstallTarget) -> Plan:
+    def _plan(self, target: InstallTarget) -> Plan:
         config = self.config_file(target)
         if target.scope == "user":
             skill_edit = (
@@ -167,7 +166,10 @@ class CodexHooks(HookIntegration):
 
     def registered_events(self, target: InstallTarget) -> list[str]:
         """The lifecycle hooks; without them the turn-complete `notify`, unless the
-        user's own notify program kept its place (then none)."""
+        user's own notify program kept its place (then none); none where passdown's
+        plugin runs them."""
+        if covering(target):
+            return []
         if self.lifecycle():
             return self._lifecycle_events(target)
         return ["agent-turn-complete"] if self.notifies_passdown(target) else []
@@ -272,7 +274,7 @@ class CodexHooks(HookIntegration):
             [codex_home() / "config.toml"] if target.scope == "project" and self.lifecycle() else []
         )
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def own_notes(self, target: InstallTarget) -> list[str]:
         notes = []
         if self.codex_says() is None:
             notes.append(

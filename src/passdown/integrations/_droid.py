@@ -8,14 +8,18 @@ JSON payload on stdin (`session_id`, `transcript_path` = the session's JSONL, `c
 hook. Its events are Claude's without StopFailure: passdown writes the handoff at `Stop`
 (each turn's end: a turn a 429 ended records its outcome in the log, which the export
 reads), `SessionEnd` and `PreCompact`, and picks it up at `SessionStart`.
+
+Droid also installs passdown's Claude Code plugin from the repository's marketplace
+(`droid plugin install`; `_plugins.droid_plugins`), whose launcher runs its hooks as
+`passdown hook droid`: where it fires, `install` writes nothing and says so.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import ClassVar
 
+from passdown.integrations._agent_homes import factory_home
 from passdown.integrations._base import (
     PRE_COMPACT,
     SESSION_END,
@@ -38,10 +42,9 @@ class DroidHooks(SettingsJsonHooks):
     }
 
     def home(self) -> Path:
-        override = os.environ.get("FACTORY_HOME_OVERRIDE")
-        return (Path(override).expanduser() if override else Path.home()) / ".factory"
+        return factory_home()
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def own_notes(self, target: InstallTarget) -> list[str]:
         return [
             "droid: hooks only (no MCP server or skill yet); the handoff is written at each "
             "turn's end, session end and compaction, and picked up at session start"

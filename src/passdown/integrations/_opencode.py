@@ -9,6 +9,10 @@ and a JSON payload as the last argument:
   and appended to every system prompt of that session when passdown printed one;
 - the `session.idle` (a turn ended) and `session.compacted` events: export, in a
   detached process (`opencode run` exits as soon as the session is idle).
+
+passdown's opencode plugin package (`plugins/opencode`, `opencode plugin PATH -g`;
+`_plugins.opencode_plugins`) carries the same plugin, which looks passdown up when
+opencode loads it: where it is installed, `install` writes nothing and says so.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from passdown.integrations._base import (
     TURN_COMPLETE,
     GeneratedPlugin,
     InstallTarget,
+    Plan,
 )
+from passdown.integrations._plugins import PluginAwareHooks
 
 PLUGIN = """// passdown: handoffs for opencode sessions (managed by `passdown install opencode`;
 // `passdown uninstall opencode` removes it). Runs `passdown hook opencode PAYLOAD`, no shell.
@@ -74,7 +80,7 @@ def opencode_config_dir() -> Path:
     return (Path(configured) if configured else Path.home() / ".config") / "opencode"
 
 
-class OpenCodeHooks(GeneratedPlugin):
+class OpenCodeHooks(PluginAwareHooks, GeneratedPlugin):
     agent = "opencode"
     events: ClassVar[dict[str, str]] = {
         "session_start": SESSION_START,
@@ -86,3 +92,6 @@ class OpenCodeHooks(GeneratedPlugin):
 
     def folder(self, target: InstallTarget) -> Path:
         return opencode_config_dir() if target.scope == "user" else target.project_dir / ".opencode"
+
+    def _plan(self, target: InstallTarget) -> Plan:
+        return GeneratedPlugin.plan(self, target)

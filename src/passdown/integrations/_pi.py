@@ -8,6 +8,10 @@ payload as the last argument:
 - `before_agent_start` of the session's first prompt: the pickup pointer, injected as a
   message (`{message: {customType: "passdown", content}}`) when passdown prints one;
 - `agent_end` (each prompt's end; pi has no limit event) and `session_compact`: export.
+
+passdown's pi package (`plugins/pi`, `pi install PATH`; `_plugins.pi_packages`) carries
+the same extension, which looks passdown up at each session: where it is installed,
+`install` writes nothing and says so.
 """
 
 from __future__ import annotations
@@ -15,13 +19,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from passdown.integrations._agent_homes import pi_dir
 from passdown.integrations._base import (
     PRE_COMPACT,
     SESSION_START,
     TURN_COMPLETE,
     GeneratedPlugin,
     InstallTarget,
+    Plan,
 )
+from passdown.integrations._plugins import PluginAwareHooks
 
 EXTENSION = """// passdown: handoffs for pi sessions (managed by `passdown install pi`;
 // `passdown uninstall pi` removes it). Runs `passdown hook pi PAYLOAD` without a shell.
@@ -54,13 +61,7 @@ export default function (pi: any) {
 """
 
 
-def pi_dir() -> Path:
-    from passdown.agents._common import env_path
-
-    return env_path("PI_CODING_AGENT_DIR", Path.home() / ".pi" / "agent")
-
-
-class PiHooks(GeneratedPlugin):
+class PiHooks(PluginAwareHooks, GeneratedPlugin):
     agent = "pi"
     events: ClassVar[dict[str, str]] = {
         "session_start": SESSION_START,
@@ -72,3 +73,6 @@ class PiHooks(GeneratedPlugin):
 
     def folder(self, target: InstallTarget) -> Path:
         return pi_dir() if target.scope == "user" else target.project_dir / ".pi"
+
+    def _plan(self, target: InstallTarget) -> Plan:
+        return GeneratedPlugin.plan(self, target)

@@ -16,6 +16,26 @@ passdown as `launcher_program` does.
   (`copilot plugin marketplace add`, `copilot plugin install passdown@passdown`) and
   enables it in `enabledPlugins` of `~/.copilot/settings.json` (`$COPILOT_HOME`); the
   launcher runs its hooks as `passdown hook copilot EVENT`.
+- Factory Droid installs it too (`droid plugin marketplace add`, `droid plugin install
+  passdown@MARKETPLACE`, a marketplace named after its folder): one record per install
+  in `plugins/installed_plugins/*.json` of `~/.factory` (`$FACTORY_HOME_OVERRIDE`), with
+  its `scope` and `installPath`, enabled in `enabledPlugins` of `~/.factory/settings.json`
+  (user scope) or the project's `.factory/settings.json` (project scope); the launcher
+  runs its hooks as `passdown hook droid`.
+- Codex CLI installs it too (`codex plugin marketplace add`, `codex plugin add
+  passdown@MARKETPLACE`): `[plugins."passdown@MARKETPLACE"] enabled = true` in
+  `$CODEX_HOME/config.toml`, the files in `plugins/cache/MARKETPLACE/passdown/VERSION`;
+  Codex runs its hooks once the user trusts them (`/hooks`), and the launcher runs them
+  as `passdown hook codex`.
+- pi: `plugins/pi` is a pi package (`pi install PATH`, `-l`: the project's), listed by
+  its path in `packages` of `~/.pi/agent/settings.json` (`$PI_CODING_AGENT_DIR`) or the
+  project's `.pi/settings.json`, relative to that file's folder; its extension runs
+  `passdown hook pi` itself (no launcher script).
+- opencode: `plugins/opencode` is an opencode plugin package (`opencode plugin PATH
+  -g`), named by its path in `plugin` of the user's `opencode.json` / `opencode.jsonc`
+  (`$XDG_CONFIG_HOME/opencode`) or the project's; its module runs `passdown hook
+  opencode` itself. Kilo, opencode's fork, installs the same package (`kilo plugin PATH
+  -g`: `opencode.json` in `$XDG_CONFIG_HOME/kilo`), which then runs `passdown hook kilo`.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -23,6 +43,11 @@ passdown as `launcher_program` does.
 
 `passdown install` writes nothing into an agent whose plugin fires in the target's
 scope (`covering`), and `passdown doctor` lists the plugin installs beside its own.
+
+The wheel carries the marketplace file and `plugins/` as they lie in the repository,
+under `passdown/agent-plugins/` (setup.py copies them at build time); `plugins_dir`
+finds that folder, or in a checkout the repository's root, for `passdown doctor
+--plugins-dir` to print.
 """
 
 from __future__ import annotations
@@ -34,7 +59,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from passdown.integrations._agent_homes import claude_dir, copilot_home, gemini_home, qwen_home
+from passdown.integrations._agent_homes import (
+    claude_dir,
+    codex_home,
+    copilot_home,
+    factory_home,
+    gemini_home,
+    pi_dir,
+    qwen_home,
+)
 from passdown.integrations._base import HookIntegration, InstallTarget, Plan, read_config
 
 PLUGIN_NAME = "passdown"
@@ -51,7 +84,29 @@ KINDS = {
     "gemini": "Gemini CLI extension",
     "qwen": "Qwen Code extension",
     "copilot": "Claude Code plugin (in Copilot CLI)",
+    "droid": "Claude Code plugin (in Droid)",
+    "codex": "Claude Code plugin (in Codex)",
+    "pi": "pi package",
+    "opencode": "opencode plugin",
+    "kilo": "opencode plugin (in Kilo)",
 }
+OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
+PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
+
+
+MARKETPLACE = Path(".claude-plugin") / "marketplace.json"
+
+
+def plugins_dir() -> Path | None:
+    """The folder this passdown serves its agent plugins from: a Claude Code marketplace
+    (`.claude-plugin/marketplace.json`) with the plugins under `plugins/`. The wheel's
+    `passdown/agent-plugins`, else, run from a checkout, the repository's root; None
+    when neither is there."""
+    package = Path(__file__).resolve().parents[1]
+    for root in (package / "agent-plugins", package.parents[1]):
+        if (root / MARKETPLACE).is_file() and (root / "plugins" / "claude").is_dir():
+            return root
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +122,10 @@ class PluginInstall:
 
     @property
     def hooks_file(self) -> Path:
+        if self.agent == "pi":
+            return self.path / "extensions" / "passdown.ts"
+        if self.agent in ("opencode", "kilo"):
+            return self.path / "index.js"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -97,6 +156,14 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = claude_plugins(project_dir)
     elif agent == "copilot":
         found = copilot_plugins()
+    elif agent == "droid":
+        found = droid_plugins(project_dir)
+    elif agent == "codex":
+        found = codex_plugins()
+    elif agent == "pi":
+        found = pi_packages(project_dir)
+    elif agent in ("opencode", "kilo"):
+        found = opencode_plugins(agent, project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
     else:
@@ -152,8 +219,9 @@ class PluginAwareHooks(HookIntegration):
 
 
 def covered_note(target: InstallTarget, plugin: PluginInstall) -> str:
+    trust = " (Codex runs its hooks once you trust them: /hooks)" if plugin.agent == "codex" else ""
     return (
-        f"{target.agent}: already installed as {plugin.describe()}; nothing written "
+        f"{target.agent}: already installed as {plugin.describe()}{trust}; nothing written "
         f"(`passdown uninstall {target.agent}` still removes an earlier install)"
     )
 
@@ -216,6 +284,116 @@ def copilot_plugins() -> list[PluginInstall]:
         path = Path(str(root)) / "plugins" / "claude" if root else copilot_home()
         found.append(PluginInstall("copilot", str(name), "user", path, None, on is True))
     return found
+
+
+def droid_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
+    """Droid's installs of passdown's plugin: the user scope's, and with `project_dir`
+    a project scope's that the project's own settings enable (Droid's record of a
+    project install names no project)."""
+    base = factory_home()
+    records = base / "plugins" / "installed_plugins"
+    found: list[PluginInstall] = []
+    for record in sorted(records.glob("*.json")) if records.is_dir() else []:
+        data = _json_object(read_config(record))
+        name, entry = str(data.get("pluginId") or ""), data.get("entry")
+        if not name.startswith(f"{PLUGIN_NAME}@") or not isinstance(entry, dict):
+            continue
+        if not entry.get("installPath"):
+            continue
+        path = Path(str(entry["installPath"]))
+        if str(entry.get("scope") or "user") == "user":
+            on = _enables(base / "settings.json", name)
+            found.append(PluginInstall("droid", name, "user", path, None, on))
+        elif project_dir is not None:
+            on = _enables(project_dir / ".factory" / "settings.json", name)
+            if on:
+                found.append(PluginInstall("droid", name, "project", path, project_dir, on))
+    return found
+
+
+def codex_plugins() -> list[PluginInstall]:
+    """Codex's installs of passdown's plugin (user scope: Codex keeps plugins in its
+    own config)."""
+    import tomllib
+
+    base = codex_home()
+    try:
+        config = tomllib.loads(read_config(base / "config.toml") or "")
+    except tomllib.TOMLDecodeError:
+        return []
+    plugins = config.get("plugins")
+    found: list[PluginInstall] = []
+    for name, entry in plugins.items() if isinstance(plugins, dict) else []:
+        if not str(name).startswith(f"{PLUGIN_NAME}@") or not isinstance(entry, dict):
+            continue
+        cache = base / "plugins" / "cache" / str(name).split("@", 1)[1] / PLUGIN_NAME
+        versions = sorted(cache.iterdir()) if cache.is_dir() else []
+        path = versions[-1] if versions else cache
+        on = entry.get("enabled", True) is True
+        found.append(PluginInstall("codex", str(name), "user", path, None, on))
+    return found
+
+
+def pi_packages(project_dir: Path | None = None) -> list[PluginInstall]:
+    """pi's installs of passdown's package from a local path: the user's, and with
+    `project_dir` the project's."""
+    places: list[tuple[str, Path, Path | None]] = [("user", pi_dir(), None)]
+    if project_dir is not None:
+        places.append(("project", project_dir / ".pi", project_dir))
+    found: list[PluginInstall] = []
+    for scope, folder, project in places:
+        packages = _json_object(read_config(folder / "settings.json")).get("packages")
+        for entry in packages if isinstance(packages, list) else []:
+            source = entry.get("source") if isinstance(entry, dict) else entry
+            if not isinstance(source, str) or source.startswith(("npm:", "git:")):
+                continue  # not a folder passdown can look into
+            if "://" in source:
+                continue  # a git URL
+            path = Path(os.path.normpath(folder / Path(source).expanduser()))
+            manifest = _json_object(read_config(path / "package.json"))
+            if manifest.get("name") == PI_PACKAGE:
+                found.append(PluginInstall("pi", PI_PACKAGE, scope, path, project, True))
+    return found
+
+
+def opencode_plugins(agent: str, project_dir: Path | None = None) -> list[PluginInstall]:
+    """opencode's (or Kilo's) installs of passdown's plugin package from a local path:
+    the user's config, and with `project_dir` the project's."""
+    configured = os.environ.get("XDG_CONFIG_HOME")
+    user = (Path(configured) if configured else Path.home() / ".config") / agent
+    places: list[tuple[str, Path, Path | None]] = [("user", user, None)]
+    if project_dir is not None:
+        places += [("project", project_dir, project_dir)]
+        places += [("project", project_dir / f".{agent}", project_dir)]
+    names = dict.fromkeys(("opencode.json", "opencode.jsonc", f"{agent}.json", f"{agent}.jsonc"))
+    found: list[PluginInstall] = []
+    for scope, folder, project in places:
+        for name in names:
+            entries = _jsonc_object(read_config(folder / name)).get("plugin")
+            for entry in entries if isinstance(entries, list) else []:
+                source = str(entry).removeprefix("file://")
+                if not source.startswith((".", "/", "~")) and not os.path.isabs(source):
+                    continue  # an npm package's name
+                path = Path(os.path.normpath(folder / Path(source).expanduser()))
+                manifest = _json_object(read_config(path / "package.json"))
+                if manifest.get("name") == OPENCODE_PACKAGE:
+                    install = PluginInstall(agent, OPENCODE_PACKAGE, scope, path, project, True)
+                    found.append(install)
+    return found
+
+
+def _jsonc_object(text: str | None) -> dict[str, Any]:
+    """A JSON-with-comments config (opencode's): whole-line `//` comments and trailing
+    commas dropped."""
+    import re
+
+    lines = [line for line in (text or "").splitlines() if not line.lstrip().startswith("//")]
+    return _json_object(re.sub(r",(\s*[}\]])", r"\1", "\n".join(lines)))
+
+
+def _enables(settings: Path, name: str) -> bool:
+    enabled = _json_object(read_config(settings)).get("enabledPlugins")
+    return isinstance(enabled, dict) and enabled.get(name) is True
 
 
 # -- Gemini CLI, Qwen Code -----------------------------------------------------------------
