@@ -80,6 +80,8 @@ def test_the_plugins_carry_the_packaged_skill_the_launcher_and_the_version() -> 
         assert (manifest["name"], manifest["version"]) == ("passdown", version)
         assert (PLUGINS / agent / manifest["contextFileName"]).is_file()
         servers.append(manifest["mcpServers"])
+    for package in ("pi", "opencode"):
+        assert _json(PLUGINS / package / "package.json")["version"] == version
     for server in servers:
         assert server["passdown"]["args"][-1] == "mcp"
 

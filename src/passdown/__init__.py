@@ -13,7 +13,7 @@ from typing import Any
 
 # The one place the version is written: pyproject.toml reads it from here (setuptools'
 # dynamic `attr`), `passdown --version` prints it.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {

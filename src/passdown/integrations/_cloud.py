@@ -65,13 +65,13 @@ CURSOR_LINE = f"{SETUP_LINE} cursor || true"
 
 def install_spec() -> str:
     """What the cloud box installs: `PASSDOWN_CLOUD_SPEC` at install time (e.g.
-    `git+https://github.com/OWNER/passdown@v0.1.0` until passdown is on PyPI), else
+    `git+https://github.com/OWNER/passdown@v0.2.0` until passdown is on PyPI), else
     this version from PyPI."""
     spec = os.environ.get(SPEC_ENV, "").strip() or f"passdown=={__version__}"
     if not re.fullmatch(r"[A-Za-z0-9._+:/@=<>!~,#%-]+", spec):
         raise UsageError(
             f"{SPEC_ENV}={spec!r} is not a package requirement or URL",
-            hint="e.g. passdown==0.1.0 or git+https://github.com/OWNER/passdown@v0.1.0",
+            hint="e.g. passdown==0.2.0 or git+https://github.com/OWNER/passdown@v0.2.0",
         )
     return spec
 
