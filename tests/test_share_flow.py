@@ -6,6 +6,7 @@ detached HEAD, a fork as origin, a shallow clone and a repository without commit
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -264,6 +265,31 @@ def test_dry_run_says_what_would_leave_and_pushes_nothing(
     assert main(["push", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "would be new" in out and "HANDOFF.md" in out
+
+
+def test_dry_run_out_writes_exactly_the_bytes_a_push_then_sends(
+    a: Side, remote: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`push --dry-run --out DIR` lets a user read what would leave: each file, byte for
+    byte what the push then puts on the remote, and nothing is pushed by it."""
+    a.export()
+    out = tmp_path / "would-leave"
+    assert main(["push", "--dry-run", "--out", str(out), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["files"]
+    assert refs_on(remote) == {} and listed and all("data" not in f for f in listed)
+    written = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert sorted(written) == sorted(f"{f['ref']}/{f['path']}" for f in listed)
+    assert main(["push"]) == 0
+    for name, data in written.items():
+        parts = name.split("/")  # refs/passdown/<scope>/<branch>/<handoff>, then the path
+        ref, path = "/".join(parts[:5]), "/".join(parts[5:])
+        sent = subprocess.run(
+            ["git", "-C", str(remote), "cat-file", "blob", f"{ref}:{path}"],
+            capture_output=True,
+            check=True,
+        ).stdout
+        assert sent == data, name
+    assert main(["push", "--out", str(out)]) == 2  # --out only with --dry-run
 
 
 def test_prune_keeps_the_newest_per_branch(

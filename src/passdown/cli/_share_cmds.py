@@ -41,6 +41,14 @@ def _timeout_option() -> Callable[[F], F]:
 @click.argument("remote", required=False)
 @click.option("--dry-run", is_flag=True, help="Say what would leave, file by file; push nothing.")
 @click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="With --dry-run: also write every file that would leave, byte for byte, into "
+    "DIR/<ref>/ (private files), to read exactly what a push would send.",
+)
+@click.option(
     "--prune",
     type=click.IntRange(min=1),
     default=None,
@@ -53,6 +61,7 @@ def _timeout_option() -> Callable[[F], F]:
 def push_command(
     remote: str | None,
     dry_run: bool,
+    out: Path | None,
     prune: int | None,
     timeout: float,
     as_json: bool,
@@ -64,11 +73,16 @@ def push_command(
 
     REMOTE: a remote's name or URL (default: `git config passdown.shareRemote`, else
     `passdown config get share_remote`, else origin)."""
+    from passdown.errors import UsageError
     from passdown.share import push_handoffs
 
+    if out is not None and not dry_run:
+        raise UsageError("--out goes with --dry-run (a push writes nothing here)")
     report = push_handoffs(
         workspace or Path.cwd(), remote, dry_run=dry_run, prune=prune, timeout=timeout
     )
+    if out is not None:
+        _write_what_would_leave(report, out)
     if as_json:
         from passdown.cli._output import emit_json
 
@@ -105,6 +119,23 @@ def pull_command(remote: str | None, timeout: float, as_json: bool, workspace: P
             f"refused {len(report.refused)} handoff(s) from {report.remote!r}: {reasons}",
             hint="nothing of them was imported; the others were",
         )
+
+
+def _write_what_would_leave(report: PushReport, out: Path) -> None:
+    """Each file of a dry run under OUT/<ref>/<path>, as it would leave."""
+    from passdown._fsio import ensure_private_dir, write_private
+    from passdown.errors import OutputError
+
+    try:
+        for item in report.files:
+            parts = [*item.ref.split("/"), *item.path.split("/")]
+            if any(part in ("", ".", "..") for part in parts):
+                raise OutputError(f"not a file name to write under {out}: {item.ref}/{item.path}")
+            target = out.joinpath(*parts)
+            ensure_private_dir(target.parent)
+            write_private(target, item.data)
+    except OSError as exc:
+        raise OutputError(f"cannot write what would leave into {out}: {exc}") from exc
 
 
 def _echo(line: str) -> None:

@@ -3,6 +3,7 @@ reports, the store's handoffs, and merging two versions of one handoff's files."
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 from collections.abc import Iterator
@@ -45,6 +46,7 @@ class FileItem:
     path: str
     bytes: int
     sha256: str
+    data: builtins.bytes = field(default=b"", repr=False)  # as it leaves (`push --dry-run --out`)
 
 
 @dataclass(slots=True)
@@ -60,7 +62,10 @@ class PushReport:
     unchanged: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        shown = asdict(self)
+        for item in shown["files"]:
+            del item["data"]
+        return shown
 
 
 @dataclass(slots=True)

@@ -248,7 +248,8 @@ def _what_would_leave(
             Item(_id(ref), ref, "would be updated" if ref in theirs else "would be new")
         )
         for path, data in sorted(content.items()):
-            report.files.append(FileItem(ref, path, len(data), hashlib.sha256(data).hexdigest()))
+            digest = hashlib.sha256(data).hexdigest()
+            report.files.append(FileItem(ref, path, len(data), digest, data))
 
 
 def _prune(git: Git, remote: str, prefix: str, scope: str, keep: int, report: PushReport) -> None:
