@@ -86,16 +86,21 @@ def without_passdown(path: str) -> str:
     return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
 
 
-def agent_extensions(agent: str, env: dict[str, str], cwd: Path, *args: str) -> str:
-    """`AGENT extensions ARGS` (Gemini CLI, Qwen Code): what it printed, or the test fails."""
+def agent_cli(agent: str, env: dict[str, str], cwd: Path, *args: str, timeout: float = 120) -> str:
+    """`AGENT ARGS` (its plugin or extension commands): what it printed, or the test fails."""
     proc = subprocess.run(
-        [str(find_agent(agent)), "extensions", *args],
+        [str(find_agent(agent)), *args],
         cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    return ok(proc, f"{agent} extensions {' '.join(args)}") + proc.stderr
+    return ok(proc, f"{agent} {' '.join(args[:3])}")
+
+
+def agent_extensions(agent: str, env: dict[str, str], cwd: Path, *args: str) -> str:
+    """`AGENT extensions ARGS` (Gemini CLI, Qwen Code)."""
+    return agent_cli(agent, env, cwd, "extensions", *args)

@@ -11,14 +11,12 @@ passdown at all, and no passdown hook is left in the settings.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_claude, run_passdown
-from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path, without_passdown
+from e2e.agents import REPO_ROOT, AgentEnv, run_claude, run_passdown
+from e2e.hooked import agent_cli, handoff_json, hook_log, passdown_on_path, without_passdown
 from e2e.servers import AnthropicServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -32,17 +30,7 @@ def _claude(env: dict[str, str], cwd: Path, *args: str) -> str:
 
 
 def _claude_cli(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("claude")), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"claude {' '.join(args)}")
+    return agent_cli("claude", env, cwd, *args)
 
 
 def test_claude_plugin_writes_the_handoff_and_uninstalls_cleanly(

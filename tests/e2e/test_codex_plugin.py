@@ -13,15 +13,13 @@ session runs no passdown hook.
 
 from __future__ import annotations
 
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_passdown
-from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path
+from e2e.agents import REPO_ROOT, AgentEnv, run_passdown
+from e2e.hooked import agent_cli, handoff_json, hook_log, passdown_on_path
 from e2e.servers import OpenAIResponsesServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -30,17 +28,7 @@ TASK = "Write usage notes for the calculator in NOTES.md"
 
 
 def _codex(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("codex")), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"codex {' '.join(args[:3])}")
+    return agent_cli("codex", env, cwd, *args, timeout=180)
 
 
 def _session(env: dict[str, str], cwd: Path, prompt: str) -> str:

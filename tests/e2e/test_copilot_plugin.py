@@ -11,14 +11,12 @@ writes a Copilot handoff; `passdown install copilot` then writes nothing; after
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_copilot, run_passdown
-from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path
+from e2e.agents import REPO_ROOT, AgentEnv, run_copilot, run_passdown
+from e2e.hooked import agent_cli, handoff_json, hook_log, passdown_on_path
 from e2e.servers import ChatCompletionsServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -27,17 +25,7 @@ TASK = "Write usage notes for the calculator in NOTES.md"
 
 
 def _plugin(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("copilot")), "plugin", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"copilot plugin {' '.join(args)}")
+    return agent_cli("copilot", env, cwd, "plugin", *args)
 
 
 def test_copilot_runs_the_claude_plugin_as_copilot(

@@ -12,14 +12,13 @@ is told once.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_passdown, run_pi
+from e2e.agents import REPO_ROOT, AgentEnv, run_passdown, run_pi
 from e2e.checks import ok
-from e2e.hooked import handoff_json, hook_log, passdown_on_path, without_passdown
+from e2e.hooked import agent_cli, handoff_json, hook_log, passdown_on_path, without_passdown
 from e2e.servers import ChatCompletionsServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
@@ -30,17 +29,7 @@ MISSING = "passdown is not installed where this plugin looks"
 
 
 def _pi(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("pi")), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"pi {' '.join(args)}")
+    return agent_cli("pi", env, cwd, *args)
 
 
 def test_the_pi_package_writes_the_handoff_and_removes_cleanly(

@@ -256,17 +256,27 @@ def drop_file(text: str | None) -> str | None:
     return None  # a file passdown created (the skill): on uninstall it goes
 
 
-def add_md_block(text: str | None, command: str = "passdown", agent: str = "codex") -> str:
-    body = remove_md_block(text) or ""
+def add_marked_block(text: str | None, begin: str, inside: str, end: str) -> str:
+    """`text` with the block between the lines `begin` and `end` (replaced where it was,
+    else appended after a blank line) holding `inside`."""
+    body = remove_marked_block(text, begin, end) or ""
     sep = "\n" if body and not body.endswith("\n") else ""
     gap = "\n" if body.strip() else ""
-    return f"{body}{sep}{gap}{MD_BEGIN}\n{agents_snippet(command, agent)}{MD_END}\n"
+    return f"{body}{sep}{gap}{begin}\n{inside}{end}\n"
+
+
+def remove_marked_block(text: str | None, begin: str, end: str) -> str | None:
+    if text is None:
+        return None
+    return re.sub(rf"(?ms)\n?^{re.escape(begin)}\n.*?^{re.escape(end)}\n?", "", text)
+
+
+def add_md_block(text: str | None, command: str = "passdown", agent: str = "codex") -> str:
+    return add_marked_block(text, MD_BEGIN, agents_snippet(command, agent), MD_END)
 
 
 def remove_md_block(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return re.sub(rf"(?ms)\n?^{re.escape(MD_BEGIN)}\n.*?^{re.escape(MD_END)}\n?", "", text)
+    return remove_marked_block(text, MD_BEGIN, MD_END)
 
 
 # -- Claude-style `hooks` in a settings.json (Claude Code, Gemini CLI, Qwen Code) -----------

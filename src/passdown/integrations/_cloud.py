@@ -38,8 +38,10 @@ from passdown.integrations._base import (
     HookIntegration,
     InstallTarget,
     Plan,
+    add_marked_block,
     drop_file,
     json_edit,
+    remove_marked_block,
     whole_file,
 )
 from passdown.integrations._files import Transform
@@ -289,16 +291,11 @@ def _without_ours(command: str) -> str:
 
 
 def add_agents_block(text: str | None) -> str:
-    body = remove_agents_block(text) or ""
-    sep = "\n" if body and not body.endswith("\n") else ""
-    gap = "\n" if body.strip() else ""
-    return f"{body}{sep}{gap}{MD_BEGIN}\n{AGENTS_TEXT}{MD_END}\n"
+    return add_marked_block(text, MD_BEGIN, AGENTS_TEXT, MD_END)
 
 
 def remove_agents_block(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return re.sub(rf"(?ms)\n?^{re.escape(MD_BEGIN)}\n.*?^{re.escape(MD_END)}\n?", "", text)
+    return remove_marked_block(text, MD_BEGIN, MD_END)
 
 
 def _only_existing(edit: Transform) -> Transform:
