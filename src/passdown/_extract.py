@@ -29,6 +29,7 @@ import msgspec
 from passdown import _platform
 from passdown._compaction_summary import CODEX_SUMMARY_PREFIX as CODEX_SUMMARY_PREFIX
 from passdown._compaction_summary import strip_compaction_instructions
+from passdown._memo import for_short_strings
 from passdown._notes import derive_notes
 from passdown._portable_transcript import Budget as _Budget
 from passdown._portable_transcript import budgeted as _budgeted
@@ -75,6 +76,12 @@ class Extracted:
     state: State
     session_start: str | None = None
     ended: Ended = field(default_factory=Ended)
+
+
+# grep, test, diff and the like exit 1 to answer "no"; a session reruns the same probes
+@for_short_strings(maxsize=256, longest=4096)
+def _is_probe(command: str) -> bool:
+    return is_probe(command, 1)
 
 
 class CommandRecord(msgspec.Struct, omit_defaults=True):
@@ -334,7 +341,7 @@ class _Extractor:
             del commands[0]
         if failed:
             s.commands_failed += 1
-            if is_probe(command, exit_code):
+            if exit_code == 1 and _is_probe(command):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
             failure = FailureRecord(
                 tool=call.name,
@@ -358,12 +365,14 @@ class _Extractor:
         of the same test runner over the failed test, its file, its folder or everything."""
         s = self.state
         open_failures = s.open_failures
-        if any(o.run.tests is not None for o in open_failures):
-            run = Run.of(passed)
-        else:  # only the same command can cover these: no need to parse it as a test run
-            run = Run(" ".join(passed.split()), None)
-        if run.tests is None:  # no test run: only the very same command covers a failure
-            text = run.text
+        run = None
+        for open_failure in open_failures:
+            if open_failure.run.tests is not None:
+                run = Run.of(passed)
+                break
+        if run is None or run.tests is None:
+            # no test run: only the very same command (its words) covers a failure
+            text = " ".join(passed.split())
             fixed = [o for o in open_failures if o.run.text == text]
         else:
             fixed = [o for o in open_failures if run.covers(o.run)]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._memo import for_short_strings
 from passdown.agents._claude_blocks import blocks as _blocks
 from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
@@ -30,6 +31,7 @@ from passdown.agents._claude_records import (
     _Record,
     _task_number_in,
     _tool_args,
+    _ToolInput,
     _ToolOutcome,
     _TypedRecord,
     _untyped_record,
@@ -59,6 +61,7 @@ from passdown.transcript import (
     SessionEnding,
     SessionInfo,
     SubagentNote,
+    ToolAction,
     ToolCall,
     ToolResult,
 )
@@ -100,6 +103,8 @@ _EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Wri
 _READ_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
 )
+_PLAN_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
+_AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
 def _node(
@@ -242,16 +247,24 @@ class _ActiveReader:
     def _record(self, rec: _Record) -> Sequence[Event]:
         """What one record says."""
         info = self.info
-        if rec.timestamp:
-            info.started_at = info.started_at or rec.timestamp
-            info.updated_at = rec.timestamp
-        info.cwd = info.cwd or rec.cwd
-        info.agent_version = rec.version or info.agent_version
-        info.git_branch = rec.gitBranch or info.git_branch
+        timestamp = rec.timestamp
+        if timestamp:
+            if not info.started_at:
+                info.started_at = timestamp
+            info.updated_at = timestamp
+        if not info.cwd:
+            info.cwd = rec.cwd
+        if rec.version:
+            info.agent_version = rec.version
+        if rec.gitBranch:
+            info.git_branch = rec.gitBranch
         kind = rec.type
         if kind == "assistant":
             return self._assistant(rec)
-        flushed = self._assistant_message()
+        if self.assistant_text:
+            flushed = self._assistant_message()
+        else:  # nothing gathered: the gathering starts again, as `_assistant_message` does
+            flushed = self.assistant_ts = self.assistant_id = None
         if kind == "user":
             events = self._user(rec)
             return events if flushed is None else [flushed, *events]
@@ -273,28 +286,32 @@ class _ActiveReader:
             if self.by is None:
                 return [*self._flush_assistant(), _api_error_ending(rec, _joined_text(msg.content))]
             return ()
-        if msg.model == "<synthetic>":
-            return ()  # "No response requested." and the like: not the agent speaking
         model = msg.model
+        if model == "<synthetic>":
+            return ()  # "No response requested." and the like: not the agent speaking
         if model and model not in self.info.models:
             self.info.add_model(model)
         events: list[Event] = []
         if msg.id != self.assistant_id:
             if self.assistant_text:
-                events.extend(self._flush_assistant())
+                message = self._assistant_message()
+                if message is not None:
+                    events.append(message)
             else:
                 self.assistant_ts = None
             self.assistant_id = msg.id
         content = msg.content
         for block in content if type(content) is list else _blocks(content):
-            if block.type == "text" and block.text:
-                if self.by is None:
-                    self.assistant_text.append(block.text)
-                    self.assistant_ts = self.assistant_ts or rec.timestamp
-            elif block.type == "tool_use" and block.id:
-                call = self._tool_call(block, rec.timestamp)
-                self.calls[block.id] = call
-                events.append(call)
+            kind = block.type
+            if kind == "tool_use":
+                call_id = block.id
+                if call_id:
+                    call = self._tool_call(block, call_id, rec.timestamp)
+                    self.calls[call_id] = call
+                    events.append(call)
+            elif kind == "text" and block.text and self.by is None:
+                self.assistant_text.append(block.text)
+                self.assistant_ts = self.assistant_ts or rec.timestamp
         return events
 
     def _flush_assistant(self) -> Iterator[Event]:
@@ -315,27 +332,33 @@ class _ActiveReader:
         self.assistant_id = None
         return message
 
-    def _tool_call(self, block: AnyBlock, timestamp: str | None) -> ToolCall:
+    def _tool_call(self, block: AnyBlock, call_id: str, timestamp: str | None) -> ToolCall:
         name = block.name or ""
-        args = _tool_args(block.input)
-        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp, by=self.by)
+        raw = block.input
+        args = raw if type(raw) is _ToolInput else _tool_args(raw)
+        by = self.by
+        action: ToolAction = "other"
+        paths: tuple[str, ...] = ()
+        command = None
+        plan = None
         if name in _EDIT_TOOLS:
-            call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+            action = _EDIT_TOOLS[name]
             target = args.file_path or args.notebook_path or args.path
-            call.paths = (target,) if target else ()
+            if target:
+                paths = (target,)
         elif name == "Bash":
-            call.action = "command"
-            call.command = args.command or ""
-        elif name in ("TaskCreate", "TaskUpdate", "TodoWrite"):
-            if self.by is None:
-                call.action = "plan"
-                call.plan = plan_op(name, args)
-        elif name in ("Task", "Agent"):
-            call.action = "subagent"
-            self.agent_tasks[call.call_id] = (args.description, args.subagent_type)
+            action = "command"
+            command = args.command or ""
+        elif name in _PLAN_TOOLS:
+            if by is None:
+                action = "plan"
+                plan = plan_op(name, args)
+        elif name in _AGENT_TOOLS:
+            action = "subagent"
+            self.agent_tasks[call_id] = (args.description, args.subagent_type)
         elif name in _READ_TOOLS:
-            call.action = "read"
-        return call
+            action = "read"
+        return ToolCall(call_id, name, action, paths, command, plan, timestamp, by)
 
     # user --------------------------------------------------------------------------
     def _user(self, rec: _Record) -> Sequence[Event]:
@@ -348,20 +371,29 @@ class _ActiveReader:
                 return ()
             summary = clean_compact_summary(_joined_text(msg.content))
             return (Compaction(summary=summary, trigger=pending, timestamp=rec.timestamp),)
-        texts = []
+        texts: list[str] = []
         events: list[Event] = []
         content = msg.content
-        for block in content if type(content) is list else _blocks(content):
-            if block.type == "text" and block.text:
-                texts.append(block.text)
-            elif block.type == "tool_result" and block.tool_use_id:
-                call = self.calls.pop(block.tool_use_id, None)
-                result = self._tool_result(block, rec, call)
-                if call is not None and call.action == "subagent":
-                    events.extend(self._subagent_work(call, block, rec))
-                elif call is not None and call.plan is not None and not result.is_error:
-                    self.plan.apply(call.plan, result.created_item_id)
-                events.append(result)
+        if type(content) is str:
+            if content:
+                texts.append(content)
+        else:
+            for block in content if type(content) is list else _blocks(content):
+                kind = block.type
+                if kind == "tool_result":
+                    use_id = block.tool_use_id
+                    if not use_id:
+                        continue
+                    call = self.calls.pop(use_id, None)
+                    result = self._tool_result(block, use_id, rec, call)
+                    if call is not None:
+                        if call.action == "subagent":
+                            events.extend(self._subagent_work(call, block, rec))
+                        elif call.plan is not None and not result.is_error:
+                            self.plan.apply(call.plan, result.created_item_id)
+                    events.append(result)
+                elif kind == "text" and block.text:
+                    texts.append(block.text)
         if not texts or self.by is not None:
             return events
         text = "\n\n".join(t.strip() for t in texts if t.strip())
@@ -381,25 +413,21 @@ class _ActiveReader:
         )
         yield from self._run_subagent(call.call_id, agent_id)
 
-    def _tool_result(self, block: AnyBlock, rec: _Record, call: ToolCall | None) -> ToolResult:
-        is_error = bool(block.is_error)
-        result = ToolResult(
-            call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
-        )
-        if is_error:
-            text = _joined_text(block.content)
-            result.exit_code = parse_exit_code(text)
-            result.error = first_error_line(text) or (text or "").strip()[:300] or None
-            return result
-        if call is None:
-            return result
-        if call.action == "command":
-            result.exit_code = _bash_exit_code(rec.toolUseResult)
-        elif call.plan is not None and call.plan.op == "create":
-            result.created_item_id = _created_task_id(rec.toolUseResult) or _task_number_in(
-                _joined_text(block.content)
-            )
-        return result
+    def _tool_result(
+        self, block: AnyBlock, call_id: str, rec: _Record, call: ToolCall | None
+    ) -> ToolResult:
+        if block.is_error:
+            exit_code, error = _failure(_joined_text(block.content))
+            return ToolResult(call_id, True, exit_code, error, None, rec.timestamp)
+        exit_code = created = None
+        if call is not None:
+            if call.action == "command":
+                exit_code = _bash_exit_code(rec.toolUseResult)
+            elif call.plan is not None and call.plan.op == "create":
+                created = _created_task_id(rec.toolUseResult) or _task_number_in(
+                    _joined_text(block.content)
+                )
+        return ToolResult(call_id, False, exit_code, None, created, rec.timestamp)
 
     # sub-agents -----------------------------------------------------------------------
     def _run_subagent(self, call_id: str, agent_id: str | None) -> Iterator[Event]:
@@ -580,6 +608,13 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     message = (text or "").strip() or error or None
     reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
+
+
+# a failing command run again gives the same output back
+@for_short_strings(maxsize=256, longest=8192)
+def _failure(text: str | None) -> tuple[int | None, str | None]:
+    """A failed tool result's exit code and error line, from its text."""
+    return parse_exit_code(text), first_error_line(text) or (text or "").strip()[:300] or None
 
 
 def _is_wrapper(text: str) -> bool:
