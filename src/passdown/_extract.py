@@ -19,7 +19,7 @@ that struct, updated by a handler and turned into the model in `finish`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -235,6 +235,14 @@ class _Extractor:
         handler = _HANDLERS.get(type(event))
         if handler is not None:
             handler(self, event)
+
+    def feed_all(self, events: Iterable[Event]) -> None:
+        """`feed` for each event, in one loop."""
+        handler_of = _HANDLERS.get
+        for event in events:
+            handler = handler_of(type(event))
+            if handler is not None:
+                handler(self, event)
 
     def _plan_file_op(self, op: PlanOp) -> None:
         self._plan(op, source="task files")
@@ -520,9 +528,7 @@ def extract(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Extracted:
     extractor = new_extractor(workspace=workspace, max_messages=max_messages, max_chars=max_chars)
-    feed = extractor.feed
-    for event in events:  # type: ignore[attr-defined]
-        feed(event)
+    extractor.feed_all(events)  # type: ignore[arg-type]
     return extractor.finish()
 
 

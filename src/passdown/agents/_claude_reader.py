@@ -323,8 +323,9 @@ class _ActiveReader:
         """The assistant's text gathered so far, as one message (None if there is none);
         the gathering starts again."""
         message = None
-        if self.assistant_text:
-            text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
+        texts = self.assistant_text
+        if texts:
+            text = _joined(texts)
             if text:
                 message = Message(role="assistant", text=text, timestamp=self.assistant_ts)
             self.assistant_text = []
@@ -396,10 +397,10 @@ class _ActiveReader:
                     texts.append(block.text)
         if not texts or self.by is not None:
             return events
-        text = "\n\n".join(t.strip() for t in texts if t.strip())
+        text = _joined(texts)
         if not text:
             return events
-        if any(_INTERRUPTED.match(t.strip()) for t in texts):
+        if any(t.lstrip().startswith("[") and _INTERRUPTED.match(t.strip()) for t in texts):
             events.append(SessionEnding(reason="interrupted", timestamp=rec.timestamp))
         synthetic = rec.isMeta or _is_wrapper(text)
         events.append(Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic))
@@ -615,6 +616,13 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
 def _failure(text: str | None) -> tuple[int | None, str | None]:
     """A failed tool result's exit code and error line, from its text."""
     return parse_exit_code(text), first_error_line(text) or (text or "").strip()[:300] or None
+
+
+def _joined(texts: list[str]) -> str:
+    """Text blocks stripped, the empty ones left out, one paragraph each."""
+    if len(texts) == 1:
+        return texts[0].strip()
+    return "\n\n".join(t.strip() for t in texts if t.strip())
 
 
 def _is_wrapper(text: str) -> bool:
