@@ -1,8 +1,8 @@
 """Claude Code's pass 2 (`passdown.agents.claude`): the active branch's records decoded
 in order into events (`_ActiveReader`), a sub-agent's transcript read the same way, and
-the decoder a tree reader resumes from a checkpoint (`_SessionDecoder`). Pass 1's view
-of a record outside the common case (`_node`) lives here too: the forward pass, which
-reads a session without rewinds in one pass, needs it for every line.
+the decoder a tree reader resumes from a checkpoint (`_SessionDecoder`). The forward
+pass, which reads a session without rewinds in one pass, takes pass 1's view of a line
+outside the common case (`_claude_pass1`).
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from passdown._memo import for_short_strings
 from passdown.agents._claude_blocks import blocks as _blocks
 from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
+from passdown.agents._claude_pass1 import _CHAIN_TYPES as _CHAIN_TYPES
+from passdown.agents._claude_pass1 import _node as _node
+from passdown.agents._claude_pass1 import _pass1_view, _quiet_record
 from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
 from passdown.agents._claude_records import (
-    _ENVELOPE,
-    _LOOSE_RECORD,
     _RECORD,
     _TYPED_RECORD,
     AnyBlock,
     _bash_exit_code,
     _created_task_id,
-    _Envelope,
     _outcome,
     _Record,
     _task_number_in,
@@ -66,25 +66,6 @@ from passdown.transcript import (
     ToolResult,
 )
 
-# Records that belong to the conversation tree.
-_CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
-# Records we know and deliberately ignore (everything else is counted as unknown).
-_KNOWN_OTHER = frozenset(
-    {
-        "summary",
-        "last-prompt",
-        "file-history-snapshot",
-        "queue-operation",
-        "permission-mode",
-        "custom-title",
-        "ai-title",
-        "agent-name",
-        "tag",
-        "pr-link",
-        "mode",
-        "worktree-state",
-    }
-)
 _WRAPPER_TAGS = (
     "<command-name>",
     "<command-message>",
@@ -99,49 +80,17 @@ _WRAPPER_TAGS = (
     "<user-prompt-submit-hook>",
 )
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user.*\]$")
-_EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
+_EDIT_TOOLS: dict[str, ToolAction] = {
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Write": "write",
+}
 _READ_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
 )
 _PLAN_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
 _AGENT_TOOLS = frozenset({"Task", "Agent"})
-
-
-def _node(
-    env: _Envelope | _Record, info: SessionInfo, diag: Diagnostics, *, forward: bool = False
-) -> Node | LeafHint | None:
-    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing. Pass 1
-    reads backwards and keeps the first title it meets; `forward` (the forward pass)
-    keeps the last one, the same newest title."""
-    kind = env.type
-    if kind not in _CHAIN_TYPES:
-        _note_title(env, info, forward)
-        if kind in ("last-prompt", "summary"):
-            return LeafHint(env.leafUuid)
-        if kind not in _KNOWN_OTHER:
-            diag.unknown(kind or "(no type)")
-        return None
-    if env.isSidechain:
-        diag.sidechain_records += 1
-        return None
-    if not env.uuid:
-        return None
-    parent = env.parentUuid
-    if parent is None and kind == "system" and env.logicalParentUuid:
-        parent = env.logicalParentUuid  # across a compaction
-    return Node(env.uuid, parent)
-
-
-def _note_title(env: _Envelope | _Record, info: SessionInfo, forward: bool) -> None:
-    if info.title is None or forward:
-        title = (
-            env.customTitle
-            or env.aiTitle
-            or env.title
-            or (env.summary if env.type == "summary" else None)
-        )
-        if title or not forward:
-            info.title = title
 
 
 class _ActiveReader:
@@ -577,30 +526,6 @@ class _SessionDecoder:
 
 
 _MAX_SUBAGENT_DEPTH = 4
-
-
-def _quiet_record(line: bytes) -> _Record | None:
-    """A line the typed decode refused, decoded as pass 2 decodes it, without noting a
-    bad line (the forward pass then reads it as pass 1 does)."""
-    for decoder in (_RECORD, _LOOSE_RECORD):
-        try:
-            record: _Record = decoder.decode(line)
-            return record
-        except (msgspec.ValidationError, *DECODE_ERRORS):
-            continue
-    return None
-
-
-def _pass1_view(
-    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
-) -> Node | LeafHint | None:
-    """What pass 1 makes of a line (`claude._node_reader`), titles noted forwards."""
-    env = decode_line(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope):
-        return None
-    if env.type in _CHAIN_TYPES and not env.isSidechain and env.parentUuid is not None:
-        return Node(env.uuid, env.parentUuid) if env.uuid else None
-    return _node(env, info, diag, forward=True)
 
 
 def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
