@@ -273,7 +273,7 @@ class _Resumed:
                 _begin(reader, self.fd, (start, end, size), self.ref.path)
             with _progress_from(start):
                 extractor.feed_all(
-                    self.seen.watch(reader.events(cast(BinaryIO, FdWindow(self.fd, start, end))))
+                    reader.events(cast(BinaryIO, FdWindow(self.fd, start, end))), self.seen
                 )
         finally:
             hashing.join()
@@ -299,9 +299,9 @@ class _Resumed:
         chain.update_from(self._read_at, end, size)
         with _progress_from(end):
             extractor.feed_all(
-                self.seen.watch(reader.events(cast(BinaryIO, FdWindow(self.fd, end, size))))
+                reader.events(cast(BinaryIO, FdWindow(self.fd, end, size))), self.seen
             )
-        extractor.feed_all(self.seen.watch(reader.close()))
+        extractor.feed_all(reader.close(), self.seen)
         transcript = Transcript(
             info=info, diagnostics=diagnostics, _events=iter(()), sha256=chain.hexdigest()
         )

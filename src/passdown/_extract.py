@@ -33,6 +33,7 @@ from passdown._memo import for_short_strings
 from passdown._notes import derive_notes
 from passdown._portable_transcript import Budget as _Budget
 from passdown._portable_transcript import budgeted as _budgeted
+from passdown._seen import SeenEvents
 from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
     COMMANDS_KEEP,
@@ -236,13 +237,21 @@ class _Extractor:
         if handler is not None:
             handler(self, event)
 
-    def feed_all(self, events: Iterable[Event]) -> None:
-        """`feed` for each event, in one loop."""
-        handler_of = _HANDLERS.get
-        for event in events:
-            handler = handler_of(type(event))
-            if handler is not None:
-                handler(self, event)
+    def feed_all(self, events: Iterable[Event], seen: SeenEvents | None = None) -> None:
+        """`feed` for each event, in one loop; with `seen`, each event goes by it first
+        as through `SeenEvents.watch` (counted, its command kept)."""
+        handler_of, count = _HANDLERS.get, 0
+        try:
+            for event in events:
+                count += 1
+                if seen is not None and isinstance(event, ToolCall) and event.command:
+                    seen.keep_commands((event.command,))
+                handler = handler_of(type(event))
+                if handler is not None:
+                    handler(self, event)
+        finally:
+            if seen is not None:
+                seen.count += count
 
     def _plan_file_op(self, op: PlanOp) -> None:
         self._plan(op, source="task files")

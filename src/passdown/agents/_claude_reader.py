@@ -152,7 +152,7 @@ class _ActiveReader:
         each tree record checked to continue the straight line and decoded once; a line
         the record decode refuses is read as pass 1 reads it."""
         info, diag = self.info, self.diag
-        decode, on_record, chain = _TYPED_RECORD.decode, self._record, _CHAIN_TYPES
+        decode, said, chain = _TYPED_RECORD.decode, self._said, _CHAIN_TYPES
         last = straight.last  # the line's end, kept local in the loop (once per record)
         try:
             for offset, line in lines:
@@ -181,7 +181,18 @@ class _ActiveReader:
                         straight.take(record.uuid, parent)  # raises when off the line
                     straight.last_parent = parent
                     last = record.uuid
-                    events = on_record(record)
+                    timestamp = record.timestamp  # `_note_facts`, inline: once per record
+                    if timestamp:
+                        if not info.started_at:
+                            info.started_at = timestamp
+                        info.updated_at = timestamp
+                    if not info.cwd:
+                        info.cwd = record.cwd
+                    if record.version:
+                        info.agent_version = record.version
+                    if record.gitBranch:
+                        info.git_branch = record.gitBranch
+                    events = said(record)
                     if events:
                         yield from events
                 else:
@@ -195,18 +206,11 @@ class _ActiveReader:
     # not as generators: a generator per record cost more than most records' own work.
     def _record(self, rec: _Record) -> Sequence[Event]:
         """What one record says."""
-        info = self.info
-        timestamp = rec.timestamp
-        if timestamp:
-            if not info.started_at:
-                info.started_at = timestamp
-            info.updated_at = timestamp
-        if not info.cwd:
-            info.cwd = rec.cwd
-        if rec.version:
-            info.agent_version = rec.version
-        if rec.gitBranch:
-            info.git_branch = rec.gitBranch
+        _note_facts(self.info, rec)
+        return self._said(rec)
+
+    def _said(self, rec: _Record) -> Sequence[Event]:
+        """What one record says, its session facts noted (`_note_facts`)."""
         kind = rec.type
         if kind == "assistant":
             return self._assistant(rec)
@@ -534,6 +538,22 @@ def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     message = (text or "").strip() or error or None
     reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
+
+
+def _note_facts(info: SessionInfo, rec: _Record) -> None:
+    """The session's facts a record carries: the first time and folder, the latest time,
+    CLI version and git branch."""
+    timestamp = rec.timestamp
+    if timestamp:
+        if not info.started_at:
+            info.started_at = timestamp
+        info.updated_at = timestamp
+    if not info.cwd:
+        info.cwd = rec.cwd
+    if rec.version:
+        info.agent_version = rec.version
+    if rec.gitBranch:
+        info.git_branch = rec.gitBranch
 
 
 # a failing command run again gives the same output back
