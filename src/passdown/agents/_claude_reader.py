@@ -89,6 +89,9 @@ _EDIT_TOOLS: dict[str, ToolAction] = {
 _READ_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
 )
+# the most frequent records off the tree, when they carry no title: nothing for the
+# forward pass but last-prompt's leaf hint
+_NOTHING_ELSE = frozenset({"last-prompt", "queue-operation"})
 _PLAN_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
 _AGENT_TOOLS = frozenset({"Task", "Agent"})
 
@@ -195,6 +198,12 @@ class _ActiveReader:
                     events = said(record)
                     if events:
                         yield from events
+                elif kind in _NOTHING_ELSE and not (
+                    record.customTitle or record.aiTitle or record.title
+                ):
+                    # `_node`'s answer without its steps: a leaf hint or nothing
+                    if kind == "last-prompt" and record.leafUuid is not None:
+                        straight.note_hint(record.leafUuid)
                 else:
                     node = _node(record, info, diag, forward=True)
                     if isinstance(node, LeafHint):
