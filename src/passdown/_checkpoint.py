@@ -272,10 +272,9 @@ class _Resumed:
             if resumed is None:  # a restored reader planned its windows in `_restore`
                 _begin(reader, self.fd, (start, end, size), self.ref.path)
             with _progress_from(start):
-                for event in self.seen.watch(
-                    reader.events(cast(BinaryIO, FdWindow(self.fd, start, end)))
-                ):
-                    extractor.feed(event)
+                extractor.feed_all(
+                    reader.events(cast(BinaryIO, FdWindow(self.fd, start, end))), self.seen
+                )
         finally:
             hashing.join()
         if failed:
@@ -299,12 +298,10 @@ class _Resumed:
         # a last line without its newline: part of this handoff, never of the checkpoint
         chain.update_from(self._read_at, end, size)
         with _progress_from(end):
-            for event in self.seen.watch(
-                reader.events(cast(BinaryIO, FdWindow(self.fd, end, size)))
-            ):
-                extractor.feed(event)
-        for event in self.seen.watch(reader.close()):
-            extractor.feed(event)
+            extractor.feed_all(
+                reader.events(cast(BinaryIO, FdWindow(self.fd, end, size))), self.seen
+            )
+        extractor.feed_all(reader.close(), self.seen)
         transcript = Transcript(
             info=info, diagnostics=diagnostics, _events=iter(()), sha256=chain.hexdigest()
         )

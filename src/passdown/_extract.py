@@ -19,7 +19,7 @@ that struct, updated by a handler and turned into the model in `finish`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -29,9 +29,11 @@ import msgspec
 from passdown import _platform
 from passdown._compaction_summary import CODEX_SUMMARY_PREFIX as CODEX_SUMMARY_PREFIX
 from passdown._compaction_summary import strip_compaction_instructions
+from passdown._memo import for_short_strings
 from passdown._notes import derive_notes
 from passdown._portable_transcript import Budget as _Budget
 from passdown._portable_transcript import budgeted as _budgeted
+from passdown._seen import SeenEvents
 from passdown._test_runs import Run, is_probe
 from passdown.handoff import (
     COMMANDS_KEEP,
@@ -75,6 +77,12 @@ class Extracted:
     state: State
     session_start: str | None = None
     ended: Ended = field(default_factory=Ended)
+
+
+# grep, test, diff and the like exit 1 to answer "no"; a session reruns the same probes
+@for_short_strings(maxsize=256, longest=4096)
+def _is_probe(command: str) -> bool:
+    return is_probe(command, 1)
 
 
 class CommandRecord(msgspec.Struct, omit_defaults=True):
@@ -229,6 +237,22 @@ class _Extractor:
         if handler is not None:
             handler(self, event)
 
+    def feed_all(self, events: Iterable[Event], seen: SeenEvents | None = None) -> None:
+        """`feed` for each event, in one loop; with `seen`, each event goes by it first
+        as through `SeenEvents.watch` (counted, its command kept)."""
+        handler_of, count = _HANDLERS.get, 0
+        try:
+            for event in events:
+                count += 1
+                if seen is not None and isinstance(event, ToolCall) and event.command:
+                    seen.keep_commands((event.command,))
+                handler = handler_of(type(event))
+                if handler is not None:
+                    handler(self, event)
+        finally:
+            if seen is not None:
+                seen.count += count
+
     def _plan_file_op(self, op: PlanOp) -> None:
         self._plan(op, source="task files")
 
@@ -334,7 +358,7 @@ class _Extractor:
             del commands[0]
         if failed:
             s.commands_failed += 1
-            if is_probe(command, exit_code):
+            if exit_code == 1 and _is_probe(command):
                 return  # "no match" from grep/test/diff: an answer, not a failure to fix
             failure = FailureRecord(
                 tool=call.name,
@@ -358,12 +382,14 @@ class _Extractor:
         of the same test runner over the failed test, its file, its folder or everything."""
         s = self.state
         open_failures = s.open_failures
-        if any(o.run.tests is not None for o in open_failures):
-            run = Run.of(passed)
-        else:  # only the same command can cover these: no need to parse it as a test run
-            run = Run(" ".join(passed.split()), None)
-        if run.tests is None:  # no test run: only the very same command covers a failure
-            text = run.text
+        run = None
+        for open_failure in open_failures:
+            if open_failure.run.tests is not None:
+                run = Run.of(passed)
+                break
+        if run is None or run.tests is None:
+            # no test run: only the very same command (its words) covers a failure
+            text = " ".join(passed.split())
             fixed = [o for o in open_failures if o.run.text == text]
         else:
             fixed = [o for o in open_failures if run.covers(o.run)]
@@ -511,9 +537,7 @@ def extract(
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Extracted:
     extractor = new_extractor(workspace=workspace, max_messages=max_messages, max_chars=max_chars)
-    feed = extractor.feed
-    for event in events:  # type: ignore[attr-defined]
-        feed(event)
+    extractor.feed_all(events)  # type: ignore[arg-type]
     return extractor.finish()
 
 

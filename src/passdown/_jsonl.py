@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -224,11 +225,12 @@ class LineReader:
             while chunk := stream.read(CHUNK):
                 parts = chunk.split(b"\n")
                 last = parts.pop()
-                for part in parts:  # each of these ends at a newline
+                if parts:  # the first of these ends the line the chunks before began
+                    first = parts[0]
                     if skipping:
                         skipping = False
                     elif pending:
-                        pending.append(part)
+                        pending.append(first)
                         line = b"".join(pending)
                         pending.clear()
                         pending_size = 0
@@ -237,12 +239,20 @@ class LineReader:
                         else:
                             diag.lines += 1
                             yield line_start, line
-                    elif len(part) > limit:
+                    elif len(first) > limit:
                         diag.oversized_lines += 1
-                    elif part:
+                    elif first:
                         diag.lines += 1
-                        yield pos, part
-                    pos += len(part) + 1
+                        yield pos, first
+                    pos += len(first) + 1
+                    for part in islice(parts, 1, None):  # whole lines, each ending at a newline
+                        size = len(part)
+                        if size > limit:
+                            diag.oversized_lines += 1
+                        elif size:
+                            diag.lines += 1
+                            yield pos, part
+                        pos += size + 1
                     line_start = pos
                 if last and not skipping:
                     pending.append(last)

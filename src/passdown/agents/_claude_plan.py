@@ -154,22 +154,21 @@ def _reuses_an_id(plan: Plan, op: PlanOp, created_id: str | None) -> bool:
 
 
 def plan_op(name: str, args: PlanArgs) -> PlanOp:
+    # positional: a session makes many plan calls, and keywords cost more here
     if name == "TaskCreate":
         item = PlanItem(
-            id="",
-            subject=args.subject or "",
-            description=args.description or None,
-            active_form=args.activeForm or None,
+            "", args.subject or "", "pending", args.description or None, args.activeForm or None
         )
-        return PlanOp(op="create", items=(item,))
+        return PlanOp("create", (item,))
     if name == "TaskUpdate":
         status = args.status
         task_id = args.taskId if args.taskId is not None else args.id
         return PlanOp(
-            op="update",
-            item_id=str(task_id) if task_id is not None else "",
-            status=status if status in PLAN_STATUSES else None,  # type: ignore[arg-type]
-            subject=args.subject or None,
+            "update",
+            (),
+            str(task_id) if task_id is not None else "",
+            status if status in PLAN_STATUSES else None,  # type: ignore[arg-type]
+            args.subject or None,
         )
     return PlanOp(op="replace", items=todo_items(args.todos))
 

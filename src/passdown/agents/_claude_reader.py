@@ -1,8 +1,8 @@
 """Claude Code's pass 2 (`passdown.agents.claude`): the active branch's records decoded
 in order into events (`_ActiveReader`), a sub-agent's transcript read the same way, and
-the decoder a tree reader resumes from a checkpoint (`_SessionDecoder`). Pass 1's view
-of a record outside the common case (`_node`) lives here too: the forward pass, which
-reads a session without rewinds in one pass, needs it for every line.
+the decoder a tree reader resumes from a checkpoint (`_SessionDecoder`). The forward
+pass, which reads a session without rewinds in one pass, takes pass 1's view of a line
+outside the common case (`_claude_pass1`).
 """
 
 from __future__ import annotations
@@ -13,23 +13,25 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._memo import for_short_strings
 from passdown.agents._claude_blocks import blocks as _blocks
 from passdown.agents._claude_blocks import joined_text as _joined_text
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
+from passdown.agents._claude_pass1 import _CHAIN_TYPES as _CHAIN_TYPES
+from passdown.agents._claude_pass1 import _node as _node
+from passdown.agents._claude_pass1 import _pass1_view, _quiet_record
 from passdown.agents._claude_plan import PlanReplay, plan_op, task_files
 from passdown.agents._claude_records import (
-    _ENVELOPE,
-    _LOOSE_RECORD,
     _RECORD,
     _TYPED_RECORD,
     AnyBlock,
     _bash_exit_code,
     _created_task_id,
-    _Envelope,
     _outcome,
     _Record,
     _task_number_in,
     _tool_args,
+    _ToolInput,
     _ToolOutcome,
     _TypedRecord,
     _untyped_record,
@@ -59,29 +61,11 @@ from passdown.transcript import (
     SessionEnding,
     SessionInfo,
     SubagentNote,
+    ToolAction,
     ToolCall,
     ToolResult,
 )
 
-# Records that belong to the conversation tree.
-_CHAIN_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
-# Records we know and deliberately ignore (everything else is counted as unknown).
-_KNOWN_OTHER = frozenset(
-    {
-        "summary",
-        "last-prompt",
-        "file-history-snapshot",
-        "queue-operation",
-        "permission-mode",
-        "custom-title",
-        "ai-title",
-        "agent-name",
-        "tag",
-        "pr-link",
-        "mode",
-        "worktree-state",
-    }
-)
 _WRAPPER_TAGS = (
     "<command-name>",
     "<command-message>",
@@ -96,47 +80,20 @@ _WRAPPER_TAGS = (
     "<user-prompt-submit-hook>",
 )
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user.*\]$")
-_EDIT_TOOLS = {"Edit": "edit", "MultiEdit": "edit", "NotebookEdit": "edit", "Write": "write"}
+_EDIT_TOOLS: dict[str, ToolAction] = {
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Write": "write",
+}
 _READ_TOOLS = frozenset(
     {"Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "TaskList", "TaskGet"}
 )
-
-
-def _node(
-    env: _Envelope | _Record, info: SessionInfo, diag: Diagnostics, *, forward: bool = False
-) -> Node | LeafHint | None:
-    """Pass 1's view of a record: its place in the tree, a leaf hint, or nothing. Pass 1
-    reads backwards and keeps the first title it meets; `forward` (the forward pass)
-    keeps the last one, the same newest title."""
-    kind = env.type
-    if kind not in _CHAIN_TYPES:
-        _note_title(env, info, forward)
-        if kind in ("last-prompt", "summary"):
-            return LeafHint(env.leafUuid)
-        if kind not in _KNOWN_OTHER:
-            diag.unknown(kind or "(no type)")
-        return None
-    if env.isSidechain:
-        diag.sidechain_records += 1
-        return None
-    if not env.uuid:
-        return None
-    parent = env.parentUuid
-    if parent is None and kind == "system" and env.logicalParentUuid:
-        parent = env.logicalParentUuid  # across a compaction
-    return Node(env.uuid, parent)
-
-
-def _note_title(env: _Envelope | _Record, info: SessionInfo, forward: bool) -> None:
-    if info.title is None or forward:
-        title = (
-            env.customTitle
-            or env.aiTitle
-            or env.title
-            or (env.summary if env.type == "summary" else None)
-        )
-        if title or not forward:
-            info.title = title
+# the most frequent records off the tree, when they carry no title: nothing for the
+# forward pass but last-prompt's leaf hint
+_NOTHING_ELSE = frozenset({"last-prompt", "queue-operation"})
+_PLAN_TOOLS = frozenset({"TaskCreate", "TaskUpdate", "TodoWrite"})
+_AGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
 class _ActiveReader:
@@ -198,7 +155,7 @@ class _ActiveReader:
         each tree record checked to continue the straight line and decoded once; a line
         the record decode refuses is read as pass 1 reads it."""
         info, diag = self.info, self.diag
-        decode, on_record, chain = _TYPED_RECORD.decode, self._record, _CHAIN_TYPES
+        decode, said, chain = _TYPED_RECORD.decode, self._said, _CHAIN_TYPES
         last = straight.last  # the line's end, kept local in the loop (once per record)
         try:
             for offset, line in lines:
@@ -227,9 +184,26 @@ class _ActiveReader:
                         straight.take(record.uuid, parent)  # raises when off the line
                     straight.last_parent = parent
                     last = record.uuid
-                    events = on_record(record)
+                    timestamp = record.timestamp  # `_note_facts`, inline: once per record
+                    if timestamp:
+                        if not info.started_at:
+                            info.started_at = timestamp
+                        info.updated_at = timestamp
+                    if not info.cwd:
+                        info.cwd = record.cwd
+                    if record.version:
+                        info.agent_version = record.version
+                    if record.gitBranch:
+                        info.git_branch = record.gitBranch
+                    events = said(record)
                     if events:
                         yield from events
+                elif kind in _NOTHING_ELSE and not (
+                    record.customTitle or record.aiTitle or record.title
+                ):
+                    # `_node`'s answer without its steps: a leaf hint or nothing
+                    if kind == "last-prompt" and record.leafUuid is not None:
+                        straight.note_hint(record.leafUuid)
                 else:
                     node = _node(record, info, diag, forward=True)
                     if isinstance(node, LeafHint):
@@ -241,17 +215,18 @@ class _ActiveReader:
     # not as generators: a generator per record cost more than most records' own work.
     def _record(self, rec: _Record) -> Sequence[Event]:
         """What one record says."""
-        info = self.info
-        if rec.timestamp:
-            info.started_at = info.started_at or rec.timestamp
-            info.updated_at = rec.timestamp
-        info.cwd = info.cwd or rec.cwd
-        info.agent_version = rec.version or info.agent_version
-        info.git_branch = rec.gitBranch or info.git_branch
+        _note_facts(self.info, rec)
+        return self._said(rec)
+
+    def _said(self, rec: _Record) -> Sequence[Event]:
+        """What one record says, its session facts noted (`_note_facts`)."""
         kind = rec.type
         if kind == "assistant":
             return self._assistant(rec)
-        flushed = self._assistant_message()
+        if self.assistant_text:
+            flushed = self._assistant_message()
+        else:  # nothing gathered: the gathering starts again, as `_assistant_message` does
+            flushed = self.assistant_ts = self.assistant_id = None
         if kind == "user":
             events = self._user(rec)
             return events if flushed is None else [flushed, *events]
@@ -273,28 +248,32 @@ class _ActiveReader:
             if self.by is None:
                 return [*self._flush_assistant(), _api_error_ending(rec, _joined_text(msg.content))]
             return ()
-        if msg.model == "<synthetic>":
-            return ()  # "No response requested." and the like: not the agent speaking
         model = msg.model
+        if model == "<synthetic>":
+            return ()  # "No response requested." and the like: not the agent speaking
         if model and model not in self.info.models:
             self.info.add_model(model)
         events: list[Event] = []
         if msg.id != self.assistant_id:
             if self.assistant_text:
-                events.extend(self._flush_assistant())
+                message = self._assistant_message()
+                if message is not None:
+                    events.append(message)
             else:
                 self.assistant_ts = None
             self.assistant_id = msg.id
         content = msg.content
         for block in content if type(content) is list else _blocks(content):
-            if block.type == "text" and block.text:
-                if self.by is None:
-                    self.assistant_text.append(block.text)
-                    self.assistant_ts = self.assistant_ts or rec.timestamp
-            elif block.type == "tool_use" and block.id:
-                call = self._tool_call(block, rec.timestamp)
-                self.calls[block.id] = call
-                events.append(call)
+            kind = block.type
+            if kind == "tool_use":
+                call_id = block.id
+                if call_id:
+                    call = self._tool_call(block, call_id, rec.timestamp)
+                    self.calls[call_id] = call
+                    events.append(call)
+            elif kind == "text" and block.text and self.by is None:
+                self.assistant_text.append(block.text)
+                self.assistant_ts = self.assistant_ts or rec.timestamp
         return events
 
     def _flush_assistant(self) -> Iterator[Event]:
@@ -306,8 +285,9 @@ class _ActiveReader:
         """The assistant's text gathered so far, as one message (None if there is none);
         the gathering starts again."""
         message = None
-        if self.assistant_text:
-            text = "\n\n".join(t.strip() for t in self.assistant_text if t.strip())
+        texts = self.assistant_text
+        if texts:
+            text = _joined(texts)
             if text:
                 message = Message(role="assistant", text=text, timestamp=self.assistant_ts)
             self.assistant_text = []
@@ -315,27 +295,33 @@ class _ActiveReader:
         self.assistant_id = None
         return message
 
-    def _tool_call(self, block: AnyBlock, timestamp: str | None) -> ToolCall:
+    def _tool_call(self, block: AnyBlock, call_id: str, timestamp: str | None) -> ToolCall:
         name = block.name or ""
-        args = _tool_args(block.input)
-        call = ToolCall(call_id=block.id or "", name=name, timestamp=timestamp, by=self.by)
+        raw = block.input
+        args = raw if type(raw) is _ToolInput else _tool_args(raw)
+        by = self.by
+        action: ToolAction = "other"
+        paths: tuple[str, ...] = ()
+        command = None
+        plan = None
         if name in _EDIT_TOOLS:
-            call.action = _EDIT_TOOLS[name]  # type: ignore[assignment]
+            action = _EDIT_TOOLS[name]
             target = args.file_path or args.notebook_path or args.path
-            call.paths = (target,) if target else ()
+            if target:
+                paths = (target,)
         elif name == "Bash":
-            call.action = "command"
-            call.command = args.command or ""
-        elif name in ("TaskCreate", "TaskUpdate", "TodoWrite"):
-            if self.by is None:
-                call.action = "plan"
-                call.plan = plan_op(name, args)
-        elif name in ("Task", "Agent"):
-            call.action = "subagent"
-            self.agent_tasks[call.call_id] = (args.description, args.subagent_type)
+            action = "command"
+            command = args.command or ""
+        elif name in _PLAN_TOOLS:
+            if by is None:
+                action = "plan"
+                plan = plan_op(name, args)
+        elif name in _AGENT_TOOLS:
+            action = "subagent"
+            self.agent_tasks[call_id] = (args.description, args.subagent_type)
         elif name in _READ_TOOLS:
-            call.action = "read"
-        return call
+            action = "read"
+        return ToolCall(call_id, name, action, paths, command, plan, timestamp, by)
 
     # user --------------------------------------------------------------------------
     def _user(self, rec: _Record) -> Sequence[Event]:
@@ -348,26 +334,35 @@ class _ActiveReader:
                 return ()
             summary = clean_compact_summary(_joined_text(msg.content))
             return (Compaction(summary=summary, trigger=pending, timestamp=rec.timestamp),)
-        texts = []
+        texts: list[str] = []
         events: list[Event] = []
         content = msg.content
-        for block in content if type(content) is list else _blocks(content):
-            if block.type == "text" and block.text:
-                texts.append(block.text)
-            elif block.type == "tool_result" and block.tool_use_id:
-                call = self.calls.pop(block.tool_use_id, None)
-                result = self._tool_result(block, rec, call)
-                if call is not None and call.action == "subagent":
-                    events.extend(self._subagent_work(call, block, rec))
-                elif call is not None and call.plan is not None and not result.is_error:
-                    self.plan.apply(call.plan, result.created_item_id)
-                events.append(result)
+        if type(content) is str:
+            if content:
+                texts.append(content)
+        else:
+            for block in content if type(content) is list else _blocks(content):
+                kind = block.type
+                if kind == "tool_result":
+                    use_id = block.tool_use_id
+                    if not use_id:
+                        continue
+                    call = self.calls.pop(use_id, None)
+                    result = self._tool_result(block, use_id, rec, call)
+                    if call is not None:
+                        if call.action == "subagent":
+                            events.extend(self._subagent_work(call, block, rec))
+                        elif call.plan is not None and not result.is_error:
+                            self.plan.apply(call.plan, result.created_item_id)
+                    events.append(result)
+                elif kind == "text" and block.text:
+                    texts.append(block.text)
         if not texts or self.by is not None:
             return events
-        text = "\n\n".join(t.strip() for t in texts if t.strip())
+        text = _joined(texts)
         if not text:
             return events
-        if any(_INTERRUPTED.match(t.strip()) for t in texts):
+        if any(t.lstrip().startswith("[") and _INTERRUPTED.match(t.strip()) for t in texts):
             events.append(SessionEnding(reason="interrupted", timestamp=rec.timestamp))
         synthetic = rec.isMeta or _is_wrapper(text)
         events.append(Message(role="user", text=text, timestamp=rec.timestamp, synthetic=synthetic))
@@ -381,25 +376,21 @@ class _ActiveReader:
         )
         yield from self._run_subagent(call.call_id, agent_id)
 
-    def _tool_result(self, block: AnyBlock, rec: _Record, call: ToolCall | None) -> ToolResult:
-        is_error = bool(block.is_error)
-        result = ToolResult(
-            call_id=block.tool_use_id or "", is_error=is_error, timestamp=rec.timestamp
-        )
-        if is_error:
-            text = _joined_text(block.content)
-            result.exit_code = parse_exit_code(text)
-            result.error = first_error_line(text) or (text or "").strip()[:300] or None
-            return result
-        if call is None:
-            return result
-        if call.action == "command":
-            result.exit_code = _bash_exit_code(rec.toolUseResult)
-        elif call.plan is not None and call.plan.op == "create":
-            result.created_item_id = _created_task_id(rec.toolUseResult) or _task_number_in(
-                _joined_text(block.content)
-            )
-        return result
+    def _tool_result(
+        self, block: AnyBlock, call_id: str, rec: _Record, call: ToolCall | None
+    ) -> ToolResult:
+        if block.is_error:
+            exit_code, error = _failure(_joined_text(block.content))
+            return ToolResult(call_id, True, exit_code, error, None, rec.timestamp)
+        exit_code = created = None
+        if call is not None:
+            if call.action == "command":
+                exit_code = _bash_exit_code(rec.toolUseResult)
+            elif call.plan is not None and call.plan.op == "create":
+                created = _created_task_id(rec.toolUseResult) or _task_number_in(
+                    _joined_text(block.content)
+                )
+        return ToolResult(call_id, False, exit_code, None, created, rec.timestamp)
 
     # sub-agents -----------------------------------------------------------------------
     def _run_subagent(self, call_id: str, agent_id: str | None) -> Iterator[Event]:
@@ -550,36 +541,42 @@ class _SessionDecoder:
 _MAX_SUBAGENT_DEPTH = 4
 
 
-def _quiet_record(line: bytes) -> _Record | None:
-    """A line the typed decode refused, decoded as pass 2 decodes it, without noting a
-    bad line (the forward pass then reads it as pass 1 does)."""
-    for decoder in (_RECORD, _LOOSE_RECORD):
-        try:
-            record: _Record = decoder.decode(line)
-            return record
-        except (msgspec.ValidationError, *DECODE_ERRORS):
-            continue
-    return None
-
-
-def _pass1_view(
-    line: bytes, offset: int, tail: int, info: SessionInfo, diag: Diagnostics
-) -> Node | LeafHint | None:
-    """What pass 1 makes of a line (`claude._node_reader`), titles noted forwards."""
-    env = decode_line(_ENVELOPE, line, offset, tail, diag)
-    if not isinstance(env, _Envelope):
-        return None
-    if env.type in _CHAIN_TYPES and not env.isSidechain and env.parentUuid is not None:
-        return Node(env.uuid, env.parentUuid) if env.uuid else None
-    return _node(env, info, diag, forward=True)
-
-
 def _api_error_ending(rec: _Record, text: str | None) -> SessionEnding:
     error = rec.error if isinstance(rec.error, str) else None
     details = rec.errorDetails if isinstance(rec.errorDetails, str) else ""
     message = (text or "").strip() or error or None
     reason = api_error_reason(error, f"{message or ''}\n{details[:2000]}")
     return SessionEnding(reason=reason, message=message, timestamp=rec.timestamp)
+
+
+def _note_facts(info: SessionInfo, rec: _Record) -> None:
+    """The session's facts a record carries: the first time and folder, the latest time,
+    CLI version and git branch."""
+    timestamp = rec.timestamp
+    if timestamp:
+        if not info.started_at:
+            info.started_at = timestamp
+        info.updated_at = timestamp
+    if not info.cwd:
+        info.cwd = rec.cwd
+    if rec.version:
+        info.agent_version = rec.version
+    if rec.gitBranch:
+        info.git_branch = rec.gitBranch
+
+
+# a failing command run again gives the same output back
+@for_short_strings(maxsize=256, longest=8192)
+def _failure(text: str | None) -> tuple[int | None, str | None]:
+    """A failed tool result's exit code and error line, from its text."""
+    return parse_exit_code(text), first_error_line(text) or (text or "").strip()[:300] or None
+
+
+def _joined(texts: list[str]) -> str:
+    """Text blocks stripped, the empty ones left out, one paragraph each."""
+    if len(texts) == 1:
+        return texts[0].strip()
+    return "\n\n".join(t.strip() for t in texts if t.strip())
 
 
 def _is_wrapper(text: str) -> bool:
