@@ -6,7 +6,8 @@ user scope, or a project that enables it), and `passdown doctor` lists the plugi
 records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
 install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
 `test_pi_package.py` make them with the real CLIs; `test_opencode_package.py` for
-`opencode plugin PATH -g` 1.18)."""
+`opencode plugin PATH -g` 1.18; `test_cline_plugin.py` for `cline plugin install PATH`
+3.0)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import pytest
 
 import passdown
 from passdown.integrations._base import SKILLS_DIR
+from passdown.integrations._cline import ClineHooks
 from passdown.integrations._opencode import OpenCodeHooks
 from passdown.integrations._pi import PiHooks
 from passdown.integrations._plugins import LAUNCHER_PLACES
@@ -98,7 +101,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi", "opencode", "kilo"):
+    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -352,3 +355,116 @@ def test_install_kilo_writes_nothing_where_kilo_loads_the_opencode_plugin(
     _code, agents = doctor(script, env, project, "kilo", "opencode")
     assert [p["path"] for p in agents["kilo"]["plugins"]] == [str(OPENCODE_PACKAGE)]
     assert agents["opencode"]["plugins"] == []  # opencode's own config does not name it
+
+
+# -- Cline's plugin ------------------------------------------------------------------------
+
+CLINE_PLUGIN = LAUNCHER.parents[2] / "cline"
+
+
+def test_the_cline_plugins_after_run_hook_sends_the_payload_hook_cline_reads(
+    tmp_path: Path,
+) -> None:
+    """Run under node as Cline runs it: `setup` with the session and the workspace, then
+    `afterRun`; the passdown it finds gets the TaskComplete script's payload on stdin."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    manifest = json.loads((CLINE_PLUGIN / "package.json").read_text(encoding="utf-8"))
+    assert manifest["version"] == passdown.__version__
+    assert (manifest["name"], manifest["main"]) == ("passdown-cline", "index.js")
+    module = (CLINE_PLUGIN / "index.js").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+    got = tmp_path / "got"
+    got.mkdir()
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys, uuid\n"
+        "data = {'args': sys.argv[1:], 'payload': json.load(sys.stdin)}\n"
+        f"tmp = os.path.join({str(tmp_path)!r}, uuid.uuid4().hex)\n"
+        "open(tmp, 'w').write(json.dumps(data))\n"
+        f"os.replace(tmp, os.path.join({str(got)!r}, os.path.basename(tmp)))\n"
+    )
+    fake.chmod(0o755)
+    driver = tmp_path / "drive.mjs"
+    driver.write_text(
+        f"const plugin = (await import({json.dumps((CLINE_PLUGIN / 'index.js').as_uri())})).default;\n"
+        "const rules = [];\n"
+        "await plugin.setup({ registerRule: (r) => rules.push(r) },"
+        " { session: { sessionId: 's-1' }, workspaceInfo: { rootPath: '/w' } });\n"
+        "await plugin.hooks.afterRun({ result: { status: 'completed' }, snapshot: {} });\n"
+        "await plugin.hooks.afterRun({ result: { status: 'failed', error: new Error('Rate limit"
+        " reached') }, snapshot: {} });\n"
+        "console.log(JSON.stringify({ name: plugin.name, rules: rules.length,"
+        " capabilities: plugin.manifest.capabilities }));\n",
+        encoding="utf-8",
+    )
+    env = {"HOME": str(tmp_path / "home"), "PATH": _bare_path(tmp_path)}
+    proc = subprocess.run(
+        [node, str(driver)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"name": "passdown", "rules": 0, "capabilities": ["hooks"]}
+    for _ in range(200):  # the hooks run detached
+        if len(list(got.iterdir())) == 2:
+            break
+        time.sleep(0.05)
+    calls = [json.loads(p.read_text(encoding="utf-8")) for p in got.iterdir()]
+    assert [c["args"] for c in calls] == [["hook", "cline"]] * 2
+    payloads = [c["payload"] for c in calls]
+    names = sorted(p["hookName"] for p in payloads)
+    assert names == ["agent_end", "agent_error"]
+    hooks = ClineHooks()
+    for payload in payloads:
+        assert hooks.session_id(payload) == "s-1" and hooks.cwd(payload) == "/w"
+    (failed,) = [p for p in payloads if p["hookName"] == "agent_error"]
+    assert hooks.failure(failed) == ("rate_limit", "Rate limit reached")
+
+    fake.unlink()  # no passdown anywhere: the session is told, in a rule
+    proc = subprocess.run(
+        [node, str(driver)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    told = json.loads(proc.stdout)
+    assert told["rules"] == 1 and "rules" in told["capabilities"]
+
+
+def cline_plugin(folder: Path) -> Path:
+    """What `cline plugin install PATH` (`--cwd PROJECT`: FOLDER is `PROJECT/.cline`)
+    copies: the package under `plugins/_installed/local/SLUG/package`."""
+    install = folder / "plugins" / "_installed" / "local" / "cline-840dab22b41c"
+    _write(install / "package.json", {"name": "cline", "private": True})
+    shutil.copytree(CLINE_PLUGIN, install / "package")
+    return install
+
+
+def test_install_cline_writes_nothing_where_the_cline_plugin_is_installed(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    in_project = cline_plugin(project / ".cline")
+    proc = run(script, env, project, "install", "cline", "--json")  # user scope: writes
+    assert proc.returncode == 0, proc.stderr
+    assert (home / ".cline" / "hooks" / "TaskComplete").is_file()
+    proc = run(script, env, project, "install", "cline", "--scope", "project", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("Cline plugin passdown-cline" in n for n in agent["notes"]), agent["notes"]
+    assert not (project / ".clinerules").exists()
+    assert run(script, env, project, "uninstall", "cline").returncode == 0
+
+    installed = cline_plugin(home / ".cline")
+    for scope in ("user", "project"):
+        proc = run(script, env, project, "install", "cline", "--scope", scope, "--json")
+        assert proc.returncode == 0, proc.stderr
+        (agent,) = json.loads(proc.stdout)["agents"]
+        assert agent["changed"] is False and agent["events"] == []
+    assert not (home / ".cline" / "hooks").exists()
+    _code, agents = doctor(script, env, project, "cline")
+    assert sorted(p["path"] for p in agents["cline"]["plugins"]) == sorted(
+        [str(installed), str(in_project)]
+    )

@@ -36,6 +36,10 @@ passdown as `launcher_program` does.
   (`$XDG_CONFIG_HOME/opencode`) or the project's; its module runs `passdown hook
   opencode` itself. Kilo, opencode's fork, installs the same package (`kilo plugin PATH
   -g`: `opencode.json` in `$XDG_CONFIG_HOME/kilo`), which then runs `passdown hook kilo`.
+- Cline CLI: `plugins/cline` is a Cline plugin (`cline plugin install PATH`, `--cwd
+  PROJECT`: the project's), copied under `plugins/_installed/` of `~/.cline`
+  (`$CLINE_DIR`) or `PROJECT/.cline` (`_cline.cline_plugins`); its `afterRun` hook runs
+  `passdown hook cline` itself.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -89,6 +93,7 @@ KINDS = {
     "pi": "pi package",
     "opencode": "opencode plugin",
     "kilo": "opencode plugin (in Kilo)",
+    "cline": "Cline plugin",
 }
 OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
@@ -126,6 +131,8 @@ class PluginInstall:
             return self.path / "extensions" / "passdown.ts"
         if self.agent in ("opencode", "kilo"):
             return self.path / "index.js"
+        if self.agent == "cline":
+            return self.path / "package" / "index.js"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -166,6 +173,10 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = opencode_plugins(agent, project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
+    elif agent == "cline":
+        from passdown.integrations._cline import cline_plugins
+
+        found = cline_plugins(project_dir)
     else:
         return []
     if project_dir is None:
