@@ -7,7 +7,7 @@ records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
 install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
 `test_pi_package.py` make them with the real CLIs; `test_opencode_package.py` for
 `opencode plugin PATH -g` 1.18; `test_cline_plugin.py` for `cline plugin install PATH`
-3.0)."""
+3.0, `test_gptme_plugin.py` for gptme 0.35's `[plugins] paths`)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline"):
+    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline", "gptme"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -468,3 +468,110 @@ def test_install_cline_writes_nothing_where_the_cline_plugin_is_installed(
     assert sorted(p["path"] for p in agents["cline"]["plugins"]) == sorted(
         [str(installed), str(in_project)]
     )
+
+
+# -- gptme's plugin ------------------------------------------------------------------------
+
+GPTME_PLUGIN = LAUNCHER.parents[2] / "gptme"
+GPTME_STUB = {  # the part of gptme's API the plugin uses, recording what it registers
+    "gptme/__init__.py": "",
+    "gptme/hooks.py": (
+        "import enum\n"
+        "class HookType(enum.Enum):\n"
+        "    SESSION_START = 'session.start'\n"
+        "    SESSION_END = 'session.end'\n"
+        "REGISTERED = {}\n"
+        "def register_hook(name, hook_type, func):\n"
+        "    REGISTERED[hook_type.value] = func\n"
+    ),
+    "gptme/message.py": (
+        "class Message:\n"
+        "    def __init__(self, role, content):\n"
+        "        self.role, self.content = role, content\n"
+    ),
+}
+GPTME_DRIVER = """
+import json, sys, types
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+from gptme.hooks import REGISTERED
+from passdown_gptme.hooks import passdown
+passdown.register()
+if "session.end" in REGISTERED:
+    manager = types.SimpleNamespace(logdir=Path("/logs/2026-conv"), workspace=Path("/w"))
+    list(REGISTERED["session.end"](manager))
+told = list(REGISTERED["session.start"](Path("/l"), None, [])) if "session.start" in REGISTERED else []
+print(json.dumps({"events": sorted(REGISTERED), "told": [[m.role, m.content] for m in told]}))
+"""
+
+
+def test_the_gptme_plugins_session_end_hook_runs_passdown_hook_gptme(tmp_path: Path) -> None:
+    """Loaded as gptme loads a folder plugin (`passdown_gptme.hooks.passdown`,
+    `register()`): at `session.end` the passdown it finds runs as `hook gptme` with the
+    environment of gptme's script hooks; without one, the session is told at its start."""
+    for name, text in GPTME_STUB.items():
+        (tmp_path / "stub" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "stub" / name).write_text(text, encoding="utf-8")
+    got = tmp_path / "got.json"
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "env = {k: v for k, v in os.environ.items() if k.startswith('GPTME_')}\n"
+        f"open({str(got)!r}, 'w').write(json.dumps({{'args': sys.argv[1:], 'env': env}}))\n"
+    )
+    fake.chmod(0o755)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "PATH": _bare_path(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",  # nothing written into the repository's plugin
+    }
+    argv = [sys.executable, "-c", GPTME_DRIVER, str(tmp_path / "stub"), str(GPTME_PLUGIN)]
+
+    def load() -> dict[str, Any]:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    assert load() == {"events": ["session.end"], "told": []}
+    assert json.loads(got.read_text(encoding="utf-8")) == {
+        "args": ["hook", "gptme"],
+        "env": {
+            "GPTME_HOOK_EVENT": "session.end",
+            "GPTME_LOGDIR": "/logs/2026-conv",
+            "GPTME_WORKSPACE": "/w",
+        },
+    }
+    module = (GPTME_PLUGIN / "passdown_gptme" / "hooks" / "passdown.py").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+
+    fake.unlink()
+    got.unlink()
+    told = load()
+    assert told["events"] == ["session.start"] and not got.exists()
+    ((role, text),) = told["told"]
+    assert role == "system" and "passdown is not installed where this plugin looks" in text
+
+
+def test_install_gptme_writes_nothing_where_the_gptme_plugin_is_configured(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    config = home / ".config" / "gptme" / "config.toml"
+    config.parent.mkdir(parents=True)
+    installed = f'# mine\n[plugins]\npaths = ["/elsewhere", {json.dumps(str(GPTME_PLUGIN))}]\n'
+    config.write_text(installed, encoding="utf-8")
+    proc = run(script, env, project, "install", "gptme", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("gptme plugin passdown_gptme" in n for n in agent["notes"]), agent["notes"]
+    assert config.read_text(encoding="utf-8") == installed
+    _code, agents = doctor(script, env, project, "gptme")
+    assert [p["path"] for p in agents["gptme"]["plugins"]] == [str(GPTME_PLUGIN / "passdown_gptme")]
+
+    config.write_text(installed + 'enabled = ["another"]\n', encoding="utf-8")  # not allowed
+    assert run(script, env, project, "install", "gptme").returncode == 0
+    assert "passdown hook gptme" in config.read_text(encoding="utf-8")

@@ -40,6 +40,9 @@ passdown as `launcher_program` does.
   PROJECT`: the project's), copied under `plugins/_installed/` of `~/.cline`
   (`$CLINE_DIR`) or `PROJECT/.cline` (`_cline.cline_plugins`); its `afterRun` hook runs
   `passdown hook cline` itself.
+- gptme: `plugins/gptme` holds the folder plugin `passdown_gptme`, named in `paths` of
+  `[plugins]` in gptme's user config.toml (`_gptme.gptme_plugins`); its hook module runs
+  `passdown hook gptme` at `session.end` itself.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -94,6 +97,7 @@ KINDS = {
     "opencode": "opencode plugin",
     "kilo": "opencode plugin (in Kilo)",
     "cline": "Cline plugin",
+    "gptme": "gptme plugin",
 }
 OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
@@ -133,6 +137,8 @@ class PluginInstall:
             return self.path / "index.js"
         if self.agent == "cline":
             return self.path / "package" / "index.js"
+        if self.agent == "gptme":
+            return self.path / "hooks" / "passdown.py"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -177,6 +183,10 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         from passdown.integrations._cline import cline_plugins
 
         found = cline_plugins(project_dir)
+    elif agent == "gptme":
+        from passdown.integrations._gptme import gptme_plugins
+
+        found = gptme_plugins()
     else:
         return []
     if project_dir is None:
