@@ -7,7 +7,8 @@ records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
 install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
 `test_pi_package.py` make them with the real CLIs; `test_opencode_package.py` for
 `opencode plugin PATH -g` 1.18; `test_cline_plugin.py` for `cline plugin install PATH`
-3.0, `test_gptme_plugin.py` for gptme 0.35's `[plugins] paths`)."""
+3.0, `test_gptme_plugin.py` for gptme 0.35's `[plugins] paths`, `test_hermes_plugin.py`
+for `hermes plugins install URL --enable` 0.19)."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline", "gptme"):
+    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline", "gptme", "hermes"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -575,3 +576,114 @@ def test_install_gptme_writes_nothing_where_the_gptme_plugin_is_configured(
     config.write_text(installed + 'enabled = ["another"]\n', encoding="utf-8")  # not allowed
     assert run(script, env, project, "install", "gptme").returncode == 0
     assert "passdown hook gptme" in config.read_text(encoding="utf-8")
+
+
+# -- Hermes's plugin -----------------------------------------------------------------------
+
+HERMES_PLUGIN = LAUNCHER.parents[2] / "hermes"
+HERMES_DRIVER = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("passdown_plugin", sys.argv[1])
+plugin = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plugin)
+hooks = {}
+class Ctx:
+    def register_hook(self, name, callback):
+        hooks[name] = callback
+plugin.register(Ctx())
+answers = {}
+if "pre_llm_call" in hooks:
+    answers["first"] = hooks["pre_llm_call"](session_id="h-1", user_message="hi")
+    answers["again"] = hooks["pre_llm_call"](session_id="h-1", user_message="more")
+if "on_session_end" in hooks:
+    answers["end"] = hooks["on_session_end"](session_id="h-1", completed=True, model="m")
+print(json.dumps({"events": sorted(hooks), "answers": answers}))
+"""
+
+
+def test_the_hermes_plugins_hooks_run_passdown_hook_hermes(tmp_path: Path) -> None:
+    """Loaded as Hermes loads a plugin (`register(ctx)`): its hooks send the payload of
+    Hermes's shell hooks to the passdown it finds and pass a pickup pointer on; without
+    passdown, the session's first turn is told."""
+    got = tmp_path / "got"
+    got.mkdir()
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys, uuid\n"
+        "data = json.load(sys.stdin)\n"
+        f"open({str(got)!r} + '/' + uuid.uuid4().hex, 'w').write(json.dumps(["
+        "sys.argv[1:], data]))\n"
+        "if data['hook_event_name'] == 'pre_llm_call':\n"
+        "    print(json.dumps({'context': 'A handoff is waiting.'}))\n"
+    )
+    fake.chmod(0o755)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "PATH": _bare_path(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    argv = [sys.executable, "-c", HERMES_DRIVER, str(HERMES_PLUGIN / "__init__.py")]
+
+    def load() -> dict[str, Any]:
+        proc = subprocess.run(
+            argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    loaded = load()
+    assert loaded["events"] == ["on_session_end", "on_session_finalize", "pre_llm_call"]
+    assert loaded["answers"]["first"] == {"context": "A handoff is waiting."}
+    assert loaded["answers"]["end"] is None
+    calls = [json.loads(p.read_text(encoding="utf-8")) for p in got.iterdir()]
+    assert all(args == ["hook", "hermes"] for args, _ in calls)
+    (end,) = [data for _, data in calls if data["hook_event_name"] == "on_session_end"]
+    assert end == {
+        "hook_event_name": "on_session_end",
+        "session_id": "h-1",
+        "cwd": str(tmp_path),
+        "extra": {"completed": True, "model": "m"},
+    }
+    manifest = (HERMES_PLUGIN / "plugin.yaml").read_text(encoding="utf-8")
+    assert f"version: {passdown.__version__}" in manifest
+    module = (HERMES_PLUGIN / "__init__.py").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+
+    fake.unlink()
+    told = load()
+    assert told["events"] == ["pre_llm_call"]
+    assert (
+        "passdown is not installed where this plugin looks" in told["answers"]["first"]["context"]
+    )
+    assert told["answers"]["again"] is None  # once per session
+
+
+def test_install_hermes_writes_nothing_where_the_hermes_plugin_is_enabled(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    installed = home / ".hermes" / "plugins" / "passdown"  # as `hermes plugins install` keeps it
+    shutil.copytree(HERMES_PLUGIN, installed)
+    config = home / ".hermes" / "config.yaml"
+    enabled = (
+        "model:\n  default: m\nplugins:\n  enabled:\n    - other\n    - passdown\n  disabled: []\n"
+    )
+    config.write_text(enabled, encoding="utf-8")
+    proc = run(script, env, project, "install", "hermes", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("Hermes plugin passdown" in n for n in agent["notes"]), agent["notes"]
+    assert config.read_text(encoding="utf-8") == enabled
+    assert not (home / ".hermes" / "shell-hooks-allowlist.json").exists()
+    _code, agents = doctor(script, env, project, "hermes")
+    assert [p["path"] for p in agents["hermes"]["plugins"]] == [str(installed)]
+
+    config.write_text(  # `hermes plugins disable passdown`: install writes its hooks
+        "plugins:\n  enabled: [other, passdown]\n  disabled:\n  - passdown\n", encoding="utf-8"
+    )
+    assert run(script, env, project, "install", "hermes").returncode == 0
+    assert "hook hermes" in config.read_text(encoding="utf-8")

@@ -45,6 +45,7 @@ def test_the_gptme_plugin_writes_the_handoff_and_uninstalls_cleanly(
     with ChatCompletionsServer(steps) as srv:
         env = gptme_environ(agent_env, srv.url)
         env["PATH"] = f"{bindir}:{env['PATH']}"  # the plugin finds it on PATH
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # gptme imports the plugin from the repository
         ok(run_gptme(env, workspace, TASK), "gptme")
         assert MISSING not in srv.step_requests()[0].text()
         ran = calls.read_text(encoding="utf-8") if calls.exists() else ""

@@ -43,6 +43,10 @@ passdown as `launcher_program` does.
 - gptme: `plugins/gptme` holds the folder plugin `passdown_gptme`, named in `paths` of
   `[plugins]` in gptme's user config.toml (`_gptme.gptme_plugins`); its hook module runs
   `passdown hook gptme` at `session.end` itself.
+- Hermes Agent: `plugins/hermes` is a Hermes plugin (`hermes plugins install
+  URL#plugins/hermes --enable`, from git), kept in `plugins/passdown` of the Hermes home
+  and enabled in `plugins.enabled` of its config.yaml (`_hermes.hermes_plugins`); its
+  hooks run `passdown hook hermes` themselves.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -98,6 +102,7 @@ KINDS = {
     "kilo": "opencode plugin (in Kilo)",
     "cline": "Cline plugin",
     "gptme": "gptme plugin",
+    "hermes": "Hermes plugin",
 }
 OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
@@ -139,6 +144,8 @@ class PluginInstall:
             return self.path / "package" / "index.js"
         if self.agent == "gptme":
             return self.path / "hooks" / "passdown.py"
+        if self.agent == "hermes":
+            return self.path / "__init__.py"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -187,6 +194,10 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         from passdown.integrations._gptme import gptme_plugins
 
         found = gptme_plugins()
+    elif agent == "hermes":
+        from passdown.integrations._hermes import hermes_plugins
+
+        found = hermes_plugins()
     else:
         return []
     if project_dir is None:
