@@ -6,7 +6,9 @@ user scope, or a project that enables it), and `passdown doctor` lists the plugi
 records are those `droid plugin install` 0.225, `codex plugin add` 0.171 and `pi
 install` 0.73 write (`tests/e2e/test_droid_plugin.py`, `test_codex_plugin.py` and
 `test_pi_package.py` make them with the real CLIs; `test_opencode_package.py` for
-`opencode plugin PATH -g` 1.18)."""
+`opencode plugin PATH -g` 1.18; `test_cline_plugin.py` for `cline plugin install PATH`
+3.0, `test_gptme_plugin.py` for gptme 0.35's `[plugins] paths`, `test_hermes_plugin.py`
+for `hermes plugins install URL --enable` 0.19)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ import pytest
 
 import passdown
 from passdown.integrations._base import SKILLS_DIR
+from passdown.integrations._cline import ClineHooks
 from passdown.integrations._opencode import OpenCodeHooks
 from passdown.integrations._pi import PiHooks
 from passdown.integrations._plugins import LAUNCHER_PLACES
@@ -98,7 +102,7 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     script = console_script(tmp_path / "venv" / "bin")
     agents = tmp_path / "agents"
     agents.mkdir()
-    for name in ("droid", "codex", "pi", "opencode", "kilo"):
+    for name in ("droid", "codex", "pi", "opencode", "kilo", "cline", "gptme", "hermes"):
         (agents / name).write_text("#!/bin/sh\nexit 0\n")
         (agents / name).chmod(0o755)
     return script, home, project, environ(home, f"{script.parent}:{agents}:{BARE_PATH}")
@@ -352,3 +356,334 @@ def test_install_kilo_writes_nothing_where_kilo_loads_the_opencode_plugin(
     _code, agents = doctor(script, env, project, "kilo", "opencode")
     assert [p["path"] for p in agents["kilo"]["plugins"]] == [str(OPENCODE_PACKAGE)]
     assert agents["opencode"]["plugins"] == []  # opencode's own config does not name it
+
+
+# -- Cline's plugin ------------------------------------------------------------------------
+
+CLINE_PLUGIN = LAUNCHER.parents[2] / "cline"
+
+
+def test_the_cline_plugins_after_run_hook_sends_the_payload_hook_cline_reads(
+    tmp_path: Path,
+) -> None:
+    """Run under node as Cline runs it: `setup` with the session and the workspace, then
+    `afterRun`; the passdown it finds gets the TaskComplete script's payload on stdin."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    manifest = json.loads((CLINE_PLUGIN / "package.json").read_text(encoding="utf-8"))
+    assert manifest["version"] == passdown.__version__
+    assert (manifest["name"], manifest["main"]) == ("passdown-cline", "index.js")
+    module = (CLINE_PLUGIN / "index.js").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+    got = tmp_path / "got"
+    got.mkdir()
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys, uuid\n"
+        "data = {'args': sys.argv[1:], 'payload': json.load(sys.stdin)}\n"
+        f"tmp = os.path.join({str(tmp_path)!r}, uuid.uuid4().hex)\n"
+        "open(tmp, 'w').write(json.dumps(data))\n"
+        f"os.replace(tmp, os.path.join({str(got)!r}, os.path.basename(tmp)))\n"
+    )
+    fake.chmod(0o755)
+    driver = tmp_path / "drive.mjs"
+    driver.write_text(
+        f"const plugin = (await import({json.dumps((CLINE_PLUGIN / 'index.js').as_uri())})).default;\n"
+        "const rules = [];\n"
+        "await plugin.setup({ registerRule: (r) => rules.push(r) },"
+        " { session: { sessionId: 's-1' }, workspaceInfo: { rootPath: '/w' } });\n"
+        "await plugin.hooks.afterRun({ result: { status: 'completed' }, snapshot: {} });\n"
+        "await plugin.hooks.afterRun({ result: { status: 'failed', error: new Error('Rate limit"
+        " reached') }, snapshot: {} });\n"
+        "console.log(JSON.stringify({ name: plugin.name, rules: rules.length,"
+        " capabilities: plugin.manifest.capabilities }));\n",
+        encoding="utf-8",
+    )
+    env = {"HOME": str(tmp_path / "home"), "PATH": _bare_path(tmp_path)}
+    proc = subprocess.run(
+        [node, str(driver)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"name": "passdown", "rules": 0, "capabilities": ["hooks"]}
+    for _ in range(200):  # the hooks run detached
+        if len(list(got.iterdir())) == 2:
+            break
+        time.sleep(0.05)
+    calls = [json.loads(p.read_text(encoding="utf-8")) for p in got.iterdir()]
+    assert [c["args"] for c in calls] == [["hook", "cline"]] * 2
+    payloads = [c["payload"] for c in calls]
+    names = sorted(p["hookName"] for p in payloads)
+    assert names == ["agent_end", "agent_error"]
+    hooks = ClineHooks()
+    for payload in payloads:
+        assert hooks.session_id(payload) == "s-1" and hooks.cwd(payload) == "/w"
+    (failed,) = [p for p in payloads if p["hookName"] == "agent_error"]
+    assert hooks.failure(failed) == ("rate_limit", "Rate limit reached")
+
+    fake.unlink()  # no passdown anywhere: the session is told, in a rule
+    proc = subprocess.run(
+        [node, str(driver)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    told = json.loads(proc.stdout)
+    assert told["rules"] == 1 and "rules" in told["capabilities"]
+
+
+def cline_plugin(folder: Path) -> Path:
+    """What `cline plugin install PATH` (`--cwd PROJECT`: FOLDER is `PROJECT/.cline`)
+    copies: the package under `plugins/_installed/local/SLUG/package`."""
+    install = folder / "plugins" / "_installed" / "local" / "cline-840dab22b41c"
+    _write(install / "package.json", {"name": "cline", "private": True})
+    shutil.copytree(CLINE_PLUGIN, install / "package")
+    return install
+
+
+def test_install_cline_writes_nothing_where_the_cline_plugin_is_installed(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    in_project = cline_plugin(project / ".cline")
+    proc = run(script, env, project, "install", "cline", "--json")  # user scope: writes
+    assert proc.returncode == 0, proc.stderr
+    assert (home / ".cline" / "hooks" / "TaskComplete").is_file()
+    proc = run(script, env, project, "install", "cline", "--scope", "project", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("Cline plugin passdown-cline" in n for n in agent["notes"]), agent["notes"]
+    assert not (project / ".clinerules").exists()
+    assert run(script, env, project, "uninstall", "cline").returncode == 0
+
+    installed = cline_plugin(home / ".cline")
+    for scope in ("user", "project"):
+        proc = run(script, env, project, "install", "cline", "--scope", scope, "--json")
+        assert proc.returncode == 0, proc.stderr
+        (agent,) = json.loads(proc.stdout)["agents"]
+        assert agent["changed"] is False and agent["events"] == []
+    assert not (home / ".cline" / "hooks").exists()
+    _code, agents = doctor(script, env, project, "cline")
+    assert sorted(p["path"] for p in agents["cline"]["plugins"]) == sorted(
+        [str(installed), str(in_project)]
+    )
+
+
+# -- gptme's plugin ------------------------------------------------------------------------
+
+GPTME_PLUGIN = LAUNCHER.parents[2] / "gptme"
+GPTME_STUB = {  # the part of gptme's API the plugin uses, recording what it registers
+    "gptme/__init__.py": "",
+    "gptme/hooks.py": (
+        "import enum\n"
+        "class HookType(enum.Enum):\n"
+        "    SESSION_START = 'session.start'\n"
+        "    SESSION_END = 'session.end'\n"
+        "REGISTERED = {}\n"
+        "def register_hook(name, hook_type, func):\n"
+        "    REGISTERED[hook_type.value] = func\n"
+    ),
+    "gptme/message.py": (
+        "class Message:\n"
+        "    def __init__(self, role, content):\n"
+        "        self.role, self.content = role, content\n"
+    ),
+}
+GPTME_DRIVER = """
+import json, sys, types
+from pathlib import Path
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+from gptme.hooks import REGISTERED
+from passdown_gptme.hooks import passdown
+passdown.register()
+if "session.end" in REGISTERED:
+    manager = types.SimpleNamespace(logdir=Path("/logs/2026-conv"), workspace=Path("/w"))
+    list(REGISTERED["session.end"](manager))
+told = list(REGISTERED["session.start"](Path("/l"), None, [])) if "session.start" in REGISTERED else []
+print(json.dumps({"events": sorted(REGISTERED), "told": [[m.role, m.content] for m in told]}))
+"""
+
+
+def test_the_gptme_plugins_session_end_hook_runs_passdown_hook_gptme(tmp_path: Path) -> None:
+    """Loaded as gptme loads a folder plugin (`passdown_gptme.hooks.passdown`,
+    `register()`): at `session.end` the passdown it finds runs as `hook gptme` with the
+    environment of gptme's script hooks; without one, the session is told at its start."""
+    for name, text in GPTME_STUB.items():
+        (tmp_path / "stub" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "stub" / name).write_text(text, encoding="utf-8")
+    got = tmp_path / "got.json"
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "env = {k: v for k, v in os.environ.items() if k.startswith('GPTME_')}\n"
+        f"open({str(got)!r}, 'w').write(json.dumps({{'args': sys.argv[1:], 'env': env}}))\n"
+    )
+    fake.chmod(0o755)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "PATH": _bare_path(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",  # nothing written into the repository's plugin
+    }
+    argv = [sys.executable, "-c", GPTME_DRIVER, str(tmp_path / "stub"), str(GPTME_PLUGIN)]
+
+    def load() -> dict[str, Any]:
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    assert load() == {"events": ["session.end"], "told": []}
+    assert json.loads(got.read_text(encoding="utf-8")) == {
+        "args": ["hook", "gptme"],
+        "env": {
+            "GPTME_HOOK_EVENT": "session.end",
+            "GPTME_LOGDIR": "/logs/2026-conv",
+            "GPTME_WORKSPACE": "/w",
+        },
+    }
+    module = (GPTME_PLUGIN / "passdown_gptme" / "hooks" / "passdown.py").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+
+    fake.unlink()
+    got.unlink()
+    told = load()
+    assert told["events"] == ["session.start"] and not got.exists()
+    ((role, text),) = told["told"]
+    assert role == "system" and "passdown is not installed where this plugin looks" in text
+
+
+def test_install_gptme_writes_nothing_where_the_gptme_plugin_is_configured(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    config = home / ".config" / "gptme" / "config.toml"
+    config.parent.mkdir(parents=True)
+    installed = f'# mine\n[plugins]\npaths = ["/elsewhere", {json.dumps(str(GPTME_PLUGIN))}]\n'
+    config.write_text(installed, encoding="utf-8")
+    proc = run(script, env, project, "install", "gptme", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("gptme plugin passdown_gptme" in n for n in agent["notes"]), agent["notes"]
+    assert config.read_text(encoding="utf-8") == installed
+    _code, agents = doctor(script, env, project, "gptme")
+    assert [p["path"] for p in agents["gptme"]["plugins"]] == [str(GPTME_PLUGIN / "passdown_gptme")]
+
+    config.write_text(installed + 'enabled = ["another"]\n', encoding="utf-8")  # not allowed
+    assert run(script, env, project, "install", "gptme").returncode == 0
+    assert "passdown hook gptme" in config.read_text(encoding="utf-8")
+
+
+# -- Hermes's plugin -----------------------------------------------------------------------
+
+HERMES_PLUGIN = LAUNCHER.parents[2] / "hermes"
+HERMES_DRIVER = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("passdown_plugin", sys.argv[1])
+plugin = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plugin)
+hooks = {}
+class Ctx:
+    def register_hook(self, name, callback):
+        hooks[name] = callback
+plugin.register(Ctx())
+answers = {}
+if "pre_llm_call" in hooks:
+    answers["first"] = hooks["pre_llm_call"](session_id="h-1", user_message="hi")
+    answers["again"] = hooks["pre_llm_call"](session_id="h-1", user_message="more")
+if "on_session_end" in hooks:
+    answers["end"] = hooks["on_session_end"](session_id="h-1", completed=True, model="m")
+print(json.dumps({"events": sorted(hooks), "answers": answers}))
+"""
+
+
+def test_the_hermes_plugins_hooks_run_passdown_hook_hermes(tmp_path: Path) -> None:
+    """Loaded as Hermes loads a plugin (`register(ctx)`): its hooks send the payload of
+    Hermes's shell hooks to the passdown it finds and pass a pickup pointer on; without
+    passdown, the session's first turn is told."""
+    got = tmp_path / "got"
+    got.mkdir()
+    fake = tmp_path / "home" / ".local" / "bin" / "passdown"  # off PATH: the README's place
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        f"#!{sys.executable}\nimport json, sys, uuid\n"
+        "data = json.load(sys.stdin)\n"
+        f"open({str(got)!r} + '/' + uuid.uuid4().hex, 'w').write(json.dumps(["
+        "sys.argv[1:], data]))\n"
+        "if data['hook_event_name'] == 'pre_llm_call':\n"
+        "    print(json.dumps({'context': 'A handoff is waiting.'}))\n"
+    )
+    fake.chmod(0o755)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "PATH": _bare_path(tmp_path),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    argv = [sys.executable, "-c", HERMES_DRIVER, str(HERMES_PLUGIN / "__init__.py")]
+
+    def load() -> dict[str, Any]:
+        proc = subprocess.run(
+            argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    loaded = load()
+    assert loaded["events"] == ["on_session_end", "on_session_finalize", "pre_llm_call"]
+    assert loaded["answers"]["first"] == {"context": "A handoff is waiting."}
+    assert loaded["answers"]["end"] is None
+    calls = [json.loads(p.read_text(encoding="utf-8")) for p in got.iterdir()]
+    assert all(args == ["hook", "hermes"] for args, _ in calls)
+    (end,) = [data for _, data in calls if data["hook_event_name"] == "on_session_end"]
+    assert end == {
+        "hook_event_name": "on_session_end",
+        "session_id": "h-1",
+        "cwd": str(tmp_path),
+        "extra": {"completed": True, "model": "m"},
+    }
+    manifest = (HERMES_PLUGIN / "plugin.yaml").read_text(encoding="utf-8")
+    assert f"version: {passdown.__version__}" in manifest
+    module = (HERMES_PLUGIN / "__init__.py").read_text(encoding="utf-8")
+    for place in LAUNCHER_PLACES:  # it looks where the launcher and doctor look
+        parts = ", ".join(json.dumps(p) for p in place.split("/"))
+        assert f"[{parts}]" in module, place
+
+    fake.unlink()
+    told = load()
+    assert told["events"] == ["pre_llm_call"]
+    assert (
+        "passdown is not installed where this plugin looks" in told["answers"]["first"]["context"]
+    )
+    assert told["answers"]["again"] is None  # once per session
+
+
+def test_install_hermes_writes_nothing_where_the_hermes_plugin_is_enabled(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    script, home, project, env = setup
+    installed = home / ".hermes" / "plugins" / "passdown"  # as `hermes plugins install` keeps it
+    shutil.copytree(HERMES_PLUGIN, installed)
+    config = home / ".hermes" / "config.yaml"
+    enabled = (
+        "model:\n  default: m\nplugins:\n  enabled:\n    - other\n    - passdown\n  disabled: []\n"
+    )
+    config.write_text(enabled, encoding="utf-8")
+    proc = run(script, env, project, "install", "hermes", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (agent,) = json.loads(proc.stdout)["agents"]
+    assert agent["changed"] is False and agent["events"] == []
+    assert any("Hermes plugin passdown" in n for n in agent["notes"]), agent["notes"]
+    assert config.read_text(encoding="utf-8") == enabled
+    assert not (home / ".hermes" / "shell-hooks-allowlist.json").exists()
+    _code, agents = doctor(script, env, project, "hermes")
+    assert [p["path"] for p in agents["hermes"]["plugins"]] == [str(installed)]
+
+    config.write_text(  # `hermes plugins disable passdown`: install writes its hooks
+        "plugins:\n  enabled: [other, passdown]\n  disabled:\n  - passdown\n", encoding="utf-8"
+    )
+    assert run(script, env, project, "install", "hermes").returncode == 0
+    assert "hook hermes" in config.read_text(encoding="utf-8")

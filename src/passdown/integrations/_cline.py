@@ -11,10 +11,17 @@ retries), `PreCompact` and `TaskCancel`. A file of the same name that is not pas
 is never replaced. Cline runs its start hooks detached and drops what they print, so
 there is no pickup at session start. It fires `agent_end` just before it writes the
 session's last messages: the hook waits (briefly) for that write before exporting.
+
+passdown's Cline plugin (`plugins/cline`, `cline plugin install PATH`) sends the same
+`agent_end` / `agent_error` payloads from its `afterRun` hook. Cline copies it to
+`plugins/_installed/KIND/SLUG/package/` of `~/.cline` (`$CLINE_DIR`), or of a project's
+`.cline` with `--cwd PROJECT`; where it is installed, `passdown install cline` writes
+no hook scripts (`PluginAwareHooks`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import datetime
@@ -27,7 +34,6 @@ from passdown.integrations._base import (
     SESSION_END,
     STOP_FAILURE,
     TURN_COMPLETE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -35,6 +41,7 @@ from passdown.integrations._base import (
     read_config,
 )
 from passdown.integrations._files import Transform
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering
 
 MARK = "# passdown: hand this Cline session off (managed by `passdown install cline`)"
 # hook file -> the hookName Cline puts in its payload
@@ -45,17 +52,42 @@ FILES = {
     "TaskCancel": "agent_abort",
 }
 WRITE_WAIT_S = 3.0  # how long a hook waits for the session's last write
+PLUGIN_PACKAGE = "passdown-cline"  # the name in plugins/cline/package.json
 
 
 def cline_hooks_dir() -> Path:
     configured = os.environ.get("CLINE_HOOKS_DIR")
     if configured:
         return Path(configured).expanduser()
+    return cline_dir() / "hooks"
+
+
+def cline_dir() -> Path:
     base = os.environ.get("CLINE_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".cline") / "hooks"
+    return Path(base).expanduser() if base else Path.home() / ".cline"
 
 
-class ClineHooks(HookIntegration):
+def cline_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
+    """Cline's installs of passdown's plugin: the user's (`~/.cline/plugins`), and with
+    `project_dir` the project's (`.cline/plugins`, `cline plugin install --cwd`)."""
+    places: list[tuple[str, Path, Path | None]] = [("user", cline_dir(), None)]
+    if project_dir is not None:
+        places.append(("project", project_dir / ".cline", project_dir))
+    found: list[PluginInstall] = []
+    for scope, folder, project in places:
+        installed = folder / "plugins" / "_installed"
+        for manifest in sorted(installed.glob("*/*/package/package.json")):
+            try:
+                name = json.loads(read_config(manifest) or "{}").get("name")
+            except (ValueError, AttributeError):
+                continue
+            if name == PLUGIN_PACKAGE:
+                path = manifest.parent.parent
+                found.append(PluginInstall("cline", PLUGIN_PACKAGE, scope, path, project, True))
+    return found
+
+
+class ClineHooks(PluginAwareHooks):
     agent = "cline"
     events: ClassVar[dict[str, str]] = {
         "agent_end": TURN_COMPLETE,
@@ -69,13 +101,13 @@ class ClineHooks(HookIntegration):
             return cline_hooks_dir()
         return target.project_dir / ".clinerules" / "hooks"
 
-    def plan(self, target: InstallTarget) -> Plan:
+    def _plan(self, target: InstallTarget) -> Plan:
         script = f"#!/bin/sh\n{MARK}\nexec {target.hook_command}\n"
         folder = self.folder(target)
         return [(folder / name, _install(script, folder / name), _uninstall) for name in FILES]
 
     def registered_events(self, target: InstallTarget) -> list[str]:
-        return list(FILES)
+        return [] if covering(target) else list(FILES)
 
     def commands(self, target: InstallTarget) -> list[Registered]:
         found = []
@@ -88,7 +120,7 @@ class ClineHooks(HookIntegration):
             found.append(Registered(path, f"hook {name}", program_of(line[5:])))
         return found
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def own_notes(self, target: InstallTarget) -> list[str]:
         return [
             "cline: hook scripts only; the handoff is written at each run's end, a failed "
             "run (a rate limit), compaction and cancel; Cline drops what its start hooks "

@@ -9,6 +9,12 @@ on stdin: `GPTME_HOOK_EVENT`, `GPTME_LOGDIR` (the conversation's folder),
 discards what a hook prints, so there is no pickup at session start: passdown writes the
 handoff at `session.end` (each run's end) and it is taken up by `passdown run`/`switch`.
 A project's `gptme.toml` needs gptme's trust first: `--scope project` is refused.
+
+passdown's gptme plugin (`plugins/gptme`: the folder plugin `passdown_gptme`, its
+`hooks/passdown.py`) runs the same `passdown hook gptme` at `session.end`. gptme loads it
+once its folder (or the plugin's own) is in `paths` of `[plugins]` in config.toml and,
+where `enabled` lists plugins, `passdown_gptme` is among them; where it is, `passdown
+install gptme` writes no script hook (`PluginAwareHooks`).
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ from passdown.integrations import _toml_hooks as toml_hooks
 from passdown.integrations._base import (
     HOOK_TIMEOUT_S,
     SESSION_END,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
+    read_config,
 )
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering
+
+PLUGIN_NAME = "passdown_gptme"  # the folder of the plugin in plugins/gptme
 
 if TYPE_CHECKING:
     import tomlkit
@@ -38,7 +47,29 @@ def gptme_config_file() -> Path:
     return Path(user_config_dir("gptme")) / "config.toml"
 
 
-class GptmeHooks(HookIntegration):
+def gptme_plugins() -> list[PluginInstall]:
+    """gptme's installs of passdown's plugin: its folder, or the folder holding it, in
+    `paths` of `[plugins]` in gptme's user config.toml."""
+    import tomllib
+
+    try:
+        config = tomllib.loads(read_config(gptme_config_file()) or "")
+    except tomllib.TOMLDecodeError:
+        return []
+    plugins = config.get("plugins")
+    paths = plugins.get("paths") if isinstance(plugins, dict) else None
+    allowed = plugins.get("enabled") if isinstance(plugins, dict) else None
+    on = not allowed or not isinstance(allowed, list) or PLUGIN_NAME in allowed
+    found: list[PluginInstall] = []
+    for entry in paths if isinstance(paths, list) else []:
+        folder = Path(str(entry)).expanduser()
+        for plugin in (folder, folder / PLUGIN_NAME):
+            if plugin.name == PLUGIN_NAME and (plugin / "hooks" / "passdown.py").is_file():
+                found.append(PluginInstall("gptme", PLUGIN_NAME, "user", plugin, None, on))
+    return found
+
+
+class GptmeHooks(PluginAwareHooks):
     agent = "gptme"
     scopes: ClassVar[tuple[str, ...]] = ("user",)  # `--scope project` is refused
     reads_stdin = False  # the payload is in the environment
@@ -53,7 +84,7 @@ class GptmeHooks(HookIntegration):
             )
         return gptme_config_file()
 
-    def plan(self, target: InstallTarget) -> Plan:
+    def _plan(self, target: InstallTarget) -> Plan:
         wanted = [
             {"event": event, "command": target.hook_command, "timeout": HOOK_TIMEOUT_S}
             for event in self.registered_events(target)
@@ -61,12 +92,14 @@ class GptmeHooks(HookIntegration):
         return [(self.config_file(target), *toml_hooks.edits(_SCRIPTS, self.agent, wanted))]
 
     def registered_events(self, target: InstallTarget) -> list[str]:
+        if covering(target):
+            return []
         return list(self.events)  # no session-start hook: gptme discards its output
 
     def commands(self, target: InstallTarget) -> list[Registered]:
         return _SCRIPTS.registered(self.config_file(target), self.agent, "event")
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def own_notes(self, target: InstallTarget) -> list[str]:
         return [
             "gptme: hooks only; the handoff is written when a gptme session ends; gptme "
             "discards what a session-start hook prints, so pick the handoff up with "

@@ -19,6 +19,12 @@ goes there, once per session), `on_session_end` (each turn's end) and
 passdown has no YAML library: the `hooks:` block is a marked block of lines it appends
 and removes whole. A config that already has a `hooks:` key of the user's own is not
 edited (two `hooks:` keys would make Hermes drop one): the install says what to add.
+
+passdown's Hermes plugin (`plugins/hermes`, `hermes plugins install URL#plugins/hermes
+--enable`) registers the same three events in Hermes's own plugin system and sends the
+same payload. Hermes keeps it in `plugins/passdown/` of its home and loads it once
+`plugins.enabled` of config.yaml lists it (and `plugins.disabled` does not); where it
+is, `passdown install hermes` writes nothing (`PluginAwareHooks`).
 """
 
 from __future__ import annotations
@@ -34,7 +40,6 @@ from passdown.integrations._base import (
     SESSION_END,
     SESSION_START,
     TURN_COMPLETE,
-    HookIntegration,
     InstallTarget,
     Plan,
     Registered,
@@ -42,10 +47,12 @@ from passdown.integrations._base import (
     program_of,
     read_config,
 )
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall
 
 BEGIN = "# >>> passdown hooks (managed by `passdown install`)"
 END = "# <<< passdown hooks"
 ALLOWLIST = "shell-hooks-allowlist.json"
+PLUGIN = "passdown"  # the name in plugins/hermes/plugin.yaml
 _BLOCK = re.compile(rf"(?ms)^{re.escape(BEGIN)}\n.*?^{re.escape(END)}\n?")
 _HOOKS_KEY = re.compile(r"^hooks\s*:", re.MULTILINE)
 _COMMAND_LINE = re.compile(r"^\s*-?\s*command:\s*(.+?)\s*$", re.MULTILINE)
@@ -57,7 +64,54 @@ def hermes_dir() -> Path:
     return hermes_home()
 
 
-class HermesHooks(HookIntegration):
+def hermes_plugins() -> list[PluginInstall]:
+    """Hermes's install of passdown's plugin: `plugins/passdown` of the Hermes home with
+    its `plugin.yaml` named `passdown`, enabled where config.yaml's `plugins.enabled`
+    lists it and `plugins.disabled` does not."""
+    folder = hermes_dir() / "plugins" / PLUGIN
+    manifest = read_config(folder / "plugin.yaml") or ""
+    if not re.search(rf"^name:\s*[\"']?{PLUGIN}[\"']?\s*$", manifest, re.MULTILINE):
+        return []
+    plugins = _yaml_block(read_config(hermes_dir() / "config.yaml") or "", "plugins")
+    on = PLUGIN in _yaml_list(plugins, "enabled") and PLUGIN not in _yaml_list(plugins, "disabled")
+    return [PluginInstall("hermes", PLUGIN, "user", folder, None, on)]
+
+
+def _yaml_block(text: str, key: str) -> list[str]:
+    """The lines under the top-level `key:` of a YAML mapping (block style)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(rf"^{re.escape(key)}\s*:\s*(#.*)?$", line):
+            block = []
+            for inner in lines[i + 1 :]:
+                if inner.strip() and not inner.startswith((" ", "\t", "#")):
+                    break
+                block.append(inner)
+            return block
+    return []
+
+
+def _yaml_list(block: list[str], key: str) -> list[str]:
+    """The strings of `key:` in `block`: a flow list (`[a, b]`) or `- item` lines."""
+    for i, line in enumerate(block):
+        found = re.match(rf"^(\s+){re.escape(key)}\s*:\s*(.*?)\s*$", line)
+        if not found:
+            continue
+        indent, rest = len(found.group(1)), found.group(2)
+        if rest.startswith("["):
+            return [_unquote(x.strip()) for x in rest.strip("[]").split(",") if x.strip()]
+        items = []
+        for inner in block[i + 1 :]:
+            item = re.match(r"^(\s*)-\s*(.+?)\s*$", inner)
+            if item and len(item.group(1)) >= indent:
+                items.append(_unquote(item.group(2)))
+            elif inner.strip() and not inner.lstrip().startswith("#"):
+                break
+        return items
+    return []
+
+
+class HermesHooks(PluginAwareHooks):
     agent = "hermes"
     scopes: ClassVar[tuple[str, ...]] = ("user",)  # `--scope project` is refused
     pickup_once_per_session = True  # pre_llm_call fires at every turn: point once
@@ -75,7 +129,7 @@ class HermesHooks(HookIntegration):
             )
         return hermes_dir() / "config.yaml"
 
-    def plan(self, target: InstallTarget) -> Plan:
+    def _plan(self, target: InstallTarget) -> Plan:
         config = self.config_file(target)
         events = self.registered_events(target)
         command = target.hook_command
@@ -118,7 +172,7 @@ class HermesHooks(HookIntegration):
                 registered.append(Registered(path, f"hook {event}", program_of(text)))
         return registered
 
-    def notes(self, target: InstallTarget) -> list[str]:
+    def own_notes(self, target: InstallTarget) -> list[str]:
         return [
             "hermes: hooks only; the handoff is written at each turn's end and when the "
             "session closes, and pointed to before the first model call of a session "

@@ -36,6 +36,17 @@ passdown as `launcher_program` does.
   (`$XDG_CONFIG_HOME/opencode`) or the project's; its module runs `passdown hook
   opencode` itself. Kilo, opencode's fork, installs the same package (`kilo plugin PATH
   -g`: `opencode.json` in `$XDG_CONFIG_HOME/kilo`), which then runs `passdown hook kilo`.
+- Cline CLI: `plugins/cline` is a Cline plugin (`cline plugin install PATH`, `--cwd
+  PROJECT`: the project's), copied under `plugins/_installed/` of `~/.cline`
+  (`$CLINE_DIR`) or `PROJECT/.cline` (`_cline.cline_plugins`); its `afterRun` hook runs
+  `passdown hook cline` itself.
+- gptme: `plugins/gptme` holds the folder plugin `passdown_gptme`, named in `paths` of
+  `[plugins]` in gptme's user config.toml (`_gptme.gptme_plugins`); its hook module runs
+  `passdown hook gptme` at `session.end` itself.
+- Hermes Agent: `plugins/hermes` is a Hermes plugin (`hermes plugins install
+  URL#plugins/hermes --enable`, from git), kept in `plugins/passdown` of the Hermes home
+  and enabled in `plugins.enabled` of its config.yaml (`_hermes.hermes_plugins`); its
+  hooks run `passdown hook hermes` themselves.
 - Gemini CLI and Qwen Code: a folder `extensions/passdown` in `~/.gemini`
   (`$GEMINI_CLI_HOME`) or `~/.qwen` (`$QWEN_HOME`) with its `gemini-extension.json` or
   `qwen-extension.json`; `extensions/extension-enablement.json` turns it off for folders
@@ -89,6 +100,9 @@ KINDS = {
     "pi": "pi package",
     "opencode": "opencode plugin",
     "kilo": "opencode plugin (in Kilo)",
+    "cline": "Cline plugin",
+    "gptme": "gptme plugin",
+    "hermes": "Hermes plugin",
 }
 OPENCODE_PACKAGE = "passdown-opencode"  # the name in plugins/opencode/package.json
 PI_PACKAGE = "passdown-pi"  # the name in plugins/pi/package.json
@@ -126,6 +140,12 @@ class PluginInstall:
             return self.path / "extensions" / "passdown.ts"
         if self.agent in ("opencode", "kilo"):
             return self.path / "index.js"
+        if self.agent == "cline":
+            return self.path / "package" / "index.js"
+        if self.agent == "gptme":
+            return self.path / "hooks" / "passdown.py"
+        if self.agent == "hermes":
+            return self.path / "__init__.py"
         return self.path / "hooks" / "hooks.json"
 
     def fires_in(self, project_dir: Path) -> bool:
@@ -166,6 +186,18 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = opencode_plugins(agent, project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
+    elif agent == "cline":
+        from passdown.integrations._cline import cline_plugins
+
+        found = cline_plugins(project_dir)
+    elif agent == "gptme":
+        from passdown.integrations._gptme import gptme_plugins
+
+        found = gptme_plugins()
+    elif agent == "hermes":
+        from passdown.integrations._hermes import hermes_plugins
+
+        found = hermes_plugins()
     else:
         return []
     if project_dir is None:
