@@ -55,6 +55,11 @@ _EXPORTS: dict[str, str] = {
             "HandoffStateError",
             "HandoffBlocked",
             "GitError",
+            "ShareError",
+            "ShareRefused",
+            "ServerUnreachable",
+            "TokenRefused",
+            "ForeignScope",
         )
     },
 }
