@@ -41,7 +41,7 @@ from passdown.integrations._base import (
     read_config,
 )
 from passdown.integrations._files import Transform
-from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering, finds_plugins
 
 MARK = "# passdown: hand this Cline session off (managed by `passdown install cline`)"
 # hook file -> the hookName Cline puts in its payload
@@ -67,6 +67,7 @@ def cline_dir() -> Path:
     return Path(base).expanduser() if base else Path.home() / ".cline"
 
 
+@finds_plugins("cline")
 def cline_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
     """Cline's installs of passdown's plugin: the user's (`~/.cline/plugins`), and with
     `project_dir` the project's (`.cline/plugins`, `cline plugin install --cwd`)."""

@@ -33,7 +33,7 @@ from passdown.integrations._base import (
     Registered,
     read_config,
 )
-from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, covering, finds_plugins
 
 PLUGIN_NAME = "passdown_gptme"  # the folder of the plugin in plugins/gptme
 
@@ -47,7 +47,8 @@ def gptme_config_file() -> Path:
     return Path(user_config_dir("gptme")) / "config.toml"
 
 
-def gptme_plugins() -> list[PluginInstall]:
+@finds_plugins("gptme")
+def gptme_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
     """gptme's installs of passdown's plugin: its folder, or the folder holding it, in
     `paths` of `[plugins]` in gptme's user config.toml."""
     import tomllib

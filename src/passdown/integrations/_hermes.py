@@ -47,7 +47,7 @@ from passdown.integrations._base import (
     program_of,
     read_config,
 )
-from passdown.integrations._plugins import PluginAwareHooks, PluginInstall
+from passdown.integrations._plugins import PluginAwareHooks, PluginInstall, finds_plugins
 
 BEGIN = "# >>> passdown hooks (managed by `passdown install`)"
 END = "# <<< passdown hooks"
@@ -64,7 +64,8 @@ def hermes_dir() -> Path:
     return hermes_home()
 
 
-def hermes_plugins() -> list[PluginInstall]:
+@finds_plugins("hermes")
+def hermes_plugins(project_dir: Path | None = None) -> list[PluginInstall]:
     """Hermes's install of passdown's plugin: `plugins/passdown` of the Hermes home with
     its `plugin.yaml` named `passdown`, enabled where config.yaml's `plugins.enabled`
     lists it and `plugins.disabled` does not."""

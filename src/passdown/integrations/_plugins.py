@@ -66,6 +66,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,22 @@ class PluginInstall:
         }
 
 
+PluginFinder = Callable[[Path | None], list[PluginInstall]]
+# agent -> how to find passdown's plugin installs into it, for the agents whose
+# integration module keeps that itself (registered by `finds_plugins` when it loads)
+_FINDERS: dict[str, PluginFinder] = {}
+
+
+def finds_plugins(agent: str) -> Callable[[PluginFinder], PluginFinder]:
+    """Register the decorated function as `agent`'s plugin finder (`plugin_installs`)."""
+
+    def register(finder: PluginFinder) -> PluginFinder:
+        _FINDERS[agent] = finder
+        return finder
+
+    return register
+
+
 def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginInstall]:
     """passdown's plugin installs into `agent` that concern `project_dir` (the user
     scope's, and the project's own), or every one with None."""
@@ -186,18 +203,8 @@ def plugin_installs(agent: str, project_dir: Path | None = None) -> list[PluginI
         found = opencode_plugins(agent, project_dir)
     elif agent in ("gemini", "qwen"):
         found = extensions(agent, project_dir or Path.cwd())
-    elif agent == "cline":
-        from passdown.integrations._cline import cline_plugins
-
-        found = cline_plugins(project_dir)
-    elif agent == "gptme":
-        from passdown.integrations._gptme import gptme_plugins
-
-        found = gptme_plugins()
-    elif agent == "hermes":
-        from passdown.integrations._hermes import hermes_plugins
-
-        found = hermes_plugins()
+    elif agent in _FINDERS:
+        found = _FINDERS[agent](project_dir)
     else:
         return []
     if project_dir is None:
