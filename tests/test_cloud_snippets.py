@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -150,6 +152,9 @@ def test_the_cloud_session_pushes_its_handoff_back(
     git(tmp_path, "clone", "-q", str(remote), str(clone))
     env = environ(home, bin_dir, CLAUDE_CODE_REMOTE="true", CLAUDE_PROJECT_DIR=str(clone))
     before = set(refs_on(remote))
+    # a pull prefers the later creation time (seconds), ties go by id: the cloud's
+    # handoff must be made in a later second than the first one to be the newer
+    _wait_past_the_second_of(first)
 
     if way == "claude-stop-hook":
         settings = json.loads((clone / ".claude" / "settings.json").read_text("utf-8"))
@@ -186,3 +191,9 @@ def test_a_remote_that_cannot_be_reached_is_said_and_the_setup_exits_1(
     assert done.returncode == 1
     assert "passdown cloud: passdown pull failed" in done.stderr
     assert not (b.clone / ".agent-handoff" / "HANDOFF.md").exists()
+
+
+def _wait_past_the_second_of(handoff_id: str) -> None:
+    stamp = datetime.strptime(handoff_id.split("-")[1], "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    while datetime.now(UTC) < stamp + timedelta(seconds=1):
+        time.sleep(0.05)

@@ -86,8 +86,16 @@ def without_passdown(path: str) -> str:
     return os.pathsep.join(d for d in path.split(os.pathsep) if not (Path(d) / "passdown").exists())
 
 
-def agent_cli(agent: str, env: dict[str, str], cwd: Path, *args: str, timeout: float = 120) -> str:
-    """`AGENT ARGS` (its plugin or extension commands): what it printed, or the test fails."""
+def agent_cli(
+    agent: str,
+    env: dict[str, str],
+    cwd: Path,
+    *args: str,
+    timeout: float = 120,
+    with_stderr: bool = False,
+) -> str:
+    """`AGENT ARGS` (its plugin or extension commands): what it printed (on stdout, and
+    `with_stderr` on stderr after it), or the test fails."""
     proc = subprocess.run(
         [str(find_agent(agent)), *args],
         cwd=cwd,
@@ -98,9 +106,9 @@ def agent_cli(agent: str, env: dict[str, str], cwd: Path, *args: str, timeout: f
         stdin=subprocess.DEVNULL,
         check=False,
     )
-    return ok(proc, f"{agent} {' '.join(args[:3])}")
+    return ok(proc, f"{agent} {' '.join(args[:3])}") + (proc.stderr if with_stderr else "")
 
 
 def agent_extensions(agent: str, env: dict[str, str], cwd: Path, *args: str) -> str:
-    """`AGENT extensions ARGS` (Gemini CLI, Qwen Code)."""
-    return agent_cli(agent, env, cwd, "extensions", *args)
+    """`AGENT extensions ARGS` (Gemini CLI, Qwen Code): what it printed on both streams."""
+    return agent_cli(agent, env, cwd, "extensions", *args, with_stderr=True)
