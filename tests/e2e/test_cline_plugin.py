@@ -12,16 +12,15 @@ hook cline` waits for the session's last write, as for `passdown install cline`'
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from e2e.agents import REPO_ROOT, AgentEnv, find_agent, run_passdown
+from e2e.agents import REPO_ROOT, AgentEnv, run_passdown
 from e2e.checks import ok
 from e2e.cline_kimi import cline_environ, run_cline
-from e2e.hooked import handoff_json, hook_log, passdown_on_path
+from e2e.hooked import agent_cli, handoff_json, hook_log, passdown_on_path
 from e2e.servers import ChatCompletionsServer, Step
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -32,17 +31,7 @@ MISSING = "passdown is not installed where this plugin looks"
 
 
 def _cline(env: dict[str, str], cwd: Path, *args: str) -> str:
-    proc = subprocess.run(
-        [str(find_agent("cline")), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    return ok(proc, f"cline {' '.join(args)}")
+    return agent_cli("cline", env, cwd, *args)
 
 
 def test_the_cline_plugin_writes_the_handoff_and_uninstalls_cleanly(
