@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,7 +50,7 @@ from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, chan
 from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
 from passdown._checkpoint_writes import deferred as deferred
 from passdown._checkpoint_writes import prune_stale as prune_stale
-from passdown._digest import ChainDigest, ChainState
+from passdown._digest import BLOCK, ChainDigest, ChainState
 from passdown._extract import (
     Extracted,
     ExtractorState,
@@ -60,6 +59,7 @@ from passdown._extract import (
     restore_extractor,
 )
 from passdown._fsio import read_nofollow
+from passdown._read_ahead import ReadAhead
 from passdown._jsonl import FdWindow, is_zstd, read_progress
 from passdown.agents._tree_forward import BranchLeft
 from passdown.agents.base import CannotResume
@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 
 # Bump whenever the shape or the meaning of a checkpoint changes: a checkpoint of
 # another format is ignored (the session is read in full and a new one written).
-CHECKPOINT_FORMAT = 6
+CHECKPOINT_FORMAT = 7
 DISABLE_ENV = "PASSDOWN_NO_CHECKPOINT"
 FINGERPRINT_SPAN = 64 * 1024
 
@@ -130,7 +130,7 @@ class Checkpoint(msgspec.Struct):
     file_id: tuple[int, int]  # (st_dev, st_ino): a file replaced by another is read anew
     head_sha256: str  # of the first FINGERPRINT_SPAN bytes before the offset
     tail_sha256: str  # of the last FINGERPRINT_SPAN bytes before the offset
-    digest: ChainState  # the chain digest of bytes [0, offset)
+    digest: ChainState  # the chain digest of the whole blocks before the offset
     info: _InfoState
     diagnostics: Diagnostics
     reader: msgspec.Raw  # the agent reader's own state (msgpack)
@@ -262,23 +262,17 @@ class _Resumed:
         share_plan = getattr(reader, "share_plan", None)
         if share_plan is not None:  # the plan replayed once, by extraction
             share_plan(extractor.replay)
-        # the complete lines: hashed on a thread while they are planned and parsed
-        failed: list[OSError] = []
-        hashing = threading.Thread(
-            target=chain.update_from, args=(self._read_at, start, end, failed), daemon=True
-        )
-        hashing.start()
+        # the complete lines: read and hashed on a thread while they are planned and parsed
+        ahead = ReadAhead(self._read_at, start, end, chain, hash_from=chain.folded)
         try:
             if resumed is None:  # a restored reader planned its windows in `_restore`
                 _begin(reader, self.fd, (start, end, size), self.ref.path)
             with _progress_from(start):
-                extractor.feed_all(
-                    reader.events(cast(BinaryIO, FdWindow(self.fd, start, end))), self.seen
-                )
+                extractor.feed_all(reader.events(cast(BinaryIO, ahead)), self.seen)
         finally:
-            hashing.join()
-        if failed:
-            raise SessionReadError(f"cannot read {self.ref.path}: {failed[0]}")
+            ahead.close()
+        if ahead.failed:
+            raise SessionReadError(f"cannot read {self.ref.path}: {ahead.failed[0]}")
         reader_state = reader.state() if end > start else None
         if reader_state is not None:  # None: this reader's state cannot be kept
             self._save(
@@ -370,6 +364,7 @@ class _Resumed:
             or (state.workspace, state.max_messages, state.max_chars)
             != (workspace, max_messages, max_chars)
             or not 0 < saved.offset <= size
+            or not 0 <= saved.offset - saved.digest.folded < BLOCK
             or _fingerprint(self.fd, saved.offset) != (saved.head_sha256, saved.tail_sha256)
         ):
             return None

@@ -1,13 +1,19 @@
 """The session file's digest (`Source.transcript_sha256`): a chain of SHA-256 over its
-64 KiB blocks, which a checkpoint can save and continue.
+4 MiB blocks, which a checkpoint can save and continue.
 
 hashlib's SHA-256 state cannot be saved, so a digest of the whole file would mean
 reading the whole file on every export. The chain can: each complete block is folded
-into a 32-byte link (`link = sha256(link || block)`), and the state is the link, the
-number of bytes folded and the bytes of the block not yet complete (under 64 KiB). The
-digest is `sha256(link || rest || length)`: it changes with any byte of the file and
-with its length, and a full read and a resumed one give the same value. It is not the
+into a 32-byte link (`link = sha256(link || block)`), and the state is the link and the
+number of bytes folded. The digest is `sha256(link || rest || length)`, `rest` being the
+bytes after the last whole block: it changes with any byte of the file and with its
+length, and a full read and a resumed one give the same value. It is not the
 `sha256sum` of the file.
+
+A saved state holds no file bytes: a chain continued from it is given the file again
+from `folded` on (under one block), which keeps a checkpoint small. Blocks are large so
+that the thread folding them beside the parse (`passdown._read_ahead`) needs the GIL
+seldom: the hashing itself lets it go, and each time the thread takes the GIL back it
+may wait for the interpreter's switch interval (5 ms).
 """
 
 from __future__ import annotations
@@ -17,29 +23,34 @@ from collections.abc import Callable
 
 import msgspec
 
-BLOCK = 64 * 1024
-_SEED = hashlib.sha256(b"passdown chained sha256, 64 KiB blocks").digest()
+BLOCK = 4 * 1024 * 1024
+_SEED = hashlib.sha256(b"passdown chained sha256, 4 MiB blocks").digest()
 
 
 class ChainState(msgspec.Struct, frozen=True):
-    """Where a chain stands: `folded` bytes went into `link`; `rest` waits for its
-    block to complete."""
+    """Where a chain stands: the first `folded` bytes (whole blocks) went into `link`."""
 
     link: bytes = _SEED
     folded: int = 0
-    rest: bytes = b""
 
 
 class ChainDigest:
-    """The running chain over the bytes given to `update`, in order."""
+    """The running chain over the bytes given to `update`, in order (from `folded` on,
+    for a chain continued from a state)."""
 
     __slots__ = ("_folded", "_link", "_rest")
 
     def __init__(self, state: ChainState | None = None) -> None:
         state = state or ChainState()
-        if len(state.link) != 32 or len(state.rest) >= BLOCK or state.folded % BLOCK:
+        if len(state.link) != 32 or state.folded % BLOCK or state.folded < 0:
             raise ValueError("not a digest chain's state")
-        self._link, self._folded, self._rest = state.link, state.folded, bytearray(state.rest)
+        self._link, self._folded, self._rest = state.link, state.folded, bytearray()
+
+    @property
+    def folded(self) -> int:
+        """The bytes folded into the link: a chain continued from `state()` is given the
+        bytes from here on again."""
+        return self._folded
 
     def update(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
@@ -58,12 +69,14 @@ class ChainDigest:
 
     def _fold(self, block: bytes | bytearray | memoryview) -> None:
         link = hashlib.sha256(self._link)
-        link.update(block)  # hashlib lets the GIL go for a block this size
+        link.update(block)  # hashlib lets the GIL go while it hashes the block
         self._link = link.digest()
         self._folded += BLOCK
 
     def state(self) -> ChainState:
-        return ChainState(self._link, self._folded, bytes(self._rest))
+        """The chain up to its last whole block (`folded`); the bytes after it are not
+        kept."""
+        return ChainState(self._link, self._folded)
 
     def hexdigest(self) -> str:
         length = self._folded + len(self._rest)

@@ -221,8 +221,9 @@ class LineReader:
         skipping = False  # inside an oversized line: drop bytes until its newline
         line_start = 0
         pos = 0  # offset of the next byte to place
+        chunk_size = getattr(stream, "chunk_size", CHUNK)  # a read-ahead's chunks come whole
         try:
-            while chunk := stream.read(CHUNK):
+            while chunk := stream.read(chunk_size):
                 parts = chunk.split(b"\n")
                 last = parts.pop()
                 if parts:  # the first of these ends the line the chunks before began
