@@ -59,8 +59,8 @@ from passdown._extract import (
     restore_extractor,
 )
 from passdown._fsio import read_nofollow
-from passdown._read_ahead import ReadAhead
 from passdown._jsonl import FdWindow, is_zstd, read_progress
+from passdown._read_ahead import ReadAhead
 from passdown.agents._tree_forward import BranchLeft
 from passdown.agents.base import CannotResume
 from passdown.errors import PassdownError, SessionReadError
