@@ -1,4 +1,4 @@
-"""The session digest (`passdown._digest`): a SHA-256 chain over 4 MiB blocks whose
+"""The session digest (`passdown._digest`): a SHA-256 chain over 2 MiB blocks whose
 state a checkpoint keeps, so a resumed read gives the digest a full read gives."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from passdown._digest import BLOCK, ChainDigest, ChainState, file_digest
 
 def _reference(data: bytes) -> str:
     """The chain written out the plain way."""
-    link = hashlib.sha256(b"passdown chained sha256, 4 MiB blocks").digest()
+    link = hashlib.sha256(b"passdown chained sha256, 2 MiB blocks").digest()
     whole = len(data) - len(data) % BLOCK
     for start in range(0, whole, BLOCK):
         link = hashlib.sha256(link + data[start : start + BLOCK]).digest()

@@ -1,5 +1,5 @@
 """The session file's digest (`Source.transcript_sha256`): a chain of SHA-256 over its
-4 MiB blocks, which a checkpoint can save and continue.
+2 MiB blocks, which a checkpoint can save and continue.
 
 hashlib's SHA-256 state cannot be saved, so a digest of the whole file would mean
 reading the whole file on every export. The chain can: each complete block is folded
@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 import msgspec
 
-BLOCK = 4 * 1024 * 1024
-_SEED = hashlib.sha256(b"passdown chained sha256, 4 MiB blocks").digest()
+BLOCK = 2 * 1024 * 1024
+_SEED = hashlib.sha256(b"passdown chained sha256, 2 MiB blocks").digest()
 
 
 class ChainState(msgspec.Struct, frozen=True):

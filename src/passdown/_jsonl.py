@@ -225,6 +225,7 @@ class LineReader:
         try:
             while chunk := stream.read(chunk_size):
                 parts = chunk.split(b"\n")
+                chunk = b""  # the lines are copies: the chunk goes before they are read
                 last = parts.pop()
                 if parts:  # the first of these ends the line the chunks before began
                     first = parts[0]

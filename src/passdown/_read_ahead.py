@@ -6,7 +6,7 @@ on a second core; the parse does not read the file itself, and the digest does n
 it a second time. At most `DEPTH` chunks wait between the two (memory stays flat
 whatever the file's size). Chunks are the digest's blocks: the thread takes the GIL
 back a few times per chunk, each time perhaps after the interpreter's switch interval,
-and large chunks keep it ahead of the parse. The digest always covers every byte of
+and chunks this large let it keep pace with the parse. The digest covers every byte of
 the window, whether the parse reads all of it or stops early: `close` lets the thread
 finish without handing on what nobody will read.
 """
@@ -20,7 +20,7 @@ from types import TracebackType
 
 from passdown._digest import BLOCK, ChainDigest
 
-DEPTH = 2  # chunks read ahead of the parse
+DEPTH = 1  # chunks waiting for the parse, beside the one the thread reads
 CHUNK = BLOCK  # a chain continued from a state starts on a block: each read is one block
 _END = b""  # the thread's last word, when it read the window without error
 

@@ -35,7 +35,7 @@ class Source(_Model):
     transcript_sha256: str | None = Field(
         default=None,
         description=(
-            "The session file's digest as read: a SHA-256 chain over its 4 MiB blocks "
+            "The session file's digest as read: a SHA-256 chain over its 2 MiB blocks "
             "(passdown._digest), which incremental export can resume; not the file's "
             "sha256sum. Agents whose sessions are databases hash the rows read."
         ),
