@@ -36,7 +36,6 @@ class _Envelope(msgspec.Struct):
 
 
 class _Message(msgspec.Struct):
-    role: str = ""
     content: str | list[_Block] | None = None
     model: str | None = None
     id: str | None = None
@@ -45,7 +44,6 @@ class _Message(msgspec.Struct):
 class _LooseMessage(msgspec.Struct):
     """For content of an unexpected shape: kept raw, decoded leniently."""
 
-    role: str = ""
     content: msgspec.Raw = _NULL
     model: str | None = None
     id: str | None = None
@@ -59,7 +57,6 @@ class _Record(_Envelope):
     cwd: str | None = None
     version: str | None = None
     gitBranch: str | None = None
-    sessionId: str | None = None
     message: _Message | None = None
     isMeta: bool = False
     isCompactSummary: bool = False
