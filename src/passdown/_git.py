@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +52,36 @@ class GitResult:
     failed_out: bytes = b""  # what a failed command printed (`git push --porcelain` says why)
 
 
+# Within `one_view`: the answers to read-only questions, by folder and argv, and the
+# folders git said are in no repository.
+_VIEW: ContextVar[_View | None] = ContextVar("passdown_git_view", default=None)
+_READ_ONLY = frozenset({"rev-parse", "status", "log", "symbolic-ref"})
+_NOT_A_REPO = "not a git repository (or any"
+
+
+@dataclass(slots=True)
+class _View:
+    answers: dict[tuple[str, tuple[str, ...]], GitResult]
+    outside: dict[str, str]  # folder -> git's reason
+
+
+@contextmanager
+def one_view() -> Iterator[None]:
+    """One look at each workspace's git state for the span of an export: a read-only
+    question (`status`, `log`, `rev-parse`, `symbolic-ref`) asked again about the same
+    folder gets the first answer, and after git said a folder is in no repository, it is
+    not asked about that folder again. Any other git command forgets what was seen. A
+    thread started inside does not share the view."""
+    if _VIEW.get() is not None:
+        yield
+        return
+    token = _VIEW.set(_View({}, {}))
+    try:
+        yield
+    finally:
+        _VIEW.reset(token)
+
+
 def git_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
     env.update(
@@ -73,7 +106,36 @@ def run_git(
     env: dict[str, str] | None = None,
 ) -> GitResult:
     """Run one git command in `path`; never raises. `input`: its stdin (else none);
-    `env`: variables set on top of `git_env()`."""
+    `env`: variables set on top of `git_env()`. Inside `one_view`, a read-only question
+    asked before is answered from then."""
+    view = _VIEW.get()
+    if view is None:
+        return _run(path, args, timeout, input, env)
+    if input is not None or env is not None or args[0] not in _READ_ONLY:
+        view.answers.clear()
+        view.outside.clear()
+        return _run(path, args, timeout, input, env)
+    folder = str(path)
+    outside = view.outside.get(folder)
+    if outside is not None:
+        return GitResult(False, error=f"git {args[0]}: {outside}")
+    key = (folder, args)
+    result = view.answers.get(key)
+    if result is None:
+        result = _run(path, args, timeout, input, env)
+        view.answers[key] = result
+        if _NOT_A_REPO in result.error:
+            view.outside[folder] = result.error.partition(": ")[2]
+    return result
+
+
+def _run(
+    path: Path,
+    args: tuple[str, ...],
+    timeout: float,
+    input: bytes | None,
+    env: dict[str, str] | None,
+) -> GitResult:
     try:
         proc = subprocess.run(
             _git_argv(path, args),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from passdown import _pipeline as pipeline
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
+from passdown._git import one_view
 from passdown.errors import UsageError
 
 if TYPE_CHECKING:
@@ -68,7 +69,21 @@ def prepare(
     or stored. `here` is where the door runs (the CLI's cwd, the hook payload's cwd, the
     MCP server's workspace); `confine` refuses a session of another workspace instead
     of handing it off into its own (the MCP server is bound to one workspace). The
-    caller closes the returned coordinator (it owns the store only when it opened it)."""
+    caller closes the returned coordinator (it owns the store only when it opened it).
+    Git is asked about the workspace once (`passdown._git.one_view`)."""
+    with one_view():
+        return _prepare(request, here, store=store, scope=scope, confine=confine, identity=identity)
+
+
+def _prepare(
+    request: HandoffRequest,
+    here: str | os.PathLike[str],
+    *,
+    store: Store | str | Literal[False] | None,
+    scope: ScopeLike | None,
+    confine: bool,
+    identity: str | None,
+) -> Prepared:
     from passdown.agents.base import cwd_in_workspace
     from passdown.coordinator._core import HandoffCoordinator
 

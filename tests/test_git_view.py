@@ -1,0 +1,141 @@
+"""One look at a workspace's git state per export (`passdown._git.one_view`): a question
+asked twice is asked of git once, a folder git put outside any repository is not asked
+about again, and any other git command starts the view afresh."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from passdown import _git
+from passdown._git import one_view, run_git, workspace_root
+from passdown._workspace import dirty_paths, files_changed_since, snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The argv of every git command passdown ran (through `run_git`)."""
+    calls: list[tuple[str, ...]] = []
+    real = _git._run
+
+    def counting(path: Path, args: tuple[str, ...], *rest: object) -> _git.GitResult:
+        calls.append(args)
+        return real(path, args, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_git, "_run", counting)
+    return calls
+
+
+def _repo(path: Path) -> Path:
+    path.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "t@t"], ["config", "user.name", "t"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    (path / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-C", str(path), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(path), "commit", "-qm", "one"], check=True)
+    return path
+
+
+def test_a_question_asked_twice_is_asked_of_git_once(
+    tmp_path: Path, asked: list[tuple[str, ...]]
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "new.txt").write_text("new\n")
+    with one_view():
+        first = (workspace_root(repo), dirty_paths(repo))
+        again = (workspace_root(repo), dirty_paths(repo), files_changed_since(repo, None))
+    assert first == again[:2] == (repo.resolve(), ["a.txt", "new.txt"])
+    assert again[2] == ["a.txt", "new.txt"]
+    assert asked.count(("rev-parse", "--show-toplevel")) == 1
+    assert sum(1 for a in asked if a[0] == "status") == 1  # dirty_paths' and files_changed_since's
+
+
+def test_outside_a_view_every_question_goes_to_git(
+    tmp_path: Path, asked: list[tuple[str, ...]]
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    workspace_root(repo)
+    (repo / "b.txt").write_text("b\n")
+    assert dirty_paths(repo) == ["b.txt"]
+    (repo / "c.txt").write_text("c\n")
+    assert dirty_paths(repo) == ["b.txt", "c.txt"]  # asked again: the new file is seen
+    assert sum(1 for a in asked if a[0] == "status") == 2
+
+
+def test_a_folder_outside_any_repository_is_asked_about_once(
+    tmp_path: Path, asked: list[tuple[str, ...]]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with one_view():
+        assert workspace_root(plain) == plain.resolve()
+        snap = snapshot(plain)
+        assert files_changed_since(plain, "2026-01-01T00:00:00Z") == []
+        assert dirty_paths(plain) == []
+        failed = run_git(plain, "log", "-1")
+    assert not snap.is_git and snap.errors == []  # outside git, as when git is asked
+    assert not failed.ok and failed.error.startswith("git log: fatal: not a git repository")
+    assert asked == [("rev-parse", "--show-toplevel")]
+
+
+def test_a_command_that_is_no_question_starts_the_view_afresh(
+    tmp_path: Path, asked: list[tuple[str, ...]]
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    with one_view():
+        assert dirty_paths(repo) == []
+        (repo / "a.txt").write_text("changed\n")
+        assert dirty_paths(repo) == []  # the view's answer
+        run_git(repo, "add", "a.txt")  # not a question: what was seen may be stale now
+        assert dirty_paths(repo) == ["a.txt"]
+    assert sum(1 for a in asked if a[0] == "status") == 2
+
+
+def test_an_export_outside_git_runs_git_once(tmp_path: Path) -> None:
+    """The whole export, through the CLI: every git process it starts is counted by a
+    `git` first on PATH that logs its arguments and runs the real one."""
+    from recorded import REC_ROOT, lay_out_recorded
+
+    fixture = REPO / "tests" / "fixtures" / "sessions" / "claude" / "full"
+    store = tmp_path / "store"
+    layout = lay_out_recorded(fixture, store, tmp_path / "workspaces")
+    ws = layout.workspace(f"{REC_ROOT}/claude-full")
+    session = next((store / "projects").glob("*/*.jsonl"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "git.log"
+    real_git = shutil.which("git")
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real_git} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO / "src"),
+        "CLAUDE_CONFIG_DIR": str(store),
+        "PASSDOWN_DATA_DIR": str(tmp_path / "data"),
+        "HOME": str(tmp_path),
+        "GIT_CEILING_DIRECTORIES": str(tmp_path),  # tmp_path's parents hold no repository
+    }
+    out = tmp_path / "out"
+    argv = ["export", "--from", "claude", "--session", str(session), "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "passdown", *argv, "--no-store", "--quiet"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Add a Usage section" in (out / "HANDOFF.md").read_text()
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].endswith("rev-parse --show-toplevel"), lines
