@@ -156,7 +156,10 @@ class _ActiveReader:
         the record decode refuses is read as pass 1 reads it."""
         info, diag = self.info, self.diag
         decode, said, chain = _TYPED_RECORD.decode, self._said, _CHAIN_TYPES
-        last = straight.last  # the line's end, kept local in the loop (once per record)
+        # the line's end and the session's facts, kept local in the loop (once per record)
+        last, last_parent = straight.last, straight.last_parent
+        started, updated, cwd = info.started_at, info.updated_at, info.cwd
+        version, branch = info.agent_version, info.git_branch
         try:
             for offset, line in lines:
                 try:
@@ -182,19 +185,16 @@ class _ActiveReader:
                     if parent != last or straight.hint is not None:
                         straight.last = last
                         straight.take(record.uuid, parent)  # raises when off the line
-                    straight.last_parent = parent
-                    last = record.uuid
+                    last_parent, last = parent, record.uuid
                     timestamp = record.timestamp  # `_note_facts`, inline: once per record
                     if timestamp:
-                        if not info.started_at:
-                            info.started_at = timestamp
-                        info.updated_at = timestamp
-                    if not info.cwd:
-                        info.cwd = record.cwd
-                    if record.version:
-                        info.agent_version = record.version
-                    if record.gitBranch:
-                        info.git_branch = record.gitBranch
+                        if not started:
+                            started = info.started_at = timestamp
+                        updated = timestamp
+                    if not cwd:
+                        cwd = info.cwd = record.cwd
+                    version = record.version or version
+                    branch = record.gitBranch or branch
                     events = said(record)
                     if events:
                         yield from events
@@ -209,7 +209,8 @@ class _ActiveReader:
                     if isinstance(node, LeafHint):
                         straight.note_hint(node.id)
         finally:
-            straight.last = last
+            straight.last, straight.last_parent = last, last_parent
+            info.updated_at, info.agent_version, info.git_branch = updated, version, branch
 
     # The handlers below return what a record says as a list or tuple (often empty),
     # not as generators: a generator per record cost more than most records' own work.
