@@ -208,8 +208,10 @@ class LineReader:
     def forward(self, stream: BinaryIO | None = None) -> Iterator[tuple[int, bytes]]:
         """(offset, line) pairs in file order; offsets count decompressed bytes."""
         if stream is not None:
-            yield from self._forward(stream)
-            return
+            return self._forward(stream)  # no generator around it: one step less per line
+        return self._forward_file()
+
+    def _forward_file(self) -> Iterator[tuple[int, bytes]]:
         with open_binary(self.path) as opened:
             yield from self._forward(opened)
 

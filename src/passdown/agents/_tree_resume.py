@@ -18,6 +18,7 @@ import copy
 import dataclasses
 import os
 from collections.abc import Iterator
+from itertools import chain
 from typing import BinaryIO, cast
 
 from passdown import _platform
@@ -211,6 +212,8 @@ class TreeResumable:
         return walk.branch, walk.leaf, walk.leaf_parent
 
     def events(self, stream: BinaryIO) -> Iterator[Event]:
+        """The next window's events (its lines from `stream`); the window is taken when
+        this is called, its lines read as the events are."""
         base, branch = self.windows.pop(0)
         if not self.windows and self.later is not None:  # the checkpoint is saved by now
             diag, title = self.later
@@ -222,9 +225,9 @@ class TreeResumable:
             lines = branch_lines(
                 self.path, self.diag, branch, always=self.fmt.always, stream=stream, base=base
             )
-            yield from self.decoder.feed(lines)
-            return
-        # every line, straight from the line reader (one generator less per line)
+            return self.decoder.feed(lines)
+        # every line, straight from the line reader to the decoder: no generator of this
+        # reader's own in between (one step less per event)
         reader = LineReader(self.path, self.diag)
         pairs = reader.forward(stream)
 
@@ -233,8 +236,12 @@ class TreeResumable:
 
         if base:
             pairs = ((offset + base, line) for offset, line in pairs)
-        yield from cast(StraightDecoder, self.decoder).feed_straight(pairs, straight, tail)
+        events = cast(StraightDecoder, self.decoder).feed_straight(pairs, straight, tail)
+        return chain(events, self._ended_straight())
+
+    def _ended_straight(self) -> Iterator[Event]:
         self.end_straight()
+        yield from ()
 
     def end_straight(self) -> None:
         """The complete lines read on the straight line: its leaf checked (before the
