@@ -241,11 +241,12 @@ class _Extractor:
         """`feed` for each event, in one loop; with `seen`, each event goes by it first
         as through `SeenEvents.watch` (counted, its command kept)."""
         handler_of, count = _HANDLERS.get, 0
+        keep = seen.keep if seen is not None else None
         try:
             for event in events:
                 count += 1
-                if seen is not None and isinstance(event, ToolCall) and event.command:
-                    seen.keep_commands((event.command,))
+                if type(event) is ToolCall and keep is not None and event.command:
+                    keep(event.command)
                 handler = handler_of(type(event))
                 if handler is not None:
                     handler(self, event)

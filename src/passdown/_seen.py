@@ -43,16 +43,17 @@ class SeenEvents:
     def keep_commands(self, commands: Iterable[str]) -> None:
         """Commands seen elsewhere, after those seen here."""
         for command in commands:
-            self._keep(command)
+            self.keep(command)
 
     def watch(self, events: Iterator[Event]) -> Iterator[Event]:
         for event in events:
             self.count += 1
             if isinstance(event, ToolCall) and event.command:  # a sub-agent's too: same session
-                self._keep(event.command)
+                self.keep(event.command)
             yield event
 
-    def _keep(self, command: str) -> None:
+    def keep(self, command: str) -> None:
+        """A command seen (the most recent now), kept when it could write a file."""
         if command in self._kept:
             del self._kept[command]  # used again: the most recent now
         elif could_write_files(command):
