@@ -1,5 +1,5 @@
-"""A bounded memo for functions of one string that a session calls with the same short
-strings again and again: the test suite rerun after each fix, the same failure output
+"""A bounded memo for functions of one string (or bytes) that a session calls with the
+same short strings again and again: the test suite rerun after each fix, the same failure output
 back each time. Long strings are never kept (a hostile 50 MB command line must not
 stay in memory); they are computed every time."""
 
@@ -11,7 +11,7 @@ from typing import TypeVar
 
 __all__ = ["for_short_strings"]
 
-S = TypeVar("S", bound="str | None")
+S = TypeVar("S", bound="str | bytes | None")
 T = TypeVar("T")
 
 

@@ -381,7 +381,7 @@ class _ActiveReader:
         self, block: AnyBlock, call_id: str, rec: _Record, call: ToolCall | None
     ) -> ToolResult:
         if block.is_error:
-            exit_code, error = _failure(_joined_text(block.content))
+            exit_code, error = _failure_in(block.content)
             return ToolResult(call_id, True, exit_code, error, None, rec.timestamp)
         exit_code = created = None
         if call is not None:
@@ -566,8 +566,17 @@ def _note_facts(info: SessionInfo, rec: _Record) -> None:
         info.git_branch = rec.gitBranch
 
 
-# a failing command run again gives the same output back
-@for_short_strings(maxsize=256, longest=8192)
+def _failure_in(content: msgspec.Raw) -> tuple[int | None, str | None]:
+    """A failed tool result's exit code and error line, from its content (decoded once
+    for each distinct content: a failing command run again gives the same output back)."""
+    return _failure_in_bytes(bytes(content))
+
+
+@for_short_strings(maxsize=256, longest=16384)
+def _failure_in_bytes(content: bytes) -> tuple[int | None, str | None]:
+    return _failure(_joined_text(msgspec.Raw(content)))
+
+
 def _failure(text: str | None) -> tuple[int | None, str | None]:
     """A failed tool result's exit code and error line, from its text."""
     return parse_exit_code(text), first_error_line(text) or (text or "").strip()[:300] or None
