@@ -249,14 +249,18 @@ class LineReader:
                         diag.lines += 1
                         yield pos, first
                     pos += len(first) + 1
-                    for part in islice(parts, 1, None):  # whole lines, each ending at a newline
-                        size = len(part)
-                        if size > limit:
-                            diag.oversized_lines += 1
-                        elif size:
-                            diag.lines += 1
-                            yield pos, part
-                        pos += size + 1
+                    counted = 0  # added to diag.lines once per chunk, however it stops
+                    try:
+                        for part in islice(parts, 1, None):  # whole lines, each ending at a newline
+                            size = len(part)
+                            if size > limit:
+                                diag.oversized_lines += 1
+                            elif size:
+                                counted += 1
+                                yield pos, part
+                            pos += size + 1
+                    finally:
+                        diag.lines += counted
                     line_start = pos
                 if last and not skipping:
                     pending.append(last)
