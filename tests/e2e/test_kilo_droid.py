@@ -89,6 +89,22 @@ def _export(env: dict[str, str], ws: Path, agent: str) -> dict[str, Any]:
     return data
 
 
+def _assert_kilo_stayed_local(agent_env: AgentEnv) -> None:
+    """Kilo's own log names every provider whose model list it fetched: only the scripted
+    one may be there (its built-in Kilo Gateway would be api.kilo.ai). And the native
+    library each start unpacks went to the test's TMPDIR, not /tmp."""
+    logs = list((agent_env.home / ".local" / "share" / "kilo" / "log").glob("*.log"))
+    assert logs, "Kilo wrote no log"
+    fetched = {
+        line.split("providerID=")[1].split()[0]
+        for log in logs
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if "service=model-cache" in line and "providerID=" in line and "fetch" in line
+    }
+    assert "kilo" not in fetched, fetched
+    assert list(agent_env.bun_tmp().glob(".*.so")), "Kilo unpacked its library outside TMPDIR"
+
+
 def _assert_common_facts(data: dict[str, Any], ws: Path, agent: str, session_id: str) -> None:
     assert data["source"]["agent"] == agent
     assert data["source"]["session_id"] == session_id
@@ -146,6 +162,7 @@ def test_kilo_session_to_handoff(agent_env: AgentEnv, workspace: Path) -> None:
     assert data["source"]["agent_version"] == VERSIONS["kilo"]
     # Kilo keeps no record of the 429 it retried: the session ended normally
     assert data["ended"]["reason"] == "normal"
+    _assert_kilo_stayed_local(agent_env)
 
 
 def test_kilo_turn_a_sticky_429_ends(agent_env: AgentEnv, workspace: Path) -> None:
@@ -383,6 +400,7 @@ def test_run_falls_over_from_kilo_to_codex_on_a_rate_limit(
         env = {
             **agent_env.kilo_environ(chat.url),
             **{k: v for k, v in agent_env.environ(openai_url=openai.url).items()},
+            "TMPDIR": str(agent_env.bun_tmp()),
         }
         proc = run_passdown(
             env,
@@ -414,7 +432,7 @@ def test_run_falls_over_from_claude_to_kilo_on_a_rate_limit(
     env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
     with ChatCompletionsServer([Step(text="Continuing from the handoff.")]) as chat:
         assert isinstance(chat, ChatCompletionsServer)
-        env = {**agent_env.kilo_environ(chat.url), **env}
+        env = {**agent_env.kilo_environ(chat.url), **env, "TMPDIR": str(agent_env.bun_tmp())}
         try:
             ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
             proc = run_passdown(
