@@ -34,6 +34,7 @@ from passdown import _pipeline as pipeline
 from passdown._extract import CODEX_SUMMARY_PREFIX
 from passdown.agents import get_agent
 from passdown.errors import SessionReadError
+from workspace_probe import workspace_probed_once
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 FIXTURE = next((FIXTURES / "codex" / "full" / "sessions").rglob("rollout-*.jsonl"))
@@ -433,7 +434,7 @@ def test_incremental_export_equals_full_read(
         }
         | {len(body)}
     )
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, workspace_probed_once():
         root = Path(tmp)
         workspace = root / "ws"
         workspace.mkdir()

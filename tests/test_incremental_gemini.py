@@ -31,6 +31,7 @@ from passdown import _pipeline as pipeline
 from passdown.agents import get_agent
 from passdown.agents.gemini import _replay, _resume
 from passdown.errors import SessionReadError
+from workspace_probe import workspace_probed_once
 
 FIXTURE = next(
     (Path(__file__).parent / "fixtures" / "sessions" / "gemini" / "full").rglob("session-*.jsonl")
@@ -238,7 +239,7 @@ def _appended_in_chunks(picks: list[int], cuts: list[tuple[bool, float]]) -> Non
         }
         | {len(body)}
     )
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, workspace_probed_once():
         path, workspace = _layout(Path(tmp))
         written = 0
         for end in ends:

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 from passdown import _checkpoint as checkpoint
 from test_incremental import READINGS, _env, _export_and_compare, _saved
+from workspace_probe import workspace_probed_once
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 # uuids and prefixed tool-call / message ids, as benchmarks/realshape.py finds them
@@ -359,7 +360,7 @@ def test_tree_incremental_export_equals_full_read(
         }
         | {len(body)}
     )
-    with _store(agent) as (path, workspace):
+    with _store(agent) as (path, workspace), workspace_probed_once():
         written = 0
         for end in ends:
             if end <= written:

@@ -22,6 +22,7 @@ from passdown import _checkpoint as checkpoint
 from passdown import _pipeline as pipeline
 from passdown.agents import get_agent
 from recorded import Recorded, scenarios
+from workspace_probe import workspace_probed_once
 
 CHECKPOINTED = [
     pytest.param(r, id=r.id) for r in scenarios() if get_agent(r.agent).supports_checkpoint
@@ -64,22 +65,23 @@ def test_a_resume_at_any_line_boundary_gives_the_full_reads_handoff(
     boundaries = [i + 1 for i, byte in enumerate(body) if byte == 0x0A and i + 1 < len(body)]
     assert len(boundaries) >= 4
     reads: Counter[str] = Counter()
-    for k in boundaries:
-        saved = checkpoint.checkpoint_path(recording.agent, path)
-        if saved.exists():
-            os.unlink(saved)
-        path.write_bytes(body[:k])
-        try:
-            _handoff(path, recording.agent, workspace)
-        except pipeline.SessionReadError:
-            continue  # nothing readable in the first lines yet (a header alone)
-        with open(path, "ab") as handle:
-            handle.write(body[k:])
-        resumed, how, offset = _handoff(path, recording.agent, workspace)
-        reads[how] += 1
-        assert resumed == full, f"resumed at byte {k} of {len(body)}"
-        if how == "resumed":
-            assert offset == k
+    with workspace_probed_once():  # the untouched workspace: one git probe
+        for k in boundaries:
+            saved = checkpoint.checkpoint_path(recording.agent, path)
+            if saved.exists():
+                os.unlink(saved)
+            path.write_bytes(body[:k])
+            try:
+                _handoff(path, recording.agent, workspace)
+            except pipeline.SessionReadError:
+                continue  # nothing readable in the first lines yet (a header alone)
+            with open(path, "ab") as handle:
+                handle.write(body[k:])
+            resumed, how, offset = _handoff(path, recording.agent, workspace)
+            reads[how] += 1
+            assert resumed == full, f"resumed at byte {k} of {len(body)}"
+            if how == "resumed":
+                assert offset == k
     # a reader may refuse a resume where the appended records change what it handed on
     # (a tree's branch left, a Gemini rewind): the full read then. Most resume.
     assert reads["resumed"] >= 0.5 * sum(reads.values()), reads

@@ -179,6 +179,13 @@ class AgentEnv:
             self.write_codex_config(openai_url)
         return env
 
+    def bun_tmp(self) -> Path:
+        """TMPDIR for the Bun-built CLIs (opencode, Kilo): each start unpacks a 5.5 MB native
+        library there and leaves it behind, so it goes in the test's own folder, not /tmp."""
+        tmp = self.root / "tmp"
+        tmp.mkdir(exist_ok=True)
+        return tmp
+
     # -- the five agents of issue 7: each writes its config under HOME and returns the env --
     def gemini_environ(self, gemini_url: str) -> dict[str, str]:
         """Gemini CLI with an API key against GOOGLE_GEMINI_BASE_URL (plain http is allowed
@@ -267,6 +274,7 @@ class AgentEnv:
             "OPENCODE_DISABLE_SHARE": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
             "OPENCODE_DISABLE_TERMINAL_TITLE": "1",
+            "TMPDIR": str(self.bun_tmp()),
         }
 
     def pi_environ(self, chat_url: str) -> dict[str, str]:
@@ -327,6 +335,10 @@ class AgentEnv:
                 "small_model": f"{CHAT_PROVIDER}/{CHAT_MODEL}",
                 "autoupdate": False,
                 "share": "disabled",
+                # only the scripted provider: Kilo fetches the model list of its built-in
+                # Kilo Gateway (api.kilo.ai) at every turn otherwise, KILO_DISABLE_MODELS_FETCH
+                # or not (that switch covers models.dev only)
+                "enabled_providers": [CHAT_PROVIDER],
             },
         )
         # as opencode's: no background npm install of the plugin package into the config dir
@@ -346,6 +358,7 @@ class AgentEnv:
             "KILO_DISABLE_SESSION_INGEST": "1",
             "KILO_TELEMETRY_LEVEL": "off",
             "KILO_DISABLE_LSP_DOWNLOAD": "1",
+            "TMPDIR": str(self.bun_tmp()),
         }
 
     def droid_environ(self, chat_url: str) -> dict[str, str]:

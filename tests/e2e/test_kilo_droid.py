@@ -56,6 +56,7 @@ FAILING = "ls no-such-test-dir && echo ok"  # exit 2: no such folder
 FINAL = "hello.txt is written; the tests folder is missing. Next step: create no-such-test-dir."
 RESUME = "Now create the folder."
 FINAL_2 = "Not done yet: the folder still needs creating."
+STICKY = "Write the changelog."
 RATE_LIMIT = {
     "error": {
         "message": "Rate limit reached for scripted-model",
@@ -89,6 +90,22 @@ def _export(env: dict[str, str], ws: Path, agent: str) -> dict[str, Any]:
     return data
 
 
+def _assert_kilo_stayed_local(agent_env: AgentEnv) -> None:
+    """Kilo's own log names every provider whose model list it fetched: only the scripted
+    one may be there (its built-in Kilo Gateway would be api.kilo.ai). And the native
+    library each start unpacks went to the test's TMPDIR, not /tmp."""
+    logs = list((agent_env.home / ".local" / "share" / "kilo" / "log").glob("*.log"))
+    assert logs, "Kilo wrote no log"
+    fetched = {
+        line.split("providerID=")[1].split()[0]
+        for log in logs
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if "service=model-cache" in line and "providerID=" in line and "fetch" in line
+    }
+    assert "kilo" not in fetched, fetched
+    assert list(agent_env.bun_tmp().glob(".*.so")), "Kilo unpacked its library outside TMPDIR"
+
+
 def _assert_common_facts(data: dict[str, Any], ws: Path, agent: str, session_id: str) -> None:
     assert data["source"]["agent"] == agent
     assert data["source"]["session_id"] == session_id
@@ -118,6 +135,9 @@ def test_pinned_version_installed(agent_bin: Path, tmp_path: Path, agent: str) -
 
 
 def test_kilo_session_to_handoff(agent_env: AgentEnv, workspace: Path) -> None:
+    """Three turns of one Kilo session, each exported: the first (a plan, a file written,
+    a failing command, a 429 Kilo retries), a resumed second that ends normally, and a
+    resumed third that a sticky 429 ends."""
     hello = workspace / "hello.txt"
     steps = [
         _kilo_plan(PLAN_1, "I'll keep a todo list."),
@@ -137,29 +157,24 @@ def test_kilo_session_to_handoff(agent_env: AgentEnv, workspace: Path) -> None:
         srv.set_script([Step(text=FINAL_2)])
         ok(run_kilo(env, workspace, RESUME, resume=session_id, timeout=150), "kilo run -s")
         assert _kilo_session(agent_env) == session_id  # the same session, a second turn
-    data = _export(env, workspace, "kilo")
-    _assert_common_facts(data, workspace, "kilo", session_id)
-    assert data["task"]["latest_user_message"] == RESUME
-    assert data["task"]["latest_progress"] == FINAL_2
-    plan = [(p["subject"], p["status"]) for p in data["state"]["plan"]]
-    assert plan == PLAN_2
-    assert data["source"]["agent_version"] == VERSIONS["kilo"]
-    # Kilo keeps no record of the 429 it retried: the session ended normally
-    assert data["ended"]["reason"] == "normal"
-
-
-def test_kilo_turn_a_sticky_429_ends(agent_env: AgentEnv, workspace: Path) -> None:
-    with ChatCompletionsServer([Step(text="Nothing to do yet.")]) as srv:
-        assert isinstance(srv, ChatCompletionsServer)
-        env = agent_env.kilo_environ(srv.url)
-        ok(run_kilo(env, workspace, "Check the workspace.", timeout=150), "kilo run")
-        session_id = _kilo_session(agent_env)
+        data = _export(env, workspace, "kilo")
+        _assert_common_facts(data, workspace, "kilo", session_id)
+        assert data["task"]["latest_user_message"] == RESUME
+        assert data["task"]["latest_progress"] == FINAL_2
+        plan = [(p["subject"], p["status"]) for p in data["state"]["plan"]]
+        assert plan == PLAN_2
+        assert data["source"]["agent_version"] == VERSIONS["kilo"]
+        # Kilo keeps no record of the 429 it retried: the session ended normally
+        assert data["ended"]["reason"] == "normal"
+        # the third turn: every request gets a 429 until Kilo gives up
         srv.fail(429, RATE_LIMIT, headers=RETRY_NOW)
-        run_kilo(env, workspace, "Write the changelog.", resume=session_id, timeout=200)
+        run_kilo(env, workspace, STICKY, resume=session_id, timeout=200)
+        assert _kilo_session(agent_env) == session_id
     data = _export(env, workspace, "kilo")
-    assert data["task"]["latest_user_message"] == "Write the changelog."
+    assert data["task"]["latest_user_message"] == STICKY
     assert data["ended"]["reason"] == "rate_limit", data["ended"]
     assert "Rate limit" in (data["ended"].get("message") or "")
+    _assert_kilo_stayed_local(agent_env)
 
 
 def test_droid_session_to_handoff(agent_env: AgentEnv, workspace: Path) -> None:
@@ -383,6 +398,7 @@ def test_run_falls_over_from_kilo_to_codex_on_a_rate_limit(
         env = {
             **agent_env.kilo_environ(chat.url),
             **{k: v for k, v in agent_env.environ(openai_url=openai.url).items()},
+            "TMPDIR": str(agent_env.bun_tmp()),
         }
         proc = run_passdown(
             env,
@@ -414,7 +430,7 @@ def test_run_falls_over_from_claude_to_kilo_on_a_rate_limit(
     env, anthropic = _claude_hits_the_limit(agent_env, bindir, workspace)
     with ChatCompletionsServer([Step(text="Continuing from the handoff.")]) as chat:
         assert isinstance(chat, ChatCompletionsServer)
-        env = {**agent_env.kilo_environ(chat.url), **env}
+        env = {**agent_env.kilo_environ(chat.url), **env, "TMPDIR": str(agent_env.bun_tmp())}
         try:
             ok(run_passdown(env, workspace, "install", "claude"), "passdown install claude")
             proc = run_passdown(

@@ -10,6 +10,8 @@ Here:
   written (flushed); then the process exits 0.
 - Answers are written in the order their requests were read, whatever order the
   handlers finish in (a request the client cancels is skipped, as the protocol says).
+  A `subscriptions/listen` request stays open until the client ends it: it takes no
+  place in that order, and end of input does not wait for it.
   Requests still run concurrently, as JSON-RPC allows: a client that needs one
   request's effect (a stored handoff) before the next waits for its answer.
 - A line that is not JSON gets a parse error (-32700, id null); JSON that is not a
@@ -44,6 +46,7 @@ INVALID_REQUEST = -32600
 # read to its end and refused, never held whole.
 MAX_LINE = 32 * 1024 * 1024
 _CANCELLED = "notifications/cancelled"
+_LISTEN = "subscriptions/listen"  # open until the client ends it (MCP 2026-07-28)
 
 
 @dataclass(slots=True)
@@ -198,8 +201,10 @@ class _Reader:
             return item
 
     async def _note(self, message: object) -> None:
-        """Owe an answer to a request; a cancellation frees the request's slot."""
-        if isinstance(message, mcp_types.JSONRPCRequest):
+        """Owe an answer to a request; a cancellation frees the request's slot. A
+        subscription is answered only when it ends: it owes no place in the order, or every
+        later answer would wait behind it (its answer is written whenever it comes)."""
+        if isinstance(message, mcp_types.JSONRPCRequest) and message.method != _LISTEN:
             self._answers.owe(_Slot(message.id, drop=self._was_answered_early(message.id)))
         elif isinstance(message, mcp_types.JSONRPCNotification) and message.method == _CANCELLED:
             params = message.params or {}
