@@ -89,13 +89,19 @@ class _ToolInput(msgspec.Struct):
     subagent_type: str | None = None
 
 
+class _TaskRef(msgspec.Struct):
+    """A created task as TaskCreate's result names it (its subject and the rest skipped)."""
+
+    id: Any = None
+
+
 class _ToolOutcome(msgspec.Struct):
     """The parts of `toolUseResult` passdown reads (stdout and file bodies are skipped)."""
 
     exitCode: int | None = None
     returnCode: int | None = None
     interrupted: bool = False
-    task: dict[str, object] | None = None
+    task: _TaskRef | None = None
     taskId: str | int | None = None
     agentId: str | None = None  # the Agent tool's result names the sub-agent it ran
 
@@ -193,9 +199,9 @@ def _bash_exit_code(raw: str | _ToolOutcome | msgspec.Raw | None) -> int | None:
 
 
 def _created_task_id(raw: str | _ToolOutcome | msgspec.Raw | None) -> str | None:
-    outcome = _outcome(raw)
+    outcome = raw if type(raw) is _ToolOutcome else _outcome(raw)  # typed: the common case
     if not isinstance(outcome, _ToolOutcome):
         return None
-    if outcome.task and outcome.task.get("id") is not None:
-        return str(outcome.task["id"])
+    if outcome.task is not None and outcome.task.id is not None:
+        return str(outcome.task.id)
     return str(outcome.taskId) if outcome.taskId is not None else None
