@@ -5,9 +5,9 @@ whose history is a tree, only the active branch). Events are agent-neutral: a to
 call says what it *does* (edit files, run a command, change the plan), so extraction
 never needs to know which agent wrote the session.
 
-Events are plain slotted dataclasses rather than pydantic models because a large
-session yields millions of them; the handoff model (`passdown.handoff`) is the
-validated, published shape.
+Events are msgspec Structs (slotted, built in C: a large session yields millions of
+them, and a dataclass took twice as long to build) rather than pydantic models; the
+handoff model (`passdown.handoff`) is the validated, published shape.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 ToolAction = Literal["edit", "write", "delete", "command", "plan", "subagent", "read", "other"]
 PlanStatus = Literal["pending", "in_progress", "completed", "deleted", "blocked", "cancelled"]
@@ -52,8 +54,7 @@ class SessionRef:
     unplaced: str | None = None
 
 
-@dataclass(slots=True)
-class PlanItem:
+class PlanItem(msgspec.Struct):
     id: str
     subject: str
     status: PlanStatus = "pending"
@@ -62,8 +63,7 @@ class PlanItem:
     blocked_by: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
-class PlanOp:
+class PlanOp(msgspec.Struct):
     """A change to the plan: replace the whole list, create one item, or update one."""
 
     op: Literal["replace", "create", "update"]
@@ -146,8 +146,7 @@ class Plan:
         self.dropped += excess
 
 
-@dataclass(slots=True)
-class Message:
+class Message(msgspec.Struct):
     role: Literal["user", "assistant"]
     text: str
     timestamp: str | None = None
@@ -155,8 +154,7 @@ class Message:
     synthetic: bool = False
 
 
-@dataclass(slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct):
     call_id: str
     name: str
     action: ToolAction = "other"
@@ -168,8 +166,7 @@ class ToolCall:
     by: str | None = None
 
 
-@dataclass(slots=True)
-class ToolResult:
+class ToolResult(msgspec.Struct):
     call_id: str
     is_error: bool = False
     exit_code: int | None = None
@@ -180,8 +177,7 @@ class ToolResult:
     timestamp: str | None = None
 
 
-@dataclass(slots=True)
-class Compaction:
+class Compaction(msgspec.Struct):
     """The agent compacted its context; `summary` is the prior context it kept."""
 
     summary: str | None
@@ -189,8 +185,7 @@ class Compaction:
     timestamp: str | None = None
 
 
-@dataclass(slots=True)
-class SubagentNote:
+class SubagentNote(msgspec.Struct):
     """A sub-agent ran. Its tool calls, when its transcript can be read, follow as
     events with `by` set to `agent_id`; its prompt is never the user's request."""
 
@@ -200,8 +195,7 @@ class SubagentNote:
     agent_type: str | None = None
 
 
-@dataclass(slots=True)
-class SessionEnding:
+class SessionEnding(msgspec.Struct):
     """The turn stopped on something other than the agent's own final answer (an API
     error record, an interruption). A later assistant message or tool call means the
     session recovered, so extraction keeps only an ending that nothing follows."""
