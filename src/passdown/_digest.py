@@ -36,15 +36,18 @@ class ChainState(msgspec.Struct, frozen=True):
 
 class ChainDigest:
     """The running chain over the bytes given to `update`, in order (from `folded` on,
-    for a chain continued from a state)."""
+    for a chain continued from a state). The block being filled is hashed as its bytes
+    come (`sha256(link || ...)` so far): no byte of it is kept."""
 
-    __slots__ = ("_folded", "_link", "_rest")
+    __slots__ = ("_filled", "_folded", "_link", "_open")
 
     def __init__(self, state: ChainState | None = None) -> None:
         state = state or ChainState()
         if len(state.link) != 32 or state.folded % BLOCK or state.folded < 0:
             raise ValueError("not a digest chain's state")
-        self._link, self._folded, self._rest = state.link, state.folded, bytearray()
+        self._link, self._folded = state.link, state.folded
+        self._open = hashlib.sha256(self._link)  # the block being filled
+        self._filled = 0  # its bytes so far
 
     @property
     def folded(self) -> int:
@@ -54,24 +57,16 @@ class ChainDigest:
 
     def update(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
-        if self._rest:
-            need = BLOCK - len(self._rest)
-            self._rest += view[:need]
-            view = view[need:]
-            if len(self._rest) < BLOCK:
-                return
-            self._fold(self._rest)
-            self._rest = bytearray()
-        whole = len(view) - len(view) % BLOCK
-        for start in range(0, whole, BLOCK):
-            self._fold(view[start : start + BLOCK])
-        self._rest += view[whole:]
-
-    def _fold(self, block: bytes | bytearray | memoryview) -> None:
-        link = hashlib.sha256(self._link)
-        link.update(block)  # hashlib lets the GIL go while it hashes the block
-        self._link = link.digest()
-        self._folded += BLOCK
+        while view:
+            piece = view[: BLOCK - self._filled]
+            self._open.update(piece)  # hashlib lets the GIL go while it hashes a large piece
+            self._filled += len(piece)
+            view = view[len(piece) :]
+            if self._filled == BLOCK:  # the block is whole: fold it into the link
+                self._link = self._open.digest()
+                self._folded += BLOCK
+                self._open = hashlib.sha256(self._link)
+                self._filled = 0
 
     def state(self) -> ChainState:
         """The chain up to its last whole block (`folded`); the bytes after it are not
@@ -79,10 +74,8 @@ class ChainDigest:
         return ChainState(self._link, self._folded)
 
     def hexdigest(self) -> str:
-        length = self._folded + len(self._rest)
-        last = hashlib.sha256(self._link)
-        last.update(self._rest)
-        last.update(length.to_bytes(8, "big"))
+        last = self._open.copy()  # sha256(link || the bytes after the last whole block)
+        last.update((self._folded + self._filled).to_bytes(8, "big"))
         return last.hexdigest()
 
     def update_from(

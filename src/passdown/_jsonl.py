@@ -271,6 +271,7 @@ class LineReader:
                         pending.clear()
                         pending_size = 0
                 pos += len(last)
+                parts = []  # this chunk's lines go before the next chunk comes
                 _report(self.path, pos)
         except OSError as exc:
             raise SessionReadError(f"cannot read {self.path}: {exc}") from None
