@@ -79,27 +79,16 @@ class ChainDigest:
         return last.hexdigest()
 
     def update_from(
-        self,
-        read_at: Callable[[int, int], bytes],
-        start: int,
-        end: int,
-        failed: list[OSError] | None = None,
-        chunk: int = 1 << 20,
+        self, read_at: Callable[[int, int], bytes], start: int, end: int, chunk: int = BLOCK
     ) -> None:
-        """Fold bytes [start, end) read with `read_at(size, offset)`; on a thread, a read
-        error goes to `failed` instead of being raised."""
+        """Fold bytes [start, end) read with `read_at(size, offset)`."""
         pos = start
-        try:
-            while pos < end:
-                data = read_at(min(chunk, end - pos), pos)
-                if not data:
-                    break
-                self.update(data)
-                pos += len(data)
-        except OSError as exc:
-            if failed is None:
-                raise
-            failed.append(exc)
+        while pos < end:
+            data = read_at(min(chunk, end - pos), pos)
+            if not data:
+                break
+            self.update(data)
+            pos += len(data)
 
 
 def file_digest(read: Callable[[int], bytes]) -> str:

@@ -56,7 +56,6 @@ class GitResult:
 # folders git said are in no repository.
 _VIEW: ContextVar[_View | None] = ContextVar("passdown_git_view", default=None)
 _READ_ONLY = frozenset({"rev-parse", "status", "log", "symbolic-ref"})
-_NOT_A_REPO = "not a git repository (or any"
 
 
 @dataclass(slots=True)
@@ -80,6 +79,12 @@ def one_view() -> Iterator[None]:
         yield
     finally:
         _VIEW.reset(token)
+
+
+def is_not_repo(result: GitResult) -> bool:
+    """Whether git said the folder is in no repository. Only the plain case: "not a git
+    repository: /x" means a `.git` file that points nowhere."""
+    return "not a git repository (or any" in result.error
 
 
 def git_env() -> dict[str, str]:
@@ -124,7 +129,7 @@ def run_git(
     if result is None:
         result = _run(path, args, timeout, input, env)
         view.answers[key] = result
-        if _NOT_A_REPO in result.error:
+        if is_not_repo(result):
             view.outside[folder] = result.error.partition(": ")[2]
     return result
 

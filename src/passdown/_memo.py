@@ -1,7 +1,7 @@
 """A bounded memo for functions of one string (or bytes) that a session calls with the
-same short strings again and again: the test suite rerun after each fix, the same failure output
-back each time. Long strings are never kept (a hostile 50 MB command line must not
-stay in memory); they are computed every time."""
+same short strings again and again: the test suite rerun after each fix, the same
+failure output back each time. Long strings are never kept (a hostile 50 MB command
+line must not stay in memory); they are computed every time."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 # these names stay importable from here
 from passdown._git import GIT_TIMEOUT as GIT_TIMEOUT
 from passdown._git import GitResult as GitResult
-from passdown._git import _absolute, _git_argv, _result, _text
+from passdown._git import _absolute, _git_argv, _result, _text, is_not_repo
 from passdown._git import git_env as git_env
 from passdown._git import is_ancestor as is_ancestor
 from passdown._git import run_git as run_git
@@ -75,11 +75,6 @@ class WorkspaceSnapshot(BaseModel):
 # -- running git ------------------------------------------------------------------
 
 
-def _is_not_repo(result: GitResult) -> bool:
-    # only the plain case; "not a git repository: /x" means a .git file points nowhere
-    return "not a git repository (or any" in result.error
-
-
 # -- public API ---------------------------------------------------------------------
 
 
@@ -92,9 +87,9 @@ def snapshot(path: Path) -> WorkspaceSnapshot:
         return snap
     status = _status(root, "--branch", "--show-stash")
     if not status.ok:
-        if not (_is_not_repo(status) or status.missing):
+        if not (is_not_repo(status) or status.missing):
             snap.is_git = True  # probably a repo git refuses to read (ownership, corruption)
-        if not _is_not_repo(status):
+        if not is_not_repo(status):
             snap.errors.append(status.error)
         return snap
     snap.is_git = True

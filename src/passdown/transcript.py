@@ -5,9 +5,9 @@ whose history is a tree, only the active branch). Events are agent-neutral: a to
 call says what it *does* (edit files, run a command, change the plan), so extraction
 never needs to know which agent wrote the session.
 
-Events are msgspec Structs (slotted, built in C: a large session yields millions of
-them, and a dataclass took twice as long to build) rather than pydantic models; the
-handoff model (`passdown.handoff`) is the validated, published shape.
+Events are msgspec Structs (slotted, built in C at half a slotted dataclass's cost: a
+large session yields millions of them) rather than pydantic models; the handoff model
+(`passdown.handoff`) is the validated, published shape.
 """
 
 from __future__ import annotations

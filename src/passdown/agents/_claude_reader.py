@@ -574,11 +574,7 @@ def _failure_in(content: msgspec.Raw) -> tuple[int | None, str | None]:
 
 @for_short_strings(maxsize=256, longest=16384)
 def _failure_in_bytes(content: bytes) -> tuple[int | None, str | None]:
-    return _failure(_joined_text(msgspec.Raw(content)))
-
-
-def _failure(text: str | None) -> tuple[int | None, str | None]:
-    """A failed tool result's exit code and error line, from its text."""
+    text = _joined_text(msgspec.Raw(content))
     return parse_exit_code(text), first_error_line(text) or (text or "").strip()[:300] or None
 
 

@@ -182,12 +182,7 @@ def _outcome(raw: str | _ToolOutcome | msgspec.Raw | None) -> str | _ToolOutcome
 
 
 def _bash_exit_code(raw: str | _ToolOutcome | msgspec.Raw | None) -> int | None:
-    if type(raw) is _ToolOutcome:  # the common case, typed in the record's own decode
-        code = raw.exitCode if raw.exitCode is not None else raw.returnCode
-        if code is not None:
-            return code
-        return None if raw.interrupted else 0
-    outcome = _outcome(raw)
+    outcome = raw if type(raw) is _ToolOutcome else _outcome(raw)  # typed: the common case
     if outcome is None:
         return 0 if raw is None or _is_null(cast(msgspec.Raw, raw)) else None
     if isinstance(outcome, str):
