@@ -167,6 +167,31 @@ def test_session_number_counts_earlier_handoffs_and_ids_are_unique(project: Path
     assert [p.status for p in coordinator.history()] == ["published", "superseded", "superseded"]
 
 
+def test_numbering_a_session_reads_no_stored_handoff(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook numbers its session after every turn: the store counts its handoffs, it
+    does not read and validate each one (the work would grow with every handoff kept)."""
+    from passdown.records import Record
+
+    coordinator = HandoffCoordinator(project)
+    for n in range(1, 4):
+        coordinator.execute_handoff_sync(
+            coordinator.prepare_handoff_sync("coding-agent", f"step {n}"), "coding-agent"
+        )
+    read: list[str | bytes] = []
+    real = Record.model_validate_json
+
+    def counted(data: str | bytes) -> Record:
+        read.append(data)
+        return real(data)
+
+    monkeypatch.setattr(Record, "model_validate_json", counted)
+    package = coordinator.prepare_handoff_sync("coding-agent", "step 4")
+    assert package.context.session_number == 4
+    assert len(read) <= 1  # the active handoff, at most: not one per handoff stored
+
+
 def test_package_round_trips_through_the_record_and_the_store(project: Path) -> None:
     coordinator = HandoffCoordinator(project)
     package = coordinator.prepare_handoff_sync("coding-agent", SEED_SUMMARY, "agent", "codex")

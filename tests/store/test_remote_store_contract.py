@@ -55,6 +55,9 @@ class Routed(Store):
     def query(self, scope: ScopeLike, **kwargs: Any) -> Page:
         return self._for(scope).query(scope, **kwargs)
 
+    def count(self, scope: ScopeLike, **kwargs: Any) -> int:
+        return self._for(scope).count(scope, **kwargs)
+
     def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
         return self._for(scope).retrieve(scope, id, version=version)
 

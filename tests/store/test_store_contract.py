@@ -331,6 +331,51 @@ def test_cursor_with_text_filter_and_page_boundaries(store: Store, make: Make) -
     assert len(exact.records) == 5 and exact.next_cursor is None
 
 
+def _paged(store: Store, scope: Any, **filters: Any) -> list[str]:
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = store.query(scope, limit=3, cursor=cursor, **filters)
+        seen += ids(page)
+        if page.next_cursor is None:
+            return seen
+        cursor = page.next_cursor
+
+
+def test_count_is_how_many_records_query_pages_through(store: Store, make: Make) -> None:
+    note = [{"kind": "blockers", "value": "the mail provider"}]
+    store.store_many(
+        [make(id=f"h{i}", created_at=f"2026-01-{i + 1:02}T00:00:00Z",
+              title="alpha" if i % 3 else "beta", annotations=note if i % 2 else [])
+         for i in range(10)]
+        + [make(id=f"d{i}", type="task", created_at=f"2026-02-{i + 1:02}T00:00:00Z")
+           for i in range(4)]
+        + [make(id=f"u{i}", scope={"project": "webapp", "user": "ann"}) for i in range(2)]
+        + [make(id="elsewhere", project="other")]
+    )  # fmt: skip
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        ("webapp", {}),
+        ("webapp", {"type": "handoff"}),
+        ("webapp", {"type": "task"}),
+        ("webapp", {"kind": "blockers"}),
+        ("webapp", {"text": "alpha"}),
+        ("webapp", {"since": "2026-01-04T00:00:00Z", "until": "2026-02-02T00:00:00Z"}),
+        ({"project": "webapp", "user": "ann"}, {}),
+        ("other", {}),
+        ("nobody", {"type": "handoff"}),
+    ]
+    counts = [store.count(scope, **filters) for scope, filters in cases]
+    assert counts == [len(_paged(store, scope, **filters)) for scope, filters in cases]
+    assert counts == [16, 12, 4, 5, 6, 8, 2, 1, 0]
+
+
+def test_count_is_validated_like_query(store: Store) -> None:
+    with pytest.raises(UsageError, match="unknown record type"):
+        store.count("webapp", type="nonsense")
+    with pytest.raises(UsageError, match="since"):
+        store.count("webapp", since="not a time")
+
+
 def test_limits_and_cursors_are_validated(store: Store) -> None:
     with pytest.raises(UsageError, match="limit"):
         store.query("webapp", limit=0)

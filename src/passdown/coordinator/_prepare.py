@@ -33,8 +33,6 @@ from passdown.errors import HandoffNotFound, SessionNotFound, StoreError, UsageE
 if TYPE_CHECKING:
     from passdown.coordinator._context import ProjectContext
     from passdown.handoff import Handoff
-    from passdown.records import Scope
-    from passdown.store import Store
 
 
 @dataclass(slots=True)
@@ -160,7 +158,8 @@ def store_position(ctx: ProjectContext, session_number: int | None) -> Position:
     count, previous_id, warnings = 0, None, []
     if ctx.has_store:
         try:
-            count, previous_id = _count_handoffs(ctx.store(), ctx.scope), ctx.lifecycle().active()
+            count = ctx.store().count(ctx.scope, type="handoff")
+            previous_id = ctx.lifecycle().active()
         except StoreError as exc:
             warnings.append(
                 f"the store could not be read ({exc.message}); session_number starts at 1"
@@ -169,16 +168,6 @@ def store_position(ctx: ProjectContext, session_number: int | None) -> Position:
         "caller" if session_number else "store" if ctx.has_store else "none"
     )
     return Position(SessionNumber(session_number or count + 1, source), previous_id, warnings)
-
-
-def _count_handoffs(store: Store, scope: Scope) -> int:
-    count, cursor = 0, None
-    while True:
-        page = store.query(scope, type="handoff", limit=1000, cursor=cursor)
-        count += len(page.records)
-        if page.next_cursor is None:
-            return count
-        cursor = page.next_cursor
 
 
 # -- assembling --------------------------------------------------------------------------

@@ -174,6 +174,21 @@ def _query_call(store: Store) -> Call:
     return query
 
 
+def _count_call(store: Store) -> Call:
+    def count(bound: Scope, body: dict[str, Any]) -> dict[str, Any]:
+        number = store.count(
+            _scope(bound, body),
+            type=_text(body, "type", required=False),
+            kind=_text(body, "kind", required=False),
+            since=_text(body, "since", required=False),
+            until=_text(body, "until", required=False),
+            text=_text(body, "text", required=False),
+        )
+        return {"count": number}
+
+    return count
+
+
 def _retrieve_call(store: Store) -> Call:
     def retrieve(bound: Scope, body: dict[str, Any]) -> dict[str, Any]:
         from passdown.records import canonical_json
@@ -280,6 +295,7 @@ def store_routes(store: Store) -> list[tuple[str, list[str], Handler]]:
     posts: dict[str, Call] = {
         "write": _write_call(store),
         "query": _query_call(store),
+        "count": _count_call(store),
         "retrieve": _retrieve_call(store),
         "history": _history_call(store),
         "delete": _delete_call(store),

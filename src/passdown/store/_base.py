@@ -23,7 +23,7 @@ import hashlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Union
@@ -323,6 +323,34 @@ class Store(ABC):
             cursor=cursor,
         )
         return page_from_rows(self._select(q), q.limit)
+
+    def count(
+        self,
+        scope: ScopeLike,
+        *,
+        type: str | None = None,
+        kind: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        text: str | None = None,
+    ) -> int:
+        """How many records `query` with the same filters would page through, counted
+        by the database: no record is read (a hook numbers its session this way)."""
+        q = build_query(
+            scope, type=type, kind=kind, since=since, until=until, text=text, limit=1, cursor=None
+        )
+        return self._count(q)
+
+    def _count(self, q: Query) -> int:
+        """Rows matching q whatever its limit and cursor. The databases count in SQL;
+        this fallback pages through `_select`."""
+        total, after = 0, None
+        while True:
+            rows = self._select(replace(q, limit=MAX_LIMIT, after=after))
+            total += min(len(rows), MAX_LIMIT)
+            if len(rows) <= MAX_LIMIT:
+                return total
+            after = (rows[MAX_LIMIT - 1][0], rows[MAX_LIMIT - 1][1])
 
     def retrieve(self, scope: ScopeLike, id: str, *, version: int | None = None) -> Record:
         """The record's current version (or `version`); RecordNotFound outside scope."""

@@ -219,6 +219,33 @@ class HTTPStore(Store):
         records = [Record.model_validate_json(body) for body in answer["records"]]
         return Page(records, answer["next_cursor"])
 
+    def count(
+        self,
+        scope: ScopeLike,
+        *,
+        type: str | None = None,
+        kind: str | None = None,
+        since: TimeLike | None = None,
+        until: TimeLike | None = None,
+        text: str | None = None,
+    ) -> int:
+        sc = coerce_scope(scope)
+        build_query(  # the same checks as every store, here
+            sc, type=type, kind=kind, since=since, until=until, text=text, limit=1, cursor=None
+        )
+        answer = self._call(
+            "count",
+            {
+                "scope": _scope(sc),
+                "type": type,
+                "kind": kind,
+                "since": _time(since),
+                "until": _time(until),
+                "text": text,
+            },
+        )
+        return int(answer["count"])
+
     def _select(self, q: Query) -> list[tuple[int, int, str]]:  # pragma: no cover
         raise NotImplementedError("the team server answers query() whole")
 

@@ -312,29 +312,19 @@ class PostgresStore(Store):
         return [(v, _iso(s), h) for v, s, h in rows]
 
     def _select(self, q: Query) -> list[tuple[int, int, str]]:
-        where = ["project = %s"]
-        args: list[object] = [q.project]
-        for field, scope_value in q.narrow:
-            where.append(f"scope_{field} = %s")
-            args.append(scope_value)
-        for clause, value in (
-            ("type = %s", q.type),
-            ("created_us >= %s", q.since_us),
-            ("created_us < %s", q.until_us),
-            ("%s = ANY(kinds)", q.kind),
-            ("tsv @@ to_tsquery('simple', %s)", tsquery(q.terms) if q.terms else None),
-        ):
-            if value is not None:
-                where.append(clause)
-                args.append(value)
+        where, args = _matching(q)
         if q.after is not None:
-            where.append("(created_us, seq) < (%s, %s)")
+            where += " AND (created_us, seq) < (%s, %s)"
             args.extend(q.after)
         sql = (
-            f"SELECT created_us, seq, body FROM records WHERE {' AND '.join(where)} "
+            f"SELECT created_us, seq, body FROM records WHERE {where} "
             "ORDER BY created_us DESC, seq DESC LIMIT %s"
         )
         return self._read(sql, [*args, q.limit + 1])
+
+    def _count(self, q: Query) -> int:
+        where, args = _matching(q)
+        return int(self._read(f"SELECT count(*) FROM records WHERE {where}", args)[0][0])
 
     # -- pointers -----------------------------------------------------------------------
 
@@ -396,4 +386,25 @@ def _scope_where(sc: Scope) -> tuple[str, list[object]]:
     for field, value in narrowing(sc):
         where.append(f"scope_{field} = %s")
         args.append(value)
+    return " AND ".join(where), args
+
+
+def _matching(q: Query) -> tuple[str, list[object]]:
+    """(the WHERE condition, its arguments) of the records q matches, whatever its limit
+    and cursor."""
+    where = ["project = %s"]
+    args: list[object] = [q.project]
+    for field, scope_value in q.narrow:
+        where.append(f"scope_{field} = %s")
+        args.append(scope_value)
+    for clause, value in (
+        ("type = %s", q.type),
+        ("created_us >= %s", q.since_us),
+        ("created_us < %s", q.until_us),
+        ("%s = ANY(kinds)", q.kind),
+        ("tsv @@ to_tsquery('simple', %s)", tsquery(q.terms) if q.terms else None),
+    ):
+        if value is not None:
+            where.append(clause)
+            args.append(value)
     return " AND ".join(where), args

@@ -368,38 +368,19 @@ class SQLiteStore(Store):
         return [(v, s, h) for v, s, h in rows]
 
     def _select(self, q: Query) -> list[tuple[int, int, str]]:
-        where = ["r.project = ?"]
-        args: list[object] = [q.project]
-        for field, value in q.narrow:
-            where.append(f"r.scope_{field} = ?")
-            args.append(value)
-        if q.type is not None:
-            where.append("r.type = ?")
-            args.append(q.type)
-        if q.since_us is not None:
-            where.append("r.created_us >= ?")
-            args.append(q.since_us)
-        if q.until_us is not None:
-            where.append("r.created_us < ?")
-            args.append(q.until_us)
-        if q.kind is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(r.kinds) WHERE json_each.value = ?)")
-            args.append(q.kind)
+        source, where, args = _matching(q)
         if q.after is not None:
-            where.append("(r.created_us, r.seq) < (?, ?)")
+            where += " AND (r.created_us, r.seq) < (?, ?)"
             args.extend(q.after)
-        source = "records r"
-        if q.terms is not None:
-            # CROSS JOIN keeps the text index as the outer loop: otherwise SQLite walks
-            # the whole project by time and runs the text match once per record
-            source = "records_fts f CROSS JOIN records r ON r.seq = f.rowid"
-            where.insert(0, "records_fts MATCH ?")
-            args.insert(0, fts5_query(q.terms))
         sql = (
-            f"SELECT r.created_us, r.seq, r.body FROM {source} WHERE {' AND '.join(where)} "
+            f"SELECT r.created_us, r.seq, r.body FROM {source} WHERE {where} "
             "ORDER BY r.created_us DESC, r.seq DESC LIMIT ?"
         )
         return self._read(sql, [*args, q.limit + 1])
+
+    def _count(self, q: Query) -> int:
+        source, where, args = _matching(q)
+        return int(self._read(f"SELECT count(*) FROM {source} WHERE {where}", args)[0][0])
 
     # -- pointers -----------------------------------------------------------------------
 
@@ -462,6 +443,36 @@ class SQLiteStore(Store):
             (),
         )
         return [row[0] for row in rows]
+
+
+def _matching(q: Query) -> tuple[str, str, list[object]]:
+    """(the FROM source, the WHERE condition, its arguments) of the records q matches,
+    whatever its limit and cursor."""
+    where = ["r.project = ?"]
+    args: list[object] = [q.project]
+    for field, value in q.narrow:
+        where.append(f"r.scope_{field} = ?")
+        args.append(value)
+    if q.type is not None:
+        where.append("r.type = ?")
+        args.append(q.type)
+    if q.since_us is not None:
+        where.append("r.created_us >= ?")
+        args.append(q.since_us)
+    if q.until_us is not None:
+        where.append("r.created_us < ?")
+        args.append(q.until_us)
+    if q.kind is not None:
+        where.append("EXISTS (SELECT 1 FROM json_each(r.kinds) WHERE json_each.value = ?)")
+        args.append(q.kind)
+    source = "records r"
+    if q.terms is not None:
+        # CROSS JOIN keeps the text index as the outer loop: otherwise SQLite walks
+        # the whole project by time and runs the text match once per record
+        source = "records_fts f CROSS JOIN records r ON r.seq = f.rowid"
+        where.insert(0, "records_fts MATCH ?")
+        args.insert(0, fts5_query(q.terms))
+    return source, " AND ".join(where), args
 
 
 def _scope_where(sc: Scope) -> tuple[str, list[object]]:
