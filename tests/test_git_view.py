@@ -14,7 +14,13 @@ import pytest
 
 from passdown import _git
 from passdown._git import one_view, run_git, workspace_root
-from passdown._workspace import dirty_paths, files_changed_since, snapshot
+from passdown._workspace import (
+    ask_ahead_for_snapshot,
+    dirty_paths,
+    files_changed_since,
+    git_head,
+    snapshot,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -97,6 +103,83 @@ def test_a_command_that_is_no_question_starts_the_view_afresh(
         run_git(repo, "add", "a.txt")  # not a question: what was seen may be stale now
         assert dirty_paths(repo) == ["a.txt"]
     assert sum(1 for a in asked if a[0] == "status") == 2
+
+
+def test_a_question_asked_ahead_is_answered_by_the_git_already_running(
+    tmp_path: Path, asked: list[tuple[str, ...]]
+) -> None:
+    repo = _repo(tmp_path / "repo")
+    (repo / "new.txt").write_text("new\n")
+    outside = snapshot(repo)
+    asked.clear()
+    with one_view():
+        ask_ahead_for_snapshot(repo)
+        running = dict(_view().running)
+        assert len(running) == 3
+        snap, changed = snapshot(repo), files_changed_since(repo, None)
+        assert _view().running == {}  # every one collected
+    assert asked == []  # nothing run when asked: each answer came from the git started ahead
+    assert snap.model_dump() == outside.model_dump()
+    assert changed == ["new.txt"]
+    assert all(p.returncode == 0 for p in running.values())  # type: ignore[union-attr]
+
+
+def test_a_command_that_is_no_question_stops_the_questions_asked_ahead(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    with one_view():
+        ask_ahead_for_snapshot(repo)
+        running = list(_view().running.values())
+        assert run_git(repo, "tag", "v1").ok
+        assert _view().running == {}
+    assert all(p.returncode is not None for p in running)  # type: ignore[union-attr]
+
+
+def test_questions_asked_ahead_and_never_asked_end_with_the_view(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    with one_view():
+        ask_ahead_for_snapshot(repo)
+        running = list(_view().running.values())
+    assert len(running) == 3 and all(p.returncode is not None for p in running)  # type: ignore[union-attr]
+
+
+def test_nothing_is_asked_ahead_outside_a_view_or_of_a_folder_outside_git(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    ask_ahead_for_snapshot(_repo(tmp_path / "repo"))  # no view: nothing to hold the answers
+    with one_view():
+        workspace_root(plain)  # git says: no repository
+        ask_ahead_for_snapshot(plain)
+        assert _view().running == {}
+
+
+def _view() -> _git._View:
+    view = _git._VIEW.get()
+    assert view is not None
+    return view
+
+
+@pytest.mark.parametrize("state", ["on a branch", "detached", "no commit yet"])
+def test_head_after_a_snapshot_is_read_from_its_status(
+    tmp_path: Path, asked: list[tuple[str, ...]], state: str
+) -> None:
+    if state == "no commit yet":
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "trunk"], check=True)
+    else:
+        repo = _repo(tmp_path / "repo")
+    if state == "detached":
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--detach"], check=True)
+    asked_of_git = git_head(repo)  # outside a view: rev-parse and symbolic-ref
+    asked.clear()
+    with one_view():
+        snap = snapshot(repo)
+        from_status = git_head(repo)
+    assert from_status == asked_of_git == (snap.head, snap.branch)
+    head, branch = from_status
+    assert (head is None) == (state == "no commit yet")
+    assert (branch is None) == (state == "detached")
+    assert [a[0] for a in asked if a[0] in ("rev-parse", "symbolic-ref")] == []
 
 
 def test_an_export_outside_git_runs_git_once(tmp_path: Path) -> None:

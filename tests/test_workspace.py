@@ -121,9 +121,26 @@ def test_timeout_is_reported(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def slow(*args: object, **kwargs: object) -> None:
         raise subprocess.TimeoutExpired(cmd="git", timeout=10)
 
-    monkeypatch.setattr(workspace.subprocess, "run", slow)
+    monkeypatch.setattr(subprocess, "run", slow)
     snap = snapshot(repo)
     assert snap.errors == ["git status timed out after 10 s"]
+
+
+def test_a_git_started_ahead_that_does_not_answer_in_time_is_stopped(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from passdown import _git
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text("#!/bin/sh\nexec sleep 30\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    started = _git.start(repo, ("status",))
+    assert not isinstance(started, _git.GitResult)
+    result = _git.collect("status", started, timeout=0.2)
+    assert result == _git.GitResult(False, error="git status timed out after 0.2 s")
+    assert started.returncode is not None  # stopped and reaped, not left running
 
 
 # -- HEAD and branch ------------------------------------------------------------------

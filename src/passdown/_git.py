@@ -58,10 +58,24 @@ _VIEW: ContextVar[_View | None] = ContextVar("passdown_git_view", default=None)
 _READ_ONLY = frozenset({"rev-parse", "status", "log", "symbolic-ref"})
 
 
+_Key = tuple[str, tuple[str, ...]]  # (folder, argv after the options)
+_Started = subprocess.Popen[bytes] | GitResult  # a running git, or why it did not start
+
+
 @dataclass(slots=True)
 class _View:
-    answers: dict[tuple[str, tuple[str, ...]], GitResult]
+    answers: dict[_Key, GitResult]
     outside: dict[str, str]  # folder -> git's reason
+    running: dict[_Key, _Started]  # asked ahead (`ask_ahead`), not collected yet
+
+    def forget(self) -> None:
+        self.answers.clear()
+        self.outside.clear()
+        for started in self.running.values():  # read-only questions: safe to stop
+            if not isinstance(started, GitResult):
+                started.kill()
+                started.communicate()
+        self.running.clear()
 
 
 @contextmanager
@@ -74,11 +88,43 @@ def one_view() -> Iterator[None]:
     if _VIEW.get() is not None:
         yield
         return
-    token = _VIEW.set(_View({}, {}))
+    view = _View({}, {}, {})
+    token = _VIEW.set(view)
     try:
         yield
     finally:
         _VIEW.reset(token)
+        view.forget()  # questions asked ahead and never asked: stopped
+
+
+def ask_ahead(path: Path, *questions: tuple[str, ...]) -> None:
+    """Start git on read-only questions about `path` that will be asked soon, without
+    waiting: they run while the caller does other work (reading the session), and
+    `run_git` takes each answer when the question comes. Only within `one_view`; else
+    nothing happens and each question runs when it is asked."""
+    view = _VIEW.get()
+    folder = str(path)
+    if view is None or folder in view.outside:
+        return
+    for args in questions:
+        key = (folder, args)
+        if args[0] in _READ_ONLY and key not in view.answers and key not in view.running:
+            view.running[key] = start(path, args)
+
+
+def answered(path: Path, *args: str) -> GitResult | None:
+    """The answer `one_view` holds to the question `args` about `path`, if it was asked;
+    nothing is run."""
+    view = _VIEW.get()
+    return None if view is None else view.answers.get((str(path), args))
+
+
+def asked_ahead(path: Path, args: tuple[str, ...]) -> bool:
+    """Whether `run_git` answers `args` about `path` from `one_view` (answered before,
+    or running since `ask_ahead`)."""
+    view = _VIEW.get()
+    key = (str(path), args)
+    return view is not None and (key in view.answers or key in view.running)
 
 
 def is_not_repo(result: GitResult) -> bool:
@@ -117,8 +163,7 @@ def run_git(
     if view is None:
         return _run(path, args, timeout, input, env)
     if input is not None or env is not None or args[0] not in _READ_ONLY:
-        view.answers.clear()
-        view.outside.clear()
+        view.forget()
         return _run(path, args, timeout, input, env)
     folder = str(path)
     outside = view.outside.get(folder)
@@ -127,7 +172,11 @@ def run_git(
     key = (folder, args)
     result = view.answers.get(key)
     if result is None:
-        result = _run(path, args, timeout, input, env)
+        started = view.running.pop(key, None)
+        if started is None:
+            result = _run(path, args, timeout, input, env)
+        else:
+            result = collect(args[0], started, timeout)
         view.answers[key] = result
         if is_not_repo(result):
             view.outside[folder] = result.error.partition(": ")[2]
@@ -158,6 +207,35 @@ def _run(
     except OSError as exc:
         return GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
     return _result(args[0], proc.returncode, proc.stdout, proc.stderr)
+
+
+def start(path: Path, args: tuple[str, ...]) -> _Started:
+    """git started on `args` in `path`, its output piped (`collect` waits for it)."""
+    try:
+        return subprocess.Popen(
+            _git_argv(path, args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=git_env(),
+        )
+    except FileNotFoundError:
+        return GitResult(False, error="git is not installed", missing=True)
+    except OSError as exc:
+        return GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
+
+
+def collect(name: str, started: _Started, timeout: float = GIT_TIMEOUT) -> GitResult:
+    """The answer of a git `start`ed on the command `name`; never raises."""
+    if isinstance(started, GitResult):
+        return started
+    try:
+        out, err = started.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        started.kill()
+        started.communicate()
+        return GitResult(False, error=f"git {name} timed out after {timeout:g} s")
+    return _result(name, started.returncode, out, err)
 
 
 def _result(name: str, returncode: int, out: bytes, err: bytes) -> GitResult:

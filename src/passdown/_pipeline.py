@@ -238,11 +238,12 @@ def read_handoff(selection: Selection, options: ExportOptions | None = None) -> 
     for the coordinator, which redacts the package it builds on this handoff (the
     caller's values with it) in one pass: what it returns must not leave unredacted."""
     from passdown._budgets import fit_lists, load_limits
-    from passdown._workspace import files_changed_since, snapshot
+    from passdown._workspace import ask_ahead_for_snapshot, files_changed_since, snapshot
 
     options = options or ExportOptions()
     options.validate()
     limits = options.limits or load_limits()
+    ask_ahead_for_snapshot(selection.workspace)  # git works while the session is read
     transcript, extracted, seen = _read_and_extract(selection, options)
     _refuse_unreadable(transcript, seen)
     info = transcript.info

@@ -12,7 +12,6 @@ are relative to the repo root.
 
 from __future__ import annotations
 
-import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +21,16 @@ from pydantic import BaseModel, Field
 # these names stay importable from here
 from passdown._git import GIT_TIMEOUT as GIT_TIMEOUT
 from passdown._git import GitResult as GitResult
-from passdown._git import _absolute, _git_argv, _result, _text, is_not_repo
+from passdown._git import (
+    _absolute,
+    _text,
+    answered,
+    ask_ahead,
+    asked_ahead,
+    collect,
+    is_not_repo,
+    start,
+)
 from passdown._git import git_env as git_env
 from passdown._git import is_ancestor as is_ancestor
 from passdown._git import run_git as run_git
@@ -85,7 +93,7 @@ def snapshot(path: Path) -> WorkspaceSnapshot:
     if not root.is_dir():
         snap.errors.append(f"workspace folder not found: {root}")
         return snap
-    status = _status(root, "--branch", "--show-stash")
+    status = _status(root, *_SNAPSHOT_STATUS)
     if not status.ok:
         if not (is_not_repo(status) or status.missing):
             snap.is_git = True  # probably a repo git refuses to read (ownership, corruption)
@@ -97,6 +105,12 @@ def snapshot(path: Path) -> WorkspaceSnapshot:
     if snap.head is not None:
         _apply_head_details(snap, root, tracked)
     return snap
+
+
+def ask_ahead_for_snapshot(path: Path) -> None:
+    """Start what `snapshot` and `files_changed_since` will ask git about `path`, so it
+    runs while the session is read (within `one_view`; else nothing happens)."""
+    ask_ahead(_absolute(path), (*_STATUS, *_SNAPSHOT_STATUS), _ALL_STATUS, _SUBJECT)
 
 
 def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
@@ -141,7 +155,10 @@ def dirty_paths(path: Path) -> list[str]:
 
 def git_head(path: Path) -> tuple[str | None, str | None]:
     """(HEAD's commit, the branch name): None for a repo without commits, a detached
-    HEAD, or outside git."""
+    HEAD, or outside git. Within `one_view`, after `snapshot`, from its status."""
+    status = answered(_absolute(path), *_STATUS, *_SNAPSHOT_STATUS)
+    if status is not None and status.ok:
+        return _head_in_status(status.out)
     head = run_git(path, "rev-parse", "--verify", "-q", "HEAD")
     branch = run_git(path, "symbolic-ref", "--short", "-q", "HEAD")
     return (
@@ -195,8 +212,14 @@ def add_worktree(repo: Path, where: Path, branch: str) -> Path:
 # -- status -------------------------------------------------------------------------
 
 
+_STATUS = ("status", "--porcelain=v2", "-z", "--untracked-files=normal")
+_SNAPSHOT_STATUS = ("--branch", "--show-stash")  # what `snapshot` asks besides
+_ALL_STATUS = (*_STATUS[:3], "--untracked-files=all")  # each new file, not just its folder
+_SUBJECT = ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")
+
+
 def _status(root: Path, *extra: str, untracked: str = "normal") -> GitResult:
-    args = ("status", "--porcelain=v2", "-z", f"--untracked-files={untracked}", *extra)
+    args = (*_STATUS[:3], f"--untracked-files={untracked}", *extra)
     result = run_git(root, *args)
     if not result.ok and "show-stash" in result.error:
         # git older than 2.35 lacks --show-stash; the stash count is just left at 0
@@ -232,6 +255,18 @@ def _apply_header(snap: WorkspaceSnapshot, line: str) -> None:
         snap.stash_count = _int(value) or 0
 
 
+def _head_in_status(out: bytes) -> tuple[str | None, str | None]:
+    """(HEAD's commit, the branch) from the headers of `status --branch`, which come first."""
+    head = branch = None
+    for raw in out.split(b"\0", 8)[:8]:
+        key, _, value = _text(raw).removeprefix("# ").partition(" ")
+        if key == "branch.oid":
+            head = None if value == "(initial)" else value
+        elif key == "branch.head":
+            branch = None if value == "(detached)" else value
+    return head, branch
+
+
 def _parse_entries(tokens: list[str]) -> list[DirtyPath]:
     """Porcelain v2 entries, reported with porcelain v1 status codes."""
     entries: list[DirtyPath] = []
@@ -261,9 +296,7 @@ def _xy(code: str) -> str:
 
 
 def _apply_head_details(snap: WorkspaceSnapshot, root: Path, tracked: list[str]) -> None:
-    calls: dict[str, tuple[str, ...]] = {
-        "subject": ("log", "-1", "--no-show-signature", "--format=%s", "HEAD", "--")
-    }
+    calls: dict[str, tuple[str, ...]] = {"subject": _SUBJECT}
     if tracked:  # a clean tree has no diff: skip the call
         calls["diff"] = _diff_args(tracked)
     results = _run_parallel(root, calls)
@@ -291,32 +324,14 @@ def _diff_args(tracked: list[str]) -> tuple[str, ...]:
 
 
 def _run_parallel(root: Path, calls: dict[str, tuple[str, ...]]) -> dict[str, GitResult]:
-    env = git_env()
-    procs: dict[str, subprocess.Popen[bytes] | GitResult] = {}
-    for name, args in calls.items():
-        try:
-            procs[name] = subprocess.Popen(
-                _git_argv(root, args),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-            )
-        except OSError as exc:
-            procs[name] = GitResult(False, error=f"cannot run git: {exc.strerror or exc}")
-    return {name: _collect(calls[name][0], p) for name, p in procs.items()}
-
-
-def _collect(name: str, proc: subprocess.Popen[bytes] | GitResult) -> GitResult:
-    if isinstance(proc, GitResult):
-        return proc
-    try:
-        out, err = proc.communicate(timeout=GIT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return GitResult(False, error=f"git {name} timed out after {GIT_TIMEOUT:g} s")
-    return _result(name, proc.returncode, out, err)
+    """Each call's answer; all of them run at once. Within `one_view` a read-only
+    question is the view's (perhaps asked ahead, and remembered)."""
+    ask_ahead(root, *calls.values())
+    started = {name: start(root, a) for name, a in calls.items() if not asked_ahead(root, a)}
+    return {
+        name: collect(args[0], started[name]) if name in started else run_git(root, *args)
+        for name, args in calls.items()
+    }
 
 
 def _bounded_stat(text: str) -> str:
