@@ -33,7 +33,8 @@ VOLATILE_HANDOFF = frozenset({"id", "created_at"})
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # each model's validator is built when first used: a hook builds only those it uses
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class PackageState(_Model):

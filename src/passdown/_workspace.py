@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 # the runner lives in the light `passdown._git` (the session-start hook uses it alone);
 # these names stay importable from here
@@ -49,6 +49,8 @@ MAX_PATHSPEC_BYTES = 64 * 1024
 class DirtyPath(BaseModel):
     """One line of `git status --porcelain`."""
 
+    model_config = ConfigDict(defer_build=True)  # built when first used
+
     status: str  # the two-letter porcelain v1 code: " M", "A ", "R ", "??", "UU", ...
     path: str
     orig_path: str | None = None  # the old name of a renamed or copied file
@@ -57,6 +59,8 @@ class DirtyPath(BaseModel):
 class DiffFile(BaseModel):
     """One line of `git diff --numstat HEAD`; binary files have no line counts."""
 
+    model_config = ConfigDict(defer_build=True)  # built when first used
+
     path: str
     added: int | None = None
     deleted: int | None = None
@@ -64,6 +68,8 @@ class DiffFile(BaseModel):
 
 
 class WorkspaceSnapshot(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when first used
+
     path: str
     is_git: bool = False
     branch: str | None = None  # None when HEAD is detached

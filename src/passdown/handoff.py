@@ -19,7 +19,8 @@ SCHEMA_ID: Final = "passdown.handoff/1"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # each model's validator is built when first used: a hook builds only those it uses
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Source(_Model):

@@ -61,7 +61,7 @@ NonEmpty = Annotated[str, StringConstraints(min_length=1, pattern=r"^[^\x00]+$")
 class Scope(BaseModel):
     """Who may see a record. `project` is the hard isolation boundary; the others narrow it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     project: NonEmpty
     user: NonEmpty | None = None
@@ -70,7 +70,7 @@ class Scope(BaseModel):
 
 
 class Annotation(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     kind: NonEmpty = Field(description="A canonical handoff section or any other kind.")
     value: str
@@ -79,7 +79,7 @@ class Annotation(BaseModel):
 class Provenance(BaseModel):
     """Who wrote the record, kept exactly as written (never the reader's identity)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     agent: NonEmpty
     session: NonEmpty
@@ -88,7 +88,7 @@ class Provenance(BaseModel):
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="allow", title="Record")
+    model_config = ConfigDict(extra="allow", title="Record", defer_build=True)
 
     id: NonEmpty
     type: RecordType

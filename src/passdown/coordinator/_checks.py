@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from passdown._handoff_package import Fingerprint, HandoffPackage
 from passdown._workspace import dirty_paths, git_head
@@ -23,6 +23,8 @@ MAX_DIGEST_BYTES = 16 * 1024 * 1024
 
 
 class CheckResult(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when first used
+
     name: str
     severity: Literal["error", "warning"]
     ok: bool

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from passdown._package_status import STATUSES as STATUSES
 from passdown._package_status import LifecycleStatus as LifecycleStatus
@@ -47,6 +47,8 @@ MAX_CAS_ATTEMPTS = 50  # each retry means another writer made progress; give up 
 
 
 class StatusEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # built when first used
+
     status: LifecycleStatus
     by: str
     at: str
