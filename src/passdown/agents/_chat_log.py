@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, cast
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import Diagnostics
@@ -42,9 +43,9 @@ class _Entry(msgspec.Struct):
     i: int | None = None
 
 
-_ENTRY = msgspec.json.Decoder(_Entry)
+_ENTRY = LazyDecoder(_Entry)
 _ENCODE = msgspec.json.Encoder().encode
-_ANY = msgspec.json.Decoder()
+_ANY = LazyDecoder()
 
 
 class _Spilled:

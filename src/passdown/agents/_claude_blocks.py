@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 
 NULL = msgspec.Raw(b"null")
@@ -25,10 +26,10 @@ class Block(msgspec.Struct):
     is_error: bool | None = None
 
 
-_BLOCKS = msgspec.json.Decoder(str | list[Block])
+_BLOCKS = LazyDecoder(str | list[Block])
 
 
-def decode_raw(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw) -> Any:
+def decode_raw(decoder: LazyDecoder[Any], raw: msgspec.Raw) -> Any:
     """Decode a nested field; invalid UTF-8 inside it is replaced, not fatal."""
     if is_null(raw):
         return None

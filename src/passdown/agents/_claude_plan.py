@@ -9,6 +9,7 @@ from typing import Protocol, cast
 import msgspec
 
 from passdown._jsonl import read_side_file
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.transcript import Plan, PlanItem, PlanOp, PlanStatus
 
@@ -34,7 +35,7 @@ class TaskFile(msgspec.Struct):
     blockedBy: list[str | int] = []
 
 
-_TASK = msgspec.json.Decoder(TaskFile)
+_TASK = LazyDecoder(TaskFile)
 PLAN_STATUSES = {"pending", "in_progress", "completed", "deleted", "blocked", "cancelled"}
 
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._claude_blocks import NULL as _NULL
 from passdown.agents._claude_blocks import Block as _Block
 from passdown.agents._claude_blocks import decode_raw as _decode_raw
@@ -142,13 +143,13 @@ class _Head(msgspec.Struct):
     sessionId: str | None = None
 
 
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_RECORD = msgspec.json.Decoder(_Record)
-_TYPED_RECORD = msgspec.json.Decoder(_TypedRecord)
-_LOOSE_RECORD = msgspec.json.Decoder(_LooseRecord)
-_HEAD = msgspec.json.Decoder(_Head)
-_INPUT = msgspec.json.Decoder(_ToolInput)
-_OUTCOME = msgspec.json.Decoder(str | _ToolOutcome)
+_ENVELOPE = LazyDecoder(_Envelope)
+_RECORD = LazyDecoder(_Record)
+_TYPED_RECORD = LazyDecoder(_TypedRecord)
+_LOOSE_RECORD = LazyDecoder(_LooseRecord)
+_HEAD = LazyDecoder(_Head)
+_INPUT = LazyDecoder(_ToolInput)
+_OUTCOME = LazyDecoder(str | _ToolOutcome)
 
 
 _TASK_NUMBER = re.compile(r"\bTask #(\d+) created")

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._jsonl import read_side_file
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 
 _AGENT_ID = re.compile(r"\bagentId:\s*([A-Za-z0-9_-]+)")
@@ -27,7 +28,7 @@ class SubagentMeta(msgspec.Struct):
     toolUseId: str | None = None
 
 
-_META = msgspec.json.Decoder(SubagentMeta)
+_META = LazyDecoder(SubagentMeta)
 
 
 class Subagents:

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown._memo import for_short_strings
 from passdown.agents._sqlite_readonly import open_readonly
 from passdown.transcript import Diagnostics, PlanItem
@@ -83,7 +84,7 @@ DECODE_ERRORS = (msgspec.DecodeError, RecursionError)
 
 
 def decode_line(
-    decoder: msgspec.json.Decoder[Any],
+    decoder: LazyDecoder[Any],
     line: bytes,
     offset: int,
     tail_offset: int,
@@ -108,9 +109,7 @@ def decode_line(
         return None
 
 
-def decode_or_none(
-    decoder: msgspec.json.Decoder[Any], data: bytes | msgspec.Raw | str
-) -> object | None:
+def decode_or_none(decoder: LazyDecoder[Any], data: bytes | msgspec.Raw | str) -> object | None:
     """Decode one nested field or side file; anything unreadable gives None."""
     try:
         decoded: object = decoder.decode(data)

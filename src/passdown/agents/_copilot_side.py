@@ -9,8 +9,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-import msgspec
-
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS, is_file, open_sqlite_readonly, read_head
 from passdown.transcript import Diagnostics, PlanItem, PlanOp
 
@@ -22,7 +21,7 @@ _PLAN_STATUS = {
     "blocked": "blocked",
     "pending": "pending",
 }
-_ANY = msgspec.json.Decoder()
+_ANY = LazyDecoder()
 
 
 def workspace_yaml(path: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     TODO_STATUS,
     decode_or_none,
@@ -121,9 +122,9 @@ def model_name(holder: object) -> str | None:
     return name if isinstance(name, str) else None
 
 
-_LIST_RAW = msgspec.json.Decoder(list[msgspec.Raw])
-_DICT_RAW = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_HEADER = msgspec.json.Decoder(Header)
+_LIST_RAW = LazyDecoder(list[msgspec.Raw])
+_DICT_RAW = LazyDecoder(dict[str, msgspec.Raw])
+_HEADER = LazyDecoder(Header)
 
 
 def raw_list(raw: msgspec.Raw) -> list[msgspec.Raw]:
@@ -146,7 +147,7 @@ def bubble_ids(composer: Composer) -> list[str]:
     return ids
 
 
-_ANY = msgspec.json.Decoder()
+_ANY = LazyDecoder()
 
 
 def bubble_events(bubble: Bubble, calls: int, diag: Diagnostics) -> Iterator[Event]:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS, decode_or_none
 from passdown.agents._sqlite_readonly import ReadOnlyDatabase, open_readonly
 
@@ -46,8 +47,8 @@ class _ComposerIndex(msgspec.Struct):
     allComposers: list[msgspec.Raw] = []
 
 
-_INDEX = msgspec.json.Decoder(_ComposerIndex)
-_HEAD = msgspec.json.Decoder(ComposerHead)
+_INDEX = LazyDecoder(_ComposerIndex)
+_HEAD = LazyDecoder(ComposerHead)
 
 
 @dataclass(slots=True)

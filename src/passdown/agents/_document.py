@@ -10,9 +10,8 @@ import re
 from pathlib import Path
 from typing import TypeVar
 
-import msgspec
-
 from passdown._jsonl import MAX_SIDE_FILE_BYTES, open_regular, read_side_file
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.transcript import Diagnostics
 
@@ -37,7 +36,7 @@ def read_document(path: Path, limit: int, diag: Diagnostics, what: str = "") -> 
 
 def decode_document(
     path: Path,
-    decoder: msgspec.json.Decoder[T],
+    decoder: LazyDecoder[T],
     limit: int,
     diag: Diagnostics,
     *,
@@ -58,7 +57,7 @@ def decode_document(
 
 
 def decode_side_file(
-    path: Path, decoder: msgspec.json.Decoder[T], limit: int = MAX_SIDE_FILE_BYTES
+    path: Path, decoder: LazyDecoder[T], limit: int = MAX_SIDE_FILE_BYTES
 ) -> T | None:
     """A side file decoded whole; None, quietly, when it is missing, unreadable, larger
     than `limit` or of another shape (what it would add is left out)."""

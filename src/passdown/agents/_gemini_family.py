@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     DECODE_ERRORS,
     Todo,
@@ -113,13 +114,13 @@ class ToolArgs(msgspec.Struct):
     todos: list[Todo] | None = None
 
 
-_PARTS = msgspec.json.Decoder(str | list[Part] | Part)
-RESPONSE_BODY = msgspec.json.Decoder(ResponseBody)
-_ARGS = msgspec.json.Decoder(ToolArgs)
-_ANY = msgspec.json.Decoder()
+_PARTS = LazyDecoder(str | list[Part] | Part)
+RESPONSE_BODY = LazyDecoder(ResponseBody)
+_ARGS = LazyDecoder(ToolArgs)
+_ANY = LazyDecoder()
 
 
-def lenient(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | bytes) -> Any:
+def lenient(decoder: LazyDecoder[Any], raw: msgspec.Raw | bytes) -> Any:
     """Decode a nested field; a bad or unexpected shape gives None, never an exception."""
     if len(raw) == 0 or (len(raw) == 4 and bytes(raw) == b"null"):
         return None
@@ -134,7 +135,7 @@ def lenient(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | bytes) -> Any
 
 
 def decode_record(
-    decoder: msgspec.json.Decoder[Any],
+    decoder: LazyDecoder[Any],
     line: bytes,
     offset: int,
     tail_offset: int,

@@ -28,6 +28,7 @@ import msgspec
 from ijson.common import ObjectBuilder
 
 from passdown._jsonl import open_regular
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.transcript import Diagnostics
 
@@ -73,7 +74,7 @@ class DocumentStream:
         self.cut_item = False  # the last item given was cut short
         self._values: dict[str, bytes | None] = {}
 
-    def field(self, name: str, decoder: msgspec.json.Decoder[T]) -> T | None:
+    def field(self, name: str, decoder: LazyDecoder[T]) -> T | None:
         raw = self._value(name)
         if raw is None:
             return None

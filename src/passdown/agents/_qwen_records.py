@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.agents._gemini_family import (
     RESPONSE_BODY,
@@ -133,16 +134,16 @@ class _Compression(msgspec.Struct):
     compressedHistory: list[_Content] | None = None
 
 
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_RECORD = msgspec.json.Decoder(_Record)
-_FAST_RECORD = msgspec.json.Decoder(_FastRecord)
-_TELEMETRY = msgspec.json.Decoder(_Telemetry)
-_QMESSAGE = msgspec.json.Decoder(_QMessage)
-_CALL_RESULT = msgspec.json.Decoder(_CallResult)
-_HEAD = msgspec.json.Decoder(_Head)
-_DISPLAY = msgspec.json.Decoder(str | _ShellDisplay)
-_COMPRESSION = msgspec.json.Decoder(_Compression)
-_TODOS = msgspec.json.Decoder(ToolArgs)
+_ENVELOPE = LazyDecoder(_Envelope)
+_RECORD = LazyDecoder(_Record)
+_FAST_RECORD = LazyDecoder(_FastRecord)
+_TELEMETRY = LazyDecoder(_Telemetry)
+_QMESSAGE = LazyDecoder(_QMessage)
+_CALL_RESULT = LazyDecoder(_CallResult)
+_HEAD = LazyDecoder(_Head)
+_DISPLAY = LazyDecoder(str | _ShellDisplay)
+_COMPRESSION = LazyDecoder(_Compression)
+_TODOS = LazyDecoder(ToolArgs)
 _ARGS = _TODOS  # a tool call's arguments
 
 

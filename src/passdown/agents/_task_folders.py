@@ -28,8 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
+from passdown._lazy_json import LazyDecoder
 from passdown.agents import _editors
 from passdown.agents._common import (
     is_dir,
@@ -197,7 +196,7 @@ def read_json(path: Path, limit: int = MAX_INDEX_BYTES) -> object:
     return decode_side_file(path, _ANY, limit)
 
 
-_ANY = msgspec.json.Decoder()
+_ANY = LazyDecoder()
 
 
 def history_facts(item: object, *cwd_keys: str) -> tuple[str, TaskFacts] | None:

@@ -39,7 +39,6 @@ From github.com/cline/cline `src/shared/ExtensionMessage.ts` (`ClineMessage`, `C
 
 from __future__ import annotations
 
-import html
 import re
 from collections import deque
 from collections.abc import Iterator
@@ -327,6 +326,8 @@ def _same_command(ours: str, theirs: str) -> bool:
     """Whether a result's command is the one the UI showed (Roo shows it with its HTML
     entities unescaped)."""
     ours, theirs = ours.strip(), _command_text(theirs.strip())
+    import html  # here: loading the module for discovery needs none of it
+
     return bool(ours) and ours in (theirs, html.unescape(theirs))
 
 

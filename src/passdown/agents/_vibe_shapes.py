@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
+
 
 class Environment(msgspec.Struct):
     working_directory: str | None = None
@@ -162,13 +164,13 @@ class Record(msgspec.Struct):
     payload: Payload | None = None
 
 
-META = msgspec.json.Decoder(Meta)
-CURRENT_DOC = msgspec.json.Decoder(Current)
-MANIFEST = msgspec.json.Decoder(Manifest)
-CHECKPOINT = msgspec.json.Decoder(Checkpoint)
-CHUNK = msgspec.json.Decoder(list[msgspec.Raw])
-ENTRY = msgspec.json.Decoder(Entry)
-ARGS = msgspec.json.Decoder(Args)
-TODOS = msgspec.json.Decoder(list[Todo])
-SHELL = msgspec.json.Decoder(ShellResult)
-RECORD = msgspec.json.Decoder(Record)
+META = LazyDecoder(Meta)
+CURRENT_DOC = LazyDecoder(Current)
+MANIFEST = LazyDecoder(Manifest)
+CHECKPOINT = LazyDecoder(Checkpoint)
+CHUNK = LazyDecoder(list[msgspec.Raw])
+ENTRY = LazyDecoder(Entry)
+ARGS = LazyDecoder(Args)
+TODOS = LazyDecoder(list[Todo])
+SHELL = LazyDecoder(ShellResult)
+RECORD = LazyDecoder(Record)

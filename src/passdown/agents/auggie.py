@@ -38,6 +38,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents import _record_fields
 from passdown.agents._common import (
     decode_or_none,
@@ -108,7 +109,7 @@ _HEAD_ROOT = re.compile(rb'"(?:repository_root|folder_root)"\s*:\s*("(?:[^"\\]|\
 # the first request, as a title: its first 500 characters (it may run past the head)
 _HEAD_REQUEST = re.compile(rb'"request_message"\s*:\s*"((?:[^"\\]|\\.){1,500})')
 _HEAD_CREATED = re.compile(rb'"created"\s*:\s*("[^"]*")')
-_STRING = msgspec.json.Decoder(str)
+_STRING = LazyDecoder(str)
 
 
 class _TextNode(msgspec.Struct):
@@ -182,10 +183,10 @@ class _Args(msgspec.Struct):
     input: object = None
 
 
-_AGENT_STATE = msgspec.json.Decoder(_AgentState)
-_ENTRY = msgspec.json.Decoder(_Entry)
-_TASK = msgspec.json.Decoder(_Task)
-_ARGS = msgspec.json.Decoder(_Args)
+_AGENT_STATE = LazyDecoder(_AgentState)
+_ENTRY = LazyDecoder(_Entry)
+_TASK = LazyDecoder(_Task)
+_ARGS = LazyDecoder(_Args)
 
 
 class Auggie(Agent):

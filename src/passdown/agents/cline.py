@@ -39,6 +39,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents import _record_fields
 from passdown.agents._common import (
     DECODE_ERRORS,
@@ -154,10 +155,10 @@ class _CommandOutcome(msgspec.Struct):
     success: bool | None = None
 
 
-_MANIFEST = msgspec.json.Decoder(_Manifest)
-_MESSAGE = msgspec.json.Decoder(_Message)
-_OUTCOMES = msgspec.json.Decoder(list[_CommandOutcome])
-_ANY = msgspec.json.Decoder()
+_MANIFEST = LazyDecoder(_Manifest)
+_MESSAGE = LazyDecoder(_Message)
+_OUTCOMES = LazyDecoder(list[_CommandOutcome])
+_ANY = LazyDecoder()
 
 
 class ClineCLI(Agent):

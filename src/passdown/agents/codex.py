@@ -18,6 +18,7 @@ from typing import BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader, open_binary
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._codex_tools import (
     command_text,
     embedded_patch,
@@ -151,8 +152,8 @@ class _Payload(msgspec.Struct):
     reason: msgspec.Raw = msgspec.Raw(b"null")
 
 
-_LINE = msgspec.json.Decoder(_Line)
-_PAYLOAD = msgspec.json.Decoder(_Payload)
+_LINE = LazyDecoder(_Line)
+_PAYLOAD = LazyDecoder(_Payload)
 
 
 class _TypedLine(msgspec.Struct):
@@ -161,8 +162,8 @@ class _TypedLine(msgspec.Struct):
     payload: _Payload | None = None
 
 
-_TYPED_LINE = msgspec.json.Decoder(_TypedLine)
-_ANY = msgspec.json.Decoder()
+_TYPED_LINE = LazyDecoder(_TypedLine)
+_ANY = LazyDecoder()
 
 
 class CodexCLI(LineSessionAgent):

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -82,7 +83,7 @@ _BOX_STATUS: dict[str, PlanStatus] = {
 _ERROR_PREFIX = re.compile(r"\AError executing tool [^:]*:\s*(?:Error \(exit code -?\d+\):\s*)?")
 _HEAD_WORKSPACE = re.compile(rb'"workspaceDirectory"\s*:\s*("(?:[^"\\]|\\.)*")')
 _HEAD_TITLE = re.compile(rb'"title"\s*:\s*("(?:[^"\\]|\\.)*")')
-_STRING = msgspec.json.Decoder(str)
+_STRING = LazyDecoder(str)
 # The message after a takeover prompt handed over as a file (`cn -p` needs one).
 LONG_PROMPT_TAIL = "Take over the task described above."
 
@@ -141,9 +142,9 @@ class _Args(msgspec.Struct):
     checklist: object = None
 
 
-_ENTRY = msgspec.json.Decoder(_Entry)
-_INDEXED = msgspec.json.Decoder(list[_Indexed])
-_ARGS = msgspec.json.Decoder(_Args)
+_ENTRY = LazyDecoder(_Entry)
+_INDEXED = LazyDecoder(list[_Indexed])
+_ARGS = LazyDecoder(_Args)
 
 
 class ContinueCLI(Agent):

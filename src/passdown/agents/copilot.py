@@ -26,6 +26,7 @@ from typing import BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -194,10 +195,10 @@ class _Args(msgspec.Struct):
     command: str | None = None
 
 
-_EVENT = msgspec.json.Decoder(_Event)
-_DECODED_EVENT = msgspec.json.Decoder(_DecodedEvent)
-_DATA = msgspec.json.Decoder(_Data)
-_START = msgspec.json.Decoder(_StartEvent)
+_EVENT = LazyDecoder(_Event)
+_DECODED_EVENT = LazyDecoder(_DecodedEvent)
+_DATA = LazyDecoder(_Data)
+_START = LazyDecoder(_StartEvent)
 _HANDLED = frozenset(
     {
         "session.start",
@@ -212,8 +213,8 @@ _HANDLED = frozenset(
         "session.title_changed",
     }
 )
-_ARGS = msgspec.json.Decoder(_Args)
-_ANY = msgspec.json.Decoder()
+_ARGS = LazyDecoder(_Args)
+_ANY = LazyDecoder()
 
 
 class CopilotCLI(LineSessionAgent):
@@ -486,7 +487,7 @@ class _SessionError(msgspec.Struct):
     statusCode: msgspec.Raw = _NULL
 
 
-_SESSION_ERROR = msgspec.json.Decoder(_SessionError)
+_SESSION_ERROR = LazyDecoder(_SessionError)
 
 
 def _session_error(raw: msgspec.Raw, timestamp: str | None) -> Iterator[Event]:

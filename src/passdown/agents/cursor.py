@@ -21,6 +21,7 @@ import msgspec
 
 from passdown import _platform
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     Todo,
     decode_line,
@@ -77,7 +78,7 @@ class _Record(msgspec.Struct):
     content: str | list[_Block] | None = None
 
 
-_RECORD = msgspec.json.Decoder(_Record)
+_RECORD = LazyDecoder(_Record)
 
 
 def workspace_slugs(workspace: Path | str) -> set[str]:

@@ -60,6 +60,7 @@ from typing import ClassVar
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents import _editors
 from passdown.agents._common import decode_or_none, file_mtime, is_file
 from passdown.agents._cursor_events import (
@@ -79,8 +80,8 @@ from passdown.agents.base import Agent, LaunchSpec, SkippedSession, cwd_in_works
 from passdown.errors import LaunchError, SessionNotFound, SessionReadError
 from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Transcript
 
-_COMPOSER = msgspec.json.Decoder(Composer)
-_BUBBLE = msgspec.json.Decoder(Bubble)
+_COMPOSER = LazyDecoder(Composer)
+_BUBBLE = LazyDecoder(Bubble)
 KNOWN_COMPOSER_VERSIONS = frozenset(range(1, 11))  # `_v` seen up to 10 (Dec 2025)
 KNOWN_BUBBLE_VERSIONS = frozenset({1, 2, 3})
 MAX_MESSAGES = 100_000  # headers read per chat: bounds a hostile list

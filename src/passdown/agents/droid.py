@@ -32,6 +32,7 @@ from typing import BinaryIO, cast
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._claude_blocks import NULL, Block, blocks, decode_raw, joined_text
 from passdown.agents._claude_plan import todo_items
 from passdown.agents._common import (
@@ -127,10 +128,10 @@ class _Head(msgspec.Struct):
     timestamp: str | None = None
 
 
-_RECORD = msgspec.json.Decoder(_Record)
-_INPUT = msgspec.json.Decoder(_Input)
-_HEAD = msgspec.json.Decoder(_Head)
-_ANY = msgspec.json.Decoder()
+_RECORD = LazyDecoder(_Record)
+_INPUT = LazyDecoder(_Input)
+_HEAD = LazyDecoder(_Head)
+_ANY = LazyDecoder()
 
 
 def cwd_slug(cwd: str) -> str:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tomllib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +47,7 @@ from typing import BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader, read_side_file
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     decode_line,
     decode_or_none,
@@ -112,8 +112,8 @@ class _Line(msgspec.Struct):
     metadata: _Meta | None = None
 
 
-_LINE = msgspec.json.Decoder(_Line)
-_ARGS = msgspec.json.Decoder(dict[str, object])
+_LINE = LazyDecoder(_Line)
+_ARGS = LazyDecoder(dict[str, object])
 
 
 def logs_dir() -> Path:
@@ -193,6 +193,8 @@ def _workspace_of(folder: Path) -> str | None:
 
 def _chat_config(folder: Path) -> dict[str, str]:
     """`[chat]` of the conversation's config.toml, its text values only (bounded read)."""
+    import tomllib  # here: loading the module for discovery needs none of it
+
     data = read_side_file(folder / "config.toml")
     if data is None:
         return {}

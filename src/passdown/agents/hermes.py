@@ -46,6 +46,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     TODO_STATUS,
     decode_or_none,
@@ -111,10 +112,10 @@ class _Output(msgspec.Struct):
     todos: list[_Todo] | None = None
 
 
-_CALLS = msgspec.json.Decoder(list[_Call])
-_ARGS = msgspec.json.Decoder(dict[str, object])
-_OUTPUT = msgspec.json.Decoder(_Output)
-_TODOS = msgspec.json.Decoder(list[_Todo])
+_CALLS = LazyDecoder(list[_Call])
+_ARGS = LazyDecoder(dict[str, object])
+_OUTPUT = LazyDecoder(_Output)
+_TODOS = LazyDecoder(list[_Todo])
 
 
 def hermes_home() -> Path:
@@ -303,7 +304,7 @@ class _Dump(msgspec.Struct):
     error: Error | None = None
 
 
-_DUMP = msgspec.json.Decoder(_Dump)
+_DUMP = LazyDecoder(_Dump)
 _DUMP_MAX_BYTES = 8 << 20  # a dump holds the whole request: larger ones are not read
 
 

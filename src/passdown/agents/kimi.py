@@ -34,6 +34,7 @@ from typing import BinaryIO
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     TODO_STATUS,
     decode_line,
@@ -170,11 +171,11 @@ class _Registry(msgspec.Struct):
     work_dirs: list[_WorkDir] = []
 
 
-_RECORD = msgspec.json.Decoder(_Record)
-_ARGS = msgspec.json.Decoder(_Args)
-_TODOS = msgspec.json.Decoder(list[_Todo])
-_STATE = msgspec.json.Decoder(_State)
-_REGISTRY = msgspec.json.Decoder(_Registry)
+_RECORD = LazyDecoder(_Record)
+_ARGS = LazyDecoder(_Args)
+_TODOS = LazyDecoder(list[_Todo])
+_STATE = LazyDecoder(_State)
+_REGISTRY = LazyDecoder(_Registry)
 
 
 def folder_name(cwd: str) -> str:

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, cast
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     DECODE_ERRORS,
     first_error_line,
@@ -117,9 +118,9 @@ class _Revert(msgspec.Struct):
     partID: str | None = None
 
 
-_MESSAGE = msgspec.json.Decoder(_MessageData)
-_PART = msgspec.json.Decoder(_Part)
-_REVERT = msgspec.json.Decoder(_Revert)
+_MESSAGE = LazyDecoder(_MessageData)
+_PART = LazyDecoder(_Part)
+_REVERT = LazyDecoder(_Revert)
 
 
 class OpenCode(Agent):
@@ -430,7 +431,7 @@ class _SessionReader:
                 result.error = first_error_line(output if isinstance(output, str) else state.output)
         yield result
 
-    def _decode(self, decoder: msgspec.json.Decoder[Any], data: object) -> object | None:
+    def _decode(self, decoder: LazyDecoder[Any], data: object) -> object | None:
         self.diag.lines += 1
         decoded = _decode_column(decoder, data)
         if decoded is None:
@@ -442,7 +443,7 @@ class _SessionReader:
         self.digest.update(data.encode("utf-8", "replace") if isinstance(data, str) else b"")
 
 
-_ANY = msgspec.json.Decoder()
+_ANY = LazyDecoder()
 _ERROR_NAMES = {
     "ProviderAuthError": "auth",
     "MessageAbortedError": "interrupted",
@@ -546,7 +547,7 @@ def _seconds(millis: object) -> float:
     return millis / 1000 if isinstance(millis, (int, float)) and millis > 0 else 0.0
 
 
-def _decode_column(decoder: msgspec.json.Decoder[Any], data: object) -> object | None:
+def _decode_column(decoder: LazyDecoder[Any], data: object) -> object | None:
     """A JSON column (text or blob) decoded into its typed shape, or None."""
     raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
     if not isinstance(raw, bytes):

@@ -38,6 +38,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._jsonl import read_side_file
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -174,10 +175,10 @@ class _Task(msgspec.Struct):
     status: str | None = None
 
 
-_BASE_STATE = msgspec.json.Decoder(_BaseState)
-_EVENT = msgspec.json.Decoder(_Event)
-_ARGS = msgspec.json.Decoder(_Args)
-_TASKS = msgspec.json.Decoder(list[_Task])
+_BASE_STATE = LazyDecoder(_BaseState)
+_EVENT = LazyDecoder(_Event)
+_ARGS = LazyDecoder(_Args)
+_TASKS = LazyDecoder(list[_Task])
 
 
 class OpenHandsCLI(Agent):

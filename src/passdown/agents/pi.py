@@ -23,6 +23,7 @@ from pathlib import Path
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -136,9 +137,9 @@ class _Header(msgspec.Struct):
     timestamp: str | None = None
 
 
-_ENVELOPE = msgspec.json.Decoder(_Envelope)
-_ENTRY = msgspec.json.Decoder(_Entry)
-_HEADER = msgspec.json.Decoder(_Header)
+_ENVELOPE = LazyDecoder(_Envelope)
+_ENTRY = LazyDecoder(_Entry)
+_HEADER = LazyDecoder(_Header)
 
 
 def encode_cwd(cwd: str) -> str:

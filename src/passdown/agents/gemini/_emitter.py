@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
 from passdown.agents._endings import api_error_ending
 from passdown.agents._gemini_family import (
@@ -68,9 +69,9 @@ class _LooseMessage(msgspec.Struct):
     model: Any = None
 
 
-_MESSAGE = msgspec.json.Decoder(MessageRecord)
-_LOOSE_MESSAGE = msgspec.json.Decoder(_LooseMessage)
-_TOOL_RECORDS = msgspec.json.Decoder(list[ToolRecord])
+_MESSAGE = LazyDecoder(MessageRecord)
+_LOOSE_MESSAGE = LazyDecoder(_LooseMessage)
+_TOOL_RECORDS = LazyDecoder(list[ToolRecord])
 
 
 def decode_message(blob: bytes) -> MessageRecord | None:

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._gemini_family import decode_record
 from passdown.agents.gemini._emitter import Emitter, MessageRecord, decode_message
 from passdown.transcript import Event, SessionInfo
@@ -26,7 +27,7 @@ class _Legacy(msgspec.Struct):
     messages: list[MessageRecord] | None = None
 
 
-_LEGACY = msgspec.json.Decoder(_Legacy)
+_LEGACY = LazyDecoder(_Legacy)
 
 
 def read_legacy(path: Path, emitter: Emitter) -> Iterator[Event]:

@@ -38,6 +38,7 @@ import msgspec
 
 from passdown import _platform
 from passdown._jsonl import LineReader, line_limit, seekable
+from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS, file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
@@ -90,12 +91,12 @@ class _FullLine(msgspec.Struct):
     set: _FullPatch | None = msgspec.field(default=None, name="$set")
 
 
-_CONTROL = msgspec.json.Decoder(_Control)
+_CONTROL = LazyDecoder(_Control)
 _BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
 _READ_PAIRS = 1 << 12  # stashed (offset, index) pairs read back at a time (64 KiB)
 _TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
 _TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
-_FULL_LINE = msgspec.json.Decoder(_FullLine)
+_FULL_LINE = LazyDecoder(_FullLine)
 
 
 # -- pass 1: replay the log into the live message list ----------------------------------
