@@ -37,7 +37,6 @@ import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
@@ -80,8 +79,7 @@ FINGERPRINT_SPAN = 64 * 1024
 How = Literal["full", "resumed", "refused", "off", "unsupported"]
 
 
-@dataclass(slots=True)
-class Reading:
+class Reading(msgspec.Struct):
     """How an export read its session file: `offset` where it started, `bytes` how many
     it read from there. `how`: "resumed" (from a checkpoint), "full" (from the start;
     "refused" when a checkpoint was there and could not be used), "off"
@@ -212,8 +210,7 @@ def checkpoint_path(agent: str, path: Path) -> Path:
     return data_dir().resolve() / CHECKPOINTS_DIR / f"{agent}-{key.hexdigest()[:32]}.msgpack"
 
 
-@dataclass
-class _Resumed:
+class _Resumed(msgspec.Struct):
     agent: Agent
     ref: SessionRef
     seen: SeenEvents
@@ -425,8 +422,7 @@ def _begin(reader: ResumableReader, fd: int, bounds: tuple[int, int, int], path:
         raise SessionReadError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-@dataclass(slots=True)
-class _Snapshot:
+class _Snapshot(msgspec.Struct):
     offset: int
     digest: ChainState
     info: SessionInfo

@@ -16,8 +16,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from passdown.errors import PassdownError
 
@@ -25,8 +26,7 @@ CHECKPOINTS_DIR = "checkpoints"  # under the data folder
 STALE_AFTER_DAYS = 30  # a checkpoint unused this long is removed
 
 
-@dataclass(slots=True)
-class PendingCheckpoint:
+class PendingCheckpoint(msgspec.Struct):
     """A checkpoint to write (`data`) or to remove (None), once the export it belongs to
     has succeeded."""
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -71,12 +70,11 @@ PENDING_KEEP = 4096  # tool calls awaiting a result; past it the oldest counts a
 OPEN_FAILURES = 16  # unresolved failures remembered for "fixed later" (the newest ones)
 
 
-@dataclass(slots=True)
-class Extracted:
+class Extracted(msgspec.Struct):
     task: Task
     state: State
     session_start: str | None = None
-    ended: Ended = field(default_factory=Ended)
+    ended: Ended = msgspec.field(default_factory=Ended)
 
 
 # grep, test, diff and the like exit 1 to answer "no"; a session reruns the same probes

@@ -10,14 +10,12 @@ the first call `decode` is the built decoder's own method, as fast as calling it
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 import msgspec
 
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
-
 T = TypeVar("T")
+Buffer = Any  # what msgspec decodes: str, bytes or any object with the buffer protocol
 
 
 class LazyDecoder(Generic[T]):

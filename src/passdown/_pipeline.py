@@ -8,10 +8,11 @@ import fnmatch
 import os
 import re
 import uuid
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from passdown import _platform
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES, Extracted, extract
@@ -33,8 +34,7 @@ MAX_MESSAGES_LIMIT = 100_000
 MAX_CHARS_LIMIT = 100_000_000
 
 
-@dataclass(slots=True)
-class ExportOptions:
+class ExportOptions(msgspec.Struct):
     max_messages: int = DEFAULT_MAX_MESSAGES
     max_chars: int = DEFAULT_MAX_CHARS
     target_agent: str | None = None
@@ -50,23 +50,23 @@ class ExportOptions:
             raise UsageError(f"--max-chars must be from 1,000 to {MAX_CHARS_LIMIT:,}")
 
 
-@dataclass(slots=True)
-class Selection:
+class Selection(msgspec.Struct):
     agent: Agent
     ref: SessionRef
     workspace: Path
-    notes: list[str] = field(default_factory=list)  # how the workspace was chosen, as warnings
+    notes: list[str] = msgspec.field(
+        default_factory=list
+    )  # how the workspace was chosen, as warnings
     reading: Reading | None = None  # how its file was read, once it was
 
 
-@dataclass(slots=True)
-class WrittenHandoff:
+class WrittenHandoff(msgspec.Struct):
     handoff: Handoff
     folder: Path
     markdown_path: Path
     json_path: Path
     record_id: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     reading: Reading | None = None  # how the session file was read (`--json`, `-v`)
     # the active handoff this export repeats (nothing stored; `coordinator._unchanged`),
     # and whether its files were already in place
@@ -525,8 +525,7 @@ def planned_handoff(handoff: Handoff, out_dir: Path) -> WrittenHandoff:
     )
 
 
-@dataclass(slots=True)
-class StagedHandoff:
+class StagedHandoff(msgspec.Struct):
     """HANDOFF.md, handoff.json, their history copies and the git exclude line, written
     where nobody sees them yet (`_filebatch.FileBatch`): `commit` makes them visible,
     `discard` leaves the disk as it was."""

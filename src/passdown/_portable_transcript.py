@@ -5,14 +5,13 @@ recent messages; this picks from them at the end."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from passdown.handoff import TranscriptEntry
 from passdown.transcript import Message
 
 
-@dataclass
-class Budget:
+class Budget(msgspec.Struct):
     """How much of the conversation a handoff carries word for word."""
 
     max_messages: int

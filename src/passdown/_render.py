@@ -6,7 +6,7 @@ Details follow for whoever needs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from passdown._text import one_line, safe_text
 from passdown.handoff import Handoff
@@ -111,17 +111,16 @@ def summary_block(h: Handoff) -> str:
     return "\n".join(f"- {line}" for line in lines)
 
 
-@dataclass(slots=True)
-class _Section:
+class _Section(msgspec.Struct):
     """A part of HANDOFF.md the document budget can shorten: its items go one by one
     (from the start or the end) and the cut is marked; `required` items never go."""
 
     head: list[str]
-    items: list[list[str]] = field(default_factory=list)
-    tail: list[str] = field(default_factory=list)
+    items: list[list[str]] = msgspec.field(default_factory=list)
+    tail: list[str] = msgspec.field(default_factory=list)
     rank: int = 0  # the order sections are cut in (lowest first); 0: never cut
     from_end: bool = False  # cut the last items first (else the first)
-    required: set[int] = field(default_factory=set)  # indices of items that always stay
+    required: set[int] = msgspec.field(default_factory=set)  # indices of items that always stay
     cut: int = 0
 
     def escaped(self) -> _Section:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+
+import msgspec
 
 from passdown._memo import for_short_strings
 from passdown.transcript import Event, ToolCall
@@ -18,15 +19,14 @@ MAX_KEPT_COMMANDS = 2000
 MAX_KEPT_COMMAND_CHARS = 2_000_000
 
 
-@dataclass(slots=True)
-class SeenEvents:
+class SeenEvents(msgspec.Struct):
     """Counts the events on their way to extraction and keeps the distinct command lines
     that could have changed a file (the handoff keeps only the recent commands; the
     attribution of git's changes needs every one that could explain a change, and none
     of those that only read: `ls`, `cat`, `rg`, `sed -n`, `git diff`...)."""
 
     count: int = 0
-    _kept: dict[str, None] = field(default_factory=dict)  # insertion order = last use
+    _kept: dict[str, None] = msgspec.field(default_factory=dict)  # insertion order = last use
     _chars: int = 0
 
     @property

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+
+import msgspec
 
 from passdown._memo import for_short_strings
 
@@ -102,8 +103,7 @@ _REDIRECT = re.compile(r"\d*[<>]")
 _SEGMENT = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
 
 
-@dataclass(frozen=True, slots=True)
-class TestRun:
+class TestRun(msgspec.Struct, frozen=True):
     runner: str
     selectors: tuple[str, ...]  # test ids, files, folders, modules (none: the whole suite)
     filters: tuple[str, ...]  # -k/-m/--run expressions that narrow the selection
@@ -116,8 +116,7 @@ def covers(passed: str, failed: str) -> bool:
     return Run.of(passed).covers(Run.of(failed))
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
+class Run(msgspec.Struct, frozen=True):
     """A command, parsed once: its normalised text and, for a test runner, what it ran."""
 
     text: str

@@ -13,7 +13,6 @@ large session yields millions of them) rather than pydantic models; the handoff 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -35,8 +34,7 @@ EndReason = Literal[
 ]
 
 
-@dataclass(slots=True)
-class SessionRef:
+class SessionRef(msgspec.Struct):
     """A session found on disk: enough to list and select it without reading it."""
 
     agent: str
@@ -83,8 +81,7 @@ PLAN_KEEP = 1000
 _CLOSED = ("completed", "cancelled")
 
 
-@dataclass(slots=True)
-class Plan:
+class Plan(msgspec.Struct):
     """The plan as replayed, id -> item in plan order, bounded: the one replay that
     extraction and the readers checking a plan share.
 
@@ -95,7 +92,7 @@ class Plan:
     `PLAN_KEEP` (the oldest closed items first, then the newest pending ones, then the
     oldest of the rest) and the cut is counted in `dropped`: amortised O(1) per operation whatever repeats."""
 
-    items: dict[str, PlanItem] = field(default_factory=dict)
+    items: dict[str, PlanItem] = msgspec.field(default_factory=dict)
     counter: int = 0  # items created so far: a created item without an id takes its number
     set_aside: int = 0
     dropped: int = 0
@@ -208,8 +205,7 @@ class SessionEnding(msgspec.Struct):
 Event = Message | ToolCall | ToolResult | Compaction | PlanOp | SubagentNote | SessionEnding
 
 
-@dataclass(slots=True)
-class SessionInfo:
+class SessionInfo(msgspec.Struct):
     """Facts about the session, filled in by the adapter while it reads."""
 
     agent: str
@@ -217,7 +213,7 @@ class SessionInfo:
     path: Path
     cwd: str | None = None
     agent_version: str | None = None
-    models: list[str] = field(default_factory=list)
+    models: list[str] = msgspec.field(default_factory=list)
     started_at: str | None = None
     updated_at: str | None = None
     git_branch: str | None = None
@@ -228,18 +224,17 @@ class SessionInfo:
             self.models.append(model)
 
 
-@dataclass(slots=True)
-class Diagnostics:
+class Diagnostics(msgspec.Struct):
     """What the reader skipped or could not read; surfaced as warnings, never raised."""
 
     lines: int = 0
     bad_lines: int = 0
     torn_last_line: bool = False
     oversized_lines: int = 0
-    unknown_types: dict[str, int] = field(default_factory=dict)
+    unknown_types: dict[str, int] = msgspec.field(default_factory=dict)
     off_branch_records: int = 0
     sidechain_records: int = 0
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def unknown(self, record_type: str) -> None:
         # A type name is the session's own text: bounded, so a hostile 20 MB `type` costs
@@ -275,8 +270,7 @@ class Diagnostics:
         return out
 
 
-@dataclass(slots=True)
-class Transcript:
+class Transcript(msgspec.Struct):
     """A session being read. Iterate `events()` once; `info` and `diagnostics` are
     complete after the iteration ends."""
 

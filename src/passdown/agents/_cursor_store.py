@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -51,8 +50,7 @@ _INDEX = LazyDecoder(_ComposerIndex)
 _HEAD = LazyDecoder(ComposerHead)
 
 
-@dataclass(slots=True)
-class Chat:
+class Chat(msgspec.Struct):
     """A chat found in a workspace's list, before its content is read."""
 
     composer_id: str

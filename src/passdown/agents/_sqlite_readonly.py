@@ -66,10 +66,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
+
+import msgspec
 
 BUSY_TIMEOUT = 2.0  # seconds our statement waits for the owner's commit to finish
 
@@ -77,8 +78,7 @@ Journal = Literal["rollback", "wal", "unknown"]
 How = Literal["shared", "wal-shared", "wal-private-index", "immutable"]
 
 
-@dataclass(slots=True)
-class ReadOnlyDatabase:
+class ReadOnlyDatabase(msgspec.Struct):
     """An open read-only connection, how it was opened, and a warning for the reader's
     diagnostics when what it reads may be stale or part of an unfinished write."""
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from passdown._lazy_json import LazyDecoder
 from passdown.agents import _editors
@@ -58,8 +59,7 @@ API_HISTORY = "api_conversation_history.json"
 _EDITED_SOURCES = {"cline_edited": "files_in_context", "roo_edited": "files_in_context"}
 
 
-@dataclass(slots=True)
-class TaskFacts:
+class TaskFacts(msgspec.Struct):
     """What an extension's history says about one task."""
 
     cwd: str | None = None

@@ -19,7 +19,6 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
 
@@ -32,16 +31,14 @@ if TYPE_CHECKING:
     from passdown.agents._tree_forward import StraightLine
 
 
-@dataclass(slots=True)
-class Node:
+class Node(msgspec.Struct):
     """One record's place in the tree, as an agent module reads it in pass 1."""
 
     id: str
     parent: str | None
 
 
-@dataclass(slots=True)
-class LeafHint:
+class LeafHint(msgspec.Struct):
     """A record naming the newest leaf (Claude's `last-prompt.leafUuid`); it counts only
     when it comes after every tree record in the file."""
 
@@ -52,14 +49,13 @@ class LeafHint:
 NodeReader = Callable[[int, bytes, int], "Node | LeafHint | None"]
 
 
-@dataclass(slots=True)
-class Branch:
+class Branch(msgspec.Struct):
     """The active branch as runs of consecutive lines: flat pairs (offset of a run's first
     line, offset of its last line), newest run first. A session without rewinds is a few
     runs split only by the lines outside the tree, so this stays small however long the
     session is (one offset per record grew by 10 MB per GB)."""
 
-    runs: array[int] = field(default_factory=lambda: array("q"))
+    runs: array[int] = msgspec.field(default_factory=lambda: array("q"))
     broken: bool = False  # a parent is missing: read every tree record in file order
 
     def record_count(self) -> int:
@@ -94,8 +90,7 @@ class _RecentIds:
         return record_id in self.ids
 
 
-@dataclass(slots=True)
-class Walk:
+class Walk(msgspec.Struct):
     """Pass 1 over the file, or over one window of it: the branch's runs in the window,
     the leaf the walk started from and where it would go on before the window."""
 
@@ -256,8 +251,7 @@ class StraightDecoder(BranchDecoder, Protocol):
         without its newline (-1: none so far)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TreeFormat:
+class TreeFormat(msgspec.Struct, frozen=True):
     """How one agent's tree session is read: pass 1's view of a line, pass 2's decoder
     (continuing from a saved state, or None), and the pass options."""
 

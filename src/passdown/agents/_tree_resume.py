@@ -15,7 +15,6 @@ with pass 1 if the session turns out not to be a straight line.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 from collections.abc import Iterator
 from itertools import chain
@@ -293,5 +292,5 @@ class _FdView:
 
 def _reset(diag: Diagnostics) -> None:
     fresh = Diagnostics()
-    for item in dataclasses.fields(Diagnostics):
-        setattr(diag, item.name, getattr(fresh, item.name))
+    for name in Diagnostics.__struct_fields__:
+        setattr(diag, name, getattr(fresh, name))

@@ -9,9 +9,10 @@ import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
+
+import msgspec
 
 from passdown import _platform
 from passdown.errors import AmbiguousSession, SessionNotFound, SessionReadError, UsageError
@@ -21,17 +22,15 @@ from passdown.transcript import Diagnostics, Event, SessionInfo, SessionRef, Too
 EventProducer = Callable[[SessionInfo, Diagnostics], Iterator[Event]]
 
 
-@dataclass(slots=True)
-class LaunchSpec:
+class LaunchSpec(msgspec.Struct):
     """How to start an agent: an argv list (never a shell string) and extra env."""
 
     argv: list[str]
     cwd: Path
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class SkippedSession:
+class SkippedSession(msgspec.Struct, frozen=True):
     """A session file discovery found but could not open (chmod 000, an unreadable
     mount): it cannot say which workspace it ran in, so it is reported, not listed."""
 
@@ -43,8 +42,7 @@ class SkippedSession:
         return f"{self.path} ({self.reason})"
 
 
-@dataclass(slots=True)
-class Discovered:
+class Discovered(msgspec.Struct):
     """The sessions one discovery found, newest first, and the session files it had to
     skip because they could not be opened (newest first too)."""
 

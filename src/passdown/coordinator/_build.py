@@ -8,9 +8,10 @@ its value came from (`caller`, `session`, `feature_list`, `progress:<file>`, `gi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from passdown._handoff_package import HandoffPackage, PackageState
 from passdown._workspace import WorkspaceSnapshot
@@ -18,8 +19,7 @@ from passdown.coordinator._project_files import FEATURE_LIST, FeatureList, Progr
 from passdown.handoff import Handoff, PlanEntry, Source, State, Task
 
 
-@dataclass(slots=True)
-class Overrides:
+class Overrides(msgspec.Struct):
     """Caller-supplied values; None means "derive it"."""
 
     summary: str | None = None
@@ -31,8 +31,7 @@ class Overrides:
     request: str | None = None
 
 
-@dataclass(slots=True)
-class Composed:
+class Composed(msgspec.Struct):
     state: PackageState
     recent_files: list[str]
     summary: str
@@ -68,8 +67,7 @@ def base_state(h: Handoff) -> tuple[PackageState, list[str]]:
     return state, [f.path for f in h.state.files_touched]
 
 
-@dataclass(slots=True)
-class Base:
+class Base(msgspec.Struct):
     """What a package is built on: a session's or a stored package's state.
     `source` names it in the provenance ("session", "recovered:<id>")."""
 

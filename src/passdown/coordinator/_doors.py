@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from passdown import _pipeline as pipeline
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
 MAX_RACE_RETRIES = 3  # another export published first: prepare again on top of it
 
 
-@dataclass(slots=True)
-class HandoffRequest:
+class HandoffRequest(msgspec.Struct):
     """What a door asks for; the same fields as `passdown export`'s options."""
 
     source: str = "auto"
@@ -49,8 +49,7 @@ class HandoffRequest:
         return "session" if self.target is not None and self.target == picked_agent else "agent"
 
 
-@dataclass(slots=True)
-class Prepared:
+class Prepared(msgspec.Struct):
     coordinator: HandoffCoordinator
     package: HandoffPackage
     selection: pipeline.Selection

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from passdown import _pipeline as pipeline
 from passdown._handoff_package import ChildRef, HandoffPackage
@@ -65,18 +66,17 @@ PARALLEL_DIR = "parallel"
 ENV_HANDOFF_ID = "PASSDOWN_HANDOFF_ID"
 
 
-@dataclass
-class ExecuteResult:
+class ExecuteResult(msgspec.Struct):
     package: HandoffPackage
-    checks: list[CheckResult] = field(default_factory=list)
+    checks: list[CheckResult] = msgspec.field(default_factory=list)
     written: pipeline.WrittenHandoff | None = None
     stored: bool = False
     launched: bool = False
     already_launched: bool = False  # an earlier execute of this package started the agent
     exit_code: int | None = None
     argv: list[str] | None = None
-    children: list[ExecuteResult] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    children: list[ExecuteResult] = msgspec.field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -86,8 +86,7 @@ class ExecuteResult:
 OnLaunch = Callable[["LaunchSpec", ExecuteResult], None]
 
 
-@dataclass(slots=True)
-class ExecuteOptions:
+class ExecuteOptions(msgspec.Struct):
     """How to execute a package (the keywords of `HandoffCoordinator.execute_handoff`)."""
 
     launch: bool | None = None
@@ -519,7 +518,7 @@ def _execute_parallel(
 
 
 def _child_options(opts: ExecuteOptions, *, launch: bool, out_dir: Path | None) -> ExecuteOptions:
-    return replace(opts, launch=launch, out_dir=out_dir)
+    return msgspec.structs.replace(opts, launch=launch, out_dir=out_dir)
 
 
 def child_package(ctx: ProjectContext, parent: HandoffPackage, ref: ChildRef) -> HandoffPackage:

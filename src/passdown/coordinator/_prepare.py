@@ -11,9 +11,10 @@ Nothing is written or stored here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from passdown import _pipeline as pipeline
 from passdown._budgets import shorten_texts
@@ -35,8 +36,7 @@ if TYPE_CHECKING:
     from passdown.handoff import Handoff
 
 
-@dataclass(slots=True)
-class PrepareRequest:
+class PrepareRequest(msgspec.Struct):
     """What the caller asked for (the arguments of `prepare_handoff`, resolved)."""
 
     source_agent: str
@@ -45,13 +45,12 @@ class PrepareRequest:
     overrides: build.Overrides
     budget: int  # characters for the compacted handoff
     max_tokens: int | None = None
-    targets: list[str] = field(default_factory=list)  # parallel: one agent per child
+    targets: list[str] = msgspec.field(default_factory=list)  # parallel: one agent per child
     worktrees: bool = False
     worktree_root: str | os.PathLike[str] | None = None
 
 
-@dataclass(slots=True)
-class Start:
+class Start(msgspec.Struct):
     """What the package is built on: the full handoff it extends (None: the project
     files alone), the state taken from it, and for a recovery where it came from."""
 
@@ -60,19 +59,17 @@ class Start:
     recovery: RecoveryInfo | None = None
 
 
-@dataclass(slots=True)
-class SessionNumber:
+class SessionNumber(msgspec.Struct):
     value: int
     source: Literal["caller", "store", "none"]
 
 
-@dataclass(slots=True)
-class Position:
+class Position(msgspec.Struct):
     """The package's place in the project's history."""
 
     number: SessionNumber
     previous_id: str | None  # the active handoff it is prepared on top of
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 # -- the start ---------------------------------------------------------------------------

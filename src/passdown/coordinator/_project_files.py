@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 FEATURE_LIST = "feature_list.json"
 PROGRESS_FILES = ("claude-progress.txt", "PROGRESS.md")
@@ -28,8 +29,7 @@ _IN_PROGRESS = {"in_progress", "in-progress", "in progress", "wip", "current", "
 _DONE = {"done", "passing", "passed", "completed", "complete"}
 
 
-@dataclass(slots=True)
-class Feature:
+class Feature(msgspec.Struct):
     id: str
     description: str = ""
     passes: bool = False
@@ -37,10 +37,9 @@ class Feature:
     note: str | None = None
 
 
-@dataclass(slots=True)
-class FeatureList:
+class FeatureList(msgspec.Struct):
     path: Path
-    features: list[Feature] = field(default_factory=list)
+    features: list[Feature] = msgspec.field(default_factory=list)
     error: str | None = None
 
     @property
@@ -56,11 +55,10 @@ class FeatureList:
         return {f.id: f for f in self.features}
 
 
-@dataclass(slots=True)
-class ProgressNotes:
+class ProgressNotes(msgspec.Struct):
     path: Path
-    blockers: list[str] = field(default_factory=list)
-    next_steps: list[str] = field(default_factory=list)
+    blockers: list[str] = msgspec.field(default_factory=list)
+    next_steps: list[str] = msgspec.field(default_factory=list)
     text: str = ""
 
 

@@ -25,7 +25,6 @@ Pass 2 reads the lines again in blocks.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import os
 import re
 from array import array
@@ -142,7 +141,7 @@ class Replay:
             self._run(None, 0)
         except Untrackable:
             self.live.spill.close()
-            for name in (f.name for f in dataclasses.fields(Diagnostics)):
+            for name in Diagnostics.__struct_fields__:
                 setattr(self.diag, name, getattr(diag_before, name))
             self.live = LiveList.for_file(self.path)
             self.best_extra = {}

@@ -22,7 +22,6 @@ all, as before spilling existed).
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 from array import array
 from collections.abc import Callable, Iterator
@@ -174,7 +173,7 @@ class ResumableReplay:
             pass
         replay = self.replay
         replay.close()
-        for name in (f.name for f in dataclasses.fields(Diagnostics)):
+        for name in Diagnostics.__struct_fields__:
             setattr(replay.diag, name, getattr(diag, name))
         self.replay = Replay(self.info.path, self.info, replay.diag, key=stable_key)
         self.replay.live.frozen_digest = self.replay.live.digest(0)
