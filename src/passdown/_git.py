@@ -334,13 +334,17 @@ _SCOPE_NAME_MAX = 100
 def scope_setting(root: Path) -> str | None:
     """The project name `root`'s committed `.passdown.toml` gives (None: no file, or no
     `project` in it); ValueError naming the problem when the file cannot be used."""
-    import tomllib
-
     try:
-        data = tomllib.loads((root / SCOPE_FILE).read_text(encoding="utf-8"))
+        text = (root / SCOPE_FILE).read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{root / SCOPE_FILE}: {exc}") from None
+    import tomllib  # only for a repository that has the file
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{root / SCOPE_FILE}: {exc}") from None
     value = data.get("project")
     if value is None:
