@@ -261,10 +261,16 @@ def test_two_sessions_starting_at_once_claim_once(
         if POINTER in r.text() and f"codex session {source_session}" in r.text()
     }
     log = _hook_log(agent_env)
-    if len(pointed) != 1 or log.count(f"pickup codex claimed {handoff_id}") != 1:
-        # in full: an assertion's message is cut short in CI's output
-        pytest.fail(f"pointed: {sorted(map(str, pointed))}\nhandoff: {handoff_id}\n{log}")
     claims = [c for c in _claims(env, workspace) if c["title"].endswith(" claimed")]
+    if len(pointed) != 1 or log.count(f"pickup codex claimed {handoff_id}") != 1:
+        # in full: an assertion's message is cut short in CI's output; who claimed (the
+        # status record's provenance) and what each session was sent say where it broke
+        sent = {str(r.body.get("prompt_cache_key")): r.text()[:2000] for r in requests
+                if isinstance(r.body, dict)}  # fmt: skip
+        pytest.fail(
+            f"pointed: {sorted(map(str, pointed))}\nhandoff: {handoff_id}\n{log}\n"
+            f"claims: {json.dumps(claims, indent=1)}\nsent: {json.dumps(sent, indent=1)}"
+        )
     assert [c["title"] for c in claims] == [f"{handoff_id} claimed"], claims
 
 

@@ -71,10 +71,12 @@ def run_hook(agent: str, args: list[str], stdin_text: str | None) -> int:
         payload = _payload(integration, args, stdin_text)
         event = integration.event(payload)
         if event == SESSION_START:
-            output = _pickup(integration, payload)
-            if output:
+            output, outcome = _pickup(integration, payload)
+            if output:  # the pointer first: a claimed handoff must reach its session
                 sys.stdout.write(output + "\n")
                 sys.stdout.flush()
+            if outcome:
+                _log(f"pickup {integration.agent} {outcome}")
             return 0
         spec = integration.session_spec(payload)
         if spec is None:  # the newest session of the folder may be another one's
@@ -191,20 +193,22 @@ def _remember_failure(
         _log(f"warning {integration.agent}: could not remember the failure: {exc}")
 
 
-def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> str | None:
+def _pickup(
+    integration: HookIntegration, payload: dict[str, Any]
+) -> tuple[str | None, str | None]:
+    """(what to print for the agent, the outcome to log): the caller prints, then logs."""
     from passdown.integrations._continuity import first_time_for_session, pickup
 
     session = integration.session_id(payload)
     if payload.get("source") == "clear":
-        _log(f"pickup {integration.agent} cleared")  # the user asked for a fresh context
-        return None
+        return None, "cleared"  # the user asked for a fresh context
     if integration.pickup_once_per_session and not first_time_for_session(
         integration.agent, session
     ):
-        return None
+        return None, None
     result = pickup(integration.agent, integration.session_id(payload), integration.cwd(payload))
-    _log(f"pickup {integration.agent} {result.outcome}")
-    return integration.context_output(result.pointer) if result.pointer else None
+    output = integration.context_output(result.pointer) if result.pointer else None
+    return output, result.outcome
 
 
 def export_for_payload(
