@@ -74,6 +74,20 @@ def _replays(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(records=st.lists(any_record, max_size=60))
+@example(  # a compaction whose appending spills <id>, then lists <id>_response: a message
+    records=[  # (no record of <id> holds its tool results), not a copy
+        {"id": "m0", "type": "gemini", "content": "answer"},
+        {"sessionId": "s", "projectHash": "h", "messages": [{"id": "m2", "type": "user", "content": "text"}]},
+        {"$set": {"messages": [
+            {"id": "m1", "type": "user", "content": "text"},
+            {"id": "m5", "type": "user", "content": "text"},
+            {"id": "m6", "type": "user", "content": "text"},
+            {"id": "m3", "type": "user", "content": "<state_snapshot>summary"},
+            {"id": "m4", "type": "user", "content": "<state_snapshot>summary"},
+            {"id": "m1_response", "type": "user", "content": "text"},
+        ]}},
+    ]
+)  # fmt: skip
 def test_spilling_replay_hands_on_what_keeping_everything_does(
     tmp_path: Path, tiny_spill: None, records: list[Any]
 ) -> None:

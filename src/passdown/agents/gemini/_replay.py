@@ -392,12 +392,20 @@ class Replay:
         return 0
 
     def _response_copy(self, mid: str) -> bool:
-        """`<id>_response`: a copy of tool results the record of <id> already holds (a
-        spilled message is a record: `_may_rewrite`)."""
+        """`<id>_response`: a copy of tool results the record of <id> already holds. A
+        spilled message is a record (`_may_rewrite`) unless the compaction being
+        appended spilled some of its own elements: then which <id> was cannot be told."""
         if not mid.endswith("_response"):
             return False
         base = self.key(mid[: -len("_response")])
-        return self._best(base) is not None or self._spilled(base)
+        if self._best(base) is not None:
+            return True
+        if not self._spilled(base):
+            return False
+        assert self.live.spill is not None
+        if self.live.spill.non_records:
+            raise Untrackable("a tool-result copy of a message a compaction spilled")
+        return True
 
     def _rewind(self, target: str) -> None:
         live = self.live
