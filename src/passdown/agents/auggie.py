@@ -50,7 +50,6 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._document import decode_side_file, find_first
-from passdown.agents._json_stream import DocumentStream
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, candidate_of
 from passdown.transcript import (
@@ -241,6 +240,8 @@ class Auggie(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+        from passdown.agents._json_stream import DocumentStream  # loaded to read, not to list
+
         document = DocumentStream(
             ref.path,
             "chatHistory.item",

@@ -32,14 +32,12 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from passdown._jsonl import read_side_file
 from passdown.agents._common import file_mtime, is_dir, is_file, list_folder, read_head
 from passdown.agents.base import Agent, CannotResume, LaunchSpec, cwd_in_workspace
-from passdown.agents.gemini._emitter import Emitter
 from passdown.agents.gemini._legacy import HEAD_FIELD, read_legacy
-from passdown.agents.gemini._replay import Replay
-from passdown.agents.gemini._resume import ResumableReplay
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -49,6 +47,9 @@ from passdown.transcript import (
     ToolCall,
     Transcript,
 )
+
+if TYPE_CHECKING:
+    from passdown.agents.gemini._resume import ResumableReplay
 
 _HASH_NAME = re.compile(r"[0-9a-f]{64}")
 _REGISTRY_LIMIT = 16 * 1024 * 1024
@@ -118,6 +119,10 @@ class GeminiCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+        # the readers load here: an export that only asks where sessions live needs none
+        from passdown.agents.gemini._emitter import Emitter
+        from passdown.agents.gemini._replay import Replay
+
         emitter = Emitter(info, diag)
         if ref.path.name.endswith(".json"):
             yield from read_legacy(ref.path, emitter)
@@ -140,6 +145,8 @@ class GeminiCLI(Agent):
         state: object | None,
         pending: dict[str, ToolCall],
     ) -> ResumableReplay:
+        from passdown.agents.gemini._resume import ResumableReplay
+
         if info.path.name.endswith(".json"):
             raise CannotResume("a legacy session file is one JSON object")
         return ResumableReplay(info, diagnostics, state, pending, _subagents)
