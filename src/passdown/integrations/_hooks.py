@@ -193,9 +193,7 @@ def _remember_failure(
         _log(f"warning {integration.agent}: could not remember the failure: {exc}")
 
 
-def _pickup(
-    integration: HookIntegration, payload: dict[str, Any]
-) -> tuple[str | None, str | None]:
+def _pickup(integration: HookIntegration, payload: dict[str, Any]) -> tuple[str | None, str | None]:
     """(what to print for the agent, the outcome to log): the caller prints, then logs."""
     from passdown.integrations._continuity import first_time_for_session, pickup
 
