@@ -54,9 +54,8 @@ class Selection(msgspec.Struct):
     agent: Agent
     ref: SessionRef
     workspace: Path
-    notes: list[str] = msgspec.field(
-        default_factory=list
-    )  # how the workspace was chosen, as warnings
+    # how the workspace was chosen, as warnings
+    notes: list[str] = msgspec.field(default_factory=list)
     reading: Reading | None = None  # how its file was read, once it was
 
 

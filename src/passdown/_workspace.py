@@ -263,14 +263,12 @@ def _apply_header(snap: WorkspaceSnapshot, line: str) -> None:
 
 def _head_in_status(out: bytes) -> tuple[str | None, str | None]:
     """(HEAD's commit, the branch) from the headers of `status --branch`, which come first."""
-    head = branch = None
+    snap = WorkspaceSnapshot(path="")
     for raw in out.split(b"\0", 8)[:8]:
-        key, _, value = _text(raw).removeprefix("# ").partition(" ")
-        if key == "branch.oid":
-            head = None if value == "(initial)" else value
-        elif key == "branch.head":
-            branch = None if value == "(detached)" else value
-    return head, branch
+        token = _text(raw)
+        if token.startswith("# "):
+            _apply_header(snap, token[2:])
+    return snap.head, snap.branch
 
 
 def _parse_entries(tokens: list[str]) -> list[DirtyPath]:

@@ -158,11 +158,7 @@ def _query_call(store: Store) -> Call:
         limit = _int(body, "limit")
         page = store.query(
             _scope(bound, body),
-            type=_text(body, "type", required=False),
-            kind=_text(body, "kind", required=False),
-            since=_text(body, "since", required=False),
-            until=_text(body, "until", required=False),
-            text=_text(body, "text", required=False),
+            **_filters(body),
             limit=50 if limit is None else limit,
             cursor=_text(body, "cursor", required=False),
         )
@@ -176,17 +172,15 @@ def _query_call(store: Store) -> Call:
 
 def _count_call(store: Store) -> Call:
     def count(bound: Scope, body: dict[str, Any]) -> dict[str, Any]:
-        number = store.count(
-            _scope(bound, body),
-            type=_text(body, "type", required=False),
-            kind=_text(body, "kind", required=False),
-            since=_text(body, "since", required=False),
-            until=_text(body, "until", required=False),
-            text=_text(body, "text", required=False),
-        )
-        return {"count": number}
+        return {"count": store.count(_scope(bound, body), **_filters(body))}
 
     return count
+
+
+def _filters(body: dict[str, Any]) -> dict[str, str | None]:
+    """The record filters `query` and `count` share, from a request's body."""
+    names = ("type", "kind", "since", "until", "text")
+    return {name: _text(body, name, required=False) for name in names}
 
 
 def _retrieve_call(store: Store) -> Call:

@@ -203,18 +203,9 @@ class HTTPStore(Store):
             limit=limit,
             cursor=cursor,
         )
+        filters = _filters(type, kind, since, until, text)
         answer = self._call(
-            "query",
-            {
-                "scope": _scope(sc),
-                "type": type,
-                "kind": kind,
-                "since": _time(since),
-                "until": _time(until),
-                "text": text,
-                "limit": limit,
-                "cursor": cursor,
-            },
+            "query", {"scope": _scope(sc), **filters, "limit": limit, "cursor": cursor}
         )
         records = [Record.model_validate_json(body) for body in answer["records"]]
         return Page(records, answer["next_cursor"])
@@ -233,18 +224,8 @@ class HTTPStore(Store):
         build_query(  # the same checks as every store, here
             sc, type=type, kind=kind, since=since, until=until, text=text, limit=1, cursor=None
         )
-        answer = self._call(
-            "count",
-            {
-                "scope": _scope(sc),
-                "type": type,
-                "kind": kind,
-                "since": _time(since),
-                "until": _time(until),
-                "text": text,
-            },
-        )
-        return int(answer["count"])
+        filters = _filters(type, kind, since, until, text)
+        return int(self._call("count", {"scope": _scope(sc), **filters})["count"])
 
     def _select(self, q: Query) -> list[tuple[int, int, str]]:  # pragma: no cover
         raise NotImplementedError("the team server answers query() whole")
@@ -315,6 +296,17 @@ def _scope(sc: Scope) -> dict[str, Any]:
 
 def _time(value: TimeLike | None) -> str | None:
     return value.isoformat() if value is not None and not isinstance(value, str) else value
+
+
+def _filters(
+    type: str | None,
+    kind: str | None,
+    since: TimeLike | None,
+    until: TimeLike | None,
+    text: str | None,
+) -> dict[str, str | None]:
+    """The record filters `query` and `count` send, as the store API reads them."""
+    return {"type": type, "kind": kind, "since": _time(since), "until": _time(until), "text": text}
 
 
 def _unreachable(url: str, exc: Exception) -> ServerUnreachable:

@@ -381,9 +381,13 @@ class PostgresStore(Store):
 
 
 def _scope_where(sc: Scope) -> tuple[str, list[object]]:
+    return _where(sc.project, narrowing(sc))
+
+
+def _where(project: str, narrow: tuple[tuple[str, str], ...]) -> tuple[str, list[object]]:
     where = ["project = %s"]
-    args: list[object] = [sc.project]
-    for field, value in narrowing(sc):
+    args: list[object] = [project]
+    for field, value in narrow:
         where.append(f"scope_{field} = %s")
         args.append(value)
     return " AND ".join(where), args
@@ -392,11 +396,8 @@ def _scope_where(sc: Scope) -> tuple[str, list[object]]:
 def _matching(q: Query) -> tuple[str, list[object]]:
     """(the WHERE condition, its arguments) of the records q matches, whatever its limit
     and cursor."""
-    where = ["project = %s"]
-    args: list[object] = [q.project]
-    for field, scope_value in q.narrow:
-        where.append(f"scope_{field} = %s")
-        args.append(scope_value)
+    scope, args = _where(q.project, q.narrow)
+    where = [scope]
     for clause, value in (
         ("type = %s", q.type),
         ("created_us >= %s", q.since_us),

@@ -448,11 +448,8 @@ class SQLiteStore(Store):
 def _matching(q: Query) -> tuple[str, str, list[object]]:
     """(the FROM source, the WHERE condition, its arguments) of the records q matches,
     whatever its limit and cursor."""
-    where = ["r.project = ?"]
-    args: list[object] = [q.project]
-    for field, value in q.narrow:
-        where.append(f"r.scope_{field} = ?")
-        args.append(value)
+    scope, args = _where(q.project, q.narrow)
+    where = [scope]
     if q.type is not None:
         where.append("r.type = ?")
         args.append(q.type)
