@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,22 @@ SESSIONS = {
     "a.py": "c0c0a000-0000-4000-8000-00000000000a",
     "b.py": "c0c0b000-0000-4000-8000-00000000000b",
 }
+
+
+class _AtOnce(AnthropicServer):
+    """Answers a session's first step only once every session has asked for its own:
+    each has started (its first records are written) before any writes its file, so the
+    sessions overlap however slowly one of them starts on a loaded machine."""
+
+    def __init__(self, steps: list[Step], all_asked: threading.Barrier) -> None:
+        super().__init__(steps)
+        self.all_asked = all_asked
+
+    def _next_step(self) -> tuple[int | None, Step]:
+        index, step = super()._next_step()
+        if index == 0:
+            self.all_asked.wait()
+        return index, step
 
 
 def start_claude(
@@ -56,8 +73,9 @@ def test_two_concurrent_claude_sessions_keep_their_own_files(
     workspace: Path, agent_env: AgentEnv
 ) -> None:
     ws = workspace
+    all_asked = threading.Barrier(len(SESSIONS), timeout=120)
     servers = {
-        name: AnthropicServer(
+        name: _AtOnce(
             [
                 Step(
                     text=f"Writing {name}.",
@@ -68,7 +86,8 @@ def test_two_concurrent_claude_sessions_keep_their_own_files(
                     },
                 ),
                 Step(text=f"{name} is written. Next: add a test for {name}."),
-            ]
+            ],
+            all_asked,
         ).start()
         for name in SESSIONS
     }
