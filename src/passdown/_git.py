@@ -56,6 +56,14 @@ class GitResult:
 # folders git said are in no repository.
 _VIEW: ContextVar[_View | None] = ContextVar("passdown_git_view", default=None)
 _READ_ONLY = frozenset({"rev-parse", "status", "log", "symbolic-ref"})
+_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp"})
+REMOTE_URLS = ("config", "--get-regexp", r"^remote\..*\.url$")
+
+
+def _is_read_only(args: tuple[str, ...]) -> bool:
+    if args[0] == "config":
+        return len(args) > 1 and args[1] in _CONFIG_READS
+    return args[0] in _READ_ONLY
 
 
 _Key = tuple[str, tuple[str, ...]]  # (folder, argv after the options)
@@ -108,7 +116,7 @@ def ask_ahead(path: Path, *questions: tuple[str, ...]) -> None:
         return
     for args in questions:
         key = (folder, args)
-        if args[0] in _READ_ONLY and key not in view.answers and key not in view.running:
+        if _is_read_only(args) and key not in view.answers and key not in view.running:
             view.running[key] = start(path, args)
 
 
@@ -162,7 +170,7 @@ def run_git(
     view = _VIEW.get()
     if view is None:
         return _run(path, args, timeout, input, env)
-    if input is not None or env is not None or args[0] not in _READ_ONLY:
+    if input is not None or env is not None or not _is_read_only(args):
         view.forget()
         return _run(path, args, timeout, input, env)
     folder = str(path)
@@ -374,7 +382,7 @@ def _named_project(root: Path) -> str | None:
 
 
 def _remote_url(root: Path) -> str | None:
-    result = run_git(root, "config", "--get-regexp", r"^remote\..*\.url$")
+    result = run_git(root, *REMOTE_URLS)
     urls: dict[str, str] = {}
     for line in _text(result.out).splitlines() if result.ok else ():
         key, _, url = line.partition(" ")

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from passdown._model_defaults import empty_list
 from passdown._package_status import LifecycleStatus
 from passdown.handoff import Handoff
 
@@ -39,13 +40,13 @@ class _Model(BaseModel):
 
 class PackageState(_Model):
     current_feature: str | None = None
-    completed_features: list[str] = Field(default_factory=list)
-    blockers: list[str] = Field(default_factory=list)
-    next_steps: list[str] = Field(default_factory=list)
+    completed_features: list[str] = Field(default_factory=empty_list)
+    blockers: list[str] = Field(default_factory=empty_list)
+    next_steps: list[str] = Field(default_factory=empty_list)
 
 
 class PackageContext(_Model):
-    recent_files: list[str] = Field(default_factory=list)
+    recent_files: list[str] = Field(default_factory=empty_list)
     git_hash: str | None = None
     session_number: int = Field(default=1, ge=1)
 
@@ -55,7 +56,7 @@ class ChildRef(_Model):
 
     id: str
     target_agent: str
-    assignment: list[str] = Field(default_factory=list)
+    assignment: list[str] = Field(default_factory=empty_list)
     branch: str | None = None
     worktree: str | None = None
 
@@ -63,8 +64,8 @@ class ChildRef(_Model):
 class RecoveryInfo(_Model):
     from_id: str
     from_git_hash: str | None = None
-    commits_since: list[str] = Field(default_factory=list)  # "<short hash> <subject>"
-    files_changed: list[str] = Field(default_factory=list)
+    commits_since: list[str] = Field(default_factory=empty_list)  # "<short hash> <subject>"
+    files_changed: list[str] = Field(default_factory=empty_list)
 
 
 class Fingerprint(_Model):
@@ -79,9 +80,9 @@ class Fingerprint(_Model):
 class Compaction(_Model):
     budget_chars: int
     used_chars: int
-    kept: list[str] = Field(default_factory=list)
-    summarised: list[str] = Field(default_factory=list)
-    dropped: list[str] = Field(default_factory=list)
+    kept: list[str] = Field(default_factory=empty_list)
+    summarised: list[str] = Field(default_factory=empty_list)
+    dropped: list[str] = Field(default_factory=empty_list)
 
 
 class HandoffPackage(_Model):
@@ -100,14 +101,14 @@ class HandoffPackage(_Model):
     workspace: str | None = None
     previous_id: str | None = None  # the active handoff when this one was prepared
     parent_id: str | None = None  # parallel children: the parent package
-    children: list[ChildRef] = Field(default_factory=list)  # parallel parent
-    owners: list[ChildRef] = Field(default_factory=list)  # parallel child: who owns what
+    children: list[ChildRef] = Field(default_factory=empty_list)  # parallel parent
+    owners: list[ChildRef] = Field(default_factory=empty_list)  # parallel child: who owns what
     recovery: RecoveryInfo | None = None
     # "state.blockers" -> "caller" | "session" | "feature_list" | "progress:FILE" | ...
     provenance: dict[str, str] = Field(default_factory=dict)
     fingerprint: Fingerprint | None = None
     compaction: Compaction | None = None
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     handoff: Handoff | None = None
     integrity: str | None = None
     status: LifecycleStatus = "prepared"

@@ -17,9 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# the runner lives in the light `passdown._git` (the session-start hook uses it alone);
-# these names stay importable from here
 from passdown._git import GIT_TIMEOUT as GIT_TIMEOUT
+from passdown._git import REMOTE_URLS as REMOTE_URLS
 from passdown._git import GitResult as GitResult
 from passdown._git import (
     _absolute,
@@ -35,6 +34,10 @@ from passdown._git import git_env as git_env
 from passdown._git import is_ancestor as is_ancestor
 from passdown._git import run_git as run_git
 from passdown._git import workspace_root as workspace_root
+
+# the runner lives in the light `passdown._git` (the session-start hook uses it alone);
+# these names stay importable from here
+from passdown._model_defaults import empty_list
 
 HANDOFF_DIR = ".agent-handoff"
 MAX_DIRTY = 1000  # dirty entries kept in a snapshot; the rest is counted, not listed
@@ -78,12 +81,12 @@ class WorkspaceSnapshot(BaseModel):
     upstream: str | None = None
     ahead: int | None = None
     behind: int | None = None
-    dirty: list[DirtyPath] = Field(default_factory=list)
+    dirty: list[DirtyPath] = Field(default_factory=empty_list)
     dirty_total: int = 0  # all dirty entries, including any past MAX_DIRTY
     diff_stat: str = ""
-    diff_files: list[DiffFile] = Field(default_factory=list)
+    diff_files: list[DiffFile] = Field(default_factory=empty_list)
     stash_count: int = 0
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=empty_list)
 
 
 # -- running git ------------------------------------------------------------------
@@ -117,6 +120,13 @@ def ask_ahead_for_snapshot(path: Path) -> None:
     """Start what `snapshot` and `files_changed_since` will ask git about `path`, so it
     runs while the session is read (within `one_view`; else nothing happens)."""
     ask_ahead(_absolute(path), (*_STATUS, *_SNAPSHOT_STATUS), _ALL_STATUS, _SUBJECT)
+
+
+def ask_ahead_for_export(root: Path) -> None:
+    """`ask_ahead_for_snapshot`, and what else an export asks git about its workspace's
+    root before it writes: its remotes (the project's scope)."""
+    ask_ahead_for_snapshot(root)
+    ask_ahead(_absolute(root), REMOTE_URLS)
 
 
 def files_changed_since(path: Path, since_iso: str | None) -> list[str]:

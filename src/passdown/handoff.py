@@ -10,8 +10,10 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# the rules every handoff carries: in a light module of their own for the session-start hook
 from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
+
+# the rules every handoff carries: in a light module of their own for the session-start hook
+from passdown._model_defaults import empty_list
 from passdown._workspace import WorkspaceSnapshot
 from passdown.transcript import PLAN_KEEP, EndReason
 
@@ -27,7 +29,7 @@ class Source(_Model):
     agent: str
     session_id: str
     agent_version: str | None = None
-    models: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=empty_list)
     started_at: str | None = None
     updated_at: str | None = None
     title: str | None = None
@@ -56,7 +58,7 @@ class Task(_Model):
     latest_progress: str | None = None
     compaction_summary: str | None = None
     compactions: int = 0
-    transcript: list[TranscriptEntry] = Field(default_factory=list)
+    transcript: list[TranscriptEntry] = Field(default_factory=empty_list)
     messages_total: int = 0
     messages_omitted: int = 0
 
@@ -70,12 +72,12 @@ class PlanEntry(_Model):
     status: PlanStatus = "pending"
     description: str | None = None
     active_form: str | None = None
-    blocked_by: list[str] = Field(default_factory=list)
+    blocked_by: list[str] = Field(default_factory=empty_list)
 
 
 class FileTouched(_Model):
     path: str
-    actions: list[str] = Field(default_factory=list)  # write, edit, delete, or git's status
+    actions: list[str] = Field(default_factory=empty_list)  # write, edit, delete, or git's status
     # "tool": a successful edit/write tool call; "git": seen changed in the workspace
     # (edits made through shell commands leave no tool record)
     source: Literal["tool", "git", "tool+git"] = "tool"
@@ -179,22 +181,22 @@ class Omitted(_Model):
 
 
 class State(_Model):
-    plan: list[PlanEntry] = Field(default_factory=list)
+    plan: list[PlanEntry] = Field(default_factory=empty_list)
     plan_source: str | None = None  # which tool or file the plan came from
-    files_touched: list[FileTouched] = Field(default_factory=list)
+    files_touched: list[FileTouched] = Field(default_factory=empty_list)
     # changed in git while the session ran, but no tool call of this session (or of a
     # concurrent session) explains them: listed apart, never claimed as this session's work
-    workspace_changes: list[FileTouched] = Field(default_factory=list)
-    failed_edits: list[Failure] = Field(default_factory=list)
-    commands: list[CommandRun] = Field(default_factory=list)  # the most recent ones
+    workspace_changes: list[FileTouched] = Field(default_factory=empty_list)
+    failed_edits: list[Failure] = Field(default_factory=empty_list)
+    commands: list[CommandRun] = Field(default_factory=empty_list)  # the most recent ones
     commands_total: int = 0
     commands_failed: int = 0
     last_failure: Failure | None = None
-    decisions: list[str] = Field(default_factory=list)
-    blockers: list[str] = Field(default_factory=list)
-    open_questions: list[str] = Field(default_factory=list)
-    next_steps: list[str] = Field(default_factory=list)
-    subagents: list[Subagent] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=empty_list)
+    blockers: list[str] = Field(default_factory=empty_list)
+    open_questions: list[str] = Field(default_factory=empty_list)
+    next_steps: list[str] = Field(default_factory=empty_list)
+    subagents: list[Subagent] = Field(default_factory=empty_list)
     subagent_calls: int = 0
     omitted: Omitted = Field(
         default_factory=Omitted,
@@ -218,7 +220,7 @@ class Handoff(_Model):
     state: State
     workspace: WorkspaceSnapshot
     contract: list[str] = Field(default_factory=lambda: list(TAKEOVER_CONTRACT))
-    warnings: list[str] = Field(default_factory=list)  # state.omitted.warnings: cut ones
+    warnings: list[str] = Field(default_factory=empty_list)  # state.omitted.warnings: cut ones
     redaction: Redaction = Field(default_factory=Redaction)
     limits: Limits = Field(
         default_factory=Limits, description="the budgets the lists and HANDOFF.md were cut to"

@@ -37,6 +37,7 @@ from pydantic import (
     field_validator,
 )
 
+from passdown._model_defaults import empty_list
 from passdown.errors import RecordInvalid
 
 RecordType = Literal["handoff", "status", "task"]
@@ -95,7 +96,7 @@ class Record(BaseModel):
     title: str = ""
     scope: Scope
     content: str = ""
-    annotations: list[Annotation] = Field(default_factory=list)
+    annotations: list[Annotation] = Field(default_factory=empty_list)
     created_at: str = Field(description="ISO 8601, kept as written.")
     provenance: Provenance
 

@@ -30,7 +30,6 @@ import msgspec
 from passdown._jsonl import LineReader
 from passdown._lazy_json import LazyDecoder
 from passdown.agents._common import DECODE_ERRORS
-from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import Diagnostics
 
 _Path = list[str | int]
@@ -220,6 +219,8 @@ class SessionDocument:
     `toExport` writes a request's `message` before its `response`), and `cut` says so."""
 
     def __init__(self, path: Path, diag: Diagnostics) -> None:
+        from passdown.agents._json_stream import NO_LIMIT, DocumentStream  # to read, not to list
+
         self.diag = diag
         self.stream = DocumentStream(
             path,

@@ -50,7 +50,6 @@ import msgspec
 from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
 from passdown.agents._editors import iso_millis
 from passdown.agents._endings import api_error_ending
-from passdown.agents._json_stream import NO_LIMIT, DocumentStream
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -167,6 +166,8 @@ class _UiMessage(msgspec.Struct):
 
 def _stream(path: Path, diag: Diagnostics) -> Iterator[object]:
     """The items of a message file (one JSON array), as plain data, in order."""
+    from passdown.agents._json_stream import NO_LIMIT, DocumentStream  # to read, not to list
+
     document = DocumentStream(path, "item", (), diag, limit=NO_LIMIT, shape="a list of messages")
     return document.values()
 

@@ -53,7 +53,6 @@ from passdown.agents._common import (
 )
 from passdown.agents._document import decode_side_file, find_first
 from passdown.agents._endings import api_error_ending
-from passdown.agents._json_stream import DocumentStream
 from passdown.agents.base import Agent, LaunchSpec, candidate_of
 from passdown.transcript import (
     Diagnostics,
@@ -220,6 +219,8 @@ class ClineCLI(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         manifest = _manifest(ref.path.with_name(f"{ref.session_id}.json"))
         _fill_info(info, manifest)
+        from passdown.agents._json_stream import DocumentStream  # loaded to read, not to list
+
         document = DocumentStream(
             ref.path,
             "messages.item",

@@ -44,7 +44,6 @@ from passdown.agents._common import (
     read_head,
 )
 from passdown.agents._document import decode_side_file
-from passdown.agents._json_stream import DocumentStream
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -210,6 +209,8 @@ class ContinueCLI(Agent):
         return self.stream(ref, lambda info, diag: self._events(ref, info, diag))
 
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+        from passdown.agents._json_stream import DocumentStream  # loaded to read, not to list
+
         document = DocumentStream(
             ref.path,
             "history.item",

@@ -23,6 +23,7 @@ import msgspec
 from passdown import _pipeline as pipeline
 from passdown._extract import DEFAULT_MAX_CHARS, DEFAULT_MAX_MESSAGES
 from passdown._git import one_view
+from passdown._workspace import ask_ahead_for_export
 from passdown.errors import UsageError
 
 if TYPE_CHECKING:
@@ -91,6 +92,7 @@ def _prepare(
     if request.workspace is not None:
         here = checked_workspace(request.workspace)  # like `git -C DIR`: as if run there
     invoked_in = pipeline.workspace_for(Path(here))
+    ask_ahead_for_export(invoked_in)  # git works while the agents load and the session is read
     selection = pipeline.select_session(request.source, request.session, invoked_in)
     if confine and not cwd_in_workspace(selection.ref.cwd, invoked_in):
         raise UsageError(
