@@ -8,6 +8,7 @@ on any system (a session recorded there, read here); on macOS `/private/tmp` = `
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import PurePosixPath, PureWindowsPath
@@ -26,14 +27,20 @@ def is_windows_path(text: str) -> bool:
 
 def _normal(text: str) -> tuple[str, bool]:
     """(`text` normalised with `/` separators, whether its file system ignores case)."""
-    if is_windows_path(text) or _platform_os.is_windows():
+    return _normal_on(text, _platform_os.is_windows(), _platform_os.is_macos())
+
+
+# a session names the same few folders and files over and over
+@functools.lru_cache(maxsize=4096)
+def _normal_on(text: str, windows: bool, macos: bool) -> tuple[str, bool]:
+    if is_windows_path(text) or windows:
         if text.startswith(("\\\\?\\UNC\\", "//?/UNC/")):
             text = "\\\\" + text[8:]
         elif text.startswith(("\\\\?\\", "//?/")):
             text = text[4:]
         return PureWindowsPath(text).as_posix().rstrip("/") or "/", True
     posix = str(PurePosixPath(os.path.normpath(text))) if text else text
-    if not _platform_os.is_macos():
+    if not macos:
         return posix, False
     for alias, short in _MACOS_ALIASES:
         if posix == alias or posix.startswith(alias + "/"):

@@ -167,7 +167,12 @@ def first_error_line(text: str | None) -> str | None:
     lines = _scan_lines(text)
     best, best_key = None, (False, -1)
     for line, quoted in lines:
-        rank = _line_rank(line)
+        if _MAY_RANK_ABOVE_1.match(line):
+            rank = _line_rank(line)
+        elif best_key >= (not quoted, 1):
+            continue  # a line that ranks 1 at most cannot outrank the best one
+        else:
+            rank = 1 if _ERROR_WORD.search(line.lower()) else 0
         key = (not quoted, rank)
         # ties: the first diagnostic, but the last exception (a traceback ends with it)
         if key > best_key or (key == best_key and rank == 3):
@@ -221,6 +226,14 @@ def _scan_lines(text: str) -> list[tuple[str, bool]]:
     if block is not None:  # a fence never closed: its lines are read as they are
         out.extend((line, _HEADING.match(line) is not None) for line in block)
     return out
+
+
+# Every line any of the rank 2-4 patterns accepts starts as one of them does (a cheap
+# first check: most lines of an output rank 0 or 1)
+_MAY_RANK_ABOVE_1 = re.compile(
+    rf"(?:{_DIAGNOSTIC.pattern})|(?:{_EXCEPTION.pattern})"
+    rf"|(?i:{_ERRORISH.pattern})|(?:{_NPM_NOISE.pattern})"
+)
 
 
 def _line_rank(line: str) -> int:

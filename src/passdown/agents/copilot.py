@@ -39,7 +39,6 @@ from passdown.agents._common import (
     list_folder,
     read_head,
 )
-from passdown.agents._copilot_side import todo_plan, workspace_yaml
 from passdown.agents._endings import api_error_ending
 from passdown.agents._resumable import LineSessionAgent, LineStateReader, state_str, state_strs
 from passdown.agents.base import LaunchSpec, cwd_in_workspace
@@ -242,6 +241,8 @@ class CopilotCLI(LineSessionAgent):
                 yield ref
 
     def ref_for_path(self, path: Path) -> SessionRef:
+        from passdown.agents._copilot_side import workspace_yaml  # to read, not to list
+
         mtime, size = file_mtime(path)
         meta = workspace_yaml(path.parent / "workspace.yaml")
         cwd = meta.get("cwd")
@@ -331,6 +332,8 @@ class _EventReader(LineStateReader):
 
     def close(self) -> Iterator[Event]:
         """The end of the log: the buffered reply, then the plan from session.db."""
+        from passdown.agents._copilot_side import todo_plan
+
         yield from self._flush()
         plan = todo_plan(self.path.parent / "session.db", self.diag)
         if plan is not None:

@@ -39,7 +39,6 @@ from typing import Any
 import msgspec
 
 from passdown.agents import _editors
-from passdown.agents._chat_log import SessionDocument, replay_log
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
 from passdown.agents._editors import iso_millis as _iso
 from passdown.agents._endings import api_error_ending
@@ -228,6 +227,8 @@ def _head_facts(path: Path) -> tuple[str | None, str | None]:
 
 
 def _events(info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
+    from passdown.agents._chat_log import SessionDocument, replay_log  # to read, not to list
+
     if info.path.name.endswith(".jsonl"):
         replay = replay_log(info.path, diag)
         if replay is None:

@@ -49,7 +49,6 @@ from passdown.agents._common import (
 )
 from passdown.agents._document import decode_side_file
 from passdown.agents._endings import api_error_ending
-from passdown.agents._numbered_files import numbered_names
 from passdown.agents._prompt_file import is_long, write_prompt_file
 from passdown.agents.base import Agent, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -257,6 +256,8 @@ def event_files(folder: Path) -> list[Path]:
 def _event_names(folder: Path) -> Iterator[str]:
     """The event files' names in sequence order, kept packed (a long conversation has
     hundreds of thousands of files)."""
+    from passdown.agents._numbered_files import numbered_names  # to list one session's
+
     return numbered_names(folder / "events", _EVENT_FILE)
 
 

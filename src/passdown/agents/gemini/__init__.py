@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 from passdown._jsonl import read_side_file
 from passdown.agents._common import file_mtime, is_dir, is_file, list_folder, read_head
 from passdown.agents.base import Agent, CannotResume, LaunchSpec, cwd_in_workspace
-from passdown.agents.gemini._legacy import HEAD_FIELD, read_legacy
 from passdown.transcript import (
     Diagnostics,
     Event,
@@ -121,6 +120,7 @@ class GeminiCLI(Agent):
     def _events(self, ref: SessionRef, info: SessionInfo, diag: Diagnostics) -> Iterator[Event]:
         # the readers load here: an export that only asks where sessions live needs none
         from passdown.agents.gemini._emitter import Emitter
+        from passdown.agents.gemini._legacy import read_legacy
         from passdown.agents.gemini._replay import Replay
 
         emitter = Emitter(info, diag)
@@ -198,6 +198,8 @@ def _session_files(chats: Path) -> list[Path]:
 def _head_fields(path: Path) -> dict[str, str]:
     """sessionId and startTime from the first bytes (a header line, or the top of a
     pretty-printed legacy file), without reading on."""
+    from passdown.agents.gemini._legacy import HEAD_FIELD  # with the reader it serves
+
     found: dict[str, str] = {}
     for match in HEAD_FIELD.finditer(read_head(path, 8192)):
         key = match.group(1).decode()
