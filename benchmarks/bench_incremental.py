@@ -52,6 +52,7 @@ from fatshape import WORKSPACE, generate_codex
 REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
 TARGET_OF_FIRST = 0.4  # a resumed export against the first read of the same session
+FIRST_READS = 5  # first exports of the big session; their median is the first read
 SIMWIN = REPO / "tests" / "simwin"
 MB = 1024 * 1024
 
@@ -260,7 +261,7 @@ def main() -> None:
 
         # full reads, each writing the checkpoint; the resumed exports start from the last
         firsts = []
-        for _ in range(3):
+        for _ in range(FIRST_READS):
             startup()
             firsts.append(_first_read(big, big_env, agent))
         first = statistics.median(firsts)
@@ -297,7 +298,7 @@ def main() -> None:
         )
         print(
             f"first export of the {args.big_mb} MB session (full read + checkpoint)  "
-            f"median of 3 {first:.3f}s"
+            f"median of {FIRST_READS} {first:.3f}s"
         )
         print(
             f"export after appending {args.append_mb:g} MB (checkpoint)  median {resumed_s:.3f}s  "
@@ -315,9 +316,11 @@ def main() -> None:
                 f"({', '.join(f'{t:.3f}' for t in startups)}); resumed / first read raw "
                 f"{raw:.3f}, without it (each export less the start-up measured before it):"
             )
-            first = statistics.median(t - u for t, u in zip(firsts, startups[:3], strict=True))
+            first = statistics.median(
+                t - u for t, u in zip(firsts, startups[:FIRST_READS], strict=True)
+            )
             resumed_s = statistics.median(
-                t - u for t, u in zip(resumed_times, startups[3:], strict=True)
+                t - u for t, u in zip(resumed_times, startups[FIRST_READS:], strict=True)
             )
         of_first = resumed_s / first
         verdict = "ok" if of_first < TARGET_OF_FIRST else "OVER TARGET"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from passdown import _platform
 from passdown.agents._claude_endings import api_error_reason, clean_compact_summary
-from passdown.agents._claude_reader import _CHAIN_TYPES, _node, _SessionDecoder
+from passdown.agents._claude_pass1 import _CHAIN_TYPES, _node
 from passdown.agents._claude_records import (
     _ENVELOPE,
     _HEAD,
@@ -110,6 +110,8 @@ class ClaudeCode(TreeSessionAgent):
 
     # -- reading ------------------------------------------------------------------
     def tree_format(self) -> TreeFormat:
+        from passdown.agents._claude_reader import _SessionDecoder  # to read, not to list
+
         config_dir = self.config_dir()
         return TreeFormat(
             node_view=_node_reader,
