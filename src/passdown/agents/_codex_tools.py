@@ -12,10 +12,11 @@ from collections.abc import Iterator
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import DECODE_ERRORS, parse_exit_code
 from passdown.transcript import PlanItem
 
-_PATCH_FILE = re.compile(r"\*\*\* (?:(Add|Update|Delete) File: (.+)|Move to: (.+))")
+_PATCH_FILE = lazy_compile(r"\*\*\* (?:(Add|Update|Delete) File: (.+)|Move to: (.+))")
 _PATCH_ACTION = {"Add": "write", "Update": "edit", "Delete": "delete"}
 _PLAN_STATUSES = {"pending", "in_progress", "completed"}
 _ANY = LazyDecoder()

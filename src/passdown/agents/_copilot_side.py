@@ -5,15 +5,15 @@ agent keeps through its `sql` tool, read as the session's final plan."""
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import DECODE_ERRORS, is_file, open_sqlite_readonly, read_head
 from passdown.transcript import Diagnostics, PlanItem, PlanOp
 
-_YAML_LINE = re.compile(r"^(\w+):\s*(.*)$")
+_YAML_LINE = lazy_compile(r"^(\w+):\s*(.*)$")
 _PLAN_STATUS = {
     "done": "completed",
     "completed": "completed",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import re
 
+from passdown._lazy_re import lazy_compile
 from passdown.transcript import EndReason, SessionEnding
 
 ENDING_MESSAGE_CHARS = 300
@@ -51,63 +52,54 @@ _KIND_REASONS: dict[str, EndReason] = {
     "cancelled": "interrupted",
 }
 _SPECIFIC = ("usage_limit", "context_length", "interrupted")
-
-
-@functools.cache
-def _message_reasons() -> tuple[tuple[re.Pattern[str], EndReason], ...]:
-    """Message wording, checked in this order (a usage limit is also "429"); compiled
-    when an error is first classified: most sessions hold none."""
-    return (
-        (
-            re.compile(
-                r"context (?:length|window)|maximum context|too many tokens|prompt is too long|"
-                r"input token count .* exceeds|exceeds? the (?:maximum|context)",
-                re.I,
-            ),
-            "context_length",
+_STATUS = lazy_compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+# Message wording, checked in this order (a usage limit is also "429").
+_MESSAGE_REASONS: tuple[tuple[re.Pattern[str], EndReason], ...] = (
+    (
+        lazy_compile(
+            r"context (?:length|window)|maximum context|too many tokens|prompt is too long|"
+            r"input token count .* exceeds|exceeds? the (?:maximum|context)",
+            re.I,
         ),
-        # not a bare "quota": Gemini's per-minute 429 says "Resource has been exhausted (e.g.
-        # check quota)"
-        (
-            re.compile(
-                r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
-                r"insufficient[_ ]quota|billing|credit balance|out of credits",
-                re.I,
-            ),
-            "usage_limit",
+        "context_length",
+    ),
+    # not a bare "quota": Gemini's per-minute 429 says "Resource has been exhausted (e.g.
+    # check quota)"
+    (
+        lazy_compile(
+            r"usage limit|exceeded your (?:current )?quota|quota exceeded|"
+            r"insufficient[_ ]quota|billing|credit balance|out of credits",
+            re.I,
         ),
-        (
-            re.compile(
-                r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted|"
-                r"resource has been exhausted|please wait and try again later",
-                re.I,
-            ),
-            "rate_limit",
+        "usage_limit",
+    ),
+    (
+        lazy_compile(
+            r"rate[_ ]?limit|too many requests|\b429\b|resource[_ ]exhausted|"
+            r"resource has been exhausted|please wait and try again later",
+            re.I,
         ),
-        (
-            re.compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I),
-            "overloaded",
+        "rate_limit",
+    ),
+    (
+        lazy_compile(r"overloaded|\b529\b|\b503\b|service unavailable|high demand", re.I),
+        "overloaded",
+    ),
+    (
+        lazy_compile(
+            r"\b401\b|\b403\b|unauthori[sz]ed|unauthenticated|invalid api key|"
+            r"incorrect api key|api key not valid|authentication|forbidden",
+            re.I,
         ),
-        (
-            re.compile(
-                r"\b401\b|\b403\b|unauthori[sz]ed|unauthenticated|invalid api key|"
-                r"incorrect api key|api key not valid|authentication|forbidden",
-                re.I,
-            ),
-            "auth",
+        "auth",
+    ),
+    (
+        lazy_compile(
+            r"\binterrupted\b|\baborted\b|request was aborted|cancell?ed by (?:the )?user", re.I
         ),
-        (
-            re.compile(
-                r"\binterrupted\b|\baborted\b|request was aborted|cancell?ed by (?:the )?user", re.I
-            ),
-            "interrupted",
-        ),
-    )
-
-
-@functools.cache
-def _status_number() -> re.Pattern[str]:
-    return re.compile(r"(?<![\d.])([45]\d\d)(?![\d.])")
+        "interrupted",
+    ),
+)
 
 
 def reason_for_status(status: int | None) -> EndReason | None:
@@ -146,7 +138,7 @@ def classify_api_error(
     by_kind = reason_for_kind(kind)
     if by_kind in _SPECIFIC:
         return by_kind
-    for pattern, reason in _message_reasons():
+    for pattern, reason in _MESSAGE_REASONS:
         if reason in ("usage_limit", "context_length") and pattern.search(text):
             return reason
     if by_kind is not None:
@@ -154,11 +146,11 @@ def classify_api_error(
     by_status = reason_for_status(status)
     if by_status not in (None, "error"):
         return by_status
-    for pattern, reason in _message_reasons():
+    for pattern, reason in _MESSAGE_REASONS:
         if pattern.search(text):
             return reason
     if status is None:
-        match = _status_number().search(text[:400])
+        match = _STATUS.search(text[:400])
         by_status = reason_for_status(int(match.group(1))) if match else None
     return by_status or "error"
 

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     DECODE_ERRORS,
     Todo,
@@ -68,11 +69,11 @@ _SHELL_FRAME = (
 # emoji); msgspec rejects the whole line for it. Group 1 is the run of backslashes.
 # The lookbehind starts a match only at the first backslash of a run: without it every
 # position inside a long run of backslashes rescans the run (quadratic).
-_SURROGATE = re.compile(
+_SURROGATE = lazy_compile(
     rb"(?<!\\)(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
 )
-_EXIT_LINE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
-_SIGNAL_LINE = re.compile(r"^Signal: (\d+|SIG\w+)\s*$", re.MULTILINE)
+_EXIT_LINE = lazy_compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
+_SIGNAL_LINE = lazy_compile(r"^Signal: (\d+|SIG\w+)\s*$", re.MULTILINE)
 
 
 class FunctionCall(msgspec.Struct):

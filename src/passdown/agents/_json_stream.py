@@ -29,6 +29,7 @@ from ijson.common import ObjectBuilder
 
 from passdown._jsonl import open_regular
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import DECODE_ERRORS
 from passdown.transcript import Diagnostics
 
@@ -359,11 +360,11 @@ _TAIL_SCAN_BYTES = 16 * _MIB  # how far past the last piece's start the array's 
 _CHUNK = 64 * 1024
 _LONGEST_PIECE = 16 * _MIB  # the largest piece read while a long string is open
 _NOT_STRUCTURAL = bytes(b for b in range(256) if b not in b'"[]{}')
-_ESCAPE = re.compile(rb"\\.", re.S)
-_MARK = re.compile(rb'["\[\]{}]')
-_STRING_END = re.compile(rb'(?:[^"\\]|\\.)*"', re.S)
+_ESCAPE = lazy_compile(rb"\\.", re.S)
+_MARK = lazy_compile(rb'["\[\]{}]')
+_STRING_END = lazy_compile(rb'(?:[^"\\]|\\.)*"', re.S)
 _STEP = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
-_PAIR = re.compile(rb"[\[{][\]}]")
+_PAIR = lazy_compile(rb"[\[{][\]}]")
 
 
 def _deepest(depth: int, brackets: bytes) -> int:

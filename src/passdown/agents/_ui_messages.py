@@ -47,6 +47,7 @@ from typing import Any
 
 import msgspec
 
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import DECODE_ERRORS, TODO_STATUS, first_error_line, parse_exit_code
 from passdown.agents._editors import iso_millis
 from passdown.agents._endings import api_error_ending
@@ -63,11 +64,11 @@ from passdown.transcript import (
     ToolResult,
 )
 
-_CHECKBOX = re.compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
-_TASK_TAG = re.compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
-_RESULT_OF = re.compile(r"\[execute_command for '(.*?)'\] Result:\n?", re.DOTALL)
-_OUTPUT_STARTS = re.compile(r"\nOutput\b")
-_SIGNAL = re.compile(r"(?:terminated|killed) by signal", re.IGNORECASE)
+_CHECKBOX = lazy_compile(r"^\s*[-*]\s+\[([ xX~-])\]\s+(.+?)\s*$")
+_TASK_TAG = lazy_compile(r"<(task|feedback|answer|user_message)>\s*(.*?)\s*</\1>", re.DOTALL)
+_RESULT_OF = lazy_compile(r"\[execute_command for '(.*?)'\] Result:\n?", re.DOTALL)
+_OUTPUT_STARTS = lazy_compile(r"\nOutput\b")
+_SIGNAL = lazy_compile(r"(?:terminated|killed) by signal", re.IGNORECASE)
 _REQ_APP = "REQ_APP"  # Cline's COMMAND_REQ_APP_STRING, appended to an approval's text
 _STATUS_CHARS = 2000
 _WAITING_RESULTS = 256  # results read past while looking for a command's, kept for later

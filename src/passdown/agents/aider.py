@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from passdown._jsonl import LineReader
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import file_mtime
 from passdown.agents.base import Agent, Discovered, LaunchSpec, _looks_like_path
 from passdown.errors import SessionNotFound, UsageError
@@ -34,17 +35,17 @@ from passdown.transcript import (
 HISTORY_FILE = ".aider.chat.history.md"
 # Matched against lines with trailing whitespace already stripped: a lazy `(.+?)\s*$`
 # is quadratic on a long run of spaces.
-_HEADER = re.compile(r"^# aider chat started at (.+)$")
+_HEADER = lazy_compile(r"^# aider chat started at (.+)$")
 _HEADER_BYTES = b"# aider chat started at "
-_APPLIED = re.compile(r"^> Applied edit to (.+)$")
-_RUN = re.compile(r"^#### /(?:run|test|!) ?(.*)$")
-_EXIT = re.compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
-_FAILED_FILE = re.compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
+_APPLIED = lazy_compile(r"^> Applied edit to (.+)$")
+_RUN = lazy_compile(r"^#### /(?:run|test|!) ?(.*)$")
+_EXIT = lazy_compile(r"exit(?:ed)? (?:with )?(?:code|status) (-?\d+)", re.IGNORECASE)
+_FAILED_FILE = lazy_compile(r"^> ## SearchReplaceNoExactMatch: .*? in (.+)$")
 # the whole rest of the line: a workspace path may hold spaces ("My Projects")
-_HANDOFF_PATH = re.compile(r"Read the full handoff first: (.+?)[ \t]*$", re.MULTILINE)
+_HANDOFF_PATH = lazy_compile(r"Read the full handoff first: (.+?)[ \t]*$", re.MULTILINE)
 # the run's own header lines (aider 0.86 writes them as `> ` output after the start line)
-_VERSION = re.compile(r"^> Aider v(\S+)$")
-_MODEL = re.compile(r"^> (?:Main )?[Mm]odel: (\S+)")
+_VERSION = lazy_compile(r"^> Aider v(\S+)$")
+_MODEL = lazy_compile(r"^> (?:Main )?[Mm]odel: (\S+)")
 
 
 class Aider(Agent):

@@ -39,6 +39,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents import _record_fields
 from passdown.agents._common import (
     decode_or_none,
@@ -97,17 +98,17 @@ _MARK: dict[str, PlanStatus] = {
     "-": "cancelled",
 }
 # "[x] UUID:5HKHK1jabB4Uv3bKeFeVzA NAME:Write hello.txt DESCRIPTION:Greet"
-_TASK_LINE = re.compile(r"^\s*\[([ /xX-])\] UUID:(\S+) NAME:(.*?) DESCRIPTION:(.*)$", re.M)
-_SECTION = re.compile(r"^## (Created|Updated|Deleted) Tasks\s*$", re.M)
+_TASK_LINE = lazy_compile(r"^\s*\[([ /xX-])\] UUID:(\S+) NAME:(.*?) DESCRIPTION:(.*)$", re.M)
+_SECTION = lazy_compile(r"^## (Created|Updated|Deleted) Tasks\s*$", re.M)
 _ROOT_DESCRIPTION = "Root task for conversation"
-_RETURN_CODE = re.compile(r"<return-code>\s*(-?\d+)\s*</return-code>")
-_OUTPUT = re.compile(r"<output>\n?(.*?)</output>", re.S)
-_PATCH_FILE = re.compile(r"^\*\*\*\s+(Add|Update|Delete)\s+File:\s+(.+?)\s*$", re.M)
-_HEAD_CWD = re.compile(rb'"current_working_directory"\s*:\s*("(?:[^"\\]|\\.)*")')
-_HEAD_ROOT = re.compile(rb'"(?:repository_root|folder_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
+_RETURN_CODE = lazy_compile(r"<return-code>\s*(-?\d+)\s*</return-code>")
+_OUTPUT = lazy_compile(r"<output>\n?(.*?)</output>", re.S)
+_PATCH_FILE = lazy_compile(r"^\*\*\*\s+(Add|Update|Delete)\s+File:\s+(.+?)\s*$", re.M)
+_HEAD_CWD = lazy_compile(rb'"current_working_directory"\s*:\s*("(?:[^"\\]|\\.)*")')
+_HEAD_ROOT = lazy_compile(rb'"(?:repository_root|folder_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
 # the first request, as a title: its first 500 characters (it may run past the head)
-_HEAD_REQUEST = re.compile(rb'"request_message"\s*:\s*"((?:[^"\\]|\\.){1,500})')
-_HEAD_CREATED = re.compile(rb'"created"\s*:\s*("[^"]*")')
+_HEAD_REQUEST = lazy_compile(rb'"request_message"\s*:\s*"((?:[^"\\]|\\.){1,500})')
+_HEAD_CREATED = lazy_compile(rb'"created"\s*:\s*("[^"]*")')
 _STRING = LazyDecoder(str)
 
 

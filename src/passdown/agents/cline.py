@@ -40,6 +40,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents import _record_fields
 from passdown.agents._common import (
     DECODE_ERRORS,
@@ -74,7 +75,7 @@ from passdown.transcript import (
 MAX_MESSAGES_BYTES = 256 * 1024 * 1024
 _MANIFEST_BYTES = 4 * 1024 * 1024
 _MESSAGES_SUFFIX = ".messages.json"
-_USER_INPUT = re.compile(r"^\s*<user_input(?: [^>]*)?>(.*)</user_input>\s*$", re.DOTALL)
+_USER_INPUT = lazy_compile(r"^\s*<user_input(?: [^>]*)?>(.*)</user_input>\s*$", re.DOTALL)
 _READ_TOOLS = frozenset({"read_files", "search_codebase", "fetch_web_content"})
 _TASK_STATUS: dict[str, PlanStatus] = {
     "pending": "pending",
@@ -258,7 +259,7 @@ def _manifest(path: Path) -> _Manifest:
     return decode_side_file(path, _MANIFEST, _MANIFEST_BYTES) or _Manifest()
 
 
-_MANIFEST_CWD = re.compile(rb'"(?:cwd|workspace_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
+_MANIFEST_CWD = lazy_compile(rb'"(?:cwd|workspace_root)"\s*:\s*("(?:[^"\\]|\\.)*")')
 
 
 def _large_manifest_cwd(path: Path, size: int) -> tuple[str | None, str | None]:

@@ -10,7 +10,6 @@ pipeline adds those from git).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -19,6 +18,7 @@ import msgspec
 
 from passdown._jsonl import LineReader, open_binary
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._codex_tools import (
     command_text,
     embedded_patch,
@@ -57,7 +57,7 @@ from passdown.transcript import (
     ToolResult,
 )
 
-_ROLLOUT_ID = re.compile(
+_ROLLOUT_ID = lazy_compile(
     r"rollout-.*?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
 )
 _INJECTED_PREFIXES = (

@@ -34,6 +34,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -70,7 +71,7 @@ _UNTITLED = "Untitled Session"
 _EDIT_TOOLS: dict[str, ToolAction] = {"Write": "write", "Edit": "edit", "MultiEdit": "edit"}
 _READ_TOOLS = frozenset({"Read", "List", "Search", "Fetch", "Diff", "Status", "Skills"})
 _FINISHED = frozenset({"done", "errored"})
-_BOX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX/~-])\]\s*(.*?)\s*$")
+_BOX = lazy_compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX/~-])\]\s*(.*?)\s*$")
 _BOX_STATUS: dict[str, PlanStatus] = {
     " ": "pending",
     "x": "completed",
@@ -79,9 +80,9 @@ _BOX_STATUS: dict[str, PlanStatus] = {
     "-": "cancelled",
 }
 # "Error executing tool Bash: Error (exit code 2): ls: cannot access ..."
-_ERROR_PREFIX = re.compile(r"\AError executing tool [^:]*:\s*(?:Error \(exit code -?\d+\):\s*)?")
-_HEAD_WORKSPACE = re.compile(rb'"workspaceDirectory"\s*:\s*("(?:[^"\\]|\\.)*")')
-_HEAD_TITLE = re.compile(rb'"title"\s*:\s*("(?:[^"\\]|\\.)*")')
+_ERROR_PREFIX = lazy_compile(r"\AError executing tool [^:]*:\s*(?:Error \(exit code -?\d+\):\s*)?")
+_HEAD_WORKSPACE = lazy_compile(rb'"workspaceDirectory"\s*:\s*("(?:[^"\\]|\\.)*")')
+_HEAD_TITLE = lazy_compile(rb'"title"\s*:\s*("(?:[^"\\]|\\.)*")')
 _STRING = LazyDecoder(str)
 # The message after a takeover prompt handed over as a file (`cn -p` needs one).
 LONG_PROMPT_TAIL = "Take over the task described above."

@@ -18,7 +18,6 @@ log itself, so the file on disk is already the active history.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +26,7 @@ import msgspec
 
 from passdown._jsonl import LineReader
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -98,7 +98,7 @@ _QUIET_PREFIXES = (
     "tool_search.",
     "session_limits_exhausted.",
 )
-_SHELL_MARKER = re.compile(r"\n?<shellId: [^>]*>\s*$")
+_SHELL_MARKER = lazy_compile(r"\n?<shellId: [^>]*>\s*$")
 
 
 class _Context(msgspec.Struct):

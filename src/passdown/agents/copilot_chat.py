@@ -31,13 +31,13 @@ What is read, all from documented (open-source) shapes, `ISerializableChatData` 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from passdown._lazy_re import lazy_compile
 from passdown.agents import _editors
 from passdown.agents._common import file_mtime, first_error_line, is_file, list_folder, read_head
 from passdown.agents._editors import iso_millis as _iso
@@ -64,10 +64,10 @@ _EMPTY_WINDOW_FOLDERS = (
     "globalStorage/emptyWindowChatSessions",
     "workspaceStorage/no-workspace/chatSessions",
 )
-_TITLE = re.compile(rb'"customTitle"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
-_CREATED = re.compile(rb'"creationDate"\s*:\s*(\d{1,15})\b')
-_FIRST_TEXT = re.compile(rb'"message"\s*:\s*\{[^{}]*?"text"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
-_FILE_URI = re.compile(r"file://[^\s)\]\"'>]+")
+_TITLE = lazy_compile(rb'"customTitle"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
+_CREATED = lazy_compile(rb'"creationDate"\s*:\s*(\d{1,15})\b')
+_FIRST_TEXT = lazy_compile(rb'"message"\s*:\s*\{[^{}]*?"text"\s*:\s*("(?:[^"\\]|\\.){1,2000}")')
+_FILE_URI = lazy_compile(r"file://[^\s)\]\"'>]+")
 _TODO_STATUS: dict[str, PlanStatus] = {
     "not-started": "pending",
     "in-progress": "in_progress",

@@ -22,6 +22,7 @@ import msgspec
 from passdown import _platform
 from passdown._jsonl import LineReader
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     Todo,
     decode_line,
@@ -43,7 +44,7 @@ from passdown.transcript import (
     Transcript,
 )
 
-_QUERY = re.compile(r"</?user_query>")
+_QUERY = lazy_compile(r"</?user_query>")
 _EDIT_HINTS = ("write", "edit", "replace", "patch", "create", "delete")
 _SHELL_HINTS = ("shell", "terminal", "bash", "command")
 _PLAN_HINTS = ("todo", "plan")

@@ -33,6 +33,7 @@ import msgspec
 
 from passdown._jsonl import LineReader
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._claude_blocks import NULL, Block, blocks, decode_raw, joined_text
 from passdown.agents._claude_plan import todo_items
 from passdown.agents._common import (
@@ -81,17 +82,17 @@ _OUTCOMES: dict[str, EndReason] = {
 }
 _NORMAL_OUTCOMES = frozenset({"completed", "spec_handoff"})
 # TodoWrite's text form, as Droid parses it: "1. [in_progress] Do x", "- [x] Do y", "[ ] z"
-_TODO_STATUS_LINE = re.compile(
+_TODO_STATUS_LINE = lazy_compile(
     r"^(?:\d+[.)]\s*|[-*]\s+)?\[(completed|in_progress|pending)\]\s*(.*)$"
 )
-_TODO_CHECKED = re.compile(r"^(?:\d+[.)]\s*|[-*]\s+)?\[[xX]\]\s*(.*)$")
-_TODO_OPEN = re.compile(r"^(?:\d+[.)]\s*|[-*]\s+)?\[\s*\]\s*(.*)$")
+_TODO_CHECKED = lazy_compile(r"^(?:\d+[.)]\s*|[-*]\s+)?\[[xX]\]\s*(.*)$")
+_TODO_OPEN = lazy_compile(r"^(?:\d+[.)]\s*|[-*]\s+)?\[\s*\]\s*(.*)$")
 # Around a failed command's output: "Error: Command failed (exit code: 2)\n...\n[Process
 # exited with code 2]".
-_COMMAND_FAILED = re.compile(
+_COMMAND_FAILED = lazy_compile(
     r"\AError: Command failed \(exit code: -?\d+\)\n?|\[Process exited with code -?\d+\]\s*\Z"
 )
-_TODO_BULLET = re.compile(r"^(?:\d+[.)]\s+|[-*]\s+)(.+)$")
+_TODO_BULLET = lazy_compile(r"^(?:\d+[.)]\s+|[-*]\s+)(.+)$")
 
 
 class _Message(msgspec.Struct):

@@ -48,6 +48,7 @@ import msgspec
 
 from passdown._jsonl import LineReader, read_side_file
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     decode_line,
     decode_or_none,
@@ -79,14 +80,14 @@ _LOG = "conversation.jsonl"
 _FILE_TOOLS: dict[str, ToolAction] = {"save": "write", "append": "edit", "patch": "edit"}
 _COMMAND_TOOLS = frozenset({"shell", "ipython", "tmux"})
 _READ_TOOLS = frozenset({"read", "chats", "browser", "rag", "recall", "screenshot", "vision"})
-_TOOL_CALL = re.compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):\s*(?={)", re.MULTILINE)
-_FENCE = re.compile(r"^```([A-Za-z_][\w-]*)([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_TOOL_CALL = lazy_compile(r"^@([^\r\n(]+?)\(([\w\-:.]+)\):\s*(?={)", re.MULTILINE)
+_FENCE = lazy_compile(r"^```([A-Za-z_][\w-]*)([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _FENCE_TOOLS = frozenset({*_FILE_TOOLS, *_COMMAND_TOOLS, "todo"})
-_RETURN_CODE = re.compile(r"^(?:Return code: |Process interrupted \(return code: )(-?\d+)", re.M)
-_INLINE = re.compile(r"^`([^`\n]+)`$", re.MULTILINE)
-_STATUS = re.compile(r"\bError code: (\d{3})\b")
-_NUDGE = re.compile(r"\A\s*<system>.*</system>\s*\Z", re.DOTALL)
-_VERSION = re.compile(r"\bYou are gptme v(\d[\w.+-]*)")
+_RETURN_CODE = lazy_compile(r"^(?:Return code: |Process interrupted \(return code: )(-?\d+)", re.M)
+_INLINE = lazy_compile(r"^`([^`\n]+)`$", re.MULTILINE)
+_STATUS = lazy_compile(r"\bError code: (\d{3})\b")
+_NUDGE = lazy_compile(r"\A\s*<system>.*</system>\s*\Z", re.DOTALL)
+_VERSION = lazy_compile(r"\bYou are gptme v(\d[\w.+-]*)")
 _CALLS_KEEP = 256  # calls still waiting for a result: older ones never get one
 _STATES: dict[str, PlanStatus] = {
     "pending": "pending",

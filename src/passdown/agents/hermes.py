@@ -47,6 +47,7 @@ from typing import Any
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     TODO_STATUS,
     decode_or_none,
@@ -79,7 +80,7 @@ _FILE_TOOLS: dict[str, ToolAction] = {"write_file": "write", "patch": "edit"}
 _READ_TOOLS = frozenset(
     {"read_file", "search_files", "session_search", "web_search", "web_extract", "vision_analyze"}
 )
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_FILE = lazy_compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
 _CALLS_KEEP = 256  # calls still waiting for their result row
 _CHAIN_MAX = 64  # compression parts followed back: a longer chain is read from there
 _CONTINUED = "compression"

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, cast
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     DECODE_ERRORS,
     first_error_line,
@@ -71,7 +72,7 @@ _PLAN_STATUSES = {"pending", "in_progress", "completed", "cancelled"}
 _QUIET_PARTS = frozenset(
     {"reasoning", "step-start", "step-finish", "patch", "snapshot", "file", "agent", "retry"}
 )
-_PATCH_FILE = re.compile(r"^\*\*\* (?:(Add|Update|Delete) File: |Move to: )(.+)$", re.MULTILINE)
+_PATCH_FILE = lazy_compile(r"^\*\*\* (?:(Add|Update|Delete) File: |Move to: )(.+)$", re.MULTILINE)
 
 
 class _Time(msgspec.Struct):

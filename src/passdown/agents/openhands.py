@@ -31,7 +31,6 @@ A 429 LiteLLM retried leaves nothing; one that outlived the retries is a
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +38,7 @@ import msgspec
 
 from passdown._jsonl import read_side_file
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     decode_or_none,
     file_mtime,
@@ -70,7 +70,7 @@ from passdown.transcript import (
 )
 
 _STATE = "base_state.json"
-_EVENT_FILE = re.compile(r"event-(\d{1,12})-[0-9A-Za-z-]{1,64}\.json")
+_EVENT_FILE = lazy_compile(r"event-(\d{1,12})-[0-9A-Za-z-]{1,64}\.json")
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event; a larger one is skipped and counted
 _FILE_COMMANDS: dict[str, ToolAction] = {
     "create": "write",

@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     DECODE_ERRORS,
     decode_line,
@@ -74,8 +75,8 @@ _TREE_TYPES = frozenset(
 _EDIT_TOOLS: dict[str, ToolAction] = {"write": "write", "edit": "edit"}
 _READ_TOOLS = frozenset({"read", "ls", "grep", "find"})
 _EXIT_TEXT = "Command exited with code"
-_EXIT_REST = re.compile(r" -?\d+\s*")  # what follows it on the last line
-_ID_IN_NAME = re.compile(r"_([0-9a-fA-F-]{8,})$")
+_EXIT_REST = lazy_compile(r" -?\d+\s*")  # what follows it on the last line
+_ID_IN_NAME = lazy_compile(r"_([0-9a-fA-F-]{8,})$")
 
 
 class _Envelope(msgspec.Struct):

@@ -33,13 +33,13 @@ leaves nothing in the session, and a run stopped while retrying ends `interrupte
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
 from passdown._jsonl import LineReader
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import (
     TODO_STATUS,
     decode_line,
@@ -100,14 +100,14 @@ from passdown.transcript import (
 # A context chunk is one JSON document: it is held in memory once, up to this size.
 MAX_CHUNK_BYTES = 256 * 1024 * 1024
 _CURRENT = "CURRENT"
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_GENERATION = re.compile(r"[0-9]{1,20}")
-_SEGMENT = re.compile(r"[0-9]{1,20}\.jsonl")
+_SHA256 = lazy_compile(r"[0-9a-f]{64}")
+_GENERATION = lazy_compile(r"[0-9]{1,20}")
+_SEGMENT = lazy_compile(r"[0-9]{1,20}\.jsonl")
 _EDIT_TOOLS: dict[str, ToolAction] = {"write_file": "write", "edit": "edit"}
 _READ_TOOLS = frozenset({"read_file", "grep", "web_fetch", "web_search", "skill"})
 _COMMAND_TOOLS = frozenset({"bash", "git_bash", "windows_shell", "experimental_bash"})
 # records that end like this carry nothing a handoff needs (the key order is Vibe's: sorted)
-_SKIPPED_RECORD = re.compile(
+_SKIPPED_RECORD = lazy_compile(
     rb'"type":"(?:action_intent|projection_delta|command_reserved|receipt_succeeded)"\}\s*$'
 )
 _ENDED_BADLY = {"cancelled": "interrupted", "interrupted": "interrupted", "aborted": "interrupted"}

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from passdown._jsonl import read_side_file
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import file_mtime, is_dir, is_file, list_folder, read_head
 from passdown.agents.base import Agent, CannotResume, LaunchSpec, cwd_in_workspace
 from passdown.transcript import (
@@ -50,7 +51,7 @@ from passdown.transcript import (
 if TYPE_CHECKING:
     from passdown.agents.gemini._resume import ResumableReplay
 
-_HASH_NAME = re.compile(r"[0-9a-f]{64}")
+_HASH_NAME = lazy_compile(r"[0-9a-f]{64}")
 _REGISTRY_LIMIT = 16 * 1024 * 1024
 
 

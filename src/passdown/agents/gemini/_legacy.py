@@ -3,7 +3,6 @@ session (`session-*.json`), streamed message by message."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,12 @@ import msgspec
 
 from passdown._jsonl import LineReader
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._gemini_family import decode_record
 from passdown.agents.gemini._emitter import Emitter, MessageRecord, decode_message
 from passdown.transcript import Event, SessionInfo
 
-HEAD_FIELD = re.compile(rb'"(sessionId|startTime)"\s*:\s*"([^"\\]{1,200})"')
+HEAD_FIELD = lazy_compile(rb'"(sessionId|startTime)"\s*:\s*"([^"\\]{1,200})"')
 
 
 class _Legacy(msgspec.Struct):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import repeat
@@ -38,6 +37,7 @@ import msgspec
 from passdown import _platform
 from passdown._jsonl import LineReader, line_limit, seekable
 from passdown._lazy_json import LazyDecoder
+from passdown._lazy_re import lazy_compile
 from passdown.agents._common import DECODE_ERRORS, file_mtime
 from passdown.agents._gemini_family import NULL, decode_record, lenient
 from passdown.agents.base import CannotResume
@@ -94,7 +94,7 @@ _CONTROL = LazyDecoder(_Control)
 _BLOCK = 1024 * 1024  # pass 2 reads the file in blocks of this size
 _READ_PAIRS = 1 << 12  # stashed (offset, index) pairs read back at a time (64 KiB)
 _TOUCH_PREFIX = b'{"$set":{"lastUpdated":"'
-_TOUCH = re.compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
+_TOUCH = lazy_compile(rb'\{"\$set":\{"lastUpdated":"([^"\\\x00-\x1f]*)"\}\}')
 _FULL_LINE = LazyDecoder(_FullLine)
 
 
