@@ -222,3 +222,39 @@ def test_an_export_outside_git_runs_git_once(tmp_path: Path) -> None:
     assert "Add a Usage section" in (out / "HANDOFF.md").read_text()
     lines = log.read_text().splitlines()
     assert len(lines) == 1 and lines[0].endswith("rev-parse --show-toplevel"), lines
+
+
+def test_an_export_in_a_repository_waits_for_git_only_on_its_first_question(
+    tmp_path: Path, asked: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every question but the workspace's root is asked ahead, while the agents load and
+    the session is read: the remotes, the exclude file, the snapshot's status and the
+    commits since the session began."""
+    from passdown.cli import main
+    from recorded import REC_ROOT, lay_out_recorded
+
+    fixture = REPO / "tests" / "fixtures" / "sessions" / "claude" / "full"
+    store = tmp_path / "store"
+    layout = lay_out_recorded(fixture, store, tmp_path / "workspaces")
+    ws = layout.workspace(f"{REC_ROOT}/claude-full")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "start", "--allow-empty"]):
+        subprocess.run(
+            ["git", "-C", str(ws), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True
+        )
+    started: list[tuple[str, ...]] = []
+    real_start = _git.start
+
+    def counting_start(path: Path, args: tuple[str, ...]) -> object:
+        started.append(args)
+        return real_start(path, args)
+
+    monkeypatch.setattr(_git, "start", counting_start)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(store))
+    monkeypatch.setenv("PASSDOWN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(ws)
+    session = next((store / "projects").glob("*/*.jsonl"))
+    assert main(["export", "--from", "claude", "--session", str(session), "--quiet"]) == 0
+    assert "Add a Usage section" in (ws / ".agent-handoff" / "HANDOFF.md").read_text()
+    assert asked == [("rev-parse", "--show-toplevel")]
+    assert {args[0] for args in started} >= {"status", "config", "rev-parse", "log"}
+    assert len(started) == len(set(started))  # each asked once

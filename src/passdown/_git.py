@@ -58,6 +58,7 @@ _VIEW: ContextVar[_View | None] = ContextVar("passdown_git_view", default=None)
 _READ_ONLY = frozenset({"rev-parse", "status", "log", "symbolic-ref"})
 _CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp"})
 REMOTE_URLS = ("config", "--get-regexp", r"^remote\..*\.url$")
+EXCLUDE_FILE = ("rev-parse", "--git-path", "info/exclude")
 
 
 def _is_read_only(args: tuple[str, ...]) -> bool:

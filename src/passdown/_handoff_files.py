@@ -142,9 +142,9 @@ def stage_git_exclude(batch: FileBatch, repo_root: Path, pattern: str) -> bool:
 
 def _exclude_path(repo_root: Path) -> Path | None:
     # imported here: the git helpers live with the snapshot code, which needs pydantic
-    from passdown._workspace import run_git
+    from passdown._workspace import EXCLUDE_FILE, run_git
 
-    result = run_git(repo_root, "rev-parse", "--git-path", "info/exclude")
+    result = run_git(repo_root, *EXCLUDE_FILE)
     text = result.out.decode("utf-8", "replace").strip()
     if not result.ok or not text:
         return None

@@ -242,7 +242,8 @@ def read_handoff(selection: Selection, options: ExportOptions | None = None) -> 
     options = options or ExportOptions()
     options.validate()
     limits = options.limits or load_limits()
-    ask_ahead_for_snapshot(selection.workspace)  # git works while the session is read
+    # git works while the session is read
+    ask_ahead_for_snapshot(selection.workspace, selection.ref.started_at)
     transcript, extracted, seen = _read_and_extract(selection, options)
     _refuse_unreadable(transcript, seen)
     info = transcript.info

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from passdown._git import EXCLUDE_FILE as EXCLUDE_FILE
 from passdown._git import GIT_TIMEOUT as GIT_TIMEOUT
 from passdown._git import REMOTE_URLS as REMOTE_URLS
 from passdown._git import GitResult as GitResult
@@ -116,17 +117,21 @@ def snapshot(path: Path) -> WorkspaceSnapshot:
     return snap
 
 
-def ask_ahead_for_snapshot(path: Path) -> None:
-    """Start what `snapshot` and `files_changed_since` will ask git about `path`, so it
-    runs while the session is read (within `one_view`; else nothing happens)."""
-    ask_ahead(_absolute(path), (*_STATUS, *_SNAPSHOT_STATUS), _ALL_STATUS, _SUBJECT)
+def ask_ahead_for_snapshot(path: Path, started_at: str | None = None) -> None:
+    """Start what `snapshot` and `files_changed_since(path, started_at)` will ask git
+    about `path`, so it runs while the session is read (within `one_view`; else nothing
+    happens)."""
+    commits = _commits_since(started_at)
+    questions = [(*_STATUS, *_SNAPSHOT_STATUS), _ALL_STATUS, _SUBJECT]
+    ask_ahead(_absolute(path), *questions, *([commits] if commits else []))
 
 
 def ask_ahead_for_export(root: Path) -> None:
     """`ask_ahead_for_snapshot`, and what else an export asks git about its workspace's
-    root before it writes: its remotes (the project's scope)."""
+    root: its remotes (the project's scope) and where its exclude file is (which keeps
+    `.agent-handoff/` out of git)."""
     ask_ahead_for_snapshot(root)
-    ask_ahead(_absolute(root), REMOTE_URLS)
+    ask_ahead(_absolute(root), REMOTE_URLS, EXCLUDE_FILE)
 
 
 def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
@@ -139,14 +144,9 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
     """
     root = _absolute(path)
     found: set[str] = set()
-    since = _parse_iso(since_iso) if since_iso else None
-    if since is not None:
-        log = run_git(
-            # git dates have one-second resolution: a commit made in the same second the
-            # session started (just before it) must not count as the agent's.
-            root, "log", f"--since=@{int(since.timestamp()) + 1}", f"--max-count={MAX_LOG_COMMITS}",
-            "--name-only", "--format=", "--no-renames", "-z", "HEAD", "--",
-        )  # fmt: skip
+    question = _commits_since(since_iso)
+    if question is not None:
+        log = run_git(root, *question)
         if log.ok:
             found.update(_split_z(log.out, log=True))
     status = _status(root, untracked="all")  # each new file, not just its folder
@@ -156,6 +156,19 @@ def files_changed_since(path: Path, since_iso: str | None) -> list[str]:
             if entry.orig_path:
                 found.add(entry.orig_path)
     return sorted(p for p in found if not _is_handoff_path(p))
+
+
+def _commits_since(since_iso: str | None) -> tuple[str, ...] | None:
+    """What `files_changed_since` asks git: the files of the commits after `since_iso`."""
+    since = _parse_iso(since_iso) if since_iso else None
+    if since is None:
+        return None
+    # git dates have one-second resolution: a commit made in the same second the session
+    # started (just before it) must not count as the agent's
+    return (
+        "log", f"--since=@{int(since.timestamp()) + 1}", f"--max-count={MAX_LOG_COMMITS}",
+        "--name-only", "--format=", "--no-renames", "-z", "HEAD", "--",
+    )  # fmt: skip
 
 
 def dirty_paths(path: Path) -> list[str]:

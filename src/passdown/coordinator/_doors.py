@@ -158,19 +158,20 @@ def export(
     from passdown.errors import HandoffConflict
 
     for attempt in range(MAX_RACE_RETRIES):
-        prepared = prepare(
-            request, here, store=store, scope=scope, confine=confine, identity=identity
-        )
-        with prepared.coordinator as coordinator:
-            package = adjust(coordinator, prepared.package) if adjust else prepared.package
-            try:
-                written = coordinator.export_sync(
-                    package, out_dir, store=store is not False, if_changed=True
-                )
-            except HandoffConflict:
-                if attempt == MAX_RACE_RETRIES - 1:
-                    raise
-                continue
-            written.reading = prepared.selection.reading
-            return written
+        with one_view():  # git's answers hold until the files are written, not past a retry
+            prepared = prepare(
+                request, here, store=store, scope=scope, confine=confine, identity=identity
+            )
+            with prepared.coordinator as coordinator:
+                package = adjust(coordinator, prepared.package) if adjust else prepared.package
+                try:
+                    written = coordinator.export_sync(
+                        package, out_dir, store=store is not False, if_changed=True
+                    )
+                except HandoffConflict:
+                    if attempt == MAX_RACE_RETRIES - 1:
+                        raise
+                    continue
+                written.reading = prepared.selection.reading
+                return written
     raise AssertionError("unreachable")
