@@ -37,14 +37,13 @@ import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import msgspec
 from pydantic import ValidationError as PydanticValidationError
 
-from passdown import _platform
+from passdown import __version__, _platform
 from passdown._checkpoint_writes import CHECKPOINTS_DIR, PendingCheckpoint, change
 from passdown._checkpoint_writes import STALE_AFTER_DAYS as STALE_AFTER_DAYS
 from passdown._checkpoint_writes import deferred as deferred
@@ -354,7 +353,7 @@ class _Resumed(msgspec.Struct):
         state = saved.extractor
         if (
             saved.format != CHECKPOINT_FORMAT
-            or saved.passdown_version != _passdown_version()
+            or saved.passdown_version != __version__
             or saved.agent != self.agent.name
             or saved.path != str(self.ref.path)
             or saved.file_id != self.file_id
@@ -375,7 +374,7 @@ class _Resumed(msgspec.Struct):
         info = snapshot.info
         checkpoint = Checkpoint(
             format=CHECKPOINT_FORMAT,
-            passdown_version=_passdown_version(),
+            passdown_version=__version__,
             agent=self.agent.name,
             path=str(self.ref.path),
             offset=snapshot.offset,
@@ -456,16 +455,6 @@ def _restore_info(info: SessionInfo, saved: _InfoState) -> None:
     info.updated_at = saved.updated_at
     info.git_branch = saved.git_branch
     info.title = saved.title
-
-
-@cache
-def _passdown_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("passdown")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _fingerprint(fd: int, offset: int) -> tuple[str, str]:
