@@ -22,10 +22,10 @@ the resumed export reads only the appended bytes there as on Linux. Each resumed
 `--json` figures (`read`: checkpoint, offset, bytes) are checked to say so, and the
 resumed export is compared with the first read (target: under 0.4x). The simulation's
 own start-up (it imports what must load before the platform changes: asyncio, the MCP
-client, click, ...) costs seconds that native Windows does not pay; it is measured in
-the same run, right before each export (a Python process that starts under the simulation
-and ends as `passdown` does), and the ratio is given with it taken off each export as well
-as raw.
+client, click, ...) costs half a second that native Windows does not pay; each export's
+own process says when the simulation was ready (`PASSDOWN_SIMULATE_READY_FILE`, on the
+clock every process shares), and the ratio is given with that start-up taken off each
+export as well as raw.
 
 Usage: python benchmarks/bench_incremental.py [--agent codex] [--big-mb 500] [--small-mb 5]
        [--append-mb 1] [--runs 7] [--simulate-windows]
@@ -73,6 +73,7 @@ def _git_workspace(path: Path) -> None:
 
 
 LAST_READ: dict[str, object] = {}  # the `read` figures of the last export's --json
+STARTUPS: list[float] = []  # each simulated export's start-up: spawn to the simulation ready
 
 
 def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = True) -> float:
@@ -92,23 +93,22 @@ def _export(path: Path, env: dict[str, str], agent: str, *, checkpoint: bool = T
     run_env = dict(env)
     if not checkpoint:
         run_env["PASSDOWN_NO_CHECKPOINT"] = "1"
+    ready = Path(env["PASSDOWN_DATA_DIR"]) / "simulation-ready"
+    simulated = env.get("PASSDOWN_SIMULATE_WINDOWS") == "1"
+    if simulated:
+        ready.parent.mkdir(parents=True, exist_ok=True)
+        ready.unlink(missing_ok=True)
+        run_env["PASSDOWN_SIMULATE_READY_FILE"] = str(ready)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=WORKSPACE, env=run_env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"export failed ({proc.returncode}): {proc.stderr}")
+    if simulated:  # perf_counter is CLOCK_MONOTONIC here: one clock for both processes
+        STARTUPS.append(float(ready.read_text()) - start)
     LAST_READ.clear()
     LAST_READ.update(json.loads(proc.stdout)["read"])
     return elapsed
-
-
-def _startup(env: dict[str, str]) -> float:
-    """Seconds a Python process takes to start in `env` and do nothing, ending as the
-    `passdown` command ends (`gc.freeze()`: no last walk over the objects the simulation
-    loaded)."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import gc; gc.freeze()"], env=env, check=True)
-    return time.perf_counter() - start
 
 
 def _first_read(path: Path, env: dict[str, str], agent: str) -> float:
@@ -252,29 +252,24 @@ def main() -> None:
             appends += [_turns(int(args.append_mb * MB), 200 + n, tmp) for n in range(args.runs)]
         else:
             small, big, appends, small_env, big_env = _tree_sessions(agent, tmp, args, base)
-        # the simulation's start-up is measured right before each export it is taken off
-        startups: list[float] = []
-
-        def startup() -> None:
-            if args.simulate_windows:
-                startups.append(_startup(big_env))
-
         # full reads, each writing the checkpoint; the resumed exports start from the last
         firsts = []
         for _ in range(FIRST_READS):
-            startup()
             firsts.append(_first_read(big, big_env, agent))
+        first_startups = STARTUPS[:]
         first = statistics.median(firsts)
         _export(small, small_env, agent, checkpoint=False)  # warm-up: the store is created
         # interleaved, so the load of a shared machine weighs on both alike
         small_times, resumed_times = [], []
+        resumed_startups: list[float] = []
         for chunk in appends[: args.runs]:
             small_times.append(_export(small, small_env, agent, checkpoint=False))
             before = big.stat().st_size
             with open(big, "ab") as handle:
                 handle.write(chunk)
-            startup()
+            STARTUPS.clear()
             resumed_times.append(_export(big, big_env, agent))
+            resumed_startups += STARTUPS
             wanted = {"checkpoint": "resumed", "offset": before, "bytes": len(chunk)}
             if wanted != LAST_READ:
                 raise SystemExit(f"the resumed export read {LAST_READ}, not {wanted}")
@@ -311,16 +306,15 @@ def main() -> None:
         print(f"resumed / full read = {resumed_s / full:.3f}")
         if args.simulate_windows:
             raw = resumed_s / first
+            startups = first_startups + resumed_startups
             print(
                 f"the simulation's start-up median {statistics.median(startups):.3f}s "
                 f"({', '.join(f'{t:.3f}' for t in startups)}); resumed / first read raw "
-                f"{raw:.3f}, without it (each export less the start-up measured before it):"
+                f"{raw:.3f}, without it (each export less its own process's start-up):"
             )
-            first = statistics.median(
-                t - u for t, u in zip(firsts, startups[:FIRST_READS], strict=True)
-            )
+            first = statistics.median(t - u for t, u in zip(firsts, first_startups, strict=True))
             resumed_s = statistics.median(
-                t - u for t, u in zip(resumed_times, startups[FIRST_READS:], strict=True)
+                t - u for t, u in zip(resumed_times, resumed_startups, strict=True)
             )
         of_first = resumed_s / first
         verdict = "ok" if of_first < TARGET_OF_FIRST else "OVER TARGET"

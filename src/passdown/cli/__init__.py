@@ -146,4 +146,27 @@ def run() -> None:
     # (the models, the session's facts) once more on the way out. Nothing passdown
     # writes waits on a collection: files are closed and synced by then.
     gc.freeze()
-    sys.exit(code)
+    _end(code)
+
+
+def _end(code: int) -> None:
+    """Exit without tearing the interpreter down (as mypy does): its finalization would
+    free every module and object the command made, one by one, while the agent waits.
+    Every file passdown writes is closed and synced when the command returns; what is
+    left is flushed here. A thread other than a daemon still running gets the normal
+    exit, which waits for it."""
+    import threading
+
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(t.is_alive() and not t.daemon for t in others):
+        sys.exit(code)
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # the reader went away, or it was closed
+            continue
+        except OSError:  # what the command printed did not all arrive
+            code = code or 1
+    os._exit(code)
