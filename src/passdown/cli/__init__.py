@@ -152,16 +152,17 @@ def run() -> None:
 def _end(code: int) -> None:
     """Exit without tearing the interpreter down (as mypy does): its finalization would
     free every module and object the command made, one by one, while the agent waits.
-    Every file passdown writes is closed and synced when the command returns; what is
-    left is flushed here. A thread other than a daemon still running gets the normal
-    exit, which waits for it."""
+    Every file passdown writes is closed and synced when the command returns; what was
+    registered to run at exit runs (logging's shutdown, a tool's report), then the
+    output is flushed. A thread other than a daemon still running gets the normal exit,
+    which waits for it."""
+    import atexit
     import threading
 
     others = [t for t in threading.enumerate() if t is not threading.main_thread()]
     if any(t.is_alive() and not t.daemon for t in others):
         sys.exit(code)
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()
+    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
