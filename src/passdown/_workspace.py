@@ -17,6 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# the runner lives in the light `passdown._git` (the session-start hook uses it alone);
+# these names stay importable from here
 from passdown._git import EXCLUDE_FILE as EXCLUDE_FILE
 from passdown._git import GIT_TIMEOUT as GIT_TIMEOUT
 from passdown._git import REMOTE_URLS as REMOTE_URLS
@@ -35,9 +37,6 @@ from passdown._git import git_env as git_env
 from passdown._git import is_ancestor as is_ancestor
 from passdown._git import run_git as run_git
 from passdown._git import workspace_root as workspace_root
-
-# the runner lives in the light `passdown._git` (the session-start hook uses it alone);
-# these names stay importable from here
 from passdown._model_defaults import empty_list
 
 HANDOFF_DIR = ".agent-handoff"

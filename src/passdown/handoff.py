@@ -10,9 +10,8 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
-
 # the rules every handoff carries: in a light module of their own for the session-start hook
+from passdown._contract import TAKEOVER_CONTRACT as TAKEOVER_CONTRACT
 from passdown._model_defaults import empty_list
 from passdown._workspace import WorkspaceSnapshot
 from passdown.transcript import PLAN_KEEP, EndReason
