@@ -12,7 +12,7 @@ import gc
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     import click
@@ -149,7 +149,7 @@ def run() -> None:
     _end(code)
 
 
-def _end(code: int) -> None:
+def _end(code: int) -> NoReturn:
     """Exit without tearing the interpreter down (as mypy does): its finalization would
     free every module and object the command made, one by one, while the agent waits.
     Every file passdown writes is closed and synced when the command returns; what was
