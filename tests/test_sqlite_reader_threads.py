@@ -18,6 +18,7 @@ import json
 import shutil
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ from passdown.transcript import SessionRef, Transcript
 from recorded import FIXTURES
 
 pytestmark = pytest.mark.filterwarnings("error")
+
+
+@pytest.fixture(autouse=True)
+def _only_this_tests_garbage() -> None:
+    """What earlier tests left for the collector (in a random order, any of them) is
+    collected before this test starts: the collections the test makes must meet only
+    the readers it made."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 @pytest.fixture
