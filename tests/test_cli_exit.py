@@ -20,12 +20,17 @@ _RUN = (
 )
 
 
-def _passdown(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _python(code: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`code` run by this Python with this checkout's passdown, `args` after it."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HOME": str(tmp_path)}
     env["PASSDOWN_DATA_DIR"] = str(tmp_path / "data")
     return subprocess.run(
-        [sys.executable, "-c", _RUN, *args], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60
     )
+
+
+def _passdown(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return _python(_RUN, *args, tmp_path=tmp_path)
 
 
 def test_a_command_ends_with_its_output_its_exit_functions_and_its_code(tmp_path: Path) -> None:
@@ -54,9 +59,6 @@ def test_a_command_whose_thread_still_runs_waits_for_it(tmp_path: Path) -> None:
         "from passdown.cli import run\n"
         "run()\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HOME": str(tmp_path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
-    )
+    proc = _python(code, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert marker.read_text() == "done"
