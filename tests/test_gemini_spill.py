@@ -332,6 +332,11 @@ def _line(record: dict[str, Any]) -> bytes:
     picks=st.lists(st.integers(0, 1000), min_size=1, max_size=14),
     cuts=st.lists(st.tuples(st.booleans(), st.floats(0.0, 1.0)), min_size=1, max_size=8),
 )
+@example(  # a resume's history `$set` without its newline: the spilled run the first
+    # window left out is listed again after its lines were forgotten
+    picks=[0, 0, 0, 0, 545],
+    cuts=[(False, 0.9999999999999999)],
+)
 def test_incremental_export_with_spilling_equals_full_read(
     picks: list[int], cuts: list[tuple[bool, float]]
 ) -> None:

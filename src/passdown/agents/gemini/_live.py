@@ -194,6 +194,7 @@ class Spill:
         if self.pending is None:
             return
         handle, self.pending, self.pending_count = self.pending, None, 0
+        self.handed_on = self.count  # a left-out run's lines go too (`Pass2.done`)
         with handle:
             handle.seek(16 * max(0, self.alive_from - self.stash_from))
             while block := handle.read(_READ_KEYS * 16):

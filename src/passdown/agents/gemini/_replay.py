@@ -489,10 +489,13 @@ class Pass2:
         return next(self.pairs(position, position + 1))
 
     def done(self) -> None:
-        """The stash is handed on: forgotten (`Spill.drain`)."""
+        """The stash is handed on: forgotten (`Spill.drain`). The lines of a spilled run
+        a history `$set` left out go with it: a later `$set` listing that run again
+        cannot be followed (`Spill.handed_on`)."""
         spill = self.spill
         if spill is not None and spill.pending is not None and spill.pending is self.stash:
             spill.pending, spill.pending_count = None, 0
+            spill.handed_on = spill.count
             self.stash.close()
         self.stash = None
 
