@@ -202,8 +202,11 @@ def _resume_token(agent: str, agent_env: AgentEnv) -> str:
     }[agent](agent_env)
 
 
-def _second_turn(case: Case, env: dict[str, str], ws: Path, resume: str) -> int | None:
-    """The resumed turn; None when the test had to stop a CLI that kept retrying."""
+def _second_turn(
+    case: Case, env: dict[str, str], ws: Path, resume: str, agent_env: AgentEnv
+) -> int | None:
+    """The resumed turn; None when the test had to stop a CLI that kept retrying (once
+    its session holds a failed attempt's record, or after `give_up_after` seconds)."""
     if case.give_up_after is None:
         run = PROMPT_RUNNERS[case.agent]
         return run(env, ws, PROMPT_2, resume=resume, timeout=300).returncode
@@ -230,8 +233,17 @@ def _second_turn(case: Case, env: dict[str, str], ws: Path, resume: str) -> int 
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    deadline = time.monotonic() + case.give_up_after
+    session = agent_env.home.glob(".qwen/projects/*/chats/*.jsonl")
+    chats = sorted(session)
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return proc.returncode
+        if any(b'"RateLimitError"' in chat.read_bytes() for chat in chats):
+            break  # a failed attempt is recorded: the user gives up on the retries
+        time.sleep(0.5)
     try:
-        return proc.wait(timeout=case.give_up_after)
+        return proc.wait(timeout=1)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -256,7 +268,7 @@ def test_a_sticky_rate_limit_is_how_the_session_ended(
         resume = _resume_token(case.agent, agent_env)
         srv.fail(429, case.error_body, headers=RETRY_NOW)
         started = time.monotonic()
-        code = _second_turn(case, env, ws, resume)
+        code = _second_turn(case, env, ws, resume, agent_env)
         elapsed = time.monotonic() - started
         errors = [r for r in srv.requests if r.kind == "error"]
         assert errors, f"{case.agent} never sent the second turn's request"
