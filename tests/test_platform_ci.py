@@ -2,8 +2,8 @@
 
 The GitHub Actions workflow passes actionlint, and what it runs agrees with what the
 package claims: its Python matrix is the classifiers' versions, its runners are the
-classifiers' systems; `.ci/run` runs the wheel check, the other Pythons and the
-fallback pass over the whole suite (minus the tests of the paths that pass turns off).
+classifiers' systems; `.ci/run` runs the wheel check (beside the suite) and the other
+Pythons, and no second pass of the suite.
 """
 
 from __future__ import annotations
