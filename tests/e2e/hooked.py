@@ -26,16 +26,19 @@ def passdown_on_path(root: Path, *, kill_session_end_at: str | None = None) -> t
     calls = root / "passdown-calls.log"
     src = Path(__file__).resolve().parents[2] / "src"
     wrapper = bindir / "passdown"
-    run = f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}" "{sys.executable}" -m passdown "$@"'
+    path = f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}"'
+    run = f'"{sys.executable}" -m passdown "$@"'
     kill = ""
     if kill_session_end_at:  # the payload is on stdin: kept in a file to look at it, and
         # how each hook ended goes to the call log (a hook killed from outside shows there)
         kill = (
             f'if [ "$1" = hook ]; then p=$(mktemp "{root}/payload.XXXXXX"); cat > "$p"; '
             f'if grep -q SessionEnd "$p"; then export PASSDOWN_TEST_CRASH_AT={kill_session_end_at}; '
-            f'fi; {run} < "$p"; code=$?; echo "exit $code $p" >> "{calls}"; exit $code; fi\n'
+            f'fi; {path} {run} < "$p"; code=$?; echo "exit $code $p" >> "{calls}"; exit $code; fi\n'
         )
-    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\n{kill}exec {run}\n', encoding="utf-8")
+    wrapper.write_text(
+        f'#!/bin/sh\necho "$*" >> "{calls}"\n{kill}{path} exec {run}\n', encoding="utf-8"
+    )
     wrapper.chmod(0o755)
     return bindir, calls
 
