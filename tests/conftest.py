@@ -9,13 +9,6 @@ from pathlib import Path
 import pytest
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than the cores. The end-to-end tests spend part of
-    their time waiting (on an agent CLI's start, a terminal screen, a scripted server),
-    which a third worker on two cores fills."""
-    return (os.cpu_count() or 1) + 1
-
-
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
