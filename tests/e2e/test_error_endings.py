@@ -234,8 +234,7 @@ def _second_turn(
         start_new_session=True,
     )
     deadline = time.monotonic() + case.give_up_after
-    session = agent_env.home.glob(".qwen/projects/*/chats/*.jsonl")
-    chats = sorted(session)
+    chats = sorted(agent_env.home.glob(".qwen/projects/*/chats/*.jsonl"))  # from turn 1
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             return proc.returncode

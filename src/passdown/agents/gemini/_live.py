@@ -191,15 +191,23 @@ class Spill:
     def drain(self) -> Iterator[tuple[int, int]]:
         """The stashed (offset, index) pairs of the live spilled slots in order, then
         forgotten."""
-        if self.pending is None:
+        handle = self.let_go_of_stash()
+        if handle is None:
             return
-        handle, self.pending, self.pending_count = self.pending, None, 0
-        self.handed_on = self.count  # a left-out run's lines go too (`Pass2.done`)
         with handle:
             handle.seek(16 * max(0, self.alive_from - self.stash_from))
             while block := handle.read(_READ_KEYS * 16):
                 pairs = array("q", block)
                 yield from zip(pairs[0::2], pairs[1::2], strict=True)
+
+    def let_go_of_stash(self) -> BinaryIO | None:
+        """The stash, no longer kept here (the caller reads and closes it). The lines of
+        every spilled slot go with it, those of a run a history `$set` left out too: a
+        later `$set` listing spilled slots again cannot be followed (`handed_on`)."""
+        handle, self.pending, self.pending_count = self.pending, None, 0
+        if handle is not None:
+            self.handed_on = self.count
+        return handle
 
     def packed(self) -> bytes:
         """The filter compressed (mostly zero bits: a fraction of its size). The filter

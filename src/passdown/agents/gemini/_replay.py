@@ -489,13 +489,10 @@ class Pass2:
         return next(self.pairs(position, position + 1))
 
     def done(self) -> None:
-        """The stash is handed on: forgotten (`Spill.drain`). The lines of a spilled run
-        a history `$set` left out go with it: a later `$set` listing that run again
-        cannot be followed (`Spill.handed_on`)."""
+        """The stash is handed on: forgotten (`Spill.let_go_of_stash`, as `drain` does)."""
         spill = self.spill
         if spill is not None and spill.pending is not None and spill.pending is self.stash:
-            spill.pending, spill.pending_count = None, 0
-            spill.handed_on = spill.count
+            spill.let_go_of_stash()
             self.stash.close()
         self.stash = None
 
