@@ -16,11 +16,16 @@ from e2e.agents import AgentEnv, find_agent, run_passdown
 from e2e.checks import ok
 
 
-def passdown_on_path(root: Path, *, kill_session_end_at: str | None = None) -> tuple[Path, Path]:
+def passdown_on_path(
+    root: Path, *, kill_session_end_at: str | None = None, log_exits: bool = False
+) -> tuple[Path, Path]:
     """`passdown` for the agents' hooks: `python -m passdown` from this checkout, logging
     each call so the test sees what the agents ran. Returns (its folder, the call log).
     `kill_session_end_at`: a SessionEnd hook's export dies at that step
-    (`PASSDOWN_TEST_CRASH_AT`), as when the agent kills the hook at its timeout."""
+    (`PASSDOWN_TEST_CRASH_AT`), as when the agent kills the hook at its timeout.
+    `log_exits` (implied by it): each hook's payload and stderr are kept in files, and
+    how it ended goes to the call log (`exit CODE PAYLOAD`; a hook killed from outside
+    leaves no such line)."""
     bindir = root / "bin"
     bindir.mkdir(parents=True, exist_ok=True)
     calls = root / "passdown-calls.log"
@@ -28,16 +33,20 @@ def passdown_on_path(root: Path, *, kill_session_end_at: str | None = None) -> t
     wrapper = bindir / "passdown"
     path = f'PYTHONPATH="{src}${{PYTHONPATH:+:$PYTHONPATH}}"'
     run = f'"{sys.executable}" -m passdown "$@"'
-    kill = ""
-    if kill_session_end_at:  # the payload is on stdin: kept in a file to look at it, and
-        # how each hook ended goes to the call log (a hook killed from outside shows there)
-        kill = (
+    hook = ""
+    if kill_session_end_at or log_exits:
+        crash = (
+            f'if grep -q SessionEnd "$p"; then export PASSDOWN_TEST_CRASH_AT={kill_session_end_at}; fi; '
+            if kill_session_end_at
+            else ""
+        )
+        hook = (
             f'if [ "$1" = hook ]; then p=$(mktemp "{root}/payload.XXXXXX"); cat > "$p"; '
-            f'if grep -q SessionEnd "$p"; then export PASSDOWN_TEST_CRASH_AT={kill_session_end_at}; '
-            f'fi; {path} {run} < "$p"; code=$?; echo "exit $code $p" >> "{calls}"; exit $code; fi\n'
+            f'{crash}{path} {run} < "$p" 2> "$p.stderr"; code=$?; '
+            f'echo "exit $code $p" >> "{calls}"; exit $code; fi\n'
         )
     wrapper.write_text(
-        f'#!/bin/sh\necho "$*" >> "{calls}"\n{kill}{path} exec {run}\n', encoding="utf-8"
+        f'#!/bin/sh\necho "$*" >> "{calls}"\n{hook}{path} exec {run}\n', encoding="utf-8"
     )
     wrapper.chmod(0o755)
     return bindir, calls

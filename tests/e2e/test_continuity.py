@@ -225,7 +225,7 @@ def test_two_sessions_starting_at_once_claim_once(
     two starts race to take it back, and must still agree on one claim of the handoff
     the files hold (seen in CI: both were pointed at the task)."""
     kill = "between-renames" if killed_end else None
-    bindir, calls = _passdown_on_path(tmp_path, kill_session_end_at=kill)
+    bindir, calls = _passdown_on_path(tmp_path, kill_session_end_at=kill, log_exits=True)
     _env_codex, source_session = _codex_session(agent_env, bindir, workspace, TASK)
     handoff_id = _handoff_json(workspace)["id"]
     journal = agent_env.passdown_data / "journal"
@@ -267,7 +267,7 @@ def test_two_sessions_starting_at_once_claim_once(
         # status record's provenance) and what each session was sent say where it broke
         sent = {str(r.body.get("prompt_cache_key")): r.text()[:2000] for r in requests
                 if isinstance(r.body, dict)}  # fmt: skip
-        payloads = {p.name: p.read_text()[:300] for p in sorted(tmp_path.glob("payload.*"))}
+        payloads = {p.name: p.read_text()[-1500:] for p in sorted(tmp_path.glob("payload.*"))}
         pytest.fail(
             f"pointed: {sorted(map(str, pointed))}\nhandoff: {handoff_id}\n{log}\n"
             f"calls: {calls.read_text() if calls.exists() else '-'}\n"
