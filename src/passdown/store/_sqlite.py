@@ -8,10 +8,7 @@ transaction behind.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import stat
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from passdown import _platform
 from passdown.errors import StoreError
+from passdown.store import _sqlite_files as files
 from passdown.store._base import (
     PointerKey,
     Prepared,
@@ -106,107 +103,6 @@ def _kinds_json(kinds: list[str]) -> str:
     return json.dumps(kinds, ensure_ascii=False)
 
 
-# What to do about a store that cannot be opened (the files' own hints name `--out`)
-OPEN_HINT = (
-    "check the folder and its permissions, or use another store: set PASSDOWN_STORE "
-    "(or pass --store URL); `export --no-store` writes the handoff without one"
-)
-
-
-def _private_database(path: Path, shown: str) -> None:
-    """The database and its -wal/-shm hold handoff text and token hashes: 0600, in a
-    0700 folder when passdown creates it (or it is passdown's data folder). SQLite gives
-    -wal and -shm the database file's own mode, so creating that one right is enough;
-    files left loose by older versions are tightened."""
-    from passdown._fsio import ensure_private_file, make_private_dirs
-    from passdown._paths import data_dir, private_data_dir
-    from passdown.errors import OutputError
-
-    try:
-        if path.resolve().is_relative_to(data_dir().resolve()):
-            private_data_dir()
-        make_private_dirs(path.parent)
-        ensure_private_file(path)
-        for suffix in ("-wal", "-shm", "-journal"):
-            ensure_private_file(Path(f"{path}{suffix}"), create=False)
-    except OutputError as exc:
-        raise StoreError(f"SQLite store {shown}: {exc.message}", hint=OPEN_HINT) from exc
-    except OSError as exc:
-        raise StoreError(f"SQLite store {shown}: {exc.strerror or exc}", hint=OPEN_HINT) from exc
-
-
-# A write-ahead log starts with one of these (big-endian; the last bit: checksum order).
-WAL_MAGIC = (0x377F0682, 0x377F0683)
-
-
-def unreplayable_wal(path: Path) -> str | None:
-    """Why SQLite would drop the `-wal` beside `path` unreplayed, or None (no log, an
-    empty one, or one it replays). A process that ends without closing the store (a
-    crash, a kill) leaves its log behind, often without `-shm`; opening the store
-    replays it (nothing lost) when the database file is there in WAL mode with the
-    log's page size. Otherwise SQLite silently deletes it with the records it holds:
-    the database file was removed or replaced (a sync tool, a restore), or the log is
-    not one. A live store never looks like that: its file says WAL before a log exists."""
-    wal = Path(f"{path}-wal")
-    try:
-        if not stat.S_ISREG(os.lstat(wal).st_mode):
-            return None  # a link or a folder: `_private_database` refuses those
-        log = _head(wal, 32)
-    except OSError:
-        return None  # none there, or unreadable: SQLite itself says what it cannot open
-    if not log:
-        return None
-    if len(log) < 32 or int.from_bytes(log[:4], "big") not in WAL_MAGIC:
-        return "it is not a SQLite write-ahead log"
-    try:
-        db = _head(path, 100)
-    except FileNotFoundError:
-        return f"{path.name} is missing"
-    except OSError:
-        return None
-    page = int.from_bytes(db[16:18], "big") if len(db) >= 100 else 0
-    if len(db) < 100:
-        return f"{path.name} is empty"
-    if db[18:20] != b"\x02\x02":
-        return f"{path.name} is not in WAL mode"
-    if (65536 if page == 1 else page) != int.from_bytes(log[8:12], "big"):
-        return f"its page size is not {path.name}'s"
-    return None
-
-
-def _head(path: Path, size: int) -> bytes:
-    fd = _platform.open_nonblocking(path, os.O_RDONLY)
-    try:
-        return os.read(fd, size)
-    finally:
-        os.close(fd)
-
-
-def keep_unreplayable_wal(path: Path) -> str | None:
-    """Move a `-wal` SQLite would drop (`unreplayable_wal`) aside, to
-    `<db>-wal.orphan-<UTC time>` (0600), before SQLite opens the store; the warning
-    naming both, or None when there was nothing to keep."""
-    reason = unreplayable_wal(path)
-    if reason is None:
-        return None
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    kept = Path(f"{path}-wal.orphan-{stamp}")
-    try:
-        os.rename(f"{path}-wal", kept)
-        os.chmod(kept, 0o600)  # it holds handoff text, like the store
-    except OSError as exc:
-        raise StoreError(
-            f"SQLite store {path}: its write-ahead log {path}-wal cannot be replayed "
-            f"({reason}) and could not be kept aside: {exc.strerror or exc}",
-            hint="move it away yourself, or restore the database file it belongs to",
-        ) from exc
-    return (
-        f"SQLite store {path}: kept its write-ahead log as {kept.name}, which SQLite "
-        f"would have dropped unreplayed ({reason}); to recover its records, put it back "
-        "as -wal beside the database file it belongs to"
-    )
-
-
 class SQLiteStore(Store):
     def __init__(self, path: str | Path, *, url: str | None = None) -> None:
         """`url`: the store URL as the user gave it; messages show it where the path
@@ -215,21 +111,24 @@ class SQLiteStore(Store):
         self.url = url or f"sqlite://{self.path}"
         self.shown = self.path if self.url == f"sqlite://{self.path}" else self.url
         self.warnings: list[str] = []
+        self._held: tuple[int, str] | None = None
         if self.path != ":memory:":
             # before the database file is created: a log whose database is gone is kept
-            kept = keep_unreplayable_wal(Path(self.path))
-            if kept:  # rare and about the user's data: said at once, wherever it runs
-                self.warnings.append(kept)
-                print(f"passdown: warning: {kept}", file=sys.stderr)
-            _private_database(Path(self.path), self.shown)
-        self._lock = threading.RLock()  # one connection, shared by this process's threads
-        with self._errors():
-            self._conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            self._held = files.hold(
+                self.path, lambda: files.prepare_files(Path(self.path), self.shown, self.warnings)
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL
-            self._migrate()
+        self._lock = threading.RLock()  # one connection, shared by this process's threads
+        try:
+            with self._errors():
+                self._conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across crashes in WAL
+                self._migrate()
+        except BaseException:
+            self._let_go()
+            raise
 
     # -- plumbing ----------------------------------------------------------------------
 
@@ -283,7 +182,15 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         with self._lock:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Close the connection (if it was made); it no longer counts as open here."""
+        if getattr(self, "_conn", None) is not None:
             self._conn.close()
+        if self._held is not None:
+            files.release(self._held)
+            self._held = None
 
     # -- writes -------------------------------------------------------------------------
 
@@ -516,12 +423,14 @@ class StorePeek:
     locked or damaged file): the caller then opens the store itself."""
 
     def __init__(self, path: Path) -> None:
-        if unreplayable_wal(path):  # the store itself keeps that log aside first
-            raise sqlite3.OperationalError(f"{path}-wal cannot be replayed")
-        # mode=rw: never creates the file (a missing store is no store, see `open`)
-        self._conn = sqlite3.connect(
-            f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S
-        )
+        self._held: tuple[int, str] | None = files.hold(str(path), lambda: _replayable(path))
+        try:  # mode=rw: never creates the file (a missing store is no store, see `open`)
+            self._conn = sqlite3.connect(
+                f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S
+            )
+        except BaseException:
+            self.close()
+            raise
 
     @classmethod
     def open(cls, path: Path) -> StorePeek | None:
@@ -538,4 +447,13 @@ class StorePeek:
         return row[3] if row else None
 
     def close(self) -> None:
-        self._conn.close()
+        if getattr(self, "_conn", None) is not None:
+            self._conn.close()
+        if self._held is not None:
+            files.release(self._held)
+            self._held = None
+
+
+def _replayable(path: Path) -> None:
+    if files.unreplayable_wal(path):  # the store itself keeps that log aside first
+        raise sqlite3.OperationalError(f"{path}-wal cannot be replayed")
