@@ -441,9 +441,9 @@ class Replay:
 
 class Pass2:
     """The (offset, index) of the lines pass 2 decodes, by position: the spill's stash
-    (`_live.Spill.drain`'s pairs, read by position, so a forked worker sharing the
-    temporary file's descriptor never moves this process's file position), then the
-    live list's slots [start, stop). `done` forgets the stash, as `drain` does."""
+    (`_live.Spill.drain`'s pairs, read by position: reading them never moves the
+    temporary file's position), then the live list's slots [start, stop). `done`
+    forgets the stash, as `drain` does."""
 
     def __init__(self, live: LiveList, spill: Spill | None, start: int, stop: int) -> None:
         self.live, self.spill, self.start, self.stop = live, spill, start, max(start, stop)
