@@ -121,6 +121,9 @@ class _ScriptedServer:
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._failure: _Failure | None = None
+        self._held_until = 0  # step requests wait until this many have arrived
+        self._arrived = threading.Condition(self._lock)
+        self._hold_s = 0.0
 
     # -- public API -----------------------------------------------------------------
     @property
@@ -166,6 +169,13 @@ class _ScriptedServer:
         with self._lock:
             self._failure = _Failure(status, body, times, dict(headers or {}), when)
 
+    def hold_steps_until(self, count: int, timeout: float = 120.0) -> None:
+        """Answer no step request until `count` of them have arrived (or `timeout`
+        seconds passed): sessions started together are each past their start (their
+        SessionStart hooks ran) before any of their turns ends."""
+        with self._lock:
+            self._held_until, self._hold_s = count, timeout
+
     def stop_failing(self) -> None:
         with self._lock:
             self._failure = None
@@ -196,12 +206,22 @@ class _ScriptedServer:
     # -- internals ------------------------------------------------------------------
     def _next_step(self) -> tuple[int | None, Step]:
         with self._lock:
+            self._wait_for_the_others()
             if self._cursor < len(self._steps):
                 i = self._cursor
                 self._cursor += 1
                 return i, self._steps[i]
         # Script exhausted: end the turn politely rather than looping on tool calls.
         return None, Step(text=DEFAULT_FINAL_TEXT)
+
+    def _wait_for_the_others(self) -> None:
+        """(Under the lock.) `hold_steps_until`: count this step request, wait for the rest."""
+        if not self._held_until:
+            return
+        self._held_until -= 1
+        self._arrived.notify_all()
+        self._arrived.wait_for(lambda: self._held_until <= 0, timeout=self._hold_s)
+        self._held_until = 0  # arrived, or timed out: nothing waits any more
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._ids):024d}"

@@ -232,6 +232,9 @@ def test_two_sessions_starting_at_once_claim_once(
     left = sorted(p.name for p in journal.iterdir()) if journal.is_dir() else []
     assert bool(left) == killed_end, (left, _hook_log(agent_env))
     with OpenAIResponsesServer([]) as openai:
+        # neither turn ends (its Stop hook handing off anew) before both sessions started:
+        # on a loaded machine one session's turn could end before the other one's start
+        openai.hold_steps_until(2)
         env = _env(agent_env, bindir, openai=openai.url)  # rewrites Codex's config.toml
         ok(run_passdown(env, workspace, "install", "codex"), "passdown install codex")
         results: list[subprocess.CompletedProcess[str]] = []
