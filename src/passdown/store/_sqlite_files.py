@@ -108,7 +108,7 @@ def unreplayable_wal(path: Path) -> str | None:
     wal = Path(f"{path}-wal")
     try:
         if not stat.S_ISREG(os.lstat(wal).st_mode):
-            return None  # a link or a folder: `_private_database` refuses those
+            return None  # a link or a folder: `make_private` refuses those
         log = _head(wal, 32)
     except OSError:
         return None  # none there, or unreadable: SQLite itself says what it cannot open
