@@ -39,6 +39,13 @@ def _ids(db: Path) -> list[str]:
         conn.close()
 
 
+def _open_here(db: Path) -> int:
+    """This process's connections to `db` as `_sqlite_files` counts them (other tests in
+    this worker may have stores of their own open)."""
+    real = str(db.resolve())
+    return sum(n for (pid, path), n in files._OPEN.items() if path == real)
+
+
 def _other_process(db: Path, code: str) -> subprocess.Popen[bytes]:
     prelude = "import sqlite3, sys\nfrom passdown.store._sqlite import SQLiteStore\n"
     return subprocess.Popen([sys.executable, "-c", prelude + code, str(db)], stdin=subprocess.PIPE)
@@ -93,7 +100,7 @@ def test_only_the_first_connection_runs_the_file_checks(
     three.close()
     SQLiteStore(db).close()
     assert len(checked) == 2  # none open any more: checked again
-    assert not files._OPEN
+    assert _open_here(db) == 0
 
 
 def test_a_store_that_fails_to_open_is_not_counted(tmp_path: Path) -> None:
@@ -101,8 +108,9 @@ def test_a_store_that_fails_to_open_is_not_counted(tmp_path: Path) -> None:
     db.write_bytes(b"not a database, but long enough to be read as one" * 100)
     with pytest.raises(StoreError):
         SQLiteStore(db)
+    assert _open_here(db) == 0
     folder = tmp_path / "folder.db"
     folder.mkdir()
     with pytest.raises(sqlite3.OperationalError):
         StorePeek(folder)
-    assert not files._OPEN
+    assert _open_here(folder) == 0
