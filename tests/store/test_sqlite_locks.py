@@ -4,6 +4,7 @@ must not take itself for the last user and delete the log this one still commits
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
@@ -114,3 +115,11 @@ def test_a_store_that_fails_to_open_is_not_counted(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError):
         StorePeek(folder)
     assert _open_here(folder) == 0
+
+
+def test_a_store_dropped_unclosed_is_counted_out_when_collected(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    SQLiteStore(db).store(_record("first"))  # never closed: its connection goes with it
+    StorePeek(db).pointer("p", "active-handoff")
+    gc.collect()
+    assert _open_here(db) == 0  # the next open checks the files again

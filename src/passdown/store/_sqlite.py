@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,11 +111,13 @@ class SQLiteStore(Store):
         self.url = url or f"sqlite://{self.path}"
         self.shown = self.path if self.url == f"sqlite://{self.path}" else self.url
         self.warnings: list[str] = []
-        self._held: tuple[int, str] | None = None
+        self._held: Callable[[], object] | None = None
         if self.path != ":memory:":
             # before the database file is created: a log whose database is gone is kept
             self._held = files.hold(
-                self.path, lambda: files.prepare_files(Path(self.path), self.shown, self.warnings)
+                self.path,
+                self,
+                lambda: files.prepare_files(Path(self.path), self.shown, self.warnings),
             )
         self._lock = threading.RLock()  # one connection, shared by this process's threads
         try:
@@ -189,8 +191,7 @@ class SQLiteStore(Store):
         if getattr(self, "_conn", None) is not None:
             self._conn.close()
         if self._held is not None:
-            files.release(self._held)
-            self._held = None
+            self._held()
 
     # -- writes -------------------------------------------------------------------------
 
@@ -423,7 +424,7 @@ class StorePeek:
     locked or damaged file): the caller then opens the store itself."""
 
     def __init__(self, path: Path) -> None:
-        self._held: tuple[int, str] | None = files.hold(str(path), lambda: _replayable(path))
+        self._held = files.hold(str(path), self, lambda: _replayable(path))
         try:  # mode=rw: never creates the file (a missing store is no store, see `open`)
             self._conn = sqlite3.connect(
                 f"{path.absolute().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S
@@ -449,9 +450,7 @@ class StorePeek:
     def close(self) -> None:
         if getattr(self, "_conn", None) is not None:
             self._conn.close()
-        if self._held is not None:
-            files.release(self._held)
-            self._held = None
+        self._held()
 
 
 def _replayable(path: Path) -> None:

@@ -21,6 +21,7 @@ import os
 import stat
 import sys
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -33,20 +34,22 @@ _OPEN: Counter[tuple[int, str]] = Counter()  # (pid, real path): this process's 
 _OPEN_LOCK = threading.Lock()
 
 
-def hold(path: str, first_open: Callable[[], None]) -> tuple[int, str]:
+def hold(path: str, owner: object, first_open: Callable[[], None]) -> Callable[[], object]:
     """Count one more connection of this process to the database at `path`, before it is
     opened; `first_open` (the checks that open its files) runs first when this process
-    has none open. Returns the key to `release` when that connection is closed (or
-    failed to open). What `first_open` raises propagates, and nothing is counted."""
+    has none open. What `first_open` raises propagates, and nothing is counted. Returns
+    the call that counts the connection out, once however often it is called: when the
+    connection is closed (or failed to open), or by itself when `owner` is collected
+    unclosed (its connection then goes with it)."""
     key = (os.getpid(), os.path.realpath(path))  # a forked child holds no lock of its parent's
     with _OPEN_LOCK:
         if not _OPEN[key]:
             first_open()
         _OPEN[key] += 1
-    return key
+    return weakref.finalize(owner, _release, key)
 
 
-def release(key: tuple[int, str]) -> None:
+def _release(key: tuple[int, str]) -> None:
     with _OPEN_LOCK:
         _OPEN[key] -= 1
         if _OPEN[key] <= 0:
