@@ -126,7 +126,8 @@ class SQLiteStore(Store):
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
                 self._conn.execute("PRAGMA journal_mode=WAL")
-                self._conn.execute("PRAGMA synchronous=NORMAL")  # durable across crashes in WAL
+                # NORMAL in WAL: durable across process crashes (not across power loss)
+                self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._migrate()
         except BaseException:
             self._let_go()
