@@ -8,10 +8,10 @@ its `-shm` drops every lock the process holds on that file, while SQLite still b
 it holds them (https://sqlite.org/howtocorrupt.html, "Posix advisory locks canceled by
 a separate thread doing close()"). The checks here open and close those files. Run
 while a connection of this process is open (the session-start hook peeks at the store,
-then opens it to claim a handoff), they dropped that connection's shared lock; another
-process closing its last connection then took itself for the last user, checkpointed,
-and deleted the `-wal` and `-shm` this process still wrote to, so the next commit here
-went to a deleted file and was lost. So a database this process already has open is
+then opens it to claim a handoff), they would drop that connection's shared lock: another
+process closing its last connection would take itself for the last user, checkpoint, and
+delete the `-wal` and `-shm` this process still writes to, and the next commit here
+would go to a deleted file and be lost. So a database this process already has open is
 not checked again: it was checked when first opened, and a log in use is SQLite's own.
 """
 
